@@ -1,0 +1,20 @@
+//! node-doctor's collectors: re-rootable readers of the host's `/proc`, `/sys` and
+//! container-runtime directories, and the rules that judge what they read into [`Finding`]s.
+//!
+//! Invariants (see ARCHITECTURE.md):
+//! - nothing in this crate reads an absolute path: every path comes from [`HostPaths`];
+//! - parsing (`text -> typed sample`) is pure and separate from judging (`sample -> findings`);
+//! - this crate knows nothing of HTTP, JSON documents, Prometheus encoding or tokio.
+
+pub mod collector;
+pub mod error;
+pub mod finding;
+pub mod host;
+pub mod metric;
+pub mod proc;
+
+pub use collector::{CollectContext, Collection, Collector, Status};
+pub use error::ReadError;
+pub use finding::{Evidence, Finding, Lang, Remediation, Severity, Source, Text};
+pub use host::HostPaths;
+pub use metric::{Metric, MetricKind};

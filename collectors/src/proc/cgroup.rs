@@ -1,0 +1,238 @@
+//! `/proc/<pid>/cgroup`: where a process runs — in a Kubernetes pod (pod UID, QoS class,
+//! container id) or directly on the host, "not managed by Kubernetes".
+//!
+//! Handles cgroup v1 (`N:controllers:/path`) and v2 (`0::/path`), and the kubelet's two cgroup
+//! drivers:
+//! - cgroupfs: `/kubepods/burstable/pod<uid>/<container-id>`, `/kubepods/pod<uid>/<id>` (Guaranteed)
+//! - systemd:  `/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod<uid_with_underscores>.slice/cri-containerd-<id>.scope`
+//!   (also `docker-<id>.scope`, `crio-<id>.scope`, and `kubepods-pod<uid>.slice` for Guaranteed).
+
+use crate::host::HostPaths;
+
+/// A pod's QoS class as the kubelet encodes it in the cgroup path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum QosClass {
+    Guaranteed,
+    Burstable,
+    BestEffort,
+}
+
+impl QosClass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QosClass::Guaranteed => "Guaranteed",
+            QosClass::Burstable => "Burstable",
+            QosClass::BestEffort => "BestEffort",
+        }
+    }
+}
+
+/// Where a process runs, as far as its cgroup tells.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Placement {
+    /// In a Kubernetes pod.
+    Pod(PodRef),
+    /// On the host, outside Kubernetes (a systemd service, a user session, a kernel thread...).
+    /// `cgroup` is the path that says so, e.g. `/system.slice/mysqld.service`.
+    Host { cgroup: String },
+}
+
+impl Placement {
+    pub fn pod(&self) -> Option<&PodRef> {
+        match self {
+            Placement::Pod(p) => Some(p),
+            Placement::Host { .. } => None,
+        }
+    }
+
+    pub fn is_kubernetes(&self) -> bool {
+        matches!(self, Placement::Pod(_))
+    }
+}
+
+/// A pod as identified from a cgroup path.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PodRef {
+    /// The pod UID with dashes (`1f2e...-...`), as the API server shows it.
+    pub uid: String,
+    pub qos: QosClass,
+    /// The container id (64 hex chars) when the path goes down to the container.
+    pub container_id: Option<String>,
+}
+
+/// Classifies the text of a `/proc/<pid>/cgroup` file. Unknown or empty text is a host process
+/// with whatever path it had.
+pub fn parse(text: &str) -> Placement {
+    let mut first_path: Option<&str> = None;
+    for line in text.lines() {
+        // hierarchy-ID:controller-list:path — the path may itself contain ':'.
+        let mut parts = line.splitn(3, ':');
+        let (Some(_id), Some(_ctrl), Some(path)) = (parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        if first_path.is_none() {
+            first_path = Some(path);
+        }
+        if let Some(pod) = pod_from_path(path) {
+            return Placement::Pod(pod);
+        }
+    }
+    Placement::Host {
+        cgroup: first_path.unwrap_or("").to_string(),
+    }
+}
+
+/// Reads `<root>/proc/<pid>/cgroup`; `None` when the pid vanished.
+pub fn read(host: &HostPaths, pid: u32) -> Option<Placement> {
+    let text = std::fs::read_to_string(host.proc_pid(pid).join("cgroup")).ok()?;
+    Some(parse(&text))
+}
+
+/// Recognises a kubepods cgroup path of either driver.
+pub fn pod_from_path(path: &str) -> Option<PodRef> {
+    let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let start = segs
+        .iter()
+        .position(|s| *s == "kubepods" || *s == "kubepods.slice")?;
+    let mut qos = QosClass::Guaranteed;
+    let mut uid = None;
+    let mut container_id = None;
+    for seg in &segs[start + 1..] {
+        if uid.is_none() {
+            match *seg {
+                "burstable" | "kubepods-burstable.slice" => {
+                    qos = QosClass::Burstable;
+                    continue;
+                }
+                "besteffort" | "kubepods-besteffort.slice" => {
+                    qos = QosClass::BestEffort;
+                    continue;
+                }
+                _ => {}
+            }
+            if let Some(u) = uid_from_segment(seg) {
+                uid = Some(u);
+                continue;
+            }
+        } else if container_id.is_none() {
+            container_id = container_from_segment(seg);
+        }
+    }
+    uid.map(|uid| PodRef {
+        uid,
+        qos,
+        container_id,
+    })
+}
+
+/// `pod<uid>` (cgroupfs) or `kubepods-<qos>-pod<uid_with_underscores>.slice` (systemd).
+fn uid_from_segment(seg: &str) -> Option<String> {
+    let raw = if let Some(rest) = seg.strip_suffix(".slice") {
+        let idx = rest.rfind("-pod")?;
+        &rest[idx + 4..]
+    } else {
+        seg.strip_prefix("pod")?
+    };
+    let uid = raw.replace('_', "-");
+    let valid = !uid.is_empty()
+        && uid.len() <= 64
+        && uid.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
+    valid.then_some(uid)
+}
+
+/// `<id>` (cgroupfs), `docker-<id>.scope`, `cri-containerd-<id>.scope`, `crio-<id>.scope`.
+fn container_from_segment(seg: &str) -> Option<String> {
+    let base = seg.strip_suffix(".scope").unwrap_or(seg);
+    let id = base.rsplit('-').next().unwrap_or(base);
+    let valid = id.len() >= 12 && id.chars().all(|c| c.is_ascii_hexdigit());
+    valid.then(|| id.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CID: &str = "4d3c2b1a0f9e8d7c6b5a49382716051f4e3d2c1b0a99887766554433221100ff";
+
+    #[test]
+    fn cgroup_v1_cgroupfs_burstable() {
+        // Docker + kubelet cgroupfs driver, Linux 4.14 (the handbook's TKE nodes).
+        let text = format!(
+            "12:pids:/kubepods/burstable/pod5d5b3b8a-6c1f-4f7e-9a57-1b2c3d4e5f60/{CID}\n\
+             11:memory:/kubepods/burstable/pod5d5b3b8a-6c1f-4f7e-9a57-1b2c3d4e5f60/{CID}\n\
+             1:name=systemd:/kubepods/burstable/pod5d5b3b8a-6c1f-4f7e-9a57-1b2c3d4e5f60/{CID}\n"
+        );
+        let p = parse(&text);
+        let pod = p.pod().unwrap();
+        assert_eq!(pod.uid, "5d5b3b8a-6c1f-4f7e-9a57-1b2c3d4e5f60");
+        assert_eq!(pod.qos, QosClass::Burstable);
+        assert_eq!(pod.container_id.as_deref(), Some(CID));
+    }
+
+    #[test]
+    fn cgroup_v1_guaranteed_without_qos_segment() {
+        let text =
+            format!("4:cpu,cpuacct:/kubepods/pod0a1b2c3d-0000-1111-2222-333344445555/{CID}\n");
+        let pod = parse(&text).pod().cloned().unwrap();
+        assert_eq!(pod.qos, QosClass::Guaranteed);
+        assert_eq!(pod.uid, "0a1b2c3d-0000-1111-2222-333344445555");
+    }
+
+    #[test]
+    fn cgroup_v2_systemd_containerd() {
+        let text = format!(
+            "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod7c1e_2d3f_4a5b_8c9d_0e1f2a3b4c5d.slice/cri-containerd-{CID}.scope\n"
+        );
+        let pod = parse(&text).pod().cloned().unwrap();
+        assert_eq!(pod.uid, "7c1e-2d3f-4a5b-8c9d-0e1f2a3b4c5d");
+        assert_eq!(pod.qos, QosClass::BestEffort);
+        assert_eq!(pod.container_id.as_deref(), Some(CID));
+    }
+
+    #[test]
+    fn cgroup_v2_guaranteed_systemd_docker() {
+        let text = format!(
+            "0::/kubepods.slice/kubepods-pod11111111_2222_3333_4444_555555555555.slice/docker-{CID}.scope\n"
+        );
+        let pod = parse(&text).pod().cloned().unwrap();
+        assert_eq!(pod.qos, QosClass::Guaranteed);
+        assert_eq!(pod.container_id.as_deref(), Some(CID));
+    }
+
+    #[test]
+    fn host_processes() {
+        assert_eq!(
+            parse("0::/system.slice/mysqld.service\n"),
+            Placement::Host {
+                cgroup: "/system.slice/mysqld.service".into()
+            }
+        );
+        assert!(!parse(
+            "12:memory:/user.slice\n1:name=systemd:/user.slice/user-0.slice/session-1.scope\n"
+        )
+        .is_kubernetes());
+        // The pod-level cgroup itself (no container) still names the pod.
+        let p = parse(
+            "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podaaaa_bbbb.slice\n",
+        );
+        assert_eq!(p.pod().unwrap().container_id, None);
+        assert_eq!(
+            parse(""),
+            Placement::Host {
+                cgroup: String::new()
+            }
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics(s in ".*") {
+            let _ = parse(&s);
+        }
+        #[test]
+        fn never_panics_on_kubepods_like(s in "(0::)?/kubepods(\\.slice)?(/[a-z0-9_.:-]{0,40}){0,5}") {
+            let _ = parse(&s);
+        }
+    }
+}

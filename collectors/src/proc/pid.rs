@@ -1,0 +1,190 @@
+//! Per-process files under `<root>/proc/<pid>/`: listing pids, `comm`, `cmdline`, `stat`.
+//!
+//! A pid can exit between listing and reading: readers return `None` for a vanished pid
+//! instead of an error (as `below` does).
+
+use std::path::Path;
+
+use crate::host::HostPaths;
+
+/// Lists the numeric entries of `<root>/proc`, sorted. An unreadable `/proc` gives an error.
+pub fn list_pids(host: &HostPaths) -> Result<Vec<u32>, crate::ReadError> {
+    let dir = host.proc();
+    let rd = std::fs::read_dir(&dir).map_err(|e| crate::ReadError::io(&dir, e))?;
+    let mut pids: Vec<u32> = rd
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()))
+        .collect();
+    pids.sort_unstable();
+    Ok(pids)
+}
+
+/// Reads a small per-pid file; `None` when the pid vanished or the file is unreadable.
+fn read_pid_file(host: &HostPaths, pid: u32, name: &str) -> Option<Vec<u8>> {
+    std::fs::read(host.proc_pid(pid).join(name)).ok()
+}
+
+/// `<root>/proc/<pid>/comm` without the trailing newline.
+pub fn comm(host: &HostPaths, pid: u32) -> Option<String> {
+    let raw = read_pid_file(host, pid, "comm")?;
+    Some(
+        String::from_utf8_lossy(&raw)
+            .trim_end_matches('\n')
+            .to_string(),
+    )
+}
+
+/// `<root>/proc/<pid>/cmdline` with NULs turned into spaces, cut to `max_bytes`.
+pub fn cmdline(host: &HostPaths, pid: u32, max_bytes: usize) -> Option<String> {
+    let raw = read_pid_file(host, pid, "cmdline")?;
+    Some(parse_cmdline(&raw, max_bytes))
+}
+
+/// `<root>/proc/<pid>/cmdline` as its NUL-separated arguments.
+pub fn args(host: &HostPaths, pid: u32) -> Option<Vec<String>> {
+    let raw = read_pid_file(host, pid, "cmdline")?;
+    Some(split_args(&raw))
+}
+
+/// Splits a raw `cmdline` into arguments.
+pub fn split_args(raw: &[u8]) -> Vec<String> {
+    raw.split(|b| *b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect()
+}
+
+/// Joins a raw `cmdline` with spaces, cut to at most `max_bytes` bytes (on a char boundary).
+pub fn parse_cmdline(raw: &[u8], max_bytes: usize) -> String {
+    let joined = split_args(raw).join(" ");
+    if joined.len() <= max_bytes {
+        return joined;
+    }
+    let mut end = max_bytes;
+    while end > 0 && !joined.is_char_boundary(end) {
+        end -= 1;
+    }
+    joined[..end].to_string()
+}
+
+/// The fields of `/proc/<pid>/stat` the collectors use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PidStat {
+    pub pid: u32,
+    /// The command name between the parentheses (may itself contain spaces and parentheses).
+    pub comm: String,
+    /// Single-letter state: R, S, D, Z, T, I, ...
+    pub state: char,
+    pub ppid: u32,
+    /// User and system CPU time in clock ticks.
+    pub utime: u64,
+    pub stime: u64,
+    pub num_threads: u64,
+    /// Start time after boot, in clock ticks.
+    pub starttime: u64,
+}
+
+/// Parses `/proc/<pid>/stat`. The comm field is found by the last `)`, as the kernel writes it.
+pub fn parse_stat(text: &str) -> Result<PidStat, String> {
+    let open = text.find('(').ok_or("no '(' before comm")?;
+    let close = text.rfind(')').ok_or("no ')' after comm")?;
+    if close < open {
+        return Err("')' before '('".into());
+    }
+    let pid = text[..open]
+        .trim()
+        .parse::<u32>()
+        .map_err(|e| format!("bad pid: {e}"))?;
+    let comm = text[open + 1..close].to_string();
+    let rest: Vec<&str> = text[close + 1..].split_whitespace().collect();
+    // rest[0] is field 3 (state); field N is rest[N-3].
+    let field = |n: usize| -> Result<&str, String> {
+        rest.get(n - 3)
+            .copied()
+            .ok_or_else(|| format!("missing field {n}"))
+    };
+    let num = |n: usize| -> Result<u64, String> {
+        field(n)?
+            .parse::<u64>()
+            .map_err(|e| format!("field {n}: {e}"))
+    };
+    let state = field(3)?.chars().next().ok_or("empty state")?;
+    Ok(PidStat {
+        pid,
+        comm,
+        state,
+        ppid: u32::try_from(num(4)?).map_err(|e| e.to_string())?,
+        utime: num(14)?,
+        stime: num(15)?,
+        num_threads: num(20)?,
+        starttime: num(22)?,
+    })
+}
+
+/// Reads and parses `<root>/proc/<pid>/stat`; `None` when the pid vanished or the text is bad.
+pub fn stat(host: &HostPaths, pid: u32) -> Option<PidStat> {
+    let raw = read_pid_file(host, pid, "stat")?;
+    parse_stat(&String::from_utf8_lossy(&raw)).ok()
+}
+
+/// True when `path` names an existing pid directory.
+pub fn exists(path: &Path) -> bool {
+    path.is_dir()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Real line from Linux 6.1 (Debian 12): a kernel thread with spaces and parens in comm.
+    const STAT_KWORKER: &str = "42 (kworker/1:1-events (x)) I 2 0 0 0 -1 69238880 0 0 0 0 0 17 0 0 0 20 0 1 0 96 0 0 18446744073709551615 0 0 0 0 0 0 0 2147483647 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
+    // Real line of mysqld in D state (Linux 4.14, the handbook's era).
+    const STAT_MYSQLD: &str = "1847 (mysqld) D 1 1847 1847 0 -1 4194560 2210933 0 1075 0 981254 1310021 0 0 20 0 37 0 4321 2393489408 98765 18446744073709551615 1 1 0 0 0 0 543239 4096 26345 0 0 0 17 3 0 0 1234 0 0 0 0 0 0 0 0 0 0\n";
+
+    #[test]
+    fn parses_stat_with_awkward_comm() {
+        let s = parse_stat(STAT_KWORKER).unwrap();
+        assert_eq!(s.pid, 42);
+        assert_eq!(s.comm, "kworker/1:1-events (x)");
+        assert_eq!(s.state, 'I');
+        assert_eq!(s.ppid, 2);
+        let m = parse_stat(STAT_MYSQLD).unwrap();
+        assert_eq!(
+            (m.state, m.utime, m.stime, m.num_threads, m.starttime),
+            ('D', 981254, 1310021, 37, 4321)
+        );
+    }
+
+    #[test]
+    fn stat_garbage_is_an_error_not_a_panic() {
+        for bad in ["", "(", ")(", "12 (x)", "x (y) R", "1 (a) R 1"] {
+            assert!(parse_stat(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn cmdline_is_cut_on_char_boundary() {
+        let raw =
+            "kube-proxy\0--config=/var/lib/kube-proxy/config.conf\0--hostname-override=节点\0"
+                .as_bytes();
+        assert_eq!(
+            parse_cmdline(raw, 1000),
+            "kube-proxy --config=/var/lib/kube-proxy/config.conf --hostname-override=节点"
+        );
+        let cut = parse_cmdline(raw, 73);
+        assert!(cut.len() <= 73 && cut.starts_with("kube-proxy --config"));
+        assert_eq!(split_args(raw).len(), 3);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn stat_never_panics(s in ".*") {
+            let _ = parse_stat(&s);
+        }
+        #[test]
+        fn cmdline_never_panics(raw in proptest::collection::vec(proptest::num::u8::ANY, 0..300), max in 0usize..300) {
+            let out = parse_cmdline(&raw, max);
+            proptest::prop_assert!(out.len() <= max);
+        }
+    }
+}
