@@ -1,0 +1,5 @@
+//! Scenario tests: fake host roots built by the tests that reproduce the handbook's situations,
+//! plus real-kernel tests that skip (with the reason printed) when not root.
+//! One test binary for all collectors (each collector adds its module below).
+
+mod support;

@@ -1,0 +1,85 @@
+//! Builders for fake host roots and helpers for real-kernel tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use collectors::{CollectContext, HostPaths};
+
+/// A fake host root in a temporary directory: `proc/`, `sys/`, `var/lib/docker/...` written by
+/// the test.
+pub struct FakeHost {
+    dir: tempfile::TempDir,
+}
+
+impl FakeHost {
+    pub fn new() -> FakeHost {
+        FakeHost {
+            dir: tempfile::tempdir().expect("create temp host root"),
+        }
+    }
+
+    /// The agent-side root directory.
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn host(&self) -> HostPaths {
+        HostPaths::new(self.dir.path())
+    }
+
+    /// Agent-side path of a host path (`/proc/loadavg` -> `<tmp>/proc/loadavg`).
+    pub fn path(&self, host_path: &str) -> PathBuf {
+        self.dir.path().join(host_path.trim_start_matches('/'))
+    }
+
+    /// Writes a file at a host path, creating parent directories.
+    pub fn write(&self, host_path: &str, contents: impl AsRef<[u8]>) -> &FakeHost {
+        let p = self.path(host_path);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).expect("create parent dirs");
+        }
+        std::fs::write(&p, contents).expect("write fake host file");
+        self
+    }
+
+    pub fn mkdir(&self, host_path: &str) -> &FakeHost {
+        std::fs::create_dir_all(self.path(host_path)).expect("create dir");
+        self
+    }
+
+    /// Creates a symlink at `host_path` pointing to `target` (written as given).
+    pub fn symlink(&self, target: &str, host_path: &str) -> &FakeHost {
+        let p = self.path(host_path);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).expect("create parent dirs");
+        }
+        std::os::unix::fs::symlink(target, &p).expect("create symlink");
+        self
+    }
+
+    /// Creates a sparse file of `len` bytes (takes no disk space).
+    pub fn sparse(&self, host_path: &str, len: u64) -> &FakeHost {
+        let p = self.path(host_path);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).expect("create parent dirs");
+        }
+        let f = std::fs::File::create(&p).expect("create sparse file");
+        f.set_len(len).expect("set sparse length");
+        self
+    }
+}
+
+pub fn ctx() -> CollectContext {
+    CollectContext {
+        node_name: "node-1".to_string(),
+    }
+}
+
+/// True when running as root; otherwise prints why the calling test skips.
+pub fn root_or_skip(test: &str) -> bool {
+    let root = nix::unistd::Uid::effective().is_root();
+    if !root {
+        eprintln!("SKIP {test}: needs root (real kernel test)");
+    }
+    root
+}
