@@ -1,0 +1,755 @@
+//! The kernel log, `<root>/dev/kmsg`: a pure record parser ([`parse_record`]) and a bounded,
+//! non-blocking reader ([`KmsgReader`]) that collectors share by each owning one reader (every
+//! open of `/dev/kmsg` has its own position in the kernel's ring buffer).
+//!
+//! Record format (Documentation/ABI/testing/dev-kmsg):
+//!
+//! ```text
+//! 6,339,1392374,-;tokio-rt-worker (70): drop_caches: 3
+//! 6,191,269498,-;acpi PNP0A08:00: _OSC: OS supports [ExtendedConfig ASPM ClockPM]
+//!  SUBSYSTEM=acpi
+//!  DEVICE=+acpi:PNP0A08:00
+//! ```
+//!
+//! `prio,seq,usec,flags[,...];message`, where `prio` is `facility << 3 | level`, `seq` a 64-bit
+//! sequence number, `usec` microseconds since boot; non-printable bytes in the message are
+//! escaped as `\xNN`; continuation lines starting with a space carry `KEY=value` properties.
+//!
+//! On the character device each `read()` returns exactly one record, `EAGAIN` when there are
+//! no more, and `EPIPE` when records were overwritten before we read them (the position then
+//! jumps to the oldest record still held). A regular file in a fake root (one record per
+//! line, as scenario tests write it) is read line by line and ends in EOF instead of `EAGAIN`.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, ErrorKind, Read};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::PathBuf;
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::collector::Status;
+use crate::host::HostPaths;
+use crate::metric::Metric;
+use crate::proc::uptime::BootClock;
+
+/// Read buffer for one device record. The kernel caps a record's text at 1 KiB (plus its
+/// properties); a buffer that is too small makes `read()` fail with `EINVAL`.
+const RECORD_BUFFER_BYTES: usize = 16 * 1024;
+
+/// The longest line kept from a regular-file source; longer lines are cut (bounded memory).
+const MAX_LINE_BYTES: usize = 16 * 1024;
+
+/// One kernel log record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    /// Sequence number: increases by one per record since boot.
+    pub seq: u64,
+    /// Microseconds since boot (the kernel log clock).
+    pub usec: u64,
+    /// Log level 0 (emerg) .. 7 (debug).
+    pub level: u8,
+    /// Syslog facility (0 kernel, 1 user, ...).
+    pub facility: u32,
+    /// The message with `\xNN` escapes decoded (invalid UTF-8 replaced).
+    pub message: String,
+    /// Continuation lines (`SUBSYSTEM=acpi`, `DEVICE=+acpi:...`), leading space removed.
+    pub continuation: Vec<String>,
+    /// Wall-clock estimate from `/proc/uptime`; `None` when uptime could not be read (and
+    /// always `None` from [`parse_record`], which is pure).
+    pub timestamp: Option<SystemTime>,
+}
+
+impl Record {
+    /// The value of a continuation property, e.g. `property("SUBSYSTEM")`.
+    pub fn property(&self, key: &str) -> Option<&str> {
+        self.continuation.iter().find_map(|line| {
+            let (k, v) = line.split_once('=')?;
+            (k == key).then_some(v)
+        })
+    }
+}
+
+/// Why a record's text was not understood.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KmsgParseError {
+    #[error("record has no ';' between header and message")]
+    NoSeparator,
+    #[error("record header {0:?} has fewer than 3 fields")]
+    ShortHeader(String),
+    #[error("record header field {field} is not a number: {value:?}")]
+    BadNumber { field: &'static str, value: String },
+}
+
+/// Parses one record: the header line and any continuation lines (each starting with a space),
+/// with or without the trailing newline.
+pub fn parse_record(text: &str) -> Result<Record, KmsgParseError> {
+    let mut lines = text.split('\n');
+    let first = lines.next().unwrap_or("");
+    let (header, message) = first.split_once(';').ok_or(KmsgParseError::NoSeparator)?;
+    let mut fields = header.split(',');
+    let (prio, seq, usec) = match (fields.next(), fields.next(), fields.next()) {
+        (Some(p), Some(s), Some(u)) => (p, s, u),
+        _ => return Err(KmsgParseError::ShortHeader(cut(header, 64))),
+    };
+    let prio: u32 = number("prio", prio)?;
+    let seq: u64 = number("seq", seq)?;
+    let usec: u64 = number("usec", usec)?;
+    let continuation = lines
+        .filter_map(|l| l.strip_prefix(' '))
+        .map(str::to_string)
+        .collect();
+    Ok(Record {
+        seq,
+        usec,
+        level: (prio & 7) as u8,
+        facility: prio >> 3,
+        message: unescape(message),
+        continuation,
+        timestamp: None,
+    })
+}
+
+fn number<T: std::str::FromStr>(field: &'static str, s: &str) -> Result<T, KmsgParseError> {
+    s.trim().parse().map_err(|_| KmsgParseError::BadNumber {
+        field,
+        value: cut(s, 32),
+    })
+}
+
+/// At most `max` bytes of `s`, cut on a char boundary.
+fn cut(s: &str, max: usize) -> String {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_string()
+}
+
+/// Decodes the kernel's `\xNN` escapes (it escapes control bytes and `\` itself).
+fn unescape(s: &str) -> String {
+    if !s.contains("\\x") {
+        return s.to_string();
+    }
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 4 <= b.len() && b[i + 1] == b'x' {
+            let hex = std::str::from_utf8(&b[i + 2..i + 4])
+                .ok()
+                .and_then(|h| u8::from_str_radix(h, 16).ok());
+            if let Some(v) = hex {
+                out.push(v);
+                i += 4;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Bounds and start point of a reader.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KmsgConfig {
+    /// At start, records older than this are skipped (`--kmsg-lookback`, default 1 h).
+    pub lookback: Duration,
+    /// At most this many records are returned per [`KmsgReader::read_new`] call.
+    pub max_records_per_cycle: usize,
+    /// At most this much time is spent per call (checked between records).
+    pub max_millis_per_cycle: u64,
+}
+
+impl Default for KmsgConfig {
+    fn default() -> Self {
+        KmsgConfig {
+            lookback: Duration::from_secs(3600),
+            max_records_per_cycle: 5000,
+            max_millis_per_cycle: 50,
+        }
+    }
+}
+
+/// What one [`KmsgReader::read_new`] call produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KmsgBatch {
+    /// New records, oldest first, each returned once.
+    pub records: Vec<Record>,
+    /// Records lost before we could read them (overwritten in the ring buffer: sequence gaps
+    /// and `EPIPE`), counted from the gap in sequence numbers.
+    pub dropped: u64,
+    /// True when the per-cycle record or time bound stopped the read; the rest is read next
+    /// call (if the kernel has not overwritten it by then, which `dropped` then counts).
+    pub truncated_by_budget: bool,
+    /// Records older than the lookback window, skipped at start.
+    pub skipped_old: u64,
+    /// Records whose text could not be parsed (skipped).
+    pub malformed: u64,
+    /// `Ok`, or `Degraded` with a reason a person can act on ("/dev/kmsg needs CAP_SYSLOG").
+    pub status: Status,
+}
+
+impl KmsgBatch {
+    fn new() -> KmsgBatch {
+        KmsgBatch {
+            records: Vec::new(),
+            dropped: 0,
+            truncated_by_budget: false,
+            skipped_old: 0,
+            malformed: 0,
+            status: Status::Ok,
+        }
+    }
+}
+
+enum Source {
+    /// Not opened yet, or the last open failed (retried next call).
+    Closed,
+    /// The character device: one record per `read()`.
+    Device(File),
+    /// A regular file (fake roots): records one per line plus continuation lines.
+    Stream {
+        reader: BufReader<File>,
+        /// A line read without its newline yet (a writer is mid-append).
+        partial: String,
+        /// The record being assembled: its continuation lines may still follow.
+        pending: Option<String>,
+    },
+}
+
+/// A non-blocking reader of `<root>/dev/kmsg` that returns each record once, bounded per call.
+pub struct KmsgReader {
+    path: PathBuf,
+    host: HostPaths,
+    config: KmsgConfig,
+    source: Source,
+    /// Records before this (microseconds since boot) are skipped; set at first open.
+    cutoff_usec: Option<u64>,
+    last_seq: Option<u64>,
+    clock: Option<BootClock>,
+    /// Reason of the last failed open, to log transitions only.
+    open_failure: Option<String>,
+    buf: Vec<u8>,
+    records_total: u64,
+    dropped_total: u64,
+}
+
+enum Step {
+    /// One record's text.
+    Text(String),
+    /// `EPIPE`: records were overwritten; the position moved to the oldest one held.
+    Overrun,
+    /// No more records for now (`EAGAIN` or EOF).
+    Done,
+    /// A read error that ends this call.
+    Failed(String),
+}
+
+impl KmsgReader {
+    /// A reader of `<root>/dev/kmsg`. Nothing is opened until the first [`Self::read_new`].
+    pub fn new(host: &HostPaths, config: KmsgConfig) -> KmsgReader {
+        KmsgReader {
+            path: host.join("/dev/kmsg"),
+            host: host.clone(),
+            config,
+            source: Source::Closed,
+            cutoff_usec: None,
+            last_seq: None,
+            clock: None,
+            open_failure: None,
+            buf: Vec::new(),
+            records_total: 0,
+            dropped_total: 0,
+        }
+    }
+
+    /// The agent-side path read.
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+
+    /// Records returned since construction.
+    pub fn records_total(&self) -> u64 {
+        self.records_total
+    }
+
+    /// Records lost (overwritten before being read) since construction.
+    pub fn dropped_total(&self) -> u64 {
+        self.dropped_total
+    }
+
+    /// `node_doctor_kmsg_records_total{collector}` and `node_doctor_kmsg_dropped_total{collector}`.
+    pub fn metrics(&self, collector: &str) -> Vec<Metric> {
+        vec![
+            Metric::counter(
+                "node_doctor_kmsg_records_total",
+                "Kernel log records read by a collector's /dev/kmsg reader.",
+                self.records_total as f64,
+            )
+            .label("collector", collector),
+            Metric::counter(
+                "node_doctor_kmsg_dropped_total",
+                "Kernel log records overwritten before a collector's reader could read them.",
+                self.dropped_total as f64,
+            )
+            .label("collector", collector),
+        ]
+    }
+
+    /// The boot clock taken at the last call, to date records or compute their age.
+    pub fn clock(&self) -> Option<BootClock> {
+        self.clock
+    }
+
+    /// Reads the records that arrived since the last call (at the first call: those within the
+    /// lookback window), within the per-call bounds.
+    pub fn read_new(&mut self) -> KmsgBatch {
+        let mut batch = KmsgBatch::new();
+        let started = Instant::now();
+        self.clock = BootClock::read(&self.host).ok();
+        if matches!(self.source, Source::Closed) {
+            if let Err(reason) = self.open() {
+                batch.status = Status::Degraded(reason);
+                return batch;
+            }
+        }
+        let budget = Duration::from_millis(self.config.max_millis_per_cycle);
+        loop {
+            if batch.records.len() >= self.config.max_records_per_cycle
+                || started.elapsed() >= budget
+            {
+                batch.truncated_by_budget = true;
+                break;
+            }
+            match self.next_text() {
+                Step::Text(text) => self.accept(&text, &mut batch),
+                Step::Overrun => {
+                    tracing::debug!(path = %self.path.display(), "kernel log records were overwritten before they were read");
+                }
+                Step::Done => break,
+                Step::Failed(reason) => {
+                    tracing::warn!(path = %self.path.display(), error = %reason, "kernel log read failed; reopening next cycle");
+                    self.source = Source::Closed;
+                    batch.status = Status::Degraded(reason);
+                    break;
+                }
+            }
+        }
+        if batch.truncated_by_budget {
+            tracing::debug!(
+                path = %self.path.display(),
+                records = batch.records.len(),
+                "kernel log read stopped at its per-cycle bound; continuing next cycle"
+            );
+        }
+        self.records_total += batch.records.len() as u64;
+        self.dropped_total += batch.dropped;
+        batch
+    }
+
+    fn open(&mut self) -> Result<(), String> {
+        let opened = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+            .open(&self.path)
+            .and_then(|f| f.metadata().map(|m| (f, m)));
+        let (file, meta) = match opened {
+            Ok(ok) => ok,
+            Err(e) => {
+                let reason = match e.kind() {
+                    ErrorKind::PermissionDenied => format!(
+                        "/dev/kmsg needs CAP_SYSLOG (open {}: {e}); kernel log rules are off",
+                        self.path.display()
+                    ),
+                    ErrorKind::NotFound => format!(
+                        "{} does not exist; mount the host's /dev to read the kernel log",
+                        self.path.display()
+                    ),
+                    _ => format!("cannot open {}: {e}", self.path.display()),
+                };
+                if self.open_failure.as_deref() != Some(reason.as_str()) {
+                    tracing::warn!(path = %self.path.display(), error = %e, "kernel log unavailable");
+                    self.open_failure = Some(reason.clone());
+                }
+                return Err(reason);
+            }
+        };
+        if self.open_failure.take().is_some() {
+            tracing::info!(path = %self.path.display(), "kernel log readable again");
+        }
+        if self.cutoff_usec.is_none() {
+            let lookback = u64::try_from(self.config.lookback.as_micros()).unwrap_or(u64::MAX);
+            // Without uptime we cannot place records in time: read everything held.
+            let now_usec = self
+                .clock
+                .map(|c| u64::try_from(c.uptime.as_micros()).unwrap_or(u64::MAX));
+            self.cutoff_usec = Some(now_usec.map_or(0, |n| n.saturating_sub(lookback)));
+        }
+        self.source = if meta.file_type().is_char_device() {
+            Source::Device(file)
+        } else {
+            Source::Stream {
+                reader: BufReader::with_capacity(64 * 1024, file),
+                partial: String::new(),
+                pending: None,
+            }
+        };
+        Ok(())
+    }
+
+    fn next_text(&mut self) -> Step {
+        match &mut self.source {
+            Source::Closed => Step::Done,
+            Source::Device(file) => {
+                if self.buf.len() < RECORD_BUFFER_BYTES {
+                    self.buf.resize(RECORD_BUFFER_BYTES, 0);
+                }
+                loop {
+                    match file.read(&mut self.buf) {
+                        Ok(0) => return Step::Done,
+                        Ok(n) => {
+                            return Step::Text(String::from_utf8_lossy(&self.buf[..n]).into_owned())
+                        }
+                        Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                        Err(e) if e.kind() == ErrorKind::WouldBlock => return Step::Done,
+                        Err(e) if e.kind() == ErrorKind::BrokenPipe => return Step::Overrun,
+                        Err(e) => {
+                            return Step::Failed(format!("read {}: {e}", self.path.display()))
+                        }
+                    }
+                }
+            }
+            Source::Stream {
+                reader,
+                partial,
+                pending,
+            } => loop {
+                match read_line_bounded(reader, partial) {
+                    Ok(0) => {
+                        // EOF. A record without a newline yet stays partial; an assembled
+                        // record is complete (continuation lines are written with it).
+                        return match pending.take() {
+                            Some(t) => Step::Text(t),
+                            None => Step::Done,
+                        };
+                    }
+                    Ok(_) if !partial.ends_with('\n') => {
+                        // EOF inside a line: a writer is mid-append; the line waits for its
+                        // newline. A new header line means the pending record is complete.
+                        if !partial.starts_with(' ') {
+                            if let Some(t) = pending.take() {
+                                return Step::Text(t);
+                            }
+                        }
+                        return Step::Done;
+                    }
+                    Ok(_) => {
+                        let line = std::mem::take(partial);
+                        if line.starts_with(' ') {
+                            if let Some(p) = pending.as_mut() {
+                                if p.len() < MAX_LINE_BYTES * 4 {
+                                    p.push_str(&line);
+                                }
+                            }
+                            continue;
+                        }
+                        if line.trim().is_empty() {
+                            continue;
+                        }
+                        if let Some(done) = pending.replace(line) {
+                            return Step::Text(done);
+                        }
+                    }
+                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => return Step::Done,
+                    Err(e) => return Step::Failed(format!("read {}: {e}", self.path.display())),
+                }
+            },
+        }
+    }
+
+    fn accept(&mut self, text: &str, batch: &mut KmsgBatch) {
+        let mut record = match parse_record(text.trim_end_matches('\n')) {
+            Ok(r) => r,
+            Err(e) => {
+                batch.malformed += 1;
+                tracing::trace!(error = %e, "skipping a kernel log record that does not parse");
+                return;
+            }
+        };
+        if let Some(last) = self.last_seq {
+            if record.seq <= last {
+                // Already returned (a reopen re-reads from the start).
+                return;
+            }
+            batch.dropped += record.seq - last - 1;
+        }
+        self.last_seq = Some(record.seq);
+        if record.usec < self.cutoff_usec.unwrap_or(0) {
+            batch.skipped_old += 1;
+            return;
+        }
+        record.timestamp = self.clock.map(|c| c.wall_clock(record.usec));
+        batch.records.push(record);
+    }
+}
+
+/// `read_line` that never keeps more than [`MAX_LINE_BYTES`] of one line (the rest of an
+/// overlong line is discarded), so a garbage file cannot grow memory without bound.
+fn read_line_bounded(reader: &mut BufReader<File>, out: &mut String) -> std::io::Result<usize> {
+    let mut total = 0;
+    loop {
+        let (consumed, done) = {
+            let available = reader.fill_buf()?;
+            if available.is_empty() {
+                return Ok(total);
+            }
+            let (chunk, done) = match available.iter().position(|b| *b == b'\n') {
+                Some(i) => (&available[..=i], true),
+                None => (available, false),
+            };
+            let room = MAX_LINE_BYTES.saturating_sub(out.len());
+            let keep = &chunk[..chunk.len().min(room)];
+            out.push_str(&String::from_utf8_lossy(keep));
+            if done && keep.len() < chunk.len() {
+                out.push('\n');
+            }
+            (chunk.len(), done)
+        };
+        reader.consume(consumed);
+        total += consumed;
+        if done {
+            return Ok(total);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Kernel 6.18.44 (this VM), read from /dev/kmsg.
+    const REAL_6_18: &str = "6,191,269498,-;acpi PNP0A08:00: _OSC: OS supports [ExtendedConfig ASPM ClockPM Segments MSI HPX-Type3]\n SUBSYSTEM=acpi\n DEVICE=+acpi:PNP0A08:00\n";
+
+    #[test]
+    fn parses_real_record_with_properties() {
+        let r = parse_record(REAL_6_18).unwrap();
+        assert_eq!(r.seq, 191);
+        assert_eq!(r.usec, 269_498);
+        assert_eq!(r.level, 6);
+        assert_eq!(r.facility, 0);
+        assert_eq!(
+            r.message,
+            "acpi PNP0A08:00: _OSC: OS supports [ExtendedConfig ASPM ClockPM Segments MSI HPX-Type3]"
+        );
+        assert_eq!(
+            r.continuation,
+            vec!["SUBSYSTEM=acpi", "DEVICE=+acpi:PNP0A08:00"]
+        );
+        assert_eq!(r.property("DEVICE"), Some("+acpi:PNP0A08:00"));
+        assert_eq!(r.property("NOPE"), None);
+    }
+
+    #[test]
+    fn parses_user_facility_and_escapes() {
+        // Kernel 6.18.44: a record written by userspace (`echo "<6>..." > /dev/kmsg`).
+        let r = parse_record("14,341,407790632,-;node-doctor-probe: hello").unwrap();
+        assert_eq!((r.level, r.facility, r.seq), (6, 1, 341));
+        // Kernel 6.18.44: a tab escaped as \x09.
+        let r = parse_record("6,89,220602,-;rcu: \\x09RCU restricting CPUs").unwrap();
+        assert_eq!(r.message, "rcu: \tRCU restricting CPUs");
+        // A literal backslash is escaped as \x5c; a lone "\x" is left as is.
+        let r = parse_record("6,1,2,-;a\\x5cb \\xzz \\x").unwrap();
+        assert_eq!(r.message, "a\\b \\xzz \\x");
+    }
+
+    #[test]
+    fn parses_older_kernel_header_forms() {
+        // Kernel 3.10 (CentOS 7), the handbook's era: same header, 'c' continuation flag.
+        let r = parse_record(
+            "4,2817,5012345678,c;runc:[1:CHILD]: page allocation failure: order:6, mode:0x10c0d0",
+        )
+        .unwrap();
+        assert_eq!((r.level, r.seq, r.usec), (4, 2817, 5_012_345_678));
+        assert!(r
+            .message
+            .starts_with("runc:[1:CHILD]: page allocation failure"));
+        // Kernel 5.10+ with CONFIG_PRINTK_CALLER adds a fifth header field.
+        let r = parse_record("6,1000,123,-,caller=T1;hello").unwrap();
+        assert_eq!((r.seq, r.message.as_str()), (1000, "hello"));
+        // A ';' inside the message belongs to the message.
+        let r = parse_record("6,1,2,-;a;b").unwrap();
+        assert_eq!(r.message, "a;b");
+    }
+
+    #[test]
+    fn rejects_malformed_records() {
+        assert_eq!(
+            parse_record("no separator"),
+            Err(KmsgParseError::NoSeparator)
+        );
+        assert!(matches!(
+            parse_record("6,1;x"),
+            Err(KmsgParseError::ShortHeader(_))
+        ));
+        assert!(matches!(
+            parse_record("6,x,3,-;m"),
+            Err(KmsgParseError::BadNumber { field: "seq", .. })
+        ));
+        assert!(parse_record("").is_err());
+    }
+
+    /// A fake root with `proc/uptime` and `dev/kmsg` as a regular file.
+    fn fake_root(uptime_secs: u64, kmsg: &str) -> (tempfile::TempDir, HostPaths) {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(t.path().join("proc")).unwrap();
+        std::fs::create_dir_all(t.path().join("dev")).unwrap();
+        std::fs::write(
+            t.path().join("proc/uptime"),
+            format!("{uptime_secs}.00 1.00\n"),
+        )
+        .unwrap();
+        std::fs::write(t.path().join("dev/kmsg"), kmsg).unwrap();
+        let h = HostPaths::new(t.path());
+        (t, h)
+    }
+
+    fn append(h: &HostPaths, text: &str) {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(h.join("/dev/kmsg"))
+            .unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+    }
+
+    fn seqs(b: &KmsgBatch) -> Vec<u64> {
+        b.records.iter().map(|r| r.seq).collect()
+    }
+
+    #[test]
+    fn reader_skips_records_older_than_lookback_and_resumes() {
+        // Uptime 2 h; lookback 1 h: the record at 10 min after boot is too old.
+        let (_t, h) = fake_root(
+            7200,
+            "6,1,600000000,-;old\n6,2,3700000000,-;recent\n SUBSYSTEM=x\n6,3,7100000000,-;newest\n",
+        );
+        let mut r = KmsgReader::new(&h, KmsgConfig::default());
+        let b = r.read_new();
+        assert_eq!(b.status, Status::Ok);
+        assert_eq!(seqs(&b), vec![2, 3]);
+        assert_eq!(b.skipped_old, 1);
+        assert_eq!(b.records[0].continuation, vec!["SUBSYSTEM=x"]);
+        let ts = b.records[1].timestamp.unwrap();
+        let age = SystemTime::now().duration_since(ts).unwrap();
+        assert!(
+            age > Duration::from_secs(95) && age < Duration::from_secs(110),
+            "{age:?}"
+        );
+        // Nothing new: nothing returned, not even again.
+        assert!(r.read_new().records.is_empty());
+        // Appended records (one partial) come next; the partial one waits for its newline.
+        append(&h, "6,4,7150000000,-;four\n6,5,7160000000,-;fi");
+        assert_eq!(seqs(&r.read_new()), vec![4]);
+        append(&h, "ve\n");
+        let b = r.read_new();
+        assert_eq!(seqs(&b), vec![5]);
+        assert_eq!(b.records[0].message, "five");
+        assert_eq!(r.records_total(), 4);
+    }
+
+    #[test]
+    fn reader_counts_sequence_gaps_as_dropped() {
+        let (_t, h) = fake_root(
+            100,
+            "6,10,1,-;a\n6,11,2,-;b\n6,15,3,-;c\ngarbage\n6,16,4,-;d\n",
+        );
+        let mut r = KmsgReader::new(&h, KmsgConfig::default());
+        let b = r.read_new();
+        assert_eq!(seqs(&b), vec![10, 11, 15, 16]);
+        assert_eq!(b.dropped, 3);
+        assert_eq!(b.malformed, 1);
+        let m = r.metrics("memory");
+        assert_eq!(m[0].name, "node_doctor_kmsg_records_total");
+        assert_eq!(m[0].value, 4.0);
+        assert_eq!(m[1].value, 3.0);
+        assert_eq!(
+            m[1].labels,
+            vec![("collector".to_string(), "memory".to_string())]
+        );
+    }
+
+    #[test]
+    fn reader_stops_at_record_budget_and_continues() {
+        let text: String = (1..=25).map(|i| format!("6,{i},{i},-;m{i}\n")).collect();
+        let (_t, h) = fake_root(100, &text);
+        let cfg = KmsgConfig {
+            max_records_per_cycle: 10,
+            ..KmsgConfig::default()
+        };
+        let mut r = KmsgReader::new(&h, cfg);
+        let b1 = r.read_new();
+        assert!(b1.truncated_by_budget);
+        assert_eq!(seqs(&b1), (1..=10).collect::<Vec<_>>());
+        let b2 = r.read_new();
+        assert_eq!(seqs(&b2), (11..=20).collect::<Vec<_>>());
+        let b3 = r.read_new();
+        assert!(!b3.truncated_by_budget);
+        assert_eq!(seqs(&b3), (21..=25).collect::<Vec<_>>());
+        assert_eq!(b1.dropped + b2.dropped + b3.dropped, 0);
+    }
+
+    #[test]
+    fn reader_without_uptime_reads_everything_held() {
+        let (t, h) = fake_root(100, "6,1,1,-;a\n");
+        std::fs::remove_file(t.path().join("proc/uptime")).unwrap();
+        let mut r = KmsgReader::new(&h, KmsgConfig::default());
+        let b = r.read_new();
+        assert_eq!(seqs(&b), vec![1]);
+        assert_eq!(b.records[0].timestamp, None);
+    }
+
+    #[test]
+    fn missing_kmsg_is_degraded_with_reason() {
+        let (t, h) = fake_root(100, "");
+        std::fs::remove_file(t.path().join("dev/kmsg")).unwrap();
+        let mut r = KmsgReader::new(&h, KmsgConfig::default());
+        let b = r.read_new();
+        match &b.status {
+            Status::Degraded(m) => assert!(m.contains("does not exist"), "{m}"),
+            s => panic!("expected degraded, got {s:?}"),
+        }
+        // Appears later: picked up on the next call.
+        std::fs::write(t.path().join("dev/kmsg"), "6,1,1,-;a\n").unwrap();
+        let b = r.read_new();
+        assert_eq!((b.status.clone(), seqs(&b)), (Status::Ok, vec![1]));
+    }
+
+    #[test]
+    fn overlong_lines_are_cut() {
+        let long = "x".repeat(MAX_LINE_BYTES * 3);
+        let (_t, h) = fake_root(100, &format!("6,1,1,-;{long}\n6,2,2,-;b\n"));
+        let mut r = KmsgReader::new(&h, KmsgConfig::default());
+        let b = r.read_new();
+        assert_eq!(seqs(&b), vec![1, 2]);
+        assert!(b.records[0].message.len() < MAX_LINE_BYTES);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn parse_never_panics(s in "\\PC*") {
+            let _ = parse_record(&s);
+        }
+
+        #[test]
+        fn parse_never_panics_on_record_like_text(
+            prio in "[0-9x]{0,4}", seq in "[0-9]{0,22}", usec in "[0-9-]{0,12}",
+            msg in "(\\\\x?[0-9a-fA-F]{0,2}|[^\\\\]{0,8}){0,8}", cont in "( [A-Z]+=.{0,8}\n){0,3}"
+        ) {
+            let text = format!("{prio},{seq},{usec},-;{msg}\n{cont}");
+            if let Ok(r) = parse_record(&text) {
+                proptest::prop_assert_eq!(r.level as u32, prio.parse::<u32>().unwrap() & 7);
+            }
+        }
+    }
+}
