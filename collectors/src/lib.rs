@@ -11,6 +11,7 @@ pub mod error;
 pub mod finding;
 pub mod host;
 pub mod kmsg;
+pub mod memory;
 pub mod metric;
 pub mod proc;
 

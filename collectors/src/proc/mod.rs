@@ -1,6 +1,9 @@
 //! Readers of the host's `/proc`: one module per source file, each a pure `parse` plus a thin
 //! reader that adds the path to errors.
 
+pub mod buddyinfo;
 pub mod cgroup;
+pub mod meminfo;
 pub mod pid;
 pub mod uptime;
+pub mod vmstat;

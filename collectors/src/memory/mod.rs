@@ -1,0 +1,295 @@
+//! The `memory` collector: buddy-allocator fragmentation (`/proc/buddyinfo`), exhaustion
+//! (`/proc/meminfo`), compaction activity (`/proc/vmstat`) and page allocation failures from
+//! the kernel log (`/dev/kmsg`, through its own [`KmsgReader`]).
+//!
+//! Handbook: 节点内存碎片化排障处理, and the ContainerCreating / CrashLoopBackOff pages that
+//! list fragmentation among their causes.
+
+pub mod alloc_failure;
+pub mod judge;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
+
+use crate::collector::{CollectContext, Collection, Collector, Status};
+use crate::host::HostPaths;
+use crate::kmsg::{KmsgConfig, KmsgReader};
+use crate::metric::Metric;
+use crate::proc::{buddyinfo, meminfo, vmstat};
+
+pub use judge::{CompactionDelta, FailureGroup, MemorySample, Thresholds};
+
+/// Orders above this in a log line are garbage (no kernel has more than 2^15-page blocks).
+const MAX_FAILURE_ORDER: u32 = 15;
+/// Longest task name kept from a log line (the kernel's comm is 16 bytes; runc adds a suffix).
+const MAX_COMM_BYTES: usize = 64;
+
+/// Configuration of the memory collector.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryConfig {
+    pub thresholds: Thresholds,
+    /// The kernel-log reader: lookback window (also the window in which allocation failures
+    /// make findings critical) and per-cycle bounds.
+    pub kmsg: KmsgConfig,
+    /// At most this many (task, order) failure groups are remembered; the stalest go first.
+    pub max_failure_groups: usize,
+    /// Page size of the host; `None` = this machine's (`sysconf(PAGE_SIZE)`, same kernel).
+    pub page_size_bytes: Option<u64>,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        MemoryConfig {
+            thresholds: Thresholds::default(),
+            kmsg: KmsgConfig::default(),
+            max_failure_groups: 256,
+            page_size_bytes: None,
+        }
+    }
+}
+
+/// Count and last occurrence of page allocation failures of one task at one order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FailureStat {
+    count: u64,
+    /// Kernel log time (µs since boot) of the last one.
+    last_usec: u64,
+    mode: Option<String>,
+}
+
+/// Samples memory state each cycle and reads new kernel log records.
+pub struct MemoryCollector {
+    host: HostPaths,
+    config: MemoryConfig,
+    kmsg: KmsgReader,
+    page_size_bytes: u64,
+    failures: BTreeMap<(String, u32), FailureStat>,
+    /// Failures seen since start, by order (a counter for `/metrics`).
+    failures_by_order: BTreeMap<u32, u64>,
+    previous_compaction: Option<(Instant, u64, u64)>,
+    /// Finding keys of the last run, to log transitions.
+    active: BTreeSet<(String, String)>,
+}
+
+impl MemoryCollector {
+    pub fn new(host: HostPaths, config: MemoryConfig) -> Self {
+        let page_size_bytes = config.page_size_bytes.unwrap_or_else(system_page_size);
+        let kmsg = KmsgReader::new(&host, config.kmsg.clone());
+        MemoryCollector {
+            host,
+            config,
+            kmsg,
+            page_size_bytes,
+            failures: BTreeMap::new(),
+            failures_by_order: BTreeMap::new(),
+            previous_compaction: None,
+            active: BTreeSet::new(),
+        }
+    }
+
+    /// Reads new kernel log records into the failure groups; returns the reader's status.
+    fn read_kernel_log(&mut self) -> Status {
+        let batch = self.kmsg.read_new();
+        for record in &batch.records {
+            let Some(f) = alloc_failure::parse(&record.message) else {
+                continue;
+            };
+            if f.order > MAX_FAILURE_ORDER {
+                continue;
+            }
+            let comm = cut(&f.comm, MAX_COMM_BYTES);
+            tracing::info!(comm = %comm, order = f.order, mode = ?f.mode, "kernel reported a page allocation failure");
+            *self.failures_by_order.entry(f.order).or_insert(0) += 1;
+            let stat = self.failures.entry((comm, f.order)).or_insert(FailureStat {
+                count: 0,
+                last_usec: record.usec,
+                mode: None,
+            });
+            stat.count += 1;
+            stat.last_usec = stat.last_usec.max(record.usec);
+            stat.mode = f.mode;
+        }
+        self.prune_failures();
+        batch.status
+    }
+
+    /// Drops groups older than the lookback window, then the stalest beyond the cap.
+    fn prune_failures(&mut self) {
+        let lookback = self.config.kmsg.lookback;
+        if let Some(clock) = self.kmsg.clock() {
+            self.failures
+                .retain(|_, s| clock.age(s.last_usec) <= lookback);
+        }
+        while self.failures.len() > self.config.max_failure_groups {
+            let stalest = self
+                .failures
+                .iter()
+                .min_by_key(|(_, s)| s.last_usec)
+                .map(|(k, _)| k.clone());
+            match stalest {
+                Some(k) => {
+                    self.failures.remove(&k);
+                }
+                None => break,
+            }
+        }
+    }
+
+    fn failure_groups(&self) -> Vec<FailureGroup> {
+        let clock = self.kmsg.clock();
+        self.failures
+            .iter()
+            .map(|((comm, order), s)| FailureGroup {
+                comm: comm.clone(),
+                order: *order,
+                count: s.count,
+                last_seen_seconds_ago: clock.map(|c| c.age(s.last_usec).as_secs()),
+                mode: s.mode.clone(),
+            })
+            .collect()
+    }
+
+    fn compaction(&mut self, vm: &vmstat::Vmstat) -> Option<CompactionDelta> {
+        let (stall, fail) = (vm.get("compact_stall")?, vm.get("compact_fail")?);
+        let now = Instant::now();
+        let previous = self.previous_compaction.replace((now, stall, fail));
+        let (then, s0, f0) = previous?;
+        Some(CompactionDelta {
+            stall: stall.saturating_sub(s0),
+            fail: fail.saturating_sub(f0),
+            interval_seconds: now.duration_since(then).as_secs_f64(),
+        })
+    }
+
+    fn log_transitions(&mut self, findings: &[crate::Finding]) {
+        let now: BTreeSet<(String, String)> = findings.iter().map(|f| f.key()).collect();
+        for f in findings {
+            if !self.active.contains(&f.key()) {
+                tracing::warn!(id = %f.id, subject = %f.subject, severity = %f.severity, summary = %f.summary.en, "memory finding appeared");
+            }
+        }
+        for (id, subject) in self.active.difference(&now) {
+            tracing::info!(id = %id, subject = %subject, "memory finding resolved");
+        }
+        self.active = now;
+    }
+}
+
+impl Collector for MemoryCollector {
+    fn name(&self) -> &'static str {
+        "memory"
+    }
+
+    fn collect(&mut self, ctx: &CollectContext) -> Collection {
+        let mut status = Status::Ok;
+        let mut metrics = Vec::new();
+
+        let zones = match buddyinfo::read(&self.host) {
+            Ok(b) => b.zones,
+            Err(e) => {
+                status = status.worst(Status::Degraded(format!(
+                    "{e}; fragmentation is not judged"
+                )));
+                Vec::new()
+            }
+        };
+        let mem = match meminfo::read(&self.host) {
+            Ok(m) => Some(m),
+            Err(e) => {
+                status = status.worst(Status::Degraded(format!("{e}; exhaustion is not judged")));
+                None
+            }
+        };
+        let compaction = match vmstat::read(&self.host) {
+            Ok(vm) => self.compaction(&vm),
+            Err(_) => None,
+        };
+        status = status.worst(self.read_kernel_log());
+
+        let sample = MemorySample {
+            zones,
+            page_size_bytes: self.page_size_bytes,
+            mem_total_bytes: mem.as_ref().and_then(|m| m.mem_total_bytes()),
+            mem_available_bytes: mem.as_ref().and_then(|m| m.mem_available_bytes()),
+            compaction,
+            failures: self.failure_groups(),
+            lookback_seconds: self.config.kmsg.lookback.as_secs(),
+        };
+        let findings = judge::judge(&sample, &self.config.thresholds, &ctx.node_name);
+        self.log_transitions(&findings);
+
+        let k = self.config.thresholds.fragmentation_order;
+        for z in &sample.zones {
+            let node = z.node.to_string();
+            for (order, n) in z.blocks.iter().enumerate() {
+                metrics.push(
+                    Metric::gauge(
+                        "node_doctor_memory_buddyinfo_blocks",
+                        "Free blocks of 2^size pages per NUMA node and zone (/proc/buddyinfo).",
+                        *n as f64,
+                    )
+                    .label("node", node.clone())
+                    .label("zone", z.zone.clone())
+                    .label("size", order.to_string()),
+                );
+            }
+            metrics.push(
+                Metric::gauge(
+                    "node_doctor_memory_highest_free_order",
+                    "Highest order with a free block per NUMA node and zone; -1 when the zone has none.",
+                    z.highest_free_order().map_or(-1.0, |o| o as f64),
+                )
+                .label("node", node.clone())
+                .label("zone", z.zone.clone()),
+            );
+            metrics.push(
+                Metric::gauge(
+                    "node_doctor_memory_unusable_index",
+                    "Share (0-1) of a zone's free memory in blocks too small for an order-4 request (kernel extfrag unusable index).",
+                    z.unusable_index(k),
+                )
+                .label("node", node)
+                .label("zone", z.zone.clone()),
+            );
+        }
+        for (order, n) in &self.failures_by_order {
+            metrics.push(
+                Metric::counter(
+                    "node_doctor_memory_page_alloc_failures_total",
+                    "Page allocation failures read from the kernel log by this agent (including its start-up lookback), by order.",
+                    *n as f64,
+                )
+                .label("order", order.to_string()),
+            );
+        }
+        if let Some(a) = sample.mem_available_bytes {
+            metrics.push(Metric::gauge(
+                "node_doctor_memory_available_bytes",
+                "MemAvailable from /proc/meminfo.",
+                a as f64,
+            ));
+        }
+        metrics.extend(self.kmsg.metrics("memory"));
+
+        Collection {
+            status,
+            findings,
+            metrics,
+        }
+    }
+}
+
+fn system_page_size() -> u64 {
+    match nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE) {
+        Ok(Some(n)) if n > 0 => n as u64,
+        _ => 4096,
+    }
+}
+
+fn cut(s: &str, max: usize) -> String {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_string()
+}
