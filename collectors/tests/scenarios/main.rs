@@ -3,4 +3,5 @@
 //! One test binary for all collectors (each collector adds its module below).
 
 mod kmsg;
+mod memory;
 mod support;
