@@ -98,13 +98,20 @@ impl MemoryCollector {
                 continue;
             }
             let comm = cut(&f.comm, MAX_COMM_BYTES);
-            tracing::info!(comm = %comm, order = f.order, mode = ?f.mode, "kernel reported a page allocation failure");
             *self.failures_by_order.entry(f.order).or_insert(0) += 1;
-            let stat = self.failures.entry((comm, f.order)).or_insert(FailureStat {
-                count: 0,
-                last_usec: record.usec,
-                mode: None,
-            });
+            let stat = self
+                .failures
+                .entry((comm, f.order))
+                .or_insert_with_key(|(comm, order)| {
+                    // Logged once per (task, order) in the window, not per record: floods
+                    // stay quiet.
+                    tracing::info!(comm = %comm, order = *order, mode = ?f.mode, "kernel reported a page allocation failure");
+                    FailureStat {
+                        count: 0,
+                        last_usec: record.usec,
+                        mode: None,
+                    }
+                });
             stat.count += 1;
             stat.last_usec = stat.last_usec.max(record.usec);
             stat.mode = f.mode;
