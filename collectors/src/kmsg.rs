@@ -307,6 +307,10 @@ impl KmsgReader {
         let mut batch = KmsgBatch::new();
         let started = Instant::now();
         self.clock = BootClock::read(&self.host).ok();
+        if self.stream_was_truncated() {
+            tracing::info!(path = %self.path.display(), "kernel log file shrank; reading it again from the start");
+            self.source = Source::Closed;
+        }
         if matches!(self.source, Source::Closed) {
             if let Err(reason) = self.open() {
                 batch.status = Status::Degraded(reason);
@@ -345,6 +349,22 @@ impl KmsgReader {
         self.records_total += batch.records.len() as u64;
         self.dropped_total += batch.dropped;
         batch
+    }
+
+    /// True when a regular-file source is now shorter than our position (rewritten); records
+    /// already returned are still skipped by sequence number after the reopen.
+    fn stream_was_truncated(&mut self) -> bool {
+        use std::io::Seek;
+        let Source::Stream { reader, .. } = &mut self.source else {
+            return false;
+        };
+        match (
+            reader.stream_position(),
+            reader.get_ref().metadata().map(|m| m.len()),
+        ) {
+            (Ok(pos), Ok(len)) => len < pos,
+            _ => false,
+        }
     }
 
     fn open(&mut self) -> Result<(), String> {
@@ -723,6 +743,16 @@ mod tests {
         std::fs::write(t.path().join("dev/kmsg"), "6,1,1,-;a\n").unwrap();
         let b = r.read_new();
         assert_eq!((b.status.clone(), seqs(&b)), (Status::Ok, vec![1]));
+    }
+
+    #[test]
+    fn rewritten_shorter_file_is_read_again_without_repeats() {
+        let (t, h) = fake_root(100, "6,1,1,-;a\n6,2,2,-;b\n6,3,3,-;c\n");
+        let mut r = KmsgReader::new(&h, KmsgConfig::default());
+        assert_eq!(seqs(&r.read_new()), vec![1, 2, 3]);
+        // Rewritten (shorter): old records are not returned again, new ones are.
+        std::fs::write(t.path().join("dev/kmsg"), "6,3,3,-;c\n6,4,4,-;d\n").unwrap();
+        assert_eq!(seqs(&r.read_new()), vec![4]);
     }
 
     #[test]
