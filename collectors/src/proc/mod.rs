@@ -2,4 +2,7 @@
 //! reader that adds the path to errors.
 
 pub mod cgroup;
+pub mod net_udp;
+pub mod nf_conntrack_stat;
 pub mod pid;
+pub mod snmp;
