@@ -154,7 +154,7 @@ fn local_dns(sample: &Sample, addr: &SocketAddr) -> LocalDns {
         Some(false) => LocalDns::Absent,
         None => LocalDns::Unknown,
         Some(true) if sample.cluster_dns.is_empty() => LocalDns::PresentUnknownWiring,
-        Some(true) if sample.cluster_dns.iter().any(|d| *d == ip) => LocalDns::InUse,
+        Some(true) if sample.cluster_dns.contains(&ip) => LocalDns::InUse,
         Some(true) => LocalDns::NotWired,
     }
 }

@@ -110,7 +110,7 @@ fn insert_failed_rising_between_samples_is_the_dns_race() {
     assert_eq!(num(f, "drop_increase"), 3.0);
     assert_eq!(num(f, "drop_total"), 5.0);
     let interval = num(f, "interval_seconds");
-    assert!(interval >= 0.05 && interval < 30.0, "interval {interval}");
+    assert!((0.05..30.0).contains(&interval), "interval {interval}");
     let rate = num(f, "insert_failed_per_second");
     assert!(
         (rate - 37.0 / interval).abs() / rate < 0.05,
