@@ -188,10 +188,13 @@ impl ConntrackCollector {
         )
     }
 
-    /// Reads everything but the conntrack stat file into a sample.
+    /// Reads everything but the conntrack stat file into a sample. The kubelet's cluster DNS
+    /// and the pod count only serve the race finding, so they are looked up (walking the
+    /// process table when the kubelet is not yet known) only when `races` is true.
     fn sample(
         &mut self,
         stat: nf_conntrack_stat::NfConntrackStat,
+        races: bool,
         degraded: &mut Vec<String>,
     ) -> Sample {
         let pid = self.config.netns_pid;
@@ -210,7 +213,14 @@ impl ConntrackCollector {
             .map(|s| s.trim().to_string())
             .filter(|s| !s.is_empty());
         let nodelocal_dns = self.nodelocal_listening(degraded);
-        let cluster_dns = self.kubelet.lookup(&self.host).cluster_dns;
+        let (cluster_dns, pods_on_node) = if races {
+            (
+                self.kubelet.lookup(&self.host).cluster_dns,
+                self.pods_on_node(),
+            )
+        } else {
+            (Vec::new(), None)
+        };
         let table_full_messages = self.table_full_source.as_mut().and_then(|f| f());
         Sample {
             kernel_release,
@@ -221,7 +231,7 @@ impl ConntrackCollector {
             udp,
             nodelocal_dns,
             cluster_dns,
-            pods_on_node: self.pods_on_node(),
+            pods_on_node,
             table_full_messages,
         }
     }
@@ -364,7 +374,8 @@ impl Collector for ConntrackCollector {
             _ => 0,
         };
         self.previous = Some((now, stat.clone()));
-        let sample = self.sample(stat, &mut degraded);
+        let races = deltas.as_ref().is_some_and(Deltas::has_races);
+        let sample = self.sample(stat, races, &mut degraded);
         let findings = judge::judge(
             &sample,
             deltas.as_ref(),

@@ -63,29 +63,29 @@ pub fn parse(text: &str) -> Result<Vec<UdpSocket>, ParseError> {
     let mut out = Vec::new();
     for (idx, line) in text.lines().enumerate() {
         let line_no = idx + 1;
-        let fields: Vec<&str> = line.split_whitespace().collect();
+        let mut fields = line.split_whitespace();
         // The header starts with `sl`; blank lines are skipped.
-        if fields.is_empty() || fields[0] == "sl" {
+        let Some(first) = fields.next() else { continue };
+        if first == "sl" {
             continue;
         }
-        if fields.len() < 4 {
+        let (Some(local), Some(remote), Some(state)) =
+            (fields.next(), fields.next(), fields.next())
+        else {
             return Err(ParseError::TooFewFields { line: line_no });
-        }
+        };
         let bad = |v: &str| ParseError::BadAddress {
             line: line_no,
             value: v.chars().take(64).collect(),
         };
-        let local = parse_address(fields[1]).ok_or_else(|| bad(fields[1]))?;
-        let remote = parse_address(fields[2]).ok_or_else(|| bad(fields[2]))?;
-        let state = u8::from_str_radix(fields[3], 16).map_err(|_| ParseError::BadState {
+        let local = parse_address(local).ok_or_else(|| bad(local))?;
+        let remote = parse_address(remote).ok_or_else(|| bad(remote))?;
+        let state = u8::from_str_radix(state, 16).map_err(|_| ParseError::BadState {
             line: line_no,
-            value: fields[3].chars().take(16).collect(),
+            value: state.chars().take(16).collect(),
         })?;
-        let drops = if fields.len() >= 13 {
-            fields[12].parse().ok()
-        } else {
-            None
-        };
+        // tx:rx tr:when retrnsmt uid timeout inode ref pointer, then drops.
+        let drops = fields.nth(8).and_then(|d| d.parse().ok());
         out.push(UdpSocket {
             local,
             remote,
