@@ -119,7 +119,7 @@ pub fn judge(
             out.push(insert_races(sample, d, race_streak, config, node));
         }
     }
-    if let Some(f) = table_full(sample, config) {
+    if let Some(f) = table_full(sample, deltas, config) {
         out.push(f);
     }
     out
@@ -335,6 +335,15 @@ fn insert_races(
             ),
         )),
     };
+    if d.insert_failed == 0 {
+        f = f.step(Text::new(
+            "Only `drop` rose, not `insert_failed`: the kernel also counts packets it could not track at all \
+             (table full, no memory). Check the conntrack.table_full finding and the kernel log for \
+             \"table full, dropping packet\".",
+            "只有 `drop` 上升而 `insert_failed` 未变：内核无法跟踪的报文（表满、内存不足）也计入 drop。\
+             请查看 conntrack.table_full 结果，并在内核日志中查找 \"table full, dropping packet\"。",
+        ));
+    }
     f = f
         .step(Text::new(
             "For pods that must keep querying the Service IP, set resolver options in the pod spec's dnsConfig: \
@@ -373,7 +382,11 @@ pub fn recommended_max(current_max: u64, mem_total_bytes: Option<u64>) -> u64 {
 
 /// `conntrack.table_full`: table >= warning % (warning), >= critical % or kernel "table full"
 /// messages (critical).
-fn table_full(sample: &Sample, config: &ConntrackConfig) -> Option<Finding> {
+fn table_full(
+    sample: &Sample,
+    deltas: Option<&Deltas>,
+    config: &ConntrackConfig,
+) -> Option<Finding> {
     let used = sample.used_percent();
     let messages = sample.table_full_messages.unwrap_or(0);
     let severity = if messages > 0 || used.is_some_and(|u| u >= config.table_critical_percent) {
@@ -456,6 +469,13 @@ fn table_full(sample: &Sample, config: &ConntrackConfig) -> Option<Finding> {
     }
     if let Some(v) = sample.stat.get("early_drop") {
         f = f.evidence("early_drop_total", v);
+    }
+    if let Some(d) = deltas {
+        // `drop` counts packets the kernel could not track (a full table among the causes);
+        // `early_drop` counts entries evicted to make room.
+        f = f
+            .evidence("drop_increase", d.drop)
+            .evidence("early_drop_increase", d.early_drop);
     }
     let mem_mib = rec.saturating_mul(BYTES_PER_ENTRY) / (1024 * 1024);
     f = f
@@ -612,6 +632,39 @@ mod tests {
             Some("no")
         );
         assert!(!f[0].evidence.contains_key("clash_resolve_total"));
+    }
+
+    #[test]
+    fn drop_only_points_at_the_table() {
+        let cfg = ConntrackConfig::default();
+        let s = sample(250000, 262144);
+        let d = Deltas {
+            elapsed_seconds: 15.0,
+            drop: 9,
+            early_drop: 4,
+            ..Deltas::default()
+        };
+        let f = judge(&s, Some(&d), 1, &cfg, "n");
+        let races = f.iter().find(|f| f.id == INSERT_RACES).unwrap();
+        assert!(races
+            .remediation
+            .steps
+            .iter()
+            .any(|t| t.en.starts_with("Only `drop` rose")));
+        let table = f.iter().find(|f| f.id == TABLE_FULL).unwrap();
+        assert_eq!(table.evidence["drop_increase"].as_f64(), Some(9.0));
+        assert_eq!(table.evidence["early_drop_increase"].as_f64(), Some(4.0));
+        // With insert_failed rising too, the drop-only hint is not given.
+        let d = Deltas {
+            insert_failed: 1,
+            ..d
+        };
+        let f = judge(&s, Some(&d), 1, &cfg, "n");
+        assert!(!f[0]
+            .remediation
+            .steps
+            .iter()
+            .any(|t| t.en.starts_with("Only `drop` rose")));
     }
 
     #[test]

@@ -114,7 +114,7 @@ impl ConntrackCollector {
             if !pid_dir.exists() {
                 return Some(format!(
                     "{} does not exist: the process whose network namespace should be read (pid {pid}) is not \
-                     visible; run the agent with hostPID and the host's /proc mounted",
+                     visible; run the agent with hostPID and the host's /proc mounted, or choose a running pid",
                     pid_dir.display()
                 ));
             }
