@@ -204,7 +204,7 @@ fn insert_races(
     let summary = Text::new(
         format!(
             "conntrack insert_failed rose by {} ({:.2}/s) and drop by {} ({:.2}/s) in the last {:.1} s \
-             ({} consecutive samples; critical from {}); UDP DNS queries that lose this race are \
+             (rising in {} consecutive sample(s); critical from {}); UDP DNS queries that lose this race are \
              dropped and the resolver retries only after 5 s; {}.",
             d.insert_failed,
             failed_rate,
