@@ -628,19 +628,41 @@ mod real_kernel {
 
         // Send one datagram to each of 500 ports from a thread that joined the namespace;
         // the thread's namespace ends with the thread, the test process stays where it was.
+        // The thread also holds a socket on the node-local DNS address until told to stop.
+        run(&[
+            "ip",
+            "netns",
+            "exec",
+            &name,
+            "ip",
+            "addr",
+            "add",
+            "169.254.20.10/32",
+            "dev",
+            "lo",
+        ])
+        .expect("add node-local address");
         let ns_file = std::fs::File::open(format!("/run/netns/{name}")).expect("open netns");
-        std::thread::spawn(move || {
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let traffic = std::thread::spawn(move || {
             nix::sched::setns(ns_file.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET)
                 .expect("setns");
+            let dns = std::net::UdpSocket::bind("169.254.20.10:53").expect("bind 169.254.20.10:53");
             let sock = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind");
             for port in 20000..20500u16 {
                 let _ = sock.send_to(b"x", ("127.0.0.1", port));
             }
-        })
-        .join()
-        .expect("traffic thread");
-
+            let _ = ready_tx.send(());
+            let _ = done_rx.recv_timeout(std::time::Duration::from_secs(10));
+            drop(dns);
+        });
+        ready_rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("traffic sent");
         let after = collector.collect(&ctx());
+        let _ = done_tx.send(());
+        traffic.join().expect("traffic thread");
         let entries_after = metric(&after, "node_doctor_conntrack_entries").expect("entries");
         assert!(
             entries_after >= entries_before + 450.0,
@@ -660,6 +682,15 @@ mod real_kernel {
             "insert +{} found +{}",
             grew("insert"),
             grew("found")
+        );
+        // The socket on 169.254.20.10:53 is seen through /proc/<pid>/net/udp.
+        assert_eq!(
+            metric(&before, "node_doctor_conntrack_nodelocal_dns"),
+            Some(0.0)
+        );
+        assert_eq!(
+            metric(&after, "node_doctor_conntrack_nodelocal_dns"),
+            Some(1.0)
         );
         // Nothing is judged from this clean traffic.
         assert!(
