@@ -4,6 +4,9 @@
 pub mod buddyinfo;
 pub mod cgroup;
 pub mod meminfo;
+pub mod net_udp;
+pub mod nf_conntrack_stat;
 pub mod pid;
+pub mod snmp;
 pub mod uptime;
 pub mod vmstat;
