@@ -37,19 +37,19 @@ PY="$VENV/bin/python"
 # Unpack one binary of a Debian package into $TOOLS/deb/<pkg> (no install, no services).
 deb_binary() {
     local pkg="$1" bin="$2" dir="$TOOLS/deb/$1"
-    if [ ! -x "$dir/$bin" ]; then
+    if [ ! -x "$dir/pkg/$bin" ]; then
         if ! apt-cache policy "$pkg" 2>/dev/null | grep -q 'Candidate: [0-9]'; then
-            apt-get update -qq
+            apt-get update -qq >&2
         fi
         rm -rf "$dir" && mkdir -p "$dir/pkg"
-        (cd "$dir" && apt-get download -qq "$pkg" >/dev/null)
+        (cd "$dir" && apt-get download -qq -o APT::Sandbox::User=root "$pkg" >&2)
         dpkg -x "$dir"/*.deb "$dir/pkg"
-        ln -sf "pkg/$bin" "$dir/$bin"
     fi
-    echo "$dir/$bin"
+    [ -x "$dir/pkg/$bin" ] || { echo "FAIL: no $bin in Debian package $pkg" >&2; return 1; }
+    echo "$dir/pkg/$bin"
 }
-PROMTOOL="$(deb_binary prometheus usr/bin/promtool)"
-DEBIAN_KUBECTL="$(deb_binary kubernetes-client usr/bin/kubectl)"
+PROMTOOL="$(deb_binary prometheus usr/bin/promtool)" || exit 1
+DEBIAN_KUBECTL="$(deb_binary kubernetes-client usr/bin/kubectl)" || exit 1
 
 KUBECTL="${KUBECTL:-kubectl}"
 command -v "$KUBECTL" >/dev/null \
