@@ -7,7 +7,8 @@
 # Tools (installed when missing; CI runs this as root on a Debian bookworm machine):
 #   - PyPI, in a virtualenv: kubernetes-validate, checkov, jsonschema, PyYAML, pytest
 #   - kubectl with kustomize >= v4 (the machine's /usr/bin/kubectl, or any kubectl >= 1.21)
-#   - Debian: kubernetes-client (kubectl 1.20, kustomize v2.0.3) and prometheus (promtool),
+#   - Debian: kubernetes-client (kubectl 1.20, kustomize v2.0.3), prometheus (promtool),
+#     and, as root, runc + busybox-static (container-permission test); all
 #     unpacked with `apt-get download` + `dpkg -x` into the tools dir, not installed: no
 #     Prometheus service starts and no package conflicts with the machine's kubectl.
 set -euo pipefail
@@ -50,6 +51,12 @@ deb_binary() {
 }
 PROMTOOL="$(deb_binary prometheus usr/bin/promtool)" || exit 1
 DEBIAN_KUBECTL="$(deb_binary kubernetes-client usr/bin/kubectl)" || exit 1
+# For the container-permission test (root only): runc (links Debian's libseccomp2) and a
+# static busybox to run inside the test container.
+if [ "$(id -u)" -eq 0 ]; then
+    RUNC="$(deb_binary runc usr/sbin/runc)" || exit 1
+    BUSYBOX="$(deb_binary busybox-static bin/busybox)" || exit 1
+fi
 
 KUBECTL="${KUBECTL:-kubectl}"
 command -v "$KUBECTL" >/dev/null \
@@ -98,9 +105,11 @@ step "promtool: every Grafana dashboard query parses"
 "$PY" "$ROOT/scripts/manifests/dashboard_rules.py" "$ROOT/manifests/grafana/node-doctor.json" "$OUT/dashboard-rules.yaml"
 "$PROMTOOL" check rules "$OUT/dashboard-rules.yaml"
 
-step "manifest invariants (pytest)"
+step "manifest invariants and container permissions (pytest)"
 ND_RENDERED="$OUT/prometheus-operator.yaml" ND_ROOT="$ROOT" \
-    "$PY" -m pytest -q -p no:cacheprovider "$ROOT/scripts/manifests/test_manifests.py"
+    ND_RUNC="${RUNC:-}" ND_BUSYBOX="${BUSYBOX:-}" \
+    "$PY" -m pytest -q -rs -p no:cacheprovider "$ROOT/scripts/manifests/test_manifests.py" \
+    "$ROOT/scripts/manifests/test_container_permissions.py"
 
 step "checkov (kubernetes: rendered objects; dockerfile)"
 # --skip-download: no calls to the vendor's platform (this network has none). Checks accepted
