@@ -1,5 +1,7 @@
 //! End-to-end tests, one binary (as ripgrep gathers its integration tests).
 
+mod deploy;
+
 #[test]
 fn binary_builds_and_runs() {
     let out = std::process::Command::new(e2e::node_doctor_bin())

@@ -40,3 +40,4 @@ pub fn is_root() -> bool {
         })
         .unwrap_or(false)
 }
+pub mod manifests;

@@ -1,0 +1,27 @@
+# node-doctor container image.
+#   docker build -t ghcr.io/node-doctor/node-doctor:0.1.0 .
+# Stage 1 builds the release binary with the Rust toolchain; stage 2 is distroless: glibc and
+# libgcc only (the binary links them dynamically), no shell, no package manager.
+
+FROM rust:1.95-slim-bookworm AS build
+WORKDIR /src
+COPY . .
+# --locked: build exactly the dependency versions in Cargo.lock.
+RUN cargo build --release --locked -p node-doctor \
+    && install -D -m 0755 target/release/node-doctor /out/node-doctor
+
+FROM gcr.io/distroless/cc-debian12:nonroot
+COPY --from=build /out/node-doctor /usr/local/bin/node-doctor
+# The image defaults to the distroless non-root user (65532), so running it anywhere by hand
+# grants nothing. The DaemonSet (manifests/base/daemonset.yaml) deliberately runs it as
+# uid 0 with all capabilities dropped except SYS_PTRACE, DAC_READ_SEARCH and SYSLOG: the
+# kernel only lets root holding those read other processes' /proc/<pid>/{io,fd,root,ns}
+# and /dev/kmsg (the ptrace access check compares uids as well as capabilities). As non-root
+# the agent still starts and reports those collectors as unavailable, with the reason.
+USER 65532:65532
+EXPOSE 9808
+# Kubernetes ignores HEALTHCHECK and uses the DaemonSet's probes on /healthz and /readyz;
+# distroless has no shell or curl to run one with anyway.
+HEALTHCHECK NONE
+ENTRYPOINT ["/usr/local/bin/node-doctor"]
+CMD ["serve", "--listen=0.0.0.0:9808", "--host-root=/host"]

@@ -1,0 +1,238 @@
+"""Invariants of node-doctor's deployment that a cluster operator relies on.
+
+Run by scripts/validate-manifests.sh on the rendered overlay (ND_RENDERED, everything the
+project ships) with ND_ROOT the repository root; renders it with `kubectl kustomize` itself
+when ND_RENDERED is unset.
+"""
+import copy
+import os
+import re
+import subprocess
+
+import jsonschema
+import pytest
+import yaml
+
+from crd_schemas import SCHEMAS
+
+ROOT = os.environ.get("ND_ROOT") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+NAMESPACE = "node-doctor"
+# Capabilities the collectors need, and nothing else (docs/deploy.md says why for each).
+ALLOWED_CAPS = {"SYS_PTRACE", "DAC_READ_SEARCH", "SYSLOG"}
+
+
+def _render():
+    path = os.environ.get("ND_RENDERED")
+    if path:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    else:
+        text = subprocess.run(
+            ["kubectl", "kustomize", os.path.join(ROOT, "manifests/overlays/prometheus-operator")],
+            check=True, capture_output=True, text=True).stdout
+    return [d for d in yaml.safe_load_all(text) if d]
+
+
+DOCS = _render()
+
+
+def one(kind):
+    found = [d for d in DOCS if d["kind"] == kind]
+    assert len(found) == 1, f"expected one {kind}, found {len(found)}"
+    return found[0]
+
+
+DS = one("DaemonSet")
+POD = DS["spec"]["template"]["spec"]
+POD_LABELS = DS["spec"]["template"]["metadata"]["labels"]
+CTR = POD["containers"][0]
+SC = CTR["securityContext"]
+
+
+def selects(selector, labels):
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+def test_every_namespaced_object_is_in_the_node_doctor_namespace():
+    assert one("Namespace")["metadata"]["name"] == NAMESPACE
+    for d in DOCS:
+        if d["kind"] != "Namespace":
+            assert d["metadata"].get("namespace") == NAMESPACE, d["kind"]
+
+
+def test_daemonset_sees_host_processes_but_keeps_its_own_network_and_ipc():
+    assert POD["hostPID"] is True
+    assert POD.get("hostNetwork", False) is False
+    assert POD.get("hostIPC", False) is False
+
+
+def test_no_api_access():
+    assert POD["automountServiceAccountToken"] is False
+    assert one("ServiceAccount")["automountServiceAccountToken"] is False
+    kinds = {d["kind"] for d in DOCS}
+    assert not kinds & {"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"}
+
+
+def test_runs_everywhere_even_on_failing_nodes():
+    assert POD["priorityClassName"] == "system-node-critical"
+    # One toleration with operator Exists and no key/effect tolerates every taint.
+    assert {"operator": "Exists"} in POD["tolerations"]
+    strategy = DS["spec"]["updateStrategy"]
+    assert strategy["type"] == "RollingUpdate"
+    assert strategy["rollingUpdate"]["maxUnavailable"]
+    # The namespace admits system-node-critical pods where quota rules demand it.
+    quota = one("ResourceQuota")
+    exprs = quota["spec"]["scopeSelector"]["matchExpressions"]
+    assert any(e["scopeName"] == "PriorityClass" and "system-node-critical" in e["values"] for e in exprs)
+
+
+def test_image_is_pinned():
+    image = CTR["image"]
+    assert re.fullmatch(r"ghcr\.io/node-doctor/node-doctor(:[0-9]+\.[0-9]+\.[0-9]+|@sha256:[0-9a-f]{64})", image), image
+
+
+def test_command_line_node_name_and_port():
+    assert "serve" in CTR["args"]
+    assert "--host-root=/host" in CTR["args"]
+    assert "--listen=0.0.0.0:9808" in CTR["args"]
+    env = {e["name"]: e for e in CTR["env"]}
+    assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+    assert {"name": "http", "containerPort": 9808, "protocol": "TCP"} in CTR["ports"]
+
+
+def test_probes():
+    assert CTR["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+    assert CTR["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
+
+
+def _qty(v):
+    units = {"m": 1e-3, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
+    for u, f in units.items():
+        if str(v).endswith(u):
+            return float(str(v)[: -len(u)]) * f
+    return float(v)
+
+
+def test_resources_requests_and_limits():
+    r = CTR["resources"]
+    for res in ("cpu", "memory"):
+        assert _qty(r["requests"][res]) <= _qty(r["limits"][res])
+    # The RSS target is 15 MiB: the request covers it, the limit bounds a runaway.
+    assert _qty(r["requests"]["memory"]) >= 15 * 2**20
+    assert _qty(r["limits"]["memory"]) <= 256 * 2**20
+
+
+def test_security_context_is_least_privilege():
+    assert SC["readOnlyRootFilesystem"] is True
+    assert SC["allowPrivilegeEscalation"] is False
+    assert SC["privileged"] is False
+    assert SC["capabilities"]["drop"] == ["ALL"]
+    assert set(SC["capabilities"]["add"]) <= ALLOWED_CAPS
+    seccomp = SC.get("seccompProfile") or POD["securityContext"]["seccompProfile"]
+    assert seccomp == {"type": "RuntimeDefault"}
+
+
+def test_every_added_capability_is_justified_in_a_comment():
+    """Each `- CAP` under `add:` in the source is directly preceded by a comment."""
+    lines = open(os.path.join(ROOT, "manifests/base/daemonset.yaml"), encoding="utf-8").read().splitlines()
+    for cap in SC["capabilities"]["add"]:
+        idx = [i for i, l in enumerate(lines) if l.strip() == f"- {cap}"]
+        assert len(idx) == 1, cap
+        assert lines[idx[0] - 1].strip().startswith("#"), f"{cap} has no justification comment"
+
+
+def test_host_mounts_are_read_only():
+    volumes = {v["name"]: v for v in POD["volumes"]}
+    mounts = {m["name"]: m for m in CTR["volumeMounts"]}
+    for name, vol in volumes.items():
+        if "hostPath" in vol:
+            assert mounts[name]["readOnly"] is True, name
+            # No container runtime socket: node-doctor never talks to the runtime's API.
+            assert not vol["hostPath"]["path"].endswith(".sock"), name
+    root = mounts["host-root"]
+    assert volumes["host-root"]["hostPath"]["path"] == "/"
+    assert root["mountPath"] == "/host"
+    assert root["mountPropagation"] == "HostToContainer"
+    assert volumes["kmsg"]["hostPath"] == {"path": "/dev/kmsg", "type": "CharDevice"}
+    assert mounts["kmsg"]["mountPath"] == "/dev/kmsg"
+
+
+def test_scrape_annotations_match_the_port():
+    ann = DS["spec"]["template"]["metadata"]["annotations"]
+    assert ann["prometheus.io/scrape"] == "true"
+    assert ann["prometheus.io/port"] == "9808"
+    assert ann["prometheus.io/path"] == "/metrics"
+
+
+def test_headless_service_selects_the_agent():
+    svc = one("Service")
+    assert svc["spec"]["clusterIP"] == "None"
+    assert selects(svc["spec"]["selector"], POD_LABELS)
+    assert svc["spec"]["ports"][0]["targetPort"] == "http"
+
+
+def test_network_policy_selects_the_agent_and_denies_egress():
+    np = one("NetworkPolicy")
+    assert selects(np["spec"]["podSelector"]["matchLabels"], POD_LABELS)
+    assert set(np["spec"]["policyTypes"]) == {"Ingress", "Egress"}
+    assert np["spec"]["egress"] == []
+    assert np["spec"]["ingress"] == [{"ports": [{"port": "http", "protocol": "TCP"}]}]
+
+
+def test_pod_monitor_scrapes_the_agent_and_labels_the_node():
+    pm = one("PodMonitor")
+    assert selects(pm["spec"]["selector"]["matchLabels"], POD_LABELS)
+    assert NAMESPACE in pm["spec"]["namespaceSelector"]["matchNames"]
+    ep = pm["spec"]["podMetricsEndpoints"][0]
+    assert ep["port"] == "http" and ep["path"] == "/metrics"
+    assert {"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "instance",
+            "action": "replace"} in ep["relabelings"]
+
+
+def test_alerts_on_warning_and_critical_findings_carry_id_and_subject():
+    rules = [r for g in one("PrometheusRule")["spec"]["groups"] for r in g["rules"]]
+    by_sev = {}
+    for r in rules:
+        m = re.search(r'node_doctor_finding\{severity="(\w+)"\}', r["expr"])
+        if m:
+            by_sev[m.group(1)] = r
+    assert set(by_sev) == {"warning", "critical"}
+    for sev, r in by_sev.items():
+        assert r["labels"]["severity"] == sev
+        assert "$labels.id" in r["annotations"]["summary"]
+        assert r["annotations"]["finding_id"] == "{{ $labels.id }}"
+        assert "/findings" in r["annotations"]["description"]
+
+
+@pytest.mark.parametrize("kind", ["PodMonitor", "PrometheusRule"])
+def test_vendored_schema_rejects_a_misspelt_field(kind):
+    doc = one(kind)
+    validator = jsonschema.Draft202012Validator(SCHEMAS[(doc["apiVersion"], kind)])
+    assert not list(validator.iter_errors(doc))
+    bad = copy.deepcopy(doc)
+    if kind == "PodMonitor":
+        bad["spec"]["podMetricsEndpoints"][0]["scrapeInterval"] = "30s"  # it is `interval`
+    else:
+        bad["spec"]["groups"][0]["rules"][0]["for"] = "2 minutes"  # not a duration
+    assert list(validator.iter_errors(bad))
+
+
+def test_every_checkov_skip_has_a_reason_and_is_documented():
+    doc = open(os.path.join(ROOT, "docs/deploy.md"), encoding="utf-8").read()
+    skips = {k: v for k, v in DS["metadata"]["annotations"].items() if k.startswith("checkov.io/skip")}
+    assert skips
+    for value in skips.values():
+        check, _, reason = value.partition("=")
+        assert re.fullmatch(r"CKV2?_K8S_[0-9]+", check), value
+        assert len(reason.split()) >= 5, f"{check}: reason too short"
+        assert check in doc, f"{check} is not explained in docs/deploy.md"
+
+
+def test_dockerfile_is_multi_stage_minimal_and_exec_form():
+    text = open(os.path.join(ROOT, "Dockerfile"), encoding="utf-8").read()
+    froms = re.findall(r"^FROM\s+(\S+)", text, re.M)
+    assert len(froms) == 2 and froms[0].startswith("rust:")
+    assert froms[1].startswith("gcr.io/distroless/")
+    assert re.search(r"^USER\s+\S+", text, re.M)
+    assert re.search(r'^ENTRYPOINT\s+\["/usr/local/bin/node-doctor"\]', text, re.M)
+    assert "--locked" in text

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Validate node-doctor's deployment: render the kustomizations, check every object against
+# the Kubernetes schemas, check the Prometheus Operator objects and the alert rules, test the
+# manifests' invariants, and scan manifests and Dockerfile with checkov.
+# Any failure exits non-zero. Run from anywhere: scripts/validate-manifests.sh
+#
+# Tools (installed when missing; CI runs this as root on a Debian bookworm machine):
+#   - PyPI, in a virtualenv: kubernetes-validate, checkov, jsonschema, PyYAML, pytest
+#   - kubectl with kustomize >= v4 (the machine's /usr/bin/kubectl, or any kubectl >= 1.21)
+#   - Debian: kubernetes-client (kubectl 1.20, kustomize v2.0.3), prometheus (promtool),
+#     and, as root, runc + busybox-static (container-permission test); all
+#     unpacked with `apt-get download` + `dpkg -x` into the tools dir, not installed: no
+#     Prometheus service starts and no package conflicts with the machine's kubectl.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+TOOLS="${ND_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/node-doctor-validate}"
+OUT="${ND_VALIDATE_OUT:-$(mktemp -d)}"
+# Kubernetes versions to validate against: the oldest supported (appArmorProfile is a
+# pod field since 1.30) and the current release.
+K8S_VERSIONS="${ND_K8S_VERSIONS:-1.30.0 1.37.0}"
+PY_PKGS=(kubernetes-validate==1.37.0 checkov==3.3.30 jsonschema==4.26.0 PyYAML==6.0.3 pytest==9.1.1)
+
+step() { printf '\n==> %s\n' "$*"; }
+fail() { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
+
+mkdir -p "$TOOLS" "$OUT"
+
+step "tools in $TOOLS"
+VENV="$TOOLS/venv"
+if [ ! -f "$VENV/.installed" ] || [ "$(cat "$VENV/.installed")" != "${PY_PKGS[*]}" ]; then
+    python3 -m venv "$VENV"
+    "$VENV/bin/pip" install --quiet --disable-pip-version-check "${PY_PKGS[@]}"
+    echo "${PY_PKGS[*]}" > "$VENV/.installed"
+fi
+PY="$VENV/bin/python"
+
+# Unpack one binary of a Debian package into $TOOLS/deb/<pkg> (no install, no services).
+deb_binary() {
+    local pkg="$1" bin="$2" dir="$TOOLS/deb/$1"
+    if [ ! -x "$dir/pkg/$bin" ]; then
+        if ! apt-cache policy "$pkg" 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+            apt-get update -qq >&2
+        fi
+        rm -rf "$dir" && mkdir -p "$dir/pkg"
+        (cd "$dir" && apt-get download -qq -o APT::Sandbox::User=root "$pkg" >&2)
+        dpkg -x "$dir"/*.deb "$dir/pkg"
+    fi
+    [ -x "$dir/pkg/$bin" ] || { echo "FAIL: no $bin in Debian package $pkg" >&2; return 1; }
+    echo "$dir/pkg/$bin"
+}
+PROMTOOL="$(deb_binary prometheus usr/bin/promtool)" || exit 1
+DEBIAN_KUBECTL="$(deb_binary kubernetes-client usr/bin/kubectl)" || exit 1
+# For the container-permission test (root only): runc (links Debian's libseccomp2) and a
+# static busybox to run inside the test container.
+if [ "$(id -u)" -eq 0 ]; then
+    RUNC="$(deb_binary runc usr/sbin/runc)" || exit 1
+    BUSYBOX="$(deb_binary busybox-static bin/busybox)" || exit 1
+fi
+
+KUBECTL="${KUBECTL:-kubectl}"
+command -v "$KUBECTL" >/dev/null \
+    || fail "no kubectl with kustomize >= v4 on PATH (install a kubectl >= 1.21, or set KUBECTL=)"
+"$KUBECTL" version --client 2>/dev/null | grep -Eq 'Kustomize Version: v([4-9]|[1-9][0-9])' \
+    || fail "$KUBECTL embeds a kustomize older than v4; the overlay needs a newer kubectl"
+"$KUBECTL" version --client 2>/dev/null | sed 's/^/    /'
+"$PROMTOOL" --version 2>&1 | head -1 | sed 's/^/    /'
+
+step "render (kubectl kustomize) into $OUT"
+"$KUBECTL" kustomize "$ROOT/manifests" > "$OUT/base.yaml"
+"$KUBECTL" kustomize "$ROOT/manifests/overlays/prometheus-operator" > "$OUT/prometheus-operator.yaml"
+# The base must also render with Debian's kubernetes-client (kustomize v2.0.3), to the same objects.
+"$DEBIAN_KUBECTL" kustomize "$ROOT/manifests/base" > "$OUT/base-debian.yaml"
+"$PY" - "$OUT/base.yaml" "$OUT/base-debian.yaml" <<'PYEOF'
+import sys, yaml
+a, b = ([d for d in yaml.safe_load_all(open(p)) if d] for p in sys.argv[1:3])
+key = lambda d: (d["kind"], d["metadata"]["name"])
+if sorted(a, key=key) != sorted(b, key=key):
+    sys.exit("FAIL: Debian's kubectl 1.20 renders manifests/base differently")
+print(f"    {len(a)} objects in the base, identical with Debian's kubectl 1.20 (kustomize v2.0.3)")
+PYEOF
+grep -E '^kind:' "$OUT/prometheus-operator.yaml" | sort | uniq -c | sed 's/^/    /'
+
+step "Prometheus Operator objects against the vendored schemas"
+"$PY" "$ROOT/scripts/manifests/split_validate.py" "$OUT/prometheus-operator.yaml" "$OUT/split"
+
+for v in $K8S_VERSIONS; do
+    step "kubernetes-validate --strict, Kubernetes $v"
+    log="$OUT/kubernetes-validate-$v.log"
+    set +e
+    "$VENV/bin/kubernetes-validate" --strict -k "$v" "$OUT/split/core.yaml" 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
+    set -e
+    [ "$rc" -eq 0 ] || fail "kubernetes-validate (Kubernetes $v) exit $rc"
+    # kubernetes-validate only warns about kinds it has no schema for: that is a failure here.
+    if grep -q "Couldn't find schema" "$log"; then fail "an object was not validated (no schema)"; fi
+done
+
+step "promtool: alert rules syntax and unit tests"
+cp "$ROOT/scripts/manifests/alerts_test.yaml" "$OUT/split/"
+"$PROMTOOL" check rules "$OUT/split/rules.yaml"
+"$PROMTOOL" test rules "$OUT/split/alerts_test.yaml"
+
+step "promtool: every Grafana dashboard query parses"
+"$PY" "$ROOT/scripts/manifests/dashboard_rules.py" "$ROOT/manifests/grafana/node-doctor.json" "$OUT/dashboard-rules.yaml"
+"$PROMTOOL" check rules "$OUT/dashboard-rules.yaml"
+
+step "manifest invariants and container permissions (pytest)"
+ND_RENDERED="$OUT/prometheus-operator.yaml" ND_ROOT="$ROOT" \
+    ND_RUNC="${RUNC:-}" ND_BUSYBOX="${BUSYBOX:-}" \
+    "$PY" -m pytest -q -rs -p no:cacheprovider "$ROOT/scripts/manifests/test_manifests.py" \
+    "$ROOT/scripts/manifests/test_container_permissions.py"
+
+step "checkov (kubernetes: rendered objects; dockerfile)"
+# --skip-download: no calls to the vendor's platform (this network has none). Checks accepted
+# for a node agent are skipped inline in daemonset.yaml, each with its reason; docs/deploy.md
+# lists them. Anything else checkov reports fails this script.
+"$VENV/bin/checkov" --quiet --compact --skip-download --framework kubernetes \
+    -f "$OUT/prometheus-operator.yaml"
+"$VENV/bin/checkov" --quiet --compact --skip-download --framework dockerfile \
+    -f "$ROOT/Dockerfile"
+
+step "all manifest checks passed"
