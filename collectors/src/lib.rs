@@ -8,6 +8,7 @@
 
 pub mod collector;
 pub mod error;
+pub mod explain;
 pub mod finding;
 pub mod host;
 pub mod metric;
