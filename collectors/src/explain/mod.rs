@@ -292,7 +292,7 @@ fn exit_matches<'a>(cat: &'a Catalogue, d: &ExitDecode, lower: u32, out: &mut Ve
         .iter()
         .filter(|e| e.component == EXIT_CODE_COMPONENT || e.component == SIGNAL_COMPONENT)
     {
-        if e.codes.iter().any(|c| *c == code) {
+        if e.codes.contains(&code) {
             push(out, e, MatchKind::ExitCode, &code, SCORE_EXIT - lower);
         }
         if let (Some(sig), Some(want)) = (e.signal, d.signal) {
