@@ -424,6 +424,17 @@ mod tests {
         assert_eq!(percent_decode("%FF"), "\u{fffd}");
     }
 
+    proptest::proptest! {
+        #[test]
+        fn http_never_panics_and_status_matches_body(qs in "[a-z=&%+0-9A-F\\PC]{0,120}") {
+            let (status, body) = http_response(&qs);
+            proptest::prop_assert!(matches!(status, 200 | 400 | 404));
+            if status == 200 {
+                proptest::prop_assert_eq!(&body["matched"], &Value::Bool(true));
+            }
+        }
+    }
+
     #[test]
     fn format_parse() {
         assert_eq!(Format::parse("JSON"), Some(Format::Json));

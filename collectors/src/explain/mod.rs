@@ -336,6 +336,20 @@ fn text_matches<'a>(
             }
         }
     }
+    // `kubectl get events` names the object as `service/<name>` or `ingress/<name>`: that
+    // tells the TKE Service and Ingress meanings of a shared code apart.
+    let hint = match (text.contains("service/"), text.contains("ingress/")) {
+        (true, false) => Some(&["tke-service"][..]),
+        (false, true) => Some(&["tke-ingress", "tke-ingress-controller"][..]),
+        _ => None,
+    };
+    if let Some(components) = hint {
+        for m in out.iter_mut() {
+            if components.contains(&m.entry.component.as_str()) {
+                m.score += 5;
+            }
+        }
+    }
     if let Some(n) = exit_code_in_text(&text) {
         let d = decode_exit_code(n);
         // Ranked below message patterns: in a describe dump the message says more.

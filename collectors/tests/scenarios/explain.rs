@@ -215,6 +215,21 @@ fn pasted_codes_inside_event_text_are_found() {
 }
 
 #[test]
+fn the_object_kind_in_an_event_line_picks_the_component() {
+    // `kubectl get events` lines: LAST SEEN, TYPE, REASON, OBJECT, MESSAGE.
+    let svc = "2m  Warning  SyncLoadBalancerFailed  service/web  E4008 create loadbalancer failed";
+    let l = lookup(svc);
+    assert_eq!(l.matches[0].entry.key, "tke-service:E4008");
+    assert!(!l.ambiguous());
+    let ing = "2m  Warning  SyncLoadBalancerFailed  ingress/web  E4008 sync failed";
+    let k = keys(ing);
+    assert_ne!(k[0], "tke-service:E4008");
+    assert_eq!(k.last().unwrap(), "tke-service:E4008");
+    // Without a kind, all three stay level.
+    assert!(lookup("E4008 sync failed").ambiguous());
+}
+
+#[test]
 fn pasted_describe_output_with_exit_code_is_decoded() {
     let text =
         "    Last State:     Terminated\n      Reason:       OOMKilled\n      Exit Code:    137\n";
