@@ -122,15 +122,19 @@ pub fn render_table(l: &Lookup<'_>, lang: Lang) -> String {
         return out;
     }
     if l.ambiguous() {
-        let comps = l.top_components().join(", ");
-        let _ = writeln!(
-            out,
-            "{} {comps}",
+        let comps = l.top_components();
+        let head = if comps.len() > 1 {
             label(
                 "Ambiguous: this means different things in",
-                "有歧义：以下组件中含义不同："
+                "有歧义：以下组件中含义不同：",
             )
-        );
+        } else {
+            label(
+                "Ambiguous: the handbook lists this more than once for",
+                "有歧义：手册中对以下组件列出了多条：",
+            )
+        };
+        let _ = writeln!(out, "{head} {}", comps.join(", "));
     }
     for (i, m) in l.matches.iter().enumerate() {
         let e = m.entry;
@@ -317,6 +321,18 @@ mod tests {
         );
         assert!(
             out.contains("Subnet out of IPs") && out.contains("TKE_QCSRole authorisation deleted")
+        );
+        // 000 lists E4038 twice for the same component.
+        let (_, out) = run_str("E4038", Lang::En, Format::Table);
+        assert!(
+            out.starts_with(
+                "Ambiguous: the handbook lists this more than once for tke-ingress-controller"
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains("Certificate expired") && out.contains("client certificate"),
+            "{out}"
         );
     }
 
