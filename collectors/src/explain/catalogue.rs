@@ -90,6 +90,8 @@ struct RawEntry {
     #[serde(default)]
     codes: Vec<String>,
     #[serde(default)]
+    reasons: Vec<String>,
+    #[serde(default)]
     patterns: Vec<String>,
     #[serde(default)]
     component: Option<String>,
@@ -119,6 +121,10 @@ pub struct Entry {
     pub key: String,
     /// Codes this entry explains: error codes, exit codes (`"137"`), signal names, pod states.
     pub codes: Vec<String>,
+    /// Kubernetes event reasons (`FailedCreatePodSandBox`) that many causes share: an exact
+    /// query finds the entry, but inside pasted text a reason is weaker evidence than a code or
+    /// a message pattern.
+    pub reasons: Vec<String>,
     /// Message patterns matched in pasted text (case-insensitive, whitespace-insensitive;
     /// `*` separates fragments that must occur in order).
     pub patterns: Vec<String>,
@@ -184,8 +190,12 @@ fn parse_file(file: &'static str, text: &str) -> Result<Vec<Entry>, CatalogueErr
         if key.is_empty() {
             return Err(invalid("needs a key or at least one code"));
         }
-        if e.codes.is_empty() && e.patterns.is_empty() && e.exit_range.is_none() {
-            return Err(invalid("needs codes, patterns or an exit_range"));
+        if e.codes.is_empty()
+            && e.reasons.is_empty()
+            && e.patterns.is_empty()
+            && e.exit_range.is_none()
+        {
+            return Err(invalid("needs codes, reasons, patterns or an exit_range"));
         }
         if component.is_empty() || section.is_empty() {
             return Err(invalid("needs a component and a section"));
@@ -209,6 +219,7 @@ fn parse_file(file: &'static str, text: &str) -> Result<Vec<Entry>, CatalogueErr
         out.push(Entry {
             key,
             codes: e.codes,
+            reasons: e.reasons,
             patterns: e.patterns,
             vendor: raw.vendor.clone(),
             component,

@@ -201,14 +201,19 @@ pub fn signal_name(n: u8) -> Option<String> {
     }
 }
 
-/// Score bands: an exact code beats anything found inside text; in text, a message pattern
-/// beats a bare code, and a longer pattern beats a shorter one.
+/// Score bands: an exact code beats anything found inside text. In text, an error code beats
+/// a message pattern (a TKE event carries its code; the message may resemble another code's),
+/// a longer pattern beats a shorter one, and a pattern beats an event reason or exit code.
 const SCORE_CODE: u32 = 1000;
 const SCORE_EXIT: u32 = 900;
 const SCORE_SIGNAL: u32 = 850;
 const SCORE_RANGE: u32 = 700;
+const SCORE_CODE_IN_TEXT: u32 = 800;
 const SCORE_PATTERN: u32 = 600;
-const SCORE_CODE_IN_TEXT: u32 = 400;
+const SCORE_REASON_IN_TEXT: u32 = 300;
+/// How far below its exact-query score an exit code found in text ranks: under message
+/// patterns, since in a describe dump the message says more.
+const EXIT_IN_TEXT_PENALTY: u32 = 500;
 const SCORE_TITLE: u32 = 100;
 
 /// Looks a query up in `cat`. Never panics, whatever the query.
@@ -232,7 +237,11 @@ pub fn lookup_in<'a>(cat: &'a Catalogue, query: &str) -> Lookup<'a> {
     } else {
         // An exact code or key.
         for e in &cat.entries {
-            let hit = e.codes.iter().find(|c| c.eq_ignore_ascii_case(q));
+            let hit = e
+                .codes
+                .iter()
+                .chain(e.reasons.iter())
+                .find(|c| c.eq_ignore_ascii_case(q));
             if let Some(c) = hit {
                 push(&mut matches, e, MatchKind::Code, c, SCORE_CODE);
             } else if e.key.eq_ignore_ascii_case(q) {
@@ -318,7 +327,7 @@ fn text_matches<'a>(
     for e in &cat.entries {
         for p in &e.patterns {
             if let Some(len) = pattern_match(&text, p) {
-                let bonus = u32::try_from(len.min(200)).unwrap_or(200);
+                let bonus = u32::try_from(len.min(199)).unwrap_or(199);
                 push(out, e, MatchKind::Pattern, p, SCORE_PATTERN + bonus);
             }
         }
@@ -331,8 +340,13 @@ fn text_matches<'a>(
                 continue; // bare numbers in text are exit codes only after "exit code"
             }
             if contains_word(&text, &lc) {
-                let bonus = u32::try_from(lc.len().min(100)).unwrap_or(100);
+                let bonus = u32::try_from(lc.len().min(99)).unwrap_or(99);
                 push(out, e, MatchKind::CodeInText, c, SCORE_CODE_IN_TEXT + bonus);
+            }
+        }
+        for r in &e.reasons {
+            if contains_word(&text, &r.to_lowercase()) {
+                push(out, e, MatchKind::CodeInText, r, SCORE_REASON_IN_TEXT);
             }
         }
     }
@@ -352,8 +366,7 @@ fn text_matches<'a>(
     }
     if let Some(n) = exit_code_in_text(&text) {
         let d = decode_exit_code(n);
-        // Ranked below message patterns: in a describe dump the message says more.
-        exit_matches(cat, &d, SCORE_EXIT - SCORE_CODE_IN_TEXT, out);
+        exit_matches(cat, &d, EXIT_IN_TEXT_PENALTY, out);
         *exit = Some(d);
     }
 }

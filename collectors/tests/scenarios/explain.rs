@@ -189,6 +189,12 @@ fn pasted_sandbox_event_ranks_the_specific_cause_first() {
     assert_eq!(l.matches[0].entry.section, "节点磁盘爆满排障处理");
     // "Unknown" and "Error" in the text do not drag in the generic pod states.
     assert!(!keys(disk).iter().any(|k| k.starts_with("pod-status:")));
+    // The handbook's other disk-full symptom: the runtime hangs and CRI calls time out.
+    let hang = "Warning FailedCreatePodSandBox 53m kubelet, 172.22.0.44 Failed create pod sandbo\n\
+                x: rpc error: code = DeadlineExceeded desc = context deadline exceeded";
+    assert_eq!(keys(hang)[0], "FailedCreatePodSandBox");
+    // The bare event reason is an exact query.
+    assert_eq!(keys("FailedCreatePodSandBox"), vec!["FailedCreatePodSandBox".to_string()]);
     // The fragmentation variant of a sandbox failure: fragmentation first, disk second.
     let frag = "Warning FailedCreatePodSandBox kubelet Failed create pod sandbox: rpc error: \
                 code = 2 desc = failed to start sandbox container: oci runtime error: \
@@ -580,4 +586,40 @@ fn every_code_of_the_handbooks_has_an_entry() {
         }
     }
     assert!(missing.is_empty(), "no entry for: {missing:#?}");
+}
+
+#[test]
+fn every_000_heading_pasted_as_text_ranks_its_own_code_first() {
+    // A TKE Ingress event carries the code and the controller's message; the code decides
+    // even when the message resembles another code's (the handbook's E4023 heading repeats
+    // the E4025 message).
+    let dir = docs_dir();
+    if !dir.is_dir() {
+        println!(
+            "SKIP every_000_heading_pasted_as_text_ranks_its_own_code_first: {} absent",
+            dir.display()
+        );
+        return;
+    }
+    let text = std::fs::read_to_string(dir.join("000_fc34186b6df04717.txt")).unwrap();
+    let mut checked = 0;
+    for heading in text.lines().filter_map(|l| l.strip_prefix("## ")) {
+        let codes = e_codes(heading);
+        if codes.is_empty() {
+            continue;
+        }
+        let l = lookup(heading);
+        let top = l
+            .matches
+            .first()
+            .unwrap_or_else(|| panic!("{heading}: no match"));
+        assert_eq!(top.entry.component, "tke-ingress-controller", "{heading}");
+        assert!(
+            top.entry.codes.iter().any(|c| codes.contains(c)),
+            "{heading}: top is {}",
+            top.entry.key
+        );
+        checked += 1;
+    }
+    assert!(checked >= 60, "{checked}");
 }
