@@ -194,7 +194,10 @@ fn pasted_sandbox_event_ranks_the_specific_cause_first() {
                 x: rpc error: code = DeadlineExceeded desc = context deadline exceeded";
     assert_eq!(keys(hang)[0], "FailedCreatePodSandBox");
     // The bare event reason is an exact query.
-    assert_eq!(keys("FailedCreatePodSandBox"), vec!["FailedCreatePodSandBox".to_string()]);
+    assert_eq!(
+        keys("FailedCreatePodSandBox"),
+        vec!["FailedCreatePodSandBox".to_string()]
+    );
     // The fragmentation variant of a sandbox failure: fragmentation first, disk second.
     let frag = "Warning FailedCreatePodSandBox kubelet Failed create pod sandbox: rpc error: \
                 code = 2 desc = failed to start sandbox container: oci runtime error: \
