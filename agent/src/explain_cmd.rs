@@ -100,6 +100,30 @@ pub fn explain_json(query: &str, lang: Lang) -> Value {
     lookup_json(&explain::lookup(query), lang)
 }
 
+/// The catalogue entries a finding links to (`Finding::see_also`), for `/findings` and
+/// `node-doctor check` output: `[{key, title, source: {doc, section}}]`. Unknown keys are
+/// skipped (and logged), never an error.
+pub fn see_also_json(keys: &[String], lang: Lang) -> Value {
+    let items: Vec<Value> = keys
+        .iter()
+        .filter_map(|k| {
+            let e = explain::lookup_key(k);
+            if e.is_none() {
+                tracing::warn!(key = %k, "A finding links to an explain key the catalogue does not have.");
+            }
+            e
+        })
+        .map(|e| {
+            json!({
+                "key": e.key,
+                "title": e.title.get(lang),
+                "source": { "doc": e.doc, "section": e.section },
+            })
+        })
+        .collect();
+    Value::Array(items)
+}
+
 /// A terminal rendering of one lookup: one block per entry, best first.
 pub fn render_table(l: &Lookup<'_>, lang: Lang) -> String {
     let zh = lang == Lang::Zh;
@@ -449,6 +473,19 @@ mod tests {
                 proptest::prop_assert_eq!(&body["matched"], &Value::Bool(true));
             }
         }
+    }
+
+    #[test]
+    fn see_also_resolves_finding_keys() {
+        let keys = vec![
+            collectors::explain::see_also::DISK_FULL.to_string(),
+            "no-such-key".to_string(),
+        ];
+        let v = see_also_json(&keys, Lang::Zh);
+        assert_eq!(v.as_array().unwrap().len(), 1);
+        assert_eq!(v[0]["key"], "FailedCreatePodSandBox");
+        assert_eq!(v[0]["title"], "Pod 沙箱创建失败：节点磁盘已满");
+        assert_eq!(v[0]["source"]["section"], "节点磁盘爆满排障处理");
     }
 
     #[test]

@@ -19,6 +19,39 @@ pub mod catalogue;
 
 pub use catalogue::{catalogue, normalize, Catalogue, CatalogueError, Entry};
 
+/// Keys node findings put in `Finding::see_also` to link to the catalogue entry that shares
+/// their cause. Each resolves with [`lookup_key`] (a test checks it).
+pub mod see_also {
+    /// A full runtime or kubelet disk: sandboxes fail with `no space left on device`.
+    pub const DISK_FULL: &str = "FailedCreatePodSandBox";
+    /// Memory fragmentation: `page allocation failure`, runc `exit status 6`.
+    pub const MEMORY_FRAGMENTATION: &str = "page-allocation-failure";
+    /// iptables-restore could not take /run/xtables.lock (old iptables without `-w`).
+    pub const XTABLES_LOCK: &str = "xtables-lock";
+    /// Another process held /run/xtables.lock longer than iptables' wait.
+    pub const XTABLES_LOCK_HELD: &str = "xtables-lock-held";
+    /// A Pod running iptables does not mount the host's /run/xtables.lock.
+    pub const XTABLES_LOCK_NOT_MOUNTED: &str = "xtables-lock-not-mounted";
+    /// kube-proxy on the legacy backend while the OS uses nft.
+    pub const IPTABLES_BACKEND_MISMATCH: &str = "iptables-backend-mismatch";
+    /// conntrack insert races behind 5-second DNS delays.
+    pub const CONNTRACK_DNS_DELAY: &str = "conntrack-dns-delay";
+    /// A process killed by the OOM killer: exit code 137.
+    pub const OOM_KILLED: &str = "exit-code:137";
+
+    /// Every key above.
+    pub const ALL: &[&str] = &[
+        DISK_FULL,
+        MEMORY_FRAGMENTATION,
+        XTABLES_LOCK,
+        XTABLES_LOCK_HELD,
+        XTABLES_LOCK_NOT_MOUNTED,
+        IPTABLES_BACKEND_MISMATCH,
+        CONNTRACK_DNS_DELAY,
+        OOM_KILLED,
+    ];
+}
+
 /// Component of exit-code entries.
 pub const EXIT_CODE_COMPONENT: &str = "exit-code";
 /// Component of signal entries (exit codes 129–255 decode to them).
@@ -487,6 +520,14 @@ mod tests {
         assert_eq!(parse_int("+300"), Some(300));
         assert_eq!(parse_int("99999999999999999999"), None);
         assert_eq!(parse_int("-"), None);
+    }
+
+    #[test]
+    fn see_also_keys_resolve() {
+        for key in see_also::ALL {
+            let e = lookup_key(key).unwrap_or_else(|| panic!("{key} does not resolve"));
+            assert_eq!(e.key, *key);
+        }
     }
 
     proptest! {
