@@ -626,3 +626,26 @@ fn every_000_heading_pasted_as_text_ranks_its_own_code_first() {
     }
     assert!(checked >= 60, "{checked}");
 }
+
+#[test]
+fn every_entry_names_a_section_its_document_really_has() {
+    let dir = docs_dir();
+    if !dir.is_dir() {
+        println!(
+            "SKIP every_entry_names_a_section_its_document_really_has: {} absent",
+            dir.display()
+        );
+        return;
+    }
+    let mut wrong = Vec::new();
+    for e in &explain::catalogue().entries {
+        let text = std::fs::read_to_string(dir.join(&e.doc)).unwrap();
+        // "Title / Subtitle" names a subsection; E4038's heading itself contains " / ".
+        let whole = text.contains(&e.section);
+        let parts = e.section.split(" / ").all(|p| text.contains(p));
+        if !(whole || parts) {
+            wrong.push(format!("{}: {:?} not in {}", e.key, e.section, e.doc));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
