@@ -323,7 +323,7 @@ Terminating CrashLoopBackOff InvalidImageName ImageInspectError ErrImageNeverPul
 RegistryUnavailable ErrImagePull CreateContainerConfigError CreateContainerError RunContainerError \
 PreStartHookError PostStartHookError ContainersNotInitialized ContainersNotReady PodInitializing \
 DockerDaemonNotReady NetworkPluginNotReady";
-const COMMITTED_003_MESSAGES: usize = 21;
+const COMMITTED_003_MESSAGES: usize = 20;
 
 #[derive(Debug, Default, PartialEq)]
 struct Codes {
@@ -340,8 +340,21 @@ struct Codes {
     messages_003: Vec<String>,
 }
 
+/// `shared/docs` beside the repository (`<repo>/../shared/docs`, as in CI and /work/main), or
+/// one level further up for a git worktree kept under a directory of worktrees; the
+/// `NODE_DOCTOR_DOCS` environment variable overrides both.
 fn docs_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/docs")
+    if let Some(d) = std::env::var_os("NODE_DOCTOR_DOCS") {
+        return PathBuf::from(d);
+    }
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let beside = repo.join("../shared/docs");
+    let above = repo.join("../../shared/docs");
+    if !beside.is_dir() && above.is_dir() {
+        above
+    } else {
+        beside
+    }
 }
 
 fn set(s: &str, sep: char) -> BTreeSet<String> {
