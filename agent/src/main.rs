@@ -1,5 +1,6 @@
 //! `node-doctor`: the agent binary (CLI, scheduler, state, HTTP server).
 
+mod explain_cmd;
 mod registry;
 
 fn main() {

@@ -9,6 +9,7 @@
 pub mod collector;
 pub mod conntrack;
 pub mod error;
+pub mod explain;
 pub mod finding;
 pub mod host;
 pub mod kmsg;

@@ -1,0 +1,338 @@
+//! The catalogue: one TOML data file per source document, embedded at compile time.
+//!
+//! Each file names its document and vendor once, then lists `[[entry]]` tables. An entry is
+//! looked up by its `codes` (an error code, an exit code, a signal or pod state name) or by
+//! its `patterns` (message fragments found in pasted event text; `*` separates fragments that
+//! must occur in order). All text a person reads is bilingual and written in our own words.
+
+use std::collections::BTreeSet;
+use std::sync::OnceLock;
+
+use serde::Deserialize;
+
+use crate::finding::Text;
+
+/// The embedded data files, by file name (for error messages).
+const FILES: &[(&str, &str)] = &[
+    (
+        "tke_ingress_000.toml",
+        include_str!("../../catalogue/tke_ingress_000.toml"),
+    ),
+    (
+        "tke_events_001.toml",
+        include_str!("../../catalogue/tke_events_001.toml"),
+    ),
+    (
+        "ack_ccm_003.toml",
+        include_str!("../../catalogue/ack_ccm_003.toml"),
+    ),
+    (
+        "cce_network_004.toml",
+        include_str!("../../catalogue/cce_network_004.toml"),
+    ),
+    (
+        "exit_codes_002.toml",
+        include_str!("../../catalogue/exit_codes_002.toml"),
+    ),
+    (
+        "pod_states_002.toml",
+        include_str!("../../catalogue/pod_states_002.toml"),
+    ),
+    (
+        "node_causes_002.toml",
+        include_str!("../../catalogue/node_causes_002.toml"),
+    ),
+];
+
+/// A catalogue data file that does not load (a broken edit of the TOML).
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogueError {
+    #[error("catalogue file {file}: {message}")]
+    Toml { file: &'static str, message: String },
+    #[error("catalogue file {file}: entry {key}: {message}")]
+    Invalid {
+        file: &'static str,
+        key: String,
+        message: String,
+    },
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawText {
+    en: String,
+    zh: String,
+}
+
+impl From<RawText> for Text {
+    fn from(r: RawText) -> Text {
+        Text::new(r.en, r.zh)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    doc: String,
+    vendor: String,
+    #[serde(default)]
+    component: Option<String>,
+    #[serde(default)]
+    section: Option<String>,
+    entry: Vec<RawEntry>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEntry {
+    #[serde(default)]
+    key: Option<String>,
+    #[serde(default)]
+    codes: Vec<String>,
+    #[serde(default)]
+    reasons: Vec<String>,
+    #[serde(default)]
+    patterns: Vec<String>,
+    #[serde(default)]
+    component: Option<String>,
+    #[serde(default)]
+    section: Option<String>,
+    title: RawText,
+    cause: RawText,
+    #[serde(default)]
+    fix: Vec<RawText>,
+    #[serde(default)]
+    risk: Option<RawText>,
+    #[serde(default)]
+    commands: Vec<String>,
+    #[serde(default)]
+    signal: Option<u8>,
+    #[serde(default)]
+    exit_range: Option<[u8; 2]>,
+    #[serde(default)]
+    exact_only: bool,
+}
+
+/// One explained code or message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    /// Unique, stable key (`tke-ingress:E4008`, `FailedCreatePodSandBox`); findings link to it
+    /// through `Finding::see_also`.
+    pub key: String,
+    /// Codes this entry explains: error codes, exit codes (`"137"`), signal names, pod states.
+    pub codes: Vec<String>,
+    /// Kubernetes event reasons (`FailedCreatePodSandBox`) that many causes share: an exact
+    /// query finds the entry, but inside pasted text a reason is weaker evidence than a code or
+    /// a message pattern.
+    pub reasons: Vec<String>,
+    /// Message patterns matched in pasted text (case-insensitive, whitespace-insensitive;
+    /// `*` separates fragments that must occur in order).
+    pub patterns: Vec<String>,
+    /// `TKE`, `ACK`, `CCE`, `Linux`, `Kubernetes`.
+    pub vendor: String,
+    /// Where the code is reported: `tke-ingress`, `tke-service`, `ack-ccm`, `cce-pod`, ...
+    pub component: String,
+    /// File name under `shared/docs`.
+    pub doc: String,
+    /// The section title as the document spells it.
+    pub section: String,
+    /// What the code or message says, in a few words.
+    pub title: Text,
+    /// Why it happens.
+    pub cause: Text,
+    /// What to do, in order.
+    pub fix: Vec<Text>,
+    /// What happens if it is left unfixed, where the source says.
+    pub risk: Option<Text>,
+    /// Commands that help to confirm or fix it.
+    pub commands: Vec<String>,
+    /// For signal entries: the signal number on x86-64 Linux.
+    pub signal: Option<u8>,
+    /// For exit-code range entries (`1-128`, `128+n`): the inclusive range covered.
+    pub exit_range: Option<(u8, u8)>,
+    /// Generic words (`Error`, `Pending`) that match only a whole query, never inside text.
+    pub exact_only: bool,
+}
+
+/// All entries of all data files.
+#[derive(Debug, Default)]
+pub struct Catalogue {
+    pub entries: Vec<Entry>,
+}
+
+fn parse_file(file: &'static str, text: &str) -> Result<Vec<Entry>, CatalogueError> {
+    let raw: RawFile = toml::from_str(text).map_err(|e| CatalogueError::Toml {
+        file,
+        message: e.to_string(),
+    })?;
+    let mut out = Vec::with_capacity(raw.entry.len());
+    for e in raw.entry {
+        let component = e
+            .component
+            .or_else(|| raw.component.clone())
+            .unwrap_or_default();
+        let section = e
+            .section
+            .or_else(|| raw.section.clone())
+            .unwrap_or_default();
+        let key = match e.key {
+            Some(k) => k,
+            None => match e.codes.first() {
+                Some(code) => format!("{component}:{code}"),
+                None => String::new(),
+            },
+        };
+        let invalid = |message: &str| CatalogueError::Invalid {
+            file,
+            key: key.clone(),
+            message: message.to_string(),
+        };
+        if key.is_empty() {
+            return Err(invalid("needs a key or at least one code"));
+        }
+        if e.codes.is_empty()
+            && e.reasons.is_empty()
+            && e.patterns.is_empty()
+            && e.exit_range.is_none()
+        {
+            return Err(invalid("needs codes, reasons, patterns or an exit_range"));
+        }
+        if component.is_empty() || section.is_empty() {
+            return Err(invalid("needs a component and a section"));
+        }
+        let title: Text = e.title.into();
+        let cause: Text = e.cause.into();
+        let fix: Vec<Text> = e.fix.into_iter().map(Text::from).collect();
+        let risk: Option<Text> = e.risk.map(Text::from);
+        let texts = [&title, &cause]
+            .into_iter()
+            .chain(fix.iter())
+            .chain(risk.iter());
+        for t in texts {
+            if t.en.trim().is_empty() || t.zh.trim().is_empty() {
+                return Err(invalid("a text is missing its English or Chinese version"));
+            }
+        }
+        if e.patterns.iter().any(|p| normalize(p).trim().len() < 4) {
+            return Err(invalid("a pattern is too short to be specific"));
+        }
+        out.push(Entry {
+            key,
+            codes: e.codes,
+            reasons: e.reasons,
+            patterns: e.patterns,
+            vendor: raw.vendor.clone(),
+            component,
+            doc: raw.doc.clone(),
+            section,
+            title,
+            cause,
+            fix,
+            risk,
+            commands: e.commands,
+            signal: e.signal,
+            exit_range: e.exit_range.map(|[a, b]| (a, b)),
+            exact_only: e.exact_only,
+        });
+    }
+    Ok(out)
+}
+
+impl Catalogue {
+    /// Parses every embedded data file and checks that keys are unique.
+    pub fn load() -> Result<Catalogue, CatalogueError> {
+        let mut entries = Vec::new();
+        for (file, text) in FILES {
+            entries.extend(parse_file(file, text)?);
+        }
+        let mut seen = BTreeSet::new();
+        for e in &entries {
+            if !seen.insert(e.key.as_str()) {
+                return Err(CatalogueError::Invalid {
+                    file: "catalogue",
+                    key: e.key.clone(),
+                    message: "duplicate key".into(),
+                });
+            }
+        }
+        Ok(Catalogue { entries })
+    }
+
+    /// The entry with this exact key.
+    pub fn by_key(&self, key: &str) -> Option<&Entry> {
+        self.entries.iter().find(|e| e.key == key)
+    }
+}
+
+static CATALOGUE: OnceLock<Result<Catalogue, CatalogueError>> = OnceLock::new();
+static EMPTY: Catalogue = Catalogue {
+    entries: Vec::new(),
+};
+
+/// The embedded catalogue, parsed once. If the embedded data were broken (a unit test guards
+/// against it), the error is logged and lookups find nothing rather than panicking.
+pub fn catalogue() -> &'static Catalogue {
+    match CATALOGUE.get_or_init(Catalogue::load) {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!(error = %e, "The explain catalogue does not load; lookups will find nothing.");
+            &EMPTY
+        }
+    }
+}
+
+/// Lower-cases and collapses every run of whitespace to one space, so that text wrapped by a
+/// terminal or copied from a PDF still matches.
+pub fn normalize(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut space = false;
+    for c in s.chars() {
+        if c.is_whitespace() {
+            space = true;
+        } else {
+            if space && !out.is_empty() {
+                out.push(' ');
+            }
+            space = false;
+            out.extend(c.to_lowercase());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_catalogue_loads_with_unique_keys() {
+        let c = Catalogue::load().unwrap();
+        assert!(c.entries.len() > 150, "only {} entries", c.entries.len());
+    }
+
+    #[test]
+    fn normalize_collapses_whitespace_and_case() {
+        assert_eq!(
+            normalize("  Another  app\n is\tHolding "),
+            "another app is holding"
+        );
+    }
+
+    #[test]
+    fn broken_entries_are_rejected_with_file_and_key() {
+        let missing_zh = r#"
+doc = "x.txt"
+vendor = "TKE"
+component = "c"
+section = "s"
+[[entry]]
+codes = ["E1"]
+title = { en = "t", zh = "" }
+cause = { en = "c", zh = "c" }
+"#;
+        let err = parse_file("x.toml", missing_zh).unwrap_err().to_string();
+        assert!(err.contains("x.toml") && err.contains("c:E1"), "{err}");
+        let unknown_field = "doc = \"x\"\nvendor = \"v\"\nbogus = 1\nentry = []\n";
+        assert!(parse_file("y.toml", unknown_field).is_err());
+    }
+}
