@@ -12,6 +12,7 @@ pub mod finding;
 pub mod host;
 pub mod metric;
 pub mod proc;
+pub mod runtime;
 
 pub use collector::{CollectContext, Collection, Collector, Status};
 pub use error::ReadError;

@@ -2,4 +2,5 @@
 //! reader that adds the path to errors.
 
 pub mod cgroup;
+pub mod mountinfo;
 pub mod pid;
