@@ -7,6 +7,7 @@
 //! - this crate knows nothing of HTTP, JSON documents, Prometheus encoding or tokio.
 
 pub mod collector;
+pub mod disk;
 pub mod error;
 pub mod finding;
 pub mod host;
