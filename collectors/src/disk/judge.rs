@@ -363,7 +363,7 @@ fn truncation_order(logs: &[LogFile]) -> Vec<&LogFile> {
             .then_with(|| b.size_bytes.cmp(&a.size_bytes))
     });
     let mut live: Vec<&LogFile> = logs.iter().filter(|l| !l.rotated).collect();
-    live.sort_by(|a, b| b.size_bytes.cmp(&a.size_bytes));
+    live.sort_by_key(|l| std::cmp::Reverse(l.size_bytes));
     rotated.extend(live);
     rotated
 }

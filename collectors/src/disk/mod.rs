@@ -100,6 +100,10 @@ pub fn statvfs_usage(path: &Path) -> std::io::Result<FsUsage> {
     })
 }
 
+/// Which filesystem a directory is on: grouping key, `st_dev`, and the mount with its
+/// host-side mount point when mountinfo knows it.
+type Placed = (String, u64, Option<(Mount, String)>);
+
 /// What the collector found about the runtimes and the kubelet this cycle.
 struct Discovery {
     dirs: Vec<(Role, String, PathBuf)>,
@@ -299,10 +303,7 @@ impl DiskCollector {
         let mut order: Vec<String> = Vec::new();
         let mut groups: HashMap<String, FsSample> = HashMap::new();
         let mut agent_of: HashMap<String, PathBuf> = HashMap::new();
-        let key_of = |this: &Self,
-                      host_path: &Path,
-                      agent: &Path|
-         -> Option<(String, u64, Option<(Mount, String)>)> {
+        let key_of = |this: &Self, host_path: &Path, agent: &Path| -> Option<Placed> {
             let dev = std::fs::metadata(agent).ok()?.dev();
             let loc = this
                 .locate(&mounts, host_path, agent, dev)

@@ -99,7 +99,7 @@ impl Walker {
             return Spent::default();
         };
         while spent < budget.entries {
-            if spent % 256 == 0 && start.elapsed() >= budget.time {
+            if spent.is_multiple_of(256) && start.elapsed() >= budget.time {
                 break;
             }
             // The directory being read, or the next one from the stack.
