@@ -80,6 +80,7 @@ pub struct DiskCollector {
     /// Findings of the previous run, to log transitions.
     last: BTreeMap<(String, String), Severity>,
     last_status: &'static str,
+    last_walk: walk::Spent,
 }
 
 /// `statvfs(2)` of a path, in node_exporter's terms.
@@ -144,6 +145,7 @@ impl DiskCollector {
             labels: logs::LabelCache::default(),
             last: BTreeMap::new(),
             last_status: "",
+            last_walk: walk::Spent::default(),
         }
     }
 
@@ -154,6 +156,17 @@ impl DiskCollector {
     ) -> Self {
         self.statfs = Box::new(f);
         self
+    }
+
+    /// What the directory walk spent in the last cycle (entries and time), for benchmarks
+    /// and self-monitoring.
+    pub fn last_walk(&self) -> walk::Spent {
+        self.last_walk
+    }
+
+    /// Walkers alive (one per walked root), for checking that state stays bounded.
+    pub fn walker_count(&self) -> usize {
+        self.walkers.len()
     }
 
     fn discover(&self) -> Discovery {
@@ -444,7 +457,8 @@ impl DiskCollector {
             .map(|d| d.2.clone())
             .collect();
         self.walkers.retain(|root, _| live_roots.contains(root));
-        let deadline = Instant::now() + self.config.walk_budget;
+        let walk_start = Instant::now();
+        let deadline = walk_start + self.config.walk_budget;
         let mut remaining = self.config.walk_budget_entries;
         for key in &attention {
             let Some(g) = groups.get_mut(key) else {
@@ -476,6 +490,11 @@ impl DiskCollector {
                 }
             }
         }
+
+        self.last_walk = walk::Spent {
+            entries: self.config.walk_budget_entries - remaining,
+            elapsed: walk_start.elapsed(),
+        };
 
         // Deleted-but-open files on those filesystems.
         if !attention.is_empty() {

@@ -55,7 +55,12 @@ struct Pass {
     /// The directory being read, with the index of its top-level entry.
     current: Option<(ReadDir, usize)>,
     files: u64,
+    /// The root's own listing is finished (all top-level entries are known).
+    root_listed: bool,
 }
+
+/// Marks the root directory on the stack (its entries become top-level entries).
+const ROOT: usize = usize::MAX;
 
 /// The incremental walk of one root directory.
 #[derive(Debug)]
@@ -89,11 +94,8 @@ impl Walker {
     pub fn step(&mut self, budget: Budget) -> Spent {
         let start = Instant::now();
         let mut spent = 0usize;
-        if !self.pass.started {
-            if !self.start_pass() {
-                return Spent::default();
-            }
-            spent += self.pass.tops.len();
+        if !self.pass.started && !self.start_pass() {
+            return Spent::default();
         }
         let Some(dev) = self.dev else {
             return Spent::default();
@@ -134,7 +136,18 @@ impl Walker {
                     if md.dev() != dev {
                         continue;
                     }
-                    if let Some(t) = self.pass.tops.get_mut(top) {
+                    if top == ROOT {
+                        // A top-level entry of the root.
+                        let idx = self.pass.tops.len();
+                        self.pass.tops.push(Top {
+                            name: entry.file_name().to_string_lossy().into_owned(),
+                            bytes: md.blocks().saturating_mul(512),
+                            pending: usize::from(md.is_dir()),
+                        });
+                        if md.is_dir() {
+                            self.pass.stack.push((entry.path(), idx));
+                        }
+                    } else if let Some(t) = self.pass.tops.get_mut(top) {
                         t.bytes = t.bytes.saturating_add(md.blocks().saturating_mul(512));
                         if md.is_dir() {
                             t.pending += 1;
@@ -150,40 +163,25 @@ impl Walker {
         }
     }
 
-    /// Lists the root's top-level entries. False when the root is unreadable.
+    /// Starts a pass at the root (its listing is walked like any directory, within the
+    /// budget). False when the root is unreadable.
     fn start_pass(&mut self) -> bool {
         let Ok(root_md) = std::fs::metadata(&self.root) else {
             return false;
         };
         self.dev = Some(root_md.dev());
-        let Ok(rd) = std::fs::read_dir(&self.root) else {
-            return false;
-        };
-        let mut pass = Pass {
+        self.pass = Pass {
             started: true,
+            stack: vec![(self.root.clone(), ROOT)],
             ..Pass::default()
         };
-        for entry in rd.flatten() {
-            let Ok(md) = entry.metadata() else { continue };
-            if md.dev() != root_md.dev() {
-                continue;
-            }
-            let idx = pass.tops.len();
-            pass.tops.push(Top {
-                name: entry.file_name().to_string_lossy().into_owned(),
-                bytes: md.blocks().saturating_mul(512),
-                pending: usize::from(md.is_dir()),
-            });
-            pass.files += 1;
-            if md.is_dir() {
-                pass.stack.push((entry.path(), idx));
-            }
-        }
-        self.pass = pass;
         true
     }
 
     fn dir_done(&mut self, top: usize) {
+        if top == ROOT {
+            self.pass.root_listed = true;
+        }
         if let Some(t) = self.pass.tops.get_mut(top) {
             t.pending = t.pending.saturating_sub(1);
         }
@@ -221,7 +219,9 @@ impl Walker {
         entries.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         Some(DirSizes {
             entries,
-            complete_ratio: if total == 0 {
+            complete_ratio: if !self.pass.root_listed {
+                0.0
+            } else if total == 0 {
                 1.0
             } else {
                 done as f64 / total as f64
