@@ -138,6 +138,6 @@ fn main() {
         LAYERS * FILES_PER_LAYER,
         b0.elapsed().as_secs_f64()
     );
-    run("critical (97% used)", t.path(), 3, 20);
+    run("critical (97% used)", t.path(), 3, 60);
     run("healthy (40% used)", t.path(), 60, 5);
 }

@@ -64,7 +64,7 @@ impl Default for DiskConfig {
             limits: Limits::default(),
             top_logs: 5,
             walk_budget_entries: 20_000,
-            walk_budget: Duration::from_millis(25),
+            walk_budget: Duration::from_millis(20),
             walk_when_healthy: false,
         }
     }

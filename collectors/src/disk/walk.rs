@@ -100,9 +100,15 @@ impl Walker {
         let Some(dev) = self.dev else {
             return Spent::default();
         };
+        let mut since_check = 0usize;
         while spent < budget.entries {
-            if spent.is_multiple_of(256) && start.elapsed() >= budget.time {
+            // The clock is read every 32 entries and before opening each directory.
+            if (since_check >= 32 || self.pass.current.is_none()) && start.elapsed() >= budget.time
+            {
                 break;
+            }
+            if since_check >= 32 {
+                since_check = 0;
             }
             // The directory being read, or the next one from the stack.
             if self.pass.current.is_none() {
@@ -131,6 +137,7 @@ impl Walker {
                 Some(Err(_)) => {}
                 Some(Ok(entry)) => {
                     spent += 1;
+                    since_check += 1;
                     self.pass.files += 1;
                     let Ok(md) = entry.metadata() else { continue };
                     if md.dev() != dev {
