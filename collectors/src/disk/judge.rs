@@ -188,6 +188,21 @@ impl Verdict {
     }
 }
 
+/// The origin of a threshold for Chinese text (paths and flags stay as written).
+fn origin_zh(origin: &str) -> String {
+    match origin {
+        "kubelet default" => "kubelet 默认值".to_string(),
+        "kubelet default (none)" => "kubelet 默认无".to_string(),
+        "node-doctor limit" => "node-doctor 限值".to_string(),
+        o => o
+            .replace(
+                "flag of the running kubelet",
+                "（运行中 kubelet 的启动参数）",
+            )
+            .replace(" in ", " 位于 "),
+    }
+}
+
 fn fmt_threshold(t: &Threshold) -> String {
     match *t {
         Threshold::Percent(p) => format!("{p}%"),
@@ -255,7 +270,10 @@ fn assess(fs: &FsSample, s: &Settings, l: &Limits, inodes: bool) -> Verdict {
                             "at or past the kubelet's hard eviction threshold {thr} ({})",
                             s.hard_origin
                         ),
-                        format!("已达到 kubelet 硬驱逐阈值 {thr}（来源：{}）", s.hard_origin),
+                        format!(
+                            "已达到 kubelet 硬驱逐阈值 {thr}（来源：{}）",
+                            origin_zh(&s.hard_origin)
+                        ),
                     ),
                 });
             } else if free <= min_free + margin {
@@ -270,7 +288,8 @@ fn assess(fs: &FsSample, s: &Settings, l: &Limits, inodes: bool) -> Verdict {
                         ),
                         format!(
                             "距 kubelet 硬驱逐阈值 {thr} 不足 {} 个百分点（来源：{}）",
-                            l.warning_margin_percent, s.hard_origin
+                            l.warning_margin_percent,
+                            origin_zh(&s.hard_origin)
                         ),
                     ),
                 });
@@ -288,7 +307,10 @@ fn assess(fs: &FsSample, s: &Settings, l: &Limits, inodes: bool) -> Verdict {
                             "past the kubelet's soft eviction threshold {thr} ({})",
                             s.soft_origin
                         ),
-                        format!("已超过 kubelet 软驱逐阈值 {thr}（来源：{}）", s.soft_origin),
+                        format!(
+                            "已超过 kubelet 软驱逐阈值 {thr}（来源：{}）",
+                            origin_zh(&s.soft_origin)
+                        ),
                     ),
                 });
             }
@@ -308,7 +330,7 @@ fn assess(fs: &FsSample, s: &Settings, l: &Limits, inodes: bool) -> Verdict {
                     ),
                     format!(
                         "已超过 kubelet 镜像回收高水位 {gc}%（来源：{}）",
-                        s.gc_origin
+                        origin_zh(&s.gc_origin)
                     ),
                 ),
             });
@@ -662,14 +684,17 @@ pub fn kubelet_unprotected(s: &Settings, config_path: &str) -> Option<Finding> {
                     "no hard eviction threshold for {signal} ({})",
                     s.hard_origin
                 ),
-                format!("{signal} 没有硬驱逐阈值（{}）", s.hard_origin),
+                format!("{signal} 没有硬驱逐阈值（{}）", origin_zh(&s.hard_origin)),
             )),
             Some(t) if t.is_zero() => problems.push((
                 format!(
                     "{signal} hard eviction threshold is 0, which disables it ({})",
                     s.hard_origin
                 ),
-                format!("{signal} 硬驱逐阈值为 0，等于关闭（{}）", s.hard_origin),
+                format!(
+                    "{signal} 硬驱逐阈值为 0，等于关闭（{}）",
+                    origin_zh(&s.hard_origin)
+                ),
             )),
             Some(_) => {}
         }
@@ -682,7 +707,8 @@ pub fn kubelet_unprotected(s: &Settings, config_path: &str) -> Option<Finding> {
             ),
             format!(
                 "镜像回收高水位为 {}%，镜像永远不会被回收（{}）",
-                s.image_gc_high_percent, s.gc_origin
+                s.image_gc_high_percent,
+                origin_zh(&s.gc_origin)
             ),
         ));
     }

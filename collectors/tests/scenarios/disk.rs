@@ -425,10 +425,13 @@ fn custom_eviction_hard_changes_the_threshold() {
         "{}",
         f.summary.en
     );
-    assert!(f
-        .summary
-        .zh
-        .contains("evictionHard in /etc/kubernetes/kubelet.yaml"));
+    assert!(
+        f.summary.zh.contains(
+            "imagefs.available<30%（来源：evictionHard 位于 /etc/kubernetes/kubelet.yaml）"
+        ),
+        "{}",
+        f.summary.zh
+    );
     // --root-dir from the kubelet's command line is the kubelet role's directory.
     metric(
         &c,
