@@ -456,7 +456,7 @@ impl DiskCollector {
             .filter(|d| matches!(d.0, Role::DockerData | Role::ContainerdRoot | Role::Kubelet))
             .map(|d| d.2.clone())
             .collect();
-        self.walkers.retain(|root, _| live_roots.contains(root));
+        let mut walked: HashSet<PathBuf> = HashSet::new();
         let walk_start = Instant::now();
         let deadline = walk_start + self.config.walk_budget;
         let mut remaining = self.config.walk_budget_entries;
@@ -473,6 +473,7 @@ impl DiskCollector {
                 {
                     continue;
                 }
+                walked.insert(agent.clone());
                 let w = self
                     .walkers
                     .entry(agent.clone())
@@ -491,6 +492,9 @@ impl DiskCollector {
             }
         }
 
+        // A walk of a filesystem that is healthy again (or a root that is gone) is dropped with
+        // its stack and open directory; it starts afresh if the disk fills again.
+        self.walkers.retain(|root, _| walked.contains(root));
         self.last_walk = walk::Spent {
             entries: self.config.walk_budget_entries - remaining,
             elapsed: walk_start.elapsed(),

@@ -777,3 +777,56 @@ fn real_deleted_but_open_file_names_the_test_pid_and_size() {
     let c = real_collect(&root);
     assert!(c.findings.iter().all(|f| f.id != "disk.deleted_open_files"));
 }
+
+/// The walk resumes across cycles within a tiny budget, reports partial figures meanwhile,
+/// and its state is dropped once the disk is healthy again.
+#[test]
+fn walk_resumes_within_budget_and_is_dropped_when_healthy() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    let h = FakeHost::new();
+    h.write("/proc/1/mountinfo", MOUNTINFO_DOCKER_DISK).write(
+        "/etc/docker/daemon.json",
+        r#"{"log-opts":{"max-size":"100m"}}"#,
+    );
+    for l in 0..6 {
+        for f in 0..5 {
+            h.write(
+                &format!("/var/lib/docker/overlay2/l{l}/diff/f{f}"),
+                vec![1u8; 8192],
+            );
+        }
+    }
+    h.mkdir("/var/lib/docker/containers")
+        .mkdir("/var/lib/docker/image");
+    let avail = Arc::new(AtomicU64::new(2 * GIB));
+    let a = avail.clone();
+    let mut config = DiskConfig::default();
+    config.walk_budget_entries = 5;
+    let mut c = DiskCollector::new(h.host(), config)
+        .with_statfs(move |_| Ok(usage(100 * GIB, a.load(Ordering::SeqCst))));
+    let first = c.collect(&ctx());
+    let f = find(&first, "disk.filesystem_full", "/var/lib/docker");
+    assert!(ev_num(f, "walk_docker_data_complete_ratio") < 1.0);
+    assert!(c.last_walk().entries <= 5);
+    let mut cycles = 1;
+    loop {
+        let out = c.collect(&ctx());
+        assert!(c.last_walk().entries <= 5, "{:?}", c.last_walk());
+        cycles += 1;
+        let f = find(&out, "disk.filesystem_full", "/var/lib/docker");
+        if ev_num(f, "walk_docker_data_complete_ratio") == 1.0 {
+            // 3 tops + 6 layers + 6 diffs + 30 files = 45 entries at 5 per cycle.
+            assert_eq!(ev_num(f, "walk_docker_data_entries"), 45.0);
+            assert!(ev_num(f, "dir_docker_data_overlay2_bytes") >= (30 * 8192) as f64);
+            break;
+        }
+        assert!(cycles < 20, "walk never completed");
+    }
+    assert!(cycles >= 9, "finished in {cycles} cycles");
+    assert_eq!(c.walker_count(), 1);
+    avail.store(60 * GIB, Ordering::SeqCst);
+    let out = c.collect(&ctx());
+    assert!(out.findings.is_empty(), "{:#?}", out.findings);
+    assert_eq!(c.walker_count(), 0);
+}
