@@ -801,8 +801,10 @@ fn walk_resumes_within_budget_and_is_dropped_when_healthy() {
         .mkdir("/var/lib/docker/image");
     let avail = Arc::new(AtomicU64::new(2 * GIB));
     let a = avail.clone();
-    let mut config = DiskConfig::default();
-    config.walk_budget_entries = 5;
+    let config = DiskConfig {
+        walk_budget_entries: 5,
+        ..DiskConfig::default()
+    };
     let mut c = DiskCollector::new(h.host(), config)
         .with_statfs(move |_| Ok(usage(100 * GIB, a.load(Ordering::SeqCst))));
     let first = c.collect(&ctx());
