@@ -79,35 +79,98 @@ pub fn parse_pod_dir(name: &str) -> Option<(String, String, String)> {
 
 /// Lists docker logs under `<containers dir>` (agent-side), skipping symlinks.
 pub fn list_docker(containers_dir: &Path, out: &mut Vec<LogFile>) {
-    let Ok(rd) = std::fs::read_dir(containers_dir) else {
-        return;
-    };
-    for c in rd.flatten() {
-        let id = c.file_name().to_string_lossy().into_owned();
-        let Ok(files) = std::fs::read_dir(c.path()) else {
-            continue;
+    DockerDirCache::default().list(containers_dir, out);
+}
+
+/// The log file names of each docker container directory, keyed by container id and valid
+/// while the directory's mtime is unchanged (docker's rotation renames files, which updates
+/// it). A cached container costs one `stat` of its directory plus one per log file instead
+/// of reading the directory. Entries of containers that disappear are dropped.
+#[derive(Debug, Default)]
+pub struct DockerDirCache {
+    dirs: HashMap<String, CachedDir>,
+}
+
+#[derive(Debug)]
+struct CachedDir {
+    mtime: (i64, i64),
+    logs: Vec<(std::ffi::OsString, u64)>,
+}
+
+impl DockerDirCache {
+    /// Lists docker logs under `<containers dir>` (agent-side), skipping symlinks.
+    pub fn list(&mut self, containers_dir: &Path, out: &mut Vec<LogFile>) {
+        let Ok(rd) = std::fs::read_dir(containers_dir) else {
+            self.dirs.clear();
+            return;
         };
-        for f in files.flatten() {
-            let name = f.file_name();
-            let Some(rank) = docker_log_rank(&id, &name.to_string_lossy()) else {
+        let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+        let now_secs = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+            .unwrap_or(0);
+        for c in rd.flatten() {
+            let id = c.file_name().to_string_lossy().into_owned();
+            let dir = c.path();
+            let Ok(dmd) = std::fs::metadata(&dir) else {
                 continue;
             };
-            let Ok(md) = f.metadata() else { continue };
-            if !md.is_file() {
+            if !dmd.is_dir() {
                 continue;
             }
-            out.push(LogFile {
-                path: f.path(),
-                kind: LogKind::Docker,
-                size_bytes: md.size(),
-                rotated: rank > 0,
-                age_rank: rank,
-                container_id: Some(id.clone()),
-                namespace: None,
-                pod: None,
-                container: None,
-            });
+            seen.insert(id.clone());
+            let mtime = (dmd.mtime(), dmd.mtime_nsec());
+            // A directory changed in the last two seconds may change again within the same
+            // timestamp tick (coarse-timestamp filesystems): do not trust the cache for it.
+            let settled = now_secs.saturating_sub(mtime.0) >= 2;
+            let fresh = settled && self.dirs.get(&id).is_some_and(|d| d.mtime == mtime);
+            if !fresh {
+                let Ok(files) = std::fs::read_dir(&dir) else {
+                    continue;
+                };
+                let logs: Vec<(std::ffi::OsString, u64)> = files
+                    .flatten()
+                    .filter_map(|f| {
+                        let name = f.file_name();
+                        let rank = docker_log_rank(&id, &name.to_string_lossy())?;
+                        Some((name, rank))
+                    })
+                    .collect();
+                self.dirs.insert(id.clone(), CachedDir { mtime, logs });
+            }
+            let Some(cached) = self.dirs.get(&id) else {
+                continue;
+            };
+            for (name, rank) in &cached.logs {
+                let path = dir.join(name);
+                let Ok(md) = std::fs::symlink_metadata(&path) else {
+                    continue;
+                };
+                if !md.is_file() {
+                    continue;
+                }
+                out.push(LogFile {
+                    path,
+                    kind: LogKind::Docker,
+                    size_bytes: md.size(),
+                    rotated: *rank > 0,
+                    age_rank: *rank,
+                    container_id: Some(id.clone()),
+                    namespace: None,
+                    pod: None,
+                    container: None,
+                });
+            }
         }
+        self.dirs.retain(|id, _| seen.contains(id));
+    }
+
+    pub fn len(&self) -> usize {
+        self.dirs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.dirs.is_empty()
     }
 }
 
@@ -240,6 +303,38 @@ mod tests {
             ))
         );
         assert_eq!(parse_pod_dir("nounderscore"), None);
+    }
+
+    #[test]
+    fn docker_cache_follows_rotation_and_prunes() {
+        let t = tempfile::tempdir().unwrap();
+        let c = t.path().join("abc");
+        std::fs::create_dir_all(&c).unwrap();
+        std::fs::write(c.join("abc-json.log"), b"0123456789").unwrap();
+        std::fs::write(c.join("config.v2.json"), b"{}").unwrap();
+        let mut cache = DockerDirCache::default();
+        let mut out = Vec::new();
+        cache.list(t.path(), &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].size_bytes, 10);
+        // Growth without a rename is seen through the cached name.
+        std::fs::write(c.join("abc-json.log"), b"0123456789abcdef").unwrap();
+        out.clear();
+        cache.list(t.path(), &mut out);
+        assert_eq!(out[0].size_bytes, 16);
+        // Rotation renames (directory mtime changes): the new names are listed.
+        std::fs::rename(c.join("abc-json.log"), c.join("abc-json.log.1")).unwrap();
+        std::fs::write(c.join("abc-json.log"), b"x").unwrap();
+        out.clear();
+        cache.list(t.path(), &mut out);
+        out.sort_by_key(|l| l.age_rank);
+        assert_eq!(out.len(), 2, "{out:?}");
+        assert_eq!((out[1].age_rank, out[1].size_bytes), (1, 16));
+        std::fs::remove_dir_all(&c).unwrap();
+        out.clear();
+        cache.list(t.path(), &mut out);
+        assert!(out.is_empty());
+        assert!(cache.is_empty());
     }
 
     proptest::proptest! {

@@ -77,6 +77,8 @@ pub struct DiskCollector {
     statfs: Box<StatFsFn>,
     walkers: BTreeMap<PathBuf, walk::Walker>,
     labels: logs::LabelCache,
+    /// Log file names per docker container directory, per data root.
+    docker_dirs: HashMap<PathBuf, logs::DockerDirCache>,
     /// Findings of the previous run, to log transitions.
     last: BTreeMap<(String, String), Severity>,
     last_status: &'static str,
@@ -143,6 +145,7 @@ impl DiskCollector {
             statfs: Box::new(statvfs_usage),
             walkers: BTreeMap::new(),
             labels: logs::LabelCache::default(),
+            docker_dirs: HashMap::new(),
             last: BTreeMap::new(),
             last_status: "",
             last_walk: walk::Spent::default(),
@@ -385,7 +388,10 @@ impl DiskCollector {
         for (dir, is_docker) in &log_dirs {
             let mut found = Vec::new();
             if *is_docker {
-                logs::list_docker(dir, &mut found);
+                self.docker_dirs
+                    .entry(dir.clone())
+                    .or_default()
+                    .list(dir, &mut found);
             } else {
                 logs::list_cri(dir, &mut found);
             }
@@ -401,6 +407,8 @@ impl DiskCollector {
             }
         }
         self.labels.retain(&live_ids);
+        self.docker_dirs
+            .retain(|dir, _| log_dirs.iter().any(|(d, docker)| *docker && d == dir));
         let top_n = self.config.top_logs;
         let mut by_key: HashMap<String, Vec<logs::LogFile>> = HashMap::new();
         for (k, l) in &all_logs {
