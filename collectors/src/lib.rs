@@ -8,6 +8,7 @@
 
 pub mod collector;
 pub mod conntrack;
+pub mod disk;
 pub mod error;
 pub mod explain;
 pub mod finding;
@@ -16,6 +17,7 @@ pub mod kmsg;
 pub mod memory;
 pub mod metric;
 pub mod proc;
+pub mod runtime;
 
 pub use collector::{CollectContext, Collection, Collector, Status};
 pub use error::ReadError;

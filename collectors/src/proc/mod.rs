@@ -4,6 +4,7 @@
 pub mod buddyinfo;
 pub mod cgroup;
 pub mod meminfo;
+pub mod mountinfo;
 pub mod net_udp;
 pub mod nf_conntrack_stat;
 pub mod pid;

@@ -1,0 +1,665 @@
+//! Collector `disk`: the filesystems under the container runtime's and the kubelet's
+//! directories, how full they are against the kubelet's own thresholds, what fills them
+//! (largest container logs, top directories from a bounded walk, deleted-but-open files),
+//! and the handbook's recovery (节点磁盘爆满排障处理).
+//!
+//! Reads: `<root>/proc/1/mountinfo`; `/etc/docker/daemon.json`; `/etc/containerd/config.toml`;
+//! the kubelet's, dockerd's and containerd's `/proc/<pid>/cmdline`; the kubelet config file;
+//! `statvfs` of each directory; `<data-root>/containers/*/`; `/var/log/pods/*/*/`;
+//! `/proc/*/fd` (only when a filesystem needs attention).
+
+pub mod deleted;
+pub mod judge;
+pub mod logs;
+pub mod walk;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::collector::{CollectContext, Collection, Collector, Status};
+use crate::finding::{Finding, Severity};
+use crate::host::HostPaths;
+use crate::metric::Metric;
+use crate::proc::mountinfo::{self, Mount};
+use crate::runtime::{containerd, docker, flag_value, kubelet};
+
+pub use judge::{FsSample, FsUsage, Limits, Role, RoleDir};
+
+/// `statvfs` of an agent-side path. Replaceable for tests (fake hosts have no real disks).
+pub type StatFsFn = dyn Fn(&Path) -> std::io::Result<FsUsage> + Send;
+
+/// Settings of the disk collector.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DiskConfig {
+    /// Docker's daemon config (host path), unless dockerd runs with `--config-file`.
+    pub daemon_json: String,
+    /// containerd's config (host path), unless containerd runs with `--config`.
+    pub containerd_config: String,
+    /// The kubelet config file (host path); `None`: `--config` of the running kubelet, else
+    /// `/var/lib/kubelet/config.yaml`.
+    pub kubelet_config: Option<String>,
+    /// CRI pod log directory (host path).
+    pub pod_log_dir: String,
+    /// Fixed limits besides the kubelet's thresholds.
+    pub limits: Limits,
+    /// How many of the largest logs to report.
+    pub top_logs: usize,
+    /// Directory-walk budget per cycle: entries...
+    pub walk_budget_entries: usize,
+    /// ...and time.
+    pub walk_budget: Duration,
+    /// Walk (and scan `/proc/*/fd`) even when every filesystem is healthy.
+    pub walk_when_healthy: bool,
+}
+
+impl Default for DiskConfig {
+    fn default() -> Self {
+        DiskConfig {
+            daemon_json: docker::DAEMON_JSON.to_string(),
+            containerd_config: containerd::CONFIG_PATH.to_string(),
+            kubelet_config: None,
+            pod_log_dir: "/var/log/pods".to_string(),
+            limits: Limits::default(),
+            top_logs: 5,
+            walk_budget_entries: 20_000,
+            walk_budget: Duration::from_millis(20),
+            walk_when_healthy: false,
+        }
+    }
+}
+
+/// The disk collector. See the module documentation.
+pub struct DiskCollector {
+    host: HostPaths,
+    config: DiskConfig,
+    statfs: Box<StatFsFn>,
+    walkers: BTreeMap<PathBuf, walk::Walker>,
+    labels: logs::LabelCache,
+    /// Log file names per docker container directory, per data root.
+    docker_dirs: HashMap<PathBuf, logs::DockerDirCache>,
+    /// Findings of the previous run, to log transitions.
+    last: BTreeMap<(String, String), Severity>,
+    last_status: &'static str,
+    last_walk: walk::Spent,
+}
+
+/// `statvfs(2)` of a path, in node_exporter's terms.
+pub fn statvfs_usage(path: &Path) -> std::io::Result<FsUsage> {
+    let s = nix::sys::statvfs::statvfs(path).map_err(std::io::Error::from)?;
+    let frsize = s.fragment_size() as u64;
+    let frsize = if frsize == 0 {
+        s.block_size() as u64
+    } else {
+        frsize
+    };
+    Ok(FsUsage {
+        size_bytes: (s.blocks() as u64).saturating_mul(frsize),
+        avail_bytes: (s.blocks_available() as u64).saturating_mul(frsize),
+        free_bytes: (s.blocks_free() as u64).saturating_mul(frsize),
+        files: s.files() as u64,
+        files_free: s.files_free() as u64,
+    })
+}
+
+/// Which filesystem a directory is on: grouping key, `st_dev`, and the mount with its
+/// host-side mount point when mountinfo knows it.
+type Placed = (String, u64, Option<(Mount, String)>);
+
+/// What the collector found about the runtimes and the kubelet this cycle.
+struct Discovery {
+    dirs: Vec<(Role, String, PathBuf)>,
+    kubelet: Option<(kubelet::Settings, String)>,
+    docker: Option<(docker::DaemonConfig, String, String)>,
+    notes: Vec<String>,
+}
+
+/// The processes of interest, by comm: one pass over `<root>/proc`.
+fn find_processes(host: &HostPaths, names: &[&str]) -> HashMap<String, Vec<String>> {
+    let mut out = HashMap::new();
+    let Ok(pids) = crate::proc::pid::list_pids(host) else {
+        return out;
+    };
+    for pid in pids {
+        let Some(comm) = crate::proc::pid::comm(host, pid) else {
+            continue;
+        };
+        if names.contains(&comm.as_str()) && !out.contains_key(&comm) {
+            if let Some(args) = crate::proc::pid::args(host, pid) {
+                out.insert(comm, args);
+            }
+        }
+        if out.len() == names.len() {
+            break;
+        }
+    }
+    out
+}
+
+impl DiskCollector {
+    pub fn new(host: HostPaths, config: DiskConfig) -> Self {
+        DiskCollector {
+            host,
+            config,
+            statfs: Box::new(statvfs_usage),
+            walkers: BTreeMap::new(),
+            labels: logs::LabelCache::default(),
+            docker_dirs: HashMap::new(),
+            last: BTreeMap::new(),
+            last_status: "",
+            last_walk: walk::Spent::default(),
+        }
+    }
+
+    /// Replaces `statvfs` (tests on fake hosts).
+    pub fn with_statfs(
+        mut self,
+        f: impl Fn(&Path) -> std::io::Result<FsUsage> + Send + 'static,
+    ) -> Self {
+        self.statfs = Box::new(f);
+        self
+    }
+
+    /// What the directory walk spent in the last cycle (entries and time), for benchmarks
+    /// and self-monitoring.
+    pub fn last_walk(&self) -> walk::Spent {
+        self.last_walk
+    }
+
+    /// Walkers alive (one per walked root), for checking that state stays bounded.
+    pub fn walker_count(&self) -> usize {
+        self.walkers.len()
+    }
+
+    fn discover(&self) -> Discovery {
+        let host = &self.host;
+        let mut notes = Vec::new();
+        let procs = find_processes(host, &["kubelet", "dockerd", "containerd"]);
+        let none: Vec<String> = Vec::new();
+        let k_args = procs.get("kubelet").unwrap_or(&none);
+        let d_args = procs.get("dockerd").unwrap_or(&none);
+        let c_args = procs.get("containerd").unwrap_or(&none);
+
+        // docker
+        let daemon_json =
+            flag_value(d_args, "--config-file").unwrap_or_else(|| self.config.daemon_json.clone());
+        let daemon = match docker::read_daemon_json(host, &daemon_json) {
+            Ok(d) => d,
+            Err(e) => {
+                notes.push(e.to_string());
+                None
+            }
+        };
+        let d = daemon.clone().unwrap_or_default();
+        let data_root = flag_value(d_args, "--data-root")
+            .or_else(|| flag_value(d_args, "--graph"))
+            .or(d.data_root.clone())
+            .unwrap_or_else(|| docker::DEFAULT_DATA_ROOT.to_string());
+        let exec_root = flag_value(d_args, "--exec-root")
+            .or(d.exec_root.clone())
+            .unwrap_or_else(|| docker::DEFAULT_EXEC_ROOT.to_string());
+
+        // containerd
+        let c_conf_path = flag_value(c_args, "--config")
+            .or_else(|| flag_value(c_args, "-c"))
+            .unwrap_or_else(|| self.config.containerd_config.clone());
+        let c_conf = match containerd::read(host, &c_conf_path) {
+            Ok(c) => c.unwrap_or_default(),
+            Err(e) => {
+                notes.push(e.to_string());
+                containerd::Config::default()
+            }
+        };
+        let c_root = flag_value(c_args, "--root")
+            .or(c_conf.root)
+            .unwrap_or_else(|| containerd::DEFAULT_ROOT.to_string());
+        let c_state = flag_value(c_args, "--state")
+            .or(c_conf.state)
+            .unwrap_or_else(|| containerd::DEFAULT_STATE.to_string());
+
+        // kubelet
+        let k_root = flag_value(k_args, "--root-dir")
+            .unwrap_or_else(|| kubelet::DEFAULT_ROOT_DIR.to_string());
+        let k_conf_path = self
+            .config
+            .kubelet_config
+            .clone()
+            .or_else(|| flag_value(k_args, "--config"))
+            .unwrap_or_else(|| kubelet::DEFAULT_CONFIG.to_string());
+        let k_conf = match kubelet::read_config(host, &k_conf_path) {
+            Ok(c) => c,
+            Err(e) => {
+                notes.push(e.to_string());
+                None
+            }
+        };
+        let settings = kubelet::effective(k_args, k_conf.as_ref(), &k_conf_path);
+        for e in &settings.errors {
+            notes.push(format!("kubelet setting {e}"));
+        }
+
+        let mut dirs = Vec::new();
+        for (role, p) in [
+            (Role::DockerData, data_root.clone()),
+            (Role::DockerExec, exec_root),
+            (Role::ContainerdRoot, c_root),
+            (Role::ContainerdState, c_state),
+            (Role::Kubelet, k_root),
+        ] {
+            let agent = host.resolve(&p);
+            if agent.is_dir() {
+                let host_side = host
+                    .host_side(&agent)
+                    .map(|h| h.to_string_lossy().into_owned())
+                    .unwrap_or(p);
+                dirs.push((role, host_side, agent));
+            }
+        }
+        let has_kubelet =
+            !k_args.is_empty() || k_conf.is_some() || dirs.iter().any(|d| d.0 == Role::Kubelet);
+        let docker_dir = dirs
+            .iter()
+            .find(|d| d.0 == Role::DockerData)
+            .map(|d| d.1.clone());
+        Discovery {
+            kubelet: has_kubelet.then_some((settings, k_conf_path)),
+            docker: docker_dir.map(|dr| (d, daemon_json, dr)),
+            dirs,
+            notes,
+        }
+    }
+
+    /// The mount containing a directory: by the host's view of the path when its device
+    /// matches, else by the agent's view (the agent runs with a host root that is not `/`
+    /// in the same mount namespace), else the host's view as written (fake hosts).
+    fn locate<'m>(
+        &self,
+        mounts: &'m [Mount],
+        host_path: &Path,
+        agent_path: &Path,
+        dev: u64,
+    ) -> Option<(&'m Mount, String)> {
+        let hv = mountinfo::containing(mounts, host_path);
+        if let Some(m) = hv.filter(|m| m.dev() == dev) {
+            return Some((m, m.mount_point.to_string_lossy().into_owned()));
+        }
+        if !self.host.is_identity() {
+            if let Some(m) = mountinfo::containing(mounts, agent_path).filter(|m| m.dev() == dev) {
+                let mp = self
+                    .host
+                    .host_side(&m.mount_point)
+                    .unwrap_or_else(|| m.mount_point.clone());
+                return Some((m, mp.to_string_lossy().into_owned()));
+            }
+        }
+        hv.map(|m| (m, m.mount_point.to_string_lossy().into_owned()))
+    }
+
+    fn run(&mut self, ctx: &CollectContext) -> Collection {
+        let disc = self.discover();
+        let mut notes = disc.notes.clone();
+        if disc.dirs.is_empty() {
+            return Collection::unavailable(format!(
+                "no container runtime or kubelet directory under {}: looked for the docker data/exec roots, the containerd root/state and the kubelet root dir",
+                self.host.root().display()
+            ));
+        }
+        let mounts = match mountinfo::read(&self.host, 1) {
+            Ok(m) => m,
+            Err(e) => {
+                notes.push(format!(
+                    "{e}; filesystems are told apart by device number only"
+                ));
+                Vec::new()
+            }
+        };
+
+        // Group the directories by filesystem.
+        let mut order: Vec<String> = Vec::new();
+        let mut groups: HashMap<String, FsSample> = HashMap::new();
+        let mut agent_of: HashMap<String, PathBuf> = HashMap::new();
+        let key_of = |this: &Self, host_path: &Path, agent: &Path| -> Option<Placed> {
+            let dev = std::fs::metadata(agent).ok()?.dev();
+            let loc = this
+                .locate(&mounts, host_path, agent, dev)
+                .map(|(m, mp)| (m.clone(), mp));
+            let key = match &loc {
+                Some((m, _)) => format!("m{}", m.mount_id),
+                None => format!("d{dev}"),
+            };
+            Some((key, dev, loc))
+        };
+        for (role, host_path, agent) in &disc.dirs {
+            let Some((key, dev, loc)) = key_of(self, Path::new(host_path), agent) else {
+                continue;
+            };
+            let entry = groups.entry(key.clone()).or_insert_with(|| {
+                order.push(key.clone());
+                agent_of.insert(key.clone(), agent.clone());
+                let (mount_point, device, fstype) = match &loc {
+                    Some((m, mp)) => (mp.clone(), m.source.clone(), m.fstype.clone()),
+                    None => (host_path.clone(), "unknown".into(), "unknown".into()),
+                };
+                FsSample {
+                    mount_point,
+                    device,
+                    fstype,
+                    dev,
+                    roles: Vec::new(),
+                    usage: FsUsage::default(),
+                    logs: Vec::new(),
+                    dirs: Vec::new(),
+                    deleted: Vec::new(),
+                }
+            });
+            entry.roles.push(RoleDir {
+                role: *role,
+                host_path: host_path.clone(),
+            });
+        }
+        let mut stat_failed: HashSet<String> = HashSet::new();
+        for key in &order {
+            let (Some(g), Some(agent)) = (groups.get_mut(key), agent_of.get(key)) else {
+                continue;
+            };
+            match (self.statfs)(agent) {
+                Ok(u) => g.usage = u,
+                Err(e) => {
+                    notes.push(format!("statfs {}: {e}", agent.display()));
+                    stat_failed.insert(key.clone());
+                }
+            }
+        }
+
+        // Container logs, attributed to the filesystem of their directory.
+        let mut all_logs: Vec<(String, logs::LogFile)> = Vec::new();
+        let mut log_dirs: Vec<(PathBuf, bool)> = Vec::new();
+        for (role, _, agent) in &disc.dirs {
+            if *role == Role::DockerData {
+                log_dirs.push((agent.join("containers"), true));
+            }
+        }
+        let pods = self.host.resolve(&self.config.pod_log_dir);
+        if pods.is_dir() {
+            log_dirs.push((pods, false));
+        }
+        let mut live_ids: HashSet<String> = HashSet::new();
+        for (dir, is_docker) in &log_dirs {
+            let mut found = Vec::new();
+            if *is_docker {
+                self.docker_dirs
+                    .entry(dir.clone())
+                    .or_default()
+                    .list(dir, &mut found);
+            } else {
+                logs::list_cri(dir, &mut found);
+            }
+            let host_dir = self.host.host_side(dir).unwrap_or_else(|| dir.clone());
+            let key = key_of(self, &host_dir, dir)
+                .map(|k| k.0)
+                .unwrap_or_default();
+            for l in found {
+                if let Some(id) = &l.container_id {
+                    live_ids.insert(id.clone());
+                }
+                all_logs.push((key.clone(), l));
+            }
+        }
+        self.labels.retain(&live_ids);
+        self.docker_dirs
+            .retain(|dir, _| log_dirs.iter().any(|(d, docker)| *docker && d == dir));
+        let top_n = self.config.top_logs;
+        let mut by_key: HashMap<String, Vec<logs::LogFile>> = HashMap::new();
+        for (k, l) in &all_logs {
+            by_key.entry(k.clone()).or_default().push(l.clone());
+        }
+        for (k, v) in by_key {
+            if let Some(g) = groups.get_mut(&k) {
+                let mut top = logs::largest(v, top_n);
+                self.labels.annotate(&mut top);
+                g.logs = top;
+            }
+        }
+        let mut overall = logs::largest(all_logs.into_iter().map(|x| x.1).collect(), top_n);
+        self.labels.annotate(&mut overall);
+
+        // Judge space and inodes.
+        let settings = disc
+            .kubelet
+            .as_ref()
+            .map(|k| k.0.clone())
+            .unwrap_or_default();
+        let limits = self.config.limits;
+        let mut verdicts: HashMap<String, (judge::Verdict, judge::Verdict)> = HashMap::new();
+        for key in &order {
+            if stat_failed.contains(key) {
+                continue;
+            }
+            if let Some(g) = groups.get(key) {
+                verdicts.insert(
+                    key.clone(),
+                    (
+                        judge::assess_space(g, &settings, &limits),
+                        judge::assess_inodes(g, &settings, &limits),
+                    ),
+                );
+            }
+        }
+        let attention: Vec<String> = order
+            .iter()
+            .filter(|k| {
+                self.config.walk_when_healthy
+                    || verdicts
+                        .get(*k)
+                        .is_some_and(|(s, i)| s.severity.is_some() || i.severity.is_some())
+            })
+            .cloned()
+            .collect();
+
+        // Bounded walk of the data roots on filesystems that need attention.
+        let live_roots: HashSet<PathBuf> = disc
+            .dirs
+            .iter()
+            .filter(|d| matches!(d.0, Role::DockerData | Role::ContainerdRoot | Role::Kubelet))
+            .map(|d| d.2.clone())
+            .collect();
+        let mut walked: HashSet<PathBuf> = HashSet::new();
+        let walk_start = Instant::now();
+        let deadline = walk_start + self.config.walk_budget;
+        let mut remaining = self.config.walk_budget_entries;
+        for key in &attention {
+            let Some(g) = groups.get_mut(key) else {
+                continue;
+            };
+            for (role, host_path, agent) in &disc.dirs {
+                if !g
+                    .roles
+                    .iter()
+                    .any(|r| r.role == *role && &r.host_path == host_path)
+                    || !live_roots.contains(agent)
+                {
+                    continue;
+                }
+                walked.insert(agent.clone());
+                let w = self
+                    .walkers
+                    .entry(agent.clone())
+                    .or_insert_with(|| walk::Walker::new(agent.clone()));
+                let now = Instant::now();
+                if remaining > 0 && now < deadline {
+                    let spent = w.step(walk::Budget {
+                        entries: remaining,
+                        time: deadline - now,
+                    });
+                    remaining = remaining.saturating_sub(spent.entries);
+                }
+                if let Some(s) = w.sizes() {
+                    g.dirs.push((*role, host_path.clone(), s));
+                }
+            }
+        }
+
+        // A walk of a filesystem that is healthy again (or a root that is gone) is dropped with
+        // its stack and open directory; it starts afresh if the disk fills again.
+        self.walkers.retain(|root, _| walked.contains(root));
+        self.last_walk = walk::Spent {
+            entries: self.config.walk_budget_entries - remaining,
+            elapsed: walk_start.elapsed(),
+        };
+
+        // Deleted-but-open files on those filesystems.
+        if !attention.is_empty() {
+            let devs: HashSet<u64> = attention
+                .iter()
+                .filter_map(|k| groups.get(k).map(|g| g.dev))
+                .collect();
+            match deleted::scan(&self.host, &devs) {
+                Ok(scan) => {
+                    if scan.denied > 0 {
+                        notes.push(format!(
+                            "cannot read /proc/<pid>/fd of {} processes: deleted-but-open files need root (CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH)",
+                            scan.denied
+                        ));
+                    }
+                    for key in &attention {
+                        if let Some(g) = groups.get_mut(key) {
+                            g.deleted = scan
+                                .files
+                                .iter()
+                                .filter(|f| f.dev == g.dev)
+                                .cloned()
+                                .collect();
+                        }
+                    }
+                }
+                Err(e) => notes.push(format!("{e}; deleted-but-open files not scanned")),
+            }
+        }
+
+        // Findings.
+        let mut findings: Vec<Finding> = Vec::new();
+        let host = self.host.clone();
+        let host_path = move |p: &Path| -> String {
+            host.host_side(p)
+                .unwrap_or_else(|| p.to_path_buf())
+                .to_string_lossy()
+                .into_owned()
+        };
+        for key in &order {
+            let (Some(g), Some((space, inodes))) = (groups.get(key), verdicts.get(key)) else {
+                continue;
+            };
+            findings.extend(judge::filesystem_full(g, space, ctx, &host_path));
+            findings.extend(judge::inodes_exhausted(g, inodes, ctx));
+            findings.extend(judge::deleted_open_files(g, space.severity, &limits));
+        }
+        if let Some((s, path)) = &disc.kubelet {
+            findings.extend(judge::kubelet_unprotected(s, path));
+        }
+        if let Some((d, path, data_root)) = &disc.docker {
+            findings.extend(judge::docker_log_unbounded(d, path, data_root));
+        }
+
+        // Metrics.
+        let mut metrics = Vec::new();
+        for key in &order {
+            if stat_failed.contains(key) {
+                continue;
+            }
+            let Some(g) = groups.get(key) else { continue };
+            let mut roles: Vec<Role> = g.roles.iter().map(|r| r.role).collect();
+            roles.sort();
+            roles.dedup();
+            for role in roles {
+                let u = &g.usage;
+                for (name, help, v) in [
+                    ("node_doctor_disk_size_bytes", "Filesystem size in bytes (node_filesystem_size_bytes).", u.size_bytes),
+                    ("node_doctor_disk_avail_bytes", "Filesystem space available to non-root users in bytes (node_filesystem_avail_bytes).", u.avail_bytes),
+                    ("node_doctor_disk_free_bytes", "Filesystem free space in bytes, including root's reserve (node_filesystem_free_bytes).", u.free_bytes),
+                    ("node_doctor_disk_files", "Filesystem total inodes (node_filesystem_files).", u.files),
+                    ("node_doctor_disk_files_free", "Filesystem free inodes (node_filesystem_files_free).", u.files_free),
+                ] {
+                    metrics.push(
+                        Metric::gauge(name, help, v as f64)
+                            .label("mountpoint", g.mount_point.clone())
+                            .label("device", g.device.clone())
+                            .label("fstype", g.fstype.clone())
+                            .label("role", role.as_str()),
+                    );
+                }
+            }
+            for (role, _, s) in &g.dirs {
+                metrics.push(
+                    Metric::gauge(
+                        "node_doctor_disk_walk_complete_ratio",
+                        "How complete the reported directory sizes of a role's root are (1 = from a full walk).",
+                        s.complete_ratio,
+                    )
+                    .label("role", role.as_str()),
+                );
+            }
+        }
+        for l in &overall {
+            metrics.push(
+                Metric::gauge(
+                    "node_doctor_disk_largest_log_bytes",
+                    "Size in bytes of the largest container log files.",
+                    l.size_bytes as f64,
+                )
+                .label("path", host_path(&l.path))
+                .label("namespace", l.namespace.clone().unwrap_or_default())
+                .label("pod", l.pod.clone().unwrap_or_default())
+                .label("container", l.container.clone().unwrap_or_default()),
+            );
+        }
+
+        let status = if notes.is_empty() {
+            Status::Ok
+        } else {
+            Status::Degraded(notes.join("; "))
+        };
+        Collection {
+            status,
+            findings,
+            metrics,
+        }
+    }
+
+    fn log_transitions(&mut self, c: &Collection) {
+        let now: BTreeMap<(String, String), Severity> =
+            c.findings.iter().map(|f| (f.key(), f.severity)).collect();
+        for (k, sev) in &now {
+            if self.last.get(k) != Some(sev) {
+                tracing::warn!(rule = %k.0, subject = %k.1, severity = %sev, "disk finding raised");
+            }
+        }
+        for k in self.last.keys() {
+            if !now.contains_key(k) {
+                tracing::info!(rule = %k.0, subject = %k.1, "disk finding resolved");
+            }
+        }
+        self.last = now;
+        let st = c.status.as_str();
+        if st != self.last_status {
+            tracing::info!(
+                status = st,
+                reason = c.status.message().unwrap_or(""),
+                "disk collector status changed"
+            );
+            self.last_status = st;
+        }
+    }
+}
+
+impl Collector for DiskCollector {
+    fn name(&self) -> &'static str {
+        "disk"
+    }
+
+    fn collect(&mut self, ctx: &CollectContext) -> Collection {
+        let c = self.run(ctx);
+        self.log_transitions(&c);
+        c
+    }
+}

@@ -1,0 +1,131 @@
+//! `/etc/containerd/config.toml`: the top-level `root` (persistent data, default
+//! `/var/lib/containerd`) and `state` (runtime state, default `/run/containerd`).
+//!
+//! A tiny reader, not a TOML parser: it reads `key = "value"` lines before the first table
+//! header, which is where containerd (v1 and v2 config versions) keeps these keys.
+
+use crate::error::{read_optional, ReadError};
+use crate::host::HostPaths;
+
+pub const DEFAULT_ROOT: &str = "/var/lib/containerd";
+pub const DEFAULT_STATE: &str = "/run/containerd";
+pub const CONFIG_PATH: &str = "/etc/containerd/config.toml";
+
+/// The keys of containerd's config this product uses.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Config {
+    pub root: Option<String>,
+    pub state: Option<String>,
+}
+
+/// Parses the top-level `root` and `state` of a containerd `config.toml`.
+pub fn parse(text: &str) -> Result<Config, String> {
+    let mut cfg = Config::default();
+    for line in text.lines() {
+        let line = strip_comment(line).trim();
+        if line.is_empty() {
+            continue;
+        }
+        if line.starts_with('[') {
+            break;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        let key = key.trim();
+        let value = unquote(value.trim());
+        match key {
+            "root" => cfg.root = Some(value.ok_or("root is not a string")?),
+            "state" => cfg.state = Some(value.ok_or("state is not a string")?),
+            _ => {}
+        }
+    }
+    Ok(cfg)
+}
+
+/// Cuts a `#` comment that is not inside a quoted string.
+fn strip_comment(line: &str) -> &str {
+    let mut quote: Option<char> = None;
+    for (i, c) in line.char_indices() {
+        match (quote, c) {
+            (None, '#') => return &line[..i],
+            (None, '"') | (None, '\'') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            _ => {}
+        }
+    }
+    line
+}
+
+/// A TOML basic (`"..."`, simple escapes) or literal (`'...'`) string.
+fn unquote(v: &str) -> Option<String> {
+    if v.len() >= 2 && v.starts_with('\'') && v.ends_with('\'') {
+        return Some(v[1..v.len() - 1].to_string());
+    }
+    if v.len() >= 2 && v.starts_with('"') && v.ends_with('"') {
+        let inner = &v[1..v.len() - 1];
+        return Some(inner.replace("\\\\", "\\").replace("\\\"", "\""));
+    }
+    None
+}
+
+/// Reads `<root>/etc/containerd/config.toml`; `Ok(None)` when it does not exist.
+pub fn read(host: &HostPaths, config_path: &str) -> Result<Option<Config>, ReadError> {
+    let path = host.resolve(config_path);
+    match read_optional(&path)? {
+        None => Ok(None),
+        Some(text) => parse(&text)
+            .map(Some)
+            .map_err(|e| ReadError::parse(&path, e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // `containerd config default` of containerd 1.7 (head), as shipped on TKE containerd nodes
+    // with a data disk.
+    const V2_CONFIG: &str = r#"disabled_plugins = []
+imports = []
+oom_score = 0
+plugin_dir = ""
+required_plugins = []
+root = "/data/containerd" # moved to the data disk
+state = "/run/containerd"
+temp = ""
+version = 2
+
+[cgroup]
+  path = ""
+
+[plugins."io.containerd.grpc.v1.cri"]
+  root = "/not/this/one"
+"#;
+
+    #[test]
+    fn reads_top_level_keys_only() {
+        let c = parse(V2_CONFIG).unwrap();
+        assert_eq!(c.root.as_deref(), Some("/data/containerd"));
+        assert_eq!(c.state.as_deref(), Some("/run/containerd"));
+    }
+
+    #[test]
+    fn defaults_absent_and_literal_strings() {
+        assert_eq!(
+            parse("version = 3\n[plugins]\n").unwrap(),
+            Config::default()
+        );
+        let c = parse("root = '/x#y'\n# state = \"/no\"\n").unwrap();
+        assert_eq!(c.root.as_deref(), Some("/x#y"));
+        assert_eq!(c.state, None);
+        assert!(parse("root = 5\n").is_err());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics(s in "\\PC*") {
+            let _ = parse(&s);
+        }
+    }
+}

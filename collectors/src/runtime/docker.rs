@@ -1,0 +1,161 @@
+//! Docker: `/etc/docker/daemon.json` (data and exec roots, logging options) and a container's
+//! `<data-root>/containers/<id>/config.v2.json` (the Kubernetes labels naming its pod).
+
+use std::path::Path;
+
+use crate::error::{read_optional, ReadError};
+use crate::host::HostPaths;
+
+pub const DEFAULT_DATA_ROOT: &str = "/var/lib/docker";
+pub const DEFAULT_EXEC_ROOT: &str = "/var/run/docker";
+pub const DAEMON_JSON: &str = "/etc/docker/daemon.json";
+
+/// The keys of `daemon.json` this product uses.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DaemonConfig {
+    /// `data-root` (or the deprecated `graph`).
+    pub data_root: Option<String>,
+    pub exec_root: Option<String>,
+    /// `log-driver`; docker's default is `json-file`.
+    pub log_driver: Option<String>,
+    /// `log-opts.max-size`, e.g. `100m`.
+    pub log_max_size: Option<String>,
+    /// `log-opts.max-file`, e.g. `3`.
+    pub log_max_file: Option<String>,
+}
+
+impl DaemonConfig {
+    /// The effective log driver (`json-file` when not set).
+    pub fn log_driver(&self) -> &str {
+        self.log_driver.as_deref().unwrap_or("json-file")
+    }
+}
+
+/// Parses `daemon.json`.
+pub fn parse_daemon_json(text: &str) -> Result<DaemonConfig, String> {
+    if text.trim().is_empty() {
+        return Ok(DaemonConfig::default());
+    }
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let obj = v.as_object().ok_or("not a JSON object")?;
+    let s = |k: &str| obj.get(k).and_then(|v| v.as_str()).map(String::from);
+    let opts = obj.get("log-opts").and_then(|v| v.as_object());
+    // Docker accepts log-opts values as strings only, but be tolerant of numbers.
+    let opt = |k: &str| {
+        opts.and_then(|o| o.get(k)).and_then(|v| match v {
+            serde_json::Value::String(s) => Some(s.clone()),
+            serde_json::Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        })
+    };
+    Ok(DaemonConfig {
+        data_root: s("data-root").or_else(|| s("graph")),
+        exec_root: s("exec-root"),
+        log_driver: s("log-driver"),
+        log_max_size: opt("max-size"),
+        log_max_file: opt("max-file"),
+    })
+}
+
+/// Reads `daemon.json` under the host root; `Ok(None)` when it does not exist.
+pub fn read_daemon_json(
+    host: &HostPaths,
+    host_path: &str,
+) -> Result<Option<DaemonConfig>, ReadError> {
+    let path = host.resolve(host_path);
+    match read_optional(&path)? {
+        None => Ok(None),
+        Some(text) => parse_daemon_json(&text)
+            .map(Some)
+            .map_err(|e| ReadError::parse(&path, e)),
+    }
+}
+
+/// The pod a docker container belongs to, from the labels kubelet (dockershim) sets.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PodLabels {
+    pub namespace: Option<String>,
+    pub pod: Option<String>,
+    pub container: Option<String>,
+}
+
+/// Parses the `Config.Labels` of a container's `config.v2.json`.
+pub fn parse_config_v2(text: &str) -> Result<PodLabels, String> {
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let labels = v.get("Config").and_then(|c| c.get("Labels"));
+    let l = |k: &str| {
+        labels
+            .and_then(|m| m.get(k))
+            .and_then(|v| v.as_str())
+            .map(String::from)
+    };
+    Ok(PodLabels {
+        namespace: l("io.kubernetes.pod.namespace"),
+        pod: l("io.kubernetes.pod.name"),
+        container: l("io.kubernetes.container.name"),
+    })
+}
+
+/// Reads `<container dir>/config.v2.json` (agent-side directory). `None` when absent or bad.
+pub fn read_pod_labels(container_dir: &Path) -> Option<PodLabels> {
+    let text = std::fs::read_to_string(container_dir.join("config.v2.json")).ok()?;
+    parse_config_v2(&text).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The daemon.json TKE writes on its docker nodes (docker 19.03/20.10), with a data disk.
+    const TKE_DAEMON_JSON: &str = r#"{
+  "data-root": "/data/docker",
+  "exec-root": "/var/run/docker",
+  "log-driver": "json-file",
+  "log-opts": {"max-size": "100m", "max-file": "10"},
+  "registry-mirrors": ["https://mirror.ccs.tencentyun.com"],
+  "storage-driver": "overlay2"
+}"#;
+
+    #[test]
+    fn reads_roots_and_log_options() {
+        let c = parse_daemon_json(TKE_DAEMON_JSON).unwrap();
+        assert_eq!(c.data_root.as_deref(), Some("/data/docker"));
+        assert_eq!(c.exec_root.as_deref(), Some("/var/run/docker"));
+        assert_eq!(c.log_driver(), "json-file");
+        assert_eq!(c.log_max_size.as_deref(), Some("100m"));
+        assert_eq!(c.log_max_file.as_deref(), Some("10"));
+    }
+
+    #[test]
+    fn defaults_and_old_graph_key() {
+        let c = parse_daemon_json("{\"graph\": \"/opt/docker\"}").unwrap();
+        assert_eq!(c.data_root.as_deref(), Some("/opt/docker"));
+        assert_eq!(c.log_driver(), "json-file");
+        assert_eq!(c.log_max_size, None);
+        assert_eq!(parse_daemon_json("  \n").unwrap(), DaemonConfig::default());
+        assert!(parse_daemon_json("[1]").is_err());
+        assert!(parse_daemon_json("{").is_err());
+    }
+
+    // Trimmed config.v2.json of a dockershim-created container (docker 20.10).
+    const CONFIG_V2: &str = r#"{"StreamConfig":{},"State":{"Running":true,"Pid":4242},"ID":"dda02c9a7491","Config":{"Hostname":"apigateway-6dc48bf8b6-l8xrw","Labels":{"annotation.io.kubernetes.container.restartCount":"0","io.kubernetes.container.logpath":"/var/log/pods/prod_apigateway-6dc48bf8b6-l8xrw_5f0c/apigateway/0.log","io.kubernetes.container.name":"apigateway","io.kubernetes.docker.type":"container","io.kubernetes.pod.name":"apigateway-6dc48bf8b6-l8xrw","io.kubernetes.pod.namespace":"prod","io.kubernetes.pod.uid":"5f0c"}},"LogPath":"/var/lib/docker/containers/dda02c9a7491/dda02c9a7491-json.log"}"#;
+
+    #[test]
+    fn reads_pod_labels() {
+        let l = parse_config_v2(CONFIG_V2).unwrap();
+        assert_eq!(l.namespace.as_deref(), Some("prod"));
+        assert_eq!(l.pod.as_deref(), Some("apigateway-6dc48bf8b6-l8xrw"));
+        assert_eq!(l.container.as_deref(), Some("apigateway"));
+        // A container docker ran by hand has no Kubernetes labels.
+        let l = parse_config_v2(r#"{"Config":{"Labels":{}}}"#).unwrap();
+        assert_eq!(l, PodLabels::default());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics(s in "\\PC*") {
+            let _ = parse_daemon_json(&s);
+            let _ = parse_config_v2(&s);
+        }
+    }
+}

@@ -1,0 +1,554 @@
+//! The kubelet's disk settings: its root dir, eviction thresholds and image GC threshold,
+//! from its command line (`/proc/<pid>/cmdline`) and its config file (`--config`, else
+//! `/var/lib/kubelet/config.yaml`; YAML or JSON).
+//!
+//! The YAML reader is deliberately small: it reads top-level `key: value` scalars and
+//! one level of block (`key:` + indented `k: v` lines) or flow (`{k: v, ...}`) maps, which is
+//! all a `KubeletConfiguration` needs for the keys used here. Anything else is skipped.
+
+use std::collections::BTreeMap;
+
+use crate::error::{read_optional, ReadError};
+use crate::host::HostPaths;
+
+pub const DEFAULT_ROOT_DIR: &str = "/var/lib/kubelet";
+pub const DEFAULT_CONFIG: &str = "/var/lib/kubelet/config.yaml";
+
+/// The kubelet's defaults for the disk signals (`pkg/kubelet/apis/config/v1beta1`, Linux).
+pub const DEFAULT_EVICTION_HARD: &[(&str, &str)] = &[
+    ("nodefs.available", "10%"),
+    ("nodefs.inodesFree", "5%"),
+    ("imagefs.available", "15%"),
+];
+pub const DEFAULT_IMAGE_GC_HIGH_PERCENT: f64 = 85.0;
+
+/// The disk-related keys of a `KubeletConfiguration`, as written.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Config {
+    pub eviction_hard: Option<BTreeMap<String, String>>,
+    pub eviction_soft: Option<BTreeMap<String, String>>,
+    pub image_gc_high_threshold_percent: Option<String>,
+    pub container_log_max_size: Option<String>,
+    /// Kubelet 1.34+: merge unspecified `evictionHard` signals with the defaults.
+    pub merge_default_eviction_settings: Option<bool>,
+}
+
+/// Parses a kubelet config file (YAML, or JSON when it starts with `{`).
+pub fn parse_config(text: &str) -> Result<Config, String> {
+    if text.trim_start().starts_with('{') {
+        return parse_json(text);
+    }
+    let mut top: BTreeMap<String, Value> = BTreeMap::new();
+    let mut current: Option<(String, usize, BTreeMap<String, String>)> = None;
+    for raw in text.lines() {
+        let line = strip_comment(raw);
+        if line.trim().is_empty() || line.trim_start().starts_with("---") {
+            continue;
+        }
+        let indent = line.len() - line.trim_start().len();
+        let body = line.trim();
+        if indent > 0 {
+            // A child line of the open block map; only its first indentation level counts.
+            if let Some((_, level, map)) = current.as_mut() {
+                if *level == 0 {
+                    *level = indent;
+                }
+                if indent == *level {
+                    if let Some((k, v)) = split_key(body) {
+                        map.insert(k, unquote(v));
+                    }
+                }
+            }
+            continue;
+        }
+        if let Some((k, _, map)) = current.take() {
+            top.insert(k, Value::Map(map));
+        }
+        let Some((key, value)) = split_key(body) else {
+            continue;
+        };
+        if value.is_empty() {
+            current = Some((key, 0, BTreeMap::new()));
+        } else if let Some(inner) = value.strip_prefix('{') {
+            let inner = inner
+                .strip_suffix('}')
+                .ok_or_else(|| format!("{key}: unterminated flow map"))?;
+            top.insert(key, Value::Map(parse_flow_map(inner)));
+        } else {
+            top.insert(key, Value::Scalar(unquote(value)));
+        }
+    }
+    if let Some((k, _, m)) = current.take() {
+        top.insert(k, Value::Map(m));
+    }
+    let map = |k: &str| match top.get(k) {
+        Some(Value::Map(m)) => Some(m.clone()),
+        _ => None,
+    };
+    let scalar = |k: &str| match top.get(k) {
+        Some(Value::Scalar(s)) => Some(s.clone()),
+        _ => None,
+    };
+    Ok(Config {
+        eviction_hard: map("evictionHard"),
+        eviction_soft: map("evictionSoft"),
+        image_gc_high_threshold_percent: scalar("imageGCHighThresholdPercent"),
+        container_log_max_size: scalar("containerLogMaxSize"),
+        merge_default_eviction_settings: scalar("mergeDefaultEvictionSettings")
+            .map(|s| s.eq_ignore_ascii_case("true")),
+    })
+}
+
+enum Value {
+    Scalar(String),
+    Map(BTreeMap<String, String>),
+}
+
+fn parse_json(text: &str) -> Result<Config, String> {
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let scalar = |v: &serde_json::Value| match v {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        serde_json::Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    };
+    let map = |k: &str| {
+        v.get(k).and_then(|m| m.as_object()).map(|o| {
+            o.iter()
+                .filter_map(|(k, v)| scalar(v).map(|s| (k.clone(), s)))
+                .collect::<BTreeMap<_, _>>()
+        })
+    };
+    Ok(Config {
+        eviction_hard: map("evictionHard"),
+        eviction_soft: map("evictionSoft"),
+        image_gc_high_threshold_percent: v.get("imageGCHighThresholdPercent").and_then(scalar),
+        container_log_max_size: v.get("containerLogMaxSize").and_then(scalar),
+        merge_default_eviction_settings: v
+            .get("mergeDefaultEvictionSettings")
+            .and_then(|b| b.as_bool()),
+    })
+}
+
+/// `key: value` -> (key, value) with the key unquoted.
+fn split_key(body: &str) -> Option<(String, &str)> {
+    let body = body.strip_prefix("- ").unwrap_or(body);
+    let (k, v) = body.split_once(':')?;
+    let k = unquote(k.trim());
+    if k.is_empty() {
+        return None;
+    }
+    Some((k, v.trim()))
+}
+
+fn parse_flow_map(inner: &str) -> BTreeMap<String, String> {
+    inner
+        .split(',')
+        .filter_map(|kv| split_key(kv.trim()).map(|(k, v)| (k, unquote(v))))
+        .collect()
+}
+
+fn unquote(v: &str) -> String {
+    let v = v.trim();
+    for q in ['"', '\''] {
+        if v.len() >= 2 && v.starts_with(q) && v.ends_with(q) {
+            return v[1..v.len() - 1].to_string();
+        }
+    }
+    v.to_string()
+}
+
+/// Cuts a YAML comment: `#` at the start or after whitespace, outside quotes.
+fn strip_comment(line: &str) -> &str {
+    let mut quote: Option<char> = None;
+    let mut prev_space = true;
+    for (i, c) in line.char_indices() {
+        match (quote, c) {
+            (None, '#') if prev_space => return &line[..i],
+            (None, '"') | (None, '\'') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            _ => {}
+        }
+        prev_space = c.is_whitespace();
+    }
+    line
+}
+
+/// Parses the `--eviction-hard` / `--eviction-soft` flag form:
+/// `memory.available<100Mi,nodefs.available<10%`.
+pub fn parse_eviction_flag(s: &str) -> Result<BTreeMap<String, String>, String> {
+    let mut out = BTreeMap::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (k, v) = part
+            .split_once('<')
+            .ok_or_else(|| format!("{part:?} has no '<'"))?;
+        out.insert(k.trim().to_string(), v.trim().to_string());
+    }
+    Ok(out)
+}
+
+/// An eviction threshold: a percentage of capacity or an absolute quantity (bytes for
+/// `*.available`, a count for `*.inodesFree`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Threshold {
+    Percent(f64),
+    Quantity(f64),
+}
+
+impl Threshold {
+    /// Parses `10%`, `1Gi`, `500M`, `100000`.
+    pub fn parse(s: &str) -> Result<Threshold, String> {
+        let s = s.trim();
+        if let Some(p) = s.strip_suffix('%') {
+            let v: f64 = p.trim().parse().map_err(|e| format!("{s:?}: {e}"))?;
+            if !(0.0..=100.0).contains(&v) {
+                return Err(format!("{s:?}: percentage out of range"));
+            }
+            return Ok(Threshold::Percent(v));
+        }
+        parse_quantity(s).map(Threshold::Quantity)
+    }
+
+    /// The free amount (bytes or inodes) below which the threshold is crossed.
+    pub fn min_free(&self, capacity: f64) -> f64 {
+        match *self {
+            Threshold::Percent(p) => capacity * p / 100.0,
+            Threshold::Quantity(q) => q,
+        }
+    }
+
+    /// A threshold of zero disables the signal.
+    pub fn is_zero(&self) -> bool {
+        match *self {
+            Threshold::Percent(p) => p <= 0.0,
+            Threshold::Quantity(q) => q <= 0.0,
+        }
+    }
+}
+
+/// Parses a Kubernetes resource quantity (`1Gi`, `500M`, `1.5G`, `100`) to a number.
+pub fn parse_quantity(s: &str) -> Result<f64, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-'))
+        .unwrap_or(s.len());
+    let (num, suffix) = s.split_at(split);
+    let n: f64 = num.parse().map_err(|e| format!("{s:?}: {e}"))?;
+    let mult = match suffix {
+        "" => 1.0,
+        "Ki" => 1024.0,
+        "Mi" => 1024f64.powi(2),
+        "Gi" => 1024f64.powi(3),
+        "Ti" => 1024f64.powi(4),
+        "Pi" => 1024f64.powi(5),
+        "Ei" => 1024f64.powi(6),
+        "k" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        "P" => 1e15,
+        "E" => 1e18,
+        "m" => 1e-3,
+        other => return Err(format!("{s:?}: unknown suffix {other:?}")),
+    };
+    let v = n * mult;
+    if !v.is_finite() || v < 0.0 {
+        return Err(format!("{s:?}: out of range"));
+    }
+    Ok(v)
+}
+
+/// Where a setting came from, for the summary ("evictionHard in /var/lib/kubelet/config.yaml").
+pub type Origin = String;
+
+/// The kubelet settings that judge a disk, after flags, config file and defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// Disk signals (`nodefs.available`, ...) with thresholds; a signal missing here has no
+    /// hard eviction threshold.
+    pub eviction_hard: BTreeMap<String, Threshold>,
+    pub hard_origin: Origin,
+    pub eviction_soft: BTreeMap<String, Threshold>,
+    pub soft_origin: Origin,
+    pub image_gc_high_percent: f64,
+    pub gc_origin: Origin,
+    pub container_log_max_size: Option<String>,
+    /// Values that could not be parsed (`name: reason`), reported in the collector status.
+    pub errors: Vec<String>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        effective(&[], None, "")
+    }
+}
+
+/// Disk signals the product judges.
+pub const DISK_SIGNALS: &[&str] = &[
+    "nodefs.available",
+    "nodefs.inodesFree",
+    "imagefs.available",
+    "imagefs.inodesFree",
+];
+
+/// Combines the kubelet's flags (`args` of its process; empty when not running), its config
+/// file (if read, with its host path) and the defaults, the way the kubelet does: a flag
+/// beats the file, the file beats the default, and an `evictionHard` map given at all
+/// replaces the default map (unless `mergeDefaultEvictionSettings`).
+pub fn effective(args: &[String], config: Option<&Config>, config_path: &str) -> Settings {
+    let mut errors = Vec::new();
+    let mut convert = |map: &BTreeMap<String, String>| -> BTreeMap<String, Threshold> {
+        map.iter()
+            .filter(|(k, _)| DISK_SIGNALS.contains(&k.as_str()))
+            .filter_map(|(k, v)| match Threshold::parse(v) {
+                Ok(t) => Some((k.clone(), t)),
+                Err(e) => {
+                    errors.push(format!("{k}: {e}"));
+                    None
+                }
+            })
+            .collect()
+    };
+    let defaults: BTreeMap<String, String> = DEFAULT_EVICTION_HARD
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+
+    let flag_hard = super::flag_value(args, "--eviction-hard");
+    let (hard_raw, hard_origin) = if let Some(f) = flag_hard {
+        (
+            parse_eviction_flag(&f).unwrap_or_default(),
+            "--eviction-hard flag of the running kubelet".to_string(),
+        )
+    } else if let Some(m) = config.and_then(|c| c.eviction_hard.clone()) {
+        let merge = config
+            .and_then(|c| c.merge_default_eviction_settings)
+            .unwrap_or(false);
+        let mut m2 = if merge {
+            defaults.clone()
+        } else {
+            BTreeMap::new()
+        };
+        m2.extend(m);
+        (m2, format!("evictionHard in {config_path}"))
+    } else {
+        (defaults, "kubelet default".to_string())
+    };
+    let eviction_hard = convert(&hard_raw);
+
+    let (soft_raw, soft_origin) = if let Some(f) = super::flag_value(args, "--eviction-soft") {
+        (
+            parse_eviction_flag(&f).unwrap_or_default(),
+            "--eviction-soft flag of the running kubelet".to_string(),
+        )
+    } else if let Some(m) = config.and_then(|c| c.eviction_soft.clone()) {
+        (m, format!("evictionSoft in {config_path}"))
+    } else {
+        (BTreeMap::new(), "kubelet default (none)".to_string())
+    };
+    let eviction_soft = convert(&soft_raw);
+
+    let gc_raw = super::flag_value(args, "--image-gc-high-threshold")
+        .map(|v| {
+            (
+                v,
+                "--image-gc-high-threshold flag of the running kubelet".to_string(),
+            )
+        })
+        .or_else(|| {
+            config
+                .and_then(|c| c.image_gc_high_threshold_percent.clone())
+                .map(|v| (v, format!("imageGCHighThresholdPercent in {config_path}")))
+        });
+    let (image_gc_high_percent, gc_origin) = match gc_raw {
+        Some((v, origin)) => match v.trim().parse::<f64>() {
+            Ok(p) if (0.0..=100.0).contains(&p) => (p, origin),
+            _ => {
+                errors.push(format!("image GC high threshold {v:?} is not a percentage"));
+                (DEFAULT_IMAGE_GC_HIGH_PERCENT, "kubelet default".to_string())
+            }
+        },
+        None => (DEFAULT_IMAGE_GC_HIGH_PERCENT, "kubelet default".to_string()),
+    };
+    let container_log_max_size = super::flag_value(args, "--container-log-max-size")
+        .or_else(|| config.and_then(|c| c.container_log_max_size.clone()));
+    Settings {
+        eviction_hard,
+        hard_origin,
+        eviction_soft,
+        soft_origin,
+        image_gc_high_percent,
+        gc_origin,
+        container_log_max_size,
+        errors,
+    }
+}
+
+/// Reads a kubelet config file under the host root; `Ok(None)` when it does not exist.
+pub fn read_config(host: &HostPaths, host_path: &str) -> Result<Option<Config>, ReadError> {
+    let path = host.resolve(host_path);
+    match read_optional(&path)? {
+        None => Ok(None),
+        Some(text) => parse_config(&text)
+            .map(Some)
+            .map_err(|e| ReadError::parse(&path, e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // A kubeadm-generated /var/lib/kubelet/config.yaml (kubeadm 1.28) with custom disk settings.
+    const KUBEADM_CONFIG: &str = r#"apiVersion: kubelet.config.k8s.io/v1beta1
+authentication:
+  anonymous:
+    enabled: false
+  webhook:
+    cacheTTL: 0s
+cgroupDriver: systemd
+clusterDNS:
+- 10.96.0.10
+containerLogMaxSize: 50Mi   # rotate early
+evictionHard:
+  imagefs.available: "20%"
+  memory.available: 100Mi
+  nodefs.available: 2Gi
+  nodefs.inodesFree: '5%'
+evictionSoft: {nodefs.available: "15%", imagefs.available: 25%}
+imageGCHighThresholdPercent: 80
+kind: KubeletConfiguration
+"#;
+
+    #[test]
+    fn reads_kubeadm_yaml() {
+        let c = parse_config(KUBEADM_CONFIG).unwrap();
+        let hard = c.eviction_hard.clone().unwrap();
+        assert_eq!(hard.get("imagefs.available").unwrap(), "20%");
+        assert_eq!(hard.get("nodefs.available").unwrap(), "2Gi");
+        assert_eq!(hard.get("nodefs.inodesFree").unwrap(), "5%");
+        assert_eq!(hard.len(), 4);
+        let soft = c.eviction_soft.clone().unwrap();
+        assert_eq!(soft.get("imagefs.available").unwrap(), "25%");
+        assert_eq!(c.image_gc_high_threshold_percent.as_deref(), Some("80"));
+        assert_eq!(c.container_log_max_size.as_deref(), Some("50Mi"));
+        // Nested maps under other keys do not leak into the top level.
+        assert!(!hard.contains_key("enabled"));
+
+        let s = effective(&[], Some(&c), "/var/lib/kubelet/config.yaml");
+        assert_eq!(
+            s.eviction_hard.get("nodefs.available"),
+            Some(&Threshold::Quantity(2.0 * 1024f64.powi(3)))
+        );
+        assert_eq!(
+            s.hard_origin,
+            "evictionHard in /var/lib/kubelet/config.yaml"
+        );
+        assert_eq!(s.image_gc_high_percent, 80.0);
+        assert_eq!(
+            s.eviction_soft.get("nodefs.available"),
+            Some(&Threshold::Percent(15.0))
+        );
+    }
+
+    #[test]
+    fn partial_eviction_hard_drops_defaults_unless_merged() {
+        let c = parse_config("evictionHard:\n  memory.available: 200Mi\n").unwrap();
+        let s = effective(&[], Some(&c), "/x.yaml");
+        assert!(s.eviction_hard.is_empty());
+        let c = parse_config(
+            "mergeDefaultEvictionSettings: true\nevictionHard:\n  imagefs.available: 30%\n",
+        )
+        .unwrap();
+        let s = effective(&[], Some(&c), "/x.yaml");
+        assert_eq!(
+            s.eviction_hard.get("imagefs.available"),
+            Some(&Threshold::Percent(30.0))
+        );
+        assert_eq!(
+            s.eviction_hard.get("nodefs.available"),
+            Some(&Threshold::Percent(10.0))
+        );
+    }
+
+    #[test]
+    fn defaults_without_config_and_flags_win() {
+        let s = Settings::default();
+        assert_eq!(
+            s.eviction_hard.get("nodefs.available"),
+            Some(&Threshold::Percent(10.0))
+        );
+        assert_eq!(
+            s.eviction_hard.get("nodefs.inodesFree"),
+            Some(&Threshold::Percent(5.0))
+        );
+        assert_eq!(
+            s.eviction_hard.get("imagefs.available"),
+            Some(&Threshold::Percent(15.0))
+        );
+        assert_eq!(s.image_gc_high_percent, 85.0);
+        assert_eq!(s.hard_origin, "kubelet default");
+
+        let c = parse_config(KUBEADM_CONFIG).unwrap();
+        let args: Vec<String> = [
+            "/usr/bin/kubelet",
+            "--eviction-hard=nodefs.available<5%,imagefs.available<7%",
+            "--image-gc-high-threshold",
+            "90",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let s = effective(&args, Some(&c), "/c.yaml");
+        assert_eq!(
+            s.eviction_hard.get("imagefs.available"),
+            Some(&Threshold::Percent(7.0))
+        );
+        assert_eq!(s.hard_origin, "--eviction-hard flag of the running kubelet");
+        assert_eq!(s.image_gc_high_percent, 90.0);
+    }
+
+    #[test]
+    fn reads_json_config() {
+        let c = parse_config(
+            r#"{"kind":"KubeletConfiguration","evictionHard":{"nodefs.available":"0%"},"imageGCHighThresholdPercent":100}"#,
+        )
+        .unwrap();
+        assert_eq!(c.image_gc_high_threshold_percent.as_deref(), Some("100"));
+        let s = effective(&[], Some(&c), "/c.json");
+        assert!(s.eviction_hard.get("nodefs.available").unwrap().is_zero());
+    }
+
+    #[test]
+    fn quantities_and_thresholds() {
+        assert_eq!(parse_quantity("1Gi").unwrap(), 1073741824.0);
+        assert_eq!(parse_quantity("500M").unwrap(), 5e8);
+        assert_eq!(parse_quantity("1.5Ki").unwrap(), 1536.0);
+        assert_eq!(parse_quantity("100000").unwrap(), 1e5);
+        assert!(parse_quantity("12XB").is_err());
+        assert!(parse_quantity("").is_err());
+        assert!(Threshold::parse("120%").is_err());
+        assert_eq!(Threshold::parse("10%").unwrap().min_free(200.0), 20.0);
+        assert_eq!(Threshold::parse("1Gi").unwrap().min_free(1.0), 1073741824.0);
+        assert!(Threshold::parse("0").unwrap().is_zero());
+        let m = parse_eviction_flag("memory.available<100Mi, nodefs.available<10%").unwrap();
+        assert_eq!(m.get("nodefs.available").unwrap(), "10%");
+        assert!(parse_eviction_flag("nodefs.available=10%").is_err());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics(s in "\\PC*") {
+            if let Ok(c) = parse_config(&s) {
+                let _ = effective(&[], Some(&c), "/x");
+            }
+            let _ = parse_eviction_flag(&s);
+            let _ = Threshold::parse(&s);
+        }
+
+        #[test]
+        fn never_panics_on_yaml_like_text(s in "([a-zA-Z.]{1,12}:( [\"'{}a-z0-9%,:. ]{0,12})?\n(  [a-z.]{1,8}: [0-9%MGi\"]{0,5}\n){0,3}){0,4}") {
+            let _ = parse_config(&s);
+        }
+    }
+}
