@@ -10,6 +10,7 @@ pub mod collector;
 pub mod error;
 pub mod finding;
 pub mod host;
+pub mod iptables;
 pub mod metric;
 pub mod proc;
 

@@ -2,4 +2,6 @@
 //! reader that adds the path to errors.
 
 pub mod cgroup;
+pub mod locks;
+pub mod ns;
 pub mod pid;
