@@ -307,9 +307,9 @@ impl Tracker {
     /// their start time; the maxima restart from the current state.
     pub fn drain(&mut self, now: Instant) -> Window {
         let mut current_holds: Vec<HoldObs> = self.holds.values().map(|a| a.hold(true)).collect();
-        current_holds.sort_by(|a, b| b.held_for.cmp(&a.held_for));
+        current_holds.sort_by_key(|h| std::cmp::Reverse(h.held_for));
         let mut current_waiters: Vec<WaiterObs> = self.waiters.values().map(|a| a.wait()).collect();
-        current_waiters.sort_by(|a, b| b.waited_for.cmp(&a.waited_for));
+        current_waiters.sort_by_key(|w| std::cmp::Reverse(w.waited_for));
         let w = Window {
             samples: self.samples,
             length: now.saturating_duration_since(self.window_start),

@@ -41,7 +41,7 @@ fn ev_str<'a>(f: &'a Finding, name: &str) -> &'a str {
 fn metric(c: &Collection, name: &str, label: Option<&str>) -> f64 {
     c.metrics
         .iter()
-        .find(|m| m.name == name && label.is_none_or(|l| m.labels.iter().any(|(_, v)| v == l)))
+        .find(|m| m.name == name && label.map_or(true, |l| m.labels.iter().any(|(_, v)| v == l)))
         .unwrap_or_else(|| panic!("metric {name} {label:?} missing"))
         .value
 }
@@ -92,7 +92,7 @@ fn kube_router_holding_the_lock_is_critical_and_named() {
     h.write("/proc/4242/comm", "iptables-restor\n");
     h.write(
         "/proc/4242/cmdline",
-        "iptables-restore\0-w\05\0--noflush\0--counters\0",
+        "iptables-restore\0-w\x005\0--noflush\0--counters\0",
     );
     let mut c = IptablesCollector::new(h.host(), fast_config());
     std::thread::sleep(Duration::from_millis(1000));
