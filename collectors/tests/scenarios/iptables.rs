@@ -41,7 +41,7 @@ fn ev_str<'a>(f: &'a Finding, name: &str) -> &'a str {
 fn metric(c: &Collection, name: &str, label: Option<&str>) -> f64 {
     c.metrics
         .iter()
-        .find(|m| m.name == name && label.map_or(true, |l| m.labels.iter().any(|(_, v)| v == l)))
+        .find(|m| m.name == name && label.is_none_or(|l| m.labels.iter().any(|(_, v)| v == l)))
         .unwrap_or_else(|| panic!("metric {name} {label:?} missing"))
         .value
 }
