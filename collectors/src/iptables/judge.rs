@@ -93,18 +93,19 @@ fn identify_commands(mut f: Finding, p: &ProcInfo, node: &str) -> Finding {
 /// (processes queued on consecutive samples while no hold crossed a threshold).
 pub fn lock_findings(w: &Window, lock_path: &str, th: &LockThresholds, node: &str) -> Vec<Finding> {
     let mut out = Vec::new();
-    let waiter_pids: Vec<String> = w
-        .current_waiters
-        .iter()
-        .chain(w.finished_waiters.iter())
-        .filter_map(|x| x.waiter.pid.map(|p| p.to_string()))
-        .collect();
-    let waiter_names: Vec<String> = w
-        .current_waiters
-        .iter()
-        .chain(w.finished_waiters.iter())
-        .map(|x| x.waiter.label())
-        .collect();
+    // A pid may wait, get the lock and wait again within one window: name it once.
+    let mut waiter_pids: Vec<String> = Vec::new();
+    let mut waiter_names: Vec<String> = Vec::new();
+    for x in w.current_waiters.iter().chain(w.finished_waiters.iter()) {
+        let name = x.waiter.label();
+        if waiter_names.contains(&name) {
+            continue;
+        }
+        waiter_names.push(name);
+        if let Some(p) = x.waiter.pid {
+            waiter_pids.push(p.to_string());
+        }
+    }
     let lock_key = w.lock.map(|l| l.proc_locks_key());
     // The longest hold per holder pid.
     let mut by_holder: BTreeMap<Option<u32>, &HoldObs> = BTreeMap::new();

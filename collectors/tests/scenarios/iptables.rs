@@ -57,6 +57,14 @@ fn fast_config() -> IptablesConfig {
     }
 }
 
+/// Replaces a fake host file atomically (write + rename), as the kernel's `/proc/locks` never
+/// shows a half-written table to the sampler thread reading it concurrently.
+fn replace(h: &FakeHost, host_path: &str, text: impl AsRef<[u8]>) {
+    let tmp = h.path(&format!("{host_path}.tmp"));
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, h.path(host_path)).unwrap();
+}
+
 /// The `maj:min:inode` of a file as `/proc/locks` writes it.
 fn proc_locks_id(path: &Path) -> String {
     let md = std::fs::metadata(path).unwrap();
@@ -128,7 +136,8 @@ fn kube_router_holding_the_lock_is_critical_and_named() {
     assert_eq!(metric(&out, "node_doctor_iptables_lock_waiters", None), 1.0);
 
     // The holder releases: the hold still shows in the next window as finished, then clears.
-    h.write(
+    replace(
+        &h,
         "/proc/locks",
         "1: POSIX  ADVISORY  WRITE 900 fe:00:12 0 EOF\n",
     );
@@ -190,7 +199,8 @@ fn queued_waiters_without_a_long_hold_warn() {
     let start = Instant::now();
     let mut n = 0u32;
     while start.elapsed() < Duration::from_millis(500) {
-        h.write(
+        replace(
+            &h,
             "/proc/locks",
             format!(
                 "1: FLOCK  ADVISORY  WRITE {} {id} 0 EOF\n1: -> FLOCK  ADVISORY  WRITE 11 {id} 0 EOF\n",
@@ -692,26 +702,32 @@ fn real_flock_holder_and_waiter() {
             .spawn()
             .unwrap(),
     );
+    // Collect once the 6 s hold is over (as `node-doctor check --interval 6s` would): the
+    // window keeps the finished hold and the waiter that queued behind it.
+    let mut holder = holder;
     let start = Instant::now();
-    std::thread::sleep(Duration::from_millis(5600));
+    while holder.0.try_wait().unwrap().is_none() {
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "flock holder did not exit"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
     let out = c.collect(&ctx());
     let subject = format!("pid {}", holder.0.id());
-    let f = find(&out, "iptables.lock_contention", &subject).unwrap_or_else(|| {
-        panic!(
-            "no finding for {subject} after {:?}: {:#?}",
-            start.elapsed(),
-            out.findings
-        )
-    });
-    assert_eq!(f.severity, Severity::Critical);
+    let f = find(&out, "iptables.lock_contention", &subject)
+        .unwrap_or_else(|| panic!("no finding for {subject}: {:#?}", out.findings));
+    assert_eq!(f.severity, Severity::Critical, "{f:#?}");
     assert!(ev_f64(f, "hold_seconds") >= 5.0, "{f:#?}");
+    assert_eq!(ev_str(f, "still_held"), "false");
     assert_eq!(ev_f64(f, "holder_pid"), f64::from(holder.0.id()));
     assert_eq!(ev_str(f, "holder_comm"), "flock");
     assert!(ev_str(f, "holder_cmdline").ends_with("sleep 6"));
     assert_eq!(ev_str(f, "waiter_pids"), waiter.0.id().to_string());
     assert!(ev_f64(f, "waiters_max") >= 1.0);
-    assert_eq!(metric(&out, "node_doctor_iptables_lock_held", None), 1.0);
-    assert!(metric(&out, "node_doctor_iptables_lock_hold_seconds", None) >= 5.0);
+    assert!(metric(&out, "node_doctor_iptables_lock_longest_hold_seconds", None) >= 5.0);
+    assert!(metric(&out, "node_doctor_iptables_lock_waiters", None) >= 1.0);
     drop(waiter);
     drop(holder);
 }
