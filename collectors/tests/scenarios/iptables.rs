@@ -249,8 +249,9 @@ fn fake_proc(h: &FakeHost, pid: u32, comm: &str, net: u64, mnt: u64, cgroup: &st
 
 /// The handbook's "其它组件未挂载 iptables 锁导致并发写入失败": a hostNetwork kube-proxy pod
 /// with its own `/run/xtables.lock`, next to a kube-router pod that mounts the host's file (same
-/// inode), a calico-node in its own network namespace, and an iptables-restore child sharing
-/// kube-proxy's mount namespace (reported once).
+/// inode), a calico-node in its own network namespace, a node-binary kube-proxy in the host's
+/// mount namespace, and an iptables-restore child sharing kube-proxy's mount namespace
+/// (reported once).
 #[test]
 fn host_network_pod_without_the_lock_mount_is_named() {
     const HOST_NET: u64 = 4026531840;
@@ -280,6 +281,16 @@ fn host_network_pod_without_the_lock_mount_is_named() {
     .unwrap();
     // calico-node in its own network namespace: not the handbook's case.
     fake_proc(&h, 2300, "calico-node", 4026532999, 4026532700, "0::/x\n");
+    // kube-proxy installed as a node binary: the host's own mount namespace, nothing to mount
+    // (its root is not staged, so it would look lockless if it were wrongly compared).
+    fake_proc(
+        &h,
+        2000,
+        "kube-proxy",
+        HOST_NET,
+        HOST_MNT,
+        "0::/system.slice/kube-proxy.service\n",
+    );
     // A host process that is not an iptables user.
     fake_proc(&h, 2400, "nginx", HOST_NET, 4026532800, "0::/x\n");
     // flanneld in a pod without any lock file at all.
