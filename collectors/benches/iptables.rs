@@ -80,6 +80,36 @@ fn main() {
         per.as_secs_f64() * 1e6
     );
 
+    // 2b. A busy node: a staged /proc/locks of 2000 lines (databases, kubelet, runtimes).
+    let busy = tempfile::tempdir().expect("temp root");
+    std::fs::create_dir_all(busy.path().join("proc")).expect("proc dir");
+    std::fs::create_dir_all(busy.path().join("run")).expect("run dir");
+    let busy_lock = busy.path().join("run/xtables.lock");
+    std::fs::write(&busy_lock, "").expect("lock file");
+    let text: String = (1..=2000)
+        .map(|i| {
+            format!(
+                "{i}: POSIX  ADVISORY  WRITE {} fd:01:{} 0 EOF\n",
+                1000 + i,
+                500_000 + i
+            )
+        })
+        .collect();
+    std::fs::write(busy.path().join("proc/locks"), &text).expect("locks");
+    let busy_host = HostPaths::new(busy.path());
+    let n = 2_000u32;
+    let c0 = cpu();
+    for _ in 0..n {
+        sample_once(&busy_host, &busy_lock, &mut tr);
+    }
+    let per_busy = (cpu() - c0) / n;
+    println!(
+        "one sample of a 2000-line /proc/locks ({} KiB): {:.1} us CPU => {:.3} % of one core at 250 ms",
+        text.len() / 1024,
+        per_busy.as_secs_f64() * 1e6,
+        per_busy.as_secs_f64() / 0.25 * 100.0
+    );
+
     // 3. One full collect on this machine's real /proc.
     let ctx = CollectContext {
         node_name: "bench".into(),

@@ -354,7 +354,7 @@ pub fn sample_once(host: &HostPaths, lock_path: &std::path::Path, tracker: &mut 
             return;
         }
     };
-    match locks::read(host) {
+    match locks::read_for(host, lock.major, lock.minor, lock.inode) {
         Ok(entries) => tracker.observe(lock, &entries, now, |p| ProcInfo::read(host, p)),
         Err(e) => tracker.observe_error(e.to_string(), Some(lock)),
     }
