@@ -379,10 +379,46 @@ fn backend_upgrade_step() -> Text {
 
 const KP_IMAGE_CMD: &str = "kubectl -n kube-system get ds kube-proxy -o jsonpath='{.spec.template.spec.containers[0].image}'";
 
-/// `iptables.backend_mixed`: legacy tables loaded while the host's iptables is nft.
+/// `iptables.backend` (info: which backend the host's `iptables` is and whether legacy tables
+/// are loaded, when known) and `iptables.backend_mixed` (legacy tables loaded while the host's
+/// iptables is nft).
 pub fn backend_findings(b: &BackendFacts) -> Vec<Finding> {
-    if !(b.legacy_in_use() && b.host_backend() == Backend::Nft) {
-        return Vec::new();
+    let mut out = Vec::new();
+    let backend = b.host_backend();
+    if backend != Backend::Unknown || b.legacy_tables.is_some() {
+        let legacy = if b.legacy_in_use() {
+            "in use"
+        } else {
+            "not in use"
+        };
+        let legacy_zh = if b.legacy_in_use() { "有" } else { "没有" };
+        let info = Finding::new(
+            "iptables.backend",
+            Severity::Info,
+            Text::new("iptables backend of the node", "节点的 iptables 后端"),
+            Text::new(
+                format!(
+                    "The host's iptables command uses the {} backend; legacy tables are {legacy}.",
+                    backend.as_str()
+                ),
+                format!(
+                    "宿主机的 iptables 命令使用 {} 后端；内核中{legacy_zh}加载 legacy 表。",
+                    backend.as_str()
+                ),
+            ),
+        );
+        out.push(
+            b.with_evidence(info)
+                .step(Text::new(
+                    "Nothing to do by itself; kube-proxy must use the same backend as the node (older kube-proxy builds only know legacy).",
+                    "本身无需处理；kube-proxy 必须与节点使用同一后端（老版本 kube-proxy 只支持 legacy）。",
+                ))
+                .command("iptables --version")
+                .source(HANDBOOK, SEC_BACKEND),
+        );
+    }
+    if !(b.legacy_in_use() && backend == Backend::Nft) {
+        return out;
     }
     let tables = b
         .legacy_tables
@@ -401,8 +437,8 @@ pub fn backend_findings(b: &BackendFacts) -> Vec<Finding> {
             format!("宿主机的 iptables 命令使用 nft 后端，但内核中加载了 legacy 表（{tables}）：有组件（常见为老版本 kube-proxy）写入了宿主机工具看不到的规则，kube-proxy 可能报 \"Couldn't load target KUBE-MARK-DROP\"。"),
         ),
     );
-    vec![b
-        .with_evidence(f)
+    out.push(
+        b.with_evidence(f)
         .step(backend_upgrade_step())
         .command("cat /proc/net/ip_tables_names")
         .command("iptables --version")
@@ -410,7 +446,9 @@ pub fn backend_findings(b: &BackendFacts) -> Vec<Finding> {
             "iptables-legacy-save 2>/dev/null | grep -c KUBE- ; iptables-nft-save | grep -c KUBE-",
         )
         .command(KP_IMAGE_CMD)
-        .source(HANDBOOK, SEC_BACKEND)]
+        .source(HANDBOOK, SEC_BACKEND),
+    );
+    out
 }
 
 /// The handbook's reading of each kube-proxy message.

@@ -648,6 +648,16 @@ fn legacy_tables_on_an_nft_host() {
     h2.symlink("xtables-multi", "/usr/sbin/iptables");
     let out = IptablesCollector::new(h2.host(), fast_config()).collect(&ctx());
     assert!(find(&out, "iptables.backend_mixed", "").is_none());
+    let info = find(&out, "iptables.backend", "").expect("backend info");
+    assert_eq!(info.severity, Severity::Info);
+    assert_eq!(ev_str(info, "host_iptables_backend"), "legacy");
+    assert_eq!(ev_str(info, "legacy_tables"), "filter");
+    // Nothing known (no binary, no ip_tables module): no info finding either.
+    let h3 = FakeHost::new();
+    h3.write("/run/xtables.lock", "");
+    h3.write("/proc/locks", "");
+    let out = IptablesCollector::new(h3.host(), fast_config()).collect(&ctx());
+    assert!(find(&out, "iptables.backend", "").is_none());
 }
 
 /// Kills and reaps a child process when dropped.
