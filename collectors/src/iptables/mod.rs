@@ -154,7 +154,7 @@ impl IptablesCollector {
 
     /// Processes in the host network namespace, in their own mount namespace, that run
     /// iptables and do not see the host's lock file at the lock path.
-    fn mount_gaps(&self, host_lock: Option<LockId>) -> Result<Vec<MountGap>, String> {
+    fn mount_gaps(&self, host_lock: Option<LockId>) -> Result<MountScan, String> {
         let host = &self.host;
         let r = self.config.reference_pid;
         let hint = "node-doctor needs hostPID and CAP_SYS_PTRACE to compare namespaces";
@@ -171,6 +171,7 @@ impl IptablesCollector {
             .to_path_buf();
         let mut seen_mnt = HashSet::new();
         let mut gaps = Vec::new();
+        let mut unreadable: Vec<String> = Vec::new();
         for p in pids {
             let Some(comm) = pid::comm(host, p) else {
                 continue;
@@ -194,7 +195,19 @@ impl IptablesCollector {
             if mnt == host_mnt || !seen_mnt.insert(mnt) {
                 continue;
             }
-            let pod_lock = LockId::of_path(&host.proc_pid(p).join("root").join(&rel)).ok();
+            let root = host.proc_pid(p).join("root");
+            let pod_lock = match LockId::of_path(&root.join(&rel)) {
+                Ok(id) => Some(id),
+                // Missing only if the process's root itself is still there (not an exited pid).
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && root.metadata().is_ok() => {
+                    None
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => {
+                    unreadable.push(format!("{}: {e}", root.join(&rel).display()));
+                    continue;
+                }
+            };
             let shared = match (pod_lock, host_lock) {
                 (Some(a), Some(b)) => a == b,
                 (None, None) => true,
@@ -209,7 +222,7 @@ impl IptablesCollector {
                 });
             }
         }
-        Ok(gaps)
+        Ok(MountScan { gaps, unreadable })
     }
 
     fn backend_facts(&self) -> BackendFacts {
@@ -235,6 +248,13 @@ impl IptablesCollector {
         }
         self.previous = now;
     }
+}
+
+/// The result of comparing iptables users' lock files with the host's.
+struct MountScan {
+    gaps: Vec<MountGap>,
+    /// Lock paths inside processes that could not be checked (permission), with the error.
+    unreadable: Vec<String>,
 }
 
 fn unix_now() -> i64 {
@@ -275,7 +295,20 @@ impl Collector for IptablesCollector {
 
         let host_lock = LockId::of_path(&self.lock_agent_path()).ok();
         match self.mount_gaps(host_lock) {
-            Ok(gaps) => findings.extend(judge::mount_findings(&gaps, &lock_path, &ctx.node_name)),
+            Ok(scan) => {
+                findings.extend(judge::mount_findings(
+                    &scan.gaps,
+                    &lock_path,
+                    &ctx.node_name,
+                ));
+                if !scan.unreadable.is_empty() {
+                    status = status.worst(Status::Degraded(format!(
+                        "cannot see the lock file inside {} process(es) ({}; node-doctor needs CAP_SYS_PTRACE)",
+                        scan.unreadable.len(),
+                        scan.unreadable.join("; ")
+                    )));
+                }
+            }
             Err(reason) => status = status.worst(Status::Degraded(reason)),
         }
 

@@ -222,6 +222,9 @@ impl Tracker {
 
     /// Records a sample that could not be taken (not counted in `samples`).
     pub fn observe_error(&mut self, reason: String, lock: Option<LockId>) {
+        if self.error.as_deref() != Some(reason.as_str()) {
+            tracing::warn!(reason = %reason, "xtables lock sampling failed");
+        }
         self.lock = lock;
         self.error = Some(reason);
     }
@@ -236,6 +239,9 @@ impl Tracker {
         mut info: impl FnMut(Option<u32>) -> ProcInfo,
     ) {
         self.samples += 1;
+        if self.lock != Some(lock) {
+            tracing::info!(lock = %lock.proc_locks_key(), "watching the xtables lock");
+        }
         self.lock = Some(lock);
         self.error = None;
         let mut seen_holds: Vec<(u32, LockId)> = Vec::new();

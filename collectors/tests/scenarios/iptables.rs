@@ -291,6 +291,8 @@ fn host_network_pod_without_the_lock_mount_is_named() {
         HOST_MNT,
         "0::/system.slice/kube-proxy.service\n",
     );
+    // A kube-router that exited while being looked at: its root is gone, it is not reported.
+    fake_proc(&h, 2600, "kube-router", HOST_NET, 4026533000, "0::/x\n");
     // A host process that is not an iptables user.
     fake_proc(&h, 2400, "nginx", HOST_NET, 4026532800, "0::/x\n");
     // flanneld in a pod without any lock file at all.
