@@ -3,10 +3,12 @@
 
 pub mod buddyinfo;
 pub mod cgroup;
+pub mod locks;
 pub mod meminfo;
 pub mod mountinfo;
 pub mod net_udp;
 pub mod nf_conntrack_stat;
+pub mod ns;
 pub mod pid;
 pub mod snmp;
 pub mod uptime;

@@ -5,6 +5,7 @@
 mod conntrack;
 mod disk;
 mod explain;
+mod iptables;
 mod kmsg;
 mod memory;
 mod support;

@@ -1,0 +1,376 @@
+//! Collector `iptables`: the xtables lock (`/run/xtables.lock`) — who holds it, for how long,
+//! who waits; pods in the host network namespace that do not share the host's lock file;
+//! kube-proxy's iptables errors from its container logs; and the iptables backend in use.
+//!
+//! Handbook: `002_af370464fa0f13dd.txt`, "集群 Kube-Proxy 异常排障处理" (lines 1009–1336).
+//!
+//! Layout: [`sampler`] (the 250 ms `/proc/locks` thread and hold tracking), [`kplog`]
+//! (incremental kube-proxy log scanning), [`backend`] (legacy tables, iptables symlink target),
+//! [`judge`] (typed samples -> findings and metrics). This file wires them to the host.
+
+pub mod backend;
+pub mod judge;
+pub mod kplog;
+pub mod sampler;
+
+use std::collections::{BTreeSet, HashSet};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::collector::{CollectContext, Collection, Collector, Status};
+use crate::host::HostPaths;
+use crate::proc::{ns, pid};
+
+use judge::{BackendFacts, LockThresholds, MountGap};
+use kplog::{LogScanner, ScanLimits};
+use sampler::{LockId, ProcInfo, Sampler, Tracker, Window};
+
+/// Thresholds, paths and limits of the `iptables` collector.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IptablesConfig {
+    /// The xtables lock file, as a host path.
+    pub lock_path: PathBuf,
+    /// How often the sampler reads `/proc/locks`.
+    pub sample_period: Duration,
+    /// A hold at least this long is a warning.
+    pub hold_warning: Duration,
+    /// A hold at least this long is critical (kube-proxy waits 5 s).
+    pub hold_critical: Duration,
+    /// Waiters seen on this many consecutive samples are a queue (warning).
+    pub waiter_streak_samples: u32,
+    /// Process names that run iptables: exact names, or prefixes ending in `*`. Matched against
+    /// `comm` and the base name of `argv[0]`.
+    pub iptables_users: Vec<String>,
+    /// The process whose namespaces are "the host's" (pid 1 on the host).
+    pub reference_pid: u32,
+    /// Where the kubelet writes pod logs (host path).
+    pub pod_log_dir: PathBuf,
+    /// Docker's data root (host path), for json-file logs of a kube-proxy container.
+    pub docker_dir: PathBuf,
+    /// Bytes read from the end of a kube-proxy log seen for the first time.
+    pub log_tail_bytes: u64,
+    /// Bytes of kube-proxy logs read per collection, over all files.
+    pub log_max_bytes_per_cycle: u64,
+    /// kube-proxy errors logged within this window raise findings.
+    pub log_recent: Duration,
+    /// Host paths of the `iptables` command, looked at in order to tell the backend.
+    pub iptables_binaries: Vec<PathBuf>,
+}
+
+impl Default for IptablesConfig {
+    fn default() -> Self {
+        IptablesConfig {
+            lock_path: PathBuf::from("/run/xtables.lock"),
+            sample_period: Duration::from_millis(250),
+            hold_warning: Duration::from_secs(2),
+            hold_critical: Duration::from_secs(5),
+            waiter_streak_samples: 2,
+            iptables_users: [
+                "iptables*",
+                "ip6tables*",
+                "kube-proxy",
+                "kube-router",
+                "calico-node",
+                "cilium-agent",
+                "flanneld",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+            reference_pid: 1,
+            pod_log_dir: PathBuf::from("/var/log/pods"),
+            docker_dir: PathBuf::from("/var/lib/docker"),
+            log_tail_bytes: 256 * 1024,
+            log_max_bytes_per_cycle: 1024 * 1024,
+            log_recent: Duration::from_secs(30 * 60),
+            iptables_binaries: vec![
+                PathBuf::from("/usr/sbin/iptables"),
+                PathBuf::from("/sbin/iptables"),
+            ],
+        }
+    }
+}
+
+/// True when a process name matches one of the iptables-user patterns. `comm` is cut by the
+/// kernel to 15 bytes, so a 15-byte name also matches a longer pattern it starts.
+pub fn is_iptables_user(name: &str, patterns: &[String]) -> bool {
+    patterns.iter().any(|p| {
+        if let Some(prefix) = p.strip_suffix('*') {
+            name.starts_with(prefix) || (name.len() == 15 && prefix.starts_with(name))
+        } else {
+            name == p || (name.len() == 15 && p.starts_with(name))
+        }
+    })
+}
+
+/// The `iptables` collector. Construction starts the lock sampler thread; dropping the
+/// collector stops it.
+pub struct IptablesCollector {
+    host: HostPaths,
+    config: IptablesConfig,
+    sampler: Option<Sampler>,
+    /// Used only when the sampler thread could not be started: one sample per collection.
+    fallback: Option<Tracker>,
+    logs: LogScanner,
+    /// Finding keys of the previous collection, to log transitions.
+    previous: BTreeSet<(String, String)>,
+}
+
+impl IptablesCollector {
+    pub fn new(host: HostPaths, config: IptablesConfig) -> Self {
+        let lock = host.resolve(&config.lock_path);
+        let (sampler, fallback) = match Sampler::start(host.clone(), lock, config.sample_period) {
+            Ok(s) => (Some(s), None),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot start the xtables lock sampler thread; sampling once per collection");
+                (None, Some(Tracker::new(Instant::now())))
+            }
+        };
+        IptablesCollector {
+            host,
+            config,
+            sampler,
+            fallback,
+            logs: LogScanner::new(),
+            previous: BTreeSet::new(),
+        }
+    }
+
+    fn lock_agent_path(&self) -> PathBuf {
+        self.host.resolve(&self.config.lock_path)
+    }
+
+    fn window(&mut self) -> Window {
+        if let Some(s) = &self.sampler {
+            return s.drain();
+        }
+        let path = self.lock_agent_path();
+        let tr = self
+            .fallback
+            .get_or_insert_with(|| Tracker::new(Instant::now()));
+        sampler::sample_once(&self.host, &path, tr);
+        tr.drain(Instant::now())
+    }
+
+    /// Processes in the host network namespace, in their own mount namespace, that run
+    /// iptables and do not see the host's lock file at the lock path.
+    fn mount_gaps(&self, host_lock: Option<LockId>) -> Result<MountScan, String> {
+        let host = &self.host;
+        let r = self.config.reference_pid;
+        let hint = "node-doctor needs hostPID and CAP_SYS_PTRACE to compare namespaces";
+        let host_net = ns::inode(host, r, "net")
+            .ok_or_else(|| format!("cannot read /proc/{r}/ns/net ({hint})"))?;
+        let host_mnt = ns::inode(host, r, "mnt")
+            .ok_or_else(|| format!("cannot read /proc/{r}/ns/mnt ({hint})"))?;
+        let pids = pid::list_pids(host).map_err(|e| e.to_string())?;
+        let rel = self
+            .config
+            .lock_path
+            .strip_prefix("/")
+            .unwrap_or(&self.config.lock_path)
+            .to_path_buf();
+        let mut seen_mnt = HashSet::new();
+        let mut gaps = Vec::new();
+        let mut unreadable: Vec<String> = Vec::new();
+        for p in pids {
+            let Some(comm) = pid::comm(host, p) else {
+                continue;
+            };
+            let by_comm = is_iptables_user(&comm, &self.config.iptables_users);
+            if !by_comm {
+                let argv0 = pid::args(host, p).and_then(|a| a.into_iter().next());
+                let base = argv0
+                    .as_deref()
+                    .map(|a| a.rsplit('/').next().unwrap_or(a).to_string());
+                if !base.is_some_and(|b| is_iptables_user(&b, &self.config.iptables_users)) {
+                    continue;
+                }
+            }
+            if ns::inode(host, p, "net") != Some(host_net) {
+                continue;
+            }
+            let Some(mnt) = ns::inode(host, p, "mnt") else {
+                continue;
+            };
+            if mnt == host_mnt || !seen_mnt.insert(mnt) {
+                continue;
+            }
+            let root = host.proc_pid(p).join("root");
+            let pod_lock = match LockId::of_path(&root.join(&rel)) {
+                Ok(id) => Some(id),
+                // Missing only if the process's root itself is still there (not an exited pid).
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && root.metadata().is_ok() => {
+                    None
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => {
+                    unreadable.push(format!("{}: {e}", root.join(&rel).display()));
+                    continue;
+                }
+            };
+            let shared = match (pod_lock, host_lock) {
+                (Some(a), Some(b)) => a == b,
+                (None, None) => true,
+                _ => false,
+            };
+            if !shared {
+                gaps.push(MountGap {
+                    proc: ProcInfo::read(host, Some(p)),
+                    mnt_ns: mnt,
+                    host_lock,
+                    pod_lock,
+                });
+            }
+        }
+        Ok(MountScan { gaps, unreadable })
+    }
+
+    fn backend_facts(&self) -> BackendFacts {
+        BackendFacts {
+            legacy_tables: backend::legacy_tables(&self.host),
+            binary: self
+                .config
+                .iptables_binaries
+                .iter()
+                .find_map(|p| backend::binary_backend(&self.host, p)),
+        }
+    }
+
+    fn log_transitions(&mut self, c: &Collection) {
+        let now: BTreeSet<(String, String)> = c.findings.iter().map(|f| f.key()).collect();
+        for f in &c.findings {
+            if !self.previous.contains(&f.key()) {
+                tracing::info!(id = %f.id, subject = %f.subject, severity = %f.severity, summary = %f.summary.en, "iptables finding appeared");
+            }
+        }
+        for (id, subject) in self.previous.difference(&now) {
+            tracing::info!(id = %id, subject = %subject, "iptables finding resolved");
+        }
+        self.previous = now;
+    }
+}
+
+/// The result of comparing iptables users' lock files with the host's.
+struct MountScan {
+    gaps: Vec<MountGap>,
+    /// Lock paths inside processes that could not be checked (permission), with the error.
+    unreadable: Vec<String>,
+}
+
+fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+fn display(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+impl Collector for IptablesCollector {
+    fn name(&self) -> &'static str {
+        "iptables"
+    }
+
+    fn collect(&mut self, ctx: &CollectContext) -> Collection {
+        let mut status = Status::Ok;
+        let lock_path = display(&self.config.lock_path);
+        let window = self.window();
+        if let Some(err) = &window.error {
+            let reason = if window.lock.is_none() {
+                format!("xtables lock not watched: {err} (it appears once iptables has run on the host)")
+            } else {
+                format!("xtables lock not watched: {err}")
+            };
+            status = status.worst(Status::Degraded(reason));
+        }
+        let th = LockThresholds {
+            hold_warning: self.config.hold_warning,
+            hold_critical: self.config.hold_critical,
+            waiter_streak_samples: self.config.waiter_streak_samples,
+            sample_period: self.config.sample_period,
+        };
+        let mut findings = judge::lock_findings(&window, &lock_path, &th, &ctx.node_name);
+
+        let host_lock = LockId::of_path(&self.lock_agent_path()).ok();
+        match self.mount_gaps(host_lock) {
+            Ok(scan) => {
+                findings.extend(judge::mount_findings(
+                    &scan.gaps,
+                    &lock_path,
+                    &ctx.node_name,
+                ));
+                if !scan.unreadable.is_empty() {
+                    status = status.worst(Status::Degraded(format!(
+                        "cannot see the lock file inside {} process(es) ({}; node-doctor needs CAP_SYS_PTRACE)",
+                        scan.unreadable.len(),
+                        scan.unreadable.join("; ")
+                    )));
+                }
+            }
+            Err(reason) => status = status.worst(Status::Degraded(reason)),
+        }
+
+        let limits = ScanLimits {
+            pod_log_dir: self.config.pod_log_dir.clone(),
+            docker_dir: self.config.docker_dir.clone(),
+            tail_bytes: self.config.log_tail_bytes,
+            max_bytes: self.config.log_max_bytes_per_cycle,
+            recent_seconds: i64::try_from(self.config.log_recent.as_secs()).unwrap_or(i64::MAX),
+        };
+        let now = unix_now();
+        let report = self.logs.scan(&self.host, &limits, now);
+        if !report.errors.is_empty() {
+            status = status.worst(Status::Degraded(format!(
+                "cannot read kube-proxy logs: {}",
+                report.errors.join("; ")
+            )));
+        }
+        let facts = self.backend_facts();
+        findings.extend(judge::log_findings(
+            &self.logs.stats,
+            now.saturating_sub(limits.recent_seconds),
+            self.config.log_recent,
+            &facts,
+        ));
+        findings.extend(judge::backend_findings(&facts));
+
+        let metrics = judge::metrics(&window, &self.logs.stats, &facts);
+        let c = Collection {
+            status,
+            findings,
+            metrics,
+        };
+        self.log_transitions(&c);
+        c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iptables_user_patterns() {
+        let p = IptablesConfig::default().iptables_users;
+        for yes in [
+            "iptables",
+            "iptables-restor",
+            "ip6tables-save",
+            "kube-proxy",
+            "kube-router",
+            "calico-node",
+            "cilium-agent",
+            "flanneld",
+        ] {
+            assert!(is_iptables_user(yes, &p), "{yes}");
+        }
+        for no in ["kube-proxyx", "sleep", "kubelet", "ipset", ""] {
+            assert!(!is_iptables_user(no, &p), "{no}");
+        }
+        let long = vec!["my-very-long-iptables-agent".to_string()];
+        assert!(is_iptables_user("my-very-long-ip", &long));
+        assert!(!is_iptables_user("my-very-long", &long));
+    }
+}

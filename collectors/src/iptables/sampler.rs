@@ -1,0 +1,526 @@
+//! The xtables lock sampler: a small std thread that reads `/proc/locks` every period (250 ms by
+//! default) and tracks, per (holder pid, lock file), how long each hold persists and how many
+//! processes queue behind it. `collect` drains the window of observations gathered since the
+//! previous call.
+//!
+//! The thread starts when the collector is constructed (so `node-doctor check --interval 6s`
+//! sees a 6 s hold) and stops when the collector is dropped. All state is bounded: holds and
+//! waiters are keyed by what `/proc/locks` shows right now, and entries that disappear are
+//! removed on the next sample.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::host::HostPaths;
+use crate::proc::cgroup::{self, Placement};
+use crate::proc::locks::{self, LockEntry};
+use crate::proc::pid;
+
+/// At most this many finished holds are kept per window (the longest ones).
+const MAX_FINISHED: usize = 16;
+/// At most this many holders or waiters are tracked at once (a garbage `/proc/locks` cannot
+/// grow the state without bound).
+const MAX_TRACKED: usize = 256;
+/// Bytes of cmdline kept per process.
+const CMDLINE_BYTES: usize = 200;
+
+/// The identity of the lock file as `/proc/locks` prints it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LockId {
+    pub major: u32,
+    pub minor: u32,
+    pub inode: u64,
+}
+
+impl LockId {
+    /// The `maj:min:inode` text `/proc/locks` uses for this file.
+    pub fn proc_locks_key(&self) -> String {
+        format!("{:02x}:{:02x}:{}", self.major, self.minor, self.inode)
+    }
+
+    /// Stats a file (following symlinks) and returns its identity.
+    pub fn of_path(path: &std::path::Path) -> std::io::Result<LockId> {
+        use std::os::unix::fs::MetadataExt;
+        let md = std::fs::metadata(path)?;
+        let (major, minor) = locks::dev_major_minor(md.dev());
+        Ok(LockId {
+            major,
+            minor,
+            inode: md.ino(),
+        })
+    }
+}
+
+/// Who a process is: enough to name it in a finding.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ProcInfo {
+    /// `None` when `/proc/locks` gave no pid (OFD locks, a holder in another pid namespace).
+    pub pid: Option<u32>,
+    pub comm: Option<String>,
+    /// First 200 bytes of the command line.
+    pub cmdline: Option<String>,
+    /// The pod UID and container id, when the process runs in a Kubernetes pod.
+    pub pod_uid: Option<String>,
+    pub container_id: Option<String>,
+    /// The cgroup path of a host process (`/system.slice/kube-router.service`).
+    pub host_cgroup: Option<String>,
+}
+
+impl ProcInfo {
+    /// Reads comm, cmdline and cgroup placement of `pid` (missing pieces stay `None`).
+    pub fn read(host: &HostPaths, pid: Option<u32>) -> ProcInfo {
+        let Some(p) = pid else {
+            return ProcInfo::default();
+        };
+        let mut info = ProcInfo {
+            pid: Some(p),
+            comm: pid::comm(host, p),
+            cmdline: pid::cmdline(host, p, CMDLINE_BYTES),
+            ..ProcInfo::default()
+        };
+        match cgroup::read(host, p) {
+            Some(Placement::Pod(pod)) => {
+                info.pod_uid = Some(pod.uid);
+                info.container_id = pod.container_id;
+            }
+            Some(Placement::Host { cgroup }) => info.host_cgroup = Some(cgroup),
+            None => {}
+        }
+        info
+    }
+
+    /// `kube-router[4242]`, `pid 4242`, or `unknown process`.
+    pub fn label(&self) -> String {
+        match (&self.comm, self.pid) {
+            (Some(c), Some(p)) => format!("{c}[{p}]"),
+            (None, Some(p)) => format!("pid {p}"),
+            _ => "a process in another pid namespace or an OFD lock".to_string(),
+        }
+    }
+}
+
+/// One holder of the lock, seen on consecutive samples.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HoldObs {
+    pub holder: ProcInfo,
+    /// `FLOCK`, `POSIX`, `OFDLCK`...
+    pub class: String,
+    /// `READ` or `WRITE`.
+    pub access: String,
+    /// Time between the first and the last sample that showed this hold: a lower bound of the
+    /// hold time (the true hold is at most two sample periods longer).
+    pub held_for: Duration,
+    /// True when the last sample still showed it.
+    pub ongoing: bool,
+}
+
+/// One process blocked waiting for the lock.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WaiterObs {
+    pub waiter: ProcInfo,
+    pub waited_for: Duration,
+}
+
+/// What the sampler saw since the previous `collect`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Window {
+    /// Number of successful samples of `/proc/locks` in the window.
+    pub samples: u64,
+    /// How long the window lasted.
+    pub length: Duration,
+    /// The lock file's identity at the last sample (`None`: the file does not exist).
+    pub lock: Option<LockId>,
+    /// The reason the last sample failed, if it did (unreadable `/proc/locks`, missing lock).
+    pub error: Option<String>,
+    /// Holds the last sample still showed.
+    pub current_holds: Vec<HoldObs>,
+    /// Holds that ended during the window (the longest few).
+    pub finished_holds: Vec<HoldObs>,
+    /// Waiters the last sample showed.
+    pub current_waiters: Vec<WaiterObs>,
+    /// Waiters that were seen during the window but are gone now (the longest few).
+    pub finished_waiters: Vec<WaiterObs>,
+    /// Most waiters queued at once during the window.
+    pub max_waiters: usize,
+    /// Longest run of consecutive samples that showed at least one waiter.
+    pub max_waiter_streak: u32,
+}
+
+impl Window {
+    /// The longest hold of the window, finished or ongoing.
+    pub fn longest_hold(&self) -> Option<&HoldObs> {
+        self.current_holds
+            .iter()
+            .chain(self.finished_holds.iter())
+            .max_by_key(|h| h.held_for)
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Active {
+    info: ProcInfo,
+    class: String,
+    access: String,
+    first_seen: Instant,
+    last_seen: Instant,
+}
+
+impl Active {
+    fn hold(&self, ongoing: bool) -> HoldObs {
+        HoldObs {
+            holder: self.info.clone(),
+            class: self.class.clone(),
+            access: self.access.clone(),
+            held_for: self.last_seen.saturating_duration_since(self.first_seen),
+            ongoing,
+        }
+    }
+    fn wait(&self) -> WaiterObs {
+        WaiterObs {
+            waiter: self.info.clone(),
+            waited_for: self.last_seen.saturating_duration_since(self.first_seen),
+        }
+    }
+}
+
+/// Hold and wait tracking across samples. Pure apart from the `info` callback, so it can be
+/// driven with synthetic instants in tests.
+#[derive(Debug)]
+pub struct Tracker {
+    holds: HashMap<(u32, LockId), Active>,
+    waiters: HashMap<(u32, LockId), Active>,
+    finished: Vec<HoldObs>,
+    finished_waiters: Vec<WaiterObs>,
+    max_waiters: usize,
+    waiter_streak: u32,
+    max_waiter_streak: u32,
+    samples: u64,
+    lock: Option<LockId>,
+    error: Option<String>,
+    window_start: Instant,
+}
+
+impl Tracker {
+    pub fn new(now: Instant) -> Tracker {
+        Tracker {
+            holds: HashMap::new(),
+            waiters: HashMap::new(),
+            finished: Vec::new(),
+            finished_waiters: Vec::new(),
+            max_waiters: 0,
+            waiter_streak: 0,
+            max_waiter_streak: 0,
+            samples: 0,
+            lock: None,
+            error: None,
+            window_start: now,
+        }
+    }
+
+    /// Records a sample that could not be taken (not counted in `samples`).
+    pub fn observe_error(&mut self, reason: String, lock: Option<LockId>) {
+        if self.error.as_deref() != Some(reason.as_str()) {
+            tracing::warn!(reason = %reason, "xtables lock sampling failed");
+        }
+        self.lock = lock;
+        self.error = Some(reason);
+    }
+
+    /// Records one sample of `/proc/locks` for the lock `lock`. `info` names a pid the first
+    /// time it is seen holding or waiting.
+    pub fn observe(
+        &mut self,
+        lock: LockId,
+        entries: &[LockEntry],
+        now: Instant,
+        mut info: impl FnMut(Option<u32>) -> ProcInfo,
+    ) {
+        self.samples += 1;
+        if self.lock != Some(lock) {
+            tracing::info!(lock = %lock.proc_locks_key(), "watching the xtables lock");
+        }
+        self.lock = Some(lock);
+        self.error = None;
+        let mut seen_holds: Vec<(u32, LockId)> = Vec::new();
+        let mut seen_waiters: Vec<(u32, LockId)> = Vec::new();
+        for e in entries
+            .iter()
+            .filter(|e| e.is_on(lock.major, lock.minor, lock.inode))
+        {
+            // Pid-less entries (OFD locks) share key 0.
+            let key = (e.pid.unwrap_or(0), lock);
+            let (map, seen) = if e.waiter {
+                (&mut self.waiters, &mut seen_waiters)
+            } else {
+                (&mut self.holds, &mut seen_holds)
+            };
+            if seen.contains(&key) {
+                continue;
+            }
+            seen.push(key);
+            if let Some(a) = map.get_mut(&key) {
+                a.last_seen = now;
+            } else if map.len() < MAX_TRACKED {
+                map.insert(
+                    key,
+                    Active {
+                        info: info(e.pid),
+                        class: e.class.as_str().to_string(),
+                        access: e.access.clone(),
+                        first_seen: now,
+                        last_seen: now,
+                    },
+                );
+            }
+        }
+        // Holds and waits that ended.
+        let ended: Vec<_> = self
+            .holds
+            .keys()
+            .filter(|k| !seen_holds.contains(k))
+            .copied()
+            .collect();
+        for k in ended {
+            if let Some(a) = self.holds.remove(&k) {
+                push_longest(&mut self.finished, a.hold(false), |h| h.held_for);
+            }
+        }
+        let ended: Vec<_> = self
+            .waiters
+            .keys()
+            .filter(|k| !seen_waiters.contains(k))
+            .copied()
+            .collect();
+        for k in ended {
+            if let Some(a) = self.waiters.remove(&k) {
+                push_longest(&mut self.finished_waiters, a.wait(), |w| w.waited_for);
+            }
+        }
+        let n = seen_waiters.len();
+        self.max_waiters = self.max_waiters.max(n);
+        if n > 0 {
+            self.waiter_streak += 1;
+            self.max_waiter_streak = self.max_waiter_streak.max(self.waiter_streak);
+        } else {
+            self.waiter_streak = 0;
+        }
+    }
+
+    /// Returns the window since the previous drain and starts a new one. Ongoing holds keep
+    /// their start time; the maxima restart from the current state.
+    pub fn drain(&mut self, now: Instant) -> Window {
+        let mut current_holds: Vec<HoldObs> = self.holds.values().map(|a| a.hold(true)).collect();
+        current_holds.sort_by_key(|h| std::cmp::Reverse(h.held_for));
+        let mut current_waiters: Vec<WaiterObs> = self.waiters.values().map(|a| a.wait()).collect();
+        current_waiters.sort_by_key(|w| std::cmp::Reverse(w.waited_for));
+        let w = Window {
+            samples: self.samples,
+            length: now.saturating_duration_since(self.window_start),
+            lock: self.lock,
+            error: self.error.clone(),
+            current_holds,
+            finished_holds: std::mem::take(&mut self.finished),
+            current_waiters,
+            finished_waiters: std::mem::take(&mut self.finished_waiters),
+            max_waiters: self.max_waiters,
+            max_waiter_streak: self.max_waiter_streak,
+        };
+        self.samples = 0;
+        self.window_start = now;
+        self.max_waiters = self.waiters.len();
+        self.max_waiter_streak = self.waiter_streak;
+        w
+    }
+}
+
+/// Keeps at most `MAX_FINISHED` items, dropping the smallest by `key`.
+fn push_longest<T>(v: &mut Vec<T>, item: T, key: impl Fn(&T) -> Duration) {
+    v.push(item);
+    if v.len() > MAX_FINISHED {
+        if let Some((i, _)) = v.iter().enumerate().min_by_key(|(_, x)| key(x)) {
+            v.swap_remove(i);
+        }
+    }
+}
+
+/// Takes one sample: stats the lock file, reads `/proc/locks`, updates the tracker.
+pub fn sample_once(host: &HostPaths, lock_path: &std::path::Path, tracker: &mut Tracker) {
+    let now = Instant::now();
+    let lock = match LockId::of_path(lock_path) {
+        Ok(id) => id,
+        Err(e) => {
+            // No lock file: nothing can hold it; end the holds seen on the old file.
+            if let Some(old) = tracker.lock {
+                tracker.observe(old, &[], now, |_| ProcInfo::default());
+            }
+            tracker.observe_error(format!("cannot stat {}: {e}", lock_path.display()), None);
+            return;
+        }
+    };
+    match locks::read_for(host, lock.major, lock.minor, lock.inode) {
+        Ok(entries) => tracker.observe(lock, &entries, now, |p| ProcInfo::read(host, p)),
+        Err(e) => tracker.observe_error(e.to_string(), Some(lock)),
+    }
+}
+
+struct Inner {
+    tracker: Tracker,
+    stop: bool,
+}
+
+/// The running sampler thread. Dropping it stops and joins the thread.
+pub struct Sampler {
+    shared: Arc<(Mutex<Inner>, Condvar)>,
+    handle: Option<JoinHandle<()>>,
+}
+
+fn lock_inner(m: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Sampler {
+    /// Starts the thread; the first sample is taken at once.
+    pub fn start(
+        host: HostPaths,
+        lock_path: PathBuf,
+        period: Duration,
+    ) -> std::io::Result<Sampler> {
+        let shared = Arc::new((
+            Mutex::new(Inner {
+                tracker: Tracker::new(Instant::now()),
+                stop: false,
+            }),
+            Condvar::new(),
+        ));
+        let thread_shared = Arc::clone(&shared);
+        let period = period.max(Duration::from_millis(10));
+        let handle = std::thread::Builder::new()
+            .name("xtables-lock-sampler".into())
+            .spawn(move || {
+                let (m, cv) = &*thread_shared;
+                // The tracker is updated in a local copy-free way: sample under the mutex,
+                // which `collect` holds only to drain (microseconds).
+                loop {
+                    let mut g = lock_inner(m);
+                    if g.stop {
+                        break;
+                    }
+                    sample_once(&host, &lock_path, &mut g.tracker);
+                    let (g, _) = cv
+                        .wait_timeout(g, period)
+                        .unwrap_or_else(|e| e.into_inner());
+                    if g.stop {
+                        break;
+                    }
+                }
+            })?;
+        Ok(Sampler {
+            shared,
+            handle: Some(handle),
+        })
+    }
+
+    /// The observations since the previous drain.
+    pub fn drain(&self) -> Window {
+        let mut g = lock_inner(&self.shared.0);
+        g.tracker.drain(Instant::now())
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        {
+            let mut g = lock_inner(&self.shared.0);
+            g.stop = true;
+        }
+        self.shared.1.notify_all();
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proc::locks::parse;
+
+    const LOCK: LockId = LockId {
+        major: 0,
+        minor: 0x13,
+        inode: 19023,
+    };
+
+    fn info(p: Option<u32>) -> ProcInfo {
+        ProcInfo {
+            pid: p,
+            comm: p.map(|p| format!("p{p}")),
+            ..ProcInfo::default()
+        }
+    }
+
+    #[test]
+    fn tracks_hold_time_and_waiters_across_samples() {
+        let t0 = Instant::now();
+        let mut tr = Tracker::new(t0);
+        let held = parse(
+            "1: FLOCK  ADVISORY  WRITE 31337 00:13:19023 0 EOF\n\
+             1: -> FLOCK  ADVISORY  WRITE 4242 00:13:19023 0 EOF\n\
+             2: FLOCK  ADVISORY  WRITE 77 00:13:1 0 EOF\n",
+        )
+        .unwrap();
+        for i in 0..25u64 {
+            tr.observe(LOCK, &held, t0 + Duration::from_millis(250 * i), info);
+        }
+        let w = tr.drain(t0 + Duration::from_secs(6));
+        assert_eq!(w.samples, 25);
+        assert_eq!(w.current_holds.len(), 1, "the other inode is ignored");
+        assert_eq!(w.current_holds[0].holder.pid, Some(31337));
+        assert_eq!(w.current_holds[0].held_for, Duration::from_secs(6));
+        assert_eq!(w.current_waiters[0].waiter.pid, Some(4242));
+        assert_eq!((w.max_waiters, w.max_waiter_streak), (1, 25));
+        // The holder releases; the waiter takes the lock briefly.
+        let after = parse("1: FLOCK  ADVISORY  WRITE 4242 00:13:19023 0 EOF\n").unwrap();
+        tr.observe(LOCK, &after, t0 + Duration::from_millis(6250), info);
+        tr.observe(LOCK, &[], t0 + Duration::from_millis(6500), info);
+        let w = tr.drain(t0 + Duration::from_secs(7));
+        assert!(w.current_holds.is_empty());
+        assert_eq!(w.finished_holds.len(), 2);
+        let longest = w.longest_hold().unwrap();
+        assert_eq!(longest.holder.pid, Some(31337));
+        assert_eq!(longest.held_for, Duration::from_secs(6));
+        assert!(!longest.ongoing);
+        assert_eq!(w.finished_waiters[0].waiter.pid, Some(4242));
+        assert_eq!(
+            w.max_waiters, 1,
+            "the window started with one waiter queued"
+        );
+        // The next window is empty: state is bounded and pruned.
+        let w = tr.drain(t0 + Duration::from_secs(8));
+        assert!(w.finished_holds.is_empty() && w.current_holds.is_empty());
+        assert_eq!(w.max_waiters, 0);
+        assert!(tr.holds.is_empty() && tr.waiters.is_empty());
+    }
+
+    #[test]
+    fn finished_holds_are_bounded_to_the_longest() {
+        let t0 = Instant::now();
+        let mut tr = Tracker::new(t0);
+        let mut t = t0;
+        for pid in 1..=40u32 {
+            let e = parse(&format!("1: FLOCK ADVISORY WRITE {pid} 00:13:19023 0 EOF")).unwrap();
+            for _ in 0..pid {
+                tr.observe(LOCK, &e, t, info);
+                t += Duration::from_millis(10);
+            }
+        }
+        tr.observe(LOCK, &[], t, info);
+        let w = tr.drain(t);
+        assert_eq!(w.finished_holds.len(), MAX_FINISHED);
+        assert_eq!(w.longest_hold().unwrap().holder.pid, Some(40));
+        assert!(w.finished_holds.iter().all(|h| h.holder.pid >= Some(25)));
+    }
+}

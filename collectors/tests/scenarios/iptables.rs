@@ -1,0 +1,823 @@
+//! Scenarios of the handbook's chapter "集群 Kube-Proxy 异常排障处理" for the `iptables`
+//! collector: a component holding the xtables lock for seconds, a pod in the host network that
+//! does not mount the host's lock, kube-proxy's own error messages in its logs, a legacy/nft
+//! backend mix — on fake host roots — and two real-kernel tests (root): a real `flock` holder
+//! with a waiter, and a real `unshare -m` process named kube-proxy with its own lock file.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use collectors::iptables::{IptablesCollector, IptablesConfig};
+use collectors::proc::locks::dev_major_minor;
+use collectors::{Collection, Collector, Evidence, Finding, Severity};
+
+use crate::support::{ctx, root_or_skip, FakeHost};
+
+const POD_UID: &str = "5d5b3b8a-6c1f-4f7e-9a57-1b2c3d4e5f60";
+const CID: &str = "0b3f5c2e9d1a7c4b8e6f2a1d3c5b7e9f0a2c4e6b8d1f3a5c7e9b2d4f6a8c0e1d";
+
+fn find<'a>(c: &'a Collection, id: &str, subject: &str) -> Option<&'a Finding> {
+    c.findings
+        .iter()
+        .find(|f| f.id == id && f.subject == subject)
+}
+
+fn ev_f64(f: &Finding, name: &str) -> f64 {
+    f.evidence
+        .get(name)
+        .and_then(Evidence::as_f64)
+        .unwrap_or_else(|| panic!("evidence {name} missing in {f:#?}"))
+}
+
+fn ev_str<'a>(f: &'a Finding, name: &str) -> &'a str {
+    f.evidence
+        .get(name)
+        .and_then(Evidence::as_str)
+        .unwrap_or_else(|| panic!("evidence {name} missing in {f:#?}"))
+}
+
+fn metric(c: &Collection, name: &str, label: Option<&str>) -> f64 {
+    c.metrics
+        .iter()
+        .find(|m| m.name == name && label.is_none_or(|l| m.labels.iter().any(|(_, v)| v == l)))
+        .unwrap_or_else(|| panic!("metric {name} {label:?} missing"))
+        .value
+}
+
+/// A quiet config for fake hosts: no reference namespaces to compare unless the test writes
+/// them, fast sampling.
+fn fast_config() -> IptablesConfig {
+    IptablesConfig {
+        sample_period: Duration::from_millis(40),
+        hold_warning: Duration::from_millis(300),
+        hold_critical: Duration::from_millis(700),
+        ..IptablesConfig::default()
+    }
+}
+
+/// Replaces a fake host file atomically (write + rename), as the kernel's `/proc/locks` never
+/// shows a half-written table to the sampler thread reading it concurrently.
+fn replace(h: &FakeHost, host_path: &str, text: impl AsRef<[u8]>) {
+    let tmp = h.path(&format!("{host_path}.tmp"));
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, h.path(host_path)).unwrap();
+}
+
+/// The `maj:min:inode` of a file as `/proc/locks` writes it.
+fn proc_locks_id(path: &Path) -> String {
+    let md = std::fs::metadata(path).unwrap();
+    let (maj, min) = dev_major_minor(md.dev());
+    format!("{maj:02x}:{min:02x}:{}", md.ino())
+}
+
+/// The handbook's "其它组件持有 iptables 锁时间过长": kube-router (in a pod) keeps the lock
+/// while kube-proxy's iptables-restore queues behind it. Staged with a fake `/proc/locks`
+/// that the collector's own sampler thread reads; thresholds scaled down to keep the test short.
+#[test]
+fn kube_router_holding_the_lock_is_critical_and_named() {
+    let h = FakeHost::new();
+    h.write("/run/xtables.lock", "");
+    let id = proc_locks_id(&h.path("/run/xtables.lock"));
+    h.write(
+        "/proc/locks",
+        format!(
+            "1: POSIX  ADVISORY  WRITE 900 fe:00:12 0 EOF\n\
+             2: FLOCK  ADVISORY  WRITE 31337 {id} 0 EOF\n\
+             2: -> FLOCK  ADVISORY  WRITE 4242 {id} 0 EOF\n"
+        ),
+    );
+    h.write("/proc/31337/comm", "kube-router\n");
+    h.write(
+        "/proc/31337/cmdline",
+        "/usr/local/bin/kube-router\0--run-firewall=true\0--run-router=false\0",
+    );
+    h.write(
+        "/proc/31337/cgroup",
+        format!("11:memory:/kubepods/burstable/pod{POD_UID}/{CID}\n"),
+    );
+    h.write("/proc/4242/comm", "iptables-restor\n");
+    h.write(
+        "/proc/4242/cmdline",
+        "iptables-restore\0-w\x005\0--noflush\0--counters\0",
+    );
+    let mut c = IptablesCollector::new(h.host(), fast_config());
+    std::thread::sleep(Duration::from_millis(1000));
+    let out = c.collect(&ctx());
+    let f = find(&out, "iptables.lock_contention", "pid 31337")
+        .unwrap_or_else(|| panic!("no contention finding: {:#?}", out.findings));
+    assert_eq!(f.severity, Severity::Critical);
+    assert!(ev_f64(f, "hold_seconds") >= 0.7, "{f:#?}");
+    assert_eq!(ev_str(f, "still_held"), "true");
+    assert_eq!(ev_f64(f, "holder_pid"), 31337.0);
+    assert_eq!(ev_str(f, "holder_comm"), "kube-router");
+    assert_eq!(ev_str(f, "holder_pod_uid"), POD_UID);
+    assert_eq!(ev_str(f, "holder_container_id"), CID);
+    assert!(ev_str(f, "holder_cmdline").starts_with("/usr/local/bin/kube-router --run-firewall"));
+    assert_eq!(ev_str(f, "waiter_pids"), "4242");
+    assert_eq!(ev_f64(f, "waiters_max"), 1.0);
+    assert_eq!(ev_f64(f, "threshold_seconds"), 0.7);
+    let cmds = &f.remediation.commands;
+    assert!(
+        cmds.contains(&format!("grep ' {id} ' /proc/locks")),
+        "{cmds:?}"
+    );
+    assert!(cmds.contains(&"ps -o pid,etimes,args -p 31337".to_string()));
+    assert!(cmds
+        .iter()
+        .any(|c| c.contains("spec.nodeName=node-1") && c.ends_with(POD_UID)));
+    assert!(cmds.contains(&"ps -o pid,etimes,args -p 4242".to_string()));
+    assert!(f.remediation.steps.iter().any(|s| s.en.contains("v1.3.2")));
+    let src = f.remediation.source.as_ref().unwrap();
+    assert_eq!(src.section, "其它组件持有 iptables 锁时间过长");
+    assert_eq!(metric(&out, "node_doctor_iptables_lock_held", None), 1.0);
+    assert!(metric(&out, "node_doctor_iptables_lock_hold_seconds", None) >= 0.7);
+    assert_eq!(metric(&out, "node_doctor_iptables_lock_waiters", None), 1.0);
+
+    // The holder releases: the hold still shows in the next window as finished, then clears.
+    replace(
+        &h,
+        "/proc/locks",
+        "1: POSIX  ADVISORY  WRITE 900 fe:00:12 0 EOF\n",
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    let out = c.collect(&ctx());
+    let f = find(&out, "iptables.lock_contention", "pid 31337").expect("finished hold reported");
+    assert_eq!(ev_str(f, "still_held"), "false");
+    assert_eq!(metric(&out, "node_doctor_iptables_lock_held", None), 0.0);
+    assert!(metric(&out, "node_doctor_iptables_lock_longest_hold_seconds", None) >= 0.7);
+    std::thread::sleep(Duration::from_millis(100));
+    let out = c.collect(&ctx());
+    assert!(find(&out, "iptables.lock_contention", "pid 31337").is_none());
+    assert_eq!(
+        metric(&out, "node_doctor_iptables_lock_longest_hold_seconds", None),
+        0.0
+    );
+}
+
+/// A short hold is a warning (between the thresholds), and a lock on another file is ignored.
+#[test]
+fn hold_between_thresholds_is_a_warning() {
+    let h = FakeHost::new();
+    h.write("/run/xtables.lock", "");
+    let id = proc_locks_id(&h.path("/run/xtables.lock"));
+    h.write(
+        "/proc/locks",
+        format!(
+            "1: FLOCK  ADVISORY  WRITE 77 {id} 0 EOF\n2: FLOCK  ADVISORY  WRITE 78 00:99:1 0 EOF\n"
+        ),
+    );
+    h.write("/proc/77/comm", "calico-node\n");
+    h.write("/proc/77/cgroup", "0::/system.slice/calico.service\n");
+    let cfg = IptablesConfig {
+        hold_critical: Duration::from_secs(60),
+        ..fast_config()
+    };
+    let mut c = IptablesCollector::new(h.host(), cfg);
+    std::thread::sleep(Duration::from_millis(600));
+    let out = c.collect(&ctx());
+    let f = find(&out, "iptables.lock_contention", "pid 77").expect("warning");
+    assert_eq!(f.severity, Severity::Warning);
+    assert_eq!(ev_str(f, "holder_cgroup"), "/system.slice/calico.service");
+    assert!(find(&out, "iptables.lock_contention", "pid 78").is_none());
+    assert_eq!(out.status, collectors::Status::Degraded(
+        "cannot read /proc/1/ns/net (node-doctor needs hostPID and CAP_SYS_PTRACE to compare namespaces)".into()
+    ));
+}
+
+/// Waiters queued on consecutive samples with only short holds: `iptables.lock_waiters`.
+#[test]
+fn queued_waiters_without_a_long_hold_warn() {
+    let h = FakeHost::new();
+    h.write("/run/xtables.lock", "");
+    let id = proc_locks_id(&h.path("/run/xtables.lock"));
+    h.write("/proc/10/comm", "iptables\n");
+    h.write("/proc/11/comm", "kube-proxy\n");
+    let mut c = IptablesCollector::new(h.host(), fast_config());
+    // Holders change every sample (short holds) while pid 11 keeps waiting.
+    let start = Instant::now();
+    let mut n = 0u32;
+    while start.elapsed() < Duration::from_millis(500) {
+        replace(
+            &h,
+            "/proc/locks",
+            format!(
+                "1: FLOCK  ADVISORY  WRITE {} {id} 0 EOF\n1: -> FLOCK  ADVISORY  WRITE 11 {id} 0 EOF\n",
+                1000 + n
+            ),
+        );
+        n += 1;
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    let out = c.collect(&ctx());
+    let f =
+        find(&out, "iptables.lock_waiters", "").unwrap_or_else(|| panic!("{:#?}", out.findings));
+    assert_eq!(f.severity, Severity::Warning);
+    assert_eq!(ev_str(f, "waiter_pids"), "11");
+    assert!(out
+        .findings
+        .iter()
+        .all(|f| f.id != "iptables.lock_contention"));
+}
+
+/// No lock file on the host: the collector says so instead of pretending all is well.
+#[test]
+fn missing_lock_file_degrades() {
+    let h = FakeHost::new();
+    h.write("/proc/locks", "");
+    let mut c = IptablesCollector::new(h.host(), fast_config());
+    std::thread::sleep(Duration::from_millis(100));
+    let out = c.collect(&ctx());
+    let msg = out.status.message().unwrap_or_default().to_string();
+    assert!(
+        msg.contains("xtables lock not watched") && msg.contains("xtables.lock"),
+        "{msg}"
+    );
+    assert_eq!(metric(&out, "node_doctor_iptables_lock_held", None), 0.0);
+}
+
+/// Stages a process on the fake host: comm, cmdline, cgroup, namespace links.
+fn fake_proc(h: &FakeHost, pid: u32, comm: &str, net: u64, mnt: u64, cgroup: &str) {
+    h.write(&format!("/proc/{pid}/comm"), format!("{comm}\n"));
+    h.write(&format!("/proc/{pid}/cmdline"), format!("{comm}\0"));
+    h.write(&format!("/proc/{pid}/cgroup"), cgroup);
+    h.mkdir(&format!("/proc/{pid}/ns"));
+    h.symlink(&format!("net:[{net}]"), &format!("/proc/{pid}/ns/net"));
+    h.symlink(&format!("mnt:[{mnt}]"), &format!("/proc/{pid}/ns/mnt"));
+}
+
+/// The handbook's "其它组件未挂载 iptables 锁导致并发写入失败": a hostNetwork kube-proxy pod
+/// with its own `/run/xtables.lock`, next to a kube-router pod that mounts the host's file (same
+/// inode), a calico-node in its own network namespace, a node-binary kube-proxy in the host's
+/// mount namespace, and an iptables-restore child sharing kube-proxy's mount namespace
+/// (reported once).
+#[test]
+fn host_network_pod_without_the_lock_mount_is_named() {
+    const HOST_NET: u64 = 4026531840;
+    const HOST_MNT: u64 = 4026531841;
+    let h = FakeHost::new();
+    h.write("/run/xtables.lock", "");
+    h.write("/proc/locks", "");
+    fake_proc(&h, 1, "systemd", HOST_NET, HOST_MNT, "0::/init.scope\n");
+    let kp_cg = format!("0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{}.slice/cri-containerd-{CID}.scope\n", POD_UID.replace('-', "_"));
+    fake_proc(&h, 2100, "kube-proxy", HOST_NET, 4026532500, &kp_cg);
+    h.write("/proc/2100/root/run/xtables.lock", "");
+    fake_proc(&h, 2101, "iptables-restor", HOST_NET, 4026532500, &kp_cg);
+    // kube-router mounts the host file: a hard link is the same inode.
+    fake_proc(
+        &h,
+        2200,
+        "kube-router",
+        HOST_NET,
+        4026532600,
+        "0::/kubepods.slice/x\n",
+    );
+    h.mkdir("/proc/2200/root/run");
+    std::fs::hard_link(
+        h.path("/run/xtables.lock"),
+        h.path("/proc/2200/root/run/xtables.lock"),
+    )
+    .unwrap();
+    // calico-node in its own network namespace: not the handbook's case.
+    fake_proc(&h, 2300, "calico-node", 4026532999, 4026532700, "0::/x\n");
+    // kube-proxy installed as a node binary: the host's own mount namespace, nothing to mount
+    // (its root is not staged, so it would look lockless if it were wrongly compared).
+    fake_proc(
+        &h,
+        2000,
+        "kube-proxy",
+        HOST_NET,
+        HOST_MNT,
+        "0::/system.slice/kube-proxy.service\n",
+    );
+    // A kube-router that exited while being looked at: its root is gone, it is not reported.
+    fake_proc(&h, 2600, "kube-router", HOST_NET, 4026533000, "0::/x\n");
+    // A host process that is not an iptables user.
+    fake_proc(&h, 2400, "nginx", HOST_NET, 4026532800, "0::/x\n");
+    // flanneld in a pod without any lock file at all.
+    fake_proc(&h, 2500, "flanneld", HOST_NET, 4026532900, "0::/x\n");
+    h.mkdir("/proc/2500/root/run");
+
+    let mut c = IptablesCollector::new(h.host(), fast_config());
+    let out = c.collect(&ctx());
+    let gaps: Vec<&Finding> = out
+        .findings
+        .iter()
+        .filter(|f| f.id == "iptables.lock_not_mounted")
+        .collect();
+    assert_eq!(gaps.len(), 2, "{gaps:#?}");
+    let f = find(&out, "iptables.lock_not_mounted", &format!("pod {POD_UID}")).unwrap();
+    assert_eq!(f.severity, Severity::Warning);
+    assert_eq!(ev_f64(f, "process_pid"), 2100.0);
+    assert_eq!(ev_str(f, "process_comm"), "kube-proxy");
+    assert_eq!(ev_str(f, "process_container_id"), CID);
+    let host_ino = std::fs::metadata(h.path("/run/xtables.lock"))
+        .unwrap()
+        .ino();
+    assert_eq!(ev_str(f, "host_lock_inode"), host_ino.to_string());
+    assert_ne!(ev_str(f, "pod_lock_inode"), host_ino.to_string());
+    let yaml = &f.remediation.steps[0].en;
+    for line in [
+        "- mountPath: /run/xtables.lock",
+        "  name: xtables-lock",
+        "- hostPath:",
+        "    path: /run/xtables.lock",
+        "    type: FileOrCreate",
+    ] {
+        assert!(yaml.contains(line), "{yaml}");
+    }
+    assert!(f.remediation.commands.contains(
+        &"stat -c '%d:%i %n' /run/xtables.lock /proc/2100/root/run/xtables.lock".to_string()
+    ));
+    assert_eq!(
+        f.remediation.source.as_ref().unwrap().section,
+        "其它组件未挂载 iptables 锁导致并发写入失败"
+    );
+    let fl = find(&out, "iptables.lock_not_mounted", "pid 2500").unwrap();
+    assert_eq!(ev_str(fl, "pod_lock_inode"), "missing");
+    assert_eq!(out.status, collectors::Status::Ok);
+}
+
+const LOCK_NO_WAIT: &str = "E0501 10:00:00.000000       1 proxier.go:1422] Failed to execute iptables-restore: exit status 4 (Another app is currently holding the xtables lock. Perhaps you want to use the -w option?)";
+const LOCK_TIMEOUT: &str = "E0501 10:00:01.000000       1 proxier.go:1123] Failed to ensure that filter chain KUBE-SERVICES exists: error creating chain \"KUBE-EXTERNAL-SERVICES\": exit status 4: Another app is currently holding the xtables lock. Stopped waiting after 5s.";
+const RESTORE_FAILED: &str = "E0501 10:00:02.000000       1 proxier.go:1422] Failed to execute iptables-restore: exit status 1 (iptables-restore: line 42 failed)";
+const MARK_DROP: &str = "E0501 10:00:03.000000       1 proxier.go:1422] Failed to execute iptables-restore: exit status 2 (iptables-restore v1.8.4 (legacy): Couldn't load target `KUBE-MARK-DROP':No such file or directory";
+const STREAM: &str = "E0501 10:00:04.000000       1 reflector.go:127] Failed to list *core.Endpoints: Stream error http2.StreamError{StreamID:0xea1, Code:0x2, Cause:error(nil)} when reading response body, may be caused by closed connection. Please retry.";
+const PANIC_NIL: &str = "panic: runtime error: invalid memory address or nil pointer dereference";
+const PANIC_SLICE: &str = "E0501 10:00:06.000000       1 runtime.go:69] Observed a panic: \"slice bounds out of range\" (runtime error: slice bounds out of range)";
+
+fn rfc3339_now(offset_secs: i64) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+        + offset_secs;
+    let out = Command::new("date")
+        .args([
+            "-u",
+            "-d",
+            &format!("@{now}"),
+            "+%Y-%m-%dT%H:%M:%S.123456789Z",
+        ])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+fn cri(ts: &str, msg: &str) -> String {
+    format!("{ts} stderr F {msg}\n")
+}
+
+fn docker(ts: &str, msg: &str) -> String {
+    format!(
+        "{}\n",
+        serde_json::json!({"log": format!("{msg}\n"), "stream": "stderr", "time": ts})
+    )
+}
+
+const KP_LOG: &str = "/var/log/pods/kube-system_kube-proxy-x7k2p_9a8b7c6d-1111-2222-3333-444455556666/kube-proxy/0.log";
+
+/// Each handbook message in kube-proxy's CRI log maps to its finding, severity, section and
+/// upgrade path.
+#[test]
+fn every_kube_proxy_message_maps_to_its_fix() {
+    let h = FakeHost::new();
+    h.write("/run/xtables.lock", "");
+    h.write("/proc/locks", "");
+    let ts = rfc3339_now(-60);
+    let mut log = cri(
+        &ts,
+        "I0501 10:00:00.000000       1 server.go:650] Version: v1.18.4-tke.6",
+    );
+    for m in [
+        LOCK_NO_WAIT,
+        LOCK_TIMEOUT,
+        RESTORE_FAILED,
+        MARK_DROP,
+        STREAM,
+        PANIC_NIL,
+        PANIC_SLICE,
+    ] {
+        log.push_str(&cri(&ts, m));
+    }
+    log.push_str(&cri(&ts, LOCK_NO_WAIT));
+    h.write(KP_LOG, &log);
+    // A pod that is not kube-proxy is not read.
+    h.write(
+        "/var/log/pods/default_web-1_abc/web/0.log",
+        cri(&ts, LOCK_NO_WAIT),
+    );
+    let mut c = IptablesCollector::new(h.host(), fast_config());
+    let out = c.collect(&ctx());
+    let expect = [
+        (
+            "iptables.kube_proxy_lock_error",
+            "lock_no_wait",
+            Severity::Warning,
+            "iptables-restore 版本低导致不支持阻塞写入",
+            "v1.12.4-tke.31",
+            2.0,
+        ),
+        (
+            "iptables.kube_proxy_lock_error",
+            "lock_timeout",
+            Severity::Critical,
+            "其它组件持有 iptables 锁时间过长",
+            "v1.3.2",
+            1.0,
+        ),
+        (
+            "iptables.kube_proxy_restore_failed",
+            "",
+            Severity::Critical,
+            "其它组件未挂载 iptables 锁导致并发写入失败",
+            "FileOrCreate",
+            1.0,
+        ),
+        (
+            "iptables.backend_mismatch",
+            "",
+            Severity::Critical,
+            "kube-proxy 未能正确适配节点 iptables 后端",
+            "v1.16.3-tke.28",
+            1.0,
+        ),
+        (
+            "iptables.kube_proxy_apiserver_stream_error",
+            "",
+            Severity::Warning,
+            "kube-proxy 到 kube-apiserver 连接异常",
+            "v1.18.4-tke.26",
+            1.0,
+        ),
+        (
+            "iptables.kube_proxy_panic",
+            "nil_pointer",
+            Severity::Warning,
+            "kube-proxy 首次启动发生 panic，重启后正常",
+            "v1.18.4-tke.26",
+            1.0,
+        ),
+        (
+            "iptables.kube_proxy_panic",
+            "slice_bounds",
+            Severity::Critical,
+            "kube-proxy 不间断 panic",
+            "v1.14.3-tke.27",
+            1.0,
+        ),
+    ];
+    for (id, subject, sev, section, fix, count) in expect {
+        let f = find(&out, id, subject)
+            .unwrap_or_else(|| panic!("{id}/{subject} missing: {:#?}", out.findings));
+        assert_eq!(f.severity, sev, "{id}/{subject}");
+        assert_eq!(f.remediation.source.as_ref().unwrap().section, section);
+        assert!(
+            f.remediation
+                .steps
+                .iter()
+                .any(|s| s.en.contains(fix) && s.zh.contains(fix)),
+            "{id}/{subject}: {:#?}",
+            f.remediation.steps
+        );
+        assert_eq!(ev_f64(f, "matches_recent"), count, "{id}/{subject}");
+        assert_eq!(ev_str(f, "log_file"), KP_LOG);
+        assert_eq!(ev_str(f, "last_seen"), ts);
+        assert!(f
+            .remediation
+            .commands
+            .iter()
+            .any(|c| c.starts_with("grep -cE '") && c.ends_with(KP_LOG)));
+    }
+    let no_wait = find(&out, "iptables.kube_proxy_lock_error", "lock_no_wait").unwrap();
+    assert!(ev_str(no_wait, "last_message").contains("Perhaps you want to use the -w option"));
+    assert_eq!(
+        metric(
+            &out,
+            "node_doctor_iptables_kube_proxy_errors_total",
+            Some("lock_no_wait")
+        ),
+        2.0
+    );
+    assert_eq!(
+        metric(
+            &out,
+            "node_doctor_iptables_kube_proxy_errors_total",
+            Some("panic_slice_bounds")
+        ),
+        1.0
+    );
+}
+
+/// Offsets are remembered (a line is counted once), appended lines are read, a rotated file
+/// (new inode) and a truncated file are read from the start, and old messages count in the
+/// counter but raise no finding.
+#[test]
+fn log_scanning_is_incremental_and_survives_rotation() {
+    let h = FakeHost::new();
+    h.write("/run/xtables.lock", "");
+    h.write("/proc/locks", "");
+    let old = rfc3339_now(-3 * 3600);
+    let ts = rfc3339_now(-5);
+    h.write(KP_LOG, cri(&old, LOCK_TIMEOUT));
+    let mut c = IptablesCollector::new(h.host(), fast_config());
+    let out = c.collect(&ctx());
+    let kind = Some("lock_timeout");
+    let total = |o: &Collection| metric(o, "node_doctor_iptables_kube_proxy_errors_total", kind);
+    assert_eq!(total(&out), 1.0);
+    assert!(
+        find(&out, "iptables.kube_proxy_lock_error", "lock_timeout").is_none(),
+        "3 h old"
+    );
+    // Nothing new: nothing counted twice.
+    assert_eq!(total(&c.collect(&ctx())), 1.0);
+    // Appended: a recent one, plus half a line that is completed later.
+    let path = h.path(KP_LOG);
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    use std::io::Write;
+    let line = cri(&ts, LOCK_TIMEOUT);
+    f.write_all(line.as_bytes()).unwrap();
+    f.write_all(&line.as_bytes()[..40]).unwrap();
+    let out = c.collect(&ctx());
+    assert_eq!(total(&out), 2.0);
+    let fnd = find(&out, "iptables.kube_proxy_lock_error", "lock_timeout").expect("recent");
+    assert_eq!(ev_f64(fnd, "matches_recent"), 1.0);
+    f.write_all(&line.as_bytes()[40..]).unwrap();
+    drop(f);
+    assert_eq!(total(&c.collect(&ctx())), 3.0);
+    // Rotation: the kubelet renames 0.log and starts a new file (new inode).
+    std::fs::rename(&path, path.with_extension("log.20240501-100000")).unwrap();
+    h.write(KP_LOG, cri(&ts, LOCK_TIMEOUT));
+    assert_eq!(total(&c.collect(&ctx())), 4.0);
+    // copytruncate: same inode, shorter than the offset.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&path)
+        .unwrap();
+    std::fs::write(&path, cri(&ts, LOCK_NO_WAIT)).unwrap();
+    let out = c.collect(&ctx());
+    assert_eq!(total(&out), 4.0);
+    assert_eq!(
+        metric(
+            &out,
+            "node_doctor_iptables_kube_proxy_errors_total",
+            Some("lock_no_wait")
+        ),
+        1.0
+    );
+}
+
+/// A kube-proxy container of docker (json-file log, found by its kube-proxy label), reached both
+/// directly and through a dockershim symlink under /var/log/pods: read once, in json format.
+#[test]
+fn docker_json_file_logs_of_kube_proxy_are_read_once() {
+    let h = FakeHost::new();
+    h.write("/run/xtables.lock", "");
+    h.write("/proc/locks", "");
+    let ts = rfc3339_now(-30);
+    let dir = format!("/var/lib/docker/containers/{CID}");
+    h.write(
+        &format!("{dir}/config.v2.json"),
+        r#"{"ID":"x","Config":{"Labels":{"io.kubernetes.container.name":"kube-proxy","io.kubernetes.pod.namespace":"kube-system"}}}"#,
+    );
+    let json_log = format!("{dir}/{CID}-json.log");
+    h.write(
+        &json_log,
+        docker(&ts, RESTORE_FAILED) + &docker(&ts, "I0501 fine"),
+    );
+    h.symlink(
+        &json_log,
+        "/var/log/pods/kube-system_kube-proxy-abcde_1234/kube-proxy/0.log",
+    );
+    // Another container with the same message is ignored.
+    let other = "1111111111111111111111111111111111111111111111111111111111111111";
+    h.write(
+        &format!("/var/lib/docker/containers/{other}/config.v2.json"),
+        r#"{"Config":{"Labels":{"io.kubernetes.container.name":"coredns"}}}"#,
+    );
+    h.write(
+        &format!("/var/lib/docker/containers/{other}/{other}-json.log"),
+        docker(&ts, RESTORE_FAILED),
+    );
+    let mut c = IptablesCollector::new(h.host(), fast_config());
+    let out = c.collect(&ctx());
+    let f = find(&out, "iptables.kube_proxy_restore_failed", "").expect("finding");
+    assert_eq!(ev_f64(f, "matches_total"), 1.0);
+    assert_eq!(ev_str(f, "last_seen"), ts);
+    assert!(ev_str(f, "last_message").ends_with("(iptables-restore: line 42 failed)"));
+}
+
+/// Legacy tables loaded while the host's iptables points at the nft backend: a mix, reported,
+/// and its evidence joins the KUBE-MARK-DROP log finding.
+#[test]
+fn legacy_tables_on_an_nft_host() {
+    let h = FakeHost::new();
+    h.write("/run/xtables.lock", "");
+    h.write("/proc/locks", "");
+    h.write("/proc/net/ip_tables_names", "nat\nfilter\n");
+    h.write("/usr/sbin/xtables-nft-multi", "");
+    h.symlink("xtables-nft-multi", "/usr/sbin/iptables-nft");
+    h.symlink("/usr/sbin/iptables-nft", "/etc/alternatives/iptables");
+    h.symlink("/etc/alternatives/iptables", "/usr/sbin/iptables");
+    h.write(KP_LOG, cri(&rfc3339_now(-1), MARK_DROP));
+    let mut c = IptablesCollector::new(h.host(), fast_config());
+    let out = c.collect(&ctx());
+    let f = find(&out, "iptables.backend_mixed", "").expect("mix");
+    assert_eq!(f.severity, Severity::Warning);
+    assert_eq!(ev_str(f, "host_iptables_backend"), "nft");
+    assert_eq!(ev_str(f, "legacy_tables"), "nat,filter");
+    assert_eq!(
+        ev_str(f, "host_iptables_links"),
+        "/etc/alternatives/iptables -> /usr/sbin/iptables-nft -> xtables-nft-multi"
+    );
+    let m = find(&out, "iptables.backend_mismatch", "").expect("log finding");
+    assert_eq!(ev_str(m, "host_iptables_backend"), "nft");
+    assert_eq!(
+        metric(&out, "node_doctor_iptables_legacy_tables", None),
+        2.0
+    );
+    // A legacy host with legacy tables is consistent.
+    let h2 = FakeHost::new();
+    h2.write("/run/xtables.lock", "");
+    h2.write("/proc/locks", "");
+    h2.write("/proc/net/ip_tables_names", "filter\n");
+    h2.write("/usr/sbin/xtables-multi", "");
+    h2.symlink("xtables-multi", "/usr/sbin/iptables");
+    let out = IptablesCollector::new(h2.host(), fast_config()).collect(&ctx());
+    assert!(find(&out, "iptables.backend_mixed", "").is_none());
+    let info = find(&out, "iptables.backend", "").expect("backend info");
+    assert_eq!(info.severity, Severity::Info);
+    assert_eq!(ev_str(info, "host_iptables_backend"), "legacy");
+    assert_eq!(ev_str(info, "legacy_tables"), "filter");
+    // Nothing known (no binary, no ip_tables module): no info finding either.
+    let h3 = FakeHost::new();
+    h3.write("/run/xtables.lock", "");
+    h3.write("/proc/locks", "");
+    let out = IptablesCollector::new(h3.host(), fast_config()).collect(&ctx());
+    assert!(find(&out, "iptables.backend", "").is_none());
+}
+
+/// Kills and reaps a child process when dropped.
+struct ChildGuard(Child);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn have(cmd: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {cmd}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// A fake host root whose `proc` is the real `/proc`, so the collector reads the real kernel's
+/// lock table and processes while the lock file lives in the temp root.
+fn real_proc_host() -> FakeHost {
+    let h = FakeHost::new();
+    h.symlink("/proc", "/proc");
+    h.write("/run/xtables.lock", "");
+    h
+}
+
+/// Real kernel: `flock` holds the lock file for 6 s while a second `flock` waits on it; the
+/// collector (default 250 ms sampler, 2 s / 5 s thresholds) names the holder, critical, with
+/// the hold at least 5 s, and the waiter.
+#[test]
+fn real_flock_holder_and_waiter() {
+    if !root_or_skip("real_flock_holder_and_waiter") {
+        return;
+    }
+    if !have("flock") {
+        eprintln!("SKIP real_flock_holder_and_waiter: needs flock (util-linux)");
+        return;
+    }
+    let h = real_proc_host();
+    let lock = h.path("/run/xtables.lock");
+    let cfg = IptablesConfig {
+        reference_pid: std::process::id(),
+        ..IptablesConfig::default()
+    };
+    let mut c = IptablesCollector::new(h.host(), cfg);
+    let holder = ChildGuard(
+        Command::new("flock")
+            .arg("-x")
+            .arg(&lock)
+            .args(["sleep", "6"])
+            .spawn()
+            .unwrap(),
+    );
+    std::thread::sleep(Duration::from_millis(400));
+    let waiter = ChildGuard(
+        Command::new("flock")
+            .args(["-x", "-w", "20"])
+            .arg(&lock)
+            .arg("true")
+            .spawn()
+            .unwrap(),
+    );
+    // Collect once the 6 s hold is over (as `node-doctor check --interval 6s` would): the
+    // window keeps the finished hold and the waiter that queued behind it.
+    let mut holder = holder;
+    let start = Instant::now();
+    while holder.0.try_wait().unwrap().is_none() {
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "flock holder did not exit"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let out = c.collect(&ctx());
+    let subject = format!("pid {}", holder.0.id());
+    let f = find(&out, "iptables.lock_contention", &subject)
+        .unwrap_or_else(|| panic!("no finding for {subject}: {:#?}", out.findings));
+    assert_eq!(f.severity, Severity::Critical, "{f:#?}");
+    assert!(ev_f64(f, "hold_seconds") >= 5.0, "{f:#?}");
+    assert_eq!(ev_str(f, "still_held"), "false");
+    assert_eq!(ev_f64(f, "holder_pid"), f64::from(holder.0.id()));
+    assert_eq!(ev_str(f, "holder_comm"), "flock");
+    assert!(ev_str(f, "holder_cmdline").ends_with("sleep 6"));
+    assert_eq!(ev_str(f, "waiter_pids"), waiter.0.id().to_string());
+    assert!(ev_f64(f, "waiters_max") >= 1.0);
+    assert!(metric(&out, "node_doctor_iptables_lock_longest_hold_seconds", None) >= 5.0);
+    assert!(metric(&out, "node_doctor_iptables_lock_waiters", None) >= 1.0);
+    drop(waiter);
+    drop(holder);
+}
+
+/// Real kernel: a process named kube-proxy in a new mount namespace (`unshare -m`) sharing the
+/// host network namespace, with its own tmpfs file at /run/xtables.lock, is reported as not
+/// mounting the host's lock.
+#[test]
+fn real_unshared_kube_proxy_without_the_host_lock() {
+    if !root_or_skip("real_unshared_kube_proxy_without_the_host_lock") {
+        return;
+    }
+    if !have("unshare") {
+        eprintln!(
+            "SKIP real_unshared_kube_proxy_without_the_host_lock: needs unshare (util-linux)"
+        );
+        return;
+    }
+    let h = real_proc_host();
+    let bin = tempfile::tempdir().unwrap();
+    let kp = bin.path().join("kube-proxy");
+    std::fs::copy("/bin/sleep", &kp).unwrap();
+    let script = format!(
+        "mount -t tmpfs node-doctor-test /run && touch /run/xtables.lock && exec {} 30",
+        kp.display()
+    );
+    let child = ChildGuard(
+        Command::new("unshare")
+            .args(["-m", "--propagation", "private", "sh", "-c", &script])
+            .spawn()
+            .unwrap(),
+    );
+    let pid = child.0.id();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default() != "kube-proxy\n"
+    {
+        assert!(Instant::now() < deadline, "kube-proxy did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let cfg = IptablesConfig {
+        reference_pid: std::process::id(),
+        ..IptablesConfig::default()
+    };
+    let mut c = IptablesCollector::new(h.host(), cfg);
+    let out = c.collect(&ctx());
+    let f = out
+        .findings
+        .iter()
+        .find(|f| {
+            f.id == "iptables.lock_not_mounted"
+                && f.evidence.get("process_pid") == Some(&Evidence::Int(i64::from(pid)))
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "pid {pid} not reported: {:#?} {:?}",
+                out.findings, out.status
+            )
+        });
+    assert_eq!(f.severity, Severity::Warning);
+    assert_eq!(ev_str(f, "process_comm"), "kube-proxy");
+    let host_ino = std::fs::metadata(h.path("/run/xtables.lock"))
+        .unwrap()
+        .ino();
+    assert_eq!(ev_str(f, "host_lock_inode"), host_ino.to_string());
+    assert_ne!(ev_str(f, "pod_lock_inode"), "missing");
+    assert!(f.remediation.commands.contains(&format!(
+        "stat -c '%d:%i %n' /run/xtables.lock /proc/{pid}/root/run/xtables.lock"
+    )));
+    drop(child);
+}
