@@ -10,8 +10,11 @@ pub mod collector;
 pub mod error;
 pub mod finding;
 pub mod host;
+pub mod load;
 pub mod metric;
+pub mod pods;
 pub mod proc;
+pub mod sys;
 
 pub use collector::{CollectContext, Collection, Collector, Status};
 pub use error::ReadError;

@@ -2,4 +2,10 @@
 //! reader that adds the path to errors.
 
 pub mod cgroup;
+pub mod diskstats;
+pub mod loadavg;
 pub mod pid;
+pub mod pid_io;
+pub mod pressure;
+pub mod stat;
+pub mod uptime;

@@ -127,6 +127,57 @@ pub fn stat(host: &HostPaths, pid: u32) -> Option<PidStat> {
     parse_stat(&String::from_utf8_lossy(&raw)).ok()
 }
 
+/// `<root>/proc/<pid>/wchan`: the kernel function a sleeping task waits in. `None` when the
+/// pid vanished, the file is unreadable, or the kernel hides it (it prints `0`).
+pub fn wchan(host: &HostPaths, pid: u32) -> Option<String> {
+    let raw = read_pid_file(host, pid, "wchan")?;
+    parse_wchan(&raw)
+}
+
+/// The text of a `wchan` file, or `None` for the kernel's "nothing to show" (`0`, empty).
+pub fn parse_wchan(raw: &[u8]) -> Option<String> {
+    let s = String::from_utf8_lossy(raw);
+    let s = s.trim();
+    (!s.is_empty() && s != "0").then(|| s.chars().take(64).collect())
+}
+
+/// Lists the thread ids of a process (`<root>/proc/<pid>/task`); empty when the pid vanished.
+pub fn list_tasks(host: &HostPaths, pid: u32) -> Vec<u32> {
+    let Ok(rd) = std::fs::read_dir(host.proc_pid(pid).join("task")) else {
+        return Vec::new();
+    };
+    let mut tids: Vec<u32> = rd
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()))
+        .collect();
+    tids.sort_unstable();
+    tids
+}
+
+/// `<root>/proc/<pid>/task/<tid>/stat`; `None` when the thread vanished or the text is bad.
+pub fn task_stat(host: &HostPaths, pid: u32, tid: u32) -> Option<PidStat> {
+    let raw = std::fs::read(
+        host.proc_pid(pid)
+            .join("task")
+            .join(tid.to_string())
+            .join("stat"),
+    )
+    .ok()?;
+    parse_stat(&String::from_utf8_lossy(&raw)).ok()
+}
+
+/// `<root>/proc/<pid>/task/<tid>/wchan`.
+pub fn task_wchan(host: &HostPaths, pid: u32, tid: u32) -> Option<String> {
+    let raw = std::fs::read(
+        host.proc_pid(pid)
+            .join("task")
+            .join(tid.to_string())
+            .join("wchan"),
+    )
+    .ok()?;
+    parse_wchan(&raw)
+}
+
 /// True when `path` names an existing pid directory.
 pub fn exists(path: &Path) -> bool {
     path.is_dir()
@@ -174,6 +225,18 @@ mod tests {
         let cut = parse_cmdline(raw, 73);
         assert!(cut.len() <= 73 && cut.starts_with("kube-proxy --config"));
         assert_eq!(split_args(raw).len(), 3);
+    }
+
+    #[test]
+    fn wchan_hides_zero() {
+        // Linux 6.18 prints `0` for a task that is not sleeping (or when hidden).
+        assert_eq!(parse_wchan(b"0"), None);
+        assert_eq!(parse_wchan(b""), None);
+        // Linux 4.14, mysqld waiting for a journal commit.
+        assert_eq!(
+            parse_wchan(b"jbd2_log_wait_commit").as_deref(),
+            Some("jbd2_log_wait_commit")
+        );
     }
 
     proptest::proptest! {
