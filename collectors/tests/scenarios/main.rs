@@ -3,3 +3,4 @@
 //! One test binary for all collectors (each collector adds its module below).
 
 mod support;
+mod load;
