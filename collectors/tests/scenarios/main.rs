@@ -2,5 +2,5 @@
 //! plus real-kernel tests that skip (with the reason printed) when not root.
 //! One test binary for all collectors (each collector adds its module below).
 
-mod support;
 mod load;
+mod support;
