@@ -207,7 +207,7 @@ impl Collector for LoadCollector {
             }
         }
 
-        let procs = self.tracker.sample(&self.host);
+        let procs = self.tracker.sample(&self.host, uptime_seconds);
         if procs.io_denied > 0 {
             degraded.push(format!(
                 "/proc/<pid>/io of {} processes is unreadable: per-process IO needs root or CAP_SYS_PTRACE",

@@ -19,7 +19,9 @@ const USER_HZ: f64 = 100.0;
 struct Prev {
     starttime: u64,
     cpu_ticks: u64,
-    io: Option<(u64, u64)>,
+    /// Storage bytes (read, written) at the last read of `/proc/<pid>/io`, and when (uptime).
+    io: Option<(u64, u64, f64)>,
+    io_denied: bool,
 }
 
 /// One live process in this run, with its deltas since the previous run (when it existed then).
@@ -33,6 +35,8 @@ pub struct ProcDelta {
     pub cpu_ticks: Option<u64>,
     pub read_bytes: Option<u64>,
     pub write_bytes: Option<u64>,
+    /// Seconds over which `read_bytes`/`write_bytes` accrued (since `io` was last read).
+    pub io_seconds: f64,
 }
 
 /// Everything one pass over `/proc` found.
@@ -41,10 +45,20 @@ pub struct ProcSample {
     pub procs: Vec<ProcDelta>,
     /// Processes whose `io` file was refused (not root).
     pub io_denied: usize,
+    /// `/proc/<pid>/io` files read in this pass.
+    pub io_reads: usize,
     /// Why `/proc` could not be listed.
     pub list_error: Option<String>,
 }
 
+/// Per-pid counters of the previous pass.
+///
+/// `/proc/<pid>/io` costs as much kernel time as `stat`, so it is read only for a process that
+/// is new, used CPU since the previous pass, or is in D state. A process that issues IO runs
+/// in the kernel to do it (the accounting happens in its own context when it submits reads,
+/// dirties pages or sends direct IO), so a process whose CPU time did not move has, to tick
+/// resolution, not issued IO; whatever it did is not lost: its counters are kept from the last
+/// read and the difference is attributed, over the time since that read, when it is next read.
 #[derive(Debug, Default)]
 pub struct ProcessTracker {
     prev: HashMap<u32, Prev>,
@@ -59,8 +73,9 @@ impl ProcessTracker {
         self.prev.is_empty()
     }
 
-    /// Reads every live process once; keeps only their counters for the next run.
-    pub fn sample(&mut self, host: &HostPaths) -> ProcSample {
+    /// Reads every live process once (`now` is the host uptime in seconds); keeps only the
+    /// live processes' counters for the next pass.
+    pub fn sample(&mut self, host: &HostPaths, now: f64) -> ProcSample {
         let mut out = ProcSample::default();
         let pids = match pid::list_pids(host) {
             Ok(p) => p,
@@ -71,39 +86,50 @@ impl ProcessTracker {
         };
         let mut next: HashMap<u32, Prev> = HashMap::with_capacity(pids.len());
         out.procs.reserve(pids.len());
+        let mut buf = Vec::with_capacity(4096);
         for p in pids {
             // A pid that vanished since the listing is simply absent.
-            let Some(st) = pid::stat(host, p) else {
+            let Some(st) = pid::stat_with(host, p, &mut buf) else {
                 continue;
             };
-            let io = match pid_io::read(host, p) {
-                Ok(io) => Some((io.read_bytes, io.write_bytes)),
-                Err(pid_io::IoReadFailure::Denied) => {
-                    out.io_denied += 1;
-                    None
-                }
-                Err(_) => None,
-            };
             let ticks = st.utime.saturating_add(st.stime);
-            let before = self.prev.get(&p).filter(|b| b.starttime == st.starttime);
-            let (cpu_ticks, read_bytes, write_bytes) = match before {
-                Some(b) => {
-                    let (r, w) = match (b.io, io) {
-                        (Some((r0, w0)), Some((r1, w1))) => {
-                            (Some(r1.saturating_sub(r0)), Some(w1.saturating_sub(w0)))
-                        }
-                        _ => (None, None),
-                    };
-                    (Some(ticks.saturating_sub(b.cpu_ticks)), r, w)
-                }
-                None => (None, None, None),
+            let before = self
+                .prev
+                .get(&p)
+                .filter(|b| b.starttime == st.starttime)
+                .copied();
+            let must_read = match before {
+                None => true,
+                Some(b) => !b.io_denied && (b.cpu_ticks != ticks || st.state == 'D'),
             };
+            let mut io_denied = before.is_some_and(|b| b.io_denied);
+            let mut io = before.and_then(|b| b.io);
+            let (mut read_bytes, mut write_bytes, mut io_seconds) = (None, None, 0.0);
+            if must_read {
+                out.io_reads += 1;
+                match pid_io::read_with(host, p, &mut buf) {
+                    Ok(now_io) => {
+                        if let Some((r0, w0, at)) = io {
+                            read_bytes = Some(now_io.read_bytes.saturating_sub(r0));
+                            write_bytes = Some(now_io.write_bytes.saturating_sub(w0));
+                            io_seconds = now - at;
+                        }
+                        io = Some((now_io.read_bytes, now_io.write_bytes, now));
+                    }
+                    Err(pid_io::IoReadFailure::Denied) => io_denied = true,
+                    Err(_) => {}
+                }
+            }
+            if io_denied {
+                out.io_denied += 1;
+            }
             next.insert(
                 p,
                 Prev {
                     starttime: st.starttime,
                     cpu_ticks: ticks,
                     io,
+                    io_denied,
                 },
             );
             out.procs.push(ProcDelta {
@@ -112,9 +138,10 @@ impl ProcessTracker {
                 comm: st.comm,
                 state: st.state,
                 num_threads: st.num_threads,
-                cpu_ticks,
+                cpu_ticks: before.map(|b| ticks.saturating_sub(b.cpu_ticks)),
                 read_bytes,
                 write_bytes,
+                io_seconds,
             });
         }
         self.prev = next;
@@ -223,6 +250,16 @@ pub fn culprits(
     }
 }
 
+/// The span IO deltas accrued over: since the last read of the process's `io` file, and never
+/// shorter than the window.
+fn io_span(d: &ProcDelta, elapsed: f64) -> f64 {
+    if d.io_seconds > elapsed {
+        d.io_seconds
+    } else {
+        elapsed
+    }
+}
+
 fn origin_of(host: &HostPaths, d: &ProcDelta, config: &LoadConfig, pods: &PodDirectory) -> Origin {
     // Kernel threads are children of kthreadd (pid 2), or kthreadd itself.
     if d.pid == 2 || (d.ppid == 2 && d.pid != 1) {
@@ -250,5 +287,56 @@ fn origin_of(host: &HostPaths, d: &ProcDelta, config: &LoadConfig, pods: &PodDir
             cgroup,
         },
         None => Origin::Unknown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(root: &std::path::Path, pid: u32, ticks: u64, state: char, write_bytes: u64) {
+        let d = root.join(format!("proc/{pid}"));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(
+            d.join("stat"),
+            format!("{pid} (w) {state} 1 1 1 0 -1 0 0 0 0 0 {ticks} 0 0 0 20 0 1 0 77 0 0\n"),
+        )
+        .unwrap();
+        std::fs::write(
+            d.join("io"),
+            format!("rchar: 0\nwchar: 0\nsyscr: 0\nsyscw: 0\nread_bytes: 0\nwrite_bytes: {write_bytes}\ncancelled_write_bytes: 0\n"),
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn io_is_read_only_for_processes_that_ran_and_attributed_over_the_span() {
+        let t = tempfile::tempdir().unwrap();
+        let h = HostPaths::new(t.path());
+        let mut tr = ProcessTracker::default();
+        write(t.path(), 10, 100, 'S', 1000);
+        write(t.path(), 11, 100, 'S', 0);
+        let s = tr.sample(&h, 100.0);
+        assert_eq!(s.io_reads, 2, "new processes get a baseline");
+        // pid 10 did not run: its io file is not read (and a change there is not seen yet).
+        write(t.path(), 10, 100, 'S', 5000);
+        write(t.path(), 11, 100, 'D', 0);
+        let s = tr.sample(&h, 110.0);
+        assert_eq!(s.io_reads, 1, "only the D-state task is re-read");
+        let p10 = s.procs.iter().find(|p| p.pid == 10).unwrap();
+        assert_eq!(p10.write_bytes, None);
+        // It runs again: the 4000 bytes are attributed over the 20 s since the baseline.
+        write(t.path(), 10, 105, 'S', 5000);
+        let s = tr.sample(&h, 120.0);
+        let p10 = s.procs.iter().find(|p| p.pid == 10).unwrap();
+        assert_eq!(
+            (p10.write_bytes, p10.io_seconds, p10.cpu_ticks),
+            (Some(4000), 20.0, Some(5))
+        );
+        assert_eq!(io_span(p10, 10.0), 20.0);
+        // Exited pids are dropped.
+        std::fs::remove_dir_all(t.path().join("proc/11")).unwrap();
+        tr.sample(&h, 130.0);
+        assert_eq!(tr.len(), 1);
     }
 }

@@ -24,6 +24,41 @@ fn read_pid_file(host: &HostPaths, pid: u32, name: &str) -> Option<Vec<u8>> {
     std::fs::read(host.proc_pid(pid).join(name)).ok()
 }
 
+/// Reads a small procfs file into `buf` (cleared first) with plain `read` calls: no size probe
+/// (`statx`, `lseek`) as `std::fs::read` does, which halves the syscalls of a pass over every
+/// pid. A procfs record file (`stat`, `io`, `status`) is generated whole on the first `read`
+/// when the buffer is large enough, so a short read ends the loop without a read at EOF.
+pub fn read_proc_file(path: &Path, buf: &mut Vec<u8>) -> std::io::Result<()> {
+    use std::io::Read;
+    const CHUNK: usize = 4096;
+    buf.clear();
+    let mut f = std::fs::File::open(path)?;
+    loop {
+        let start = buf.len();
+        buf.resize(start + CHUNK, 0);
+        let n = loop {
+            match f.read(&mut buf[start..]) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    buf.truncate(start);
+                    return Err(e);
+                }
+            }
+        };
+        buf.truncate(start + n);
+        if n < CHUNK || buf.len() >= 1 << 20 {
+            return Ok(());
+        }
+    }
+}
+
+/// Like [`stat`], reusing `buf` for the file's bytes.
+pub fn stat_with(host: &HostPaths, pid: u32, buf: &mut Vec<u8>) -> Option<PidStat> {
+    read_proc_file(&host.proc_pid(pid).join("stat"), buf).ok()?;
+    parse_stat(std::str::from_utf8(buf).ok()?).ok()
+}
+
 /// `<root>/proc/<pid>/comm` without the trailing newline.
 pub fn comm(host: &HostPaths, pid: u32) -> Option<String> {
     let raw = read_pid_file(host, pid, "comm")?;
@@ -237,6 +272,21 @@ mod tests {
             parse_wchan(b"jbd2_log_wait_commit").as_deref(),
             Some("jbd2_log_wait_commit")
         );
+    }
+
+    #[test]
+    fn read_proc_file_reads_whole_files() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("big");
+        let text: String = (0..3000).map(|i| format!("{i}\n")).collect();
+        std::fs::write(&p, &text).unwrap();
+        let mut buf = b"stale".to_vec();
+        read_proc_file(&p, &mut buf).unwrap();
+        assert_eq!(buf, text.as_bytes());
+        std::fs::write(&p, STAT_MYSQLD).unwrap();
+        read_proc_file(&p, &mut buf).unwrap();
+        assert_eq!(buf, STAT_MYSQLD.as_bytes());
+        assert!(read_proc_file(&t.path().join("gone"), &mut buf).is_err());
     }
 
     proptest::proptest! {

@@ -67,8 +67,15 @@ pub enum IoReadFailure {
 
 /// Reads and parses `<root>/proc/<pid>/io`.
 pub fn read(host: &HostPaths, pid: u32) -> Result<PidIo, IoReadFailure> {
-    match std::fs::read_to_string(host.proc_pid(pid).join("io")) {
-        Ok(t) => parse(&t).map_err(|_| IoReadFailure::Unparsable),
+    read_with(host, pid, &mut Vec::new())
+}
+
+/// Like [`read`], reusing `buf` for the file's bytes.
+pub fn read_with(host: &HostPaths, pid: u32, buf: &mut Vec<u8>) -> Result<PidIo, IoReadFailure> {
+    match crate::proc::pid::read_proc_file(&host.proc_pid(pid).join("io"), buf) {
+        Ok(()) => std::str::from_utf8(buf)
+            .map_err(|_| IoReadFailure::Unparsable)
+            .and_then(|t| parse(t).map_err(|_| IoReadFailure::Unparsable)),
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(IoReadFailure::Denied),
         Err(_) => Err(IoReadFailure::Gone),
     }
