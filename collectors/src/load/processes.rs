@@ -198,8 +198,8 @@ pub fn culprits(
                 comm: d.comm.clone(),
                 state,
                 cpu_percent: d.cpu_ticks.unwrap_or(0) as f64 / USER_HZ / elapsed * 100.0,
-                read_bytes_per_second: d.read_bytes.unwrap_or(0) as f64 / elapsed,
-                write_bytes_per_second: d.write_bytes.unwrap_or(0) as f64 / elapsed,
+                read_bytes_per_second: d.read_bytes.unwrap_or(0) as f64 / io_span(d, elapsed),
+                write_bytes_per_second: d.write_bytes.unwrap_or(0) as f64 / io_span(d, elapsed),
                 wchan,
                 origin,
             }
@@ -334,6 +334,14 @@ mod tests {
             (Some(4000), 20.0, Some(5))
         );
         assert_eq!(io_span(p10, 10.0), 20.0);
+        let pods = PodDirectory::new(h.clone(), Default::default());
+        let c = culprits(&h, &s, 10.0, &LoadConfig::default(), &pods, 0);
+        assert_eq!(c.top_io.len(), 1);
+        assert_eq!(
+            c.top_io[0].write_bytes_per_second, 200.0,
+            "4000 bytes over 20 s, not 10"
+        );
+        assert_eq!(c.top_io[0].cpu_percent, 0.5, "5 ticks (50 ms) over 10 s");
         // Exited pids are dropped.
         std::fs::remove_dir_all(t.path().join("proc/11")).unwrap();
         tr.sample(&h, 130.0);

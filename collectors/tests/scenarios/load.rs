@@ -46,11 +46,10 @@ fn pid_stat(
     ppid: u32,
     utime: u64,
     stime: u64,
-    threads: u64,
     start: u64,
 ) -> String {
     format!(
-        "{pid} ({comm}) {state} {ppid} {pid} {pid} 0 -1 4194560 100 0 0 0 {utime} {stime} 0 0 20 0 {threads} 0 {start} 1000000 100 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n"
+        "{pid} ({comm}) {state} {ppid} {pid} {pid} 0 -1 4194560 100 0 0 0 {utime} {stime} 0 0 20 0 1 0 {start} 1000000 100 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n"
     )
 }
 
@@ -72,9 +71,7 @@ fn write_proc(h: &FakeHost, p: &Proc) {
     let dir = format!("/proc/{}", p.pid);
     h.write(
         &format!("{dir}/stat"),
-        pid_stat(
-            p.pid, p.comm, p.state, p.ppid, p.ticks.0, p.ticks.1, 1, 4321,
-        ),
+        pid_stat(p.pid, p.comm, p.state, p.ppid, p.ticks.0, p.ticks.1, 4321),
     );
     h.write(&format!("{dir}/io"), pid_io(p.io.0, p.io.1));
     h.write(&format!("{dir}/comm"), format!("{}\n", p.comm));
@@ -238,14 +235,25 @@ fn handbook_atop_example_is_io_bound_on_sda_with_mysqld_on_the_host() {
         h.write("/proc/stat", stat_text(total, cpus, 1 + k, 28));
         // 14-field lines, as Linux 3.10 prints them. sda: 4 reads, 1789 writes, 2.84 MiB/s
         // written, busy the whole 10 s, avio 5.58 ms (10000 ms / 1793 IOs).
+        // Disk counters: reads, sectors read, ms reading, writes, sectors written, ms writing,
+        // in flight, io ticks ms, weighted ms.
+        let line = |maj: u32, min: u32, name: &str| {
+            format!(
+                "{maj:>4} {min:>7} {name} {} 70 {} {} {} 50 {} {} 12 {} {}\n",
+                231_000 + 4 * k,
+                18_610_000 + 32 * k,
+                500_000 + 20 * k,
+                1_789_000 + 1789 * k,
+                28_700_000 + 58_163 * k,
+                9_980_000 + 178_900 * k,
+                9_990_000 + 10_000 * k,
+                34_000_000 + 200_000 * k
+            )
+        };
+        let loop0 = "   7       0 loop0 0 0 0 0 0 0 0 0 0 0 0\n";
         h.write(
             "/proc/diskstats",
-            format!(
-                "   8       0 sda 231000 70 18610000 500000 {} 50 {} {} {} {} {}\n   8       5 sda5 231000 70 18610000 500000 {} 50 {} {} 12 {} {}\n   7       0 loop0 0 0 0 0 0 0 0 0 0 0 0\n",
-                1_789_000 + 4 * 0 + 1789 * k, 28_700_000 + 58_163 * k, 9_980_000 + 178_900 * k, 12, 9_990_000 + 10_000 * k, 34_000_000 + 200_000 * k,
-                1_789_000 + 1789 * k, 28_700_000 + 58_163 * k, 9_980_000 + 178_900 * k, 9_990_000 + 10_000 * k, 34_000_000 + 200_000 * k,
-            )
-            .replace("sda 231000 70 18610000 500000", &format!("sda {} 70 {} {}", 231_000 + 4 * k, 18_610_000 + 32 * k, 500_000 + 20 * k)),
+            format!("{}{}{loop0}", line(8, 0, "sda"), line(8, 5, "sda5")),
         );
         for p in procs(later) {
             write_proc(&h, &p);
@@ -688,10 +696,7 @@ fn pids_that_exit_or_are_reused_between_samples_are_not_errors() {
 
     std::fs::remove_dir_all(h.path("/proc/501")).unwrap();
     // pid 500 now belongs to a new process (new start time, smaller counters).
-    h.write(
-        "/proc/500/stat",
-        pid_stat(500, "new", 'R', 1, 5, 5, 1, 9999),
-    );
+    h.write("/proc/500/stat", pid_stat(500, "new", 'R', 1, 5, 5, 9999));
     h.write("/proc/500/io", pid_io(4096, 0));
     write_proc(
         &h,
