@@ -295,6 +295,10 @@ mod tests {
             let _ = parse_stat(&s);
         }
         #[test]
+        fn wchan_never_panics(raw in proptest::collection::vec(proptest::num::u8::ANY, 0..200)) {
+            if let Some(w) = parse_wchan(&raw) { proptest::prop_assert!(w.chars().count() <= 64); }
+        }
+        #[test]
         fn cmdline_never_panics(raw in proptest::collection::vec(proptest::num::u8::ANY, 0..300), max in 0usize..300) {
             let out = parse_cmdline(&raw, max);
             proptest::prop_assert!(out.len() <= max);

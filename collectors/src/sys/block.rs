@@ -16,7 +16,7 @@ pub enum DeviceKind {
 
 /// Classifies a device by name alone (used when `/sys` is not available).
 pub fn kind_by_name(name: &str) -> DeviceKind {
-    if ["loop", "ram", "zram", "fd", "nbd"]
+    if ["loop", "ram", "zram", "fd"]
         .iter()
         .any(|p| name.starts_with(p) && name[p.len()..].chars().all(|c| c.is_ascii_digit()))
     {
@@ -26,7 +26,7 @@ pub fn kind_by_name(name: &str) -> DeviceKind {
         return DeviceKind::Disk;
     }
     // nvme0n1p2, mmcblk0p1, nbd0p1: `p<digits>` after a digit is a partition.
-    if name.starts_with("nvme") || name.starts_with("mmcblk") {
+    if name.starts_with("nvme") || name.starts_with("mmcblk") || name.starts_with("nbd") {
         if let Some(idx) = name.rfind('p') {
             let (head, tail) = name.split_at(idx);
             let digits = &tail[1..];
@@ -107,6 +107,8 @@ mod tests {
             ("ram0", Virtual),
             ("zram0", Virtual),
             ("sr0", Disk),
+            ("nbd0", Disk),
+            ("nbd0p1", Partition),
         ] {
             assert_eq!(kind_by_name(n), k, "{n}");
         }
@@ -125,5 +127,12 @@ mod tests {
         assert_eq!(kind(&h, "sdc9"), DeviceKind::Partition);
         assert_eq!(dm_name(&h, "dm-1").as_deref(), Some("vg0-data"));
         assert_eq!(dm_name(&h, "sda"), None);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn classifying_never_panics(s in ".*") {
+            let _ = kind_by_name(&s);
+        }
     }
 }
