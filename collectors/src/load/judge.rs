@@ -514,7 +514,8 @@ fn iowait(obs: &Observation, cfg: &LoadConfig) -> Option<Finding> {
         .per_cpu
         .iter()
         .map(|(n, p)| (*n, p.iowait))
-        .max_by(|a, b| a.1.total_cmp(&b.1))
+        // The highest share; among equals the lowest CPU number, as `top` lists them.
+        .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
         .unwrap_or((0, wa));
     let hot: Vec<String> = obs
         .per_cpu
@@ -642,7 +643,7 @@ fn host_processes(
                     c.describe_en(), if what == "io" { "IO" } else { "CPU" }
                 ),
                 format!(
-                    "节点负载高时，{} 是 {} 消耗最多的进程之一（{fig_zh}）；它直接运行在宿主机上，调度器既看不到也无法限制它。",
+                    "节点负载高时，{}是 {} 消耗最多的进程之一（{fig_zh}）；它直接运行在宿主机上，调度器既看不到也无法限制它。",
                     c.describe_zh(), if what == "io" { "IO" } else { "CPU" }
                 ),
             ),

@@ -78,11 +78,7 @@ fn write_proc(h: &FakeHost, p: &Proc) {
     h.write(&format!("{dir}/cgroup"), p.cgroup);
     h.write(
         &format!("{dir}/wchan"),
-        if p.state == 'D' {
-            "nfs_wait_bit_killable"
-        } else {
-            "0"
-        },
+        if p.state == 'D' { "io_schedule" } else { "0" },
     );
 }
 
@@ -310,7 +306,7 @@ fn handbook_atop_example_is_io_bound_on_sda_with_mysqld_on_the_host() {
     assert_eq!(num(f, "top_io_write_bytes_per_second"), 137625.6);
     assert_eq!(text(f, "top_io_outside_kubernetes"), "mysqld,nginx");
     assert!(text(f, "top_io_processes").contains("flush-8:0 (pid 1930, kernel thread)"));
-    assert!(text(f, "blocked_tasks").contains("jbd2/sda5-8(880)"));
+    assert_eq!(text(f, "blocked_tasks"), "jbd2/sda5-8(880) in io_schedule");
     assert!(
         f.summary.en.contains("Disk sda was busy 100%"),
         "{}",
@@ -351,6 +347,7 @@ fn handbook_atop_example_is_io_bound_on_sda_with_mysqld_on_the_host() {
     assert_eq!(wa[0].severity, Severity::Info);
     assert_eq!(num(wa[0], "iowait_percent"), 7.9);
     assert_eq!(num(wa[0], "max_cpu_iowait_percent"), 17.9);
+    assert_eq!(num(wa[0], "max_iowait_cpu"), 0.0);
     assert_eq!(
         text(wa[0], "cpus_above_warning"),
         "cpu0 17.9%, cpu1 17.9%, cpu12 15.5%, cpu13 15.5%"
@@ -769,6 +766,7 @@ fn blocked_tasks_on_slow_storage_are_io_bound_without_a_busy_disk() {
                     cgroup: "0::/system.slice/backup.service\n",
                 },
             );
+            h.write(&format!("/proc/{pid}/wchan"), "nfs_wait_bit_killable");
         }
     };
     let mut c = LoadCollector::new(h.host(), LoadConfig::default());
