@@ -112,6 +112,7 @@ pub struct LoadCollector {
     pods: PodDirectory,
     last: Option<Observation>,
     active: HashSet<(String, String)>,
+    last_status: Status,
 }
 
 impl LoadCollector {
@@ -126,6 +127,7 @@ impl LoadCollector {
             pods,
             last: None,
             active: HashSet::new(),
+            last_status: Status::Ok,
         }
     }
 
@@ -159,6 +161,33 @@ impl Collector for LoadCollector {
     }
 
     fn collect(&mut self, ctx: &CollectContext) -> Collection {
+        let out = self.collect_inner(ctx);
+        if out.status.as_str() != "ok" && out.status.as_str() != "degraded" {
+            self.note_status(&out.status);
+        }
+        out
+    }
+}
+
+impl LoadCollector {
+    /// Logs a change of status kind (ok, degraded, unavailable), not every run.
+    fn note_status(&mut self, status: &Status) {
+        if status.as_str() != self.last_status.as_str() {
+            match status.message() {
+                Some(reason) => {
+                    tracing::warn!(collector = "load", status = status.as_str(), reason = %reason, "load collector status changed")
+                }
+                None => tracing::info!(
+                    collector = "load",
+                    status = status.as_str(),
+                    "load collector status changed"
+                ),
+            }
+        }
+        self.last_status = status.clone();
+    }
+
+    fn collect_inner(&mut self, ctx: &CollectContext) -> Collection {
         let mut degraded: Vec<String> = Vec::new();
         let stat = match stat::read(&self.host.proc_file("stat")) {
             Ok(s) => s,
@@ -277,6 +306,7 @@ impl Collector for LoadCollector {
         if !degraded.is_empty() {
             out.status = Status::Degraded(degraded.join("; "));
         }
+        self.note_status(&out.status);
         out
     }
 }
