@@ -162,9 +162,7 @@ impl Collector for LoadCollector {
 
     fn collect(&mut self, ctx: &CollectContext) -> Collection {
         let out = self.collect_inner(ctx);
-        if out.status.as_str() != "ok" && out.status.as_str() != "degraded" {
-            self.note_status(&out.status);
-        }
+        self.note_status(&out.status);
         out
     }
 }
@@ -306,7 +304,6 @@ impl LoadCollector {
         if !degraded.is_empty() {
             out.status = Status::Degraded(degraded.join("; "));
         }
-        self.note_status(&out.status);
         out
     }
 }
