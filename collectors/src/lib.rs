@@ -15,10 +15,13 @@ pub mod finding;
 pub mod host;
 pub mod iptables;
 pub mod kmsg;
+pub mod load;
 pub mod memory;
 pub mod metric;
+pub mod pods;
 pub mod proc;
 pub mod runtime;
+pub mod sys;
 
 pub use collector::{CollectContext, Collection, Collector, Status};
 pub use error::ReadError;

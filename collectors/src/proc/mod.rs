@@ -3,6 +3,8 @@
 
 pub mod buddyinfo;
 pub mod cgroup;
+pub mod diskstats;
+pub mod loadavg;
 pub mod locks;
 pub mod meminfo;
 pub mod mountinfo;
@@ -10,6 +12,9 @@ pub mod net_udp;
 pub mod nf_conntrack_stat;
 pub mod ns;
 pub mod pid;
+pub mod pid_io;
+pub mod pressure;
 pub mod snmp;
+pub mod stat;
 pub mod uptime;
 pub mod vmstat;

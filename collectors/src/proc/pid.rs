@@ -24,6 +24,41 @@ fn read_pid_file(host: &HostPaths, pid: u32, name: &str) -> Option<Vec<u8>> {
     std::fs::read(host.proc_pid(pid).join(name)).ok()
 }
 
+/// Reads a small procfs file into `buf` (cleared first) with plain `read` calls: no size probe
+/// (`statx`, `lseek`) as `std::fs::read` does, which halves the syscalls of a pass over every
+/// pid. A procfs record file (`stat`, `io`, `status`) is generated whole on the first `read`
+/// when the buffer is large enough, so a short read ends the loop without a read at EOF.
+pub fn read_proc_file(path: &Path, buf: &mut Vec<u8>) -> std::io::Result<()> {
+    use std::io::Read;
+    const CHUNK: usize = 4096;
+    buf.clear();
+    let mut f = std::fs::File::open(path)?;
+    loop {
+        let start = buf.len();
+        buf.resize(start + CHUNK, 0);
+        let n = loop {
+            match f.read(&mut buf[start..]) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    buf.truncate(start);
+                    return Err(e);
+                }
+            }
+        };
+        buf.truncate(start + n);
+        if n < CHUNK || buf.len() >= 1 << 20 {
+            return Ok(());
+        }
+    }
+}
+
+/// Like [`stat`], reusing `buf` for the file's bytes.
+pub fn stat_with(host: &HostPaths, pid: u32, buf: &mut Vec<u8>) -> Option<PidStat> {
+    read_proc_file(&host.proc_pid(pid).join("stat"), buf).ok()?;
+    parse_stat(std::str::from_utf8(buf).ok()?).ok()
+}
+
 /// `<root>/proc/<pid>/comm` without the trailing newline.
 pub fn comm(host: &HostPaths, pid: u32) -> Option<String> {
     let raw = read_pid_file(host, pid, "comm")?;
@@ -127,6 +162,57 @@ pub fn stat(host: &HostPaths, pid: u32) -> Option<PidStat> {
     parse_stat(&String::from_utf8_lossy(&raw)).ok()
 }
 
+/// `<root>/proc/<pid>/wchan`: the kernel function a sleeping task waits in. `None` when the
+/// pid vanished, the file is unreadable, or the kernel hides it (it prints `0`).
+pub fn wchan(host: &HostPaths, pid: u32) -> Option<String> {
+    let raw = read_pid_file(host, pid, "wchan")?;
+    parse_wchan(&raw)
+}
+
+/// The text of a `wchan` file, or `None` for the kernel's "nothing to show" (`0`, empty).
+pub fn parse_wchan(raw: &[u8]) -> Option<String> {
+    let s = String::from_utf8_lossy(raw);
+    let s = s.trim();
+    (!s.is_empty() && s != "0").then(|| s.chars().take(64).collect())
+}
+
+/// Lists the thread ids of a process (`<root>/proc/<pid>/task`); empty when the pid vanished.
+pub fn list_tasks(host: &HostPaths, pid: u32) -> Vec<u32> {
+    let Ok(rd) = std::fs::read_dir(host.proc_pid(pid).join("task")) else {
+        return Vec::new();
+    };
+    let mut tids: Vec<u32> = rd
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()))
+        .collect();
+    tids.sort_unstable();
+    tids
+}
+
+/// `<root>/proc/<pid>/task/<tid>/stat`; `None` when the thread vanished or the text is bad.
+pub fn task_stat(host: &HostPaths, pid: u32, tid: u32) -> Option<PidStat> {
+    let raw = std::fs::read(
+        host.proc_pid(pid)
+            .join("task")
+            .join(tid.to_string())
+            .join("stat"),
+    )
+    .ok()?;
+    parse_stat(&String::from_utf8_lossy(&raw)).ok()
+}
+
+/// `<root>/proc/<pid>/task/<tid>/wchan`.
+pub fn task_wchan(host: &HostPaths, pid: u32, tid: u32) -> Option<String> {
+    let raw = std::fs::read(
+        host.proc_pid(pid)
+            .join("task")
+            .join(tid.to_string())
+            .join("wchan"),
+    )
+    .ok()?;
+    parse_wchan(&raw)
+}
+
 /// True when `path` names an existing pid directory.
 pub fn exists(path: &Path) -> bool {
     path.is_dir()
@@ -176,10 +262,41 @@ mod tests {
         assert_eq!(split_args(raw).len(), 3);
     }
 
+    #[test]
+    fn wchan_hides_zero() {
+        // Linux 6.18 prints `0` for a task that is not sleeping (or when hidden).
+        assert_eq!(parse_wchan(b"0"), None);
+        assert_eq!(parse_wchan(b""), None);
+        // Linux 4.14, mysqld waiting for a journal commit.
+        assert_eq!(
+            parse_wchan(b"jbd2_log_wait_commit").as_deref(),
+            Some("jbd2_log_wait_commit")
+        );
+    }
+
+    #[test]
+    fn read_proc_file_reads_whole_files() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("big");
+        let text: String = (0..3000).map(|i| format!("{i}\n")).collect();
+        std::fs::write(&p, &text).unwrap();
+        let mut buf = b"stale".to_vec();
+        read_proc_file(&p, &mut buf).unwrap();
+        assert_eq!(buf, text.as_bytes());
+        std::fs::write(&p, STAT_MYSQLD).unwrap();
+        read_proc_file(&p, &mut buf).unwrap();
+        assert_eq!(buf, STAT_MYSQLD.as_bytes());
+        assert!(read_proc_file(&t.path().join("gone"), &mut buf).is_err());
+    }
+
     proptest::proptest! {
         #[test]
         fn stat_never_panics(s in ".*") {
             let _ = parse_stat(&s);
+        }
+        #[test]
+        fn wchan_never_panics(raw in proptest::collection::vec(proptest::num::u8::ANY, 0..200)) {
+            if let Some(w) = parse_wchan(&raw) { proptest::prop_assert!(w.chars().count() <= 64); }
         }
         #[test]
         fn cmdline_never_panics(raw in proptest::collection::vec(proptest::num::u8::ANY, 0..300), max in 0usize..300) {

@@ -7,5 +7,6 @@ mod disk;
 mod explain;
 mod iptables;
 mod kmsg;
+mod load;
 mod memory;
 mod support;

@@ -1,0 +1,119 @@
+//! Bench of the `load` collector on the real host (run as root for /proc/<pid>/io):
+//! - CPU time of one collection with 2,000 extra processes (spawned `sleep`s);
+//! - resident memory over 1,000 collections with process churn (20 sleepers replaced per cycle).
+//!
+//! `cargo bench -p collectors --bench load`
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use collectors::load::{LoadCollector, LoadConfig};
+use collectors::{CollectContext, Collector, HostPaths};
+use nix::sys::resource::{getrusage, UsageWho};
+
+fn cpu_seconds() -> f64 {
+    let u = getrusage(UsageWho::RUSAGE_SELF).expect("getrusage");
+    let t = |tv: nix::sys::time::TimeVal| tv.tv_sec() as f64 + tv.tv_usec() as f64 / 1e6;
+    t(u.user_time()) + t(u.system_time())
+}
+
+fn rss_kib() -> u64 {
+    // Our own status: the bench measures itself, so /proc/self is the right file here.
+    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+fn sleeper() -> Child {
+    Command::new("sleep")
+        .arg("600")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn sleep")
+}
+
+fn kill_all(children: &mut Vec<Child>) {
+    for c in children.iter_mut() {
+        let _ = c.kill();
+    }
+    for c in children.iter_mut() {
+        let _ = c.wait();
+    }
+    children.clear();
+}
+
+fn main() {
+    let ctx = CollectContext {
+        node_name: "bench".into(),
+    };
+    let root = nix::unistd::Uid::effective().is_root();
+    println!("load bench (root: {root})");
+    let mut kids: Vec<Child> = (0..2000).map(|_| sleeper()).collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let pids = std::fs::read_dir("/proc")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+                .count()
+        })
+        .unwrap_or(0);
+    println!("processes on the host: {pids}");
+
+    let mut c = LoadCollector::new(HostPaths::new("/"), LoadConfig::default());
+    let t0 = cpu_seconds();
+    c.collect(&ctx);
+    let first_ms = (cpu_seconds() - t0) * 1000.0;
+    let mut runs = Vec::new();
+    for _ in 0..10 {
+        std::thread::sleep(Duration::from_millis(100));
+        let t = cpu_seconds();
+        let out = c.collect(&ctx);
+        runs.push((cpu_seconds() - t) * 1000.0);
+        assert!(!out.metrics.is_empty());
+    }
+    runs.sort_by(|a, b| a.total_cmp(b));
+    println!(
+        "one collection CPU time (user+sys): first {first_ms:.2} ms; next 10: min {:.2} ms, median {:.2} ms, max {:.2} ms",
+        runs[0],
+        runs[runs.len() / 2],
+        runs[runs.len() - 1]
+    );
+
+    // Memory with churn: replace 20 sleepers before every collection.
+    let cycles: usize = std::env::var("LOAD_BENCH_CYCLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    let mut rss = Vec::new();
+    let mut collect_cpu = 0.0;
+    let mut worst: f64 = 0.0;
+    for i in 0..cycles {
+        let mut gone: Vec<Child> = kids.drain(..20).collect();
+        kill_all(&mut gone);
+        kids.extend((0..20).map(|_| sleeper()));
+        let t = cpu_seconds();
+        c.collect(&ctx);
+        let spent = cpu_seconds() - t;
+        collect_cpu += spent;
+        worst = worst.max(spent);
+        if [1, 10, 100, 250, 500, 750].contains(&(i + 1)) || i + 1 == cycles {
+            rss.push((i + 1, rss_kib(), c.tracked_processes()));
+        }
+    }
+    for (i, r, n) in &rss {
+        println!("after {i:>4} cycles: VmRSS {r} KiB, per-pid entries kept {n}");
+    }
+    if cycles > 0 {
+        println!(
+            "churn (20 processes replaced per cycle): collection CPU mean {:.2} ms, max {:.2} ms over {cycles} cycles",
+            collect_cpu * 1000.0 / cycles as f64,
+            worst * 1000.0
+        );
+    }
+    kill_all(&mut kids);
+}

@@ -1,0 +1,329 @@
+//! The `load` collector: load and iowait explained — busy disks, blocked tasks, and the
+//! processes behind them (handbook 节点高负载排障处理).
+//!
+//! Each run reads `/proc/loadavg`, `/proc/stat`, `/proc/diskstats`, `/proc/pressure/*`,
+//! `/sys/devices/system/cpu/online` and, for every process, `/proc/<pid>/stat` and
+//! `/proc/<pid>/io`; only the top consumers get their `/proc/<pid>/cgroup` (and `wchan`) read.
+//! Rates come from the previous run's sample; the first run reports levels only.
+//! Judging lives in [`judge`], on a typed [`Observation`] that tests build without files.
+
+pub mod judge;
+pub mod observation;
+pub mod processes;
+
+use std::collections::HashSet;
+use std::time::Instant;
+
+use crate::collector::{CollectContext, Collection, Collector, Status};
+use crate::host::HostPaths;
+use crate::pods::{PodDirectory, PodsConfig};
+use crate::proc::diskstats::{self, DiskStat};
+use crate::proc::loadavg;
+use crate::proc::pressure;
+use crate::proc::stat::{self, Stat};
+use crate::proc::uptime;
+use crate::sys::{block, cpu_online};
+
+pub use observation::{CpuPercent, Culprit, DiskRates, Observation, Origin, Pressures};
+use processes::ProcessTracker;
+
+/// Thresholds and limits of the `load` collector.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadConfig {
+    /// `load.high_load` warning when load1 ≥ this × online CPUs on the last two samples.
+    pub load_warning_per_cpu: f64,
+    /// `load.high_load` critical when load1 ≥ this × online CPUs on the last two samples.
+    pub load_critical_per_cpu: f64,
+    /// `load.iowait` info above this share of CPU time in iowait, sustained over two windows
+    /// (the handbook: `wa` normally 0%, steadily above 1% means storage cannot keep up).
+    pub iowait_info_percent: f64,
+    pub iowait_warning_percent: f64,
+    pub iowait_critical_percent: f64,
+    /// `load.io_bound` (at least warning) when a disk is busy ≥ this share of the window.
+    pub disk_busy_percent: f64,
+    /// `load.io_bound` without a saturated disk when `/proc/pressure/io` full avg10 ≥ this.
+    pub psi_io_full_percent: f64,
+    /// `load.io_bound` without a saturated disk when D-state tasks ≥ this × CPUs on two samples.
+    pub blocked_per_cpu: f64,
+    /// `load.cpu_bound` when user+nice+system+irq+softirq ≥ this share of all CPU time.
+    pub cpu_busy_percent: f64,
+    /// How many top IO and top CPU processes are named.
+    pub top_processes: usize,
+    /// At most this many D-state tasks are listed (and at most 16× this many threads read).
+    pub max_blocked_tasks: usize,
+    /// Host processes that are part of Kubernetes itself (not "outside Kubernetes").
+    pub infrastructure_processes: Vec<String>,
+    /// Where pod names come from.
+    pub pods: PodsConfig,
+}
+
+impl Default for LoadConfig {
+    fn default() -> Self {
+        LoadConfig {
+            load_warning_per_cpu: 2.0,
+            load_critical_per_cpu: 4.0,
+            iowait_info_percent: 1.0,
+            iowait_warning_percent: 10.0,
+            iowait_critical_percent: 30.0,
+            disk_busy_percent: 90.0,
+            psi_io_full_percent: 20.0,
+            blocked_per_cpu: 1.0,
+            cpu_busy_percent: 90.0,
+            top_processes: 5,
+            max_blocked_tasks: 20,
+            infrastructure_processes: [
+                "kubelet",
+                "containerd",
+                "containerd-shim",
+                "containerd-shim-runc-v2",
+                "dockerd",
+                "docker-proxy",
+                "cri-dockerd",
+                "crio",
+                "conmon",
+                "runc",
+                "node-doctor",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+            pods: PodsConfig::default(),
+        }
+    }
+}
+
+/// The system-wide part of one run's reading.
+#[derive(Debug, Clone)]
+struct SystemSample {
+    uptime_seconds: f64,
+    load1: f64,
+    stat: Stat,
+    disks: Vec<DiskStat>,
+    /// The previous window's overall iowait share.
+    iowait_percent: Option<f64>,
+}
+
+pub struct LoadCollector {
+    host: HostPaths,
+    config: LoadConfig,
+    started: Instant,
+    previous: Option<SystemSample>,
+    tracker: ProcessTracker,
+    pods: PodDirectory,
+    last: Option<Observation>,
+    active: HashSet<(String, String)>,
+    last_status: Status,
+}
+
+impl LoadCollector {
+    pub fn new(host: HostPaths, config: LoadConfig) -> Self {
+        let pods = PodDirectory::new(host.clone(), config.pods.clone());
+        LoadCollector {
+            host,
+            config,
+            started: Instant::now(),
+            previous: None,
+            tracker: ProcessTracker::default(),
+            pods,
+            last: None,
+            active: HashSet::new(),
+            last_status: Status::Ok,
+        }
+    }
+
+    /// The last window judged (None before the second run).
+    pub fn last_observation(&self) -> Option<&Observation> {
+        self.last.as_ref()
+    }
+
+    /// Number of processes whose previous counters are kept (bounded by live pids).
+    pub fn tracked_processes(&self) -> usize {
+        self.tracker.len()
+    }
+
+    fn log_transitions(&mut self, findings: &[crate::Finding]) {
+        let now: HashSet<(String, String)> = findings.iter().map(|f| f.key()).collect();
+        for f in findings {
+            if !self.active.contains(&f.key()) {
+                tracing::info!(id = %f.id, subject = %f.subject, severity = %f.severity, "load finding appeared");
+            }
+        }
+        for (id, subject) in self.active.difference(&now) {
+            tracing::info!(id = %id, subject = %subject, "load finding resolved");
+        }
+        self.active = now;
+    }
+}
+
+impl Collector for LoadCollector {
+    fn name(&self) -> &'static str {
+        "load"
+    }
+
+    fn collect(&mut self, ctx: &CollectContext) -> Collection {
+        let out = self.collect_inner(ctx);
+        self.note_status(&out.status);
+        out
+    }
+}
+
+impl LoadCollector {
+    /// Logs a change of status kind (ok, degraded, unavailable), not every run.
+    fn note_status(&mut self, status: &Status) {
+        if status.as_str() != self.last_status.as_str() {
+            match status.message() {
+                Some(reason) => {
+                    tracing::warn!(collector = "load", status = status.as_str(), reason = %reason, "load collector status changed")
+                }
+                None => tracing::info!(
+                    collector = "load",
+                    status = status.as_str(),
+                    "load collector status changed"
+                ),
+            }
+        }
+        self.last_status = status.clone();
+    }
+
+    fn collect_inner(&mut self, ctx: &CollectContext) -> Collection {
+        let mut degraded: Vec<String> = Vec::new();
+        let stat = match stat::read(&self.host.proc_file("stat")) {
+            Ok(s) => s,
+            Err(e) => {
+                return Collection::unavailable(format!(
+                    "{e}; is the host's /proc mounted under the host root?"
+                ))
+            }
+        };
+        let load = match loadavg::read(&self.host.proc_file("loadavg")) {
+            Ok(l) => l,
+            Err(e) => return Collection::unavailable(e.to_string()),
+        };
+        let uptime_seconds = match uptime::read(&self.host) {
+            Ok(u) => u.since_boot.as_secs_f64(),
+            Err(e) => {
+                degraded.push(format!("{e}; timing windows with the agent's clock"));
+                self.started.elapsed().as_secs_f64()
+            }
+        };
+        let cpus = match cpu_online::read(&self.host) {
+            Ok(v) if !v.is_empty() => v.len() as u32,
+            other => {
+                if let Err(e) = other {
+                    degraded.push(format!("{e}; counting cpuN lines of /proc/stat instead"));
+                }
+                stat.cpus.len().max(1) as u32
+            }
+        };
+        let disks = match diskstats::read(&self.host.proc_file("diskstats")) {
+            Ok(d) => d,
+            Err(e) => {
+                degraded.push(e.to_string());
+                Vec::new()
+            }
+        };
+        let mut pressures = Pressures::default();
+        for (res, slot) in [
+            ("cpu", &mut pressures.cpu),
+            ("io", &mut pressures.io),
+            ("memory", &mut pressures.memory),
+        ] {
+            match pressure::read(&self.host.proc_file("pressure").join(res)) {
+                Ok(p) => *slot = p,
+                Err(e) => degraded.push(e.to_string()),
+            }
+        }
+
+        let procs = self.tracker.sample(&self.host, uptime_seconds);
+        if procs.io_denied > 0 {
+            degraded.push(format!(
+                "/proc/<pid>/io of {} processes is unreadable: per-process IO needs root or CAP_SYS_PTRACE",
+                procs.io_denied
+            ));
+        }
+        if let Some(e) = &procs.list_error {
+            degraded.push(e.clone());
+        }
+
+        let mut out = Collection::new(Status::Ok);
+        out.metrics = judge::level_metrics(&load, cpus, &stat, &pressures);
+
+        if let Some(prev) = &self.previous {
+            let elapsed = uptime_seconds - prev.uptime_seconds;
+            if elapsed > 0.0 {
+                self.pods.refresh_if_stale(Instant::now());
+                let cpu = CpuPercent::between(&prev.stat.total, &stat.total).unwrap_or_default();
+                let per_cpu = stat
+                    .cpus
+                    .iter()
+                    .filter_map(|(n, now)| {
+                        let (_, before) = prev.stat.cpus.iter().find(|(m, _)| m == n)?;
+                        Some((*n, CpuPercent::between(before, now)?))
+                    })
+                    .collect();
+                let disk_rates = disk_windows(&self.host, &prev.disks, &disks, elapsed);
+                let culprits = processes::culprits(
+                    &self.host,
+                    &procs,
+                    elapsed,
+                    &self.config,
+                    &self.pods,
+                    stat.procs_blocked.unwrap_or(0),
+                );
+                let obs = Observation {
+                    elapsed_seconds: elapsed,
+                    cpus,
+                    load,
+                    previous_load1: Some(prev.load1),
+                    procs_running: stat.procs_running.unwrap_or(load.running),
+                    procs_blocked: stat.procs_blocked.unwrap_or(0),
+                    previous_procs_blocked: prev.stat.procs_blocked,
+                    cpu,
+                    previous_iowait_percent: prev.iowait_percent,
+                    per_cpu,
+                    disks: disk_rates,
+                    pressure: pressures,
+                    top_io: culprits.top_io,
+                    top_cpu: culprits.top_cpu,
+                    blocked: culprits.blocked,
+                };
+                out.findings = judge::judge(&obs, &self.config, &ctx.node_name);
+                out.metrics.extend(judge::window_metrics(&obs));
+                self.last = Some(obs);
+            }
+        }
+        let iowait_percent = self.last.as_ref().map(|o| o.cpu.iowait);
+        self.previous = Some(SystemSample {
+            uptime_seconds,
+            load1: load.load1,
+            stat,
+            disks,
+            iowait_percent,
+        });
+        self.log_transitions(&out.findings);
+        if !degraded.is_empty() {
+            out.status = Status::Degraded(degraded.join("; "));
+        }
+        out
+    }
+}
+
+/// Per-disk rates between two `/proc/diskstats` samples, whole disks only.
+fn disk_windows(
+    host: &HostPaths,
+    before: &[DiskStat],
+    now: &[DiskStat],
+    elapsed: f64,
+) -> Vec<DiskRates> {
+    now.iter()
+        .filter(|d| block::kind(host, &d.name) == block::DeviceKind::Disk)
+        .filter_map(|d| {
+            let b = before
+                .iter()
+                .find(|b| b.name == d.name && b.major == d.major && b.minor == d.minor)?;
+            let mut r = DiskRates::between(b, d, elapsed)?;
+            r.dm_name = block::dm_name(host, &d.name);
+            Some(r)
+        })
+        .collect()
+}

@@ -1,0 +1,363 @@
+//! Pod UID -> namespace/name (and container id -> container name) from the metadata the kubelet
+//! and the container runtime leave on the node's disk. Best effort, cached, bounded: no API
+//! server, no CRI socket.
+//!
+//! Sources:
+//! - `/var/log/pods/<namespace>_<pod>_<uid>/` (kubelet, every CRI runtime since 1.14);
+//! - `/var/log/containers/<pod>_<namespace>_<container>-<container id>.log` (kubelet symlinks);
+//! - `<docker data-root>/containers/<id>/config.v2.json` labels `io.kubernetes.pod.uid`,
+//!   `io.kubernetes.pod.namespace`, `io.kubernetes.pod.name`, `io.kubernetes.container.name`
+//!   (dockershim and cri-dockerd nodes).
+//!
+//! Namespaces and pod names are DNS labels/subdomains: they never contain `_`, which makes the
+//! directory names unambiguous.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crate::host::HostPaths;
+
+/// Where to look and how much to keep.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PodsConfig {
+    /// The kubelet's pod log directory (host path).
+    pub pod_log_dir: PathBuf,
+    /// The kubelet's container log symlink directory (host path).
+    pub container_log_dir: PathBuf,
+    /// Docker data roots (host paths) whose `containers/*/config.v2.json` are read.
+    pub docker_roots: Vec<PathBuf>,
+    /// Re-read the directories at most this often.
+    pub refresh_interval: Duration,
+    /// At most this many pods and containers are kept (a node runs at most a few hundred).
+    pub max_entries: usize,
+    /// `config.v2.json` files larger than this are not parsed.
+    pub max_config_bytes: u64,
+}
+
+impl Default for PodsConfig {
+    fn default() -> Self {
+        PodsConfig {
+            pod_log_dir: PathBuf::from("/var/log/pods"),
+            container_log_dir: PathBuf::from("/var/log/containers"),
+            docker_roots: vec![PathBuf::from("/var/lib/docker")],
+            refresh_interval: Duration::from_secs(60),
+            max_entries: 4096,
+            max_config_bytes: 1 << 20,
+        }
+    }
+}
+
+/// A pod as its on-disk metadata names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodMeta {
+    pub namespace: String,
+    pub name: String,
+    pub uid: String,
+}
+
+/// A container as its on-disk metadata names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerMeta {
+    pub namespace: String,
+    pub pod: String,
+    pub container: String,
+    pub pod_uid: Option<String>,
+}
+
+/// Parses a `/var/log/pods` directory name `<namespace>_<pod>_<uid>`.
+pub fn parse_pod_log_dir(name: &str) -> Option<PodMeta> {
+    let mut it = name.split('_');
+    let (ns, pod, uid) = (it.next()?, it.next()?, it.next()?);
+    if it.next().is_some() || ns.is_empty() || pod.is_empty() || !valid_uid(uid) {
+        return None;
+    }
+    Some(PodMeta {
+        namespace: ns.to_string(),
+        name: pod.to_string(),
+        uid: uid.to_string(),
+    })
+}
+
+/// Parses a `/var/log/containers` file name `<pod>_<namespace>_<container>-<id>.log` into the
+/// container id and its metadata.
+pub fn parse_container_log_name(name: &str) -> Option<(String, ContainerMeta)> {
+    let stem = name.strip_suffix(".log")?;
+    let mut it = stem.split('_');
+    let (pod, ns, rest) = (it.next()?, it.next()?, it.next()?);
+    if it.next().is_some() || pod.is_empty() || ns.is_empty() {
+        return None;
+    }
+    let (container, id) = rest.rsplit_once('-')?;
+    if container.is_empty() || id.len() < 12 || !id.chars().all(|c| c.is_ascii_hexdigit()) {
+        return None;
+    }
+    Some((
+        id.to_string(),
+        ContainerMeta {
+            namespace: ns.to_string(),
+            pod: pod.to_string(),
+            container: container.to_string(),
+            pod_uid: None,
+        },
+    ))
+}
+
+/// Parses a docker `config.v2.json` into the Kubernetes labels it carries; `None` for a
+/// container not started by the kubelet or unparsable JSON.
+pub fn parse_docker_config(json: &str) -> Option<ContainerMeta> {
+    let v: serde_json::Value = serde_json::from_str(json).ok()?;
+    let labels = v.get("Config")?.get("Labels")?;
+    let label = |k: &str| labels.get(k).and_then(|x| x.as_str()).map(str::to_string);
+    Some(ContainerMeta {
+        namespace: label("io.kubernetes.pod.namespace")?,
+        pod: label("io.kubernetes.pod.name")?,
+        // The sandbox ("pause") container has no container name label.
+        container: label("io.kubernetes.container.name").unwrap_or_else(|| "POD".to_string()),
+        pod_uid: label("io.kubernetes.pod.uid").filter(|u| valid_uid(u)),
+    })
+}
+
+fn valid_uid(uid: &str) -> bool {
+    !uid.is_empty() && uid.len() <= 64 && uid.chars().all(|c| c.is_ascii_hexdigit() || c == '-')
+}
+
+/// The cached directory of pods and containers on this node.
+#[derive(Debug)]
+pub struct PodDirectory {
+    host: HostPaths,
+    config: PodsConfig,
+    pods: HashMap<String, PodMeta>,
+    containers: HashMap<String, ContainerMeta>,
+    /// Docker container ids already parsed (with their result), pruned to existing dirs.
+    docker_parsed: HashMap<String, Option<ContainerMeta>>,
+    last_refresh: Option<Instant>,
+}
+
+impl PodDirectory {
+    pub fn new(host: HostPaths, config: PodsConfig) -> Self {
+        PodDirectory {
+            host,
+            config,
+            pods: HashMap::new(),
+            containers: HashMap::new(),
+            docker_parsed: HashMap::new(),
+            last_refresh: None,
+        }
+    }
+
+    /// Refreshes when never refreshed or older than the refresh interval. Returns whether it did.
+    pub fn refresh_if_stale(&mut self, now: Instant) -> bool {
+        let stale = match self.last_refresh {
+            None => true,
+            Some(t) => now.saturating_duration_since(t) >= self.config.refresh_interval,
+        };
+        if stale {
+            self.refresh();
+            self.last_refresh = Some(now);
+        }
+        stale
+    }
+
+    /// Re-reads every source now.
+    pub fn refresh(&mut self) {
+        let max = self.config.max_entries;
+        let mut pods: HashMap<String, PodMeta> = HashMap::new();
+        let mut containers: HashMap<String, ContainerMeta> = HashMap::new();
+
+        for name in dir_names(&self.host.resolve(&self.config.pod_log_dir), max) {
+            if let Some(p) = parse_pod_log_dir(&name) {
+                pods.insert(p.uid.clone(), p);
+            }
+        }
+        for name in dir_names(&self.host.resolve(&self.config.container_log_dir), max) {
+            if let Some((id, c)) = parse_container_log_name(&name) {
+                containers.insert(id, c);
+            }
+        }
+
+        let mut present: HashSet<String> = HashSet::new();
+        for root in &self.config.docker_roots {
+            let dir = self.host.resolve(root).join("containers");
+            for id in dir_names(&dir, max) {
+                if present.len() >= max {
+                    break;
+                }
+                if !self.docker_parsed.contains_key(&id) {
+                    let meta = read_small(
+                        &dir.join(&id).join("config.v2.json"),
+                        self.config.max_config_bytes,
+                    )
+                    .and_then(|t| parse_docker_config(&t));
+                    self.docker_parsed.insert(id.clone(), meta);
+                }
+                present.insert(id);
+            }
+        }
+        self.docker_parsed.retain(|id, _| present.contains(id));
+        for (id, meta) in &self.docker_parsed {
+            let Some(m) = meta else { continue };
+            if let Some(uid) = &m.pod_uid {
+                if pods.len() < max {
+                    pods.entry(uid.clone()).or_insert_with(|| PodMeta {
+                        namespace: m.namespace.clone(),
+                        name: m.pod.clone(),
+                        uid: uid.clone(),
+                    });
+                }
+            }
+            if containers.len() < max {
+                containers.insert(id.clone(), m.clone());
+            }
+        }
+        // Fill in pod UIDs of containers known only by their log symlink.
+        let by_name: HashMap<(String, String), String> = pods
+            .values()
+            .map(|p| ((p.namespace.clone(), p.name.clone()), p.uid.clone()))
+            .collect();
+        for c in containers.values_mut() {
+            if c.pod_uid.is_none() {
+                c.pod_uid = by_name.get(&(c.namespace.clone(), c.pod.clone())).cloned();
+            }
+        }
+        if pods.len() != self.pods.len() || containers.len() != self.containers.len() {
+            tracing::debug!(
+                pods = pods.len(),
+                containers = containers.len(),
+                "pod directory refreshed"
+            );
+        }
+        self.pods = pods;
+        self.containers = containers;
+    }
+
+    /// The pod with this UID, when the node's metadata names it.
+    pub fn pod(&self, uid: &str) -> Option<&PodMeta> {
+        self.pods.get(uid)
+    }
+
+    /// The container with this id (full 64-hex id, or a unique prefix of at least 12).
+    pub fn container(&self, id: &str) -> Option<&ContainerMeta> {
+        if let Some(c) = self.containers.get(id) {
+            return Some(c);
+        }
+        if id.len() < 12 {
+            return None;
+        }
+        let mut found = self
+            .containers
+            .iter()
+            .filter(|(k, _)| k.starts_with(id) || id.starts_with(k.as_str()));
+        match (found.next(), found.next()) {
+            (Some((_, c)), None) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// Number of pods and containers known.
+    pub fn len(&self) -> (usize, usize) {
+        (self.pods.len(), self.containers.len())
+    }
+}
+
+/// Up to `max` entry names of a directory; empty when it does not exist.
+fn dir_names(dir: &std::path::Path, max: usize) -> Vec<String> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    rd.filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        .take(max)
+        .collect()
+}
+
+fn read_small(path: &std::path::Path, max: u64) -> Option<String> {
+    let md = std::fs::metadata(path).ok()?;
+    if md.len() > max {
+        return None;
+    }
+    std::fs::read_to_string(path).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const UID: &str = "8f2a1c4e-3b7d-4e8f-9a0b-1c2d3e4f5a6b";
+    const CID: &str = "3f4e5d6c7b8a99887766554433221100ffeeddccbbaa00112233445566778899";
+
+    #[test]
+    fn parses_pod_log_dirs() {
+        let p = parse_pod_log_dir(&format!("kube-system_coredns-5d78c9869d-x2x4b_{UID}")).unwrap();
+        assert_eq!(
+            (p.namespace.as_str(), p.name.as_str(), p.uid.as_str()),
+            ("kube-system", "coredns-5d78c9869d-x2x4b", UID)
+        );
+        assert!(parse_pod_log_dir("a_b").is_none());
+        assert!(parse_pod_log_dir("a_b_c_d").is_none());
+        assert!(parse_pod_log_dir("a_b_not-a-uid!").is_none());
+    }
+
+    #[test]
+    fn parses_container_log_names() {
+        let (id, c) = parse_container_log_name(&format!("web-7c9d_shop_nginx-{CID}.log")).unwrap();
+        assert_eq!(id, CID);
+        assert_eq!(
+            (c.pod.as_str(), c.namespace.as_str(), c.container.as_str()),
+            ("web-7c9d", "shop", "nginx")
+        );
+        // Container names may contain dashes; the id is after the last one.
+        let (_, c) = parse_container_log_name(&format!("p_ns_side-car-{CID}.log")).unwrap();
+        assert_eq!(c.container, "side-car");
+        assert!(parse_container_log_name("p_ns_c-xyz.log").is_none());
+        assert!(parse_container_log_name("p_ns_c.txt").is_none());
+    }
+
+    #[test]
+    fn parses_docker_config_labels() {
+        // Trimmed from a dockershim node (Docker 19.03, Kubernetes 1.18).
+        let json = format!(
+            r#"{{"ID":"{CID}","Config":{{"Hostname":"web","Labels":{{"annotation.io.kubernetes.container.hash":"3e8a","io.kubernetes.container.name":"nginx","io.kubernetes.docker.type":"container","io.kubernetes.pod.name":"web-7c9d","io.kubernetes.pod.namespace":"shop","io.kubernetes.pod.uid":"{UID}"}}}},"State":{{"Running":true}}}}"#
+        );
+        let c = parse_docker_config(&json).unwrap();
+        assert_eq!(c.container, "nginx");
+        assert_eq!(c.pod_uid.as_deref(), Some(UID));
+        assert!(parse_docker_config(r#"{"Config":{"Labels":{}}}"#).is_none());
+        assert!(parse_docker_config("not json").is_none());
+    }
+
+    #[test]
+    fn directory_refreshes_and_prunes() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path();
+        std::fs::create_dir_all(root.join(format!("var/log/pods/shop_web-7c9d_{UID}"))).unwrap();
+        let cdir = root.join("var/lib/docker/containers").join(CID);
+        std::fs::create_dir_all(&cdir).unwrap();
+        std::fs::write(
+            cdir.join("config.v2.json"),
+            format!(r#"{{"Config":{{"Labels":{{"io.kubernetes.container.name":"nginx","io.kubernetes.pod.name":"web-7c9d","io.kubernetes.pod.namespace":"shop","io.kubernetes.pod.uid":"{UID}"}}}}}}"#),
+        )
+        .unwrap();
+        let mut d = PodDirectory::new(HostPaths::new(root), PodsConfig::default());
+        let t0 = Instant::now();
+        assert!(d.refresh_if_stale(t0));
+        assert_eq!(d.pod(UID).unwrap().name, "web-7c9d");
+        assert_eq!(d.container(&CID[..12]).unwrap().container, "nginx");
+        // Not stale yet: a removed container is still known until the next refresh.
+        std::fs::remove_dir_all(&cdir).unwrap();
+        assert!(!d.refresh_if_stale(t0 + Duration::from_secs(1)));
+        assert!(d.container(CID).is_some());
+        assert!(d.refresh_if_stale(t0 + Duration::from_secs(61)));
+        assert!(d.container(CID).is_none());
+        assert_eq!(d.len(), (1, 0));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn parsers_never_panic(s in ".*") {
+            let _ = parse_pod_log_dir(&s);
+            let _ = parse_container_log_name(&s);
+            let _ = parse_docker_config(&s);
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! `/proc/diskstats`: per block device IO counters (the source of `iostat -x` and atop's DSK).
+//!
+//! Line formats: 14 fields (up to 4.17), 18 (4.18+: discards), 20 (5.5+: flushes). Linux 2.6
+//! printed partitions with only 7 fields; those lines are skipped (partitions are not judged).
+//! Fields: major minor name, reads, reads merged, sectors read, ms reading, writes, writes
+//! merged, sectors written, ms writing, in flight, ms doing IO (io_ticks), weighted ms, then
+//! discards (4), then flushes (2). Sectors are 512 bytes whatever the device's block size.
+
+use std::path::Path;
+
+use crate::error::{read_to_string, ReadError};
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DiskStat {
+    pub major: u32,
+    pub minor: u32,
+    pub name: String,
+    pub reads: u64,
+    pub reads_merged: u64,
+    pub sectors_read: u64,
+    pub read_ms: u64,
+    pub writes: u64,
+    pub writes_merged: u64,
+    pub sectors_written: u64,
+    pub write_ms: u64,
+    pub in_flight: u64,
+    /// Milliseconds during which at least one request was in flight.
+    pub io_ticks_ms: u64,
+    /// Milliseconds of in-flight time summed over requests (queue size × time).
+    pub weighted_ms: u64,
+    /// Discard counters (4.18+): completed, ms spent.
+    pub discards: Option<u64>,
+    pub discard_ms: Option<u64>,
+    /// Flush counters (5.5+): completed, ms spent.
+    pub flushes: Option<u64>,
+    pub flush_ms: Option<u64>,
+}
+
+/// Parses one line; `Ok(None)` for the old 7-field partition lines.
+pub fn parse_line(line: &str) -> Result<Option<DiskStat>, String> {
+    let f: Vec<&str> = line.split_whitespace().collect();
+    if f.len() == 7 {
+        return Ok(None);
+    }
+    if f.len() < 14 {
+        return Err(format!("{} fields, need 14, 18 or 20", f.len()));
+    }
+    let n = |i: usize| -> Result<u64, String> {
+        f[i].parse::<u64>()
+            .map_err(|e| format!("field {} ({:?}): {e}", i + 1, f[i]))
+    };
+    let opt = |i: usize| -> Result<Option<u64>, String> {
+        if i < f.len() {
+            n(i).map(Some)
+        } else {
+            Ok(None)
+        }
+    };
+    let small = |i: usize| -> Result<u32, String> {
+        u32::try_from(n(i)?).map_err(|e| format!("field {}: {e}", i + 1))
+    };
+    Ok(Some(DiskStat {
+        major: small(0)?,
+        minor: small(1)?,
+        name: f[2].to_string(),
+        reads: n(3)?,
+        reads_merged: n(4)?,
+        sectors_read: n(5)?,
+        read_ms: n(6)?,
+        writes: n(7)?,
+        writes_merged: n(8)?,
+        sectors_written: n(9)?,
+        write_ms: n(10)?,
+        in_flight: n(11)?,
+        io_ticks_ms: n(12)?,
+        weighted_ms: n(13)?,
+        discards: opt(14)?,
+        discard_ms: opt(17)?,
+        flushes: opt(18)?,
+        flush_ms: opt(19)?,
+    }))
+}
+
+/// Parses the whole file. A malformed line is an error naming the line.
+pub fn parse(text: &str) -> Result<Vec<DiskStat>, String> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        if let Some(d) = parse_line(line).map_err(|e| format!("line {}: {e}", i + 1))? {
+            out.push(d);
+        }
+    }
+    Ok(out)
+}
+
+pub fn read(path: &Path) -> Result<Vec<DiskStat>, ReadError> {
+    let text = read_to_string(path)?;
+    parse(&text).map_err(|m| ReadError::parse(path, m))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Linux 6.18 (20 fields), this project's CI VM.
+    const DS_618: &str = "   7       0 loop0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0
+ 254       0 vda 11369 5506 2657002 10591 4389 35587 12680472 59747 0 5860 70730 3692 130 44840 390 18 1
+ 253       0 zram0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0
+";
+    // Linux 4.19 (18 fields, discards but no flushes), a CVM node with a partition.
+    const DS_419: &str = " 253       0 vda 65536 1024 4194304 30000 120000 80000 9600000 600000 2 400000 630000 0 0 0 0
+ 253       1 vda1 65000 1020 4190000 29900 119000 79900 9590000 599000 2 399000 628900 0 0 0 0
+";
+    // Linux 3.10 (14 fields, CentOS 7), the handbook's era; sda busy with writes.
+    const DS_310: &str =
+        "   8       0 sda 231 70 18610 500 1789000 50 28700000 9980000 12 9990000 34000000
+   8       5 sda5 200 60 18000 450 1788000 50 28690000 9970000 12 9980000 33990000
+";
+    // Linux 2.6.18 partition line (7 fields).
+    const DS_2618_PART: &str = "   8    1 sda1 4 8 12 16\n";
+
+    #[test]
+    fn parses_20_fields() {
+        let v = parse(DS_618).unwrap();
+        assert_eq!(v.len(), 3);
+        let vda = &v[1];
+        assert_eq!((vda.major, vda.minor, vda.name.as_str()), (254, 0, "vda"));
+        assert_eq!(vda.reads, 11369);
+        assert_eq!(vda.sectors_written, 12680472);
+        assert_eq!(vda.io_ticks_ms, 5860);
+        assert_eq!(vda.weighted_ms, 70730);
+        assert_eq!(vda.discards, Some(3692));
+        assert_eq!(vda.discard_ms, Some(390));
+        assert_eq!(vda.flushes, Some(18));
+        assert_eq!(vda.flush_ms, Some(1));
+    }
+
+    #[test]
+    fn parses_18_and_14_fields() {
+        let v = parse(DS_419).unwrap();
+        assert_eq!(v[0].discards, Some(0));
+        assert_eq!(v[0].flushes, None);
+        assert_eq!(v[1].name, "vda1");
+        let old = parse(DS_310).unwrap();
+        assert_eq!(old[0].writes, 1789000);
+        assert_eq!(old[0].in_flight, 12);
+        assert_eq!(old[0].discards, None);
+        assert_eq!(parse(DS_2618_PART).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn bad_lines_are_errors() {
+        for bad in [
+            "8 0 sda 1 2 3",
+            "8 0 sda x 0 0 0 0 0 0 0 0 0 0",
+            "99999999999 0 sda 0 0 0 0 0 0 0 0 0 0 0",
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics(s in ".*") {
+            let _ = parse(&s);
+        }
+        #[test]
+        fn never_panics_on_fields(f in proptest::collection::vec("[0-9]{0,22}|sd[a-z]|-1", 0..24)) {
+            let _ = parse(&f.join(" "));
+        }
+    }
+}

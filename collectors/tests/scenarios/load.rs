@@ -1,0 +1,968 @@
+//! Scenario tests of the `load` collector: fake hosts staging the handbook's 节点高负载排障处理
+//! situations (two samples 10 s apart, timed by /proc/uptime), plus the real-kernel fio test.
+
+use collectors::finding::{Evidence, Severity};
+use collectors::load::{LoadCollector, LoadConfig, Origin};
+use collectors::{Collection, Collector, Finding, Status};
+
+use crate::support::{ctx, root_or_skip, FakeHost};
+
+const UID: &str = "8f2a1c4e-3b7d-4e8f-9a0b-1c2d3e4f5a6b";
+const CID: &str = "3f4e5d6c7b8a99887766554433221100ffeeddccbbaa00112233445566778899";
+
+/// CPU ticks in /proc/stat column order: user nice system idle iowait irq softirq steal.
+type Ticks = [u64; 8];
+
+fn stat_text(total: Ticks, cpus: &[Ticks], running: u64, blocked: u64) -> String {
+    let line = |name: &str, t: &Ticks| {
+        format!(
+            "{name} {} {} {} {} {} {} {} {} 0 0\n",
+            t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7]
+        )
+    };
+    let mut s = line("cpu ", &total);
+    for (i, c) in cpus.iter().enumerate() {
+        s.push_str(&line(&format!("cpu{i}"), c));
+    }
+    s.push_str(&format!(
+        "intr 0\nctxt 1000\nbtime 1700000000\nprocesses 5000\nprocs_running {running}\nprocs_blocked {blocked}\nsoftirq 0\n"
+    ));
+    s
+}
+
+fn add(a: Ticks, b: Ticks) -> Ticks {
+    let mut o = a;
+    for i in 0..8 {
+        o[i] += b[i];
+    }
+    o
+}
+
+/// A `/proc/<pid>/stat` line (fields 1–22 meaningful, the rest zero).
+fn pid_stat(
+    pid: u32,
+    comm: &str,
+    state: char,
+    ppid: u32,
+    utime: u64,
+    stime: u64,
+    start: u64,
+) -> String {
+    format!(
+        "{pid} ({comm}) {state} {ppid} {pid} {pid} 0 -1 4194560 100 0 0 0 {utime} {stime} 0 0 20 0 1 0 {start} 1000000 100 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n"
+    )
+}
+
+fn pid_io(read: u64, write: u64) -> String {
+    format!("rchar: {read}\nwchar: {write}\nsyscr: 1\nsyscw: 1\nread_bytes: {read}\nwrite_bytes: {write}\ncancelled_write_bytes: 0\n")
+}
+
+struct Proc<'a> {
+    pid: u32,
+    comm: &'a str,
+    state: char,
+    ppid: u32,
+    ticks: (u64, u64),
+    io: (u64, u64),
+    cgroup: &'a str,
+}
+
+fn write_proc(h: &FakeHost, p: &Proc) {
+    let dir = format!("/proc/{}", p.pid);
+    h.write(
+        &format!("{dir}/stat"),
+        pid_stat(p.pid, p.comm, p.state, p.ppid, p.ticks.0, p.ticks.1, 4321),
+    );
+    h.write(&format!("{dir}/io"), pid_io(p.io.0, p.io.1));
+    h.write(&format!("{dir}/comm"), format!("{}\n", p.comm));
+    h.write(&format!("{dir}/cgroup"), p.cgroup);
+    h.write(
+        &format!("{dir}/wchan"),
+        if p.state == 'D' { "io_schedule" } else { "0" },
+    );
+}
+
+fn only<'a>(c: &'a Collection, id: &str) -> Vec<&'a Finding> {
+    c.findings.iter().filter(|f| f.id == id).collect()
+}
+
+fn ev<'a>(f: &'a Finding, k: &str) -> &'a Evidence {
+    f.evidence
+        .get(k)
+        .unwrap_or_else(|| panic!("{} lacks evidence {k}: {:?}", f.id, f.evidence))
+}
+
+fn num(f: &Finding, k: &str) -> f64 {
+    ev(f, k)
+        .as_f64()
+        .unwrap_or_else(|| panic!("{k} not a number"))
+}
+
+fn text(f: &Finding, k: &str) -> String {
+    ev(f, k).to_string()
+}
+
+fn metric(c: &Collection, name: &str, label: Option<(&str, &str)>) -> Option<f64> {
+    c.metrics
+        .iter()
+        .find(|m| {
+            m.name == name
+                && label.is_none_or(|(k, v)| m.labels.iter().any(|(a, b)| a == k && b == v))
+        })
+        .map(|m| m.value)
+}
+
+/// The handbook's node: 24 CPUs, load 34.6, 7.9% wa (17.9% on cpu0/cpu1), sda busy 100% with
+/// 4 reads and 1789 writes in 10 s (atop's DSK line), mysqld (a database installed on the
+/// host, outside Kubernetes) the top writer.
+#[test]
+fn handbook_atop_example_is_io_bound_on_sda_with_mysqld_on_the_host() {
+    let h = FakeHost::new();
+    h.write("/sys/devices/system/cpu/online", "0-23\n");
+    // top's per-CPU lines of the handbook, ×10 = ticks over 10 s of one CPU.
+    let per_cpu_pct: [[u64; 8]; 4] = [
+        [295, 0, 37, 488, 179, 0, 1, 0], // cpu0/cpu1: 17.9% wa
+        [218, 0, 24, 602, 155, 0, 1, 0], // cpu12/13: ~15% wa
+        [240, 0, 28, 683, 49, 0, 0, 0],  // others: ~5% wa
+        [208, 0, 19, 744, 28, 0, 1, 0],
+    ];
+    let pick = |i: usize| match i {
+        0 | 1 => per_cpu_pct[0],
+        12 | 13 => per_cpu_pct[1],
+        2..=11 => per_cpu_pct[2],
+        _ => per_cpu_pct[3],
+    };
+    let base: Ticks = [5_000_000, 1000, 600_000, 20_000_000, 900_000, 0, 20_000, 0];
+    let cpus_a: Vec<Ticks> = (0..24)
+        .map(|_| [208_000, 40, 25_000, 833_000, 37_500, 0, 800, 0])
+        .collect();
+    let cpus_b: Vec<Ticks> = cpus_a
+        .iter()
+        .enumerate()
+        .map(|(i, c)| add(*c, pick(i)))
+        .collect();
+    // Overall over 10 s × 24 CPUs = 24000 ticks: 15.6 us, 1.7 sy, 74.7 id, 7.9 wa, 0.1 si.
+    let delta: Ticks = [3744, 0, 408, 17928, 1896, 0, 24, 0];
+
+    let mysqld_cg = "12:blkio:/system.slice/mysqld.service\n11:cpu,cpuacct:/system.slice/mysqld.service\n1:name=systemd:/system.slice/mysqld.service\n";
+    let nginx_cg = "1:name=systemd:/system.slice/nginx.service\n";
+    let procs = |later: bool| {
+        let k = u64::from(later);
+        vec![
+            Proc {
+                pid: 1,
+                comm: "systemd",
+                state: 'S',
+                ppid: 0,
+                ticks: (500, 300),
+                io: (10_000, 20_000),
+                cgroup: "1:name=systemd:/init.scope\n",
+            },
+            Proc {
+                pid: 9783,
+                comm: "mysqld",
+                state: 'S',
+                ppid: 1,
+                ticks: (981_254 + 1944 * k, 131_002 + 21 * k),
+                io: (7_618_420_736 + 4096 * k, 224_365_039_616 + 1_376_256 * k),
+                cgroup: mysqld_cg,
+            },
+            Proc {
+                pid: 1930,
+                comm: "flush-8:0",
+                state: 'S',
+                ppid: 2,
+                ticks: (0, 9000 + 3 * k),
+                io: (0, 50_000 + 217_088 * k),
+                cgroup: "",
+            },
+            Proc {
+                pid: 880,
+                comm: "jbd2/sda5-8",
+                state: 'D',
+                ppid: 2,
+                ticks: (0, 4000 + k),
+                io: (0, 0),
+                cgroup: "",
+            },
+            Proc {
+                pid: 5896,
+                comm: "nginx",
+                state: 'S',
+                ppid: 5890,
+                ticks: (2000 + 20 * k, 500 + 4 * k),
+                io: (100_000, 300_000 + 155_648 * k),
+                cgroup: nginx_cg,
+            },
+            Proc {
+                pid: 5596,
+                comm: "php-fpm",
+                state: 'S',
+                ppid: 5500,
+                ticks: (1000 + 62 * k, 200 + 10 * k),
+                io: (0, 0),
+                cgroup: "1:name=systemd:/system.slice/php-fpm.service\n",
+            },
+        ]
+    };
+    let stage = |later: bool| {
+        let k = u64::from(later);
+        h.write(
+            "/proc/uptime",
+            if later {
+                "86350.00 1900000.00\n"
+            } else {
+                "86340.00 1899800.00\n"
+            },
+        );
+        h.write(
+            "/proc/loadavg",
+            if later {
+                "33.00 35.29 35.59 2/679 31300\n"
+            } else {
+                "34.64 35.80 35.76 1/679 31245\n"
+            },
+        );
+        let (total, cpus) = if later {
+            (add(base, delta), &cpus_b)
+        } else {
+            (base, &cpus_a)
+        };
+        h.write("/proc/stat", stat_text(total, cpus, 1 + k, 28));
+        // 14-field lines, as Linux 3.10 prints them. sda: 4 reads, 1789 writes, 2.84 MiB/s
+        // written, busy the whole 10 s, avio 5.58 ms (10000 ms / 1793 IOs).
+        // Disk counters: reads, sectors read, ms reading, writes, sectors written, ms writing,
+        // in flight, io ticks ms, weighted ms.
+        let line = |maj: u32, min: u32, name: &str| {
+            format!(
+                "{maj:>4} {min:>7} {name} {} 70 {} {} {} 50 {} {} 12 {} {}\n",
+                231_000 + 4 * k,
+                18_610_000 + 32 * k,
+                500_000 + 20 * k,
+                1_789_000 + 1789 * k,
+                28_700_000 + 58_163 * k,
+                9_980_000 + 178_900 * k,
+                9_990_000 + 10_000 * k,
+                34_000_000 + 200_000 * k
+            )
+        };
+        let loop0 = "   7       0 loop0 0 0 0 0 0 0 0 0 0 0 0\n";
+        h.write(
+            "/proc/diskstats",
+            format!("{}{}{loop0}", line(8, 0, "sda"), line(8, 5, "sda5")),
+        );
+        for p in procs(later) {
+            write_proc(&h, &p);
+        }
+    };
+
+    let mut c = LoadCollector::new(h.host(), LoadConfig::default());
+    stage(false);
+    let first = c.collect(&ctx());
+    assert!(
+        first.findings.is_empty(),
+        "no rates on the first run: {:?}",
+        first.findings
+    );
+    assert_eq!(metric(&first, "node_doctor_load_load1", None), Some(34.64));
+    assert_eq!(metric(&first, "node_doctor_load_cpus", None), Some(24.0));
+    assert_eq!(
+        metric(
+            &first,
+            "node_doctor_load_cpu_percent",
+            Some(("mode", "iowait"))
+        ),
+        None
+    );
+    stage(true);
+    let out = c.collect(&ctx());
+    assert_eq!(
+        out.status,
+        Status::Ok,
+        "PSI absent (pre-4.20 kernel) is fine"
+    );
+
+    // The IO-bound finding names sda and mysqld, a host process.
+    let io = only(&out, "load.io_bound");
+    assert_eq!(
+        io.len(),
+        1,
+        "only the whole disk sda, not sda5 or loop0: {io:?}"
+    );
+    let f = io[0];
+    assert_eq!(f.severity, Severity::Warning);
+    assert_eq!(f.subject, "sda");
+    assert_eq!(num(f, "busy_percent"), 100.0);
+    assert_eq!(num(f, "writes_per_second"), 178.9);
+    assert_eq!(num(f, "reads_per_second"), 0.4);
+    assert!((num(f, "write_bytes_per_second") / 1048576.0 - 2.84).abs() < 0.01);
+    assert!((num(f, "service_ms") - 5.577).abs() < 0.01);
+    assert_eq!(num(f, "queue_size"), 20.0);
+    assert_eq!(num(f, "cpu_iowait_percent"), 7.9);
+    assert_eq!(text(f, "top_io_comm"), "mysqld");
+    assert_eq!(num(f, "top_io_pid"), 9783.0);
+    assert_eq!(text(f, "top_io_origin"), "host");
+    assert_eq!(text(f, "top_io_cgroup"), "/system.slice/mysqld.service");
+    assert_eq!(num(f, "top_io_write_bytes_per_second"), 137625.6);
+    assert_eq!(text(f, "top_io_outside_kubernetes"), "mysqld,nginx");
+    assert!(text(f, "top_io_processes").contains("flush-8:0 (pid 1930, kernel thread)"));
+    assert_eq!(text(f, "blocked_tasks"), "jbd2/sda5-8(880) in io_schedule");
+    assert!(
+        f.summary.en.contains("Disk sda was busy 100%"),
+        "{}",
+        f.summary.en
+    );
+    assert!(
+        f.summary
+            .en
+            .contains("mysqld (pid 9783, host process outside Kubernetes"),
+        "{}",
+        f.summary.en
+    );
+    assert!(f.summary.zh.contains("磁盘 sda"));
+    for cmd in [
+        "top",
+        "atop",
+        "iotop -oPa",
+        "iostat -dx 2 5 /dev/sda",
+        "cat /proc/9783/io",
+        "systemctl status 9783",
+        "kubectl cordon node-1",
+    ] {
+        assert!(
+            f.remediation.commands.iter().any(|c| c == cmd),
+            "missing {cmd:?} in {:?}",
+            f.remediation.commands
+        );
+    }
+    let src = f.remediation.source.as_ref().unwrap();
+    assert_eq!(
+        (src.doc, src.section),
+        ("002_af370464fa0f13dd.txt", "节点高负载排障处理")
+    );
+
+    // wa 7.9% over the only window: info (above 1%, below the 10% warning); cpu0 at 17.9%.
+    let wa = only(&out, "load.iowait");
+    assert_eq!(wa.len(), 1);
+    assert_eq!(wa[0].severity, Severity::Info);
+    assert_eq!(num(wa[0], "iowait_percent"), 7.9);
+    assert_eq!(num(wa[0], "max_cpu_iowait_percent"), 17.9);
+    assert_eq!(num(wa[0], "max_iowait_cpu"), 0.0);
+    assert_eq!(
+        text(wa[0], "cpus_above_warning"),
+        "cpu0 17.9%, cpu1 17.9%, cpu12 15.5%, cpu13 15.5%"
+    );
+
+    // The handbook's other cause: mysqld runs outside Kubernetes.
+    let hp = only(&out, "load.host_process");
+    let mysqld = hp
+        .iter()
+        .find(|f| f.subject == "mysqld")
+        .expect("mysqld named as host process");
+    assert_eq!(mysqld.severity, Severity::Warning);
+    assert_eq!(num(mysqld, "pid"), 9783.0);
+    assert!(mysqld
+        .remediation
+        .commands
+        .contains(&"systemctl status 9783".to_string()));
+    assert!(
+        hp.iter()
+            .all(|f| f.subject != "flush-8:0" && f.subject != "jbd2/sda5-8"),
+        "kernel threads are not services: {hp:?}"
+    );
+
+    // 34.6 on 24 CPUs is 1.4× — under the 2× limit; us+sy 17% is not CPU-bound.
+    assert!(only(&out, "load.high_load").is_empty());
+    assert!(only(&out, "load.cpu_bound").is_empty());
+
+    assert_eq!(
+        metric(
+            &out,
+            "node_doctor_load_disk_busy_percent",
+            Some(("device", "sda"))
+        ),
+        Some(100.0)
+    );
+    assert_eq!(
+        metric(
+            &out,
+            "node_doctor_load_disk_busy_percent",
+            Some(("device", "sda5"))
+        ),
+        None
+    );
+    assert_eq!(
+        metric(
+            &out,
+            "node_doctor_load_disk_writes_per_second",
+            Some(("device", "sda"))
+        ),
+        Some(178.9)
+    );
+    assert_eq!(
+        metric(
+            &out,
+            "node_doctor_load_disk_queue_size",
+            Some(("device", "sda"))
+        ),
+        Some(20.0)
+    );
+    assert!(
+        (metric(
+            &out,
+            "node_doctor_load_cpu_percent",
+            Some(("mode", "iowait"))
+        )
+        .unwrap()
+            - 7.9)
+            .abs()
+            < 1e-9
+    );
+    assert_eq!(
+        metric(&out, "node_doctor_load_procs_blocked", None),
+        Some(28.0)
+    );
+}
+
+/// A pod's java process burns three of four CPUs: CPU-bound, naming the pod by UID and name.
+#[test]
+fn cpu_bound_names_the_pods_process_with_its_uid() {
+    let h = FakeHost::new();
+    h.write("/sys/devices/system/cpu/online", "0-3\n");
+    h.mkdir(&format!("/var/log/pods/shop_web-7c9d_{UID}"));
+    h.symlink(
+        &format!("/var/log/pods/shop_web-7c9d_{UID}/java/0.log"),
+        &format!("/var/log/containers/web-7c9d_shop_java-{CID}.log"),
+    );
+    let cg = format!(
+        "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{}.slice/cri-containerd-{CID}.scope\n",
+        UID.replace('-', "_")
+    );
+    let base: Ticks = [100_000, 0, 20_000, 400_000, 1000, 0, 500, 0];
+    // 10 s × 4 CPUs = 4000 ticks: 80% us, 15% sy, 5% id.
+    let delta: Ticks = [3200, 0, 600, 200, 0, 0, 0, 0];
+    let stage = |later: bool| {
+        let k = u64::from(later);
+        h.write(
+            "/proc/uptime",
+            if later {
+                "1010.00 10.00\n"
+            } else {
+                "1000.00 10.00\n"
+            },
+        );
+        h.write(
+            "/proc/loadavg",
+            if later {
+                "9.50 8.10 6.00 9/412 7000\n"
+            } else {
+                "9.10 8.00 5.90 8/410 6990\n"
+            },
+        );
+        let t = if later { add(base, delta) } else { base };
+        h.write("/proc/stat", stat_text(t, &[], 9, 0));
+        h.write(
+            "/proc/diskstats",
+            format!(
+                " 253 0 vda 100 0 800 10 {} 0 {} 100 0 {} 200\n",
+                500 + 10 * k,
+                4000 + 80 * k,
+                300 + 20 * k
+            ),
+        );
+        write_proc(
+            &h,
+            &Proc {
+                pid: 4242,
+                comm: "java",
+                state: 'R',
+                ppid: 4200,
+                ticks: (50_000 + 2700 * k, 5000 + 300 * k),
+                io: (0, 0),
+                cgroup: &cg,
+            },
+        );
+        write_proc(
+            &h,
+            &Proc {
+                pid: 4200,
+                comm: "containerd-shim",
+                state: 'S',
+                ppid: 1,
+                ticks: (100 + 5 * k, 100),
+                io: (0, 0),
+                cgroup: "0::/system.slice/containerd.service\n",
+            },
+        );
+        write_proc(
+            &h,
+            &Proc {
+                pid: 812,
+                comm: "kubelet",
+                state: 'S',
+                ppid: 1,
+                ticks: (9000 + 40 * k, 3000 + 10 * k),
+                io: (0, 4096 * k),
+                cgroup: "0::/system.slice/kubelet.service\n",
+            },
+        );
+    };
+    let mut c = LoadCollector::new(h.host(), LoadConfig::default());
+    stage(false);
+    c.collect(&ctx());
+    stage(true);
+    let out = c.collect(&ctx());
+
+    let cb = only(&out, "load.cpu_bound");
+    assert_eq!(cb.len(), 1, "{:?}", out.findings);
+    let f = cb[0];
+    assert_eq!(f.severity, Severity::Warning);
+    assert_eq!(num(f, "cpu_busy_percent"), 95.0);
+    assert_eq!(text(f, "top_cpu_comm"), "java");
+    assert_eq!(num(f, "top_cpu_cpu_percent"), 300.0);
+    assert_eq!(text(f, "top_cpu_origin"), "pod");
+    assert_eq!(text(f, "top_cpu_pod_uid"), UID);
+    assert_eq!(text(f, "top_cpu_pod"), "shop/web-7c9d");
+    assert_eq!(text(f, "top_cpu_container_id"), CID);
+    assert!(
+        f.summary.en.contains(&format!(
+            "java (pid 4242, pod shop/web-7c9d container java uid {UID})"
+        )),
+        "{}",
+        f.summary.en
+    );
+    assert!(f
+        .remediation
+        .commands
+        .contains(&"kubectl -n shop describe pod web-7c9d".to_string()));
+    assert!(f.remediation.commands.contains(&"top -p 4242".to_string()));
+
+    // load1 9.5 and 9.1 on 4 CPUs: ≥2× on both samples -> warning, cause cpu.
+    let hl = only(&out, "load.high_load");
+    assert_eq!(hl.len(), 1);
+    assert_eq!(hl[0].severity, Severity::Warning);
+    assert_eq!(num(hl[0], "load1_per_cpu"), 2.275);
+    assert_eq!(text(hl[0], "cause"), "cpu");
+    // The pod and the node's own Kubernetes components are not "outside Kubernetes".
+    assert!(
+        only(&out, "load.host_process").is_empty(),
+        "{:?}",
+        only(&out, "load.host_process")
+    );
+    assert!(only(&out, "load.io_bound").is_empty());
+    assert!(only(&out, "load.iowait").is_empty());
+}
+
+/// An idle node: nothing to report, metrics still there.
+#[test]
+fn idle_node_yields_nothing() {
+    let h = FakeHost::new();
+    h.write("/sys/devices/system/cpu/online", "0-1\n");
+    h.write("/proc/pressure/cpu", "some avg10=0.00 avg60=0.00 avg300=0.00 total=100\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n");
+    h.write("/proc/pressure/io", "some avg10=0.10 avg60=0.05 avg300=0.01 total=2000\nfull avg10=0.10 avg60=0.05 avg300=0.01 total=1500\n");
+    h.write("/proc/pressure/memory", "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n");
+    let stage = |later: bool| {
+        let k = u64::from(later);
+        h.write("/proc/uptime", format!("{}.00 1.00\n", 500 + 15 * k));
+        h.write("/proc/loadavg", "0.08 0.10 0.09 1/120 3000\n");
+        // 15 s × 2 CPUs = 3000 ticks: 2% us, 1% sy, 97% id.
+        let t = add(
+            [9865, 0, 4229, 63419, 248, 0, 35, 38],
+            [60 * k, 0, 30 * k, 2910 * k, 0, 0, 0, 0],
+        );
+        h.write("/proc/stat", stat_text(t, &[], 1, 0));
+        h.write("/proc/diskstats", format!(" 254 0 vda 11369 5506 2657002 10591 {} 35587 {} 59747 0 {} 70730 3692 130 44840 390 18 1\n 253 0 zram0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n", 4389 + 6 * k, 12680472 + 96 * k, 5860 + 30 * k));
+        write_proc(
+            &h,
+            &Proc {
+                pid: 1,
+                comm: "systemd",
+                state: 'S',
+                ppid: 0,
+                ticks: (100 + k, 50),
+                io: (0, 0),
+                cgroup: "0::/init.scope\n",
+            },
+        );
+        write_proc(
+            &h,
+            &Proc {
+                pid: 733,
+                comm: "sshd",
+                state: 'S',
+                ppid: 1,
+                ticks: (20 + 2 * k, 10),
+                io: (0, 8192 * k),
+                cgroup: "0::/system.slice/ssh.service\n",
+            },
+        );
+    };
+    let mut c = LoadCollector::new(h.host(), LoadConfig::default());
+    stage(false);
+    c.collect(&ctx());
+    stage(true);
+    let out = c.collect(&ctx());
+    assert_eq!(out.status, Status::Ok);
+    assert!(out.findings.is_empty(), "{:?}", out.findings);
+    assert_eq!(
+        metric(
+            &out,
+            "node_doctor_load_disk_busy_percent",
+            Some(("device", "vda"))
+        ),
+        Some(0.2)
+    );
+    assert_eq!(
+        metric(
+            &out,
+            "node_doctor_load_disk_busy_percent",
+            Some(("device", "zram0"))
+        ),
+        None
+    );
+    assert_eq!(
+        metric(&out, "node_doctor_load_cpu_percent", Some(("mode", "idle"))),
+        Some(97.0)
+    );
+    assert_eq!(
+        metric(
+            &out,
+            "node_doctor_load_pressure_avg10_percent",
+            Some(("resource", "io"))
+        ),
+        Some(0.1)
+    );
+    assert_eq!(
+        out.metrics
+            .iter()
+            .filter(|m| m.name == "node_doctor_load_pressure_avg60_percent")
+            .count(),
+        6
+    );
+    let obs = c.last_observation().unwrap();
+    assert_eq!(obs.top_io.len(), 1, "only sshd did IO: {:?}", obs.top_io);
+    assert!(matches!(
+        obs.top_io[0].origin,
+        Origin::Host {
+            infrastructure: false,
+            ..
+        }
+    ));
+}
+
+/// A pid that exits between samples, one that appears, and a pid reused by a new process.
+#[test]
+fn pids_that_exit_or_are_reused_between_samples_are_not_errors() {
+    let h = FakeHost::new();
+    h.write("/sys/devices/system/cpu/online", "0-1\n");
+    h.write("/proc/loadavg", "0.10 0.10 0.10 1/100 100\n");
+    h.write("/proc/diskstats", "");
+    let mut c = LoadCollector::new(h.host(), LoadConfig::default());
+    h.write("/proc/uptime", "100.00 1.00\n");
+    h.write(
+        "/proc/stat",
+        stat_text([100, 0, 100, 1000, 0, 0, 0, 0], &[], 1, 0),
+    );
+    write_proc(
+        &h,
+        &Proc {
+            pid: 500,
+            comm: "old",
+            state: 'S',
+            ppid: 1,
+            ticks: (9000, 9000),
+            io: (1 << 30, 1 << 30),
+            cgroup: "0::/user.slice\n",
+        },
+    );
+    write_proc(
+        &h,
+        &Proc {
+            pid: 501,
+            comm: "exits",
+            state: 'S',
+            ppid: 1,
+            ticks: (10, 10),
+            io: (0, 0),
+            cgroup: "0::/user.slice\n",
+        },
+    );
+    let first = c.collect(&ctx());
+    assert_eq!(first.status, Status::Ok);
+    assert_eq!(c.tracked_processes(), 2);
+
+    std::fs::remove_dir_all(h.path("/proc/501")).unwrap();
+    // pid 500 now belongs to a new process (new start time, smaller counters).
+    h.write("/proc/500/stat", pid_stat(500, "new", 'R', 1, 5, 5, 9999));
+    h.write("/proc/500/io", pid_io(4096, 0));
+    write_proc(
+        &h,
+        &Proc {
+            pid: 502,
+            comm: "born",
+            state: 'R',
+            ppid: 1,
+            ticks: (50, 0),
+            io: (0, 8192),
+            cgroup: "0::/user.slice\n",
+        },
+    );
+    // A pid listed but gone before its files are read: a directory without files.
+    h.mkdir("/proc/503");
+    h.write("/proc/uptime", "110.00 2.00\n");
+    h.write(
+        "/proc/stat",
+        stat_text([200, 0, 150, 2950, 0, 0, 0, 0], &[], 1, 0),
+    );
+    let out = c.collect(&ctx());
+    assert_eq!(out.status, Status::Ok, "vanished pids are not errors");
+    assert!(out.findings.is_empty(), "{:?}", out.findings);
+    assert_eq!(c.tracked_processes(), 2, "501 and 503 are not kept");
+    let obs = c.last_observation().unwrap();
+    assert!(
+        obs.top_io.is_empty() && obs.top_cpu.is_empty(),
+        "no deltas for a reused or new pid: {:?} {:?}",
+        obs.top_io,
+        obs.top_cpu
+    );
+}
+
+/// Tasks stuck in D state on remote storage: no local disk busy, PSI io high, D tasks with wchan.
+#[test]
+fn blocked_tasks_on_slow_storage_are_io_bound_without_a_busy_disk() {
+    let h = FakeHost::new();
+    h.write("/sys/devices/system/cpu/online", "0-1\n");
+    h.write("/proc/pressure/io", "some avg10=61.20 avg60=55.00 avg300=40.00 total=99999999\nfull avg10=48.50 avg60=40.00 avg300=30.00 total=88888888\n");
+    let stage = |later: bool| {
+        let k = u64::from(later);
+        h.write("/proc/uptime", format!("{}.00 1.00\n", 100 + 10 * k));
+        h.write("/proc/loadavg", "6.10 5.00 3.00 1/200 900\n");
+        h.write(
+            "/proc/stat",
+            stat_text(
+                add(
+                    [100, 0, 100, 1000, 500, 0, 0, 0],
+                    [40 * k, 0, 20 * k, 1540 * k, 400 * k, 0, 0, 0],
+                ),
+                &[],
+                1,
+                5,
+            ),
+        );
+        h.write(
+            "/proc/diskstats",
+            " 253 0 vda 100 0 800 10 500 0 4000 100 0 300 200\n",
+        );
+        for pid in 600..605 {
+            write_proc(
+                &h,
+                &Proc {
+                    pid,
+                    comm: "rsync",
+                    state: 'D',
+                    ppid: 1,
+                    ticks: (10, 10),
+                    io: (0, 0),
+                    cgroup: "0::/system.slice/backup.service\n",
+                },
+            );
+            h.write(&format!("/proc/{pid}/wchan"), "nfs_wait_bit_killable");
+        }
+    };
+    let mut c = LoadCollector::new(h.host(), LoadConfig::default());
+    stage(false);
+    c.collect(&ctx());
+    stage(true);
+    let out = c.collect(&ctx());
+    let io = only(&out, "load.io_bound");
+    assert_eq!(io.len(), 1, "{:?}", out.findings);
+    assert_eq!(io[0].subject, "");
+    assert_eq!(io[0].severity, Severity::Warning);
+    assert_eq!(num(io[0], "procs_blocked"), 5.0);
+    assert_eq!(num(io[0], "psi_io_full_avg10_percent"), 48.5);
+    assert!(text(io[0], "blocked_tasks").contains("rsync(600) in nfs_wait_bit_killable"));
+    // iowait 20% -> warning; load 6.1 on 2 CPUs = 3× -> warning, cause io.
+    assert_eq!(only(&out, "load.iowait")[0].severity, Severity::Warning);
+    let hl = only(&out, "load.high_load");
+    assert_eq!(text(hl[0], "cause"), "io");
+}
+
+#[test]
+fn missing_proc_stat_is_unavailable() {
+    let h = FakeHost::new();
+    h.write("/proc/loadavg", "0.10 0.10 0.10 1/100 100\n");
+    let mut c = LoadCollector::new(h.host(), LoadConfig::default());
+    let out = c.collect(&ctx());
+    assert!(
+        matches!(out.status, Status::Unavailable(ref m) if m.contains("stat")),
+        "{:?}",
+        out.status
+    );
+}
+
+/// The whole disk under `path` (`vda` for a file on `/dev/vda` or `/dev/vda1`), from the file's
+/// st_dev and `/sys/dev/block/<major>:<minor>`; `None` for tmpfs/overlay (no block device).
+fn disk_under(path: &std::path::Path) -> Option<String> {
+    let st = nix::sys::stat::stat(path).ok()?;
+    let (major, minor) = (
+        nix::sys::stat::major(st.st_dev),
+        nix::sys::stat::minor(st.st_dev),
+    );
+    if major == 0 {
+        return None;
+    }
+    let dev = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}")).ok()?;
+    let disk = if dev.join("partition").exists() {
+        dev.parent()?.to_path_buf()
+    } else {
+        dev
+    };
+    disk.file_name()?.to_str().map(str::to_string)
+}
+
+fn have(tool: &str) -> bool {
+    std::process::Command::new(tool)
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok()
+}
+
+/// Kills the child when the test ends, even on a failed assertion.
+struct KillOnDrop(std::process::Child);
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Real kernel: fio writes with direct IO to a file on a real disk while the collector takes
+/// two samples 3 s apart; `iostat -dx` measures the same window. Needs root, fio and sysstat.
+#[test]
+fn real_kernel_fio_direct_writes_show_busy_disk_and_fio_as_host_process() {
+    let name = "real_kernel_fio_direct_writes_show_busy_disk_and_fio_as_host_process";
+    if !root_or_skip(name) {
+        return;
+    }
+    if !have("fio") || !have("iostat") {
+        eprintln!("SKIP {name}: needs fio and iostat (Debian packages fio, sysstat)");
+        return;
+    }
+    // /tmp may be tmpfs: use the target directory, which lives on a real filesystem.
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let Some(dev) = disk_under(dir.path()) else {
+        eprintln!(
+            "SKIP {name}: {} is not on a block device",
+            dir.path().display()
+        );
+        return;
+    };
+    let file = dir.path().join("fio.dat");
+    let fio = std::process::Command::new("fio")
+        .args([
+            "--name=node-doctor-load",
+            "--rw=randwrite",
+            "--bs=4k",
+            "--direct=1",
+            "--ioengine=psync",
+            "--size=32M",
+            "--time_based",
+            "--runtime=9",
+            "--output=/dev/null",
+        ])
+        .arg(format!("--filename={}", file.display()))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn fio");
+    let fio = KillOnDrop(fio);
+    let fio_pid = fio.0.id();
+    // Let fio lay out its file and start the timed writes.
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+
+    // Other builds on a shared CI machine also write: look at the top 10.
+    let config = LoadConfig {
+        top_processes: 10,
+        ..LoadConfig::default()
+    };
+    let mut c = LoadCollector::new(collectors::HostPaths::new("/"), config);
+    let iostat = std::process::Command::new("iostat")
+        .args(["-dx", "-y", "-o", "JSON", &dev, "3", "1"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn iostat");
+    c.collect(&ctx());
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let out = c.collect(&ctx());
+    let iostat = iostat.wait_with_output().expect("iostat output");
+    drop(fio);
+
+    assert!(
+        !matches!(out.status, Status::Unavailable(_) | Status::Error(_)),
+        "{:?}",
+        out.status
+    );
+    let obs = c.last_observation().expect("second run has a window");
+    let disk = obs
+        .disks
+        .iter()
+        .find(|d| d.name == dev)
+        .unwrap_or_else(|| panic!("{dev} not among {:?}", obs.disks));
+    assert!(disk.busy_percent > 0.0, "{disk:?}");
+    assert!(disk.writes_per_second > 0.0, "{disk:?}");
+    let fio_c = obs
+        .top_io
+        .iter()
+        .find(|p| p.comm == "fio")
+        .unwrap_or_else(|| panic!("fio not among top IO processes: {:?}", obs.top_io));
+    assert!(fio_c.write_bytes_per_second > 0.0);
+    assert!(
+        fio_c.origin.is_outside_kubernetes(),
+        "fio runs on the host: {:?}",
+        fio_c.origin
+    );
+    assert_ne!(fio_c.pid, std::process::id());
+    eprintln!("fio parent pid {fio_pid}, writer pid {}", fio_c.pid);
+
+    // Cross-check against iostat over the same window.
+    let v: serde_json::Value = serde_json::from_slice(&iostat.stdout).expect("iostat JSON");
+    let stats = &v["sysstat"]["hosts"][0]["statistics"];
+    let d = stats
+        .as_array()
+        .and_then(|s| s.last())
+        .and_then(|s| s["disk"].as_array())
+        .and_then(|ds| ds.iter().find(|x| x["disk_device"] == dev.as_str()))
+        .unwrap_or_else(|| panic!("{dev} not in iostat output {v}"));
+    let util = d["util"].as_f64().unwrap();
+    let wps = d["w/s"].as_f64().unwrap();
+    eprintln!(
+        "{dev}: ours busy {:.1}% w/s {:.1}; iostat util {util:.1}% w/s {wps:.1}",
+        disk.busy_percent, disk.writes_per_second
+    );
+    assert!(
+        (disk.busy_percent - util).abs() <= 15.0,
+        "busy {} vs iostat {util}",
+        disk.busy_percent
+    );
+    let rel = (disk.writes_per_second - wps).abs() * 100.0 / wps.max(1.0);
+    assert!(
+        rel <= 15.0,
+        "w/s {} vs iostat {wps} ({rel:.1}% apart)",
+        disk.writes_per_second
+    );
+    if disk.busy_percent >= 90.0 {
+        let f = out
+            .findings
+            .iter()
+            .find(|f| f.id == "load.io_bound" && f.subject == dev)
+            .expect("a ≥90% busy disk is at least a warning");
+        assert!(f.severity >= Severity::Warning);
+        assert!(
+            text(f, "top_io_processes").contains("fio ("),
+            "{:?}",
+            f.evidence
+        );
+    }
+}
