@@ -550,7 +550,7 @@ impl KmsgReader {
             }
             Err(e) => {
                 let reason = format!(
-                    "{}: {open_error} (the device cgroup of an unprivileged container refuses it even with CAP_SYSLOG) and syslog(2) failed too ({e}): it needs CAP_SYSLOG (and syslog allowed by the seccomp profile); kernel log rules are off",
+                    "{}: permission denied (open: {open_error}; the device cgroup of an unprivileged container refuses it even with CAP_SYSLOG) and the syslog(2) fallback failed ({e}): it needs CAP_SYSLOG, and syslog allowed by the seccomp profile; kernel log rules are off",
                     self.path.display()
                 );
                 if self.open_failure.as_deref() != Some(reason.as_str()) {
