@@ -100,6 +100,17 @@ pub enum SyslogParseError {
 /// CONFIG_PRINTK_CALLER `[    T123]` field after it) optional. A bracket that is not a
 /// timestamp (`<6>[drm] ...` with `printk.time=0`) belongs to the message.
 pub fn parse_syslog_line(line: &str) -> Result<SyslogLine, SyslogParseError> {
+    let (prio, usec, message) = split_line(line)?;
+    Ok(SyslogLine {
+        level: (prio & 7) as u8,
+        facility: prio >> 3,
+        usec,
+        message: message.to_string(),
+    })
+}
+
+/// [`parse_syslog_line`] without copying: `(prio, usec, message)`.
+fn split_line(line: &str) -> Result<(u32, Option<u64>, &str), SyslogParseError> {
     let line = line.strip_suffix('\n').unwrap_or(line);
     let rest = line.strip_prefix('<').ok_or(SyslogParseError::NoPrefix)?;
     let (prio, rest) = rest.split_once('>').ok_or(SyslogParseError::NoPrefix)?;
@@ -109,23 +120,15 @@ pub fn parse_syslog_line(line: &str) -> Result<SyslogLine, SyslogParseError> {
     let prio: u32 = prio
         .parse()
         .map_err(|_| SyslogParseError::BadPriority(super::cut(prio, 16)))?;
-    let (usec, rest) =
-        match bracketed(rest).and_then(|(inner, after)| Some((timestamp(inner)?, after))) {
-            Some((usec, after)) => {
-                let after = match bracketed(after) {
-                    Some((inner, after2)) if is_caller(inner) => after2,
-                    _ => after,
-                };
-                (Some(usec), after.strip_prefix(' ').unwrap_or(after))
-            }
-            None => (None, rest),
-        };
-    Ok(SyslogLine {
-        level: (prio & 7) as u8,
-        facility: prio >> 3,
-        usec,
-        message: rest.to_string(),
-    })
+    let stamped = bracketed(rest).and_then(|(inner, after)| Some((timestamp(inner)?, after)));
+    let Some((usec, after)) = stamped else {
+        return Ok((prio, None, rest));
+    };
+    let after = match bracketed(after) {
+        Some((inner, after_caller)) if is_caller(inner) => after_caller,
+        _ => after,
+    };
+    Ok((prio, Some(usec), after.strip_prefix(' ').unwrap_or(after)))
 }
 
 /// `[inner]rest` -> `(inner, rest)`, for a short bracket at the start.
@@ -190,8 +193,8 @@ impl SyslogCursor {
         let timed = lines
             .iter()
             .rev()
-            .find_map(|l| parse_syslog_line(l).ok())
-            .is_some_and(|l| l.usec.is_some());
+            .find_map(|l| split_line(l).ok())
+            .is_some_and(|(_, usec, _)| usec.is_some());
         if timed {
             self.take_timed(&lines, limits, batch);
         } else {
@@ -207,14 +210,14 @@ impl SyslogCursor {
         false
     }
 
-    fn push(&mut self, line: SyslogLine, usec: u64, batch: &mut KmsgBatch) {
+    fn push(&mut self, prio: u32, message: &str, usec: u64, batch: &mut KmsgBatch) {
         self.next_seq += 1;
         batch.records.push(Record {
             seq: self.next_seq,
             usec,
-            level: line.level,
-            facility: line.facility,
-            message: line.message,
+            level: (prio & 7) as u8,
+            facility: prio >> 3,
+            message: message.to_string(),
             continuation: Vec::new(),
             timestamp: None,
         });
@@ -243,7 +246,7 @@ impl SyslogCursor {
         let mut first = true;
         let mut returned_prev = false;
         for raw in lines {
-            let line = match parse_syslog_line(raw) {
+            let (prio, usec, message) = match split_line(raw) {
                 Ok(l) => l,
                 Err(SyslogParseError::NoPrefix) => {
                     // A fragment of the line before: kept with it when that was returned in
@@ -261,7 +264,7 @@ impl SyslogCursor {
                 }
             };
             returned_prev = false;
-            let Some(usec) = line.usec else {
+            let Some(usec) = usec else {
                 // A line without a timestamp in a timestamped log: not understood.
                 batch.malformed += 1;
                 continue;
@@ -278,9 +281,9 @@ impl SyslogCursor {
             match self.last_usec {
                 Some(last) if usec < last => continue,
                 Some(last) if usec == last => {
-                    let occurrence = here.entry(line.message.clone()).or_insert(0);
+                    let occurrence = here.entry(message.to_string()).or_insert(0);
                     *occurrence += 1;
-                    if *occurrence <= self.at_last.get(&line.message).copied().unwrap_or(0) {
+                    if *occurrence <= self.at_last.get(message).copied().unwrap_or(0) {
                         continue;
                     }
                 }
@@ -293,14 +296,14 @@ impl SyslogCursor {
                 self.last_usec = Some(usec);
                 self.at_last.clear();
                 here.clear();
-                here.insert(line.message.clone(), 1);
+                here.insert(message.to_string(), 1);
             }
-            *self.at_last.entry(line.message.clone()).or_insert(0) += 1;
+            *self.at_last.entry(message.to_string()).or_insert(0) += 1;
             if usec < limits.cutoff_usec {
                 batch.skipped_old += 1;
                 continue;
             }
-            self.push(line, usec, batch);
+            self.push(prio, message, usec, batch);
             returned_prev = true;
         }
     }
@@ -309,10 +312,7 @@ impl SyslogCursor {
         if self.tail.is_empty() {
             // First sight of an untimed log: the age of what it holds is unknown, so it is
             // not reported (it could be days old); only lines arriving from now on are.
-            batch.skipped_old += lines
-                .iter()
-                .filter(|l| parse_syslog_line(l).is_ok())
-                .count() as u64;
+            batch.skipped_old += lines.iter().filter(|l| split_line(l).is_ok()).count() as u64;
             let keep = lines.len().saturating_sub(TAIL_LINES);
             for l in &lines[keep..] {
                 self.remember(l);
@@ -333,9 +333,9 @@ impl SyslogCursor {
             if Self::over_budget(limits, batch) {
                 return;
             }
-            match parse_syslog_line(raw) {
-                Ok(line) => {
-                    self.push(line, usec, batch);
+            match split_line(raw) {
+                Ok((prio, _, message)) => {
+                    self.push(prio, message, usec, batch);
                     returned_prev = true;
                 }
                 Err(SyslogParseError::NoPrefix) => {
