@@ -20,7 +20,7 @@
 //! jumps to the oldest record still held). A regular file in a fake root (one record per
 //! line, as scenario tests write it) is read line by line and ends in EOF instead of `EAGAIN`.
 //!
-//! When `/dev/kmsg` is the character device but `open()` is refused with a permission error
+//! When `/dev/kmsg` is the character device (1:11) but `open()` is refused with a permission error
 //! (the device cgroup of an unprivileged container refuses it even with CAP_SYSLOG), the
 //! reader falls back to `syslog(2)` (`SYSLOG_ACTION_READ_ALL`, which only needs CAP_SYSLOG;
 //! see [`syslog`]) and produces the same [`Record`]s; [`KmsgReader::mode`] tells which.
@@ -42,6 +42,10 @@ pub use syslog::{parse_syslog_line, SyslogLine, SyslogParseError};
 /// Read buffer for one device record. The kernel caps a record's text at 1 KiB (plus its
 /// properties); a buffer that is too small makes `read()` fail with `EINVAL`.
 const RECORD_BUFFER_BYTES: usize = 16 * 1024;
+
+/// The device number of `/dev/kmsg` (drivers/char/mem.c: `mem` major 1, minor 11).
+const KMSG_MAJOR: u64 = 1;
+const KMSG_MINOR: u64 = 11;
 
 /// The longest line kept from a regular-file source; longer lines are cut (bounded memory).
 const MAX_LINE_BYTES: usize = 16 * 1024;
@@ -456,10 +460,15 @@ impl KmsgReader {
         }
     }
 
-    /// True when `<root>/dev/kmsg` is a character device (the real kernel log, not a fake
-    /// root's file), whether or not we may open it.
-    fn is_char_device(&self) -> bool {
-        std::fs::metadata(&self.path).is_ok_and(|m| m.file_type().is_char_device())
+    /// True when `<root>/dev/kmsg` is the kernel log's character device (1:11), not a fake
+    /// root's file or another device, whether or not we may open it.
+    fn is_kmsg_device(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(&self.path).is_ok_and(|m| {
+            m.file_type().is_char_device()
+                && nix::sys::stat::major(m.rdev()) == KMSG_MAJOR
+                && nix::sys::stat::minor(m.rdev()) == KMSG_MINOR
+        })
     }
 
     /// Sets the lookback cutoff at the first successful open.
@@ -496,7 +505,7 @@ impl KmsgReader {
             .and_then(|f| f.metadata().map(|m| (f, m)));
         let (file, meta) = match opened {
             Ok(ok) => ok,
-            Err(e) if e.kind() == ErrorKind::PermissionDenied && self.is_char_device() => {
+            Err(e) if e.kind() == ErrorKind::PermissionDenied && self.is_kmsg_device() => {
                 return self.fall_back_to_syslog(&e);
             }
             Err(e) => {
@@ -550,7 +559,7 @@ impl KmsgReader {
             }
             Err(e) => {
                 let reason = format!(
-                    "{}: permission denied (open: {open_error}; the device cgroup of an unprivileged container refuses it even with CAP_SYSLOG) and the syslog(2) fallback failed ({e}): it needs CAP_SYSLOG, and syslog allowed by the seccomp profile; kernel log rules are off",
+                    "{}: permission denied (open: {open_error}; refused by the device cgroup of an unprivileged container even with CAP_SYSLOG, or for lack of CAP_SYSLOG) and the syslog(2) fallback failed ({e}): it needs CAP_SYSLOG, and syslog allowed by the seccomp profile; kernel log rules are off",
                     self.path.display()
                 );
                 if self.open_failure.as_deref() != Some(reason.as_str()) {

@@ -141,7 +141,12 @@ struct NodevKmsgRoot {
 }
 
 impl NodevKmsgRoot {
+    /// With the real kmsg node, char 1:11.
     fn new() -> NodevKmsgRoot {
+        NodevKmsgRoot::with_device(1, 11)
+    }
+
+    fn with_device(major: u64, minor: u64) -> NodevKmsgRoot {
         use nix::mount::{mount, MsFlags};
         use nix::sys::stat::{makedev, mknod, Mode, SFlag};
         let dir = tempfile::tempdir().unwrap();
@@ -160,7 +165,7 @@ impl NodevKmsgRoot {
             &dev.join("kmsg"),
             SFlag::S_IFCHR,
             Mode::from_bits_truncate(0o644),
-            makedev(1, 11),
+            makedev(major, minor),
         )
         .unwrap();
         std::os::unix::fs::symlink("/proc", root.dir.path().join("proc")).unwrap();
@@ -261,4 +266,21 @@ fn refused_device_falls_back_to_syslog_and_returns_a_marker_once() {
     assert_eq!(same.usec, rec.usec);
     // Sequence numbers are the reader's own, increasing.
     assert!(first.windows(2).all(|w| w[0].seq < w[1].seq));
+}
+
+#[test]
+fn another_refused_device_at_dev_kmsg_does_not_fall_back() {
+    if !support::root_or_skip("another_refused_device_at_dev_kmsg_does_not_fall_back") {
+        return;
+    }
+    // char 1:3 is /dev/null: not the kernel log, so syslog(2) must not stand in for it.
+    let root = NodevKmsgRoot::with_device(1, 3);
+    let mut reader = KmsgReader::new(&root.host(), KmsgConfig::default());
+    let b = reader.read_new();
+    match &b.status {
+        Status::Degraded(m) => assert!(m.contains("needs CAP_SYSLOG"), "{m}"),
+        s => panic!("expected degraded, got {s:?}"),
+    }
+    assert!(b.records.is_empty());
+    assert_eq!(reader.mode(), KmsgMode::Kmsg);
 }
