@@ -17,11 +17,10 @@
 //! (the default). There is no sequence number and no `KEY=value` properties, and distinct
 //! records often share a microsecond (early boot, coarse clocks: 18 lines at `0.233348` on
 //! this VM), so lines are never merged by timestamp. Which lines are new is decided by
-//! [`SyslogCursor`]: by `(usec, message)` when timestamps are present, by the last lines
-//! returned when they are not. Unlike `/dev/kmsg`, `READ_ALL` omits records cleared with
+//! [`SyslogCursor`]: after the last lines passed, or by `(usec, message)` when those are gone. Unlike `/dev/kmsg`, `READ_ALL` omits records cleared with
 //! `dmesg -C`/`-c`.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use nix::libc::c_int;
@@ -39,7 +38,7 @@ const TEXT_SIZE_FACTOR: usize = 2;
 /// records that fit, and older ones count as dropped if we had not read them yet).
 pub(crate) const MAX_SYSLOG_BUFFER_BYTES: usize = 16 * 1024 * 1024;
 const MIN_SYSLOG_BUFFER_BYTES: usize = 4096;
-/// Without timestamps, the position is the last lines returned (at most this many).
+/// The position is also kept as the last lines passed (at most this many).
 const TAIL_LINES: usize = 16;
 
 /// Calls `klogctl(2)` (glibc's name for the `syslog(2)` system call).
@@ -170,8 +169,18 @@ pub(crate) struct Limits {
     pub budget: Duration,
 }
 
-/// Remembers what has been seen of the kernel log across `READ_ALL` snapshots, so that each
-/// record is returned once. Pure: fed with text, testable without the system call.
+/// Remembers where the last call stopped in the kernel log, so that each record is returned
+/// once across `READ_ALL` snapshots. Pure: fed with text, testable without the system call.
+///
+/// The position is anchored twice:
+/// - by the last lines passed (raw text, timestamps included): the new lines start after the
+///   latest run of them in the next snapshot. This holds even when timestamps go backwards
+///   (printk takes its timestamp before reserving its slot, so concurrent CPUs can store a
+///   slightly older time after a newer one);
+/// - by time, when those lines are gone (the ring buffer wrapped past them, `dmesg -C`, or a
+///   line was extended by a continuation fragment on kernels before 5.10): lines after the
+///   last timestamp seen are new, and at that same timestamp those whose message was not seen
+///   as many times yet.
 #[derive(Debug, Default)]
 pub(crate) struct SyslogCursor {
     /// Timestamp of the newest line seen.
@@ -179,10 +188,20 @@ pub(crate) struct SyslogCursor {
     /// How many times each message was seen at `last_usec` (several records share a
     /// microsecond; cleared when time moves on, so bounded by one snapshot's lines).
     at_last: HashMap<String, u32>,
-    /// Without timestamps: the last raw lines seen (at most [`TAIL_LINES`]).
-    tail: VecDeque<String>,
-    /// Synthesized sequence number of the next record returned (this format has none).
-    next_seq: u64,
+    /// The last raw lines passed (at most [`TAIL_LINES`]).
+    tail: Vec<String>,
+    /// Whether `tail` came from a log with timestamps.
+    tail_timed: bool,
+    /// Synthesized sequence number of the last record returned (this format has none).
+    seq: u64,
+}
+
+/// Where the new lines of a snapshot start, and how to tell them.
+enum Start {
+    /// After the remembered lines: everything from this index is new.
+    After(usize),
+    /// The remembered lines are gone: from the start, new by `(usec, message)`.
+    ByTime,
 }
 
 impl SyslogCursor {
@@ -195,10 +214,132 @@ impl SyslogCursor {
             .rev()
             .find_map(|l| split_line(l).ok())
             .is_some_and(|(_, usec, _)| usec.is_some());
-        if timed {
-            self.take_timed(&lines, limits, batch);
+        if self.tail_timed != timed {
+            // printk.time was toggled: the remembered lines cannot match any more.
+            self.tail.clear();
+            self.tail_timed = timed;
+        }
+        let start = match self.tail_end(&lines) {
+            Some(end) => Start::After(end),
+            None if timed => Start::ByTime,
+            None if self.tail.is_empty() => {
+                // First sight of an untimed log: the age of what it holds is unknown, so it
+                // is not reported (it could be days old); only lines arriving from now on are.
+                batch.skipped_old += lines.iter().filter(|l| split_line(l).is_ok()).count() as u64;
+                self.remember(&lines, 0, lines.len());
+                return;
+            }
+            None => {
+                // Untimed, and our last lines are gone: the buffer wrapped past them.
+                batch.dropped += 1;
+                Start::After(0)
+            }
+        };
+        let (from, stop) = self.scan(&lines, start, timed, limits, batch);
+        self.remember(&lines, from, stop);
+    }
+
+    /// Goes through the lines from `start`; returns the index it started at and the index it
+    /// stopped at (the end, or the first line a bound kept it from taking).
+    fn scan(
+        &mut self,
+        lines: &[&str],
+        start: Start,
+        timed: bool,
+        limits: &Limits,
+        batch: &mut KmsgBatch,
+    ) -> (usize, usize) {
+        let (from, by_time) = match start {
+            Start::After(i) => (i, false),
+            Start::ByTime => (0, true),
+        };
+        // By time, lines are compared with the position the previous calls left, not with
+        // lines of this snapshot (which may be out of order).
+        let (last_before, seen_before) = if by_time {
+            (self.last_usec, self.at_last.clone())
         } else {
-            self.take_untimed(&lines, limits, batch);
+            (None, HashMap::new())
+        };
+        // Occurrences of each message at `last_before` in this snapshot.
+        let mut here: HashMap<&str, u32> = HashMap::new();
+        let mut first = by_time;
+        let mut returned_prev = false;
+        for (i, raw) in lines.iter().enumerate().skip(from) {
+            let (prio, usec, message) = match split_line(raw) {
+                Ok(l) => l,
+                Err(SyslogParseError::NoPrefix) => {
+                    // A fragment of the line before: kept with it when that was returned in
+                    // this batch, else it was seen already; at the very start of the buffer
+                    // it is what is left of a cut record.
+                    if !Self::continue_last(raw, returned_prev, batch) && i == 0 {
+                        batch.malformed += 1;
+                    }
+                    continue;
+                }
+                Err(_) => {
+                    batch.malformed += 1;
+                    returned_prev = false;
+                    continue;
+                }
+            };
+            returned_prev = false;
+            let usec = match usec {
+                Some(u) => u,
+                None if timed => {
+                    // A line without a timestamp in a timestamped log: not understood.
+                    batch.malformed += 1;
+                    continue;
+                }
+                // Untimed: dated when first seen.
+                None => limits.now_usec.unwrap_or(0),
+            };
+            if by_time {
+                if std::mem::take(&mut first) && last_before.is_some_and(|last| usec > last) {
+                    // The oldest line held is newer than the last one seen: the ring buffer
+                    // wrapped past our position. How many were lost is unknown.
+                    batch.dropped += 1;
+                }
+                match last_before {
+                    Some(last) if usec < last => continue,
+                    Some(last) if usec == last => {
+                        let occurrence = here.entry(message).or_insert(0);
+                        *occurrence += 1;
+                        if *occurrence <= seen_before.get(message).copied().unwrap_or(0) {
+                            continue;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if Self::over_budget(limits, batch) {
+                return (from, i);
+            }
+            if timed {
+                self.note_time(usec, message);
+                if usec < limits.cutoff_usec {
+                    batch.skipped_old += 1;
+                    continue;
+                }
+            }
+            self.push(prio, message, usec, batch);
+            returned_prev = true;
+        }
+        (from, lines.len())
+    }
+
+    /// Notes a line taken at `usec` for the position by time (the newest timestamp seen and
+    /// how often each message was seen at it; an older timestamp leaves it as it is).
+    fn note_time(&mut self, usec: u64, message: &str) {
+        match self.last_usec {
+            Some(last) if usec < last => {}
+            Some(last) if usec == last => {
+                *self.at_last.entry(message.to_string()).or_insert(0) += 1;
+            }
+            _ => {
+                self.last_usec = Some(usec);
+                self.at_last.clear();
+                self.at_last.insert(message.to_string(), 1);
+            }
         }
     }
 
@@ -211,9 +352,9 @@ impl SyslogCursor {
     }
 
     fn push(&mut self, prio: u32, message: &str, usec: u64, batch: &mut KmsgBatch) {
-        self.next_seq += 1;
+        self.seq += 1;
         batch.records.push(Record {
-            seq: self.next_seq,
+            seq: self.seq,
             usec,
             level: (prio & 7) as u8,
             facility: prio >> 3,
@@ -238,142 +379,35 @@ impl SyslogCursor {
         }
     }
 
-    fn take_timed(&mut self, lines: &[&str], limits: &Limits, batch: &mut KmsgBatch) {
-        // An untimed log seen later starts afresh (its lines' age is unknown again).
-        self.tail.clear();
-        // Occurrences of each message at `last_usec` in this snapshot.
-        let mut here: HashMap<String, u32> = HashMap::new();
-        let mut first = true;
-        let mut returned_prev = false;
-        for raw in lines {
-            let (prio, usec, message) = match split_line(raw) {
-                Ok(l) => l,
-                Err(SyslogParseError::NoPrefix) => {
-                    // A fragment of the line before: kept with it when that was returned in
-                    // this batch, else it was seen already; at the very start of the buffer
-                    // it is what is left of a cut record.
-                    if !Self::continue_last(raw, returned_prev, batch) && first {
-                        batch.malformed += 1;
-                    }
-                    continue;
-                }
-                Err(_) => {
-                    batch.malformed += 1;
-                    returned_prev = false;
-                    continue;
-                }
-            };
-            returned_prev = false;
-            let Some(usec) = usec else {
-                // A line without a timestamp in a timestamped log: not understood.
-                batch.malformed += 1;
-                continue;
-            };
-            if std::mem::take(&mut first) {
-                if let Some(last) = self.last_usec {
-                    if usec > last {
-                        // The oldest line held is newer than the last one seen: the ring
-                        // buffer wrapped past our position. How many were lost is unknown.
-                        batch.dropped += 1;
-                    }
-                }
-            }
-            match self.last_usec {
-                Some(last) if usec < last => continue,
-                Some(last) if usec == last => {
-                    let occurrence = here.entry(message.to_string()).or_insert(0);
-                    *occurrence += 1;
-                    if *occurrence <= self.at_last.get(message).copied().unwrap_or(0) {
-                        continue;
-                    }
-                }
-                _ => {}
-            }
-            if Self::over_budget(limits, batch) {
-                return;
-            }
-            if self.last_usec != Some(usec) {
-                self.last_usec = Some(usec);
-                self.at_last.clear();
-                here.clear();
-                here.insert(message.to_string(), 1);
-            }
-            *self.at_last.entry(message.to_string()).or_insert(0) += 1;
-            if usec < limits.cutoff_usec {
-                batch.skipped_old += 1;
-                continue;
-            }
-            self.push(prio, message, usec, batch);
-            returned_prev = true;
-        }
-    }
-
-    fn take_untimed(&mut self, lines: &[&str], limits: &Limits, batch: &mut KmsgBatch) {
-        if self.tail.is_empty() {
-            // First sight of an untimed log: the age of what it holds is unknown, so it is
-            // not reported (it could be days old); only lines arriving from now on are.
-            batch.skipped_old += lines.iter().filter(|l| split_line(l).is_ok()).count() as u64;
-            let keep = lines.len().saturating_sub(TAIL_LINES);
-            for l in &lines[keep..] {
-                self.remember(l);
-            }
+    /// Remembers the lines before `stop` as the position, unless nothing was passed.
+    fn remember(&mut self, lines: &[&str], from: usize, stop: usize) {
+        if stop == from && !self.tail.is_empty() {
             return;
         }
-        let start = match self.tail_end(lines) {
-            Some(end) => end,
-            None => {
-                // Our last lines are gone: the buffer wrapped past them.
-                batch.dropped += 1;
-                0
-            }
-        };
-        let usec = limits.now_usec.unwrap_or(0);
-        let mut returned_prev = false;
-        for raw in &lines[start..] {
-            if Self::over_budget(limits, batch) {
-                return;
-            }
-            match split_line(raw) {
-                Ok((prio, _, message)) => {
-                    self.push(prio, message, usec, batch);
-                    returned_prev = true;
-                }
-                Err(SyslogParseError::NoPrefix) => {
-                    if !Self::continue_last(raw, returned_prev, batch) {
-                        batch.malformed += 1;
-                    }
-                }
-                Err(_) => {
-                    batch.malformed += 1;
-                    returned_prev = false;
-                }
-            }
-            self.remember(raw);
-        }
-    }
-
-    fn remember(&mut self, line: &str) {
-        if self.tail.len() == TAIL_LINES {
-            self.tail.pop_front();
-        }
-        self.tail.push_back(line.to_string());
+        self.tail = lines[stop.saturating_sub(TAIL_LINES)..stop]
+            .iter()
+            .map(|l| l.to_string())
+            .collect();
     }
 
     /// Where the new lines of a snapshot start: just after the latest run of lines equal to
     /// the remembered tail, or, when the buffer wrapped into the tail, after the longest end
-    /// of the tail that the snapshot starts with. `None` when none of it is left.
+    /// of the tail that the snapshot starts with. `None` when none of it is left (or nothing
+    /// is remembered).
     fn tail_end(&self, lines: &[&str]) -> Option<usize> {
         let k = self.tail.len();
-        let same = |ls: &[&str], tail: std::collections::vec_deque::Iter<'_, String>| {
-            ls.iter().zip(tail).all(|(l, t)| *l == t.as_str())
-        };
+        if k == 0 {
+            return None;
+        }
+        let same =
+            |ls: &[&str], tail: &[String]| ls.iter().zip(tail).all(|(l, t)| *l == t.as_str());
         (k..=lines.len())
             .rev()
-            .find(|&end| same(&lines[end - k..end], self.tail.iter()))
+            .find(|&end| same(&lines[end - k..end], &self.tail))
             .or_else(|| {
                 (1..k.min(lines.len() + 1))
                     .rev()
-                    .find(|&j| same(&lines[..j], self.tail.range(k - j..)))
+                    .find(|&j| same(&lines[..j], &self.tail[k - j..]))
             })
     }
 }
@@ -573,6 +607,40 @@ mod tests {
     }
 
     #[test]
+    fn a_record_stored_with_an_older_timestamp_is_not_lost() {
+        // printk takes the time before reserving the slot: a CPU can store 15 after 20.
+        let mut c = SyslogCursor::default();
+        let l = limits(0, 100);
+        let text = "<6>[   10.000000] a\n<6>[   20.000000] b\n";
+        assert_eq!(messages(&take(&mut c, text, &l)), vec!["a", "b"]);
+        let more = format!("{text}<6>[   15.000000] c\n");
+        let b = take(&mut c, &more, &l);
+        assert_eq!((messages(&b), b.dropped), (vec!["c"], 0));
+        assert_eq!(b.records[0].usec, 15_000_000);
+        assert!(take(&mut c, &more, &l).records.is_empty());
+    }
+
+    #[test]
+    fn a_changed_last_line_falls_back_to_time() {
+        // Kernels before 5.10 may print a line again longer (a continuation fragment joined
+        // it): the remembered lines no longer match, so new lines are told by time.
+        let mut c = SyslogCursor::default();
+        let l = limits(0, 100);
+        take(
+            &mut c,
+            "<6>[   10.000000] a\n<4>[   20.000000] Call Trace:\n",
+            &l,
+        );
+        let b = take(
+            &mut c,
+            "<6>[   10.000000] a\n<4>[   20.000000] Call Trace: more\n<6>[   30.000000] c\n",
+            &l,
+        );
+        assert_eq!(messages(&b), vec!["Call Trace: more", "c"]);
+        assert_eq!(b.dropped, 0);
+    }
+
+    #[test]
     fn budget_stops_and_the_rest_comes_next_time() {
         let text: String = (1..=25)
             .map(|i| format!("<6>[{i:5}.000000] m{i}\n"))
@@ -611,10 +679,10 @@ mod tests {
             ]
         );
         assert_eq!(b.malformed, 1);
-        // Seen again: the fragment is not returned on its own.
+        // Seen again: nothing returned, nothing counted again.
         let b = take(&mut c, text, &l);
         assert!(b.records.is_empty());
-        assert_eq!(b.malformed, 1);
+        assert_eq!(b.malformed, 0);
     }
 
     #[test]
@@ -638,10 +706,10 @@ mod tests {
         // Our last lines were overwritten: everything held is new, one unknown loss.
         let b = take(&mut c, "<6>x\n<6>y\n", &l);
         assert_eq!((messages(&b), b.dropped), (vec!["x", "y"], 1));
-        // The buffer wrapped into the lines remembered (only x, y are left of them): the new
-        // lines start after them, and nothing was lost.
-        let b = take(&mut c, "<6>x\n<6>y\n<6>x\n<6>y\n", &l);
-        assert_eq!((messages(&b), b.dropped), (vec!["x", "y"], 0));
+        // The buffer wrapped into the lines remembered (only y is left of them): the new
+        // lines start after it, and nothing was lost.
+        let b = take(&mut c, "<6>y\n<6>z\n", &l);
+        assert_eq!((messages(&b), b.dropped), (vec!["z"], 0));
     }
 
     proptest::proptest! {
@@ -658,6 +726,43 @@ mod tests {
             if let Ok(l) = parse_syslog_line(&line) {
                 proptest::prop_assert_eq!(l.level as u32, prio.parse::<u32>().unwrap() & 7);
             }
+        }
+
+        #[test]
+        fn cursor_returns_each_line_once_whatever_the_timestamps(
+            lines in proptest::collection::vec((0u64..5, "[ab]{0,2}"), 0..30),
+            cut in 0usize..30, max in 1usize..8, cutoff in 0u64..3
+        ) {
+            // Timestamps in any order (concurrent CPUs), a cutoff at start, small budgets.
+            let text: String = lines
+                .iter()
+                .enumerate()
+                .map(|(i, (t, m))| format!("<6>[{t:5}.000000] {m}{i}\n"))
+                .collect();
+            let mut c = SyslogCursor::default();
+            let l = limits(cutoff * 1_000_000, max);
+            let mut got = Vec::new();
+            let mut old = 0;
+            let end = text.match_indices('\n').nth(cut).map_or(text.len(), |(i, _)| i + 1);
+            for snapshot in [&text[..end], &text[..], &text[..]] {
+                for _ in 0..40 {
+                    let b = take(&mut c, snapshot, &l);
+                    old += b.skipped_old;
+                    got.extend(b.records.into_iter().map(|r| r.message));
+                    if !b.truncated_by_budget {
+                        break;
+                    }
+                }
+            }
+            // Lines older than the cutoff are skipped (counted once), all others returned once.
+            let want: Vec<String> = lines
+                .iter()
+                .enumerate()
+                .filter(|(_, (t, _))| *t >= cutoff)
+                .map(|(i, (_, m))| format!("{m}{i}"))
+                .collect();
+            proptest::prop_assert_eq!(old as usize, lines.len() - want.len());
+            proptest::prop_assert_eq!(got, want);
         }
 
         #[test]
