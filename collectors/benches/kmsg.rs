@@ -16,16 +16,22 @@ use nix::sys::resource::{getrusage, UsageWho};
 
 const FLOOD: usize = 3000;
 
-fn cpu() -> Duration {
+/// (user, system) CPU time of this process so far.
+fn cpu_split() -> (Duration, Duration) {
     match getrusage(UsageWho::RUSAGE_SELF) {
         Ok(u) => {
             let t = |tv: nix::sys::time::TimeVal| {
                 Duration::from_secs(tv.tv_sec() as u64) + Duration::from_micros(tv.tv_usec() as u64)
             };
-            t(u.user_time()) + t(u.system_time())
+            (t(u.user_time()), t(u.system_time()))
         }
-        Err(_) => Duration::ZERO,
+        Err(_) => (Duration::ZERO, Duration::ZERO),
     }
+}
+
+fn cpu() -> Duration {
+    let (user, sys) = cpu_split();
+    user + sys
 }
 
 /// `(batch, cpu, wall)` of one call.
@@ -39,15 +45,19 @@ fn steady(label: &str, r: &mut KmsgReader) {
     let mut max = Duration::ZERO;
     let mut total = Duration::ZERO;
     let calls = 20;
+    let (u0, s0) = cpu_split();
     for _ in 0..calls {
         let (b, c, _) = timed(r);
         assert!(b.status == collectors::Status::Ok, "{:?}", b.status);
         max = max.max(c);
         total += c;
     }
+    let (u1, s1) = cpu_split();
     println!(
-        "{label}: {calls} calls, CPU mean {:.0} µs, max {:.0} µs per call",
+        "{label}: {calls} calls, CPU mean {:.0} µs (user {:.0}, system {:.0}), max {:.0} µs per call",
         total.as_secs_f64() * 1e6 / calls as f64,
+        (u1 - u0).as_secs_f64() * 1e6 / calls as f64,
+        (s1 - s0).as_secs_f64() * 1e6 / calls as f64,
         max.as_secs_f64() * 1e6
     );
 }
