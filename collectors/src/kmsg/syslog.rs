@@ -17,8 +17,8 @@
 //! (the default). There is no sequence number and no `KEY=value` properties, and distinct
 //! records often share a microsecond (early boot, coarse clocks: 18 lines at `0.233348` on
 //! this VM), so lines are never merged by timestamp. Which lines are new is decided by
-//! [`SyslogCursor`]: after the last lines passed, or by `(usec, message)` when those are gone. Unlike `/dev/kmsg`, `READ_ALL` omits records cleared with
-//! `dmesg -C`/`-c`.
+//! [`SyslogCursor`]: after the last lines passed, or by `(usec, message)` when those are gone.
+//! Unlike `/dev/kmsg`, `READ_ALL` omits records cleared with `dmesg -C`/`-c`.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -36,7 +36,7 @@ const SYSLOG_ACTION_SIZE_BUFFER: c_int = 10;
 const TEXT_SIZE_FACTOR: usize = 2;
 /// ... but never more than this (memory bound; with a bigger `log_buf_len` we see the newest
 /// records that fit, and older ones count as dropped if we had not read them yet).
-pub(crate) const MAX_SYSLOG_BUFFER_BYTES: usize = 16 * 1024 * 1024;
+const MAX_SYSLOG_BUFFER_BYTES: usize = 16 * 1024 * 1024;
 const MIN_SYSLOG_BUFFER_BYTES: usize = 4096;
 /// The position is also kept as the last lines passed (at most this many).
 const TAIL_LINES: usize = 16;
@@ -87,8 +87,8 @@ pub struct SyslogLine {
 /// Why a `syslog(2)` line was not understood.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SyslogParseError {
-    /// No `<prio>` prefix: a continuation of the previous line (kernels before 3.5 print
-    /// continuation fragments of a record without a prefix) or garbage.
+    /// No `<prio>` prefix: a fragment of the line before (some older kernels print a
+    /// record's continuation fragments on a line of their own without a prefix) or garbage.
     #[error("line does not start with <prio>")]
     NoPrefix,
     #[error("line priority {0:?} is not a number")]
@@ -178,7 +178,7 @@ pub(crate) struct Limits {
 ///   (printk takes its timestamp before reserving its slot, so concurrent CPUs can store a
 ///   slightly older time after a newer one);
 /// - by time, when those lines are gone (the ring buffer wrapped past them, `dmesg -C`, or a
-///   line was extended by a continuation fragment on kernels before 5.10): lines after the
+///   line was extended by a continuation fragment on older kernels): lines after the
 ///   last timestamp seen are new, and at that same timestamp those whose message was not seen
 ///   as many times yet.
 #[derive(Debug, Default)]
@@ -364,7 +364,7 @@ impl SyslogCursor {
         });
     }
 
-    /// Appends a prefix-less line to the record just returned (old kernels' continuation
+    /// Appends a prefix-less line to the record just returned (older kernels' continuation
     /// fragments); `false` when there is none.
     fn continue_last(line: &str, returned_prev: bool, batch: &mut KmsgBatch) -> bool {
         match batch.records.last_mut() {
@@ -622,7 +622,7 @@ mod tests {
 
     #[test]
     fn a_changed_last_line_falls_back_to_time() {
-        // Kernels before 5.10 may print a line again longer (a continuation fragment joined
+        // Older kernels may print a line again longer (a continuation fragment joined
         // it): the remembered lines no longer match, so new lines are told by time.
         let mut c = SyslogCursor::default();
         let l = limits(0, 100);
@@ -666,7 +666,7 @@ mod tests {
 
     #[test]
     fn prefixless_lines_continue_the_record_before() {
-        // Kernels before 3.5 print a record's continuation fragments without a prefix.
+        // Some older kernels print a record's continuation fragments without a prefix.
         let mut c = SyslogCursor::default();
         let l = limits(0, 100);
         let text = "cut tail of an overwritten record\n<4>[    1.000000] Call Trace:\n [<ffffffff8163e6a8>] dump_stack+0x19/0x1b\n<6>[    2.000000] next\n";
