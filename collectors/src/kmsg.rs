@@ -19,6 +19,11 @@
 //! no more, and `EPIPE` when records were overwritten before we read them (the position then
 //! jumps to the oldest record still held). A regular file in a fake root (one record per
 //! line, as scenario tests write it) is read line by line and ends in EOF instead of `EAGAIN`.
+//!
+//! When `/dev/kmsg` is the character device (1:11) but `open()` is refused with a permission error
+//! (the device cgroup of an unprivileged container refuses it even with CAP_SYSLOG), the
+//! reader falls back to `syslog(2)` (`SYSLOG_ACTION_READ_ALL`, which only needs CAP_SYSLOG;
+//! see [`syslog`]) and produces the same [`Record`]s; [`KmsgReader::mode`] tells which.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, ErrorKind, Read};
@@ -31,9 +36,16 @@ use crate::host::HostPaths;
 use crate::metric::Metric;
 use crate::proc::uptime::BootClock;
 
+mod syslog;
+pub use syslog::{parse_syslog_line, SyslogLine, SyslogParseError};
+
 /// Read buffer for one device record. The kernel caps a record's text at 1 KiB (plus its
 /// properties); a buffer that is too small makes `read()` fail with `EINVAL`.
 const RECORD_BUFFER_BYTES: usize = 16 * 1024;
+
+/// The device number of `/dev/kmsg` (drivers/char/mem.c: `mem` major 1, minor 11).
+const KMSG_MAJOR: u64 = 1;
+const KMSG_MINOR: u64 = 11;
 
 /// The longest line kept from a regular-file source; longer lines are cut (bounded memory).
 const MAX_LINE_BYTES: usize = 16 * 1024;
@@ -41,7 +53,9 @@ const MAX_LINE_BYTES: usize = 16 * 1024;
 /// One kernel log record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Record {
-    /// Sequence number: increases by one per record since boot.
+    /// Sequence number: increases by one per record since boot. In [`KmsgMode::Syslog`] the
+    /// format has none: a number synthesized by the reader, increasing by one per record it
+    /// returns.
     pub seq: u64,
     /// Microseconds since boot (the kernel log clock).
     pub usec: u64,
@@ -52,6 +66,7 @@ pub struct Record {
     /// The message with `\xNN` escapes decoded (invalid UTF-8 replaced).
     pub message: String,
     /// Continuation lines (`SUBSYSTEM=acpi`, `DEVICE=+acpi:...`), leading space removed.
+    /// Always empty in [`KmsgMode::Syslog`] (`syslog(2)` does not carry them).
     pub continuation: Vec<String>,
     /// Wall-clock estimate from `/proc/uptime`; `None` when uptime could not be read (and
     /// always `None` from [`parse_record`], which is pure).
@@ -215,6 +230,34 @@ enum Source {
         /// The record being assembled: its continuation lines may still follow.
         pending: Option<String>,
     },
+    /// `syslog(2)` snapshots of the whole ring buffer (the device refused `open()`). Once
+    /// chosen it is kept: its position is not comparable with the device's.
+    Syslog(syslog::SyslogCursor),
+}
+
+/// How a [`KmsgReader`] reads the kernel log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KmsgMode {
+    /// `<root>/dev/kmsg` (the character device, or a regular file in a fake root).
+    Kmsg,
+    /// `syslog(2)` `SYSLOG_ACTION_READ_ALL`: `/dev/kmsg` refused `open()`.
+    Syslog,
+}
+
+impl KmsgMode {
+    /// `"kmsg"` or `"syslog"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KmsgMode::Kmsg => "kmsg",
+            KmsgMode::Syslog => "syslog",
+        }
+    }
+}
+
+impl std::fmt::Display for KmsgMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// A non-blocking reader of `<root>/dev/kmsg` that returns each record once, bounded per call.
@@ -293,7 +336,22 @@ impl KmsgReader {
                 self.dropped_total as f64,
             )
             .label("collector", collector),
+            Metric::gauge(
+                "node_doctor_kmsg_syslog_fallback",
+                "1 when a collector reads the kernel log with syslog(2) because /dev/kmsg refused open(), else 0.",
+                if self.mode() == KmsgMode::Syslog { 1.0 } else { 0.0 },
+            )
+            .label("collector", collector),
         ]
+    }
+
+    /// How the kernel log is read: [`KmsgMode::Syslog`] once `/dev/kmsg` refused `open()` and
+    /// `syslog(2)` worked instead, else [`KmsgMode::Kmsg`] (also before the first call).
+    pub fn mode(&self) -> KmsgMode {
+        match self.source {
+            Source::Syslog(_) => KmsgMode::Syslog,
+            _ => KmsgMode::Kmsg,
+        }
     }
 
     /// The boot clock taken at the last call, to date records or compute their age.
@@ -318,6 +376,25 @@ impl KmsgReader {
             }
         }
         let budget = Duration::from_millis(self.config.max_millis_per_cycle);
+        if matches!(self.source, Source::Syslog(_)) {
+            self.read_syslog(&mut batch, started, budget);
+        } else {
+            self.read_records(&mut batch, started, budget);
+        }
+        if batch.truncated_by_budget {
+            tracing::debug!(
+                path = %self.path.display(),
+                records = batch.records.len(),
+                "kernel log read stopped at its per-cycle bound; continuing next cycle"
+            );
+        }
+        self.records_total += batch.records.len() as u64;
+        self.dropped_total += batch.dropped;
+        batch
+    }
+
+    /// Reads device records (or file lines) one by one until none is left or a bound is hit.
+    fn read_records(&mut self, batch: &mut KmsgBatch, started: Instant, budget: Duration) {
         loop {
             if batch.records.len() >= self.config.max_records_per_cycle
                 || started.elapsed() >= budget
@@ -326,7 +403,7 @@ impl KmsgReader {
                 break;
             }
             match self.next_text() {
-                Step::Text(text) => self.accept(&text, &mut batch),
+                Step::Text(text) => self.accept(&text, batch),
                 Step::Overrun => {
                     tracing::debug!(path = %self.path.display(), "kernel log records were overwritten before they were read");
                 }
@@ -339,16 +416,69 @@ impl KmsgReader {
                 }
             }
         }
-        if batch.truncated_by_budget {
-            tracing::debug!(
-                path = %self.path.display(),
-                records = batch.records.len(),
-                "kernel log read stopped at its per-cycle bound; continuing next cycle"
-            );
+    }
+
+    /// Takes a `syslog(2)` snapshot of the ring buffer and adds the records not seen before.
+    /// A failed call leaves the position as it was: the next call retries.
+    fn read_syslog(&mut self, batch: &mut KmsgBatch, started: Instant, budget: Duration) {
+        let Source::Syslog(cursor) = &mut self.source else {
+            return;
+        };
+        let filled = match syslog::read_all(&mut self.buf) {
+            Ok(n) => n,
+            Err(e) => {
+                let reason = format!(
+                    "syslog(2) READ_ALL failed ({e}); it needs CAP_SYSLOG (and syslog allowed by the seccomp profile); kernel log rules are off until it works again"
+                );
+                if self.open_failure.as_deref() != Some(reason.as_str()) {
+                    tracing::warn!(error = %e, "reading the kernel log with syslog(2) failed");
+                    self.open_failure = Some(reason.clone());
+                }
+                batch.status = Status::Degraded(reason);
+                return;
+            }
+        };
+        if self.open_failure.take().is_some() {
+            tracing::info!("kernel log readable with syslog(2) again");
         }
-        self.records_total += batch.records.len() as u64;
-        self.dropped_total += batch.dropped;
-        batch
+        let text = String::from_utf8_lossy(&self.buf[..filled]);
+        let limits = syslog::Limits {
+            cutoff_usec: self.cutoff_usec.unwrap_or(0),
+            now_usec: self.clock.map(|c| micros(c.uptime)),
+            max_records: self.config.max_records_per_cycle,
+            started,
+            budget,
+        };
+        cursor.take_new(&text, &limits, batch);
+        if let Some(clock) = self.clock {
+            for r in &mut batch.records {
+                r.timestamp = Some(clock.wall_clock(r.usec));
+            }
+        }
+        if batch.dropped > 0 {
+            tracing::debug!("kernel log records were overwritten before syslog(2) read them");
+        }
+    }
+
+    /// True when `<root>/dev/kmsg` is the kernel log's character device (1:11), not a fake
+    /// root's file or another device, whether or not we may open it.
+    fn is_kmsg_device(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(&self.path).is_ok_and(|m| {
+            m.file_type().is_char_device()
+                && nix::sys::stat::major(m.rdev()) == KMSG_MAJOR
+                && nix::sys::stat::minor(m.rdev()) == KMSG_MINOR
+        })
+    }
+
+    /// Sets the lookback cutoff at the first successful open.
+    fn ensure_cutoff(&mut self) {
+        if self.cutoff_usec.is_none() {
+            let lookback = micros(self.config.lookback);
+            // Without uptime we cannot place records in time: read everything held.
+            let now_usec = self.clock.map(|c| micros(c.uptime));
+            self.cutoff_usec = Some(now_usec.map_or(0, |n| n.saturating_sub(lookback)));
+        }
     }
 
     /// True when a regular-file source is now shorter than our position (rewritten); records
@@ -375,6 +505,9 @@ impl KmsgReader {
             .and_then(|f| f.metadata().map(|m| (f, m)));
         let (file, meta) = match opened {
             Ok(ok) => ok,
+            Err(e) if e.kind() == ErrorKind::PermissionDenied && self.is_kmsg_device() => {
+                return self.fall_back_to_syslog(&e);
+            }
             Err(e) => {
                 let reason = match e.kind() {
                     ErrorKind::PermissionDenied => format!(
@@ -397,14 +530,7 @@ impl KmsgReader {
         if self.open_failure.take().is_some() {
             tracing::info!(path = %self.path.display(), "kernel log readable again");
         }
-        if self.cutoff_usec.is_none() {
-            let lookback = u64::try_from(self.config.lookback.as_micros()).unwrap_or(u64::MAX);
-            // Without uptime we cannot place records in time: read everything held.
-            let now_usec = self
-                .clock
-                .map(|c| u64::try_from(c.uptime.as_micros()).unwrap_or(u64::MAX));
-            self.cutoff_usec = Some(now_usec.map_or(0, |n| n.saturating_sub(lookback)));
-        }
+        self.ensure_cutoff();
         self.source = if meta.file_type().is_char_device() {
             Source::Device(file)
         } else {
@@ -417,9 +543,37 @@ impl KmsgReader {
         Ok(())
     }
 
+    /// `/dev/kmsg` refused `open()` with a permission error: read with `syslog(2)` if we may.
+    fn fall_back_to_syslog(&mut self, open_error: &std::io::Error) -> Result<(), String> {
+        match syslog::buffer_size() {
+            Ok(_) => {
+                tracing::info!(
+                    path = %self.path.display(),
+                    error = %open_error,
+                    "kernel log device refused open(); reading the kernel log with syslog(2) instead"
+                );
+                self.open_failure = None;
+                self.ensure_cutoff();
+                self.source = Source::Syslog(syslog::SyslogCursor::default());
+                Ok(())
+            }
+            Err(e) => {
+                let reason = format!(
+                    "{}: permission denied (open: {open_error}; refused by the device cgroup of an unprivileged container even with CAP_SYSLOG, or for lack of CAP_SYSLOG) and the syslog(2) fallback failed ({e}): it needs CAP_SYSLOG, and syslog allowed by the seccomp profile; kernel log rules are off",
+                    self.path.display()
+                );
+                if self.open_failure.as_deref() != Some(reason.as_str()) {
+                    tracing::warn!(path = %self.path.display(), error = %open_error, syslog_error = %e, "kernel log unavailable: /dev/kmsg and syslog(2) both refused");
+                    self.open_failure = Some(reason.clone());
+                }
+                Err(reason)
+            }
+        }
+    }
+
     fn next_text(&mut self) -> Step {
         match &mut self.source {
-            Source::Closed => Step::Done,
+            Source::Closed | Source::Syslog(_) => Step::Done,
             Source::Device(file) => {
                 if self.buf.len() < RECORD_BUFFER_BYTES {
                     self.buf.resize(RECORD_BUFFER_BYTES, 0);
@@ -512,6 +666,11 @@ impl KmsgReader {
         record.timestamp = self.clock.map(|c| c.wall_clock(record.usec));
         batch.records.push(record);
     }
+}
+
+/// A duration in whole microseconds, saturating.
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
 
 /// `read_line` that never keeps more than [`MAX_LINE_BYTES`] of one line (the rest of an

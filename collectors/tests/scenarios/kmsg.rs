@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use collectors::kmsg::{KmsgConfig, KmsgReader};
+use collectors::kmsg::{KmsgConfig, KmsgMode, KmsgReader};
 use collectors::{HostPaths, Status};
 
 use crate::support;
@@ -119,9 +119,168 @@ fn unprivileged_child() {
     }
     let mut reader = KmsgReader::new(&HostPaths::new("/"), KmsgConfig::default());
     let b = reader.read_new();
+    // The device refuses open() and, without CAP_SYSLOG, so does the syslog(2) fallback.
     match &b.status {
-        Status::Degraded(m) => assert!(m.contains("/dev/kmsg needs CAP_SYSLOG"), "{m}"),
+        Status::Degraded(m) => {
+            assert!(m.starts_with("/dev/kmsg: permission denied"), "{m}");
+            assert!(m.contains("syslog(2) fallback failed"), "{m}");
+            assert!(m.contains("needs CAP_SYSLOG"), "{m}");
+        }
         s => panic!("expected degraded, got {s:?}"),
     }
     assert!(b.records.is_empty());
+    assert_eq!(reader.mode(), KmsgMode::Kmsg);
+}
+
+/// A fake root whose `dev/` is a `nodev` tmpfs holding a real kmsg node (char 1:11) and whose
+/// `proc` is the real `/proc`: `open("dev/kmsg")` fails with EACCES on the character device,
+/// as the device cgroup of an unprivileged container makes it fail with EPERM. Unmounted when
+/// dropped.
+struct NodevKmsgRoot {
+    dir: tempfile::TempDir,
+}
+
+impl NodevKmsgRoot {
+    /// With the real kmsg node, char 1:11.
+    fn new() -> NodevKmsgRoot {
+        NodevKmsgRoot::with_device(1, 11)
+    }
+
+    fn with_device(major: u64, minor: u64) -> NodevKmsgRoot {
+        use nix::mount::{mount, MsFlags};
+        use nix::sys::stat::{makedev, mknod, Mode, SFlag};
+        let dir = tempfile::tempdir().unwrap();
+        let dev = dir.path().join("dev");
+        std::fs::create_dir(&dev).unwrap();
+        mount(
+            Some("tmpfs"),
+            &dev,
+            Some("tmpfs"),
+            MsFlags::MS_NODEV | MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC,
+            Some("size=64k,mode=755"),
+        )
+        .unwrap();
+        let root = NodevKmsgRoot { dir };
+        mknod(
+            &dev.join("kmsg"),
+            SFlag::S_IFCHR,
+            Mode::from_bits_truncate(0o644),
+            makedev(major, minor),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink("/proc", root.dir.path().join("proc")).unwrap();
+        root
+    }
+
+    fn host(&self) -> HostPaths {
+        HostPaths::new(self.dir.path())
+    }
+}
+
+impl Drop for NodevKmsgRoot {
+    fn drop(&mut self) {
+        let _ = nix::mount::umount2(
+            &self.dir.path().join("dev"),
+            nix::mount::MntFlags::MNT_DETACH,
+        );
+    }
+}
+
+fn write_marker(tag: &str) -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos();
+    let marker = format!("node-doctor-test: {tag} {}-{nanos}", std::process::id());
+    // A fresh open per write: /dev/kmsg rate-limits writers per open file.
+    let mut kmsg = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/kmsg")
+        .unwrap();
+    kmsg.write_all(format!("<6>{marker}\n").as_bytes()).unwrap();
+    marker
+}
+
+#[test]
+fn refused_device_falls_back_to_syslog_and_returns_a_marker_once() {
+    if !support::root_or_skip("refused_device_falls_back_to_syslog_and_returns_a_marker_once") {
+        return;
+    }
+    let root = NodevKmsgRoot::new();
+    let refused = std::fs::File::open(root.dir.path().join("dev/kmsg"))
+        .expect_err("a device node on a nodev mount cannot be opened");
+    assert_eq!(refused.kind(), std::io::ErrorKind::PermissionDenied);
+
+    let mut reader = KmsgReader::new(&root.host(), KmsgConfig::default());
+    let metric = |r: &KmsgReader| {
+        r.metrics("memory")
+            .into_iter()
+            .find(|m| m.name == "node_doctor_kmsg_syslog_fallback")
+            .map(|m| m.value)
+    };
+    assert_eq!(metric(&reader), Some(0.0));
+    let held = drain(&mut reader);
+    assert_eq!(reader.mode(), KmsgMode::Syslog);
+    assert_eq!(reader.mode().as_str(), "syslog");
+    assert_eq!(metric(&reader), Some(1.0));
+    // Nothing held twice, even within the first (lookback) read.
+    let mut keys: Vec<_> = held.iter().map(|r| (r.usec, r.seq)).collect();
+    keys.dedup();
+    assert_eq!(keys.len(), held.len());
+
+    let marker = write_marker("syslog-fallback");
+    let first = drain(&mut reader);
+    let hits: Vec<_> = first.iter().filter(|r| r.message == marker).collect();
+    assert_eq!(
+        hits.len(),
+        1,
+        "marker seen once in {} new records",
+        first.len()
+    );
+    let rec = hits[0];
+    assert_eq!(
+        (rec.level, rec.facility),
+        (6, 1),
+        "user facility, info level"
+    );
+    assert!(rec.continuation.is_empty());
+    let ts = rec
+        .timestamp
+        .expect("uptime is readable through the proc symlink");
+    let skew = match SystemTime::now().duration_since(ts) {
+        Ok(d) => d,
+        Err(e) => e.duration(),
+    };
+    assert!(skew < Duration::from_secs(60), "timestamp off by {skew:?}");
+
+    let second = drain(&mut reader);
+    assert!(
+        second.iter().all(|r| r.message != marker),
+        "marker returned again on the next cycle"
+    );
+    // The device reader, on the real root, sees the same record at the same time.
+    let mut device = KmsgReader::new(&HostPaths::new("/"), KmsgConfig::default());
+    let via_device = drain(&mut device);
+    assert_eq!(device.mode(), KmsgMode::Kmsg);
+    let same = via_device.iter().find(|r| r.message == marker).unwrap();
+    assert_eq!(same.usec, rec.usec);
+    // Sequence numbers are the reader's own, increasing.
+    assert!(first.windows(2).all(|w| w[0].seq < w[1].seq));
+}
+
+#[test]
+fn another_refused_device_at_dev_kmsg_does_not_fall_back() {
+    if !support::root_or_skip("another_refused_device_at_dev_kmsg_does_not_fall_back") {
+        return;
+    }
+    // char 1:3 is /dev/null: not the kernel log, so syslog(2) must not stand in for it.
+    let root = NodevKmsgRoot::with_device(1, 3);
+    let mut reader = KmsgReader::new(&root.host(), KmsgConfig::default());
+    let b = reader.read_new();
+    match &b.status {
+        Status::Degraded(m) => assert!(m.contains("needs CAP_SYSLOG"), "{m}"),
+        s => panic!("expected degraded, got {s:?}"),
+    }
+    assert!(b.records.is_empty());
+    assert_eq!(reader.mode(), KmsgMode::Kmsg);
 }
