@@ -13,6 +13,7 @@ pub mod error;
 pub mod explain;
 pub mod finding;
 pub mod host;
+pub mod kernel;
 pub mod kmsg;
 pub mod memory;
 pub mod metric;

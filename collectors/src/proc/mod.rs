@@ -6,6 +6,7 @@ pub mod cgroup;
 pub mod meminfo;
 pub mod mountinfo;
 pub mod net_udp;
+pub mod netstat;
 pub mod nf_conntrack_stat;
 pub mod pid;
 pub mod snmp;
