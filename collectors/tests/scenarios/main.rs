@@ -5,6 +5,7 @@
 mod conntrack;
 mod disk;
 mod explain;
+mod kernel;
 mod kmsg;
 mod memory;
 mod support;
