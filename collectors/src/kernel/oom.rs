@@ -133,11 +133,7 @@ fn summary(rest: &str) -> OomLine {
     for field in rest.split(',') {
         let (k, v) = field.split_once('=').unwrap_or((field, ""));
         match k.trim() {
-            "constraint" => {
-                if v == "CONSTRAINT_MEMCG" {
-                    kind = OomKind::Cgroup;
-                }
-            }
+            "constraint" if v == "CONSTRAINT_MEMCG" => kind = OomKind::Cgroup,
             "oom_memcg" => oom_memcg = Some(v.to_string()),
             "task_memcg" => task_memcg = Some(v.to_string()),
             "task" => task = Some(v.to_string()),
@@ -171,11 +167,19 @@ pub struct OomKill {
     pub usec: u64,
 }
 
+/// The fields of an `oom-kill:` summary kept for the kill line that follows it.
+#[derive(Debug, Clone)]
+struct Summary {
+    oom_memcg: Option<String>,
+    task_memcg: Option<String>,
+    pid: Option<u32>,
+}
+
 /// Joins consecutive OOM lines into kills. Context lines (summary, `Task in`, usage) are kept
 /// until the kill line that follows them; the state is a handful of fields (bounded).
 #[derive(Debug, Default, Clone)]
 pub struct Assembler {
-    summary: Option<(OomKind, Option<String>, Option<String>, Option<u32>)>,
+    summary: Option<Summary>,
     task_in: Option<(String, String)>,
     usage: Option<(u64, u64)>,
     /// An old-format decision waiting for its `Killed process` victim line.
@@ -192,14 +196,17 @@ impl Assembler {
         let mut out = Vec::new();
         match line {
             OomLine::Summary {
-                kind,
                 oom_memcg,
                 task_memcg,
                 pid,
                 ..
             } => {
                 out.extend(self.decided.take());
-                self.summary = Some((kind, oom_memcg, task_memcg, pid));
+                self.summary = Some(Summary {
+                    oom_memcg,
+                    task_memcg,
+                    pid,
+                });
             }
             OomLine::TaskIn {
                 task_memcg,
@@ -255,11 +262,11 @@ impl Assembler {
             usage_bytes: None,
             usec,
         };
-        if let Some((_, oom, task, spid)) = self.summary.take() {
+        if let Some(sum) = self.summary.take() {
             // The summary names the same pid (4.19+); a stale one from another kill does not.
-            if spid.is_none() || spid == Some(pid) {
-                kill.task_memcg = task;
-                kill.oom_memcg = oom;
+            if sum.pid.is_none() || sum.pid == Some(pid) {
+                kill.task_memcg = sum.task_memcg;
+                kill.oom_memcg = sum.oom_memcg;
             }
         }
         if let Some((task, oom)) = self.task_in.take() {

@@ -17,7 +17,8 @@ const CID: &str = "4d3c2b1a0f9e8d7c6b5a49382716051f4e3d2c1b0a9988776655443322110
 const UID_OLD: &str = "5d5b3b8a-6c1f-4f7e-9a57-1b2c3d4e5f60";
 
 /// 16 GiB node.
-const MEMINFO: &str = "MemTotal:       16384000 kB\nMemFree:          100000 kB\nMemAvailable:     200000 kB\n";
+const MEMINFO: &str =
+    "MemTotal:       16384000 kB\nMemFree:          100000 kB\nMemAvailable:     200000 kB\n";
 
 /// A fake node: uptime 7200 s, a kernel log, meminfo, pid counters and an idle netstat.
 fn host(kmsg: &str) -> FakeHost {
@@ -26,7 +27,10 @@ fn host(kmsg: &str) -> FakeHost {
         .write("/dev/kmsg", kmsg)
         .write("/proc/meminfo", MEMINFO)
         .write("/proc/loadavg", "0.52 0.41 0.35 2/219 23311\n")
-        .write("/proc/stat", "cpu  1 2 3 4 5 6 7 8 0 0\nprocs_running 2\nprocs_blocked 0\n")
+        .write(
+            "/proc/stat",
+            "cpu  1 2 3 4 5 6 7 8 0 0\nprocs_running 2\nprocs_blocked 0\n",
+        )
         .write("/proc/sys/kernel/pid_max", "32768\n")
         .write("/proc/sys/kernel/threads-max", "191853\n")
         .write("/proc/sys/net/core/somaxconn", "128\n")
@@ -85,7 +89,10 @@ fn kmsg_cgroup_oom_new() -> String {
         let pid = 19701 + i as u64;
         let memcg = format!("/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{UID_SYSTEMD}.slice/cri-containerd-{CID}.scope");
         s += &format!("4,{seq},{t}000000,-;java invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=969\n");
-        s += &format!("6,{},{t}000100,-;memory: usage 262144kB, limit 262144kB, failcnt 97\n", seq + 1);
+        s += &format!(
+            "6,{},{t}000100,-;memory: usage 262144kB, limit 262144kB, failcnt 97\n",
+            seq + 1
+        );
         s += &format!("6,{},{t}000200,-;oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,oom_memcg={memcg},task_memcg={memcg},task=java,pid={pid},uid=1000\n", seq + 2);
         s += &format!("3,{},{t}000300,-;Memory cgroup out of memory: Killed process {pid} (java) total-vm:4118968kB, anon-rss:262104kB, file-rss:6500kB, shmem-rss:0kB, UID:1000 pgtables:880kB oom_score_adj:969\n", seq + 3);
     }
@@ -104,18 +111,29 @@ fn cgroup_oom_new_format_names_pod_and_container() {
     assert_eq!(f.evidence["last_comm"].as_str(), Some("java"));
     assert_eq!(f.evidence["container_id"].as_str(), Some(CID));
     assert_eq!(f.evidence["qos_class"].as_str(), Some("Burstable"));
-    assert_eq!(f.evidence["limit_bytes"].as_f64(), Some((256u64 << 20) as f64));
+    assert_eq!(
+        f.evidence["limit_bytes"].as_f64(),
+        Some((256u64 << 20) as f64)
+    );
     // 10 minutes ago (the last kill is logged 300 µs after the minute).
     let ago = f.evidence["last_seen_seconds_ago"].as_f64().unwrap();
     assert!((599.0..=600.0).contains(&ago), "{ago}");
     assert!(f.summary.en.contains("256.0 MiB limit"), "{}", f.summary.en);
     assert!(f.summary.en.contains("exit code 137"));
-    assert!(cmds(f).iter().any(|c| c.contains(&format!("@.metadata.uid==\"{UID}\""))));
+    assert!(cmds(f)
+        .iter()
+        .any(|c| c.contains(&format!("@.metadata.uid==\"{UID}\""))));
     assert_eq!(section(f), "Pod 处于 CrashLoopBackOff 状态");
     assert!(f.see_also.contains(&"exit-code:137".to_string()));
     assert!(find(&c, "kernel.oom_system", "").is_none());
-    assert_eq!(metric(&c, "node_doctor_kernel_events_total", Some("oom_cgroup")), Some(3.0));
-    assert_eq!(metric(&c, "node_doctor_kernel_events_total", Some("oom_system")), Some(0.0));
+    assert_eq!(
+        metric(&c, "node_doctor_kernel_events_total", Some("oom_cgroup")),
+        Some(3.0)
+    );
+    assert_eq!(
+        metric(&c, "node_doctor_kernel_events_total", Some("oom_system")),
+        Some(0.0)
+    );
 }
 
 #[test]
@@ -132,8 +150,17 @@ fn cgroup_oom_old_format_single_kill_is_warning() {
     let f = find(&c, "kernel.oom_cgroup", UID_OLD).unwrap_or_else(|| panic!("{:?}", ids(&c)));
     assert_eq!(f.severity, Severity::Warning);
     assert_eq!(f.evidence["kills"].as_f64(), Some(1.0));
-    assert_eq!((f.evidence["last_pid"].as_f64(), f.evidence["last_comm"].as_str()), (Some(1240.0), Some("java")));
-    assert_eq!(f.evidence["limit_bytes"].as_f64(), Some((1u64 << 30) as f64));
+    assert_eq!(
+        (
+            f.evidence["last_pid"].as_f64(),
+            f.evidence["last_comm"].as_str()
+        ),
+        (Some(1240.0), Some("java"))
+    );
+    assert_eq!(
+        f.evidence["limit_bytes"].as_f64(),
+        Some((1u64 << 30) as f64)
+    );
     assert_eq!(f.evidence["qos_class"].as_str(), Some("Burstable"));
 }
 
@@ -150,7 +177,10 @@ fn system_oom_handbook_line_compares_kubepods_limit_with_capacity() {
     );
     let h = host(&kmsg);
     let kubepods = 16_252_928_000u64; // 15 872 000 KiB
-    h.write("/sys/fs/cgroup/memory/kubepods/memory.limit_in_bytes", format!("{kubepods}\n"));
+    h.write(
+        "/sys/fs/cgroup/memory/kubepods/memory.limit_in_bytes",
+        format!("{kubepods}\n"),
+    );
     let c = collector(&h).collect(&support::ctx());
     let f = find(&c, "kernel.oom_system", "").unwrap_or_else(|| panic!("{:?}", ids(&c)));
     assert_eq!(f.severity, Severity::Critical);
@@ -160,20 +190,40 @@ fn system_oom_handbook_line_compares_kubepods_limit_with_capacity() {
     assert_eq!(f.evidence["last_pid"].as_f64(), Some(4242.0));
     let total = 16_384_000u64 * 1024;
     assert_eq!(f.evidence["mem_total_bytes"].as_f64(), Some(total as f64));
-    assert_eq!(f.evidence["kubepods_limit_bytes"].as_f64(), Some(kubepods as f64));
-    assert_eq!(f.evidence["reserved_bytes"].as_f64(), Some((total - kubepods) as f64));
+    assert_eq!(
+        f.evidence["kubepods_limit_bytes"].as_f64(),
+        Some(kubepods as f64)
+    );
+    assert_eq!(
+        f.evidence["reserved_bytes"].as_f64(),
+        Some((total - kubepods) as f64)
+    );
     assert!(
-        f.summary.en.contains("pods may use 15500 MiB of the node's 16000 MiB, leaving 500 MiB (3.1%)"),
+        f.summary
+            .en
+            .contains("pods may use 15500 MiB of the node's 16000 MiB, leaving 500 MiB (3.1%)"),
         "{}",
         f.summary.en
     );
-    assert!(f.evidence["victims"].as_str().unwrap().contains("mysqld(812)"));
-    assert!(cmds(f).iter().any(|c| c.starts_with("cat /sys/fs/cgroup/memory/kubepods/memory.limit_in_bytes")));
-    assert!(f.remediation.steps.iter().any(|s| s.en.contains("--kube-reserved")));
+    assert!(f.evidence["victims"]
+        .as_str()
+        .unwrap()
+        .contains("mysqld(812)"));
+    assert!(cmds(f)
+        .iter()
+        .any(|c| c.starts_with("cat /sys/fs/cgroup/memory/kubepods/memory.limit_in_bytes")));
+    assert!(f
+        .remediation
+        .steps
+        .iter()
+        .any(|s| s.en.contains("--kube-reserved")));
     assert_eq!(section(f), "Pod 处于 CrashLoopBackOff 状态");
     // A system OOM is not a cgroup OOM.
     assert!(c.findings.iter().all(|f| f.id != "kernel.oom_cgroup"));
-    assert_eq!(metric(&c, "node_doctor_kernel_events_total", Some("oom_system")), Some(2.0));
+    assert_eq!(
+        metric(&c, "node_doctor_kernel_events_total", Some("oom_system")),
+        Some(2.0)
+    );
 }
 
 #[test]
@@ -196,18 +246,29 @@ fn tiny_limit_cgroup_v2_systemd_tree() {
         .write("/sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod11111111_2222_3333_4444_555555555555.slice/memory.max", "268435456\n")
         .write("/sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod11111111_2222_3333_4444_555555555555.slice/cri-containerd-aaaaaaaaaaaaaaaaaaaaaaaa.scope/memory.max", "max\n");
     let c = collector(&h).collect(&support::ctx());
-    let tiny: Vec<&Finding> = c.findings.iter().filter(|f| f.id == "kernel.tiny_memory_limit").collect();
+    let tiny: Vec<&Finding> = c
+        .findings
+        .iter()
+        .filter(|f| f.id == "kernel.tiny_memory_limit")
+        .collect();
     assert_eq!(tiny.len(), 1, "{:?}", ids(&c));
     let f = tiny[0];
     assert_eq!(f.subject, UID);
     assert_eq!(f.severity, Severity::Critical);
     assert_eq!(f.evidence["limit_bytes"].as_f64(), Some(1.0));
-    assert_eq!(f.evidence["threshold_bytes"].as_f64(), Some((4u64 << 20) as f64));
+    assert_eq!(
+        f.evidence["threshold_bytes"].as_f64(),
+        Some((4u64 << 20) as f64)
+    );
     let groups = f.evidence["cgroups"].as_str().unwrap();
     assert!(groups.contains("4d3c2b1a0f9e=1B"), "{groups}");
     assert!(f.summary.en.contains("1024m"));
-    assert!(cmds(f).iter().any(|c| c.contains(UID) && c.contains("limits.memory")));
-    assert!(cmds(f).iter().any(|c| c == &format!("cat {pod}/memory.max")));
+    assert!(cmds(f)
+        .iter()
+        .any(|c| c.contains(UID) && c.contains("limits.memory")));
+    assert!(cmds(f)
+        .iter()
+        .any(|c| c == &format!("cat {pod}/memory.max")));
     assert_eq!(section(f), "Pod 一直处于 ContainerCreating 或 Waiting 状态");
 }
 
@@ -216,13 +277,25 @@ fn tiny_limit_cgroup_v1_cgroupfs_tree() {
     let h = host("");
     let base = "/sys/fs/cgroup/memory/kubepods";
     h.write(&format!("{base}/memory.limit_in_bytes"), "16106127360\n")
-        .write(&format!("{base}/besteffort/memory.limit_in_bytes"), "9223372036854771712\n")
-        .write(&format!("{base}/besteffort/pod{UID_OLD}/memory.limit_in_bytes"), "9223372036854771712\n")
-        .write(&format!("{base}/besteffort/pod{UID_OLD}/{CID}/memory.limit_in_bytes"), "1\n");
+        .write(
+            &format!("{base}/besteffort/memory.limit_in_bytes"),
+            "9223372036854771712\n",
+        )
+        .write(
+            &format!("{base}/besteffort/pod{UID_OLD}/memory.limit_in_bytes"),
+            "9223372036854771712\n",
+        )
+        .write(
+            &format!("{base}/besteffort/pod{UID_OLD}/{CID}/memory.limit_in_bytes"),
+            "1\n",
+        );
     let c = collector(&h).collect(&support::ctx());
-    let f = find(&c, "kernel.tiny_memory_limit", UID_OLD).unwrap_or_else(|| panic!("{:?}", ids(&c)));
+    let f =
+        find(&c, "kernel.tiny_memory_limit", UID_OLD).unwrap_or_else(|| panic!("{:?}", ids(&c)));
     assert_eq!(f.evidence["limit_bytes"].as_f64(), Some(1.0));
-    assert!(cmds(f).iter().any(|c| c == &format!("cat {base}/besteffort/pod{UID_OLD}/{CID}/memory.limit_in_bytes")));
+    assert!(cmds(f)
+        .iter()
+        .any(|c| c == &format!("cat {base}/besteffort/pod{UID_OLD}/{CID}/memory.limit_in_bytes")));
 }
 
 /// A node whose docker data root `/var/lib/docker` lives on `/dev/vdb`.
@@ -253,27 +326,48 @@ fn fs_errors_on_the_runtime_disk_are_critical() {
     let f = find(&c, "kernel.fs_error", "vdb").unwrap_or_else(|| panic!("{:?}", ids(&c)));
     assert_eq!(f.severity, Severity::Critical);
     assert_eq!(f.evidence["errors"].as_f64(), Some(2.0));
-    assert_eq!(f.evidence["kinds"].as_str(), Some("ext4_error,remounted_read_only"));
+    assert_eq!(
+        f.evidence["kinds"].as_str(),
+        Some("ext4_error,remounted_read_only")
+    );
     assert_eq!(f.evidence["mount_point"].as_str(), Some("/var/lib/docker"));
     assert_eq!(f.evidence["read_only_now"].as_str(), Some("true"));
-    assert_eq!(f.evidence["roles"].as_str(), Some("docker_data /var/lib/docker"));
+    assert_eq!(
+        f.evidence["roles"].as_str(),
+        Some("docker_data /var/lib/docker")
+    );
     assert!(f.summary.en.contains("no longer accepts writes"));
-    assert!(cmds(f).iter().any(|c| c == "umount /var/lib/docker && fsck -fy /dev/vdb"));
-    assert!(cmds(f).iter().any(|c| c == "kubectl drain node-1 --ignore-daemonsets --delete-emptydir-data"));
+    assert!(cmds(f)
+        .iter()
+        .any(|c| c == "umount /var/lib/docker && fsck -fy /dev/vdb"));
+    assert!(cmds(f)
+        .iter()
+        .any(|c| c == "kubectl drain node-1 --ignore-daemonsets --delete-emptydir-data"));
     assert_eq!(section(f), "Pod 一直处于 Terminating 状态");
     // A data disk without runtime directories: a warning.
     let g = find(&c, "kernel.fs_error", "sdc").unwrap();
     assert_eq!(g.severity, Severity::Warning);
     assert_eq!(g.evidence["mount_point"].as_str(), Some("/data"));
-    assert_eq!(g.evidence["backs_runtime_or_kubelet"].as_str(), Some("false"));
+    assert_eq!(
+        g.evidence["backs_runtime_or_kubelet"].as_str(),
+        Some("false")
+    );
     assert!(g.remediation.source.is_none());
     // dm-0 placed by major:minor through /sys/class/block: the kubelet's XFS volume.
     let x = find(&c, "kernel.fs_error", "dm-0").unwrap();
     assert_eq!(x.severity, Severity::Critical);
     assert_eq!(x.evidence["mount_point"].as_str(), Some("/var/lib/kubelet"));
-    assert_eq!(x.evidence["roles"].as_str(), Some("kubelet /var/lib/kubelet"));
-    assert!(cmds(x).iter().any(|c| c == "umount /var/lib/kubelet && xfs_repair /dev/dm-0"));
-    assert_eq!(metric(&c, "node_doctor_kernel_events_total", Some("fs_error")), Some(4.0));
+    assert_eq!(
+        x.evidence["roles"].as_str(),
+        Some("kubelet /var/lib/kubelet")
+    );
+    assert!(cmds(x)
+        .iter()
+        .any(|c| c == "umount /var/lib/kubelet && xfs_repair /dev/dm-0"));
+    assert_eq!(
+        metric(&c, "node_doctor_kernel_events_total", Some("fs_error")),
+        Some(4.0)
+    );
 }
 
 #[test]
@@ -287,7 +381,10 @@ fn hung_runtime_task_on_a_full_disk_takes_the_disk_full_path() {
 3,44,6200000000,-;INFO: task jbd2/vdb-8:287 blocked for more than 122 seconds.
 ";
     let h = docker_node(kmsg);
-    h.write("/proc/stat", "cpu  1 2 3 4 5 6 7 8 0 0\nprocs_running 2\nprocs_blocked 6\n");
+    h.write(
+        "/proc/stat",
+        "cpu  1 2 3 4 5 6 7 8 0 0\nprocs_running 2\nprocs_blocked 6\n",
+    );
     let c = collector(&h)
         .with_statfs(|p: &Path| {
             let full = p.ends_with("var/lib/docker");
@@ -308,21 +405,39 @@ fn hung_runtime_task_on_a_full_disk_takes_the_disk_full_path() {
     assert_eq!(f.evidence["full_dir"].as_str(), Some("/var/lib/docker"));
     assert_eq!(f.evidence["full_dir_used_percent"].as_f64(), Some(97.0));
     assert_eq!(f.evidence["procs_blocked"].as_f64(), Some(6.0));
-    assert!(f.summary.en.contains("disk.filesystem_full"), "{}", f.summary.en);
+    assert!(
+        f.summary.en.contains("disk.filesystem_full"),
+        "{}",
+        f.summary.en
+    );
     assert!(cmds(f).iter().any(|c| c == "cat /proc/1234/stack"));
-    assert!(cmds(f).iter().any(|c| c.starts_with("df -h ") && c.contains("/var/lib/docker")));
-    assert!(f.remediation.steps.iter().any(|s| s.en.contains("load.io_bound")));
+    assert!(cmds(f)
+        .iter()
+        .any(|c| c.starts_with("df -h ") && c.contains("/var/lib/docker")));
+    assert!(f
+        .remediation
+        .steps
+        .iter()
+        .any(|s| s.en.contains("load.io_bound")));
     assert_eq!(section(f), "节点磁盘爆满排障处理");
     assert!(f.see_also.contains(&"pod-status:Terminating".to_string()));
     let j = find(&c, "kernel.hung_task", "jbd2/vdb-8").unwrap();
     assert_eq!(j.severity, Severity::Warning);
-    assert_eq!(metric(&c, "node_doctor_kernel_events_total", Some("hung_task")), Some(3.0));
+    assert_eq!(
+        metric(&c, "node_doctor_kernel_events_total", Some("hung_task")),
+        Some(3.0)
+    );
 }
 
 #[test]
 fn hung_task_with_blocked_io_takes_the_io_path() {
-    let h = docker_node("3,40,6000000000,-;INFO: task kubelet:900 blocked for more than 120 seconds.\n");
-    h.write("/proc/stat", "cpu  1 2 3 4 5 6 7 8 0 0\nprocs_running 2\nprocs_blocked 9\n");
+    let h = docker_node(
+        "3,40,6000000000,-;INFO: task kubelet:900 blocked for more than 120 seconds.\n",
+    );
+    h.write(
+        "/proc/stat",
+        "cpu  1 2 3 4 5 6 7 8 0 0\nprocs_running 2\nprocs_blocked 9\n",
+    );
     let c = collector(&h)
         .with_statfs(|_: &Path| {
             Ok(FsUsage {
@@ -346,7 +461,10 @@ fn listen_drops_from_netstat_deltas() {
     h.write("/proc/1/net/netstat", netstat(1532, 1532, 77));
     let mut k = collector(&h);
     let first = k.collect(&support::ctx());
-    assert!(first.findings.iter().all(|f| f.id != "kernel.listen_drops"), "no rate at the first call");
+    assert!(
+        first.findings.iter().all(|f| f.id != "kernel.listen_drops"),
+        "no rate at the first call"
+    );
     std::thread::sleep(Duration::from_millis(200));
     h.write("/proc/1/net/netstat", netstat(1532 + 40, 1532 + 40, 77 + 5));
     let c = k.collect(&support::ctx());
@@ -358,9 +476,14 @@ fn listen_drops_from_netstat_deltas() {
     assert_eq!(f.evidence["somaxconn"].as_f64(), Some(128.0));
     // 45 drops in ~0.2 s is far above 10/s.
     assert_eq!(f.severity, Severity::Critical);
-    assert!(cmds(f).iter().any(|c| c == "sysctl -w net.ipv4.tcp_max_syn_backlog=512 net.core.somaxconn=256"));
+    assert!(cmds(f)
+        .iter()
+        .any(|c| c == "sysctl -w net.ipv4.tcp_max_syn_backlog=512 net.core.somaxconn=256"));
     assert_eq!(section(f), "Pod 健康检查失败");
-    assert_eq!(metric(&c, "node_doctor_kernel_events_total", Some("backlog_drop")), Some(45.0));
+    assert_eq!(
+        metric(&c, "node_doctor_kernel_events_total", Some("backlog_drop")),
+        Some(45.0)
+    );
     // No change: resolved.
     let again = k.collect(&support::ctx());
     assert!(again.findings.iter().all(|f| f.id != "kernel.listen_drops"));
@@ -384,10 +507,26 @@ fn pid_exhaustion_and_metrics() {
     assert_eq!(f.evidence["pid_max"].as_f64(), Some(32768.0));
     assert_eq!(f.evidence["used_percent"].as_f64(), Some(96.13));
     assert_eq!(metric(&c, "node_doctor_kernel_pids", None), Some(31500.0));
-    assert_eq!(metric(&c, "node_doctor_kernel_pid_max", None), Some(32768.0));
-    assert_eq!(metric(&c, "node_doctor_kernel_threads_max", None), Some(191853.0));
-    for kind in ["oom_system", "oom_cgroup", "hung_task", "fs_error", "backlog_drop"] {
-        assert_eq!(metric(&c, "node_doctor_kernel_events_total", Some(kind)), Some(0.0), "{kind}");
+    assert_eq!(
+        metric(&c, "node_doctor_kernel_pid_max", None),
+        Some(32768.0)
+    );
+    assert_eq!(
+        metric(&c, "node_doctor_kernel_threads_max", None),
+        Some(191853.0)
+    );
+    for kind in [
+        "oom_system",
+        "oom_cgroup",
+        "hung_task",
+        "fs_error",
+        "backlog_drop",
+    ] {
+        assert_eq!(
+            metric(&c, "node_doctor_kernel_events_total", Some(kind)),
+            Some(0.0),
+            "{kind}"
+        );
     }
     // A healthy node: nothing.
     let ok = collector(&host("")).collect(&support::ctx());
@@ -399,8 +538,16 @@ fn pid_exhaustion_and_metrics() {
 fn state_stays_bounded() {
     let mut kmsg = String::new();
     for i in 0..600u64 {
-        kmsg += &format!("3,{},{}000000,-;INFO: task worker{i}:{i} blocked for more than 120 seconds.\n", 100 + 2 * i, 6000 + i);
-        kmsg += &format!("3,{},{}000000,-;Buffer I/O error on dev sd{i}, logical block 0, async page read\n", 101 + 2 * i, 6000 + i);
+        kmsg += &format!(
+            "3,{},{}000000,-;INFO: task worker{i}:{i} blocked for more than 120 seconds.\n",
+            100 + 2 * i,
+            6000 + i
+        );
+        kmsg += &format!(
+            "3,{},{}000000,-;Buffer I/O error on dev sd{i}, logical block 0, async page read\n",
+            101 + 2 * i,
+            6000 + i
+        );
     }
     let h = host(&kmsg);
     let mut k = KernelCollector::new(
@@ -416,7 +563,10 @@ fn state_stays_bounded() {
     // The newest survive.
     assert!(find(&c, "kernel.hung_task", "worker599").is_some());
     assert!(find(&c, "kernel.hung_task", "worker0").is_none());
-    assert_eq!(metric(&c, "node_doctor_kernel_events_total", Some("hung_task")), Some(600.0));
+    assert_eq!(
+        metric(&c, "node_doctor_kernel_events_total", Some("hung_task")),
+        Some(600.0)
+    );
 }
 
 /// Removes the test cgroups (deepest first) after the process in them has exited.
@@ -453,7 +603,9 @@ fn real_kernel_cgroup_oom_names_the_process() {
         std::path::PathBuf::from("/sys/fs/cgroup/memory")
     };
     if !base.join("cgroup.procs").exists() {
-        eprintln!("SKIP real_kernel_cgroup_oom_names_the_process: no memory cgroup controller mounted");
+        eprintln!(
+            "SKIP real_kernel_cgroup_oom_names_the_process: no memory cgroup controller mounted"
+        );
         return;
     }
     let me = std::process::id();
@@ -490,7 +642,10 @@ fn real_kernel_cgroup_oom_names_the_process() {
     // A unique comm: the process runs `tail` through a symlink with a unique name.
     let name = format!("ndoom{}", me % 1_000_000_000);
     let tmp = tempfile::tempdir().unwrap();
-    let tail = ["/usr/bin/tail", "/bin/tail"].into_iter().find(|p| Path::new(p).exists()).expect("tail");
+    let tail = ["/usr/bin/tail", "/bin/tail"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .expect("tail");
     let link = tmp.path().join(&name);
     std::os::unix::fs::symlink(tail, &link).unwrap();
 
@@ -536,11 +691,10 @@ fn real_kernel_cgroup_oom_names_the_process() {
     let mut found = None;
     for _ in 0..20 {
         let c = k.collect(&support::ctx());
-        if let Some(f) = c
-            .findings
-            .into_iter()
-            .find(|f| f.id == "kernel.oom_cgroup" && f.evidence.get("last_comm").and_then(|e| e.as_str()) == Some(name.as_str()))
-        {
+        if let Some(f) = c.findings.into_iter().find(|f| {
+            f.id == "kernel.oom_cgroup"
+                && f.evidence.get("last_comm").and_then(|e| e.as_str()) == Some(name.as_str())
+        }) {
             found = Some(f);
             break;
         }
@@ -550,7 +704,10 @@ fn real_kernel_cgroup_oom_names_the_process() {
     assert_eq!(f.subject, uid);
     assert_eq!(f.evidence["pod_uid"].as_str(), Some(uid.as_str()));
     assert_eq!(f.evidence["container_id"].as_str(), Some(cid.as_str()));
-    assert_eq!(f.evidence["limit_bytes"].as_f64(), Some((16u64 << 20) as f64));
+    assert_eq!(
+        f.evidence["limit_bytes"].as_f64(),
+        Some((16u64 << 20) as f64)
+    );
     assert!(f.evidence["kills"].as_f64().unwrap() >= 1.0);
     assert!(f.summary.en.contains(&name));
     drop(guard);
