@@ -610,7 +610,7 @@ fn real_kernel_cgroup_oom_names_the_process() {
     }
     let me = std::process::id();
     let uid = format!("0000abcd-0000-4000-8000-{me:012}");
-    let cid = format!("{:064x}", u64::from(me) * 7919);
+    let cid = format!("c0ffee{:058x}", u64::from(me) * 7919);
     let top = base.join(format!("node-doctor-test-{me}"));
     let dirs = vec![
         top.clone(),
