@@ -221,14 +221,14 @@ fn pod_by_uid(uid: &str) -> String {
 
 /// `kernel.oom_system`: the node ran out of memory and the kernel killed processes.
 fn oom_system(s: &KernelSample) -> Option<Finding> {
-    let groups: Vec<&OomGroup> = s.oom.iter().filter(|g| g.kind == OomKind::System).collect();
+    let mut groups: Vec<&OomGroup> = s.oom.iter().filter(|g| g.kind == OomKind::System).collect();
+    // Most recent first (unknown ages last).
+    groups.sort_by_key(|g| g.last_seen_seconds_ago.unwrap_or(u64::MAX));
     let kills: u64 = groups.iter().map(|g| g.kills).sum();
     if kills == 0 {
         return None;
     }
-    let last = groups
-        .iter()
-        .min_by_key(|g| g.last_seen_seconds_ago.unwrap_or(u64::MAX))?;
+    let last = groups.first()?;
     let pod_kills: u64 = groups
         .iter()
         .filter(|g| g.pod_uid.is_some())
@@ -635,8 +635,14 @@ fn hung_task(h: &HungGroup, s: &KernelSample, t: &Thresholds) -> Finding {
 /// `kernel.fs_error`: filesystem or block-device errors on one device.
 fn fs_error(e: &FsErrorGroup, window: u64, node: &str) -> Finding {
     let backs = !e.roles.is_empty();
+    // I/O errors on a device that holds no mounted filesystem (an empty CD-ROM drive, a
+    // detached volume) do not affect pods: information only.
+    let unmounted_io_only =
+        e.mount_point.is_none() && e.kinds.iter().all(|k| *k == FsErrorKind::BufferIo);
     let severity = if backs {
         Severity::Critical
+    } else if unmounted_io_only {
+        Severity::Info
     } else {
         Severity::Warning
     };

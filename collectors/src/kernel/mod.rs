@@ -209,11 +209,13 @@ impl KernelCollector {
                 .or_else(|| kill.task_memcg.clone())
                 .unwrap_or_else(|| format!("comm:{comm}")),
         };
-        tracing::info!(kind = kill.kind.as_str(), pid = kill.pid, comm = %comm, memcg = ?kill.task_memcg, "kernel OOM killer killed a process");
         let stat = self
             .ooms
             .entry((kill.kind, cut(&key, 512)))
-            .or_insert_with(|| OomStat {
+            .or_insert_with(|| {
+                // Logged once per group in the window, not per kill: OOM storms stay quiet.
+                tracing::info!(kind = kill.kind.as_str(), pid = kill.pid, comm = %comm, memcg = ?kill.task_memcg, "kernel OOM killer killed a process");
+                OomStat {
                 pod: None,
                 task_memcg: None,
                 oom_memcg: None,
@@ -223,6 +225,7 @@ impl KernelCollector {
                 last_usec: 0,
                 limit_bytes: None,
                 usage_bytes: None,
+            }
             });
         stat.kills += 1;
         if kill.usec >= stat.last_usec {

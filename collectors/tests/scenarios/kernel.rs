@@ -320,6 +320,7 @@ fn fs_errors_on_the_runtime_disk_are_critical() {
 2,31,6000000100,-;EXT4-fs (vdb): Remounting filesystem read-only
 3,32,6100000000,-;Buffer I/O error on dev sdc, logical block 0, async page read
 3,33,6200000000,-;XFS (dm-0): Corruption of in-memory data detected.  Shutting down filesystem
+3,34,6300000000,-;Buffer I/O error on dev sr0, logical block 0, async page read
 ";
     let h = docker_node(kmsg);
     let c = collector(&h).collect(&support::ctx());
@@ -364,9 +365,12 @@ fn fs_errors_on_the_runtime_disk_are_critical() {
     assert!(cmds(x)
         .iter()
         .any(|c| c == "umount /var/lib/kubelet && xfs_repair /dev/dm-0"));
+    // An empty CD-ROM drive with I/O errors and no filesystem mounted: information only.
+    let r = find(&c, "kernel.fs_error", "sr0").unwrap();
+    assert_eq!(r.severity, Severity::Info);
     assert_eq!(
         metric(&c, "node_doctor_kernel_events_total", Some("fs_error")),
-        Some(4.0)
+        Some(5.0)
     );
 }
 
