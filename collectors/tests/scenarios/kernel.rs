@@ -717,3 +717,26 @@ fn real_kernel_cgroup_oom_names_the_process() {
     drop(guard);
     assert!(!top.exists(), "test cgroup removed");
 }
+
+#[test]
+fn fs_errors_old_kernel_format() {
+    // Kernel 3.10 (CentOS 7) forms: `Buffer I/O error on device`, XFS `I/O Error Detected`.
+    let kmsg = "\
+3,50,6000000000,-;Buffer I/O error on device vdb, logical block 12345
+3,51,6000000100,-;XFS (sdc): I/O Error Detected. Shutting down filesystem
+3,52,6000000200,-;XFS (sdc): Please umount the filesystem and rectify the problem(s)
+";
+    let h = docker_node(kmsg);
+    let c = collector(&h).collect(&support::ctx());
+    let f = find(&c, "kernel.fs_error", "vdb").unwrap_or_else(|| panic!("{:?}", ids(&c)));
+    assert_eq!(f.severity, Severity::Critical, "vdb holds /var/lib/docker");
+    assert_eq!(f.evidence["kinds"].as_str(), Some("buffer_io_error"));
+    let x = find(&c, "kernel.fs_error", "sdc").unwrap();
+    assert_eq!(x.severity, Severity::Warning);
+    assert_eq!(x.evidence["errors"].as_f64(), Some(1.0));
+    assert_eq!(x.evidence["mount_point"].as_str(), Some("/data"));
+    assert!(x.summary.en.contains("no longer accepts writes"));
+    assert!(cmds(x)
+        .iter()
+        .any(|c| c == "umount /data && xfs_repair /dev/sdc"));
+}
