@@ -14,6 +14,7 @@ pub mod explain;
 pub mod finding;
 pub mod host;
 pub mod iptables;
+pub mod kernel;
 pub mod kmsg;
 pub mod load;
 pub mod memory;

@@ -107,12 +107,16 @@ pub fn statvfs_usage(path: &Path) -> std::io::Result<FsUsage> {
 /// host-side mount point when mountinfo knows it.
 type Placed = (String, u64, Option<(Mount, String)>);
 
-/// What the collector found about the runtimes and the kubelet this cycle.
-struct Discovery {
-    dirs: Vec<(Role, String, PathBuf)>,
-    kubelet: Option<(kubelet::Settings, String)>,
-    docker: Option<(docker::DaemonConfig, String, String)>,
-    notes: Vec<String>,
+/// What [`discover`] found about the container runtimes and the kubelet.
+pub struct Discovery {
+    /// Directories that exist: role, host-side path (symlinks resolved), agent-side path.
+    pub dirs: Vec<(Role, String, PathBuf)>,
+    /// The kubelet's effective disk settings and its config path, when a kubelet is present.
+    pub kubelet: Option<(kubelet::Settings, String)>,
+    /// Docker's daemon config, its path, and the data root, when docker is present.
+    pub docker: Option<(docker::DaemonConfig, String, String)>,
+    /// Why some configuration could not be read.
+    pub notes: Vec<String>,
 }
 
 /// The processes of interest, by comm: one pass over `<root>/proc`.
@@ -135,6 +139,106 @@ fn find_processes(host: &HostPaths, names: &[&str]) -> HashMap<String, Vec<Strin
         }
     }
     out
+}
+
+/// Finds the container runtimes' and the kubelet's directories on the host: from the running
+/// processes' flags (one pass over `<root>/proc`), their configuration files, and the
+/// defaults. Shared by the `disk` collector and the `kernel` collector (which asks whether a
+/// failing filesystem backs one of these directories).
+pub fn discover(host: &HostPaths, config: &DiskConfig) -> Discovery {
+    let mut notes = Vec::new();
+    let procs = find_processes(host, &["kubelet", "dockerd", "containerd"]);
+    let none: Vec<String> = Vec::new();
+    let k_args = procs.get("kubelet").unwrap_or(&none);
+    let d_args = procs.get("dockerd").unwrap_or(&none);
+    let c_args = procs.get("containerd").unwrap_or(&none);
+
+    // docker
+    let daemon_json =
+        flag_value(d_args, "--config-file").unwrap_or_else(|| config.daemon_json.clone());
+    let daemon = match docker::read_daemon_json(host, &daemon_json) {
+        Ok(d) => d,
+        Err(e) => {
+            notes.push(e.to_string());
+            None
+        }
+    };
+    let d = daemon.clone().unwrap_or_default();
+    let data_root = flag_value(d_args, "--data-root")
+        .or_else(|| flag_value(d_args, "--graph"))
+        .or(d.data_root.clone())
+        .unwrap_or_else(|| docker::DEFAULT_DATA_ROOT.to_string());
+    let exec_root = flag_value(d_args, "--exec-root")
+        .or(d.exec_root.clone())
+        .unwrap_or_else(|| docker::DEFAULT_EXEC_ROOT.to_string());
+
+    // containerd
+    let c_conf_path = flag_value(c_args, "--config")
+        .or_else(|| flag_value(c_args, "-c"))
+        .unwrap_or_else(|| config.containerd_config.clone());
+    let c_conf = match containerd::read(host, &c_conf_path) {
+        Ok(c) => c.unwrap_or_default(),
+        Err(e) => {
+            notes.push(e.to_string());
+            containerd::Config::default()
+        }
+    };
+    let c_root = flag_value(c_args, "--root")
+        .or(c_conf.root)
+        .unwrap_or_else(|| containerd::DEFAULT_ROOT.to_string());
+    let c_state = flag_value(c_args, "--state")
+        .or(c_conf.state)
+        .unwrap_or_else(|| containerd::DEFAULT_STATE.to_string());
+
+    // kubelet
+    let k_root =
+        flag_value(k_args, "--root-dir").unwrap_or_else(|| kubelet::DEFAULT_ROOT_DIR.to_string());
+    let k_conf_path = config
+        .kubelet_config
+        .clone()
+        .or_else(|| flag_value(k_args, "--config"))
+        .unwrap_or_else(|| kubelet::DEFAULT_CONFIG.to_string());
+    let k_conf = match kubelet::read_config(host, &k_conf_path) {
+        Ok(c) => c,
+        Err(e) => {
+            notes.push(e.to_string());
+            None
+        }
+    };
+    let settings = kubelet::effective(k_args, k_conf.as_ref(), &k_conf_path);
+    for e in &settings.errors {
+        notes.push(format!("kubelet setting {e}"));
+    }
+
+    let mut dirs = Vec::new();
+    for (role, p) in [
+        (Role::DockerData, data_root.clone()),
+        (Role::DockerExec, exec_root),
+        (Role::ContainerdRoot, c_root),
+        (Role::ContainerdState, c_state),
+        (Role::Kubelet, k_root),
+    ] {
+        let agent = host.resolve(&p);
+        if agent.is_dir() {
+            let host_side = host
+                .host_side(&agent)
+                .map(|h| h.to_string_lossy().into_owned())
+                .unwrap_or(p);
+            dirs.push((role, host_side, agent));
+        }
+    }
+    let has_kubelet =
+        !k_args.is_empty() || k_conf.is_some() || dirs.iter().any(|d| d.0 == Role::Kubelet);
+    let docker_dir = dirs
+        .iter()
+        .find(|d| d.0 == Role::DockerData)
+        .map(|d| d.1.clone());
+    Discovery {
+        kubelet: has_kubelet.then_some((settings, k_conf_path)),
+        docker: docker_dir.map(|dr| (d, daemon_json, dr)),
+        dirs,
+        notes,
+    }
 }
 
 impl DiskCollector {
@@ -173,101 +277,7 @@ impl DiskCollector {
     }
 
     fn discover(&self) -> Discovery {
-        let host = &self.host;
-        let mut notes = Vec::new();
-        let procs = find_processes(host, &["kubelet", "dockerd", "containerd"]);
-        let none: Vec<String> = Vec::new();
-        let k_args = procs.get("kubelet").unwrap_or(&none);
-        let d_args = procs.get("dockerd").unwrap_or(&none);
-        let c_args = procs.get("containerd").unwrap_or(&none);
-
-        // docker
-        let daemon_json =
-            flag_value(d_args, "--config-file").unwrap_or_else(|| self.config.daemon_json.clone());
-        let daemon = match docker::read_daemon_json(host, &daemon_json) {
-            Ok(d) => d,
-            Err(e) => {
-                notes.push(e.to_string());
-                None
-            }
-        };
-        let d = daemon.clone().unwrap_or_default();
-        let data_root = flag_value(d_args, "--data-root")
-            .or_else(|| flag_value(d_args, "--graph"))
-            .or(d.data_root.clone())
-            .unwrap_or_else(|| docker::DEFAULT_DATA_ROOT.to_string());
-        let exec_root = flag_value(d_args, "--exec-root")
-            .or(d.exec_root.clone())
-            .unwrap_or_else(|| docker::DEFAULT_EXEC_ROOT.to_string());
-
-        // containerd
-        let c_conf_path = flag_value(c_args, "--config")
-            .or_else(|| flag_value(c_args, "-c"))
-            .unwrap_or_else(|| self.config.containerd_config.clone());
-        let c_conf = match containerd::read(host, &c_conf_path) {
-            Ok(c) => c.unwrap_or_default(),
-            Err(e) => {
-                notes.push(e.to_string());
-                containerd::Config::default()
-            }
-        };
-        let c_root = flag_value(c_args, "--root")
-            .or(c_conf.root)
-            .unwrap_or_else(|| containerd::DEFAULT_ROOT.to_string());
-        let c_state = flag_value(c_args, "--state")
-            .or(c_conf.state)
-            .unwrap_or_else(|| containerd::DEFAULT_STATE.to_string());
-
-        // kubelet
-        let k_root = flag_value(k_args, "--root-dir")
-            .unwrap_or_else(|| kubelet::DEFAULT_ROOT_DIR.to_string());
-        let k_conf_path = self
-            .config
-            .kubelet_config
-            .clone()
-            .or_else(|| flag_value(k_args, "--config"))
-            .unwrap_or_else(|| kubelet::DEFAULT_CONFIG.to_string());
-        let k_conf = match kubelet::read_config(host, &k_conf_path) {
-            Ok(c) => c,
-            Err(e) => {
-                notes.push(e.to_string());
-                None
-            }
-        };
-        let settings = kubelet::effective(k_args, k_conf.as_ref(), &k_conf_path);
-        for e in &settings.errors {
-            notes.push(format!("kubelet setting {e}"));
-        }
-
-        let mut dirs = Vec::new();
-        for (role, p) in [
-            (Role::DockerData, data_root.clone()),
-            (Role::DockerExec, exec_root),
-            (Role::ContainerdRoot, c_root),
-            (Role::ContainerdState, c_state),
-            (Role::Kubelet, k_root),
-        ] {
-            let agent = host.resolve(&p);
-            if agent.is_dir() {
-                let host_side = host
-                    .host_side(&agent)
-                    .map(|h| h.to_string_lossy().into_owned())
-                    .unwrap_or(p);
-                dirs.push((role, host_side, agent));
-            }
-        }
-        let has_kubelet =
-            !k_args.is_empty() || k_conf.is_some() || dirs.iter().any(|d| d.0 == Role::Kubelet);
-        let docker_dir = dirs
-            .iter()
-            .find(|d| d.0 == Role::DockerData)
-            .map(|d| d.1.clone());
-        Discovery {
-            kubelet: has_kubelet.then_some((settings, k_conf_path)),
-            docker: docker_dir.map(|dr| (d, daemon_json, dr)),
-            dirs,
-            notes,
-        }
+        discover(&self.host, &self.config)
     }
 
     /// The mount containing a directory: by the host's view of the path when its device

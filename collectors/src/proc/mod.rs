@@ -9,6 +9,7 @@ pub mod locks;
 pub mod meminfo;
 pub mod mountinfo;
 pub mod net_udp;
+pub mod netstat;
 pub mod nf_conntrack_stat;
 pub mod ns;
 pub mod pid;

@@ -6,6 +6,7 @@ mod conntrack;
 mod disk;
 mod explain;
 mod iptables;
+mod kernel;
 mod kmsg;
 mod load;
 mod memory;

@@ -1,0 +1,625 @@
+//! Collector `kernel`: what the kernel log and a few kernel counters say about pods dying or
+//! hanging on this node.
+//!
+//! - OOM kills from `/dev/kmsg`, told apart as system OOM (the node ran out) and cgroup OOM (a
+//!   container hit its limit), attributed to pods through the logged memory cgroup;
+//! - memory limits in the kubepods cgroup tree too small to run anything (`1024m` for `1024Mi`);
+//! - hung tasks, with the cheap signals that say whether the IO or the disk-full path applies
+//!   (`procs_blocked`, `statvfs` of the runtime and kubelet directories);
+//! - filesystem errors (ext4 errors, read-only remounts, XFS shutdowns, buffer I/O errors),
+//!   placed through the host's mountinfo and checked against the runtime/kubelet directories;
+//! - listen-queue drops from `<root>/proc/1/net/netstat` deltas, with the SYN backlog sysctls;
+//! - PID exhaustion: tasks against `kernel.pid_max` and `kernel.threads-max`.
+//!
+//! Handbook: the CrashLoopBackOff, exit-code, ContainerCreating, health-check and Terminating
+//! pages of `002_af370464fa0f13dd.txt`.
+
+pub mod fs_error;
+pub mod hung_task;
+pub mod judge;
+pub mod memcg;
+pub mod oom;
+pub mod tasks;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::Instant;
+
+use crate::collector::{CollectContext, Collection, Collector, Status};
+use crate::disk::{self, DiskConfig, FsUsage};
+use crate::finding::Finding;
+use crate::host::HostPaths;
+use crate::kmsg::{KmsgConfig, KmsgReader};
+use crate::metric::Metric;
+use crate::proc::cgroup::{self, PodRef};
+use crate::proc::{meminfo, mountinfo, netstat};
+
+pub use judge::{
+    FsErrorGroup, HungGroup, KernelSample, ListenDelta, NodeMemory, OomGroup, PidUsage, RoleFs,
+    Thresholds, TinyPod,
+};
+
+/// Longest task name kept from a log line (the kernel's comm is 16 bytes).
+const MAX_COMM_BYTES: usize = 64;
+
+/// `statvfs` of an agent-side path. Replaceable for tests (fake hosts have no real disks).
+pub type StatFsFn = dyn Fn(&Path) -> std::io::Result<FsUsage> + Send;
+
+/// Settings of the kernel collector.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelConfig {
+    pub thresholds: Thresholds,
+    /// The kernel-log reader; its lookback is also the window in which OOM kills, hung tasks
+    /// and filesystem errors stay findings.
+    pub kmsg: KmsgConfig,
+    /// At most this many groups (pods, task names, devices) are remembered per kind.
+    pub max_groups: usize,
+    /// Bounds of the kubepods cgroup walk: directories visited...
+    pub cgroup_walk_max_groups: usize,
+    /// ...and depth below `kubepods` (pod = 2, container = 3).
+    pub cgroup_walk_max_depth: usize,
+    /// Where the disk collector's runtime/kubelet directory discovery looks.
+    pub disk: DiskConfig,
+}
+
+impl Default for KernelConfig {
+    fn default() -> Self {
+        KernelConfig {
+            thresholds: Thresholds::default(),
+            kmsg: KmsgConfig::default(),
+            max_groups: 256,
+            cgroup_walk_max_groups: 20_000,
+            cgroup_walk_max_depth: 4,
+            disk: DiskConfig::default(),
+        }
+    }
+}
+
+/// Kills of one group within the window.
+#[derive(Debug, Clone)]
+struct OomStat {
+    pod: Option<PodRef>,
+    task_memcg: Option<String>,
+    oom_memcg: Option<String>,
+    kills: u64,
+    last_pid: u32,
+    last_comm: String,
+    last_usec: u64,
+    limit_bytes: Option<u64>,
+    usage_bytes: Option<u64>,
+}
+
+#[derive(Debug, Clone)]
+struct HungStat {
+    last_pid: u32,
+    reports: u64,
+    max_blocked_seconds: u64,
+    last_usec: u64,
+}
+
+#[derive(Debug, Clone)]
+struct FsStat {
+    kinds: BTreeSet<fs_error::FsErrorKind>,
+    errors: u64,
+    last_usec: u64,
+}
+
+/// Counters of kernel-log events seen since start (for `/metrics`).
+#[derive(Debug, Clone, Copy, Default)]
+struct Totals {
+    oom_system: u64,
+    oom_cgroup: u64,
+    hung_task: u64,
+    fs_error: u64,
+    backlog_drop: u64,
+}
+
+/// The kernel collector. See the module documentation.
+pub struct KernelCollector {
+    host: HostPaths,
+    config: KernelConfig,
+    kmsg: KmsgReader,
+    statfs: Box<StatFsFn>,
+    assembler: oom::Assembler,
+    ooms: BTreeMap<(oom::OomKind, String), OomStat>,
+    hung: BTreeMap<String, HungStat>,
+    fs: BTreeMap<String, FsStat>,
+    totals: Totals,
+    previous_netstat: Option<(Instant, netstat::ListenCounters)>,
+    /// Finding keys of the last run, to log transitions.
+    active: BTreeSet<(String, String)>,
+}
+
+impl KernelCollector {
+    pub fn new(host: HostPaths, config: KernelConfig) -> Self {
+        let kmsg = KmsgReader::new(&host, config.kmsg.clone());
+        KernelCollector {
+            host,
+            config,
+            kmsg,
+            statfs: Box::new(disk::statvfs_usage),
+            assembler: oom::Assembler::default(),
+            ooms: BTreeMap::new(),
+            hung: BTreeMap::new(),
+            fs: BTreeMap::new(),
+            totals: Totals::default(),
+            previous_netstat: None,
+            active: BTreeSet::new(),
+        }
+    }
+
+    /// Replaces `statvfs` (tests on fake hosts).
+    pub fn with_statfs(
+        mut self,
+        f: impl Fn(&Path) -> std::io::Result<FsUsage> + Send + 'static,
+    ) -> Self {
+        self.statfs = Box::new(f);
+        self
+    }
+
+    /// Groups remembered (OOM, hung-task, filesystem), for checking that state stays bounded.
+    pub fn state_sizes(&self) -> (usize, usize, usize) {
+        (self.ooms.len(), self.hung.len(), self.fs.len())
+    }
+
+    /// Reads new kernel log records into the event groups; returns the reader's status.
+    fn read_kernel_log(&mut self) -> Status {
+        let batch = self.kmsg.read_new();
+        for record in &batch.records {
+            let msg = record.message.as_str();
+            for kill in self.assembler.feed(msg, record.usec) {
+                self.note_oom(kill);
+            }
+            if let Some(h) = hung_task::parse(msg) {
+                self.note_hung(h, record.usec);
+            }
+            if let Some(e) = fs_error::parse(msg) {
+                self.note_fs(e, record.usec);
+            }
+        }
+        // At the end of what the kernel holds, a decision line without its victim line is
+        // final (kernels before 4.19 print them back to back).
+        if !batch.truncated_by_budget {
+            if let Some(kill) = self.assembler.flush() {
+                self.note_oom(kill);
+            }
+        }
+        self.prune();
+        batch.status
+    }
+
+    fn note_oom(&mut self, kill: oom::OomKill) {
+        let pod = kill
+            .task_memcg
+            .as_deref()
+            .and_then(cgroup::pod_from_path)
+            .or_else(|| kill.oom_memcg.as_deref().and_then(cgroup::pod_from_path));
+        match kill.kind {
+            oom::OomKind::System => self.totals.oom_system += 1,
+            oom::OomKind::Cgroup => self.totals.oom_cgroup += 1,
+        }
+        let comm = cut(&kill.comm, MAX_COMM_BYTES);
+        let key = match (&pod, kill.kind) {
+            (Some(p), _) => p.uid.clone(),
+            // System OOM victims outside pods: one group per task name.
+            (None, oom::OomKind::System) => format!("comm:{comm}"),
+            (None, oom::OomKind::Cgroup) => kill
+                .oom_memcg
+                .clone()
+                .or_else(|| kill.task_memcg.clone())
+                .unwrap_or_else(|| format!("comm:{comm}")),
+        };
+        let stat = self
+            .ooms
+            .entry((kill.kind, cut(&key, 512)))
+            .or_insert_with(|| {
+                // Logged once per group in the window, not per kill: OOM storms stay quiet.
+                tracing::info!(kind = kill.kind.as_str(), pid = kill.pid, comm = %comm, memcg = ?kill.task_memcg, "kernel OOM killer killed a process");
+                OomStat {
+                pod: None,
+                task_memcg: None,
+                oom_memcg: None,
+                kills: 0,
+                last_pid: 0,
+                last_comm: String::new(),
+                last_usec: 0,
+                limit_bytes: None,
+                usage_bytes: None,
+            }
+            });
+        stat.kills += 1;
+        if kill.usec >= stat.last_usec {
+            stat.last_usec = kill.usec;
+            stat.last_pid = kill.pid;
+            stat.last_comm = comm;
+            stat.pod = pod;
+            stat.task_memcg = kill.task_memcg.map(|s| cut(&s, 512));
+            stat.oom_memcg = kill.oom_memcg.map(|s| cut(&s, 512));
+            stat.limit_bytes = kill.limit_bytes.or(stat.limit_bytes);
+            stat.usage_bytes = kill.usage_bytes.or(stat.usage_bytes);
+        }
+    }
+
+    fn note_hung(&mut self, h: hung_task::HungTask, usec: u64) {
+        self.totals.hung_task += 1;
+        let comm = cut(&h.comm, MAX_COMM_BYTES);
+        let stat = self.hung.entry(comm).or_insert_with_key(|comm| {
+            tracing::info!(comm = %comm, pid = h.pid, blocked_seconds = h.blocked_seconds, "kernel reported a hung task");
+            HungStat {
+                last_pid: h.pid,
+                reports: 0,
+                max_blocked_seconds: 0,
+                last_usec: usec,
+            }
+        });
+        stat.reports += 1;
+        stat.max_blocked_seconds = stat.max_blocked_seconds.max(h.blocked_seconds);
+        if usec >= stat.last_usec {
+            stat.last_usec = usec;
+            stat.last_pid = h.pid;
+        }
+    }
+
+    fn note_fs(&mut self, e: fs_error::FsError, usec: u64) {
+        self.totals.fs_error += 1;
+        let stat = self.fs.entry(e.device).or_insert_with_key(|dev| {
+            tracing::warn!(device = %dev, kind = e.kind.as_str(), "kernel reported a filesystem error");
+            FsStat {
+                kinds: BTreeSet::new(),
+                errors: 0,
+                last_usec: usec,
+            }
+        });
+        stat.kinds.insert(e.kind);
+        stat.errors += 1;
+        stat.last_usec = stat.last_usec.max(usec);
+    }
+
+    /// Drops groups older than the window, then the stalest beyond the cap.
+    fn prune(&mut self) {
+        let window = self.config.kmsg.lookback;
+        let cap = self.config.max_groups.max(1);
+        if let Some(clock) = self.kmsg.clock() {
+            self.ooms.retain(|_, s| clock.age(s.last_usec) <= window);
+            self.hung.retain(|_, s| clock.age(s.last_usec) <= window);
+            self.fs.retain(|_, s| clock.age(s.last_usec) <= window);
+        }
+        cap_map(&mut self.ooms, cap, |s| s.last_usec);
+        cap_map(&mut self.hung, cap, |s| s.last_usec);
+        cap_map(&mut self.fs, cap, |s| s.last_usec);
+    }
+
+    fn age(&self, usec: u64) -> Option<u64> {
+        self.kmsg.clock().map(|c| c.age(usec).as_secs())
+    }
+
+    fn oom_groups(&self) -> Vec<OomGroup> {
+        self.ooms
+            .iter()
+            .map(|((kind, _), s)| OomGroup {
+                kind: *kind,
+                pod_uid: s.pod.as_ref().map(|p| p.uid.clone()),
+                qos: s.pod.as_ref().map(|p| p.qos),
+                container_id: s.pod.as_ref().and_then(|p| p.container_id.clone()),
+                task_memcg: s.task_memcg.clone(),
+                oom_memcg: s.oom_memcg.clone(),
+                kills: s.kills,
+                last_pid: s.last_pid,
+                last_comm: s.last_comm.clone(),
+                last_seen_seconds_ago: self.age(s.last_usec),
+                limit_bytes: s.limit_bytes,
+                usage_bytes: s.usage_bytes,
+            })
+            .collect()
+    }
+
+    fn hung_groups(&self) -> Vec<HungGroup> {
+        self.hung
+            .iter()
+            .map(|(comm, s)| HungGroup {
+                comm: comm.clone(),
+                last_pid: s.last_pid,
+                reports: s.reports,
+                max_blocked_seconds: s.max_blocked_seconds,
+                last_seen_seconds_ago: self.age(s.last_usec),
+            })
+            .collect()
+    }
+
+    /// Filesystem error groups placed on the host's mounts and the runtime/kubelet dirs.
+    fn fs_groups(
+        &self,
+        mounts: &[mountinfo::Mount],
+        dirs: &[(&'static str, String)],
+    ) -> Vec<FsErrorGroup> {
+        self.fs
+            .iter()
+            .map(|(dev, s)| {
+                let mount = mount_of_device(&self.host, mounts, dev);
+                let roles = match mount {
+                    Some(m) => dirs
+                        .iter()
+                        .filter(|(_, p)| {
+                            mountinfo::containing(mounts, Path::new(p))
+                                .is_some_and(|c| (c.major, c.minor) == (m.major, m.minor))
+                        })
+                        .cloned()
+                        .collect(),
+                    None => Vec::new(),
+                };
+                FsErrorGroup {
+                    device: dev.clone(),
+                    kinds: s.kinds.iter().copied().collect(),
+                    errors: s.errors,
+                    last_seen_seconds_ago: self.age(s.last_usec),
+                    mount_point: mount.map(|m| m.mount_point.to_string_lossy().into_owned()),
+                    fstype: mount.map(|m| m.fstype.clone()),
+                    read_only_now: mount.map(|m| m.mount_options.split(',').any(|o| o == "ro")),
+                    roles,
+                }
+            })
+            .collect()
+    }
+
+    /// Listen-queue counter deltas since the previous call (none at the first).
+    fn listen_delta(&mut self, status: &mut Status) -> Option<ListenDelta> {
+        let path = netstat::path(&self.host, 1);
+        let counters = match netstat::read(&path) {
+            Ok(n) => netstat::listen_counters(&n)?,
+            Err(e) => {
+                *status = std::mem::replace(status, Status::Ok).worst(Status::Degraded(format!(
+                    "{e}; listen drops are not judged"
+                )));
+                return None;
+            }
+        };
+        let now = Instant::now();
+        let (then, prev) = self.previous_netstat.replace((now, counters))?;
+        let d = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            // A counter that went down (namespace recreated, wrap) counts as no increase.
+            (Some(a), Some(b)) => a.saturating_sub(b),
+            _ => 0,
+        };
+        let delta = ListenDelta {
+            listen_drops: d(counters.listen_drops, prev.listen_drops),
+            listen_overflows: d(counters.listen_overflows, prev.listen_overflows),
+            backlog_drop: d(counters.backlog_drop, prev.backlog_drop),
+            interval_seconds: now.duration_since(then).as_secs_f64(),
+            somaxconn: tasks::sysctl(&self.host, "net/core/somaxconn"),
+            tcp_max_syn_backlog: tasks::sysctl(&self.host, "net/ipv4/tcp_max_syn_backlog"),
+        };
+        self.totals.backlog_drop = self.totals.backlog_drop.saturating_add(delta.total());
+        Some(delta)
+    }
+
+    fn log_transitions(&mut self, findings: &[Finding]) {
+        let now: BTreeSet<(String, String)> = findings.iter().map(|f| f.key()).collect();
+        for f in findings {
+            if !self.active.contains(&f.key()) {
+                tracing::warn!(id = %f.id, subject = %f.subject, severity = %f.severity, summary = %f.summary.en, "kernel finding appeared");
+            }
+        }
+        for (id, subject) in self.active.difference(&now) {
+            tracing::info!(id = %id, subject = %subject, "kernel finding resolved");
+        }
+        self.active = now;
+    }
+
+    fn metrics(&self, pids: Option<&PidUsage>) -> Vec<Metric> {
+        let t = self.totals;
+        let mut out: Vec<Metric> = [
+            ("oom_system", t.oom_system),
+            ("oom_cgroup", t.oom_cgroup),
+            ("hung_task", t.hung_task),
+            ("fs_error", t.fs_error),
+            ("backlog_drop", t.backlog_drop),
+        ]
+        .into_iter()
+        .map(|(kind, v)| {
+            Metric::counter(
+                "node_doctor_kernel_events_total",
+                "Kernel events seen by this agent since start (kernel-log OOM kills, hung tasks and filesystem errors, including the start-up lookback; backlog_drop: host listen-queue drops counted between samples).",
+                v as f64,
+            )
+            .label("kind", kind)
+        })
+        .collect();
+        if let Some(p) = pids {
+            out.push(Metric::gauge(
+                "node_doctor_kernel_pids",
+                "Tasks (processes and threads) on the node, from /proc/loadavg.",
+                p.tasks as f64,
+            ));
+            if let Some(v) = p.pid_max {
+                out.push(Metric::gauge(
+                    "node_doctor_kernel_pid_max",
+                    "kernel.pid_max.",
+                    v as f64,
+                ));
+            }
+            if let Some(v) = p.threads_max {
+                out.push(Metric::gauge(
+                    "node_doctor_kernel_threads_max",
+                    "kernel.threads-max.",
+                    v as f64,
+                ));
+            }
+        }
+        out.extend(self.kmsg.metrics("kernel"));
+        out
+    }
+}
+
+impl Collector for KernelCollector {
+    fn name(&self) -> &'static str {
+        "kernel"
+    }
+
+    fn collect(&mut self, ctx: &CollectContext) -> Collection {
+        let mut status = self.read_kernel_log();
+        let host = self.host.clone();
+
+        // Tiny limits: a bounded walk of the kubepods tree.
+        let th = self.config.thresholds.tiny_limit_bytes;
+        let scan = memcg::scan(
+            &host,
+            th,
+            self.config.cgroup_walk_max_groups,
+            self.config.cgroup_walk_max_depth,
+        );
+        if scan.truncated {
+            status = status.worst(Status::Degraded(format!(
+                "the kubepods cgroup walk stopped after {} groups; raise the bound to check every limit",
+                scan.groups
+            )));
+        }
+        let tiny = group_tiny(&host, scan.tiny);
+
+        // Runtime/kubelet directories: only when a hung task or a filesystem error needs them.
+        let mut role_fs = Vec::new();
+        let mut fs_errors = Vec::new();
+        if !self.hung.is_empty() || !self.fs.is_empty() {
+            let disc = disk::discover(&host, &self.config.disk);
+            let dirs: Vec<(&'static str, String)> = disc
+                .dirs
+                .iter()
+                .map(|(r, h, _)| (r.as_str(), h.clone()))
+                .collect();
+            if !self.hung.is_empty() {
+                for (role, host_path, agent) in &disc.dirs {
+                    if let Ok(u) = (self.statfs)(agent) {
+                        role_fs.push(RoleFs {
+                            role: role.as_str(),
+                            host_path: host_path.clone(),
+                            used_percent: u.used_percent(),
+                            avail_bytes: u.avail_bytes,
+                        });
+                    }
+                }
+            }
+            if !self.fs.is_empty() {
+                let mounts = match mountinfo::read(&host, 1) {
+                    Ok(m) => m,
+                    Err(e) => {
+                        status = status.worst(Status::Degraded(format!(
+                            "{e}; failing devices are not placed on mount points"
+                        )));
+                        Vec::new()
+                    }
+                };
+                fs_errors = self.fs_groups(&mounts, &dirs);
+            }
+        }
+
+        let mem = meminfo::read(&host).ok();
+        let kubepods = memcg::kubepods_limit(&host);
+        let listen = self.listen_delta(&mut status);
+        let pids = tasks::tasks(&host).map(|t| PidUsage {
+            tasks: t,
+            pid_max: tasks::sysctl(&host, "kernel/pid_max"),
+            threads_max: tasks::sysctl(&host, "kernel/threads-max"),
+        });
+
+        let sample = KernelSample {
+            oom: self.oom_groups(),
+            node_memory: NodeMemory {
+                mem_total_bytes: mem.as_ref().and_then(|m| m.mem_total_bytes()),
+                kubepods_limit_bytes: kubepods.as_ref().map(|k| k.0),
+                kubepods_limit_file: kubepods
+                    .as_ref()
+                    .and_then(|k| host.host_side(&k.1))
+                    .map(|p| p.to_string_lossy().into_owned()),
+            },
+            tiny,
+            hung: self.hung_groups(),
+            procs_blocked: tasks::procs_blocked(&host),
+            role_fs,
+            fs_errors,
+            listen,
+            pids,
+            window_seconds: self.config.kmsg.lookback.as_secs(),
+        };
+        let findings = judge::judge(&sample, &self.config.thresholds, &ctx.node_name);
+        self.log_transitions(&findings);
+        Collection {
+            status,
+            findings,
+            metrics: self.metrics(sample.pids.as_ref()),
+        }
+    }
+}
+
+/// Groups tiny limits by pod (a pod's own cgroup and its containers' make one finding).
+fn group_tiny(host: &HostPaths, tiny: Vec<memcg::TinyLimit>) -> Vec<TinyPod> {
+    let mut by: BTreeMap<String, TinyPod> = BTreeMap::new();
+    for t in tiny {
+        let pod = cgroup::pod_from_path(&t.cgroup);
+        let subject = pod
+            .as_ref()
+            .map(|p| p.uid.clone())
+            .unwrap_or_else(|| t.cgroup.clone());
+        let file = host
+            .host_side(&t.file)
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_else(|| t.file.to_string_lossy().into_owned());
+        let entry = by.entry(subject.clone()).or_insert_with(|| TinyPod {
+            subject,
+            pod_uid: pod.as_ref().map(|p| p.uid.clone()),
+            groups: Vec::new(),
+        });
+        entry.groups.push((
+            t.cgroup,
+            pod.and_then(|p| p.container_id),
+            t.limit_bytes,
+            file,
+        ));
+    }
+    by.into_values().collect()
+}
+
+/// The mount of a kernel device name: by `major:minor` from `<root>/sys/class/block/<dev>/dev`,
+/// else by the mount source `/dev/<dev>`.
+fn mount_of_device<'m>(
+    host: &HostPaths,
+    mounts: &'m [mountinfo::Mount],
+    dev: &str,
+) -> Option<&'m mountinfo::Mount> {
+    let numbers = std::fs::read_to_string(host.sys_file("class/block").join(dev).join("dev"))
+        .ok()
+        .and_then(|t| {
+            let (a, b) = t.trim().split_once(':')?;
+            Some((a.parse::<u32>().ok()?, b.parse::<u32>().ok()?))
+        });
+    // The first mount of the device (a later one is usually a bind mount of a subdirectory).
+    if let Some((maj, min)) = numbers {
+        if let Some(m) = mounts.iter().find(|m| (m.major, m.minor) == (maj, min)) {
+            return Some(m);
+        }
+    }
+    let source = format!("/dev/{dev}");
+    mounts.iter().find(|m| m.source == source)
+}
+
+/// Removes the entries with the smallest `key` until at most `cap` remain.
+fn cap_map<K: Ord + Clone, V>(map: &mut BTreeMap<K, V>, cap: usize, key: impl Fn(&V) -> u64) {
+    while map.len() > cap {
+        let stalest = map
+            .iter()
+            .min_by_key(|(_, v)| key(v))
+            .map(|(k, _)| k.clone());
+        match stalest {
+            Some(k) => {
+                map.remove(&k);
+            }
+            None => break,
+        }
+    }
+}
+
+fn cut(s: &str, max: usize) -> String {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_string()
+}

@@ -1,0 +1,742 @@
+//! The kernel collector on fake hosts staging the handbook's situations (CrashLoopBackOff:
+//! system vs cgroup OOM; ContainerCreating: a `1024m` memory limit; health-check failures:
+//! SYN backlog drops; Terminating: the runtime's disk failing), plus a real-kernel cgroup OOM.
+
+use std::path::Path;
+use std::time::Duration;
+
+use collectors::disk::FsUsage;
+use collectors::kernel::{KernelCollector, KernelConfig};
+use collectors::{Collection, Collector, Finding, HostPaths, Severity, Status};
+
+use crate::support::{self, FakeHost};
+
+const UID: &str = "7c1e2d3f-4a5b-8c9d-0e1f-2a3b4c5d6e7f";
+const UID_SYSTEMD: &str = "7c1e2d3f_4a5b_8c9d_0e1f_2a3b4c5d6e7f";
+const CID: &str = "4d3c2b1a0f9e8d7c6b5a49382716051f4e3d2c1b0a99887766554433221100ff";
+const UID_OLD: &str = "5d5b3b8a-6c1f-4f7e-9a57-1b2c3d4e5f60";
+
+/// 16 GiB node.
+const MEMINFO: &str =
+    "MemTotal:       16384000 kB\nMemFree:          100000 kB\nMemAvailable:     200000 kB\n";
+
+/// A fake node: uptime 7200 s, a kernel log, meminfo, pid counters and an idle netstat.
+fn host(kmsg: &str) -> FakeHost {
+    let h = FakeHost::new();
+    h.write("/proc/uptime", "7200.00 14000.00\n")
+        .write("/dev/kmsg", kmsg)
+        .write("/proc/meminfo", MEMINFO)
+        .write("/proc/loadavg", "0.52 0.41 0.35 2/219 23311\n")
+        .write(
+            "/proc/stat",
+            "cpu  1 2 3 4 5 6 7 8 0 0\nprocs_running 2\nprocs_blocked 0\n",
+        )
+        .write("/proc/sys/kernel/pid_max", "32768\n")
+        .write("/proc/sys/kernel/threads-max", "191853\n")
+        .write("/proc/sys/net/core/somaxconn", "128\n")
+        .write("/proc/sys/net/ipv4/tcp_max_syn_backlog", "256\n")
+        .write("/proc/1/net/netstat", netstat(0, 0, 0));
+    h
+}
+
+/// A `/proc/net/netstat` (kernel 3.10 column set) with the three listen counters.
+fn netstat(drops: u64, overflows: u64, backlog: u64) -> String {
+    format!(
+        "TcpExt: SyncookiesSent TW DelayedACKs ListenOverflows ListenDrops TCPBacklogDrop TCPMinTTLDrop\n\
+         TcpExt: 0 88123 120033 {overflows} {drops} {backlog} 0\n\
+         IpExt: InNoRoutes InOctets\nIpExt: 0 123456\n"
+    )
+}
+
+fn collector(h: &FakeHost) -> KernelCollector {
+    KernelCollector::new(h.host(), KernelConfig::default())
+}
+
+fn find<'a>(c: &'a Collection, id: &str, subject: &str) -> Option<&'a Finding> {
+    c.findings
+        .iter()
+        .find(|f| f.id == id && f.subject == subject)
+}
+
+fn ids(c: &Collection) -> Vec<(String, String)> {
+    c.findings.iter().map(|f| f.key()).collect()
+}
+
+fn metric(c: &Collection, name: &str, kind: Option<&str>) -> Option<f64> {
+    c.metrics
+        .iter()
+        .find(|m| {
+            m.name == name
+                && kind.is_none_or(|k| m.labels.iter().any(|(a, b)| a == "kind" && b == k))
+        })
+        .map(|m| m.value)
+}
+
+fn cmds(f: &Finding) -> &[String] {
+    &f.remediation.commands
+}
+
+fn section(f: &Finding) -> &str {
+    f.remediation.source.as_ref().map_or("", |s| s.section)
+}
+
+/// Kernel 6.18-format cgroup OOM of a pod container (systemd driver, cgroup v2), three times
+/// (crash loop), 30, 20 and 10 minutes before "now".
+fn kmsg_cgroup_oom_new() -> String {
+    let mut s = String::from("6,500,100000000,-;eth0: link up\n");
+    for (i, t) in [5400u64, 6000, 6600].iter().enumerate() {
+        let seq = 600 + i as u64 * 10;
+        let pid = 19701 + i as u64;
+        let memcg = format!("/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{UID_SYSTEMD}.slice/cri-containerd-{CID}.scope");
+        s += &format!("4,{seq},{t}000000,-;java invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=969\n");
+        s += &format!(
+            "6,{},{t}000100,-;memory: usage 262144kB, limit 262144kB, failcnt 97\n",
+            seq + 1
+        );
+        s += &format!("6,{},{t}000200,-;oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,oom_memcg={memcg},task_memcg={memcg},task=java,pid={pid},uid=1000\n", seq + 2);
+        s += &format!("3,{},{t}000300,-;Memory cgroup out of memory: Killed process {pid} (java) total-vm:4118968kB, anon-rss:262104kB, file-rss:6500kB, shmem-rss:0kB, UID:1000 pgtables:880kB oom_score_adj:969\n", seq + 3);
+    }
+    s
+}
+
+#[test]
+fn cgroup_oom_new_format_names_pod_and_container() {
+    let h = host(&kmsg_cgroup_oom_new());
+    let c = collector(&h).collect(&support::ctx());
+    assert_eq!(c.status, Status::Ok, "{:?}", c.status);
+    let f = find(&c, "kernel.oom_cgroup", UID).unwrap_or_else(|| panic!("{:?}", ids(&c)));
+    assert_eq!(f.severity, Severity::Critical, "three kills in the window");
+    assert_eq!(f.evidence["kills"].as_f64(), Some(3.0));
+    assert_eq!(f.evidence["last_pid"].as_f64(), Some(19703.0));
+    assert_eq!(f.evidence["last_comm"].as_str(), Some("java"));
+    assert_eq!(f.evidence["container_id"].as_str(), Some(CID));
+    assert_eq!(f.evidence["qos_class"].as_str(), Some("Burstable"));
+    assert_eq!(
+        f.evidence["limit_bytes"].as_f64(),
+        Some((256u64 << 20) as f64)
+    );
+    // 10 minutes ago (the last kill is logged 300 µs after the minute).
+    let ago = f.evidence["last_seen_seconds_ago"].as_f64().unwrap();
+    assert!((599.0..=600.0).contains(&ago), "{ago}");
+    assert!(f.summary.en.contains("256.0 MiB limit"), "{}", f.summary.en);
+    assert!(f.summary.en.contains("exit code 137"));
+    assert!(cmds(f)
+        .iter()
+        .any(|c| c.contains(&format!("@.metadata.uid==\"{UID}\""))));
+    assert_eq!(section(f), "Pod 处于 CrashLoopBackOff 状态");
+    assert!(f.see_also.contains(&"exit-code:137".to_string()));
+    assert!(find(&c, "kernel.oom_system", "").is_none());
+    assert_eq!(
+        metric(&c, "node_doctor_kernel_events_total", Some("oom_cgroup")),
+        Some(3.0)
+    );
+    assert_eq!(
+        metric(&c, "node_doctor_kernel_events_total", Some("oom_system")),
+        Some(0.0)
+    );
+}
+
+#[test]
+fn cgroup_oom_old_format_single_kill_is_warning() {
+    // Kernel 3.10 (CentOS 7), cgroupfs driver: Task in / Kill process / Killed process.
+    let kmsg = format!(
+        "6,10,6000000000,-;Task in /kubepods/burstable/pod{UID_OLD}/{CID} killed as a result of limit of /kubepods/burstable/pod{UID_OLD}/{CID}\n\
+         6,11,6000000100,-;memory: usage 1048576kB, limit 1048576kB, failcnt 1204\n\
+         3,12,6000000200,-;Memory cgroup out of memory: Kill process 1234 (sh) score 1000 or sacrifice child\n\
+         3,13,6000000300,-;Killed process 1240 (java) total-vm:4318240kB, anon-rss:1040000kB, file-rss:0kB\n"
+    );
+    let h = host(&kmsg);
+    let c = collector(&h).collect(&support::ctx());
+    let f = find(&c, "kernel.oom_cgroup", UID_OLD).unwrap_or_else(|| panic!("{:?}", ids(&c)));
+    assert_eq!(f.severity, Severity::Warning);
+    assert_eq!(f.evidence["kills"].as_f64(), Some(1.0));
+    assert_eq!(
+        (
+            f.evidence["last_pid"].as_f64(),
+            f.evidence["last_comm"].as_str()
+        ),
+        (Some(1240.0), Some("java"))
+    );
+    assert_eq!(
+        f.evidence["limit_bytes"].as_f64(),
+        Some((1u64 << 30) as f64)
+    );
+    assert_eq!(f.evidence["qos_class"].as_str(), Some("Burstable"));
+}
+
+#[test]
+fn system_oom_handbook_line_compares_kubepods_limit_with_capacity() {
+    // The handbook's "Out of memory: Kill process ..." (3.10) killing a host process, then a
+    // 6.x-format system OOM whose victim runs in a pod; kubepods (cgroup v1) may use 15.5 GiB
+    // of the node's 16 000 000 KiB.
+    let kmsg = format!(
+        "3,20,5000000000,-;Out of memory: Kill process 812 (mysqld) score 901 or sacrifice child\n\
+         3,21,5000000100,-;Killed process 812 (mysqld) total-vm:8123456kB, anon-rss:6012345kB, file-rss:0kB\n\
+         6,22,6900000000,-;oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0,global_oom,task_memcg=/kubepods/besteffort/pod{UID_OLD}/{CID},task=python3,pid=4242,uid=0\n\
+         3,23,6900000100,-;Out of memory: Killed process 4242 (python3) total-vm:118968kB, anon-rss:16104kB, file-rss:6500kB, shmem-rss:0kB, UID:0 pgtables:88kB oom_score_adj:1000\n"
+    );
+    let h = host(&kmsg);
+    let kubepods = 16_252_928_000u64; // 15 872 000 KiB
+    h.write(
+        "/sys/fs/cgroup/memory/kubepods/memory.limit_in_bytes",
+        format!("{kubepods}\n"),
+    );
+    let c = collector(&h).collect(&support::ctx());
+    let f = find(&c, "kernel.oom_system", "").unwrap_or_else(|| panic!("{:?}", ids(&c)));
+    assert_eq!(f.severity, Severity::Critical);
+    assert_eq!(f.evidence["kills"].as_f64(), Some(2.0));
+    assert_eq!(f.evidence["pod_victims"].as_f64(), Some(1.0));
+    assert_eq!(f.evidence["last_comm"].as_str(), Some("python3"));
+    assert_eq!(f.evidence["last_pid"].as_f64(), Some(4242.0));
+    let total = 16_384_000u64 * 1024;
+    assert_eq!(f.evidence["mem_total_bytes"].as_f64(), Some(total as f64));
+    assert_eq!(
+        f.evidence["kubepods_limit_bytes"].as_f64(),
+        Some(kubepods as f64)
+    );
+    assert_eq!(
+        f.evidence["reserved_bytes"].as_f64(),
+        Some((total - kubepods) as f64)
+    );
+    assert!(
+        f.summary
+            .en
+            .contains("pods may use 15500 MiB of the node's 16000 MiB, leaving 500 MiB (3.1%)"),
+        "{}",
+        f.summary.en
+    );
+    assert!(f.evidence["victims"]
+        .as_str()
+        .unwrap()
+        .contains("mysqld(812)"));
+    assert!(cmds(f)
+        .iter()
+        .any(|c| c.starts_with("cat /sys/fs/cgroup/memory/kubepods/memory.limit_in_bytes")));
+    assert!(f
+        .remediation
+        .steps
+        .iter()
+        .any(|s| s.en.contains("--kube-reserved")));
+    assert_eq!(section(f), "Pod 处于 CrashLoopBackOff 状态");
+    // A system OOM is not a cgroup OOM.
+    assert!(c.findings.iter().all(|f| f.id != "kernel.oom_cgroup"));
+    assert_eq!(
+        metric(&c, "node_doctor_kernel_events_total", Some("oom_system")),
+        Some(2.0)
+    );
+}
+
+#[test]
+fn old_events_outside_the_window_are_not_findings() {
+    // Uptime 7200 s, lookback 1 h: an OOM at 600 s is skipped by the reader.
+    let h = host("3,1,600000000,-;Out of memory: Killed process 9 (x) total-vm:1kB\n");
+    let c = collector(&h).collect(&support::ctx());
+    assert!(c.findings.is_empty(), "{:?}", ids(&c));
+}
+
+#[test]
+fn tiny_limit_cgroup_v2_systemd_tree() {
+    // The handbook's `1024m`: a 1-byte limit on the pod and its containers; a sane pod next to it.
+    let h = host("");
+    let pod = format!("/sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{UID_SYSTEMD}.slice");
+    h.write("/sys/fs/cgroup/kubepods.slice/memory.max", "16106127360\n")
+        .write("/sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/memory.max", "max\n")
+        .write(&format!("{pod}/memory.max"), "1\n")
+        .write(&format!("{pod}/cri-containerd-{CID}.scope/memory.max"), "1\n")
+        .write("/sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod11111111_2222_3333_4444_555555555555.slice/memory.max", "268435456\n")
+        .write("/sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod11111111_2222_3333_4444_555555555555.slice/cri-containerd-aaaaaaaaaaaaaaaaaaaaaaaa.scope/memory.max", "max\n");
+    let c = collector(&h).collect(&support::ctx());
+    let tiny: Vec<&Finding> = c
+        .findings
+        .iter()
+        .filter(|f| f.id == "kernel.tiny_memory_limit")
+        .collect();
+    assert_eq!(tiny.len(), 1, "{:?}", ids(&c));
+    let f = tiny[0];
+    assert_eq!(f.subject, UID);
+    assert_eq!(f.severity, Severity::Critical);
+    assert_eq!(f.evidence["limit_bytes"].as_f64(), Some(1.0));
+    assert_eq!(
+        f.evidence["threshold_bytes"].as_f64(),
+        Some((4u64 << 20) as f64)
+    );
+    let groups = f.evidence["cgroups"].as_str().unwrap();
+    assert!(groups.contains("4d3c2b1a0f9e=1B"), "{groups}");
+    assert!(f.summary.en.contains("1024m"));
+    assert!(cmds(f)
+        .iter()
+        .any(|c| c.contains(UID) && c.contains("limits.memory")));
+    assert!(cmds(f)
+        .iter()
+        .any(|c| c == &format!("cat {pod}/memory.max")));
+    assert_eq!(section(f), "Pod 一直处于 ContainerCreating 或 Waiting 状态");
+}
+
+#[test]
+fn tiny_limit_cgroup_v1_cgroupfs_tree() {
+    let h = host("");
+    let base = "/sys/fs/cgroup/memory/kubepods";
+    h.write(&format!("{base}/memory.limit_in_bytes"), "16106127360\n")
+        .write(
+            &format!("{base}/besteffort/memory.limit_in_bytes"),
+            "9223372036854771712\n",
+        )
+        .write(
+            &format!("{base}/besteffort/pod{UID_OLD}/memory.limit_in_bytes"),
+            "9223372036854771712\n",
+        )
+        .write(
+            &format!("{base}/besteffort/pod{UID_OLD}/{CID}/memory.limit_in_bytes"),
+            "1\n",
+        );
+    let c = collector(&h).collect(&support::ctx());
+    let f =
+        find(&c, "kernel.tiny_memory_limit", UID_OLD).unwrap_or_else(|| panic!("{:?}", ids(&c)));
+    assert_eq!(f.evidence["limit_bytes"].as_f64(), Some(1.0));
+    assert!(cmds(f)
+        .iter()
+        .any(|c| c == &format!("cat {base}/besteffort/pod{UID_OLD}/{CID}/memory.limit_in_bytes")));
+}
+
+/// A node whose docker data root `/var/lib/docker` lives on `/dev/vdb`.
+fn docker_node(kmsg: &str) -> FakeHost {
+    let h = host(kmsg);
+    h.mkdir("/var/lib/docker/containers").mkdir("/var/lib/kubelet").write(
+        "/proc/1/mountinfo",
+        "22 1 253:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n\
+         40 22 253:16 / /var/lib/docker ro,relatime shared:20 - ext4 /dev/vdb rw,errors=remount-ro\n\
+         41 22 8:32 / /data rw,relatime shared:21 - xfs /dev/sdc rw\n\
+         42 22 252:0 / /var/lib/kubelet rw,relatime shared:22 - xfs /dev/mapper/vg-kubelet rw\n",
+    );
+    // dm-0 is the device-mapper volume mounted from /dev/mapper/vg-kubelet.
+    h.write("/sys/class/block/dm-0/dev", "252:0\n");
+    h
+}
+
+#[test]
+fn fs_errors_on_the_runtime_disk_are_critical() {
+    let kmsg = "\
+3,30,6000000000,-;EXT4-fs error (device vdb): ext4_find_entry:1455: inode #2: comm dockerd: reading directory lblock 0
+2,31,6000000100,-;EXT4-fs (vdb): Remounting filesystem read-only
+3,32,6100000000,-;Buffer I/O error on dev sdc, logical block 0, async page read
+3,33,6200000000,-;XFS (dm-0): Corruption of in-memory data detected.  Shutting down filesystem
+3,34,6300000000,-;Buffer I/O error on dev sr0, logical block 0, async page read
+";
+    let h = docker_node(kmsg);
+    let c = collector(&h).collect(&support::ctx());
+    let f = find(&c, "kernel.fs_error", "vdb").unwrap_or_else(|| panic!("{:?}", ids(&c)));
+    assert_eq!(f.severity, Severity::Critical);
+    assert_eq!(f.evidence["errors"].as_f64(), Some(2.0));
+    assert_eq!(
+        f.evidence["kinds"].as_str(),
+        Some("ext4_error,remounted_read_only")
+    );
+    assert_eq!(f.evidence["mount_point"].as_str(), Some("/var/lib/docker"));
+    assert_eq!(f.evidence["read_only_now"].as_str(), Some("true"));
+    assert_eq!(
+        f.evidence["roles"].as_str(),
+        Some("docker_data /var/lib/docker")
+    );
+    assert!(f.summary.en.contains("no longer accepts writes"));
+    assert!(cmds(f)
+        .iter()
+        .any(|c| c == "umount /var/lib/docker && fsck -fy /dev/vdb"));
+    assert!(cmds(f)
+        .iter()
+        .any(|c| c == "kubectl drain node-1 --ignore-daemonsets --delete-emptydir-data"));
+    assert_eq!(section(f), "Pod 一直处于 Terminating 状态");
+    // A data disk without runtime directories: a warning.
+    let g = find(&c, "kernel.fs_error", "sdc").unwrap();
+    assert_eq!(g.severity, Severity::Warning);
+    assert_eq!(g.evidence["mount_point"].as_str(), Some("/data"));
+    assert_eq!(
+        g.evidence["backs_runtime_or_kubelet"].as_str(),
+        Some("false")
+    );
+    assert!(g.remediation.source.is_none());
+    // dm-0 placed by major:minor through /sys/class/block: the kubelet's XFS volume.
+    let x = find(&c, "kernel.fs_error", "dm-0").unwrap();
+    assert_eq!(x.severity, Severity::Critical);
+    assert_eq!(x.evidence["mount_point"].as_str(), Some("/var/lib/kubelet"));
+    assert_eq!(
+        x.evidence["roles"].as_str(),
+        Some("kubelet /var/lib/kubelet")
+    );
+    assert!(cmds(x)
+        .iter()
+        .any(|c| c == "umount /var/lib/kubelet && xfs_repair /dev/dm-0"));
+    // An empty CD-ROM drive with I/O errors and no filesystem mounted: information only.
+    let r = find(&c, "kernel.fs_error", "sr0").unwrap();
+    assert_eq!(r.severity, Severity::Info);
+    assert_eq!(
+        metric(&c, "node_doctor_kernel_events_total", Some("fs_error")),
+        Some(5.0)
+    );
+}
+
+#[test]
+fn hung_runtime_task_on_a_full_disk_takes_the_disk_full_path() {
+    // 3.10 and 6.x forms; the docker data root's filesystem is 97% full.
+    let kmsg = "\
+3,40,6000000000,-;INFO: task dockerd:1234 blocked for more than 120 seconds.
+3,41,6000000100,-;\"echo 0 > /proc/sys/kernel/hung_task_timeout_secs\" disables this message.
+6,42,6000000200,-;task:dockerd         state:D stack:0     pid:1234  ppid:1      flags:0x00000000
+3,43,6120000000,-;INFO: task dockerd:1234 blocked for more than 241 seconds.
+3,44,6200000000,-;INFO: task jbd2/vdb-8:287 blocked for more than 122 seconds.
+";
+    let h = docker_node(kmsg);
+    h.write(
+        "/proc/stat",
+        "cpu  1 2 3 4 5 6 7 8 0 0\nprocs_running 2\nprocs_blocked 6\n",
+    );
+    let c = collector(&h)
+        .with_statfs(|p: &Path| {
+            let full = p.ends_with("var/lib/docker");
+            Ok(FsUsage {
+                size_bytes: 100 << 30,
+                avail_bytes: if full { 3 << 30 } else { 60 << 30 },
+                free_bytes: if full { 3 << 30 } else { 60 << 30 },
+                files: 1000,
+                files_free: 500,
+            })
+        })
+        .collect(&support::ctx());
+    let f = find(&c, "kernel.hung_task", "dockerd").unwrap_or_else(|| panic!("{:?}", ids(&c)));
+    assert_eq!(f.severity, Severity::Critical);
+    assert_eq!(f.evidence["reports"].as_f64(), Some(2.0));
+    assert_eq!(f.evidence["blocked_seconds"].as_f64(), Some(241.0));
+    assert_eq!(f.evidence["path"].as_str(), Some("disk_full"));
+    assert_eq!(f.evidence["full_dir"].as_str(), Some("/var/lib/docker"));
+    assert_eq!(f.evidence["full_dir_used_percent"].as_f64(), Some(97.0));
+    assert_eq!(f.evidence["procs_blocked"].as_f64(), Some(6.0));
+    assert!(
+        f.summary.en.contains("disk.filesystem_full"),
+        "{}",
+        f.summary.en
+    );
+    assert!(cmds(f).iter().any(|c| c == "cat /proc/1234/stack"));
+    assert!(cmds(f)
+        .iter()
+        .any(|c| c.starts_with("df -h ") && c.contains("/var/lib/docker")));
+    assert!(f
+        .remediation
+        .steps
+        .iter()
+        .any(|s| s.en.contains("load.io_bound")));
+    assert_eq!(section(f), "节点磁盘爆满排障处理");
+    assert!(f.see_also.contains(&"pod-status:Terminating".to_string()));
+    let j = find(&c, "kernel.hung_task", "jbd2/vdb-8").unwrap();
+    assert_eq!(j.severity, Severity::Warning);
+    assert_eq!(
+        metric(&c, "node_doctor_kernel_events_total", Some("hung_task")),
+        Some(3.0)
+    );
+}
+
+#[test]
+fn hung_task_with_blocked_io_takes_the_io_path() {
+    let h = docker_node(
+        "3,40,6000000000,-;INFO: task kubelet:900 blocked for more than 120 seconds.\n",
+    );
+    h.write(
+        "/proc/stat",
+        "cpu  1 2 3 4 5 6 7 8 0 0\nprocs_running 2\nprocs_blocked 9\n",
+    );
+    let c = collector(&h)
+        .with_statfs(|_: &Path| {
+            Ok(FsUsage {
+                size_bytes: 100 << 30,
+                avail_bytes: 60 << 30,
+                free_bytes: 60 << 30,
+                files: 1000,
+                files_free: 500,
+            })
+        })
+        .collect(&support::ctx());
+    let f = find(&c, "kernel.hung_task", "kubelet").unwrap_or_else(|| panic!("{:?}", ids(&c)));
+    assert_eq!(f.evidence["path"].as_str(), Some("io"));
+    assert!(f.summary.en.contains("9 task(s)"), "{}", f.summary.en);
+    assert_eq!(section(f), "节点高负载排障处理");
+}
+
+#[test]
+fn listen_drops_from_netstat_deltas() {
+    let h = host("");
+    h.write("/proc/1/net/netstat", netstat(1532, 1532, 77));
+    let mut k = collector(&h);
+    let first = k.collect(&support::ctx());
+    assert!(
+        first.findings.iter().all(|f| f.id != "kernel.listen_drops"),
+        "no rate at the first call"
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    h.write("/proc/1/net/netstat", netstat(1532 + 40, 1532 + 40, 77 + 5));
+    let c = k.collect(&support::ctx());
+    let f = find(&c, "kernel.listen_drops", "").unwrap_or_else(|| panic!("{:?}", ids(&c)));
+    assert_eq!(f.evidence["dropped"].as_f64(), Some(45.0));
+    assert_eq!(f.evidence["listen_overflows"].as_f64(), Some(40.0));
+    assert_eq!(f.evidence["tcp_backlog_drop"].as_f64(), Some(5.0));
+    assert_eq!(f.evidence["tcp_max_syn_backlog"].as_f64(), Some(256.0));
+    assert_eq!(f.evidence["somaxconn"].as_f64(), Some(128.0));
+    // 45 drops in ~0.2 s is far above 10/s.
+    assert_eq!(f.severity, Severity::Critical);
+    assert!(cmds(f)
+        .iter()
+        .any(|c| c == "sysctl -w net.ipv4.tcp_max_syn_backlog=512 net.core.somaxconn=256"));
+    assert_eq!(section(f), "Pod 健康检查失败");
+    assert_eq!(
+        metric(&c, "node_doctor_kernel_events_total", Some("backlog_drop")),
+        Some(45.0)
+    );
+    // No change: resolved.
+    let again = k.collect(&support::ctx());
+    assert!(again.findings.iter().all(|f| f.id != "kernel.listen_drops"));
+    // Missing netstat: degraded with the path, other rules still run.
+    std::fs::remove_file(h.path("/proc/1/net/netstat")).unwrap();
+    let d = k.collect(&support::ctx());
+    match &d.status {
+        Status::Degraded(m) => assert!(m.contains("net/netstat"), "{m}"),
+        s => panic!("{s:?}"),
+    }
+}
+
+#[test]
+fn pid_exhaustion_and_metrics() {
+    let h = host("");
+    h.write("/proc/loadavg", "3.79 4.83 4.27 3/31500 23120\n");
+    let c = collector(&h).collect(&support::ctx());
+    let f = find(&c, "kernel.pid_exhaustion", "").unwrap_or_else(|| panic!("{:?}", ids(&c)));
+    assert_eq!(f.severity, Severity::Critical);
+    assert_eq!(f.evidence["tasks"].as_f64(), Some(31500.0));
+    assert_eq!(f.evidence["pid_max"].as_f64(), Some(32768.0));
+    assert_eq!(f.evidence["used_percent"].as_f64(), Some(96.13));
+    assert_eq!(metric(&c, "node_doctor_kernel_pids", None), Some(31500.0));
+    assert_eq!(
+        metric(&c, "node_doctor_kernel_pid_max", None),
+        Some(32768.0)
+    );
+    assert_eq!(
+        metric(&c, "node_doctor_kernel_threads_max", None),
+        Some(191853.0)
+    );
+    for kind in [
+        "oom_system",
+        "oom_cgroup",
+        "hung_task",
+        "fs_error",
+        "backlog_drop",
+    ] {
+        assert_eq!(
+            metric(&c, "node_doctor_kernel_events_total", Some(kind)),
+            Some(0.0),
+            "{kind}"
+        );
+    }
+    // A healthy node: nothing.
+    let ok = collector(&host("")).collect(&support::ctx());
+    assert!(ok.findings.is_empty(), "{:?}", ids(&ok));
+    assert_eq!(ok.status, Status::Ok);
+}
+
+#[test]
+fn state_stays_bounded() {
+    let mut kmsg = String::new();
+    for i in 0..600u64 {
+        kmsg += &format!(
+            "3,{},{}000000,-;INFO: task worker{i}:{i} blocked for more than 120 seconds.\n",
+            100 + 2 * i,
+            6000 + i
+        );
+        kmsg += &format!(
+            "3,{},{}000000,-;Buffer I/O error on dev sd{i}, logical block 0, async page read\n",
+            101 + 2 * i,
+            6000 + i
+        );
+    }
+    let h = host(&kmsg);
+    let mut k = KernelCollector::new(
+        h.host(),
+        KernelConfig {
+            max_groups: 50,
+            ..KernelConfig::default()
+        },
+    );
+    let c = k.collect(&support::ctx());
+    let (oom, hung, fs) = k.state_sizes();
+    assert_eq!((oom, hung, fs), (0, 50, 50));
+    // The newest survive.
+    assert!(find(&c, "kernel.hung_task", "worker599").is_some());
+    assert!(find(&c, "kernel.hung_task", "worker0").is_none());
+    assert_eq!(
+        metric(&c, "node_doctor_kernel_events_total", Some("hung_task")),
+        Some(600.0)
+    );
+}
+
+/// Removes the test cgroups (deepest first) after the process in them has exited.
+struct CgroupGuard(Vec<std::path::PathBuf>);
+
+impl Drop for CgroupGuard {
+    fn drop(&mut self) {
+        for d in self.0.iter().rev() {
+            for _ in 0..50 {
+                if std::fs::remove_dir(d).is_ok() || !d.exists() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+}
+
+/// Real kernel: a memory cgroup named like a kubepods container cgroup, 16 MiB limit, a
+/// process with a unique name that reads /dev/zero into memory until the cgroup OOM killer
+/// stops it; the collector reading the real /dev/kmsg must report that process, that pod UID
+/// and container, and the limit.
+#[test]
+fn real_kernel_cgroup_oom_names_the_process() {
+    if !support::root_or_skip("real_kernel_cgroup_oom_names_the_process") {
+        return;
+    }
+    let v2 = std::fs::read_to_string("/sys/fs/cgroup/cgroup.controllers")
+        .map(|c| c.split_whitespace().any(|w| w == "memory"))
+        .unwrap_or(false);
+    let base = if v2 {
+        std::path::PathBuf::from("/sys/fs/cgroup")
+    } else {
+        std::path::PathBuf::from("/sys/fs/cgroup/memory")
+    };
+    if !base.join("cgroup.procs").exists() {
+        eprintln!(
+            "SKIP real_kernel_cgroup_oom_names_the_process: no memory cgroup controller mounted"
+        );
+        return;
+    }
+    let me = std::process::id();
+    let uid = format!("0000abcd-0000-4000-8000-{me:012}");
+    let cid = format!("c0ffee{:058x}", u64::from(me) * 7919);
+    let top = base.join(format!("node-doctor-test-{me}"));
+    let dirs = vec![
+        top.clone(),
+        top.join("kubepods"),
+        top.join("kubepods/burstable"),
+        top.join(format!("kubepods/burstable/pod{uid}")),
+        top.join(format!("kubepods/burstable/pod{uid}/{cid}")),
+    ];
+    let guard = CgroupGuard(Vec::new());
+    let mut guard = guard;
+    for d in &dirs {
+        if v2 {
+            if let Some(parent) = d.parent() {
+                // Delegate the memory controller down the new subtree.
+                let _ = std::fs::write(parent.join("cgroup.subtree_control"), "+memory");
+            }
+        }
+        std::fs::create_dir(d).expect("create test cgroup");
+        guard.0.push(d.clone());
+    }
+    let leaf = dirs.last().unwrap().clone();
+    if v2 {
+        std::fs::write(leaf.join("memory.max"), "16M").expect("memory.max");
+        let _ = std::fs::write(leaf.join("memory.swap.max"), "0");
+    } else {
+        std::fs::write(leaf.join("memory.limit_in_bytes"), "16M").expect("memory.limit_in_bytes");
+        let _ = std::fs::write(leaf.join("memory.memsw.limit_in_bytes"), "16M");
+    }
+    // A unique comm: the process runs `tail` through a symlink with a unique name.
+    let name = format!("ndoom{}", me % 1_000_000_000);
+    let tmp = tempfile::tempdir().unwrap();
+    let tail = ["/usr/bin/tail", "/bin/tail"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .expect("tail");
+    let link = tmp.path().join(&name);
+    std::os::unix::fs::symlink(tail, &link).unwrap();
+
+    // The reader starts now: only records from the last minute are read.
+    let mut k = KernelCollector::new(
+        HostPaths::new("/"),
+        KernelConfig {
+            kmsg: collectors::kmsg::KmsgConfig {
+                lookback: Duration::from_secs(60),
+                ..Default::default()
+            },
+            ..KernelConfig::default()
+        },
+    );
+    let _ = k.collect(&support::ctx());
+
+    let script = format!(
+        "echo $$ > {} && exec {} /dev/zero",
+        leaf.join("cgroup.procs").display(),
+        link.display()
+    );
+    let mut child = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(&script)
+        .spawn()
+        .expect("spawn");
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if started.elapsed() > Duration::from_secs(15) {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let status = status.expect("the process should have been OOM-killed within 15 s");
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(9), "killed by SIGKILL: {status:?}");
+
+    let mut found = None;
+    for _ in 0..20 {
+        let c = k.collect(&support::ctx());
+        if let Some(f) = c.findings.into_iter().find(|f| {
+            f.id == "kernel.oom_cgroup"
+                && f.evidence.get("last_comm").and_then(|e| e.as_str()) == Some(name.as_str())
+        }) {
+            found = Some(f);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let f = found.unwrap_or_else(|| panic!("no kernel.oom_cgroup finding naming {name}"));
+    assert_eq!(f.subject, uid);
+    assert_eq!(f.evidence["pod_uid"].as_str(), Some(uid.as_str()));
+    assert_eq!(f.evidence["container_id"].as_str(), Some(cid.as_str()));
+    assert_eq!(
+        f.evidence["limit_bytes"].as_f64(),
+        Some((16u64 << 20) as f64)
+    );
+    assert!(f.evidence["kills"].as_f64().unwrap() >= 1.0);
+    assert!(f.summary.en.contains(&name));
+    drop(guard);
+    assert!(!top.exists(), "test cgroup removed");
+}
+
+#[test]
+fn fs_errors_old_kernel_format() {
+    // Kernel 3.10 (CentOS 7) forms: `Buffer I/O error on device`, XFS `I/O Error Detected`.
+    let kmsg = "\
+3,50,6000000000,-;Buffer I/O error on device vdb, logical block 12345
+3,51,6000000100,-;XFS (sdc): I/O Error Detected. Shutting down filesystem
+3,52,6000000200,-;XFS (sdc): Please umount the filesystem and rectify the problem(s)
+";
+    let h = docker_node(kmsg);
+    let c = collector(&h).collect(&support::ctx());
+    let f = find(&c, "kernel.fs_error", "vdb").unwrap_or_else(|| panic!("{:?}", ids(&c)));
+    assert_eq!(f.severity, Severity::Critical, "vdb holds /var/lib/docker");
+    assert_eq!(f.evidence["kinds"].as_str(), Some("buffer_io_error"));
+    let x = find(&c, "kernel.fs_error", "sdc").unwrap();
+    assert_eq!(x.severity, Severity::Warning);
+    assert_eq!(x.evidence["errors"].as_f64(), Some(1.0));
+    assert_eq!(x.evidence["mount_point"].as_str(), Some("/data"));
+    assert!(x.summary.en.contains("no longer accepts writes"));
+    assert!(cmds(x)
+        .iter()
+        .any(|c| c == "umount /data && xfs_repair /dev/sdc"));
+}
