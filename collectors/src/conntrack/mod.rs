@@ -25,7 +25,7 @@ use crate::error::{read_optional, ReadError};
 use crate::host::HostPaths;
 use crate::kmsg::{KmsgConfig, KmsgReader, RecentEvents};
 use crate::metric::Metric;
-use crate::proc::{net_udp, nf_conntrack_stat, snmp};
+use crate::proc::{meminfo, net_udp, nf_conntrack_stat, snmp};
 
 pub use judge::{Deltas, Sample};
 
@@ -176,11 +176,9 @@ impl ConntrackCollector {
         }
     }
 
+    /// `MemTotal` for sizing advice; best effort (the advice omits sizing without it).
     fn mem_total_bytes(&self) -> Option<u64> {
-        let text = std::fs::read_to_string(self.host.proc_file("meminfo")).ok()?;
-        let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
-        let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-        kb.checked_mul(1024)
+        meminfo::read(&self.host).ok()?.mem_total_bytes()
     }
 
     fn nodelocal_listening(&self, degraded: &mut Vec<String>) -> Option<bool> {
