@@ -23,7 +23,7 @@ use crate::finding::{Finding, Severity};
 use crate::host::HostPaths;
 use crate::metric::Metric;
 use crate::proc::mountinfo::{self, Mount};
-use crate::runtime::{containerd, docker, flag_value, kubelet};
+use crate::runtime::{self, containerd, docker, flag_value, kubelet};
 
 pub use judge::{FsSample, FsUsage, Limits, Role, RoleDir};
 
@@ -115,28 +115,6 @@ struct Discovery {
     notes: Vec<String>,
 }
 
-/// The processes of interest, by comm: one pass over `<root>/proc`.
-fn find_processes(host: &HostPaths, names: &[&str]) -> HashMap<String, Vec<String>> {
-    let mut out = HashMap::new();
-    let Ok(pids) = crate::proc::pid::list_pids(host) else {
-        return out;
-    };
-    for pid in pids {
-        let Some(comm) = crate::proc::pid::comm(host, pid) else {
-            continue;
-        };
-        if names.contains(&comm.as_str()) && !out.contains_key(&comm) {
-            if let Some(args) = crate::proc::pid::args(host, pid) {
-                out.insert(comm, args);
-            }
-        }
-        if out.len() == names.len() {
-            break;
-        }
-    }
-    out
-}
-
 impl DiskCollector {
     pub fn new(host: HostPaths, config: DiskConfig) -> Self {
         DiskCollector {
@@ -175,11 +153,12 @@ impl DiskCollector {
     fn discover(&self) -> Discovery {
         let host = &self.host;
         let mut notes = Vec::new();
-        let procs = find_processes(host, &["kubelet", "dockerd", "containerd"]);
+        let procs = runtime::find_processes(host, &["kubelet", "dockerd", "containerd"]);
         let none: Vec<String> = Vec::new();
-        let k_args = procs.get("kubelet").unwrap_or(&none);
-        let d_args = procs.get("dockerd").unwrap_or(&none);
-        let c_args = procs.get("containerd").unwrap_or(&none);
+        let args = |name: &str| procs.get(name).map_or(&none, |(_, a)| a);
+        let k_args = args("kubelet");
+        let d_args = args("dockerd");
+        let c_args = args("containerd");
 
         // docker
         let daemon_json =
