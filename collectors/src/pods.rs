@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::host::HostPaths;
+use crate::runtime::docker::{self, PodLabels};
 
 /// Where to look and how much to keep.
 #[derive(Debug, Clone, PartialEq)]
@@ -65,7 +66,8 @@ pub struct ContainerMeta {
     pub pod_uid: Option<String>,
 }
 
-/// Parses a `/var/log/pods` directory name `<namespace>_<pod>_<uid>`.
+/// Parses a `/var/log/pods` directory name `<namespace>_<pod>_<uid>`: the one parser of these
+/// names (disk names CRI log owners with it).
 pub fn parse_pod_log_dir(name: &str) -> Option<PodMeta> {
     let mut it = name.split('_');
     let (ns, pod, uid) = (it.next()?, it.next()?, it.next()?);
@@ -104,18 +106,24 @@ pub fn parse_container_log_name(name: &str) -> Option<(String, ContainerMeta)> {
 }
 
 /// Parses a docker `config.v2.json` into the Kubernetes labels it carries; `None` for a
-/// container not started by the kubelet or unparsable JSON.
+/// container not started by the kubelet or unparsable JSON. The labels are read by
+/// [`docker::parse_config_v2`].
 pub fn parse_docker_config(json: &str) -> Option<ContainerMeta> {
-    let v: serde_json::Value = serde_json::from_str(json).ok()?;
-    let labels = v.get("Config")?.get("Labels")?;
-    let label = |k: &str| labels.get(k).and_then(|x| x.as_str()).map(str::to_string);
-    Some(ContainerMeta {
-        namespace: label("io.kubernetes.pod.namespace")?,
-        pod: label("io.kubernetes.pod.name")?,
-        // The sandbox ("pause") container has no container name label.
-        container: label("io.kubernetes.container.name").unwrap_or_else(|| "POD".to_string()),
-        pod_uid: label("io.kubernetes.pod.uid").filter(|u| valid_uid(u)),
-    })
+    ContainerMeta::from_labels(docker::parse_config_v2(json).ok()?)
+}
+
+impl ContainerMeta {
+    /// A container from its docker labels; `None` without namespace and pod (not a
+    /// Kubernetes container). An invalid pod UID is dropped.
+    pub fn from_labels(l: PodLabels) -> Option<ContainerMeta> {
+        Some(ContainerMeta {
+            namespace: l.namespace?,
+            pod: l.pod?,
+            // The sandbox ("pause") container has no container name label.
+            container: l.container.unwrap_or_else(|| "POD".to_string()),
+            pod_uid: l.pod_uid.filter(|u| valid_uid(u)),
+        })
+    }
 }
 
 fn valid_uid(uid: &str) -> bool {
@@ -323,6 +331,12 @@ mod tests {
         assert_eq!(c.container, "nginx");
         assert_eq!(c.pod_uid.as_deref(), Some(UID));
         assert!(parse_docker_config(r#"{"Config":{"Labels":{}}}"#).is_none());
+        // A sandbox container (no container name) with a malformed UID label.
+        let c = parse_docker_config(
+            r#"{"Config":{"Labels":{"io.kubernetes.pod.name":"p","io.kubernetes.pod.namespace":"n","io.kubernetes.pod.uid":"not a uid!"}}}"#,
+        )
+        .unwrap();
+        assert_eq!((c.container.as_str(), c.pod_uid), ("POD", None));
         assert!(parse_docker_config("not json").is_none());
     }
 

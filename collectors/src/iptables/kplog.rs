@@ -466,16 +466,6 @@ fn sorted_dir(dir: &Path) -> Vec<PathBuf> {
 
 /// True when a docker `config.v2.json` labels the container as kube-proxy.
 fn docker_is_kube_proxy(path: &Path) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Cfg {
-        #[serde(rename = "Config")]
-        config: Option<Inner>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Inner {
-        #[serde(rename = "Labels")]
-        labels: Option<BTreeMap<String, String>>,
-    }
     let Ok(f) = std::fs::File::open(path) else {
         return false;
     };
@@ -484,12 +474,9 @@ fn docker_is_kube_proxy(path: &Path) -> bool {
     if f.take(1 << 20).read_to_string(&mut text).is_err() {
         return false;
     }
-    let Ok(cfg) = serde_json::from_str::<Cfg>(&text) else {
-        return false;
-    };
-    cfg.config
-        .and_then(|c| c.labels)
-        .and_then(|l| l.get("io.kubernetes.container.name").cloned())
+    crate::runtime::docker::parse_config_v2(&text)
+        .ok()
+        .and_then(|l| l.container)
         .is_some_and(|n| n == "kube-proxy")
 }
 

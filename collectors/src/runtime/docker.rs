@@ -77,9 +77,13 @@ pub struct PodLabels {
     pub namespace: Option<String>,
     pub pod: Option<String>,
     pub container: Option<String>,
+    /// `io.kubernetes.pod.uid`, as written (not validated here).
+    pub pod_uid: Option<String>,
 }
 
-/// Parses the `Config.Labels` of a container's `config.v2.json`.
+/// Parses the `Config.Labels` of a container's `config.v2.json`: the one reader of these
+/// labels (disk names log owners with it, [`crate::pods`] indexes pods, iptables spots
+/// kube-proxy).
 pub fn parse_config_v2(text: &str) -> Result<PodLabels, String> {
     let v: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
     let labels = v.get("Config").and_then(|c| c.get("Labels"));
@@ -93,6 +97,7 @@ pub fn parse_config_v2(text: &str) -> Result<PodLabels, String> {
         namespace: l("io.kubernetes.pod.namespace"),
         pod: l("io.kubernetes.pod.name"),
         container: l("io.kubernetes.container.name"),
+        pod_uid: l("io.kubernetes.pod.uid"),
     })
 }
 
@@ -146,6 +151,7 @@ mod tests {
         assert_eq!(l.namespace.as_deref(), Some("prod"));
         assert_eq!(l.pod.as_deref(), Some("apigateway-6dc48bf8b6-l8xrw"));
         assert_eq!(l.container.as_deref(), Some("apigateway"));
+        assert_eq!(l.pod_uid.as_deref(), Some("5f0c"));
         // A container docker ran by hand has no Kubernetes labels.
         let l = parse_config_v2(r#"{"Config":{"Labels":{}}}"#).unwrap();
         assert_eq!(l, PodLabels::default());
