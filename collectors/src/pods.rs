@@ -57,6 +57,15 @@ pub struct PodMeta {
     pub uid: String,
 }
 
+/// What the node's metadata says about a process's pod and container (see
+/// [`PodDirectory::names`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PodNames {
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    pub container: Option<String>,
+}
+
 /// A container as its on-disk metadata names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContainerMeta {
@@ -262,6 +271,19 @@ impl PodDirectory {
         }
     }
 
+    /// The names of a process's pod and container, from the pod UID and container id its
+    /// cgroup gives: namespace and pod by UID, container by id. Unknown parts are `None`.
+    pub fn names(&self, uid: Option<&str>, container_id: Option<&str>) -> PodNames {
+        let pod = uid.and_then(|u| self.pod(u));
+        PodNames {
+            namespace: pod.map(|p| p.namespace.clone()),
+            name: pod.map(|p| p.name.clone()),
+            container: container_id
+                .and_then(|id| self.container(id))
+                .map(|c| c.container.clone()),
+        }
+    }
+
     /// Number of pods and containers known.
     pub fn len(&self) -> (usize, usize) {
         (self.pods.len(), self.containers.len())
@@ -357,6 +379,15 @@ mod tests {
         assert!(d.refresh_if_stale(t0));
         assert_eq!(d.pod(UID).unwrap().name, "web-7c9d");
         assert_eq!(d.container(&CID[..12]).unwrap().container, "nginx");
+        assert_eq!(
+            d.names(Some(UID), Some(CID)),
+            PodNames {
+                namespace: Some("shop".into()),
+                name: Some("web-7c9d".into()),
+                container: Some("nginx".into()),
+            }
+        );
+        assert_eq!(d.names(Some("0000"), None), PodNames::default());
         // Not stale yet: a removed container is still known until the next refresh.
         std::fs::remove_dir_all(&cdir).unwrap();
         assert!(!d.refresh_if_stale(t0 + Duration::from_secs(1)));

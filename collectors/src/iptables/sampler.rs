@@ -98,24 +98,13 @@ impl ProcInfo {
         info
     }
 
-    /// Names the pod and container of a process placed in a pod, from the node's pod
-    /// metadata: the pod by its UID, else by the container id; the container by its id.
+    /// Names the pod (by its UID) and the container (by its id) of a process placed in a
+    /// pod, from the node's pod metadata.
     pub fn name_pod(&mut self, pods: &PodDirectory) {
-        if let Some(p) = self.pod_uid.as_deref().and_then(|u| pods.pod(u)) {
-            self.pod_namespace = Some(p.namespace.clone());
-            self.pod_name = Some(p.name.clone());
-        }
-        if let Some(c) = self
-            .container_id
-            .as_deref()
-            .and_then(|id| pods.container(id))
-        {
-            self.container_name = Some(c.container.clone());
-            if self.pod_name.is_none() {
-                self.pod_namespace = Some(c.namespace.clone());
-                self.pod_name = Some(c.pod.clone());
-            }
-        }
+        let names = pods.names(self.pod_uid.as_deref(), self.container_id.as_deref());
+        self.pod_namespace = names.namespace;
+        self.pod_name = names.name;
+        self.container_name = names.container;
     }
 
     /// Whether the process runs in a pod (its cgroup names a pod UID or a container).
@@ -495,12 +484,17 @@ mod tests {
     use crate::proc::locks::parse;
 
     #[test]
-    fn names_a_pod_by_uid_or_by_container_id() {
+    fn names_a_pod_by_uid_and_a_container_by_id() {
         const UID: &str = "5d5b3b8a-6c1f-4f7e-9a57-1b2c3d4e5f60";
         const CID: &str = "0b3f5c2e9d1a7c4b8e6f2a1d3c5b7e9f0a2c4e6b8d1f3a5c7e9b2d4f6a8c0e1d";
         let t = tempfile::tempdir().unwrap();
         let logs = t.path().join("var/log/containers");
         std::fs::create_dir_all(&logs).unwrap();
+        std::fs::create_dir_all(
+            t.path()
+                .join(format!("var/log/pods/kube-system_calico-node-x2_{UID}")),
+        )
+        .unwrap();
         std::fs::write(
             logs.join(format!("calico-node-x2_kube-system_calico-node-{CID}.log")),
             "",
@@ -508,9 +502,9 @@ mod tests {
         .unwrap();
         let mut pods = PodDirectory::new(HostPaths::new(t.path()), Default::default());
         pods.refresh();
-        // Only the container id is known: the pod comes from the container log name.
         let mut p = ProcInfo {
             pid: Some(9),
+            pod_uid: Some(UID.to_string()),
             container_id: Some(CID[..12].to_string()),
             ..ProcInfo::default()
         };
@@ -521,7 +515,7 @@ mod tests {
         assert_eq!(p.container_name.as_deref(), Some("calico-node"));
         // An unknown UID leaves the names empty; a host process is not in a pod.
         let mut q = ProcInfo {
-            pod_uid: Some(UID.to_string()),
+            pod_uid: Some("1111".to_string()),
             ..ProcInfo::default()
         };
         q.name_pod(&pods);
