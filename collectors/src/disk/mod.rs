@@ -18,8 +18,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::collector::{CollectContext, Collection, Collector, Status};
-use crate::finding::{Finding, Severity};
+use crate::collector::{CollectContext, Collection, Collector, Status, TransitionLog};
+use crate::finding::Finding;
 use crate::host::HostPaths;
 use crate::metric::Metric;
 use crate::proc::mountinfo::{self, Mount};
@@ -80,8 +80,7 @@ pub struct DiskCollector {
     /// Log file names per docker container directory, per data root.
     docker_dirs: HashMap<PathBuf, logs::DockerDirCache>,
     /// Findings of the previous run, to log transitions.
-    last: BTreeMap<(String, String), Severity>,
-    last_status: &'static str,
+    transitions: TransitionLog,
     last_walk: walk::Spent,
 }
 
@@ -124,8 +123,7 @@ impl DiskCollector {
             walkers: BTreeMap::new(),
             labels: logs::LabelCache::default(),
             docker_dirs: HashMap::new(),
-            last: BTreeMap::new(),
-            last_status: "",
+            transitions: TransitionLog::new("disk"),
             last_walk: walk::Spent::default(),
         }
     }
@@ -604,31 +602,6 @@ impl DiskCollector {
             metrics,
         }
     }
-
-    fn log_transitions(&mut self, c: &Collection) {
-        let now: BTreeMap<(String, String), Severity> =
-            c.findings.iter().map(|f| (f.key(), f.severity)).collect();
-        for (k, sev) in &now {
-            if self.last.get(k) != Some(sev) {
-                tracing::warn!(rule = %k.0, subject = %k.1, severity = %sev, "disk finding raised");
-            }
-        }
-        for k in self.last.keys() {
-            if !now.contains_key(k) {
-                tracing::info!(rule = %k.0, subject = %k.1, "disk finding resolved");
-            }
-        }
-        self.last = now;
-        let st = c.status.as_str();
-        if st != self.last_status {
-            tracing::info!(
-                status = st,
-                reason = c.status.message().unwrap_or(""),
-                "disk collector status changed"
-            );
-            self.last_status = st;
-        }
-    }
 }
 
 impl Collector for DiskCollector {
@@ -638,7 +611,7 @@ impl Collector for DiskCollector {
 
     fn collect(&mut self, ctx: &CollectContext) -> Collection {
         let c = self.run(ctx);
-        self.log_transitions(&c);
+        self.transitions.observe(&c);
         c
     }
 }

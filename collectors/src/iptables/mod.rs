@@ -13,11 +13,11 @@ pub mod judge;
 pub mod kplog;
 pub mod sampler;
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::collector::{CollectContext, Collection, Collector, Status};
+use crate::collector::{CollectContext, Collection, Collector, Status, TransitionLog};
 use crate::host::HostPaths;
 use crate::pods::{PodDirectory, PodsConfig};
 use crate::proc::{ns, pid};
@@ -116,8 +116,8 @@ pub struct IptablesCollector {
     /// Pod names for the UIDs and container ids found in cgroups (the shared pod index),
     /// refreshed only when a pod process is to be named, and then at most once a minute.
     pods: PodDirectory,
-    /// Finding keys of the previous collection, to log transitions.
-    previous: BTreeSet<(String, String)>,
+    /// Logs status and finding changes between collections.
+    transitions: TransitionLog,
 }
 
 impl IptablesCollector {
@@ -145,7 +145,7 @@ impl IptablesCollector {
             fallback,
             logs: LogScanner::new(),
             pods,
-            previous: BTreeSet::new(),
+            transitions: TransitionLog::new("iptables"),
         }
     }
 
@@ -247,19 +247,6 @@ impl IptablesCollector {
                 .iter()
                 .find_map(|p| backend::binary_backend(&self.host, p)),
         }
-    }
-
-    fn log_transitions(&mut self, c: &Collection) {
-        let now: BTreeSet<(String, String)> = c.findings.iter().map(|f| f.key()).collect();
-        for f in &c.findings {
-            if !self.previous.contains(&f.key()) {
-                tracing::info!(id = %f.id, subject = %f.subject, severity = %f.severity, summary = %f.summary.en, "iptables finding appeared");
-            }
-        }
-        for (id, subject) in self.previous.difference(&now) {
-            tracing::info!(id = %id, subject = %subject, "iptables finding resolved");
-        }
-        self.previous = now;
     }
 }
 
@@ -371,7 +358,7 @@ impl Collector for IptablesCollector {
             findings,
             metrics,
         };
-        self.log_transitions(&c);
+        self.transitions.observe(&c);
         c
     }
 }
