@@ -201,11 +201,11 @@ impl PodDirectory {
                     break;
                 }
                 if !self.docker_parsed.contains_key(&id) {
-                    let meta = read_small(
-                        &dir.join(&id).join("config.v2.json"),
+                    let meta = docker::read_pod_labels_limited(
+                        &dir.join(&id),
                         self.config.max_config_bytes,
                     )
-                    .and_then(|t| parse_docker_config(&t));
+                    .and_then(ContainerMeta::from_labels);
                     self.docker_parsed.insert(id.clone(), meta);
                 }
                 present.insert(id);
@@ -299,14 +299,6 @@ fn dir_names(dir: &std::path::Path, max: usize) -> Vec<String> {
         .filter_map(|e| e.file_name().to_str().map(str::to_string))
         .take(max)
         .collect()
-}
-
-fn read_small(path: &std::path::Path, max: u64) -> Option<String> {
-    let md = std::fs::metadata(path).ok()?;
-    if md.len() > max {
-        return None;
-    }
-    std::fs::read_to_string(path).ok()
 }
 
 #[cfg(test)]

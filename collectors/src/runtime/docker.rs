@@ -103,7 +103,17 @@ pub fn parse_config_v2(text: &str) -> Result<PodLabels, String> {
 
 /// Reads `<container dir>/config.v2.json` (agent-side directory). `None` when absent or bad.
 pub fn read_pod_labels(container_dir: &Path) -> Option<PodLabels> {
-    let text = std::fs::read_to_string(container_dir.join("config.v2.json")).ok()?;
+    read_pod_labels_limited(container_dir, u64::MAX)
+}
+
+/// [`read_pod_labels`] for files of at most `max_bytes` (a few KB in practice); a larger file
+/// is not read and gives `None`.
+pub fn read_pod_labels_limited(container_dir: &Path, max_bytes: u64) -> Option<PodLabels> {
+    let path = container_dir.join("config.v2.json");
+    if std::fs::metadata(&path).ok()?.len() > max_bytes {
+        return None;
+    }
+    let text = std::fs::read_to_string(path).ok()?;
     parse_config_v2(&text).ok()
 }
 
@@ -155,6 +165,18 @@ mod tests {
         // A container docker ran by hand has no Kubernetes labels.
         let l = parse_config_v2(r#"{"Config":{"Labels":{}}}"#).unwrap();
         assert_eq!(l, PodLabels::default());
+    }
+
+    #[test]
+    fn reads_labels_from_a_container_dir_within_a_size_limit() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::write(t.path().join("config.v2.json"), CONFIG_V2).unwrap();
+        let l = read_pod_labels(t.path()).unwrap();
+        assert_eq!(l.pod.as_deref(), Some("apigateway-6dc48bf8b6-l8xrw"));
+        let len = CONFIG_V2.len() as u64;
+        assert_eq!(read_pod_labels_limited(t.path(), len), Some(l));
+        assert_eq!(read_pod_labels_limited(t.path(), len - 1), None);
+        assert_eq!(read_pod_labels(&t.path().join("gone")), None);
     }
 
     proptest::proptest! {
