@@ -114,12 +114,8 @@ fn main() {
     let ctx = CollectContext {
         node_name: "bench".into(),
     };
-    let pids = std::fs::read_dir("/proc")
-        .map(|d| {
-            d.filter_map(|e| e.ok())
-                .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
-                .count()
-        })
+    let pids = collectors::proc::pid::list_pids(&collectors::HostPaths::new("/"))
+        .map(|p| p.len())
         .unwrap_or(0);
     // This process stands for pid 1 (the sandbox may hide pid 1's namespaces).
     let cfg = IptablesConfig {

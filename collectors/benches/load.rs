@@ -55,12 +55,8 @@ fn main() {
     println!("load bench (root: {root})");
     let mut kids: Vec<Child> = (0..2000).map(|_| sleeper()).collect();
     std::thread::sleep(Duration::from_millis(300));
-    let pids = std::fs::read_dir("/proc")
-        .map(|d| {
-            d.filter_map(|e| e.ok())
-                .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
-                .count()
-        })
+    let pids = collectors::proc::pid::list_pids(&collectors::HostPaths::new("/"))
+        .map(|p| p.len())
         .unwrap_or(0);
     println!("processes on the host: {pids}");
 

@@ -1,6 +1,6 @@
 //! The `Collector` trait every collector implements, and what one run returns.
 
-use crate::finding::Finding;
+use crate::finding::{Finding, Severity};
 use crate::metric::Metric;
 
 /// How a collector's last run went.
@@ -89,4 +89,193 @@ pub trait Collector: Send {
 
     /// One run: sample, compare with the previous sample, judge.
     fn collect(&mut self, ctx: &CollectContext) -> Collection;
+}
+
+/// One change between two runs of a collector, as [`TransitionLog`] sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transition {
+    /// The status kind changed (`ok` -> `degraded`...); `reason` is the new status's message.
+    Status {
+        from: &'static str,
+        to: &'static str,
+        reason: Option<String>,
+    },
+    /// A finding (rule id, subject) appeared, or its severity changed.
+    Finding {
+        id: String,
+        subject: String,
+        from: Option<Severity>,
+        to: Severity,
+        summary: String,
+    },
+    /// A finding of the previous run is gone.
+    Resolved { id: String, subject: String },
+}
+
+/// Logs what changed between a collector's runs — its status kind, and findings appearing,
+/// changing severity or resolving — never every sample. Remembers only the previous run's
+/// status kind and finding keys (bounded by the number of findings). Starts from `ok` with no
+/// findings, so a healthy first run logs nothing.
+#[derive(Debug)]
+pub struct TransitionLog {
+    collector: &'static str,
+    status: &'static str,
+    findings: std::collections::BTreeMap<(String, String), Severity>,
+}
+
+impl TransitionLog {
+    pub fn new(collector: &'static str) -> TransitionLog {
+        TransitionLog {
+            collector,
+            status: "ok",
+            findings: std::collections::BTreeMap::new(),
+        }
+    }
+
+    /// Compares a run with the previous one, logs the differences with `tracing` and returns
+    /// them.
+    pub fn observe(&mut self, c: &Collection) -> Vec<Transition> {
+        let changes = self.diff(c);
+        let collector = self.collector;
+        for t in &changes {
+            match t {
+                Transition::Status {
+                    from,
+                    to,
+                    reason: Some(reason),
+                } => {
+                    tracing::warn!(collector, from, to, reason = %reason, "collector status changed")
+                }
+                Transition::Status { from, to, .. } => {
+                    tracing::info!(collector, from, to, "collector status changed")
+                }
+                Transition::Finding {
+                    id,
+                    subject,
+                    from,
+                    to,
+                    summary,
+                } => {
+                    let from = from.map(|s| s.to_string()).unwrap_or_else(|| "none".into());
+                    if *to == Severity::Info {
+                        tracing::info!(collector, id = %id, subject = %subject, from = %from, severity = %to, summary = %summary, "finding appeared or changed severity");
+                    } else {
+                        tracing::warn!(collector, id = %id, subject = %subject, from = %from, severity = %to, summary = %summary, "finding appeared or changed severity");
+                    }
+                }
+                Transition::Resolved { id, subject } => {
+                    tracing::info!(collector, id = %id, subject = %subject, "finding resolved")
+                }
+            }
+        }
+        changes
+    }
+
+    fn diff(&mut self, c: &Collection) -> Vec<Transition> {
+        let mut out = Vec::new();
+        let to = c.status.as_str();
+        if to != self.status {
+            out.push(Transition::Status {
+                from: self.status,
+                to,
+                reason: c.status.message().map(str::to_string),
+            });
+            self.status = to;
+        }
+        let mut now = std::collections::BTreeMap::new();
+        for f in &c.findings {
+            let key = f.key();
+            let before = self.findings.get(&key).copied();
+            if before != Some(f.severity) && !now.contains_key(&key) {
+                out.push(Transition::Finding {
+                    id: f.id.clone(),
+                    subject: f.subject.clone(),
+                    from: before,
+                    to: f.severity,
+                    summary: f.summary.en.clone(),
+                });
+            }
+            now.insert(key, f.severity);
+        }
+        for (id, subject) in self.findings.keys() {
+            if !now.contains_key(&(id.clone(), subject.clone())) {
+                out.push(Transition::Resolved {
+                    id: id.clone(),
+                    subject: subject.clone(),
+                });
+            }
+        }
+        self.findings = now;
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::finding::Text;
+
+    fn finding(subject: &str, severity: Severity) -> Finding {
+        Finding::new("x.rule", severity, Text::new("t", "t"), Text::new("s", "s")).subject(subject)
+    }
+
+    #[test]
+    fn transitions_not_samples() {
+        let mut log = TransitionLog::new("x");
+        let mut c = Collection::new(Status::Ok);
+        assert!(
+            log.observe(&c).is_empty(),
+            "a healthy first run logs nothing"
+        );
+        c.findings = vec![finding("/a", Severity::Warning)];
+        let t = log.observe(&c);
+        assert!(
+            matches!(
+                &t[..],
+                [Transition::Finding {
+                    from: None,
+                    to: Severity::Warning,
+                    ..
+                }]
+            ),
+            "{t:?}"
+        );
+        assert!(
+            log.observe(&c).is_empty(),
+            "the same finding again is not news"
+        );
+        c.findings = vec![
+            finding("/a", Severity::Critical),
+            finding("/b", Severity::Info),
+        ];
+        c.status = Status::Degraded("no /dev/kmsg".into());
+        let t = log.observe(&c);
+        assert_eq!(t.len(), 3, "{t:?}");
+        assert_eq!(
+            t[0],
+            Transition::Status {
+                from: "ok",
+                to: "degraded",
+                reason: Some("no /dev/kmsg".into())
+            }
+        );
+        assert!(matches!(
+            &t[1],
+            Transition::Finding {
+                from: Some(Severity::Warning),
+                to: Severity::Critical,
+                ..
+            }
+        ));
+        c.findings = vec![finding("/b", Severity::Info)];
+        c.status = Status::Degraded("other reason".into());
+        let t = log.observe(&c);
+        assert_eq!(
+            t,
+            vec![Transition::Resolved {
+                id: "x.rule".into(),
+                subject: "/a".into()
+            }]
+        );
+    }
 }

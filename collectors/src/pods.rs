@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::host::HostPaths;
+use crate::runtime::docker::{self, PodLabels};
 
 /// Where to look and how much to keep.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,6 +57,15 @@ pub struct PodMeta {
     pub uid: String,
 }
 
+/// What the node's metadata says about a process's pod and container (see
+/// [`PodDirectory::names`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PodNames {
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    pub container: Option<String>,
+}
+
 /// A container as its on-disk metadata names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContainerMeta {
@@ -65,7 +75,8 @@ pub struct ContainerMeta {
     pub pod_uid: Option<String>,
 }
 
-/// Parses a `/var/log/pods` directory name `<namespace>_<pod>_<uid>`.
+/// Parses a `/var/log/pods` directory name `<namespace>_<pod>_<uid>`: the one parser of these
+/// names (disk names CRI log owners with it).
 pub fn parse_pod_log_dir(name: &str) -> Option<PodMeta> {
     let mut it = name.split('_');
     let (ns, pod, uid) = (it.next()?, it.next()?, it.next()?);
@@ -104,18 +115,24 @@ pub fn parse_container_log_name(name: &str) -> Option<(String, ContainerMeta)> {
 }
 
 /// Parses a docker `config.v2.json` into the Kubernetes labels it carries; `None` for a
-/// container not started by the kubelet or unparsable JSON.
+/// container not started by the kubelet or unparsable JSON. The labels are read by
+/// [`docker::parse_config_v2`].
 pub fn parse_docker_config(json: &str) -> Option<ContainerMeta> {
-    let v: serde_json::Value = serde_json::from_str(json).ok()?;
-    let labels = v.get("Config")?.get("Labels")?;
-    let label = |k: &str| labels.get(k).and_then(|x| x.as_str()).map(str::to_string);
-    Some(ContainerMeta {
-        namespace: label("io.kubernetes.pod.namespace")?,
-        pod: label("io.kubernetes.pod.name")?,
-        // The sandbox ("pause") container has no container name label.
-        container: label("io.kubernetes.container.name").unwrap_or_else(|| "POD".to_string()),
-        pod_uid: label("io.kubernetes.pod.uid").filter(|u| valid_uid(u)),
-    })
+    ContainerMeta::from_labels(docker::parse_config_v2(json).ok()?)
+}
+
+impl ContainerMeta {
+    /// A container from its docker labels; `None` without namespace and pod (not a
+    /// Kubernetes container). An invalid pod UID is dropped.
+    pub fn from_labels(l: PodLabels) -> Option<ContainerMeta> {
+        Some(ContainerMeta {
+            namespace: l.namespace?,
+            pod: l.pod?,
+            // The sandbox ("pause") container has no container name label.
+            container: l.container.unwrap_or_else(|| "POD".to_string()),
+            pod_uid: l.pod_uid.filter(|u| valid_uid(u)),
+        })
+    }
 }
 
 fn valid_uid(uid: &str) -> bool {
@@ -184,11 +201,11 @@ impl PodDirectory {
                     break;
                 }
                 if !self.docker_parsed.contains_key(&id) {
-                    let meta = read_small(
-                        &dir.join(&id).join("config.v2.json"),
+                    let meta = docker::read_pod_labels_limited(
+                        &dir.join(&id),
                         self.config.max_config_bytes,
                     )
-                    .and_then(|t| parse_docker_config(&t));
+                    .and_then(ContainerMeta::from_labels);
                     self.docker_parsed.insert(id.clone(), meta);
                 }
                 present.insert(id);
@@ -254,6 +271,19 @@ impl PodDirectory {
         }
     }
 
+    /// The names of a process's pod and container, from the pod UID and container id its
+    /// cgroup gives: namespace and pod by UID, container by id. Unknown parts are `None`.
+    pub fn names(&self, uid: Option<&str>, container_id: Option<&str>) -> PodNames {
+        let pod = uid.and_then(|u| self.pod(u));
+        PodNames {
+            namespace: pod.map(|p| p.namespace.clone()),
+            name: pod.map(|p| p.name.clone()),
+            container: container_id
+                .and_then(|id| self.container(id))
+                .map(|c| c.container.clone()),
+        }
+    }
+
     /// Number of pods and containers known.
     pub fn len(&self) -> (usize, usize) {
         (self.pods.len(), self.containers.len())
@@ -269,14 +299,6 @@ fn dir_names(dir: &std::path::Path, max: usize) -> Vec<String> {
         .filter_map(|e| e.file_name().to_str().map(str::to_string))
         .take(max)
         .collect()
-}
-
-fn read_small(path: &std::path::Path, max: u64) -> Option<String> {
-    let md = std::fs::metadata(path).ok()?;
-    if md.len() > max {
-        return None;
-    }
-    std::fs::read_to_string(path).ok()
 }
 
 #[cfg(test)]
@@ -323,6 +345,12 @@ mod tests {
         assert_eq!(c.container, "nginx");
         assert_eq!(c.pod_uid.as_deref(), Some(UID));
         assert!(parse_docker_config(r#"{"Config":{"Labels":{}}}"#).is_none());
+        // A sandbox container (no container name) with a malformed UID label.
+        let c = parse_docker_config(
+            r#"{"Config":{"Labels":{"io.kubernetes.pod.name":"p","io.kubernetes.pod.namespace":"n","io.kubernetes.pod.uid":"not a uid!"}}}"#,
+        )
+        .unwrap();
+        assert_eq!((c.container.as_str(), c.pod_uid), ("POD", None));
         assert!(parse_docker_config("not json").is_none());
     }
 
@@ -343,6 +371,15 @@ mod tests {
         assert!(d.refresh_if_stale(t0));
         assert_eq!(d.pod(UID).unwrap().name, "web-7c9d");
         assert_eq!(d.container(&CID[..12]).unwrap().container, "nginx");
+        assert_eq!(
+            d.names(Some(UID), Some(CID)),
+            PodNames {
+                namespace: Some("shop".into()),
+                name: Some("web-7c9d".into()),
+                container: Some("nginx".into()),
+            }
+        );
+        assert_eq!(d.names(Some("0000"), None), PodNames::default());
         // Not stale yet: a removed container is still known until the next refresh.
         std::fs::remove_dir_all(&cdir).unwrap();
         assert!(!d.refresh_if_stale(t0 + Duration::from_secs(1)));

@@ -2,102 +2,16 @@
 //! `clusterDNS` in its configuration file (`--config`, by default
 //! `/var/lib/kubelet/config.yaml`). Command-line flags win over the file, as in the kubelet.
 //!
-//! Best effort: the YAML is scanned line by line for the top-level `clusterDNS` key (block
-//! list or flow list; JSON configuration files work too), which is all this needs.
+//! Parsing is [`crate::runtime::kubelet`]'s (the same reader the disk collector uses); this
+//! module only keeps the kubelet's pid between samples so the process table is walked rarely.
 
 use std::path::PathBuf;
 
 use crate::host::HostPaths;
 use crate::proc::pid;
+use crate::runtime::{self, kubelet};
 
-/// The value of a `--flag=value` or `--flag value` argument (the last one wins).
-fn flag_value(args: &[String], flag: &str) -> Option<String> {
-    let mut out = None;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        if let Some(rest) = a.strip_prefix(flag) {
-            if let Some(v) = rest.strip_prefix('=') {
-                out = Some(v.to_string());
-            } else if rest.is_empty() {
-                if let Some(v) = it.next() {
-                    out = Some(v.clone());
-                }
-            }
-        }
-    }
-    out
-}
-
-/// `--cluster-dns` addresses (comma separated) from the kubelet's arguments.
-pub fn cluster_dns_from_args(args: &[String]) -> Option<Vec<String>> {
-    let v = flag_value(args, "--cluster-dns")?;
-    let list: Vec<String> = v
-        .split(',')
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .collect();
-    (!list.is_empty()).then_some(list)
-}
-
-/// The `--config` path from the kubelet's arguments.
-pub fn config_path_from_args(args: &[String]) -> Option<String> {
-    flag_value(args, "--config").filter(|s| !s.is_empty())
-}
-
-fn clean_item(s: &str) -> Option<String> {
-    // Drop a trailing YAML comment first, then separators and quotes.
-    let s = s.split(" #").next().unwrap_or(s);
-    let s = s
-        .trim()
-        .trim_end_matches(',')
-        .trim()
-        .trim_matches(|c| c == '"' || c == '\'')
-        .trim();
-    (!s.is_empty()).then(|| s.to_string())
-}
-
-/// `clusterDNS` addresses from a kubelet configuration file (YAML or JSON).
-pub fn cluster_dns_from_config(text: &str) -> Vec<String> {
-    let mut lines = text.lines().peekable();
-    while let Some(line) = lines.next() {
-        let trimmed = line.trim_start();
-        let key_rest = trimmed
-            .strip_prefix("clusterDNS:")
-            .or_else(|| trimmed.strip_prefix("\"clusterDNS\":"));
-        let Some(rest) = key_rest else { continue };
-        let rest = rest.trim();
-        if let Some(flow) = rest.strip_prefix('[') {
-            // Flow list, possibly spanning lines until `]`.
-            let mut body = flow.to_string();
-            while !body.contains(']') {
-                match lines.next() {
-                    Some(l) => body.push_str(l),
-                    None => break,
-                }
-            }
-            let body = body.split(']').next().unwrap_or("");
-            return body.split(',').filter_map(clean_item).collect();
-        }
-        if !rest.is_empty() && !rest.starts_with('#') {
-            return clean_item(rest).into_iter().collect();
-        }
-        // Block list: following `- item` lines.
-        let mut out = Vec::new();
-        while let Some(next) = lines.peek() {
-            let t = next.trim_start();
-            if let Some(item) = t.strip_prefix("- ") {
-                out.extend(clean_item(item));
-                lines.next();
-            } else if t.is_empty() || t.starts_with('#') {
-                lines.next();
-            } else {
-                break;
-            }
-        }
-        return out;
-    }
-    Vec::new()
-}
+pub use crate::runtime::kubelet::{cluster_dns_from_args, cluster_dns_from_config};
 
 /// What was found about the kubelet's DNS setting.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -131,14 +45,12 @@ impl KubeletFinder {
         }
     }
 
-    fn is_kubelet(host: &HostPaths, p: u32) -> bool {
-        pid::comm(host, p).is_some_and(|c| c == "kubelet")
-    }
-
-    fn find_pid(&mut self, host: &HostPaths) -> Option<u32> {
+    /// The kubelet's pid and arguments: the remembered pid while it is still the kubelet,
+    /// else a walk of the process table (throttled to every `rescan_every` calls).
+    fn find(&mut self, host: &HostPaths) -> Option<(u32, Vec<String>)> {
         if let Some(p) = self.pid {
-            if Self::is_kubelet(host, p) {
-                return Some(p);
+            if pid::comm(host, p).is_some_and(|c| c == "kubelet") {
+                return Some((p, pid::args(host, p).unwrap_or_default()));
             }
             self.pid = None;
             self.samples_since_scan = u32::MAX;
@@ -148,17 +60,17 @@ impl KubeletFinder {
             return None;
         }
         self.samples_since_scan = 0;
-        let pids = pid::list_pids(host).ok()?;
-        self.pid = pids.into_iter().find(|p| Self::is_kubelet(host, *p));
-        self.pid
+        let found = runtime::find_process(host, "kubelet");
+        self.pid = found.as_ref().map(|(p, _)| *p);
+        found
     }
 
     /// Looks up the kubelet's cluster DNS on the host.
     pub fn lookup(&mut self, host: &HostPaths) -> KubeletDns {
-        let pid = self.find_pid(host);
-        let args = pid.and_then(|p| pid::args(host, p)).unwrap_or_default();
-        let config = config_path_from_args(&args)
-            .unwrap_or_else(|| self.default_config.to_string_lossy().into_owned());
+        let (pid, args) = match self.find(host) {
+            Some((p, a)) => (Some(p), a),
+            None => (None, Vec::new()),
+        };
         let mut out = KubeletDns {
             pid,
             config_path: None,
@@ -168,8 +80,11 @@ impl KubeletFinder {
             out.cluster_dns = list;
             return out;
         }
-        if let Ok(text) = std::fs::read_to_string(host.resolve(&config)) {
-            out.cluster_dns = cluster_dns_from_config(&text);
+        let config = runtime::flag_value(&args, "--config")
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| self.default_config.to_string_lossy().into_owned());
+        if let Ok(Some(c)) = kubelet::read_config(host, &config) {
+            out.cluster_dns = kubelet::cluster_dns(&args, Some(&c));
             out.config_path = Some(config);
         }
         out
@@ -179,65 +94,47 @@ impl KubeletFinder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
 
-    fn args(s: &str) -> Vec<String> {
-        s.split(' ').map(String::from).collect()
+    fn write(root: &std::path::Path, rel: &str, text: &str) {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
     }
 
     #[test]
-    fn flags_in_both_forms() {
-        // The handbook's example: `/usr/bin/kubelet --cluster-dns=172.16.14.217 ...`.
-        let a = args("/usr/bin/kubelet --cluster-dns=172.16.14.217 --v=2");
-        assert_eq!(
-            cluster_dns_from_args(&a),
-            Some(vec!["172.16.14.217".to_string()])
+    fn keeps_the_pid_and_rescans_only_every_n_samples() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path();
+        write(
+            root,
+            "var/lib/kubelet/config.yaml",
+            "clusterDNS:\n- 10.96.0.10\n",
         );
-        let a =
-            args("/usr/bin/kubelet --cluster-dns 169.254.20.10,10.96.0.10 --config /etc/k/c.yaml");
+        let host = HostPaths::new(root);
+        let mut f = KubeletFinder::new(PathBuf::from("/var/lib/kubelet/config.yaml"), 3);
+        // No kubelet: the first call walks /proc, the next two do not.
+        let d = f.lookup(&host);
+        assert_eq!((d.pid, d.cluster_dns.len()), (None, 1));
         assert_eq!(
-            cluster_dns_from_args(&a),
-            Some(vec!["169.254.20.10".to_string(), "10.96.0.10".to_string()])
+            d.config_path.as_deref(),
+            Some("/var/lib/kubelet/config.yaml")
         );
-        assert_eq!(config_path_from_args(&a), Some("/etc/k/c.yaml".into()));
-        let a = args("/usr/bin/kubelet --config=/var/lib/kubelet/config.yaml --cluster-dns-x=1");
-        assert_eq!(cluster_dns_from_args(&a), None);
-        assert_eq!(
-            config_path_from_args(&a),
-            Some("/var/lib/kubelet/config.yaml".into())
+        write(root, "proc/77/comm", "kubelet\n");
+        write(
+            root,
+            "proc/77/cmdline",
+            "/usr/bin/kubelet\0--cluster-dns=169.254.20.10\0",
         );
-        assert_eq!(cluster_dns_from_args(&args("kubelet --cluster-dns")), None);
-    }
-
-    #[test]
-    fn config_block_flow_and_json() {
-        let yaml = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nclusterDNS:\n- 169.254.20.10 # node-local\n  - \"10.96.0.10\"\nclusterDomain: cluster.local\n";
-        assert_eq!(
-            cluster_dns_from_config(yaml),
-            vec!["169.254.20.10".to_string(), "10.96.0.10".to_string()]
-        );
-        let flow = "clusterDomain: cluster.local\nclusterDNS: [10.96.0.10, '10.96.0.11']\n";
-        assert_eq!(
-            cluster_dns_from_config(flow),
-            vec!["10.96.0.10".to_string(), "10.96.0.11".to_string()]
-        );
-        let json = "{\n  \"kind\": \"KubeletConfiguration\",\n  \"clusterDNS\": [\n    \"10.96.0.10\"\n  ],\n  \"clusterDomain\": \"cluster.local\"\n}";
-        assert_eq!(
-            cluster_dns_from_config(json),
-            vec!["10.96.0.10".to_string()]
-        );
-        assert!(cluster_dns_from_config("kind: KubeletConfiguration\n").is_empty());
-    }
-
-    proptest! {
-        #[test]
-        fn config_scan_never_panics(text in "(clusterDNS:|\\[|\\]|- |,|\"|'| |#|[0-9.]{1,8}|\n){0,40}") {
-            let _ = cluster_dns_from_config(&text);
-        }
-
-        #[test]
-        fn config_scan_never_panics_on_anything(text in "\\PC*") {
-            let _ = cluster_dns_from_config(&text);
-        }
+        assert_eq!(f.lookup(&host).pid, None);
+        assert_eq!(f.lookup(&host).pid, None);
+        let d = f.lookup(&host);
+        assert_eq!(d.pid, Some(77));
+        assert_eq!(d.cluster_dns, vec!["169.254.20.10".to_string()]);
+        assert_eq!(d.config_path, None);
+        // The remembered pid is checked, not rediscovered; when it exits, the scan restarts.
+        std::fs::remove_dir_all(root.join("proc/77")).unwrap();
+        write(root, "proc/78/comm", "kubelet\n");
+        write(root, "proc/78/cmdline", "/usr/bin/kubelet\0");
+        assert_eq!(f.lookup(&host).pid, Some(78));
     }
 }

@@ -15,17 +15,16 @@ pub mod judge;
 pub mod kernel_log;
 pub mod kubelet;
 
-use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Instant;
 
-use crate::collector::{CollectContext, Collection, Collector, Status};
+use crate::collector::{CollectContext, Collection, Collector, Status, TransitionLog};
 use crate::error::{read_optional, ReadError};
 use crate::host::HostPaths;
 use crate::kmsg::{KmsgConfig, KmsgReader, RecentEvents};
 use crate::metric::Metric;
-use crate::proc::{net_udp, nf_conntrack_stat, snmp};
+use crate::proc::{meminfo, net_udp, nf_conntrack_stat, snmp};
 
 pub use judge::{Deltas, Sample};
 
@@ -83,8 +82,7 @@ pub struct ConntrackCollector {
     kubelet: kubelet::KubeletFinder,
     kmsg: KmsgReader,
     table_full: RecentEvents,
-    last_status: &'static str,
-    active: BTreeSet<String>,
+    transitions: TransitionLog,
 }
 
 impl ConntrackCollector {
@@ -102,8 +100,7 @@ impl ConntrackCollector {
             kubelet,
             kmsg,
             table_full: RecentEvents::new(MAX_TABLE_FULL_EVENTS),
-            last_status: "ok",
-            active: BTreeSet::new(),
+            transitions: TransitionLog::new("conntrack"),
         }
     }
 
@@ -176,11 +173,9 @@ impl ConntrackCollector {
         }
     }
 
+    /// `MemTotal` for sizing advice; best effort (the advice omits sizing without it).
     fn mem_total_bytes(&self) -> Option<u64> {
-        let text = std::fs::read_to_string(self.host.proc_file("meminfo")).ok()?;
-        let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
-        let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-        kb.checked_mul(1024)
+        meminfo::read(&self.host).ok()?.mem_total_bytes()
     }
 
     fn nodelocal_listening(&self, degraded: &mut Vec<String>) -> Option<bool> {
@@ -256,39 +251,6 @@ impl ConntrackCollector {
             pods_on_node,
             table_full_messages,
         }
-    }
-
-    fn log_status(&mut self, status: &Status) {
-        let now = status.as_str();
-        if now != self.last_status {
-            match status.message() {
-                Some(reason) => tracing::warn!(
-                    collector = "conntrack",
-                    from = self.last_status,
-                    to = now,
-                    reason,
-                    "conntrack collector status changed"
-                ),
-                None => tracing::info!(
-                    collector = "conntrack",
-                    from = self.last_status,
-                    to = now,
-                    "conntrack collector status changed"
-                ),
-            }
-            self.last_status = now;
-        }
-    }
-
-    fn log_findings(&mut self, findings: &[crate::finding::Finding]) {
-        let now: BTreeSet<String> = findings.iter().map(|f| f.id.clone()).collect();
-        for f in findings.iter().filter(|f| !self.active.contains(&f.id)) {
-            tracing::info!(rule = %f.id, severity = %f.severity, "conntrack finding appeared");
-        }
-        for id in self.active.difference(&now) {
-            tracing::info!(rule = %id, "conntrack finding resolved");
-        }
-        self.active = now;
     }
 }
 
@@ -374,9 +336,9 @@ impl Collector for ConntrackCollector {
                     Some(reason) => Status::Unavailable(reason),
                     None => Status::Error(e.to_string()),
                 };
-                self.log_status(&status);
-                self.log_findings(&[]);
-                return Collection::new(status);
+                let c = Collection::new(status);
+                self.transitions.observe(&c);
+                return c;
             }
         };
         let mut degraded = Vec::new();
@@ -403,8 +365,6 @@ impl Collector for ConntrackCollector {
         } else {
             Status::Degraded(degraded.join("; "))
         };
-        self.log_status(&status);
-        self.log_findings(&findings);
         let mut c = Collection::new(status);
         c.metrics = metrics(&sample);
         if sample.table_full_messages.is_some() {

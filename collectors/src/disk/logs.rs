@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use crate::pods::parse_pod_log_dir;
 use crate::runtime::docker::{self, PodLabels};
 
 /// Which layout a log comes from.
@@ -63,18 +64,6 @@ pub fn cri_log_rotated(name: &str) -> Option<bool> {
     } else {
         None
     }
-}
-
-/// Splits a CRI pod log directory name `<namespace>_<pod>_<uid>`.
-pub fn parse_pod_dir(name: &str) -> Option<(String, String, String)> {
-    let mut parts = name.splitn(3, '_');
-    let ns = parts.next()?;
-    let pod = parts.next()?;
-    let uid = parts.next()?;
-    if ns.is_empty() || pod.is_empty() || uid.is_empty() {
-        return None;
-    }
-    Some((ns.to_string(), pod.to_string(), uid.to_string()))
 }
 
 /// Lists docker logs under `<containers dir>` (agent-side), skipping symlinks.
@@ -182,8 +171,8 @@ pub fn list_cri(pods_dir: &Path, out: &mut Vec<LogFile>) {
     };
     for p in rd.flatten() {
         let dir_name = p.file_name().to_string_lossy().into_owned();
-        let (ns, pod) = match parse_pod_dir(&dir_name) {
-            Some((ns, pod, _)) => (Some(ns), Some(pod)),
+        let (ns, pod) = match parse_pod_log_dir(&dir_name) {
+            Some(p) => (Some(p.namespace), Some(p.name)),
             None => (None, None),
         };
         let Ok(containers) = std::fs::read_dir(p.path()) else {
@@ -294,15 +283,13 @@ mod tests {
         assert_eq!(cri_log_rotated("0.log.tmp"), Some(true));
         assert_eq!(cri_log_rotated("x.log"), None);
         assert_eq!(cri_log_rotated("0.logs"), None);
+        // Pod directory names are parsed by `pods::parse_pod_log_dir`.
+        let p = parse_pod_log_dir("kube-system_coredns-5d78c9869d-x7k2p_0f9a-11").unwrap();
         assert_eq!(
-            parse_pod_dir("kube-system_coredns-5d78c9869d-x7k2p_0f9a-11"),
-            Some((
-                "kube-system".into(),
-                "coredns-5d78c9869d-x7k2p".into(),
-                "0f9a-11".into()
-            ))
+            (p.namespace.as_str(), p.name.as_str(), p.uid.as_str()),
+            ("kube-system", "coredns-5d78c9869d-x7k2p", "0f9a-11")
         );
-        assert_eq!(parse_pod_dir("nounderscore"), None);
+        assert_eq!(parse_pod_log_dir("nounderscore"), None);
     }
 
     #[test]
@@ -342,7 +329,6 @@ mod tests {
         fn never_panics(s in "\\PC*") {
             let _ = docker_log_rank("abc", &s);
             let _ = cri_log_rotated(&s);
-            let _ = parse_pod_dir(&s);
         }
     }
 }

@@ -18,12 +18,12 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::collector::{CollectContext, Collection, Collector, Status};
-use crate::finding::{Finding, Severity};
+use crate::collector::{CollectContext, Collection, Collector, Status, TransitionLog};
+use crate::finding::Finding;
 use crate::host::HostPaths;
 use crate::metric::Metric;
 use crate::proc::mountinfo::{self, Mount};
-use crate::runtime::{containerd, docker, flag_value, kubelet};
+use crate::runtime::{self, containerd, docker, flag_value, kubelet};
 
 pub use judge::{FsSample, FsUsage, Limits, Role, RoleDir};
 
@@ -80,8 +80,7 @@ pub struct DiskCollector {
     /// Log file names per docker container directory, per data root.
     docker_dirs: HashMap<PathBuf, logs::DockerDirCache>,
     /// Findings of the previous run, to log transitions.
-    last: BTreeMap<(String, String), Severity>,
-    last_status: &'static str,
+    transitions: TransitionLog,
     last_walk: walk::Spent,
 }
 
@@ -119,39 +118,18 @@ pub struct Discovery {
     pub notes: Vec<String>,
 }
 
-/// The processes of interest, by comm: one pass over `<root>/proc`.
-fn find_processes(host: &HostPaths, names: &[&str]) -> HashMap<String, Vec<String>> {
-    let mut out = HashMap::new();
-    let Ok(pids) = crate::proc::pid::list_pids(host) else {
-        return out;
-    };
-    for pid in pids {
-        let Some(comm) = crate::proc::pid::comm(host, pid) else {
-            continue;
-        };
-        if names.contains(&comm.as_str()) && !out.contains_key(&comm) {
-            if let Some(args) = crate::proc::pid::args(host, pid) {
-                out.insert(comm, args);
-            }
-        }
-        if out.len() == names.len() {
-            break;
-        }
-    }
-    out
-}
-
 /// Finds the container runtimes' and the kubelet's directories on the host: from the running
 /// processes' flags (one pass over `<root>/proc`), their configuration files, and the
 /// defaults. Shared by the `disk` collector and the `kernel` collector (which asks whether a
 /// failing filesystem backs one of these directories).
 pub fn discover(host: &HostPaths, config: &DiskConfig) -> Discovery {
     let mut notes = Vec::new();
-    let procs = find_processes(host, &["kubelet", "dockerd", "containerd"]);
+    let procs = runtime::find_processes(host, &["kubelet", "dockerd", "containerd"]);
     let none: Vec<String> = Vec::new();
-    let k_args = procs.get("kubelet").unwrap_or(&none);
-    let d_args = procs.get("dockerd").unwrap_or(&none);
-    let c_args = procs.get("containerd").unwrap_or(&none);
+    let args = |name: &str| procs.get(name).map_or(&none, |(_, a)| a);
+    let k_args = args("kubelet");
+    let d_args = args("dockerd");
+    let c_args = args("containerd");
 
     // docker
     let daemon_json =
@@ -250,8 +228,7 @@ impl DiskCollector {
             walkers: BTreeMap::new(),
             labels: logs::LabelCache::default(),
             docker_dirs: HashMap::new(),
-            last: BTreeMap::new(),
-            last_status: "",
+            transitions: TransitionLog::new("disk"),
             last_walk: walk::Spent::default(),
         }
     }
@@ -635,31 +612,6 @@ impl DiskCollector {
             metrics,
         }
     }
-
-    fn log_transitions(&mut self, c: &Collection) {
-        let now: BTreeMap<(String, String), Severity> =
-            c.findings.iter().map(|f| (f.key(), f.severity)).collect();
-        for (k, sev) in &now {
-            if self.last.get(k) != Some(sev) {
-                tracing::warn!(rule = %k.0, subject = %k.1, severity = %sev, "disk finding raised");
-            }
-        }
-        for k in self.last.keys() {
-            if !now.contains_key(k) {
-                tracing::info!(rule = %k.0, subject = %k.1, "disk finding resolved");
-            }
-        }
-        self.last = now;
-        let st = c.status.as_str();
-        if st != self.last_status {
-            tracing::info!(
-                status = st,
-                reason = c.status.message().unwrap_or(""),
-                "disk collector status changed"
-            );
-            self.last_status = st;
-        }
-    }
 }
 
 impl Collector for DiskCollector {
@@ -669,7 +621,7 @@ impl Collector for DiskCollector {
 
     fn collect(&mut self, ctx: &CollectContext) -> Collection {
         let c = self.run(ctx);
-        self.log_transitions(&c);
+        self.transitions.observe(&c);
         c
     }
 }

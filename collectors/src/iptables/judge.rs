@@ -39,7 +39,13 @@ fn secs(d: Duration) -> f64 {
 /// `pod <uid>` / `host cgroup /system.slice/x` / `unknown placement`, in both languages.
 fn placement(p: &ProcInfo) -> (String, String) {
     match (&p.pod_uid, &p.host_cgroup) {
-        (Some(uid), _) => (format!("pod UID {uid}"), format!("Pod UID {uid}")),
+        (Some(uid), _) => match (&p.pod_namespace, &p.pod_name) {
+            (Some(ns), Some(name)) => (
+                format!("pod {ns}/{name}, pod UID {uid}"),
+                format!("Pod {ns}/{name}，Pod UID {uid}"),
+            ),
+            _ => (format!("pod UID {uid}"), format!("Pod UID {uid}")),
+        },
         (None, Some(cg)) => (
             format!("host process, cgroup {cg}"),
             format!("宿主机进程，cgroup {cg}"),
@@ -64,6 +70,15 @@ fn proc_evidence(mut f: Finding, prefix: &str, p: &ProcInfo) -> Finding {
     if let Some(c) = &p.container_id {
         f = f.evidence(&format!("{prefix}_container_id"), c.as_str());
     }
+    if let Some(ns) = &p.pod_namespace {
+        f = f.evidence(&format!("{prefix}_pod_namespace"), ns.as_str());
+    }
+    if let Some(n) = &p.pod_name {
+        f = f.evidence(&format!("{prefix}_pod_name"), n.as_str());
+    }
+    if let Some(c) = &p.container_name {
+        f = f.evidence(&format!("{prefix}_container_name"), c.as_str());
+    }
     if let Some(c) = &p.host_cgroup {
         f = f.evidence(&format!("{prefix}_cgroup"), c.as_str());
     }
@@ -76,6 +91,9 @@ fn identify_commands(mut f: Finding, p: &ProcInfo, node: &str) -> Finding {
         f = f
             .command(format!("ps -o pid,etimes,args -p {pid}"))
             .command(format!("cat /proc/{pid}/cgroup"));
+    }
+    if let (Some(ns), Some(name)) = (&p.pod_namespace, &p.pod_name) {
+        f = f.command(format!("kubectl -n {ns} describe pod {name}"));
     }
     if let Some(uid) = &p.pod_uid {
         f = f.command(format!(

@@ -288,7 +288,10 @@ impl LogScanner {
         let pods = host.resolve(&limits.pod_log_dir);
         for pod in sorted_dir(&pods) {
             let name = pod.file_name().map(|n| n.to_string_lossy().into_owned());
-            if !name.is_some_and(|n| n.starts_with("kube-system_kube-proxy-")) {
+            let meta = name.as_deref().and_then(crate::pods::parse_pod_log_dir);
+            if !meta
+                .is_some_and(|p| p.namespace == "kube-system" && p.name.starts_with("kube-proxy-"))
+            {
                 continue;
             }
             for container in sorted_dir(&pod) {
@@ -314,7 +317,7 @@ impl LogScanner {
             let is_kp = *self
                 .docker_kube_proxy
                 .entry(id.clone())
-                .or_insert_with(|| docker_is_kube_proxy(&dir.join("config.v2.json")));
+                .or_insert_with(|| docker_is_kube_proxy(&dir));
             if is_kp {
                 let file = dir.join(format!("{id}-json.log"));
                 let host_path = host
@@ -464,32 +467,11 @@ fn sorted_dir(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
-/// True when a docker `config.v2.json` labels the container as kube-proxy.
-fn docker_is_kube_proxy(path: &Path) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Cfg {
-        #[serde(rename = "Config")]
-        config: Option<Inner>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Inner {
-        #[serde(rename = "Labels")]
-        labels: Option<BTreeMap<String, String>>,
-    }
-    let Ok(f) = std::fs::File::open(path) else {
-        return false;
-    };
+/// True when a docker container's `config.v2.json` labels it as kube-proxy.
+fn docker_is_kube_proxy(container_dir: &Path) -> bool {
     // config.v2.json is a few KB; refuse anything huge.
-    let mut text = String::new();
-    if f.take(1 << 20).read_to_string(&mut text).is_err() {
-        return false;
-    }
-    let Ok(cfg) = serde_json::from_str::<Cfg>(&text) else {
-        return false;
-    };
-    cfg.config
-        .and_then(|c| c.labels)
-        .and_then(|l| l.get("io.kubernetes.container.name").cloned())
+    crate::runtime::docker::read_pod_labels_limited(container_dir, 1 << 20)
+        .and_then(|l| l.container)
         .is_some_and(|n| n == "kube-proxy")
 }
 

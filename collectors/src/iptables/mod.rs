@@ -13,12 +13,13 @@ pub mod judge;
 pub mod kplog;
 pub mod sampler;
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::collector::{CollectContext, Collection, Collector, Status};
+use crate::collector::{CollectContext, Collection, Collector, Status, TransitionLog};
 use crate::host::HostPaths;
+use crate::pods::{PodDirectory, PodsConfig};
 use crate::proc::{ns, pid};
 
 use judge::{BackendFacts, LockThresholds, MountGap};
@@ -112,8 +113,11 @@ pub struct IptablesCollector {
     /// Used only when the sampler thread could not be started: one sample per collection.
     fallback: Option<Tracker>,
     logs: LogScanner,
-    /// Finding keys of the previous collection, to log transitions.
-    previous: BTreeSet<(String, String)>,
+    /// Pod names for the UIDs and container ids found in cgroups (the shared pod index),
+    /// refreshed only when a pod process is to be named, and then at most once a minute.
+    pods: PodDirectory,
+    /// Logs status and finding changes between collections.
+    transitions: TransitionLog,
 }
 
 impl IptablesCollector {
@@ -126,13 +130,22 @@ impl IptablesCollector {
                 (None, Some(Tracker::new(Instant::now())))
             }
         };
+        let pods = PodDirectory::new(
+            host.clone(),
+            PodsConfig {
+                pod_log_dir: config.pod_log_dir.clone(),
+                docker_roots: vec![config.docker_dir.clone()],
+                ..PodsConfig::default()
+            },
+        );
         IptablesCollector {
             host,
             config,
             sampler,
             fallback,
             logs: LogScanner::new(),
-            previous: BTreeSet::new(),
+            pods,
+            transitions: TransitionLog::new("iptables"),
         }
     }
 
@@ -235,19 +248,6 @@ impl IptablesCollector {
                 .find_map(|p| backend::binary_backend(&self.host, p)),
         }
     }
-
-    fn log_transitions(&mut self, c: &Collection) {
-        let now: BTreeSet<(String, String)> = c.findings.iter().map(|f| f.key()).collect();
-        for f in &c.findings {
-            if !self.previous.contains(&f.key()) {
-                tracing::info!(id = %f.id, subject = %f.subject, severity = %f.severity, summary = %f.summary.en, "iptables finding appeared");
-            }
-        }
-        for (id, subject) in self.previous.difference(&now) {
-            tracing::info!(id = %id, subject = %subject, "iptables finding resolved");
-        }
-        self.previous = now;
-    }
 }
 
 /// The result of comparing iptables users' lock files with the host's.
@@ -276,7 +276,7 @@ impl Collector for IptablesCollector {
     fn collect(&mut self, ctx: &CollectContext) -> Collection {
         let mut status = Status::Ok;
         let lock_path = display(&self.config.lock_path);
-        let window = self.window();
+        let mut window = self.window();
         if let Some(err) = &window.error {
             let reason = if window.lock.is_none() {
                 format!("xtables lock not watched: {err} (it appears once iptables has run on the host)")
@@ -291,10 +291,26 @@ impl Collector for IptablesCollector {
             waiter_streak_samples: self.config.waiter_streak_samples,
             sample_period: self.config.sample_period,
         };
-        let mut findings = judge::lock_findings(&window, &lock_path, &th, &ctx.node_name);
-
         let host_lock = LockId::of_path(&self.lock_agent_path()).ok();
-        match self.mount_gaps(host_lock) {
+        let mut gaps = self.mount_gaps(host_lock);
+        // Name the pods of the processes found (namespace/name), from the shared pod index.
+        let gap_procs = gaps
+            .iter_mut()
+            .flat_map(|s| s.gaps.iter_mut().map(|g| &mut g.proc));
+        let mut in_pods: Vec<&mut ProcInfo> = window
+            .procs_mut()
+            .chain(gap_procs)
+            .filter(|p| p.in_pod())
+            .collect();
+        if !in_pods.is_empty() {
+            self.pods.refresh_if_stale(Instant::now());
+            for p in in_pods.iter_mut() {
+                p.name_pod(&self.pods);
+            }
+        }
+
+        let mut findings = judge::lock_findings(&window, &lock_path, &th, &ctx.node_name);
+        match gaps {
             Ok(scan) => {
                 findings.extend(judge::mount_findings(
                     &scan.gaps,
@@ -342,7 +358,7 @@ impl Collector for IptablesCollector {
             findings,
             metrics,
         };
-        self.log_transitions(&c);
+        self.transitions.observe(&c);
         c
     }
 }

@@ -15,6 +15,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::host::HostPaths;
+use crate::pods::PodDirectory;
 use crate::proc::cgroup::{self, Placement};
 use crate::proc::locks::{self, LockEntry};
 use crate::proc::pid;
@@ -67,6 +68,11 @@ pub struct ProcInfo {
     pub container_id: Option<String>,
     /// The cgroup path of a host process (`/system.slice/kube-router.service`).
     pub host_cgroup: Option<String>,
+    /// The pod's namespace and name and the container's name, from the node's pod metadata
+    /// ([`crate::pods`]); filled by the collector with [`ProcInfo::name_pod`].
+    pub pod_namespace: Option<String>,
+    pub pod_name: Option<String>,
+    pub container_name: Option<String>,
 }
 
 impl ProcInfo {
@@ -90,6 +96,20 @@ impl ProcInfo {
             None => {}
         }
         info
+    }
+
+    /// Names the pod (by its UID) and the container (by its id) of a process placed in a
+    /// pod, from the node's pod metadata.
+    pub fn name_pod(&mut self, pods: &PodDirectory) {
+        let names = pods.names(self.pod_uid.as_deref(), self.container_id.as_deref());
+        self.pod_namespace = names.namespace;
+        self.pod_name = names.name;
+        self.container_name = names.container;
+    }
+
+    /// Whether the process runs in a pod (its cgroup names a pod UID or a container).
+    pub fn in_pod(&self) -> bool {
+        self.pod_uid.is_some() || self.container_id.is_some()
     }
 
     /// `kube-router[4242]`, `pid 4242`, or `unknown process`.
@@ -150,6 +170,21 @@ pub struct Window {
 }
 
 impl Window {
+    /// Every process the window names (holders and waiters), for annotation.
+    pub fn procs_mut(&mut self) -> impl Iterator<Item = &mut ProcInfo> {
+        let holds = self
+            .current_holds
+            .iter_mut()
+            .chain(self.finished_holds.iter_mut())
+            .map(|h| &mut h.holder);
+        let waits = self
+            .current_waiters
+            .iter_mut()
+            .chain(self.finished_waiters.iter_mut())
+            .map(|w| &mut w.waiter);
+        holds.chain(waits)
+    }
+
     /// The longest hold of the window, finished or ongoing.
     pub fn longest_hold(&self) -> Option<&HoldObs> {
         self.current_holds
@@ -447,6 +482,46 @@ impl Drop for Sampler {
 mod tests {
     use super::*;
     use crate::proc::locks::parse;
+
+    #[test]
+    fn names_a_pod_by_uid_and_a_container_by_id() {
+        const UID: &str = "5d5b3b8a-6c1f-4f7e-9a57-1b2c3d4e5f60";
+        const CID: &str = "0b3f5c2e9d1a7c4b8e6f2a1d3c5b7e9f0a2c4e6b8d1f3a5c7e9b2d4f6a8c0e1d";
+        let t = tempfile::tempdir().unwrap();
+        let logs = t.path().join("var/log/containers");
+        std::fs::create_dir_all(&logs).unwrap();
+        std::fs::create_dir_all(
+            t.path()
+                .join(format!("var/log/pods/kube-system_calico-node-x2_{UID}")),
+        )
+        .unwrap();
+        std::fs::write(
+            logs.join(format!("calico-node-x2_kube-system_calico-node-{CID}.log")),
+            "",
+        )
+        .unwrap();
+        let mut pods = PodDirectory::new(HostPaths::new(t.path()), Default::default());
+        pods.refresh();
+        let mut p = ProcInfo {
+            pid: Some(9),
+            pod_uid: Some(UID.to_string()),
+            container_id: Some(CID[..12].to_string()),
+            ..ProcInfo::default()
+        };
+        assert!(p.in_pod());
+        p.name_pod(&pods);
+        assert_eq!(p.pod_namespace.as_deref(), Some("kube-system"));
+        assert_eq!(p.pod_name.as_deref(), Some("calico-node-x2"));
+        assert_eq!(p.container_name.as_deref(), Some("calico-node"));
+        // An unknown UID leaves the names empty; a host process is not in a pod.
+        let mut q = ProcInfo {
+            pod_uid: Some("1111".to_string()),
+            ..ProcInfo::default()
+        };
+        q.name_pod(&pods);
+        assert_eq!((q.pod_namespace, q.pod_name), (None, None));
+        assert!(!ProcInfo::default().in_pod());
+    }
 
     const LOCK: LockId = LockId {
         major: 0,

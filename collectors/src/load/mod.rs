@@ -11,10 +11,9 @@ pub mod judge;
 pub mod observation;
 pub mod processes;
 
-use std::collections::HashSet;
 use std::time::Instant;
 
-use crate::collector::{CollectContext, Collection, Collector, Status};
+use crate::collector::{CollectContext, Collection, Collector, Status, TransitionLog};
 use crate::host::HostPaths;
 use crate::pods::{PodDirectory, PodsConfig};
 use crate::proc::diskstats::{self, DiskStat};
@@ -111,8 +110,7 @@ pub struct LoadCollector {
     tracker: ProcessTracker,
     pods: PodDirectory,
     last: Option<Observation>,
-    active: HashSet<(String, String)>,
-    last_status: Status,
+    transitions: TransitionLog,
 }
 
 impl LoadCollector {
@@ -126,8 +124,7 @@ impl LoadCollector {
             tracker: ProcessTracker::default(),
             pods,
             last: None,
-            active: HashSet::new(),
-            last_status: Status::Ok,
+            transitions: TransitionLog::new("load"),
         }
     }
 
@@ -140,19 +137,6 @@ impl LoadCollector {
     pub fn tracked_processes(&self) -> usize {
         self.tracker.len()
     }
-
-    fn log_transitions(&mut self, findings: &[crate::Finding]) {
-        let now: HashSet<(String, String)> = findings.iter().map(|f| f.key()).collect();
-        for f in findings {
-            if !self.active.contains(&f.key()) {
-                tracing::info!(id = %f.id, subject = %f.subject, severity = %f.severity, "load finding appeared");
-            }
-        }
-        for (id, subject) in self.active.difference(&now) {
-            tracing::info!(id = %id, subject = %subject, "load finding resolved");
-        }
-        self.active = now;
-    }
 }
 
 impl Collector for LoadCollector {
@@ -162,29 +146,12 @@ impl Collector for LoadCollector {
 
     fn collect(&mut self, ctx: &CollectContext) -> Collection {
         let out = self.collect_inner(ctx);
-        self.note_status(&out.status);
+        self.transitions.observe(&out);
         out
     }
 }
 
 impl LoadCollector {
-    /// Logs a change of status kind (ok, degraded, unavailable), not every run.
-    fn note_status(&mut self, status: &Status) {
-        if status.as_str() != self.last_status.as_str() {
-            match status.message() {
-                Some(reason) => {
-                    tracing::warn!(collector = "load", status = status.as_str(), reason = %reason, "load collector status changed")
-                }
-                None => tracing::info!(
-                    collector = "load",
-                    status = status.as_str(),
-                    "load collector status changed"
-                ),
-            }
-        }
-        self.last_status = status.clone();
-    }
-
     fn collect_inner(&mut self, ctx: &CollectContext) -> Collection {
         let mut degraded: Vec<String> = Vec::new();
         let stat = match stat::read(&self.host.proc_file("stat")) {
@@ -300,7 +267,6 @@ impl LoadCollector {
             disks,
             iowait_percent,
         });
-        self.log_transitions(&out.findings);
         if !degraded.is_empty() {
             out.status = Status::Degraded(degraded.join("; "));
         }

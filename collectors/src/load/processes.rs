@@ -267,19 +267,14 @@ fn origin_of(host: &HostPaths, d: &ProcDelta, config: &LoadConfig, pods: &PodDir
     }
     match cgroup::read(host, d.pid) {
         Some(Placement::Pod(p)) => {
-            let meta = pods.pod(&p.uid);
-            let container = p
-                .container_id
-                .as_deref()
-                .and_then(|id| pods.container(id))
-                .map(|c| c.container.clone());
+            let names = pods.names(Some(&p.uid), p.container_id.as_deref());
             Origin::Pod {
-                namespace: meta.map(|m| m.namespace.clone()),
-                name: meta.map(|m| m.name.clone()),
+                namespace: names.namespace,
+                name: names.name,
                 uid: p.uid,
                 qos: p.qos,
                 container_id: p.container_id,
-                container,
+                container: names.container,
             }
         }
         Some(Placement::Host { cgroup }) => Origin::Host {

@@ -8,10 +8,10 @@
 pub mod alloc_failure;
 pub mod judge;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::time::Instant;
 
-use crate::collector::{CollectContext, Collection, Collector, Status};
+use crate::collector::{CollectContext, Collection, Collector, Status, TransitionLog};
 use crate::host::HostPaths;
 use crate::kmsg::{KmsgConfig, KmsgReader};
 use crate::metric::Metric;
@@ -68,7 +68,7 @@ pub struct MemoryCollector {
     failures_by_order: BTreeMap<u32, u64>,
     previous_compaction: Option<(Instant, u64, u64)>,
     /// Finding keys of the last run, to log transitions.
-    active: BTreeSet<(String, String)>,
+    transitions: TransitionLog,
 }
 
 impl MemoryCollector {
@@ -83,7 +83,7 @@ impl MemoryCollector {
             failures: BTreeMap::new(),
             failures_by_order: BTreeMap::new(),
             previous_compaction: None,
-            active: BTreeSet::new(),
+            transitions: TransitionLog::new("memory"),
         }
     }
 
@@ -167,19 +167,6 @@ impl MemoryCollector {
             interval_seconds: now.duration_since(then).as_secs_f64(),
         })
     }
-
-    fn log_transitions(&mut self, findings: &[crate::Finding]) {
-        let now: BTreeSet<(String, String)> = findings.iter().map(|f| f.key()).collect();
-        for f in findings {
-            if !self.active.contains(&f.key()) {
-                tracing::warn!(id = %f.id, subject = %f.subject, severity = %f.severity, summary = %f.summary.en, "memory finding appeared");
-            }
-        }
-        for (id, subject) in self.active.difference(&now) {
-            tracing::info!(id = %id, subject = %subject, "memory finding resolved");
-        }
-        self.active = now;
-    }
 }
 
 impl Collector for MemoryCollector {
@@ -223,7 +210,6 @@ impl Collector for MemoryCollector {
             lookback_seconds: self.config.kmsg.lookback.as_secs(),
         };
         let findings = judge::judge(&sample, &self.config.thresholds, &ctx.node_name);
-        self.log_transitions(&findings);
 
         let k = self.config.thresholds.fragmentation_order;
         for z in &sample.zones {
@@ -278,11 +264,13 @@ impl Collector for MemoryCollector {
         }
         metrics.extend(self.kmsg.metrics("memory"));
 
-        Collection {
+        let c = Collection {
             status,
             findings,
             metrics,
-        }
+        };
+        self.transitions.observe(&c);
+        c
     }
 }
 

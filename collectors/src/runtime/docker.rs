@@ -77,9 +77,13 @@ pub struct PodLabels {
     pub namespace: Option<String>,
     pub pod: Option<String>,
     pub container: Option<String>,
+    /// `io.kubernetes.pod.uid`, as written (not validated here).
+    pub pod_uid: Option<String>,
 }
 
-/// Parses the `Config.Labels` of a container's `config.v2.json`.
+/// Parses the `Config.Labels` of a container's `config.v2.json`: the one reader of these
+/// labels (disk names log owners with it, [`crate::pods`] indexes pods, iptables spots
+/// kube-proxy).
 pub fn parse_config_v2(text: &str) -> Result<PodLabels, String> {
     let v: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
     let labels = v.get("Config").and_then(|c| c.get("Labels"));
@@ -93,12 +97,23 @@ pub fn parse_config_v2(text: &str) -> Result<PodLabels, String> {
         namespace: l("io.kubernetes.pod.namespace"),
         pod: l("io.kubernetes.pod.name"),
         container: l("io.kubernetes.container.name"),
+        pod_uid: l("io.kubernetes.pod.uid"),
     })
 }
 
 /// Reads `<container dir>/config.v2.json` (agent-side directory). `None` when absent or bad.
 pub fn read_pod_labels(container_dir: &Path) -> Option<PodLabels> {
-    let text = std::fs::read_to_string(container_dir.join("config.v2.json")).ok()?;
+    read_pod_labels_limited(container_dir, u64::MAX)
+}
+
+/// [`read_pod_labels`] for files of at most `max_bytes` (a few KB in practice); a larger file
+/// is not read and gives `None`.
+pub fn read_pod_labels_limited(container_dir: &Path, max_bytes: u64) -> Option<PodLabels> {
+    let path = container_dir.join("config.v2.json");
+    if std::fs::metadata(&path).ok()?.len() > max_bytes {
+        return None;
+    }
+    let text = std::fs::read_to_string(path).ok()?;
     parse_config_v2(&text).ok()
 }
 
@@ -146,9 +161,22 @@ mod tests {
         assert_eq!(l.namespace.as_deref(), Some("prod"));
         assert_eq!(l.pod.as_deref(), Some("apigateway-6dc48bf8b6-l8xrw"));
         assert_eq!(l.container.as_deref(), Some("apigateway"));
+        assert_eq!(l.pod_uid.as_deref(), Some("5f0c"));
         // A container docker ran by hand has no Kubernetes labels.
         let l = parse_config_v2(r#"{"Config":{"Labels":{}}}"#).unwrap();
         assert_eq!(l, PodLabels::default());
+    }
+
+    #[test]
+    fn reads_labels_from_a_container_dir_within_a_size_limit() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::write(t.path().join("config.v2.json"), CONFIG_V2).unwrap();
+        let l = read_pod_labels(t.path()).unwrap();
+        assert_eq!(l.pod.as_deref(), Some("apigateway-6dc48bf8b6-l8xrw"));
+        let len = CONFIG_V2.len() as u64;
+        assert_eq!(read_pod_labels_limited(t.path(), len), Some(l));
+        assert_eq!(read_pod_labels_limited(t.path(), len - 1), None);
+        assert_eq!(read_pod_labels(&t.path().join("gone")), None);
     }
 
     proptest::proptest! {

@@ -1,10 +1,14 @@
-//! The kubelet's disk settings: its root dir, eviction thresholds and image GC threshold,
-//! from its command line (`/proc/<pid>/cmdline`) and its config file (`--config`, else
-//! `/var/lib/kubelet/config.yaml`; YAML or JSON).
+//! The kubelet's settings that node-doctor judges by: its root dir, eviction thresholds and
+//! image GC threshold (disk), and the cluster DNS it hands pods (conntrack), from its command
+//! line (`/proc/<pid>/cmdline`) and its config file (`--config`, else
+//! `/var/lib/kubelet/config.yaml`; YAML or JSON). Command-line flags win over the file, as in
+//! the kubelet.
 //!
 //! The YAML reader is deliberately small: it reads top-level `key: value` scalars and
 //! one level of block (`key:` + indented `k: v` lines) or flow (`{k: v, ...}`) maps, which is
 //! all a `KubeletConfiguration` needs for the keys used here. Anything else is skipped.
+//! `clusterDNS` (a list) is read by [`cluster_dns_from_config`], a line scanner that accepts a
+//! block list, a flow list (possibly over several lines) or JSON.
 
 use std::collections::BTreeMap;
 
@@ -31,6 +35,8 @@ pub struct Config {
     pub container_log_max_size: Option<String>,
     /// Kubelet 1.34+: merge unspecified `evictionHard` signals with the defaults.
     pub merge_default_eviction_settings: Option<bool>,
+    /// `clusterDNS`: the DNS servers pods are given (empty when not set).
+    pub cluster_dns: Vec<String>,
 }
 
 /// Parses a kubelet config file (YAML, or JSON when it starts with `{`).
@@ -96,6 +102,7 @@ pub fn parse_config(text: &str) -> Result<Config, String> {
         container_log_max_size: scalar("containerLogMaxSize"),
         merge_default_eviction_settings: scalar("mergeDefaultEvictionSettings")
             .map(|s| s.eq_ignore_ascii_case("true")),
+        cluster_dns: cluster_dns_from_config(text),
     })
 }
 
@@ -127,6 +134,7 @@ fn parse_json(text: &str) -> Result<Config, String> {
         merge_default_eviction_settings: v
             .get("mergeDefaultEvictionSettings")
             .and_then(|b| b.as_bool()),
+        cluster_dns: cluster_dns_from_config(text),
     })
 }
 
@@ -384,6 +392,83 @@ pub fn effective(args: &[String], config: Option<&Config>, config_path: &str) ->
     }
 }
 
+/// `--cluster-dns` addresses (comma separated) from the kubelet's arguments.
+pub fn cluster_dns_from_args(args: &[String]) -> Option<Vec<String>> {
+    let v = super::flag_value(args, "--cluster-dns")?;
+    let list: Vec<String> = v
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect();
+    (!list.is_empty()).then_some(list)
+}
+
+/// One `clusterDNS` list item without comment, separators and quotes.
+fn clean_dns_item(s: &str) -> Option<String> {
+    // Drop a trailing YAML comment first, then separators and quotes.
+    let s = s.split(" #").next().unwrap_or(s);
+    let s = s
+        .trim()
+        .trim_end_matches(',')
+        .trim()
+        .trim_matches(|c| c == '"' || c == '\'')
+        .trim();
+    (!s.is_empty()).then(|| s.to_string())
+}
+
+/// `clusterDNS` addresses from a kubelet configuration file (YAML or JSON), scanned line by
+/// line for the `clusterDNS` key: block list, flow list (possibly spanning lines) or JSON
+/// array. Never fails; empty when the key is absent.
+pub fn cluster_dns_from_config(text: &str) -> Vec<String> {
+    let mut lines = text.lines().peekable();
+    while let Some(line) = lines.next() {
+        let trimmed = line.trim_start();
+        let key_rest = trimmed
+            .strip_prefix("clusterDNS:")
+            .or_else(|| trimmed.strip_prefix("\"clusterDNS\":"));
+        let Some(rest) = key_rest else { continue };
+        let rest = rest.trim();
+        if let Some(flow) = rest.strip_prefix('[') {
+            // Flow list, possibly spanning lines until `]`.
+            let mut body = flow.to_string();
+            while !body.contains(']') {
+                match lines.next() {
+                    Some(l) => body.push_str(l),
+                    None => break,
+                }
+            }
+            let body = body.split(']').next().unwrap_or("");
+            return body.split(',').filter_map(clean_dns_item).collect();
+        }
+        if !rest.is_empty() && !rest.starts_with('#') {
+            return clean_dns_item(rest).into_iter().collect();
+        }
+        // Block list: following `- item` lines.
+        let mut out = Vec::new();
+        while let Some(next) = lines.peek() {
+            let t = next.trim_start();
+            if let Some(item) = t.strip_prefix("- ") {
+                out.extend(clean_dns_item(item));
+                lines.next();
+            } else if t.is_empty() || t.starts_with('#') {
+                lines.next();
+            } else {
+                break;
+            }
+        }
+        return out;
+    }
+    Vec::new()
+}
+
+/// The cluster DNS servers the kubelet hands pods: `--cluster-dns` when given, else
+/// `clusterDNS` of its config file (empty when unknown).
+pub fn cluster_dns(args: &[String], config: Option<&Config>) -> Vec<String> {
+    cluster_dns_from_args(args)
+        .or_else(|| config.map(|c| c.cluster_dns.clone()))
+        .unwrap_or_default()
+}
+
 /// Reads a kubelet config file under the host root; `Ok(None)` when it does not exist.
 pub fn read_config(host: &HostPaths, host_path: &str) -> Result<Option<Config>, ReadError> {
     let path = host.resolve(host_path);
@@ -419,6 +504,77 @@ evictionSoft: {nodefs.available: "15%", imagefs.available: 25%}
 imageGCHighThresholdPercent: 80
 kind: KubeletConfiguration
 "#;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split(' ').map(String::from).collect()
+    }
+
+    #[test]
+    fn cluster_dns_flags_in_both_forms() {
+        // The handbook's example: `/usr/bin/kubelet --cluster-dns=172.16.14.217 ...`.
+        let a = args("/usr/bin/kubelet --cluster-dns=172.16.14.217 --v=2");
+        assert_eq!(
+            cluster_dns_from_args(&a),
+            Some(vec!["172.16.14.217".to_string()])
+        );
+        let a =
+            args("/usr/bin/kubelet --cluster-dns 169.254.20.10,10.96.0.10 --config /etc/k/c.yaml");
+        assert_eq!(
+            cluster_dns_from_args(&a),
+            Some(vec!["169.254.20.10".to_string(), "10.96.0.10".to_string()])
+        );
+        assert_eq!(
+            super::super::flag_value(&a, "--config").as_deref(),
+            Some("/etc/k/c.yaml")
+        );
+        let a = args("/usr/bin/kubelet --config=/var/lib/kubelet/config.yaml --cluster-dns-x=1");
+        assert_eq!(cluster_dns_from_args(&a), None);
+        assert_eq!(cluster_dns_from_args(&args("kubelet --cluster-dns")), None);
+        // The flag beats the file.
+        let c = parse_config("clusterDNS:\n- 10.96.0.10\n").unwrap();
+        assert_eq!(
+            cluster_dns(&args("kubelet --cluster-dns=1.2.3.4"), Some(&c)),
+            vec!["1.2.3.4".to_string()]
+        );
+        assert_eq!(cluster_dns(&[], Some(&c)), vec!["10.96.0.10".to_string()]);
+        assert!(cluster_dns(&[], None).is_empty());
+    }
+
+    #[test]
+    fn cluster_dns_config_block_flow_and_json() {
+        let yaml = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nclusterDNS:\n- 169.254.20.10 # node-local\n  - \"10.96.0.10\"\nclusterDomain: cluster.local\n";
+        assert_eq!(
+            cluster_dns_from_config(yaml),
+            vec!["169.254.20.10".to_string(), "10.96.0.10".to_string()]
+        );
+        assert_eq!(
+            parse_config(yaml).unwrap().cluster_dns,
+            cluster_dns_from_config(yaml)
+        );
+        let flow = "clusterDomain: cluster.local\nclusterDNS: [10.96.0.10, '10.96.0.11']\n";
+        assert_eq!(
+            cluster_dns_from_config(flow),
+            vec!["10.96.0.10".to_string(), "10.96.0.11".to_string()]
+        );
+        assert_eq!(
+            parse_config(flow).unwrap().cluster_dns,
+            cluster_dns_from_config(flow)
+        );
+        let json = "{\n  \"kind\": \"KubeletConfiguration\",\n  \"clusterDNS\": [\n    \"10.96.0.10\"\n  ],\n  \"clusterDomain\": \"cluster.local\"\n}";
+        assert_eq!(
+            cluster_dns_from_config(json),
+            vec!["10.96.0.10".to_string()]
+        );
+        assert_eq!(
+            parse_config(json).unwrap().cluster_dns,
+            vec!["10.96.0.10".to_string()]
+        );
+        assert!(cluster_dns_from_config("kind: KubeletConfiguration\n").is_empty());
+        assert_eq!(
+            parse_config(KUBEADM_CONFIG).unwrap().cluster_dns,
+            vec!["10.96.0.10".to_string()]
+        );
+    }
 
     #[test]
     fn reads_kubeadm_yaml() {
@@ -544,6 +700,12 @@ kind: KubeletConfiguration
             }
             let _ = parse_eviction_flag(&s);
             let _ = Threshold::parse(&s);
+            let _ = cluster_dns_from_config(&s);
+        }
+
+        #[test]
+        fn cluster_dns_scan_never_panics(text in "(clusterDNS:|\\[|\\]|- |,|\"|'| |#|[0-9.]{1,8}|\n){0,40}") {
+            let _ = cluster_dns_from_config(&text);
         }
 
         #[test]

@@ -38,14 +38,34 @@ pub fn flag_value(args: &[String], name: &str) -> Option<String> {
 /// Finds the first process whose `comm` is `name` under `<root>/proc` and returns its pid and
 /// arguments. `None` when no such process runs (or `/proc` is unreadable).
 pub fn find_process(host: &crate::HostPaths, name: &str) -> Option<(u32, Vec<String>)> {
-    let pids = crate::proc::pid::list_pids(host).ok()?;
-    pids.into_iter().find_map(|pid| {
-        if crate::proc::pid::comm(host, pid)? == name {
-            Some((pid, crate::proc::pid::args(host, pid)?))
-        } else {
-            None
+    find_processes(host, &[name]).remove(name)
+}
+
+/// The first process of each `comm` in `names` (pid and arguments), in one pass over
+/// `<root>/proc` that stops once all are found. A process whose arguments cannot be read
+/// (it exited meanwhile) is skipped.
+pub fn find_processes(
+    host: &crate::HostPaths,
+    names: &[&str],
+) -> std::collections::HashMap<String, (u32, Vec<String>)> {
+    let mut out = std::collections::HashMap::new();
+    let Ok(pids) = crate::proc::pid::list_pids(host) else {
+        return out;
+    };
+    for pid in pids {
+        let Some(comm) = crate::proc::pid::comm(host, pid) else {
+            continue;
+        };
+        if names.contains(&comm.as_str()) && !out.contains_key(&comm) {
+            if let Some(args) = crate::proc::pid::args(host, pid) {
+                out.insert(comm, (pid, args));
+            }
         }
-    })
+        if out.len() == names.len() {
+            break;
+        }
+    }
+    out
 }
 
 #[cfg(test)]

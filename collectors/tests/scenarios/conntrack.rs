@@ -83,7 +83,7 @@ fn text<'a>(f: &'a Finding, key: &str) -> &'a str {
 }
 
 fn metric(c: &Collection, name: &str) -> Option<f64> {
-    c.metrics.iter().find(|m| m.name == name).map(|m| m.value)
+    crate::support::find_metric(c, name, &[]).map(|m| m.value)
 }
 
 #[test]

@@ -80,14 +80,7 @@ fn ev_num(f: &Finding, name: &str) -> f64 {
 }
 
 fn metric<'a>(c: &'a Collection, name: &str, labels: &[(&str, &str)]) -> &'a Metric {
-    c.metrics
-        .iter()
-        .find(|m| {
-            m.name == name
-                && labels
-                    .iter()
-                    .all(|(k, v)| m.labels.iter().any(|(mk, mv)| mk == k && mv == v))
-        })
+    crate::support::find_metric(c, name, labels)
         .unwrap_or_else(|| panic!("no metric {name} {labels:?}: {:#?}", c.metrics))
 }
 

@@ -102,6 +102,14 @@ fn kube_router_holding_the_lock_is_critical_and_named() {
         "/proc/4242/cmdline",
         "iptables-restore\0-w\x005\0--noflush\0--counters\0",
     );
+    // The kubelet's pod log directory and container log symlink name the pod and container.
+    h.mkdir(&format!(
+        "/var/log/pods/kube-system_kube-router-7xk2q_{POD_UID}/kube-router"
+    ));
+    h.symlink(
+        &format!("/var/log/pods/kube-system_kube-router-7xk2q_{POD_UID}/kube-router/0.log"),
+        &format!("/var/log/containers/kube-router-7xk2q_kube-system_kube-router-{CID}.log"),
+    );
     let mut c = IptablesCollector::new(h.host(), fast_config());
     std::thread::sleep(Duration::from_millis(1000));
     let out = c.collect(&ctx());
@@ -114,6 +122,17 @@ fn kube_router_holding_the_lock_is_critical_and_named() {
     assert_eq!(ev_str(f, "holder_comm"), "kube-router");
     assert_eq!(ev_str(f, "holder_pod_uid"), POD_UID);
     assert_eq!(ev_str(f, "holder_container_id"), CID);
+    assert_eq!(ev_str(f, "holder_pod_namespace"), "kube-system");
+    assert_eq!(ev_str(f, "holder_pod_name"), "kube-router-7xk2q");
+    assert_eq!(ev_str(f, "holder_container_name"), "kube-router");
+    assert!(
+        f.summary.en.contains(&format!(
+            "pod kube-system/kube-router-7xk2q, pod UID {POD_UID}"
+        )),
+        "{}",
+        f.summary.en
+    );
+    assert!(f.summary.zh.contains("Pod kube-system/kube-router-7xk2q"));
     assert!(ev_str(f, "holder_cmdline").starts_with("/usr/local/bin/kube-router --run-firewall"));
     assert_eq!(ev_str(f, "waiter_pids"), "4242");
     assert_eq!(ev_f64(f, "waiters_max"), 1.0);
@@ -124,6 +143,7 @@ fn kube_router_holding_the_lock_is_critical_and_named() {
         "{cmds:?}"
     );
     assert!(cmds.contains(&"ps -o pid,etimes,args -p 31337".to_string()));
+    assert!(cmds.contains(&"kubectl -n kube-system describe pod kube-router-7xk2q".to_string()));
     assert!(cmds
         .iter()
         .any(|c| c.contains("spec.nodeName=node-1") && c.ends_with(POD_UID)));
@@ -298,6 +318,11 @@ fn host_network_pod_without_the_lock_mount_is_named() {
     // flanneld in a pod without any lock file at all.
     fake_proc(&h, 2500, "flanneld", HOST_NET, 4026532900, "0::/x\n");
     h.mkdir("/proc/2500/root/run");
+    // containerd node: the pod log directory names the kube-proxy pod; no container symlink,
+    // so the container name stays unknown.
+    h.mkdir(&format!(
+        "/var/log/pods/kube-system_kube-proxy-x7k2p_{POD_UID}/kube-proxy"
+    ));
 
     let mut c = IptablesCollector::new(h.host(), fast_config());
     let out = c.collect(&ctx());
@@ -312,6 +337,20 @@ fn host_network_pod_without_the_lock_mount_is_named() {
     assert_eq!(ev_f64(f, "process_pid"), 2100.0);
     assert_eq!(ev_str(f, "process_comm"), "kube-proxy");
     assert_eq!(ev_str(f, "process_container_id"), CID);
+    assert_eq!(ev_str(f, "process_pod_namespace"), "kube-system");
+    assert_eq!(ev_str(f, "process_pod_name"), "kube-proxy-x7k2p");
+    assert!(!f.evidence.contains_key("process_container_name"));
+    assert!(
+        f.summary.en.starts_with(&format!(
+            "kube-proxy[2100] (pod kube-system/kube-proxy-x7k2p, pod UID {POD_UID})"
+        )),
+        "{}",
+        f.summary.en
+    );
+    assert!(f
+        .remediation
+        .commands
+        .contains(&"kubectl -n kube-system describe pod kube-proxy-x7k2p".to_string()));
     let host_ino = std::fs::metadata(h.path("/run/xtables.lock"))
         .unwrap()
         .ino();

@@ -103,13 +103,8 @@ fn text(f: &Finding, k: &str) -> String {
 }
 
 fn metric(c: &Collection, name: &str, label: Option<(&str, &str)>) -> Option<f64> {
-    c.metrics
-        .iter()
-        .find(|m| {
-            m.name == name
-                && label.is_none_or(|(k, v)| m.labels.iter().any(|(a, b)| a == k && b == v))
-        })
-        .map(|m| m.value)
+    let labels: Vec<(&str, &str)> = label.into_iter().collect();
+    crate::support::find_metric(c, name, &labels).map(|m| m.value)
 }
 
 /// The handbook's node: 24 CPUs, load 34.6, 7.9% wa (17.9% on cpu0/cpu1), sda busy 100% with

@@ -82,15 +82,7 @@ fn find<'a>(c: &'a Collection, id: &str) -> Option<&'a Finding> {
 }
 
 fn metric(c: &Collection, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
-    c.metrics
-        .iter()
-        .find(|m| {
-            m.name == name
-                && labels
-                    .iter()
-                    .all(|(k, v)| m.labels.iter().any(|(mk, mv)| mk == k && mv == v))
-        })
-        .map(|m| m.value)
+    crate::support::find_metric(c, name, labels).map(|m| m.value)
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use collectors::{CollectContext, HostPaths};
+use collectors::{CollectContext, Collection, HostPaths, Metric};
 
 /// A fake host root in a temporary directory: `proc/`, `sys/`, `var/lib/docker/...` written by
 /// the test.
@@ -82,4 +82,18 @@ pub fn root_or_skip(test: &str) -> bool {
         eprintln!("SKIP {test}: needs root (real kernel test)");
     }
     root
+}
+
+/// The first metric of a collection named `name` carrying every `(label, value)` pair.
+pub fn find_metric<'a>(
+    c: &'a Collection,
+    name: &str,
+    labels: &[(&str, &str)],
+) -> Option<&'a Metric> {
+    c.metrics.iter().find(|m| {
+        m.name == name
+            && labels
+                .iter()
+                .all(|(k, v)| m.labels.iter().any(|(mk, mv)| mk == k && mv == v))
+    })
 }
