@@ -1,0 +1,369 @@
+//! Wires the registry, runners, state and published snapshot together for `serve` and `check`.
+
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use collectors::{CollectContext, HostPaths};
+use time::OffsetDateTime;
+
+use crate::metrics;
+use crate::registry::{self, CollectorOptions};
+use crate::report::{self, Filter};
+use crate::scheduler::{Factory, RunReport, Runner};
+use crate::state::{Snapshot, State};
+
+/// The longest default timeout of one run.
+pub const MAX_DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How the collectors are chosen and scheduled.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Only these collectors (empty: all).
+    pub only: Vec<String>,
+    pub interval: Duration,
+    pub intervals: Vec<(String, Duration)>,
+    /// Overrides the default timeout (the smaller of the interval and 10 s).
+    pub timeout: Option<Duration>,
+}
+
+/// Builds one runner per selected collector. An unknown name is a usage error.
+pub fn runners(
+    host: &HostPaths,
+    opts: &CollectorOptions,
+    plan: &Plan,
+) -> Result<Vec<Runner>, String> {
+    let all = registry::all(host, opts);
+    let known: Vec<&'static str> = all.iter().map(|c| c.name()).collect();
+    let unknown = |n: &str| {
+        format!(
+            "unknown collector {n:?}; known collectors: {}",
+            if known.is_empty() {
+                "(none in this build)".to_string()
+            } else {
+                known.join(", ")
+            }
+        )
+    };
+    for n in plan
+        .only
+        .iter()
+        .chain(plan.intervals.iter().map(|(n, _)| n))
+    {
+        if !known.contains(&n.as_str()) {
+            return Err(unknown(n));
+        }
+    }
+    let mut out = Vec::new();
+    for c in all {
+        let name = c.name();
+        if !plan.only.is_empty() && !plan.only.iter().any(|n| n == name) {
+            continue;
+        }
+        let interval = plan
+            .intervals
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, d)| *d)
+            .unwrap_or(plan.interval);
+        let timeout = plan
+            .timeout
+            .unwrap_or_else(|| interval.min(MAX_DEFAULT_TIMEOUT));
+        let factory: Factory = {
+            let host = host.clone();
+            let opts = opts.clone();
+            Arc::new(move || {
+                registry::all(&host, &opts)
+                    .into_iter()
+                    .find(|c| c.name() == name)
+            })
+        };
+        out.push(Runner::new(c, factory, interval, timeout));
+    }
+    Ok(out)
+}
+
+/// A snapshot with its renderings, built once per change and shared by every request.
+#[derive(Debug)]
+pub struct Published {
+    pub snapshot: Snapshot,
+    /// `/metrics` body.
+    pub metrics: String,
+    /// Unfiltered `/findings` bodies.
+    pub json_en: Vec<u8>,
+    pub json_zh: Vec<u8>,
+}
+
+impl Published {
+    pub fn new(snapshot: Snapshot) -> Published {
+        let metrics = metrics::encode_snapshot(&snapshot);
+        let json_en = report::to_json(&snapshot, &Filter::default());
+        let json_zh = report::to_json(
+            &snapshot,
+            &Filter {
+                lang: collectors::Lang::Zh,
+                ..Filter::default()
+            },
+        );
+        Published {
+            snapshot,
+            metrics,
+            json_en,
+            json_zh,
+        }
+    }
+}
+
+/// State shared by the scheduler threads and the HTTP server.
+pub struct Shared {
+    state: Mutex<State>,
+    published: RwLock<Arc<Published>>,
+}
+
+impl Shared {
+    pub fn new(state: State) -> Shared {
+        let first = Arc::new(Published::new(state.snapshot(OffsetDateTime::now_utc())));
+        Shared {
+            state: Mutex::new(state),
+            published: RwLock::new(first),
+        }
+    }
+
+    /// Records a run and publishes a new snapshot.
+    pub fn apply(&self, collector: &str, report: RunReport, started: OffsetDateTime) {
+        let snapshot = {
+            let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            st.apply(collector, report, started);
+            st.snapshot(OffsetDateTime::now_utc())
+        };
+        let published = Arc::new(Published::new(snapshot));
+        *self.published.write().unwrap_or_else(|e| e.into_inner()) = published;
+    }
+
+    /// The latest snapshot (cheap: one `Arc` clone).
+    pub fn latest(&self) -> Arc<Published> {
+        Arc::clone(&self.published.read().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+/// Tells scheduler threads to stop sleeping and exit.
+#[derive(Default)]
+pub struct Stop {
+    stopped: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Stop {
+    pub fn stop(&self) {
+        *self.stopped.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.cv.notify_all();
+    }
+
+    /// Sleeps until `deadline`; true when asked to stop.
+    pub fn wait_until(&self, deadline: Instant) -> bool {
+        let mut stopped = self.stopped.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if *stopped {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            stopped = self
+                .cv
+                .wait_timeout(stopped, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+}
+
+/// Starts one scheduler thread per runner: run, publish, sleep until the next interval.
+pub fn spawn_schedulers(
+    runners: Vec<Runner>,
+    ctx: CollectContext,
+    shared: Arc<Shared>,
+    stop: Arc<Stop>,
+) -> std::io::Result<()> {
+    for runner in runners {
+        let ctx = ctx.clone();
+        let shared = Arc::clone(&shared);
+        let stop = Arc::clone(&stop);
+        std::thread::Builder::new()
+            .name(format!("sched-{}", runner.name()))
+            .spawn(move || loop {
+                let start = Instant::now();
+                let started = OffsetDateTime::now_utc();
+                let report = runner.run_once(&ctx);
+                shared.apply(runner.name(), report, started);
+                if stop.wait_until(start + runner.interval) {
+                    break;
+                }
+            })?;
+    }
+    Ok(())
+}
+
+/// Runs every runner once, in parallel, and records the results.
+pub fn run_all_once(runners: &[Runner], ctx: &CollectContext, shared: &Shared) {
+    std::thread::scope(|s| {
+        for r in runners {
+            s.spawn(move || {
+                let started = OffsetDateTime::now_utc();
+                let report = r.run_once(ctx);
+                shared.apply(r.name(), report, started);
+            });
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scheduler::fakes::{ctx, finding, no_factory, with, Scripted, Slow};
+    use collectors::{Collector, Severity, Status};
+
+    fn runner(c: Box<dyn Collector>, interval_ms: u64, timeout_ms: u64) -> Runner {
+        Runner::new(
+            c,
+            no_factory(),
+            Duration::from_millis(interval_ms),
+            Duration::from_millis(timeout_ms),
+        )
+    }
+
+    #[test]
+    fn unknown_collectors_are_usage_errors() {
+        let host = HostPaths::new("/nonexistent");
+        let plan = Plan {
+            only: vec!["nope".into()],
+            interval: Duration::from_secs(15),
+            intervals: vec![],
+            timeout: None,
+        };
+        let err = runners(&host, &CollectorOptions::default(), &plan)
+            .err()
+            .unwrap();
+        assert!(err.contains("unknown collector \"nope\""), "{err}");
+        let plan = Plan {
+            only: vec![],
+            ..plan
+        };
+        let rs = runners(&host, &CollectorOptions::default(), &plan).unwrap();
+        // Default timeout: the smaller of the interval and 10 s.
+        assert!(rs
+            .iter()
+            .all(|r| r.timeout == Duration::from_secs(10) && r.interval == plan.interval));
+    }
+
+    /// Polls `cond` on the latest snapshot every 5 ms for up to 5 s.
+    fn eventually(shared: &Shared, what: &str, cond: impl Fn(&Published) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if cond(&shared.latest()) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        panic!(
+            "timed out waiting for: {what}\n{:#?}",
+            shared.latest().snapshot
+        );
+    }
+
+    #[test]
+    fn schedulers_keep_reporting_while_one_collector_hangs() {
+        let started = Instant::now();
+        let hung = runner(
+            Box::new(Slow {
+                name: "hung",
+                delay: Duration::from_secs(3600),
+                runs: 0,
+            }),
+            50,
+            700,
+        );
+        // Reports the finding on its first 10 runs, then nothing.
+        let mut script = vec![with(Status::Ok, vec![finding("alt.x", "a", Severity::Warning)]); 10];
+        script.push(with(Status::Ok, vec![]));
+        let alternating = runner(
+            Box::new(Scripted {
+                name: "alt",
+                script,
+                i: 0,
+            }),
+            20,
+            1000,
+        );
+        let names = vec!["hung".to_string(), "alt".to_string()];
+        let shared = Arc::new(Shared::new(State::new("n", &names)));
+        assert!(!shared.latest().snapshot.ready);
+        let stop = Arc::new(Stop::default());
+        spawn_schedulers(
+            vec![hung, alternating],
+            ctx(),
+            Arc::clone(&shared),
+            Arc::clone(&stop),
+        )
+        .unwrap();
+        eventually(&shared, "alt reports its finding", |p| {
+            p.snapshot.findings.len() == 1
+        });
+        if started.elapsed() < Duration::from_millis(600) {
+            assert!(
+                !shared.latest().snapshot.ready,
+                "hung has not timed out yet"
+            );
+        }
+        eventually(&shared, "ready once hung timed out", |p| p.snapshot.ready);
+        let p = shared.latest();
+        let hung = p
+            .snapshot
+            .collectors
+            .iter()
+            .find(|c| c.name == "hung")
+            .unwrap();
+        assert!(hung
+            .status
+            .message()
+            .unwrap()
+            .starts_with("timed out after 700ms"));
+        assert!(p
+            .metrics
+            .contains("node_doctor_collector_up{collector=\"hung\"} 0.0"));
+        eventually(&shared, "alt's finding resolves after its 10th run", |p| {
+            p.snapshot.findings.is_empty()
+        });
+        let alt = shared.latest();
+        let alt = alt
+            .snapshot
+            .collectors
+            .iter()
+            .find(|c| c.name == "alt")
+            .unwrap();
+        assert_eq!(alt.status, Status::Ok);
+        eventually(&shared, "hung reports it is still stuck", |p| {
+            p.snapshot.collectors.iter().any(|c| {
+                c.name == "hung"
+                    && c.status
+                        .message()
+                        .is_some_and(|m| m.contains("no new run was started"))
+            })
+        });
+        let t = Instant::now();
+        stop.stop();
+        assert!(t.elapsed() < Duration::from_millis(50));
+    }
+
+    #[test]
+    fn stop_wakes_sleepers() {
+        let stop = Arc::new(Stop::default());
+        let s2 = Arc::clone(&stop);
+        let h = std::thread::spawn(move || s2.wait_until(Instant::now() + Duration::from_secs(60)));
+        std::thread::sleep(Duration::from_millis(20));
+        stop.stop();
+        assert!(h.join().unwrap());
+        assert!(!Stop::default().wait_until(Instant::now()));
+    }
+}
