@@ -54,19 +54,10 @@ td,th{{border:1px solid #ccc;padding:.2em .6em;text-align:left}}</style></head><
         if zh { "en" } else { "zh" },
         if zh { "English" } else { "中文" },
     );
-    let findings: Vec<_> = snap
-        .findings
-        .iter()
-        .filter(|a| {
-            (filter.collectors.is_empty() || filter.collectors.contains(&a.finding.collector))
-                && filter
-                    .min_severity
-                    .map_or(true, |m| a.finding.severity >= m)
-        })
-        .collect();
-    let _ = write!(
+    let findings: Vec<_> = snap.findings.iter().filter(|a| filter.keeps(a)).collect();
+    let _ = writeln!(
         h,
-        "<h2>{} ({})</h2>\n",
+        "<h2>{} ({})</h2>",
         t("Findings", "发现的问题"),
         findings.len()
     );

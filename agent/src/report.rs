@@ -49,15 +49,17 @@ impl Filter {
         Ok(f)
     }
 
-    fn keeps_collector(&self, name: &str) -> bool {
+    /// True when the filter keeps this collector.
+    pub fn keeps_collector(&self, name: &str) -> bool {
         self.collectors.is_empty() || self.collectors.iter().any(|c| c == name)
     }
 
-    fn keeps(&self, a: &Active) -> bool {
+    /// True when the filter keeps this finding.
+    pub fn keeps(&self, a: &Active) -> bool {
         self.keeps_collector(&a.finding.collector)
             && self
                 .min_severity
-                .map_or(true, |min| a.finding.severity >= min)
+                .is_none_or(|min| a.finding.severity >= min)
     }
 
     /// True when nothing is filtered out (only the language may differ).

@@ -208,7 +208,7 @@ pub fn fmt_duration(d: Duration) -> String {
         return format!("{ms}ms");
     }
     let secs = d.as_secs();
-    if ms % 1000 != 0 && secs < 60 {
+    if !ms.is_multiple_of(1000) && secs < 60 {
         return format!("{:.1}s", d.as_secs_f64());
     }
     if secs < 60 {
@@ -267,7 +267,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 fn secs(n: f64, s: &str) -> Result<Duration, String> {
-    if !n.is_finite() || n < 0.0 || n > 365.0 * 86400.0 {
+    if !n.is_finite() || !(0.0..=365.0 * 86400.0).contains(&n) {
         return Err(format!("{s:?}: out of range"));
     }
     let d = Duration::from_secs_f64(n);

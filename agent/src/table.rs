@@ -32,13 +32,7 @@ pub fn render(snap: &Snapshot, filter: &Filter, colour: bool) -> String {
         snap.node,
         rfc3339(snap.generated_at)
     );
-    let findings: Vec<_> = snap
-        .findings
-        .iter()
-        .filter(|a| {
-            filter.collectors.is_empty() || filter.collectors.contains(&a.finding.collector)
-        })
-        .collect();
+    let findings: Vec<_> = snap.findings.iter().filter(|a| filter.keeps(a)).collect();
     if findings.is_empty() {
         let _ = writeln!(
             o,
@@ -109,7 +103,7 @@ pub fn render(snap: &Snapshot, filter: &Filter, colour: bool) -> String {
     for c in snap
         .collectors
         .iter()
-        .filter(|c| filter.collectors.is_empty() || filter.collectors.contains(&c.name))
+        .filter(|c| filter.keeps_collector(&c.name))
     {
         let _ = writeln!(
             o,
