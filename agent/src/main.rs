@@ -50,10 +50,9 @@ fn main() -> ExitCode {
 
     let host = HostPaths::new(&cli.host_root);
     if !cli.host_root.is_dir() {
-        tracing::error!(host_root = %cli.host_root.display(), "the host root is not a directory");
-        eprintln!(
-            "node-doctor: --host-root {} is not a directory (in a pod, mount the host's / there)",
-            cli.host_root.display()
+        tracing::error!(
+            host_root = %cli.host_root.display(),
+            "the host root is not a directory (in a pod, mount the host's / there and pass --host-root)"
         );
         return ExitCode::from(EXIT_AGENT_FAILED);
     }
