@@ -65,9 +65,10 @@ pub struct Cli {
     )]
     pub log_format: LogFormat,
 
-    /// Log level or tracing filter (`info`, `debug`, `node_doctor=debug`).
-    #[arg(long, global = true, env = "NODE_DOCTOR_LOG_LEVEL", default_value = "info", value_parser = parse_log_level, value_name = "LEVEL")]
-    pub log_level: String,
+    /// Log level or tracing filter (`info`, `debug`, `node_doctor=debug`) [default: info for
+    /// serve, error for check, whose report is on stdout].
+    #[arg(long, global = true, env = "NODE_DOCTOR_LOG_LEVEL", value_parser = parse_log_level, value_name = "LEVEL")]
+    pub log_level: Option<String>,
 
     #[command(subcommand)]
     pub command: Command,

@@ -103,7 +103,12 @@ fn usage(msg: &str) -> ExitCode {
 }
 
 fn init_logging(cli: &Cli) {
-    let filter = tracing_subscriber::EnvFilter::try_new(&cli.log_level)
+    let default = match cli.command {
+        Command::Serve(_) => "info",
+        Command::Check(_) => "error",
+    };
+    let level = cli.log_level.as_deref().unwrap_or(default);
+    let filter = tracing_subscriber::EnvFilter::try_new(level)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use collectors::{CollectContext, Collection, Collector, Status};
+use time::OffsetDateTime;
 
 /// Builds a fresh collector after the previous one panicked.
 pub type Factory = Arc<dyn Fn() -> Option<Box<dyn Collector>> + Send + Sync>;
@@ -22,8 +23,8 @@ pub type Factory = Arc<dyn Fn() -> Option<Box<dyn Collector>> + Send + Sync>;
 enum Slot {
     /// Ready to run.
     Idle(Box<dyn Collector>),
-    /// Checked out by a worker thread since the given instant.
-    Running(Instant),
+    /// Checked out by a worker thread since the given instant (and wall-clock time).
+    Running(Instant, OffsetDateTime),
     /// The previous collector panicked (or could not be built): build a new one first.
     NeedsNew,
 }
@@ -38,6 +39,8 @@ pub enum Outcome {
     /// An earlier run is still in flight (it timed out); no new run was started.
     StillRunning {
         timeout: Duration,
+        /// When the stuck run started.
+        since: OffsetDateTime,
         stuck_for: Duration,
     },
     /// `collect` panicked with this message; the collector will be re-created.
@@ -54,10 +57,11 @@ impl Outcome {
             Outcome::TimedOut { timeout } => {
                 Status::Error(format!("timed out after {}", fmt_duration(*timeout)))
             }
-            Outcome::StillRunning { timeout, stuck_for } => Status::Error(format!(
-                "timed out after {}; that run has been stuck for {} (a blocked read on the host), so no new run was started",
+            // Stable across cycles, so that the status does not "change" on every run.
+            Outcome::StillRunning { timeout, since, .. } => Status::Error(format!(
+                "timed out after {}; the run started at {} is still blocked (a hung read on the host), so no new run was started",
                 fmt_duration(*timeout),
-                fmt_duration(*stuck_for)
+                crate::report::rfc3339(*since)
             )),
             Outcome::Panicked(msg) => Status::Error(format!(
                 "panicked: {msg} (the collector is re-created on its next run)"
@@ -122,21 +126,24 @@ impl Runner {
     pub fn run_once(&self, ctx: &CollectContext) -> RunReport {
         let start = Instant::now();
         let outcome = self.run_inner(ctx, start);
-        RunReport {
-            outcome,
-            duration: start.elapsed(),
-        }
+        let duration = match &outcome {
+            Outcome::StillRunning { stuck_for, .. } => *stuck_for,
+            _ => start.elapsed(),
+        };
+        RunReport { outcome, duration }
     }
 
     fn run_inner(&self, ctx: &CollectContext, start: Instant) -> Outcome {
         let mut collector = {
             let mut slot = lock(&self.slot);
-            match std::mem::replace(&mut *slot, Slot::Running(start)) {
+            let now = OffsetDateTime::now_utc();
+            match std::mem::replace(&mut *slot, Slot::Running(start, now)) {
                 Slot::Idle(c) => c,
-                Slot::Running(since) => {
-                    *slot = Slot::Running(since);
+                Slot::Running(since, wall) => {
+                    *slot = Slot::Running(since, wall);
                     return Outcome::StillRunning {
                         timeout: self.timeout,
+                        since: wall,
                         stuck_for: since.elapsed(),
                     };
                 }
@@ -498,15 +505,20 @@ mod tests {
             r.run_once(&ctx()).outcome,
             Outcome::TimedOut { .. }
         ));
+        let mut statuses = Vec::new();
         for _ in 0..5 {
             let t = Instant::now();
             let rep = r.run_once(&ctx());
+            statuses.push(rep.outcome.status());
+            std::thread::sleep(Duration::from_millis(5));
             assert!(t.elapsed() < Duration::from_millis(20), "reports at once");
             let msg = rep.outcome.status().message().unwrap().to_string();
             assert!(msg.starts_with("timed out after 30ms"), "{msg}");
             assert!(msg.contains("no new run"), "{msg}");
         }
         assert_eq!(entered.load(Ordering::SeqCst), 1, "only one run in flight");
+        // The message is stable, so a stuck collector does not log a "change" every cycle.
+        assert!(statuses.windows(2).all(|w| w[0] == w[1]), "{statuses:?}");
         // Unblock it: the collector comes back and runs again.
         release_tx.send(()).unwrap();
         std::thread::sleep(Duration::from_millis(50));

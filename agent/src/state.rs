@@ -112,7 +112,11 @@ impl State {
             log_status(collector, &entry.status, &status, first);
         }
         entry.status = status;
-        entry.last_run = Some(started);
+        // A stuck run is reported from when it started.
+        entry.last_run = Some(match &report.outcome {
+            Outcome::StillRunning { since, .. } => *since,
+            _ => started,
+        });
         entry.duration = Some(report.duration);
         let collection = match report.outcome {
             Outcome::Completed(c) => c,
@@ -213,29 +217,22 @@ impl State {
 }
 
 fn log_status(collector: &str, from: &Status, to: &Status, first: bool) {
-    let message = to.message().unwrap_or("");
+    let reason = to.message().unwrap_or("");
+    let status = to.as_str();
+    if first {
+        match to {
+            Status::Ok => tracing::info!(collector, status, "collector is running"),
+            _ => tracing::warn!(collector, status, reason, "collector's first run is not ok"),
+        }
+        return;
+    }
+    let from = from.as_str();
     match to {
-        Status::Ok if first => tracing::info!(collector, status = "ok", "collector is running"),
-        Status::Ok => tracing::info!(
-            collector,
-            from = from.as_str(),
-            status = "ok",
-            "collector recovered"
-        ),
-        Status::Degraded(_) | Status::Unavailable(_) => tracing::warn!(
-            collector,
-            from = from.as_str(),
-            status = to.as_str(),
-            message,
-            "collector status changed"
-        ),
-        Status::Error(_) => tracing::error!(
-            collector,
-            from = from.as_str(),
-            status = "error",
-            message,
-            "collector failed"
-        ),
+        Status::Ok => tracing::info!(collector, from, status, "collector recovered"),
+        Status::Degraded(_) | Status::Unavailable(_) => {
+            tracing::warn!(collector, from, status, reason, "collector status changed")
+        }
+        Status::Error(_) => tracing::error!(collector, from, status, reason, "collector failed"),
     }
 }
 

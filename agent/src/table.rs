@@ -105,8 +105,7 @@ pub fn render(snap: &Snapshot, filter: &Filter, colour: bool) -> String {
         .iter()
         .filter(|c| filter.keeps_collector(&c.name))
     {
-        let _ = writeln!(
-            o,
+        let line = format!(
             "  {:<width$}  {:<11}  {:>9}  {}",
             c.name,
             c.status.as_str(),
@@ -115,6 +114,7 @@ pub fn render(snap: &Snapshot, filter: &Filter, colour: bool) -> String {
                 .unwrap_or_default(),
             c.status.message().unwrap_or("")
         );
+        let _ = writeln!(o, "{}", line.trim_end());
     }
     if snap.collectors.is_empty() {
         let _ = writeln!(
