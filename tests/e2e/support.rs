@@ -60,8 +60,8 @@ procs_running 1\nprocs_blocked 0\n",
         let p = self.path(host_path);
         std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
         let _ = std::fs::remove_file(&p);
-        let st = Command::new("mkfifo").arg(&p).status().expect("run mkfifo");
-        assert!(st.success(), "mkfifo {}", p.display());
+        nix::unistd::mkfifo(&p, nix::sys::stat::Mode::from_bits_truncate(0o600))
+            .unwrap_or_else(|e| panic!("mkfifo {}: {e}", p.display()));
     }
 }
 
@@ -179,13 +179,9 @@ impl Server {
         }
     }
 
-    pub fn signal(&self, sig: &str) {
-        let st = Command::new("kill")
-            .arg(format!("-{sig}"))
-            .arg(self.child.id().to_string())
-            .status()
-            .expect("run kill");
-        assert!(st.success());
+    pub fn signal(&self, sig: nix::sys::signal::Signal) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        nix::sys::signal::kill(pid, sig).expect("send a signal to node-doctor");
     }
 
     /// Waits for the process to exit (up to `secs`).
