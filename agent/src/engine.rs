@@ -3,7 +3,7 @@
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use collectors::{CollectContext, HostPaths};
+use collectors::{CollectContext, Collector, HostPaths};
 use time::OffsetDateTime;
 
 use crate::metrics;
@@ -32,7 +32,18 @@ pub fn runners(
     opts: &CollectorOptions,
     plan: &Plan,
 ) -> Result<Vec<Runner>, String> {
-    let all = registry::all(host, opts);
+    let host = host.clone();
+    let opts = opts.clone();
+    build(Arc::new(move || registry::all(&host, &opts)), plan)
+}
+
+/// Builds the runners from a list of collectors; `make` is called again to re-create one
+/// after it panicked.
+pub fn build(
+    make: Arc<dyn Fn() -> Vec<Box<dyn Collector>> + Send + Sync>,
+    plan: &Plan,
+) -> Result<Vec<Runner>, String> {
+    let all = make();
     let known: Vec<&'static str> = all.iter().map(|c| c.name()).collect();
     let unknown = |n: &str| {
         format!(
@@ -70,13 +81,8 @@ pub fn runners(
             .timeout
             .unwrap_or_else(|| interval.min(MAX_DEFAULT_TIMEOUT));
         let factory: Factory = {
-            let host = host.clone();
-            let opts = opts.clone();
-            Arc::new(move || {
-                registry::all(&host, &opts)
-                    .into_iter()
-                    .find(|c| c.name() == name)
-            })
+            let make = Arc::clone(&make);
+            Arc::new(move || make().into_iter().find(|c| c.name() == name))
         };
         out.push(Runner::new(c, factory, interval, timeout));
     }
@@ -231,6 +237,82 @@ mod tests {
             Duration::from_millis(interval_ms),
             Duration::from_millis(timeout_ms),
         )
+    }
+
+    fn fakes() -> Arc<dyn Fn() -> Vec<Box<dyn Collector>> + Send + Sync> {
+        Arc::new(|| {
+            ["disk", "load", "memory"]
+                .into_iter()
+                .map(|name| {
+                    Box::new(Slow {
+                        name,
+                        delay: Duration::ZERO,
+                        runs: 0,
+                    }) as Box<dyn Collector>
+                })
+                .collect()
+        })
+    }
+
+    fn plan() -> Plan {
+        Plan {
+            only: vec![],
+            interval: Duration::from_secs(15),
+            intervals: vec![],
+            timeout: None,
+        }
+    }
+
+    #[test]
+    fn plan_filters_and_sets_intervals_and_timeouts() {
+        let rs = build(fakes(), &plan()).unwrap();
+        let names: Vec<&str> = rs.iter().map(|r| r.name()).collect();
+        assert_eq!(names, ["disk", "load", "memory"]);
+        assert!(
+            rs.iter()
+                .all(|r| r.interval == Duration::from_secs(15)
+                    && r.timeout == Duration::from_secs(10))
+        );
+
+        let p = Plan {
+            only: vec!["memory".into(), "disk".into()],
+            intervals: vec![
+                ("disk".into(), Duration::from_secs(60)),
+                ("memory".into(), Duration::from_secs(2)),
+            ],
+            ..plan()
+        };
+        let rs = build(fakes(), &p).unwrap();
+        let got: Vec<(&str, u64, u64)> = rs
+            .iter()
+            .map(|r| (r.name(), r.interval.as_secs(), r.timeout.as_secs()))
+            .collect();
+        // Default timeout: the smaller of the interval and 10 s.
+        assert_eq!(got, [("disk", 60, 10), ("memory", 2, 2)]);
+
+        let p = Plan {
+            timeout: Some(Duration::from_millis(1500)),
+            ..plan()
+        };
+        assert!(build(fakes(), &p)
+            .unwrap()
+            .iter()
+            .all(|r| r.timeout == Duration::from_millis(1500)));
+
+        for bad in [
+            Plan {
+                only: vec!["nope".into()],
+                ..plan()
+            },
+            Plan {
+                intervals: vec![("nope".into(), Duration::from_secs(1))],
+                ..plan()
+            },
+        ] {
+            let err = build(fakes(), &bad).err().unwrap();
+            assert!(err.contains("unknown collector \"nope\""), "{err}");
+            assert!(err.contains("disk, load, memory"), "{err}");
+        }
     }
 
     #[test]

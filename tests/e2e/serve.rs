@@ -434,3 +434,33 @@ fn a_blocked_collector_times_out_while_the_agent_keeps_answering() {
         "{m}"
     );
 }
+
+#[test]
+fn slow_request_headers_are_cut_off_and_do_not_block_others() {
+    use std::io::{Read, Write};
+    let root = FakeRoot::quiet();
+    let s = Server::start(root.root(), &[]);
+    let mut slow = std::net::TcpStream::connect(s.addr).unwrap();
+    slow.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    slow.write_all(b"GET /findings HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    let t = Instant::now();
+    // Meanwhile other clients are served at once.
+    let r = s.get("/healthz");
+    assert_eq!(r.status, 200);
+    assert!(t.elapsed() < Duration::from_secs(1));
+    // The server gives up on the incomplete headers after its 10 s header timeout.
+    let mut buf = Vec::new();
+    let _ = slow.read_to_end(&mut buf);
+    let waited = t.elapsed();
+    assert!(
+        waited >= Duration::from_secs(9) && waited < Duration::from_secs(15),
+        "closed after {waited:?}"
+    );
+    let text = String::from_utf8_lossy(&buf);
+    assert!(
+        text.is_empty() || text.starts_with("HTTP/1.1 408"),
+        "{text}"
+    );
+}
