@@ -92,6 +92,8 @@ pub fn build(
 /// A snapshot with its renderings, built once per change and shared by every request.
 #[derive(Debug)]
 pub struct Published {
+    /// Increases with every applied run; an older rendering never replaces a newer one.
+    pub generation: u64,
     pub snapshot: Snapshot,
     /// `/metrics` body.
     pub metrics: String,
@@ -101,7 +103,7 @@ pub struct Published {
 }
 
 impl Published {
-    pub fn new(snapshot: Snapshot) -> Published {
+    pub fn new(generation: u64, snapshot: Snapshot) -> Published {
         let metrics = metrics::encode_snapshot(&snapshot);
         let json_en = report::to_json(&snapshot, &Filter::default());
         let json_zh = report::to_json(
@@ -112,6 +114,7 @@ impl Published {
             },
         );
         Published {
+            generation,
             snapshot,
             metrics,
             json_en,
@@ -122,28 +125,35 @@ impl Published {
 
 /// State shared by the scheduler threads and the HTTP server.
 pub struct Shared {
-    state: Mutex<State>,
+    /// The state and the generation of its latest change.
+    state: Mutex<(State, u64)>,
     published: RwLock<Arc<Published>>,
 }
 
 impl Shared {
     pub fn new(state: State) -> Shared {
-        let first = Arc::new(Published::new(state.snapshot(OffsetDateTime::now_utc())));
+        let first = Arc::new(Published::new(0, state.snapshot(OffsetDateTime::now_utc())));
         Shared {
-            state: Mutex::new(state),
+            state: Mutex::new((state, 0)),
             published: RwLock::new(first),
         }
     }
 
-    /// Records a run and publishes a new snapshot.
+    /// Records a run and publishes a new snapshot. Rendering happens outside the state lock;
+    /// when two collectors finish together, the later generation wins.
     pub fn apply(&self, collector: &str, report: RunReport, started: OffsetDateTime) {
-        let snapshot = {
-            let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let (generation, snapshot) = {
+            let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            let (st, generation) = &mut *guard;
             st.apply(collector, report, started);
-            st.snapshot(OffsetDateTime::now_utc())
+            *generation += 1;
+            (*generation, st.snapshot(OffsetDateTime::now_utc()))
         };
-        let published = Arc::new(Published::new(snapshot));
-        *self.published.write().unwrap_or_else(|e| e.into_inner()) = published;
+        let rendered = Arc::new(Published::new(generation, snapshot));
+        let mut published = self.published.write().unwrap_or_else(|e| e.into_inner());
+        if rendered.generation > published.generation {
+            *published = rendered;
+        }
     }
 
     /// The latest snapshot (cheap: one `Arc` clone).
@@ -436,6 +446,36 @@ mod tests {
         let t = Instant::now();
         stop.stop();
         assert!(t.elapsed() < Duration::from_millis(50));
+    }
+
+    #[test]
+    fn concurrent_runs_never_publish_an_older_snapshot() {
+        let names: Vec<String> = (0..8).map(|i| format!("c{i}")).collect();
+        let shared = Shared::new(State::new("n", &names));
+        std::thread::scope(|s| {
+            for name in &names {
+                let shared = &shared;
+                s.spawn(move || {
+                    for _ in 0..50 {
+                        shared.apply(
+                            name,
+                            RunReport {
+                                outcome: crate::scheduler::Outcome::Completed(with(
+                                    Status::Ok,
+                                    vec![],
+                                )),
+                                duration: Duration::ZERO,
+                            },
+                            OffsetDateTime::now_utc(),
+                        );
+                    }
+                });
+            }
+        });
+        let p = shared.latest();
+        assert_eq!(p.generation, 8 * 50);
+        assert!(p.snapshot.ready);
+        assert!(p.snapshot.collectors.iter().all(|c| c.last_run.is_some()));
     }
 
     #[test]
