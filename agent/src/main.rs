@@ -230,12 +230,11 @@ fn check(
     };
     let out = match args.format {
         Format::Json => report::to_json(&published.snapshot, &filter),
-        Format::Table => table::render(
-            &published.snapshot,
-            &filter,
-            std::io::stdout().is_terminal(),
-        )
-        .into_bytes(),
+        Format::Table => {
+            // Colour only for a terminal, and never when NO_COLOR is set (no-color.org).
+            let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+            table::render(&published.snapshot, &filter, colour).into_bytes()
+        }
     };
     let mut stdout = std::io::stdout().lock();
     if let Err(e) = stdout.write_all(&out).and_then(|_| stdout.flush()) {
