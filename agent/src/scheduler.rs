@@ -412,6 +412,18 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
+    /// Runs until the previous (stuck) run has handed the collector back, up to 5 s.
+    fn run_until_started(r: &Runner) -> Outcome {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let o = r.run_once(&ctx()).outcome;
+            if !matches!(o, Outcome::StillRunning { .. }) || Instant::now() > deadline {
+                return o;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     fn runner(c: Box<dyn Collector>, factory: Factory, timeout_ms: u64) -> Runner {
         Runner::new(
             c,
@@ -478,12 +490,11 @@ mod tests {
             other => panic!("expected StillRunning, got {other:?}"),
         }
         // Once it finishes, the same instance (runs = 1 already) is reused.
-        std::thread::sleep(Duration::from_millis(400));
         let r2 = Runner {
             timeout: Duration::from_secs(2),
             ..r
         };
-        match r2.run_once(&ctx()).outcome {
+        match run_until_started(&r2) {
             Outcome::Completed(c) => assert_eq!(c.metrics[0].value, 2.0),
             other => panic!("unexpected {other:?}"),
         }
@@ -509,9 +520,10 @@ mod tests {
         for _ in 0..5 {
             let t = Instant::now();
             let rep = r.run_once(&ctx());
+            // At once: nowhere near the 30 ms timeout, let alone a run.
+            assert!(t.elapsed() < Duration::from_millis(25), "reports at once");
             statuses.push(rep.outcome.status());
             std::thread::sleep(Duration::from_millis(5));
-            assert!(t.elapsed() < Duration::from_millis(20), "reports at once");
             let msg = rep.outcome.status().message().unwrap().to_string();
             assert!(msg.starts_with("timed out after 30ms"), "{msg}");
             assert!(msg.contains("no new run"), "{msg}");
@@ -521,13 +533,12 @@ mod tests {
         assert!(statuses.windows(2).all(|w| w[0] == w[1]), "{statuses:?}");
         // Unblock it: the collector comes back and runs again.
         release_tx.send(()).unwrap();
-        std::thread::sleep(Duration::from_millis(50));
         release_tx.send(()).unwrap();
         let r = Runner {
             timeout: Duration::from_secs(2),
             ..r
         };
-        assert!(matches!(r.run_once(&ctx()).outcome, Outcome::Completed(_)));
+        assert!(matches!(run_until_started(&r), Outcome::Completed(_)));
         assert_eq!(entered.load(Ordering::SeqCst), 2);
     }
 
