@@ -53,6 +53,7 @@ RSS_SOAK=$(rss_kib)
 echo "RSS after ${SOAK_SECONDS}s at default intervals: ${RSS_SOAK} KiB ($(awk -v k="$RSS_SOAK" 'BEGIN{printf "%.1f", k/1024}') MiB), peak $(hwm_kib) KiB"
 echo "CPU during soak: $(awk -v d=$((c1 - c0)) -v tck="$TCK" -v s="$SOAK_SECONDS" 'BEGIN{printf "%.2f s (%.3f%% of one core)", d/tck, 100*d/tck/s}')"
 
+echo "load average before wrk (other work on this machine): $(cut -d' ' -f1-3 /proc/loadavg)"
 for path in /findings /metrics; do
     wrk -t 2 -c 64 -d 10s --latency "http://127.0.0.1:$PORT$path" >"$OUT/wrk${path//\//_}.txt"
     rps=$(awk '/^Requests\/sec:/ {print $2}' "$OUT/wrk${path//\//_}.txt")
