@@ -55,12 +55,16 @@ echo "CPU during soak: $(awk -v d=$((c1 - c0)) -v tck="$TCK" -v s="$SOAK_SECONDS
 
 echo "load average before wrk (other work on this machine): $(cut -d' ' -f1-3 /proc/loadavg)"
 for path in /findings /metrics; do
+    w0=$(cpu_ticks)
     wrk -t 2 -c 64 -d 10s --latency "http://127.0.0.1:$PORT$path" >"$OUT/wrk${path//\//_}.txt"
+    w1=$(cpu_ticks)
+    reqs=$(awk '/requests in/ {print $1}' "$OUT/wrk${path//\//_}.txt")
     rps=$(awk '/^Requests\/sec:/ {print $2}' "$OUT/wrk${path//\//_}.txt")
     p99=$(awk '$1 == "99%" {print $2}' "$OUT/wrk${path//\//_}.txt")
     p50=$(awk '$1 == "50%" {print $2}' "$OUT/wrk${path//\//_}.txt")
     errs=$(awk '/Socket errors|Non-2xx/ {print}' "$OUT/wrk${path//\//_}.txt" | tr '\n' ' ')
     bytes=$(curl -fsS "http://127.0.0.1:$PORT$path" | wc -c)
-    echo "$path ($bytes bytes): ${rps} req/s, p50 ${p50}, p99 ${p99}, errors: ${errs:-none}"
+    us_per_req=$(awk -v d=$((w1 - w0)) -v tck="$TCK" -v n="$reqs" 'BEGIN{printf "%.1f", 1e6*d/tck/n}')
+    echo "$path ($bytes bytes): ${rps} req/s, p50 ${p50}, p99 ${p99}, errors: ${errs:-none}; agent CPU ${us_per_req} us/request"
 done
 echo "RSS after wrk: $(rss_kib) KiB, peak $(hwm_kib) KiB"
