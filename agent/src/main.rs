@@ -1,14 +1,252 @@
 //! `node-doctor`: the agent binary (CLI, scheduler, state, HTTP server).
 
+mod cli;
+mod engine;
 mod explain_cmd;
+mod html;
+mod metrics;
 mod registry;
+mod report;
+mod scheduler;
+mod server;
+mod state;
+mod table;
 
-fn main() {
-    let host = collectors::HostPaths::new("/");
-    let cs = registry::all(&host);
-    println!(
-        "node-doctor {} ({} collectors)",
-        env!("CARGO_PKG_VERSION"),
-        cs.len()
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::Parser;
+use collectors::{CollectContext, HostPaths, Severity};
+
+use cli::{CheckArgs, Cli, Command, Format, LogFormat, ServeArgs, EXIT_USAGE};
+use engine::{Plan, Shared, Stop};
+use registry::CollectorOptions;
+use report::Filter;
+use state::State;
+
+/// `check`: node-doctor itself failed.
+const EXIT_AGENT_FAILED: u8 = 3;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            let _ = e.print();
+            return match e.kind() {
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => ExitCode::SUCCESS,
+                _ => ExitCode::from(EXIT_USAGE as u8),
+            };
+        }
+    };
+    init_logging(&cli);
+    // A panic outside the collectors' catch_unwind is a bug; make it visible in the logs.
+    std::panic::set_hook(Box::new(|info| {
+        let thread = std::thread::current();
+        tracing::error!(thread = thread.name().unwrap_or("?"), panic = %info, "panic");
+    }));
+
+    let host = HostPaths::new(&cli.host_root);
+    if !cli.host_root.is_dir() {
+        tracing::error!(
+            host_root = %cli.host_root.display(),
+            "the host root is not a directory (in a pod, mount the host's / there and pass --host-root)"
+        );
+        return ExitCode::from(EXIT_AGENT_FAILED);
+    }
+    let ctx = CollectContext {
+        node_name: node_name(cli.node_name.as_deref(), host.root()),
+    };
+    let opts = CollectorOptions::default();
+
+    match &cli.command {
+        Command::Serve(args) => {
+            let plan = Plan {
+                only: cli.collectors.clone(),
+                interval: args.interval,
+                intervals: args.collector_intervals.clone(),
+                timeout: cli.collector_timeout,
+            };
+            let runners = match engine::runners(&host, &opts, &plan) {
+                Ok(r) => r,
+                Err(msg) => return usage(&msg),
+            };
+            match serve(args, runners, ctx) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    tracing::error!(error = format!("{e:#}"), "node-doctor failed");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Check(args) => {
+            let plan = Plan {
+                only: cli.collectors.clone(),
+                interval: args.interval,
+                intervals: Vec::new(),
+                timeout: cli.collector_timeout,
+            };
+            let runners = match engine::runners(&host, &opts, &plan) {
+                Ok(r) => r,
+                Err(msg) => return usage(&msg),
+            };
+            ExitCode::from(check(args, &runners, &ctx, &cli.collectors))
+        }
+    }
+}
+
+fn usage(msg: &str) -> ExitCode {
+    eprintln!("error: {msg}");
+    ExitCode::from(EXIT_USAGE as u8)
+}
+
+fn init_logging(cli: &Cli) {
+    let default = match cli.command {
+        Command::Serve(_) => "info",
+        Command::Check(_) => "error",
+    };
+    let level = cli.log_level.as_deref().unwrap_or(default);
+    let filter = tracing_subscriber::EnvFilter::try_new(level)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false);
+    let _ = match cli.log_format {
+        LogFormat::Text => builder
+            .with_ansi(std::io::stderr().is_terminal())
+            .try_init(),
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+    };
+}
+
+/// `--node-name`, else `$NODE_NAME` (the downward API), else the host's hostname.
+fn node_name(flag: Option<&str>, root: &Path) -> String {
+    let from_env = std::env::var("NODE_NAME").ok();
+    if let Some(n) = flag.or(from_env.as_deref()).map(str::trim) {
+        if !n.is_empty() {
+            return n.to_string();
+        }
+    }
+    if let Ok(h) = std::fs::read_to_string(root.join("etc/hostname")) {
+        let h = h.trim();
+        if !h.is_empty() && h.len() <= 253 {
+            return h.to_string();
+        }
+    }
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
+fn serve(
+    args: &ServeArgs,
+    runners: Vec<scheduler::Runner>,
+    ctx: CollectContext,
+) -> anyhow::Result<()> {
+    let token = match &args.auth_token_file {
+        None => None,
+        Some(path) => {
+            let t = std::fs::read(path)
+                .with_context(|| format!("reading the auth token file {}", path.display()))?;
+            let t = t.trim_ascii().to_vec();
+            anyhow::ensure!(
+                !t.is_empty(),
+                "the auth token file {} is empty",
+                path.display()
+            );
+            Some(t)
+        }
+    };
+    let names: Vec<String> = runners.iter().map(|r| r.name().to_string()).collect();
+    let shared = Arc::new(Shared::new(State::new(ctx.node_name.clone(), &names)));
+    let stop = Arc::new(Stop::default());
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .thread_name("http")
+        .build()
+        .context("starting the tokio runtime")?;
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind(args.listen))
+        .with_context(|| format!("listening on {}", args.listen))?;
+    let local = listener.local_addr().unwrap_or(args.listen);
+    tracing::info!(
+        listen = %local,
+        node = %ctx.node_name,
+        collectors = ?names,
+        interval_seconds = args.interval.as_secs_f64(),
+        auth = token.is_some(),
+        "node-doctor serving"
     );
+    engine::spawn_schedulers(runners, ctx, Arc::clone(&shared), Arc::clone(&stop))
+        .context("starting the scheduler threads")?;
+
+    let app = Arc::new(server::App { shared, token });
+    rt.block_on(server::serve(listener, app, shutdown_signal()));
+    stop.stop();
+    // Hung collector threads are never joined: leave without waiting for them.
+    rt.shutdown_timeout(std::time::Duration::from_millis(100));
+    tracing::info!("node-doctor stopped");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot listen for SIGTERM; stop with SIGINT");
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = term.recv() => tracing::info!(signal = "SIGTERM", "shutting down"),
+        _ = tokio::signal::ctrl_c() => tracing::info!(signal = "SIGINT", "shutting down"),
+    }
+}
+
+fn check(
+    args: &CheckArgs,
+    runners: &[scheduler::Runner],
+    ctx: &CollectContext,
+    only: &[String],
+) -> u8 {
+    let names: Vec<String> = runners.iter().map(|r| r.name().to_string()).collect();
+    let shared = Shared::new(State::new(ctx.node_name.clone(), &names));
+    engine::run_all_once(runners, ctx, &shared);
+    std::thread::sleep(args.interval);
+    engine::run_all_once(runners, ctx, &shared);
+    let published = shared.latest();
+    let filter = Filter {
+        lang: args.lang.into(),
+        collectors: only.to_vec(),
+        min_severity: None,
+    };
+    let out = match args.format {
+        Format::Json => report::to_json(&published.snapshot, &filter),
+        Format::Table => {
+            // Colour only for a terminal, and never when NO_COLOR is set (no-color.org).
+            let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+            table::render(&published.snapshot, &filter, colour).into_bytes()
+        }
+    };
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout.write_all(&out).and_then(|_| stdout.flush()) {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("node-doctor: writing the report: {e}");
+            return EXIT_AGENT_FAILED;
+        }
+    }
+    match report::worst(&published.snapshot, &filter) {
+        Some(Severity::Critical) => 2,
+        Some(Severity::Warning) => 1,
+        _ => 0,
+    }
 }

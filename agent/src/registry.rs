@@ -2,7 +2,15 @@
 
 use collectors::{Collector, HostPaths};
 
-/// Every collector, constructed for this host. Each collector helper adds its own line.
-pub fn all(_host: &HostPaths) -> Vec<Box<dyn Collector>> {
+/// Per-collector settings built from the command line (kmsg lookback, thresholds, ...).
+/// Each collector's options are added here when it is wired in.
+#[derive(Debug, Clone, Default)]
+pub struct CollectorOptions {}
+
+/// Every collector, constructed for this host. Each collector adds its own line.
+///
+/// Called again to re-create a collector after it panicked, so constructors must be cheap
+/// and must not read the host.
+pub fn all(_host: &HostPaths, _opts: &CollectorOptions) -> Vec<Box<dyn Collector>> {
     Vec::new()
 }

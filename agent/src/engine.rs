@@ -1,0 +1,491 @@
+//! Wires the registry, runners, state and published snapshot together for `serve` and `check`.
+
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use collectors::{CollectContext, Collector, HostPaths};
+use time::OffsetDateTime;
+
+use crate::metrics;
+use crate::registry::{self, CollectorOptions};
+use crate::report::{self, Filter};
+use crate::scheduler::{Factory, RunReport, Runner};
+use crate::state::{Snapshot, State};
+
+/// The longest default timeout of one run.
+pub const MAX_DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How the collectors are chosen and scheduled.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Only these collectors (empty: all).
+    pub only: Vec<String>,
+    pub interval: Duration,
+    pub intervals: Vec<(String, Duration)>,
+    /// Overrides the default timeout (the smaller of the interval and 10 s).
+    pub timeout: Option<Duration>,
+}
+
+/// Builds one runner per selected collector. An unknown name is a usage error.
+pub fn runners(
+    host: &HostPaths,
+    opts: &CollectorOptions,
+    plan: &Plan,
+) -> Result<Vec<Runner>, String> {
+    let host = host.clone();
+    let opts = opts.clone();
+    build(Arc::new(move || registry::all(&host, &opts)), plan)
+}
+
+/// Builds the runners from a list of collectors; `make` is called again to re-create one
+/// after it panicked.
+pub fn build(
+    make: Arc<dyn Fn() -> Vec<Box<dyn Collector>> + Send + Sync>,
+    plan: &Plan,
+) -> Result<Vec<Runner>, String> {
+    let all = make();
+    let known: Vec<&'static str> = all.iter().map(|c| c.name()).collect();
+    let unknown = |n: &str| {
+        format!(
+            "unknown collector {n:?}; known collectors: {}",
+            if known.is_empty() {
+                "(none in this build)".to_string()
+            } else {
+                known.join(", ")
+            }
+        )
+    };
+    for n in plan
+        .only
+        .iter()
+        .chain(plan.intervals.iter().map(|(n, _)| n))
+    {
+        if !known.contains(&n.as_str()) {
+            return Err(unknown(n));
+        }
+    }
+    let mut out = Vec::new();
+    for c in all {
+        let name = c.name();
+        if !plan.only.is_empty() && !plan.only.iter().any(|n| n == name) {
+            continue;
+        }
+        let interval = plan
+            .intervals
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, d)| *d)
+            .unwrap_or(plan.interval);
+        let timeout = plan
+            .timeout
+            .unwrap_or_else(|| interval.min(MAX_DEFAULT_TIMEOUT));
+        let factory: Factory = {
+            let make = Arc::clone(&make);
+            Arc::new(move || make().into_iter().find(|c| c.name() == name))
+        };
+        out.push(Runner::new(c, factory, interval, timeout));
+    }
+    Ok(out)
+}
+
+/// A snapshot with its renderings, built once per change and shared by every request.
+#[derive(Debug)]
+pub struct Published {
+    /// Increases with every applied run; an older rendering never replaces a newer one.
+    pub generation: u64,
+    pub snapshot: Snapshot,
+    /// `/metrics` body.
+    pub metrics: String,
+    /// Unfiltered `/findings` bodies.
+    pub json_en: Vec<u8>,
+    pub json_zh: Vec<u8>,
+}
+
+impl Published {
+    pub fn new(generation: u64, snapshot: Snapshot) -> Published {
+        let metrics = metrics::encode_snapshot(&snapshot);
+        let json_en = report::to_json(&snapshot, &Filter::default());
+        let json_zh = report::to_json(
+            &snapshot,
+            &Filter {
+                lang: collectors::Lang::Zh,
+                ..Filter::default()
+            },
+        );
+        Published {
+            generation,
+            snapshot,
+            metrics,
+            json_en,
+            json_zh,
+        }
+    }
+}
+
+/// State shared by the scheduler threads and the HTTP server.
+pub struct Shared {
+    /// The state and the generation of its latest change.
+    state: Mutex<(State, u64)>,
+    published: RwLock<Arc<Published>>,
+}
+
+impl Shared {
+    pub fn new(state: State) -> Shared {
+        let first = Arc::new(Published::new(0, state.snapshot(OffsetDateTime::now_utc())));
+        Shared {
+            state: Mutex::new((state, 0)),
+            published: RwLock::new(first),
+        }
+    }
+
+    /// Records a run and publishes a new snapshot. Rendering happens outside the state lock;
+    /// when two collectors finish together, the later generation wins.
+    pub fn apply(&self, collector: &str, report: RunReport, started: OffsetDateTime) {
+        let (generation, snapshot) = {
+            let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            let (st, generation) = &mut *guard;
+            st.apply(collector, report, started);
+            *generation += 1;
+            (*generation, st.snapshot(OffsetDateTime::now_utc()))
+        };
+        let rendered = Arc::new(Published::new(generation, snapshot));
+        let mut published = self.published.write().unwrap_or_else(|e| e.into_inner());
+        if rendered.generation > published.generation {
+            *published = rendered;
+        }
+    }
+
+    /// The latest snapshot (cheap: one `Arc` clone).
+    pub fn latest(&self) -> Arc<Published> {
+        Arc::clone(&self.published.read().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+/// Tells scheduler threads to stop sleeping and exit.
+#[derive(Default)]
+pub struct Stop {
+    stopped: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Stop {
+    pub fn stop(&self) {
+        *self.stopped.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.cv.notify_all();
+    }
+
+    /// Sleeps until `deadline`; true when asked to stop.
+    pub fn wait_until(&self, deadline: Instant) -> bool {
+        let mut stopped = self.stopped.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if *stopped {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            stopped = self
+                .cv
+                .wait_timeout(stopped, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+}
+
+/// Starts one scheduler thread per runner: run, publish, sleep until the next interval.
+pub fn spawn_schedulers(
+    runners: Vec<Runner>,
+    ctx: CollectContext,
+    shared: Arc<Shared>,
+    stop: Arc<Stop>,
+) -> std::io::Result<()> {
+    for runner in runners {
+        let ctx = ctx.clone();
+        let shared = Arc::clone(&shared);
+        let stop = Arc::clone(&stop);
+        std::thread::Builder::new()
+            .name(format!("sched-{}", runner.name()))
+            .spawn(move || loop {
+                let start = Instant::now();
+                let started = OffsetDateTime::now_utc();
+                let report = runner.run_once(&ctx);
+                shared.apply(runner.name(), report, started);
+                if stop.wait_until(start + runner.interval) {
+                    break;
+                }
+            })?;
+    }
+    Ok(())
+}
+
+/// Runs every runner once, in parallel, and records the results.
+pub fn run_all_once(runners: &[Runner], ctx: &CollectContext, shared: &Shared) {
+    std::thread::scope(|s| {
+        for r in runners {
+            s.spawn(move || {
+                let started = OffsetDateTime::now_utc();
+                let report = r.run_once(ctx);
+                shared.apply(r.name(), report, started);
+            });
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scheduler::fakes::{ctx, finding, no_factory, with, Scripted, Slow};
+    use collectors::{Collector, Severity, Status};
+
+    fn runner(c: Box<dyn Collector>, interval_ms: u64, timeout_ms: u64) -> Runner {
+        Runner::new(
+            c,
+            no_factory(),
+            Duration::from_millis(interval_ms),
+            Duration::from_millis(timeout_ms),
+        )
+    }
+
+    fn fakes() -> Arc<dyn Fn() -> Vec<Box<dyn Collector>> + Send + Sync> {
+        Arc::new(|| {
+            ["disk", "load", "memory"]
+                .into_iter()
+                .map(|name| {
+                    Box::new(Slow {
+                        name,
+                        delay: Duration::ZERO,
+                        runs: 0,
+                    }) as Box<dyn Collector>
+                })
+                .collect()
+        })
+    }
+
+    fn plan() -> Plan {
+        Plan {
+            only: vec![],
+            interval: Duration::from_secs(15),
+            intervals: vec![],
+            timeout: None,
+        }
+    }
+
+    #[test]
+    fn plan_filters_and_sets_intervals_and_timeouts() {
+        let rs = build(fakes(), &plan()).unwrap();
+        let names: Vec<&str> = rs.iter().map(|r| r.name()).collect();
+        assert_eq!(names, ["disk", "load", "memory"]);
+        assert!(
+            rs.iter()
+                .all(|r| r.interval == Duration::from_secs(15)
+                    && r.timeout == Duration::from_secs(10))
+        );
+
+        let p = Plan {
+            only: vec!["memory".into(), "disk".into()],
+            intervals: vec![
+                ("disk".into(), Duration::from_secs(60)),
+                ("memory".into(), Duration::from_secs(2)),
+            ],
+            ..plan()
+        };
+        let rs = build(fakes(), &p).unwrap();
+        let got: Vec<(&str, u64, u64)> = rs
+            .iter()
+            .map(|r| (r.name(), r.interval.as_secs(), r.timeout.as_secs()))
+            .collect();
+        // Default timeout: the smaller of the interval and 10 s.
+        assert_eq!(got, [("disk", 60, 10), ("memory", 2, 2)]);
+
+        let p = Plan {
+            timeout: Some(Duration::from_millis(1500)),
+            ..plan()
+        };
+        assert!(build(fakes(), &p)
+            .unwrap()
+            .iter()
+            .all(|r| r.timeout == Duration::from_millis(1500)));
+
+        for bad in [
+            Plan {
+                only: vec!["nope".into()],
+                ..plan()
+            },
+            Plan {
+                intervals: vec![("nope".into(), Duration::from_secs(1))],
+                ..plan()
+            },
+        ] {
+            let err = build(fakes(), &bad).err().unwrap();
+            assert!(err.contains("unknown collector \"nope\""), "{err}");
+            assert!(err.contains("disk, load, memory"), "{err}");
+        }
+    }
+
+    #[test]
+    fn unknown_collectors_are_usage_errors() {
+        let host = HostPaths::new("/nonexistent");
+        let plan = Plan {
+            only: vec!["nope".into()],
+            interval: Duration::from_secs(15),
+            intervals: vec![],
+            timeout: None,
+        };
+        let err = runners(&host, &CollectorOptions::default(), &plan)
+            .err()
+            .unwrap();
+        assert!(err.contains("unknown collector \"nope\""), "{err}");
+        let plan = Plan {
+            only: vec![],
+            ..plan
+        };
+        let rs = runners(&host, &CollectorOptions::default(), &plan).unwrap();
+        // Default timeout: the smaller of the interval and 10 s.
+        assert!(rs
+            .iter()
+            .all(|r| r.timeout == Duration::from_secs(10) && r.interval == plan.interval));
+    }
+
+    /// Polls `cond` on the latest snapshot every 5 ms for up to 5 s.
+    fn eventually(shared: &Shared, what: &str, cond: impl Fn(&Published) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if cond(&shared.latest()) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        panic!(
+            "timed out waiting for: {what}\n{:#?}",
+            shared.latest().snapshot
+        );
+    }
+
+    #[test]
+    fn schedulers_keep_reporting_while_one_collector_hangs() {
+        let started = Instant::now();
+        let hung = runner(
+            Box::new(Slow {
+                name: "hung",
+                delay: Duration::from_secs(3600),
+                runs: 0,
+            }),
+            50,
+            700,
+        );
+        // Reports the finding on its first 10 runs, then nothing.
+        let mut script = vec![with(Status::Ok, vec![finding("alt.x", "a", Severity::Warning)]); 10];
+        script.push(with(Status::Ok, vec![]));
+        let alternating = runner(
+            Box::new(Scripted {
+                name: "alt",
+                script,
+                i: 0,
+            }),
+            20,
+            1000,
+        );
+        let names = vec!["hung".to_string(), "alt".to_string()];
+        let shared = Arc::new(Shared::new(State::new("n", &names)));
+        assert!(!shared.latest().snapshot.ready);
+        let stop = Arc::new(Stop::default());
+        spawn_schedulers(
+            vec![hung, alternating],
+            ctx(),
+            Arc::clone(&shared),
+            Arc::clone(&stop),
+        )
+        .unwrap();
+        eventually(&shared, "alt reports its finding", |p| {
+            p.snapshot.findings.len() == 1
+        });
+        if started.elapsed() < Duration::from_millis(600) {
+            assert!(
+                !shared.latest().snapshot.ready,
+                "hung has not timed out yet"
+            );
+        }
+        eventually(&shared, "ready once hung timed out", |p| p.snapshot.ready);
+        let p = shared.latest();
+        let hung = p
+            .snapshot
+            .collectors
+            .iter()
+            .find(|c| c.name == "hung")
+            .unwrap();
+        assert!(hung
+            .status
+            .message()
+            .unwrap()
+            .starts_with("timed out after 700ms"));
+        assert!(p
+            .metrics
+            .contains("node_doctor_collector_up{collector=\"hung\"} 0.0"));
+        eventually(&shared, "alt's finding resolves after its 10th run", |p| {
+            p.snapshot.findings.is_empty()
+        });
+        let alt = shared.latest();
+        let alt = alt
+            .snapshot
+            .collectors
+            .iter()
+            .find(|c| c.name == "alt")
+            .unwrap();
+        assert_eq!(alt.status, Status::Ok);
+        eventually(&shared, "hung reports it is still stuck", |p| {
+            p.snapshot.collectors.iter().any(|c| {
+                c.name == "hung"
+                    && c.status
+                        .message()
+                        .is_some_and(|m| m.contains("no new run was started"))
+            })
+        });
+        let t = Instant::now();
+        stop.stop();
+        assert!(t.elapsed() < Duration::from_millis(50));
+    }
+
+    #[test]
+    fn concurrent_runs_never_publish_an_older_snapshot() {
+        let names: Vec<String> = (0..8).map(|i| format!("c{i}")).collect();
+        let shared = Shared::new(State::new("n", &names));
+        std::thread::scope(|s| {
+            for name in &names {
+                let shared = &shared;
+                s.spawn(move || {
+                    for _ in 0..50 {
+                        shared.apply(
+                            name,
+                            RunReport {
+                                outcome: crate::scheduler::Outcome::Completed(with(
+                                    Status::Ok,
+                                    vec![],
+                                )),
+                                duration: Duration::ZERO,
+                            },
+                            OffsetDateTime::now_utc(),
+                        );
+                    }
+                });
+            }
+        });
+        let p = shared.latest();
+        assert_eq!(p.generation, 8 * 50);
+        assert!(p.snapshot.ready);
+        assert!(p.snapshot.collectors.iter().all(|c| c.last_run.is_some()));
+    }
+
+    #[test]
+    fn stop_wakes_sleepers() {
+        let stop = Arc::new(Stop::default());
+        let s2 = Arc::clone(&stop);
+        let h = std::thread::spawn(move || s2.wait_until(Instant::now() + Duration::from_secs(60)));
+        std::thread::sleep(Duration::from_millis(20));
+        stop.stop();
+        assert!(h.join().unwrap());
+        assert!(!Stop::default().wait_until(Instant::now()));
+    }
+}

@@ -1,0 +1,194 @@
+//! `GET /`: a small HTML page, no JavaScript, with the node's current findings.
+
+use std::fmt::Write;
+
+use collectors::{Lang, Severity};
+
+use crate::report::{rfc3339, Filter};
+use crate::state::Snapshot;
+
+/// Escapes text for HTML element content and attribute values.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn colour(s: Severity) -> &'static str {
+    match s {
+        Severity::Critical => "#b00020",
+        Severity::Warning => "#a15c00",
+        Severity::Info => "#00639b",
+    }
+}
+
+pub fn page(snap: &Snapshot, filter: &Filter) -> String {
+    let zh = filter.lang == Lang::Zh;
+    let t = |en: &'static str, zh_s: &'static str| if zh { zh_s } else { en };
+    let mut h = String::with_capacity(8192);
+    let node = escape(&snap.node);
+    let _ = write!(
+        h,
+        "<!doctype html>\n<html lang=\"{}\"><head><meta charset=\"utf-8\"><title>node-doctor: {node}</title>\n\
+<style>body{{font-family:sans-serif;max-width:60em;margin:1em auto;padding:0 1em}}\
+.f{{border-left:6px solid;padding:.2em 1em;margin:1em 0;background:#f7f7f7}}\
+code,pre{{background:#eee;padding:.1em .3em}}table{{border-collapse:collapse}}\
+td,th{{border:1px solid #ccc;padding:.2em .6em;text-align:left}}</style></head><body>\n",
+        filter.lang.as_str()
+    );
+    let _ = write!(
+        h,
+        "<h1>node-doctor: {node}</h1>\n<p>{} {} · agent {} · <a href=\"?lang={}\">{}</a></p>\n",
+        t("Snapshot of", "快照时间"),
+        rfc3339(snap.generated_at),
+        env!("CARGO_PKG_VERSION"),
+        if zh { "en" } else { "zh" },
+        if zh { "English" } else { "中文" },
+    );
+    let findings: Vec<_> = snap.findings.iter().filter(|a| filter.keeps(a)).collect();
+    let _ = writeln!(
+        h,
+        "<h2>{} ({})</h2>",
+        t("Findings", "发现的问题"),
+        findings.len()
+    );
+    if findings.is_empty() {
+        let _ = writeln!(
+            h,
+            "<p>{}</p>",
+            t(
+                "Nothing needs attention on this node.",
+                "该节点目前没有需要处理的问题。"
+            )
+        );
+    }
+    for a in findings {
+        let f = &a.finding;
+        let _ = write!(
+            h,
+            "<div class=\"f\" style=\"border-color:{}\"><h3>[{}] {}{}</h3>\n<p>{}</p>\n<p><small><code>{}</code> · {} {} · {} {}</small></p>\n",
+            colour(f.severity),
+            f.severity.as_str().to_uppercase(),
+            escape(f.title.get(filter.lang)),
+            if f.subject.is_empty() {
+                String::new()
+            } else {
+                format!(" — <code>{}</code>", escape(&f.subject))
+            },
+            escape(f.summary.get(filter.lang)),
+            escape(&f.id),
+            t("first seen", "首次发现"),
+            rfc3339(a.first_seen),
+            t("last seen", "最近确认"),
+            rfc3339(a.last_seen),
+        );
+        if !f.evidence.is_empty() {
+            h.push_str("<table>");
+            for (k, v) in &f.evidence {
+                let _ = write!(
+                    h,
+                    "<tr><th>{}</th><td>{}</td></tr>",
+                    escape(k),
+                    escape(&v.to_string())
+                );
+            }
+            h.push_str("</table>\n");
+        }
+        if !f.remediation.steps.is_empty() {
+            h.push_str("<ol>");
+            for s in &f.remediation.steps {
+                let _ = write!(h, "<li>{}</li>", escape(s.get(filter.lang)));
+            }
+            h.push_str("</ol>\n");
+        }
+        if !f.remediation.commands.is_empty() {
+            let cmds: Vec<String> = f.remediation.commands.iter().map(|c| escape(c)).collect();
+            let _ = writeln!(h, "<pre>{}</pre>", cmds.join("\n"));
+        }
+        if let Some(src) = &f.remediation.source {
+            let _ = writeln!(
+                h,
+                "<p><small>{}: {} § {}</small></p>",
+                t("Source", "出处"),
+                escape(src.doc),
+                escape(src.section)
+            );
+        }
+        h.push_str("</div>\n");
+    }
+    let _ = write!(
+        h,
+        "<h2>{}</h2>\n<table><tr><th>{}</th><th>{}</th><th>{}</th><th>ms</th><th>{}</th></tr>\n",
+        t("Collectors", "采集器"),
+        t("name", "名称"),
+        t("status", "状态"),
+        t("last run", "最近运行"),
+        t("message", "说明"),
+    );
+    for c in &snap.collectors {
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(&c.name),
+            c.status.as_str(),
+            c.last_run.map(rfc3339).unwrap_or_default(),
+            c.duration
+                .map(|d| format!("{:.1}", d.as_secs_f64() * 1000.0))
+                .unwrap_or_default(),
+            escape(c.status.message().unwrap_or("")),
+        );
+    }
+    h.push_str("</table>\n<p><a href=\"/findings\">/findings</a> · <a href=\"/findings?lang=zh\">/findings?lang=zh</a> · <a href=\"/metrics\">/metrics</a> · <a href=\"/healthz\">/healthz</a> · <a href=\"/readyz\">/readyz</a></p>\n</body></html>\n");
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scheduler::fakes::{finding, with};
+    use crate::scheduler::{Outcome, RunReport};
+    use crate::state::State;
+    use collectors::Status;
+    use std::time::Duration;
+    use time::OffsetDateTime;
+
+    #[test]
+    fn page_escapes_and_shows_remediation() {
+        let names = vec!["disk".to_string()];
+        let mut st = State::new("<node>", &names);
+        let mut f = finding("disk.filesystem_full", "/var/<x>", Severity::Critical);
+        f.remediation.commands = vec!["du -sh /var/<x> | sort".into()];
+        st.apply(
+            "disk",
+            RunReport {
+                outcome: Outcome::Completed(with(Status::Ok, vec![f])),
+                duration: Duration::from_millis(1),
+            },
+            OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap(),
+        );
+        let s = st.snapshot(OffsetDateTime::from_unix_timestamp(1_800_000_001).unwrap());
+        let p = page(&s, &Filter::default());
+        assert!(p.contains("node-doctor: &lt;node&gt;"));
+        assert!(p.contains("du -sh /var/&lt;x&gt; | sort"));
+        assert!(p.contains("节点磁盘爆满排障处理"));
+        assert!(p.contains("[CRITICAL]"));
+        assert!(!p.contains("<script"));
+        let zh = page(
+            &s,
+            &Filter {
+                lang: Lang::Zh,
+                ..Filter::default()
+            },
+        );
+        assert!(zh.contains("清理空间"));
+    }
+}

@@ -1,0 +1,650 @@
+//! Runs one collector at a time on its own thread, with a timeout, at most one run in flight.
+//!
+//! A [`Runner`] owns one collector. [`Runner::run_once`] takes the collector out of its slot,
+//! runs `collect` on a fresh OS thread inside `catch_unwind`, and waits for the result up to
+//! the timeout. The worker thread puts the collector back into the slot when `collect`
+//! returns, so a run that hangs (a FIFO, a `statfs` on a dead NFS mount) keeps the collector
+//! checked out: later calls report [`Outcome::StillRunning`] at once and start nothing. A
+//! panicking collector is dropped (its state may be half-updated) and re-created through the
+//! runner's factory on the next run. Worker threads are plain detached `std::thread`s: a hung
+//! one is never joined, so it cannot hold up shutdown.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use collectors::{CollectContext, Collection, Collector, Status};
+use time::OffsetDateTime;
+
+/// Builds a fresh collector after the previous one panicked.
+pub type Factory = Arc<dyn Fn() -> Option<Box<dyn Collector>> + Send + Sync>;
+
+enum Slot {
+    /// Ready to run.
+    Idle(Box<dyn Collector>),
+    /// Checked out by a worker thread since the given instant (and wall-clock time).
+    Running(Instant, OffsetDateTime),
+    /// The previous collector panicked (or could not be built): build a new one first.
+    NeedsNew,
+}
+
+/// What one call of [`Runner::run_once`] produced.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// `collect` returned within the timeout.
+    Completed(Collection),
+    /// This run did not finish within `timeout`; its thread is left running.
+    TimedOut { timeout: Duration },
+    /// An earlier run is still in flight (it timed out); no new run was started.
+    StillRunning {
+        timeout: Duration,
+        /// When the stuck run started.
+        since: OffsetDateTime,
+        stuck_for: Duration,
+    },
+    /// `collect` panicked with this message; the collector will be re-created.
+    Panicked(String),
+    /// The collector could not be (re-)created or its thread not started.
+    Failed(String),
+}
+
+impl Outcome {
+    /// The status this outcome gives the collector.
+    pub fn status(&self) -> Status {
+        match self {
+            Outcome::Completed(c) => c.status.clone(),
+            Outcome::TimedOut { timeout } => {
+                Status::Error(format!("timed out after {}", fmt_duration(*timeout)))
+            }
+            // Stable across cycles, so that the status does not "change" on every run.
+            Outcome::StillRunning { timeout, since, .. } => Status::Error(format!(
+                "timed out after {}; the run started at {} is still blocked (a hung read on the host), so no new run was started",
+                fmt_duration(*timeout),
+                crate::report::rfc3339(*since)
+            )),
+            Outcome::Panicked(msg) => Status::Error(format!(
+                "panicked: {msg} (the collector is re-created on its next run)"
+            )),
+            Outcome::Failed(msg) => Status::Error(msg.clone()),
+        }
+    }
+
+    /// True when the collector's own judgement of the host is in this outcome, i.e. its
+    /// findings replace the previous ones. Timeouts, panics and `Status::Error` keep the
+    /// findings of the latest successful run.
+    pub fn is_success(&self) -> bool {
+        matches!(self, Outcome::Completed(c) if !matches!(c.status, Status::Error(_)))
+    }
+}
+
+/// One run: what happened and how long the caller waited.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunReport {
+    pub outcome: Outcome,
+    pub duration: Duration,
+}
+
+/// Owns one collector and runs it.
+pub struct Runner {
+    name: String,
+    slot: Arc<Mutex<Slot>>,
+    factory: Factory,
+    /// How long `run_once` waits for `collect`.
+    pub timeout: Duration,
+    /// How often the serve loop runs it.
+    pub interval: Duration,
+}
+
+fn lock(slot: &Mutex<Slot>) -> MutexGuard<'_, Slot> {
+    // A worker never panics while holding the lock (collect runs outside it), but be safe.
+    slot.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Runner {
+    pub fn new(
+        collector: Box<dyn Collector>,
+        factory: Factory,
+        interval: Duration,
+        timeout: Duration,
+    ) -> Runner {
+        Runner {
+            name: collector.name().to_string(),
+            slot: Arc::new(Mutex::new(Slot::Idle(collector))),
+            factory,
+            timeout,
+            interval,
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Runs the collector once, waiting at most `timeout`. Never panics, never blocks longer
+    /// than `timeout` (plus thread start-up).
+    pub fn run_once(&self, ctx: &CollectContext) -> RunReport {
+        let start = Instant::now();
+        let outcome = self.run_inner(ctx, start);
+        let duration = match &outcome {
+            Outcome::StillRunning { stuck_for, .. } => *stuck_for,
+            _ => start.elapsed(),
+        };
+        RunReport { outcome, duration }
+    }
+
+    fn run_inner(&self, ctx: &CollectContext, start: Instant) -> Outcome {
+        let mut collector = {
+            let mut slot = lock(&self.slot);
+            let now = OffsetDateTime::now_utc();
+            match std::mem::replace(&mut *slot, Slot::Running(start, now)) {
+                Slot::Idle(c) => c,
+                Slot::Running(since, wall) => {
+                    *slot = Slot::Running(since, wall);
+                    return Outcome::StillRunning {
+                        timeout: self.timeout,
+                        since: wall,
+                        stuck_for: since.elapsed(),
+                    };
+                }
+                Slot::NeedsNew => match (self.factory)() {
+                    Some(c) => c,
+                    None => {
+                        *slot = Slot::NeedsNew;
+                        return Outcome::Failed(format!(
+                            "collector {} could not be re-created",
+                            self.name
+                        ));
+                    }
+                },
+            }
+        };
+
+        let (tx, rx) = mpsc::channel::<Result<Collection, String>>();
+        let slot = Arc::clone(&self.slot);
+        let ctx = ctx.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("collect-{}", self.name))
+            .spawn(move || {
+                let result = catch_unwind(AssertUnwindSafe(|| collector.collect(&ctx)));
+                let result = match result {
+                    Ok(collection) => {
+                        *lock(&slot) = Slot::Idle(collector);
+                        Ok(collection)
+                    }
+                    Err(payload) => {
+                        drop(collector);
+                        *lock(&slot) = Slot::NeedsNew;
+                        Err(panic_message(payload.as_ref()))
+                    }
+                };
+                // The receiver is gone when the run timed out: the result is stale, drop it.
+                let _ = tx.send(result);
+            });
+        if let Err(e) = spawned {
+            *lock(&self.slot) = Slot::NeedsNew;
+            return Outcome::Failed(format!("could not start a thread for {}: {e}", self.name));
+        }
+        match rx.recv_timeout(self.timeout) {
+            Ok(Ok(collection)) => Outcome::Completed(collection),
+            Ok(Err(msg)) => Outcome::Panicked(msg),
+            Err(RecvTimeoutError::Timeout) => Outcome::TimedOut {
+                timeout: self.timeout,
+            },
+            Err(RecvTimeoutError::Disconnected) => {
+                Outcome::Panicked("the worker thread ended without a result".to_string())
+            }
+        }
+    }
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic payload".to_string()
+    }
+}
+
+/// `2s`, `1.5s`, `250ms`, `2m`, `1h30m`.
+pub fn fmt_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        return format!("{ms}ms");
+    }
+    let secs = d.as_secs();
+    if !ms.is_multiple_of(1000) && secs < 60 {
+        return format!("{:.1}s", d.as_secs_f64());
+    }
+    if secs < 60 {
+        return format!("{secs}s");
+    }
+    let (h, m, s) = (secs / 3600, (secs % 3600) / 60, secs % 60);
+    let mut out = String::new();
+    if h > 0 {
+        out.push_str(&format!("{h}h"));
+    }
+    if m > 0 {
+        out.push_str(&format!("{m}m"));
+    }
+    if s > 0 {
+        out.push_str(&format!("{s}s"));
+    }
+    out
+}
+
+/// Parses `250ms`, `2s`, `1.5s`, `2m`, `1h`, `1h30m` or a plain number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    if s.is_empty() {
+        return Err("empty duration".into());
+    }
+    if let Ok(n) = s.parse::<f64>() {
+        return secs(n, s);
+    }
+    let mut total = 0f64;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let num_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(|| format!("{s:?}: missing unit (use ms, s, m or h)"))?;
+        if num_end == 0 {
+            return Err(format!("{s:?}: expected a number, e.g. 15s, 500ms, 2m"));
+        }
+        let n: f64 = rest[..num_end]
+            .parse()
+            .map_err(|_| format!("{s:?}: bad number"))?;
+        let after = &rest[num_end..];
+        let unit_end = after
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(after.len());
+        let mult = match &after[..unit_end] {
+            "ms" => 0.001,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            u => return Err(format!("{s:?}: unknown unit {u:?} (use ms, s, m or h)")),
+        };
+        total += n * mult;
+        rest = &after[unit_end..];
+    }
+    secs(total, s)
+}
+
+fn secs(n: f64, s: &str) -> Result<Duration, String> {
+    if !n.is_finite() || !(0.0..=365.0 * 86400.0).contains(&n) {
+        return Err(format!("{s:?}: out of range"));
+    }
+    let d = Duration::from_secs_f64(n);
+    if d.is_zero() {
+        return Err(format!("{s:?}: must be greater than zero"));
+    }
+    Ok(d)
+}
+
+#[cfg(test)]
+pub(crate) mod fakes {
+    //! In-process fake collectors for scheduler and state tests; they need no host.
+    use super::*;
+    use collectors::{Finding, Metric, Severity, Text};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Sleeps `delay` then reports ok with `runs` as a metric.
+    pub struct Slow {
+        pub name: &'static str,
+        pub delay: Duration,
+        pub runs: u64,
+    }
+    impl Collector for Slow {
+        fn name(&self) -> &'static str {
+            self.name
+        }
+        fn collect(&mut self, _: &CollectContext) -> Collection {
+            std::thread::sleep(self.delay);
+            self.runs += 1;
+            let mut c = Collection::new(Status::Ok);
+            c.metrics.push(Metric::counter(
+                "node_doctor_fake_runs_total",
+                "Runs of the fake collector.",
+                self.runs as f64,
+            ));
+            c
+        }
+    }
+
+    /// Blocks until `release` is sent (or forever), counting entries.
+    pub struct Blocking {
+        pub entered: Arc<AtomicUsize>,
+        pub release: Arc<Mutex<mpsc::Receiver<()>>>,
+    }
+    impl Collector for Blocking {
+        fn name(&self) -> &'static str {
+            "blocking"
+        }
+        fn collect(&mut self, _: &CollectContext) -> Collection {
+            self.entered.fetch_add(1, Ordering::SeqCst);
+            let rx = self.release.lock().unwrap_or_else(|e| e.into_inner());
+            let _ = rx.recv();
+            Collection::new(Status::Ok)
+        }
+    }
+
+    /// Panics on the runs listed in `panic_on` (1-based, counted across re-creations via
+    /// `calls`), else reports ok with its own per-instance run count as a metric.
+    pub struct Panicky {
+        pub calls: Arc<AtomicUsize>,
+        pub panic_on: Vec<usize>,
+        pub own_runs: u64,
+    }
+    impl Collector for Panicky {
+        fn name(&self) -> &'static str {
+            "panicky"
+        }
+        fn collect(&mut self, _: &CollectContext) -> Collection {
+            let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+            self.own_runs += 1;
+            if self.panic_on.contains(&n) {
+                panic!("boom on call {n}");
+            }
+            let mut c = Collection::new(Status::Ok);
+            c.metrics.push(Metric::gauge(
+                "node_doctor_fake_own_runs",
+                "Runs of this instance.",
+                self.own_runs as f64,
+            ));
+            c
+        }
+    }
+
+    /// Returns the scripted collections in turn (the last one repeats).
+    pub struct Scripted {
+        pub name: &'static str,
+        pub script: Vec<Collection>,
+        pub i: usize,
+    }
+    impl Collector for Scripted {
+        fn name(&self) -> &'static str {
+            self.name
+        }
+        fn collect(&mut self, _: &CollectContext) -> Collection {
+            let c = self.script[self.i.min(self.script.len() - 1)].clone();
+            self.i += 1;
+            c
+        }
+    }
+
+    pub fn finding(id: &str, subject: &str, sev: Severity) -> Finding {
+        Finding::new(
+            id,
+            sev,
+            Text::new(format!("{id} title"), format!("{id} 标题")),
+            Text::new(format!("{id} on {subject}"), format!("{subject} 上的 {id}")),
+        )
+        .subject(subject)
+        .evidence("used_percent", 97.5)
+        .step(Text::new("free space", "清理空间"))
+        .command(format!("df -h {subject}"))
+        .source(collectors::finding::HANDBOOK, "节点磁盘爆满排障处理")
+    }
+
+    pub fn with(status: Status, findings: Vec<Finding>) -> Collection {
+        let mut c = Collection::new(status);
+        c.findings = findings;
+        c
+    }
+
+    pub fn ctx() -> CollectContext {
+        CollectContext {
+            node_name: "node-a".into(),
+        }
+    }
+
+    pub fn no_factory() -> Factory {
+        Arc::new(|| None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fakes::*;
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Runs until the previous (stuck) run has handed the collector back, up to 5 s.
+    fn run_until_started(r: &Runner) -> Outcome {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let o = r.run_once(&ctx()).outcome;
+            if !matches!(o, Outcome::StillRunning { .. }) || Instant::now() > deadline {
+                return o;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn runner(c: Box<dyn Collector>, factory: Factory, timeout_ms: u64) -> Runner {
+        Runner::new(
+            c,
+            factory,
+            Duration::from_secs(15),
+            Duration::from_millis(timeout_ms),
+        )
+    }
+
+    #[test]
+    fn fast_collector_completes_and_keeps_state_between_runs() {
+        let r = runner(
+            Box::new(Slow {
+                name: "slow",
+                delay: Duration::from_millis(5),
+                runs: 0,
+            }),
+            no_factory(),
+            2000,
+        );
+        for expected in 1..=3 {
+            let rep = r.run_once(&ctx());
+            match rep.outcome {
+                Outcome::Completed(c) => {
+                    assert_eq!(c.status, Status::Ok);
+                    assert_eq!(c.metrics[0].value, expected as f64, "state is kept");
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+            assert!(rep.duration >= Duration::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn slow_collector_times_out_then_is_reused_after_it_finishes() {
+        let r = runner(
+            Box::new(Slow {
+                name: "slow",
+                delay: Duration::from_millis(300),
+                runs: 0,
+            }),
+            no_factory(),
+            50,
+        );
+        let t = Instant::now();
+        let rep = r.run_once(&ctx());
+        assert_eq!(
+            rep.outcome,
+            Outcome::TimedOut {
+                timeout: Duration::from_millis(50)
+            }
+        );
+        assert!(t.elapsed() < Duration::from_millis(250), "did not wait");
+        assert_eq!(rep.outcome.status().as_str(), "error");
+        assert!(rep
+            .outcome
+            .status()
+            .message()
+            .unwrap()
+            .contains("timed out after 50ms"));
+        // While the first run is still in flight, nothing new starts.
+        match r.run_once(&ctx()).outcome {
+            Outcome::StillRunning { .. } => {}
+            other => panic!("expected StillRunning, got {other:?}"),
+        }
+        // Once it finishes, the same instance (runs = 1 already) is reused.
+        let r2 = Runner {
+            timeout: Duration::from_secs(2),
+            ..r
+        };
+        match run_until_started(&r2) {
+            Outcome::Completed(c) => assert_eq!(c.metrics[0].value, 2.0),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn blocking_forever_keeps_one_run_in_flight_and_never_starts_another() {
+        let entered = Arc::new(AtomicUsize::new(0));
+        let (release_tx, release_rx) = mpsc::channel();
+        let r = runner(
+            Box::new(Blocking {
+                entered: entered.clone(),
+                release: Arc::new(Mutex::new(release_rx)),
+            }),
+            no_factory(),
+            30,
+        );
+        assert!(matches!(
+            r.run_once(&ctx()).outcome,
+            Outcome::TimedOut { .. }
+        ));
+        let mut statuses = Vec::new();
+        for _ in 0..5 {
+            let t = Instant::now();
+            let rep = r.run_once(&ctx());
+            // At once: nowhere near the 30 ms timeout, let alone a run.
+            assert!(t.elapsed() < Duration::from_millis(25), "reports at once");
+            statuses.push(rep.outcome.status());
+            std::thread::sleep(Duration::from_millis(5));
+            let msg = rep.outcome.status().message().unwrap().to_string();
+            assert!(msg.starts_with("timed out after 30ms"), "{msg}");
+            assert!(msg.contains("no new run"), "{msg}");
+        }
+        assert_eq!(entered.load(Ordering::SeqCst), 1, "only one run in flight");
+        // The message is stable, so a stuck collector does not log a "change" every cycle.
+        assert!(statuses.windows(2).all(|w| w[0] == w[1]), "{statuses:?}");
+        // Unblock it: the collector comes back and runs again.
+        release_tx.send(()).unwrap();
+        release_tx.send(()).unwrap();
+        let r = Runner {
+            timeout: Duration::from_secs(2),
+            ..r
+        };
+        assert!(matches!(run_until_started(&r), Outcome::Completed(_)));
+        assert_eq!(entered.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn panic_is_reported_and_the_collector_is_recreated() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let made = Arc::new(AtomicUsize::new(0));
+        let factory: Factory = {
+            let calls = calls.clone();
+            let made = made.clone();
+            Arc::new(move || {
+                made.fetch_add(1, Ordering::SeqCst);
+                Some(Box::new(Panicky {
+                    calls: calls.clone(),
+                    panic_on: vec![2],
+                    own_runs: 0,
+                }) as Box<dyn Collector>)
+            })
+        };
+        let r = runner(
+            Box::new(Panicky {
+                calls: calls.clone(),
+                panic_on: vec![2],
+                own_runs: 0,
+            }),
+            factory,
+            2000,
+        );
+        let own_runs = |o: Outcome| match o {
+            Outcome::Completed(c) => c.metrics[0].value,
+            other => panic!("unexpected {other:?}"),
+        };
+        assert_eq!(own_runs(r.run_once(&ctx()).outcome), 1.0);
+        let rep = r.run_once(&ctx());
+        assert_eq!(rep.outcome, Outcome::Panicked("boom on call 2".into()));
+        let msg = rep.outcome.status().message().unwrap().to_string();
+        assert!(msg.contains("panicked: boom on call 2"), "{msg}");
+        assert!(!rep.outcome.is_success());
+        // Retried on the next run with a fresh instance (own run count restarts at 1).
+        assert_eq!(own_runs(r.run_once(&ctx()).outcome), 1.0);
+        assert_eq!(made.load(Ordering::SeqCst), 1);
+        assert_eq!(own_runs(r.run_once(&ctx()).outcome), 2.0);
+    }
+
+    #[test]
+    fn panic_without_factory_fails_until_it_can_be_built() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let r = runner(
+            Box::new(Panicky {
+                calls,
+                panic_on: vec![1],
+                own_runs: 0,
+            }),
+            no_factory(),
+            2000,
+        );
+        assert!(matches!(r.run_once(&ctx()).outcome, Outcome::Panicked(_)));
+        let rep = r.run_once(&ctx());
+        assert!(matches!(rep.outcome, Outcome::Failed(_)));
+        assert!(rep
+            .outcome
+            .status()
+            .message()
+            .unwrap()
+            .contains("could not be re-created"));
+    }
+
+    #[test]
+    fn error_status_from_collector_is_not_a_success() {
+        let r = runner(
+            Box::new(Scripted {
+                name: "s",
+                script: vec![Collection::new(Status::Error("bad".into()))],
+                i: 0,
+            }),
+            no_factory(),
+            2000,
+        );
+        let o = r.run_once(&ctx()).outcome;
+        assert!(!o.is_success());
+        assert_eq!(o.status(), Status::Error("bad".into()));
+        let ok = Outcome::Completed(Collection::new(Status::Unavailable("x".into())));
+        assert!(ok.is_success());
+    }
+
+    #[test]
+    fn durations_parse_and_format() {
+        assert_eq!(parse_duration("15s"), Ok(Duration::from_secs(15)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
+        for bad in ["", "0s", "-1s", "abc", "5x", "s", "1e400"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+        assert_eq!(fmt_duration(Duration::from_secs(2)), "2s");
+        assert_eq!(fmt_duration(Duration::from_millis(250)), "250ms");
+        assert_eq!(fmt_duration(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(fmt_duration(Duration::from_secs(3720)), "1h2m");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn parse_duration_never_panics(s in "\\PC{0,12}") {
+            let _ = parse_duration(&s);
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! `check --format table`: one block per finding for a person at a terminal.
+
+use std::fmt::Write;
+
+use collectors::{Lang, Severity};
+
+use crate::report::{rfc3339, Filter};
+use crate::state::Snapshot;
+
+fn paint(s: &str, sev: Severity, colour: bool) -> String {
+    if !colour {
+        return s.to_string();
+    }
+    let code = match sev {
+        Severity::Critical => "1;31",
+        Severity::Warning => "1;33",
+        Severity::Info => "1;36",
+    };
+    format!("\x1b[{code}m{s}\x1b[0m")
+}
+
+/// Renders the report; `colour` only when stdout is a terminal.
+pub fn render(snap: &Snapshot, filter: &Filter, colour: bool) -> String {
+    let zh = filter.lang == Lang::Zh;
+    let t = |en: &'static str, zh_s: &'static str| if zh { zh_s } else { en };
+    let mut o = String::with_capacity(4096);
+    let _ = writeln!(
+        o,
+        "node-doctor {} · {} {} · {}",
+        env!("CARGO_PKG_VERSION"),
+        t("node", "节点"),
+        snap.node,
+        rfc3339(snap.generated_at)
+    );
+    let findings: Vec<_> = snap.findings.iter().filter(|a| filter.keeps(a)).collect();
+    if findings.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n{}",
+            t(
+                "No findings: nothing needs attention on this node.",
+                "没有发现问题：该节点目前无需处理。"
+            )
+        );
+    }
+    for a in &findings {
+        let f = &a.finding;
+        let sev = format!("{:<8}", f.severity.as_str().to_uppercase());
+        let _ = writeln!(
+            o,
+            "\n{} {}{}",
+            paint(&sev, f.severity, colour),
+            f.id,
+            if f.subject.is_empty() {
+                String::new()
+            } else {
+                format!("  {}", f.subject)
+            }
+        );
+        let _ = writeln!(o, "  {}", f.title.get(filter.lang));
+        let _ = writeln!(o, "  {}", f.summary.get(filter.lang));
+        if !f.evidence.is_empty() {
+            let ev: Vec<String> = f.evidence.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let _ = writeln!(o, "  {}: {}", t("evidence", "证据"), ev.join("  "));
+        }
+        if !f.remediation.steps.is_empty() {
+            let _ = writeln!(o, "  {}:", t("what to do", "处理步骤"));
+            for (i, s) in f.remediation.steps.iter().enumerate() {
+                let _ = writeln!(o, "    {}. {}", i + 1, s.get(filter.lang));
+            }
+        }
+        if !f.remediation.commands.is_empty() {
+            let _ = writeln!(o, "  {}:", t("commands", "命令"));
+            for c in &f.remediation.commands {
+                let _ = writeln!(o, "    $ {c}");
+            }
+        }
+        if let Some(src) = &f.remediation.source {
+            let _ = writeln!(
+                o,
+                "  {}: {} § {}",
+                t("source", "出处"),
+                src.doc,
+                src.section
+            );
+        }
+        let _ = writeln!(
+            o,
+            "  {} {}, {} {}",
+            t("first seen", "首次发现"),
+            rfc3339(a.first_seen),
+            t("last seen", "最近确认"),
+            rfc3339(a.last_seen)
+        );
+    }
+    let _ = writeln!(o, "\n{}:", t("collectors", "采集器"));
+    let width = snap
+        .collectors
+        .iter()
+        .map(|c| c.name.len())
+        .max()
+        .unwrap_or(0);
+    for c in snap
+        .collectors
+        .iter()
+        .filter(|c| filter.keeps_collector(&c.name))
+    {
+        let line = format!(
+            "  {:<width$}  {:<11}  {:>9}  {}",
+            c.name,
+            c.status.as_str(),
+            c.duration
+                .map(|d| format!("{:.1} ms", d.as_secs_f64() * 1000.0))
+                .unwrap_or_default(),
+            c.status.message().unwrap_or("")
+        );
+        let _ = writeln!(o, "{}", line.trim_end());
+    }
+    if snap.collectors.is_empty() {
+        let _ = writeln!(
+            o,
+            "  {}",
+            t("(no collectors in this build)", "（本版本未包含采集器）")
+        );
+    }
+    let count = |s: Severity| findings.iter().filter(|a| a.finding.severity == s).count();
+    let _ = writeln!(
+        o,
+        "\n{}: {} critical, {} warning, {} info",
+        t("summary", "汇总"),
+        count(Severity::Critical),
+        count(Severity::Warning),
+        count(Severity::Info)
+    );
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scheduler::fakes::{finding, with};
+    use crate::scheduler::{Outcome, RunReport};
+    use crate::state::State;
+    use collectors::Status;
+    use std::time::Duration;
+    use time::OffsetDateTime;
+
+    fn snap() -> Snapshot {
+        let names = vec!["disk".to_string(), "load".to_string()];
+        let mut st = State::new("node-a", &names);
+        let t0 = OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap();
+        st.apply(
+            "disk",
+            RunReport {
+                outcome: Outcome::Completed(with(
+                    Status::Ok,
+                    vec![finding(
+                        "disk.filesystem_full",
+                        "/var/lib/docker",
+                        Severity::Critical,
+                    )],
+                )),
+                duration: Duration::from_millis(1),
+            },
+            t0,
+        );
+        st.apply(
+            "load",
+            RunReport {
+                outcome: Outcome::Completed(collectors::Collection::unavailable(
+                    "no /proc/loadavg",
+                )),
+                duration: Duration::from_millis(1),
+            },
+            t0,
+        );
+        st.snapshot(t0)
+    }
+
+    #[test]
+    fn table_shows_evidence_commands_and_statuses() {
+        let out = render(&snap(), &Filter::default(), false);
+        assert!(
+            out.contains("CRITICAL disk.filesystem_full  /var/lib/docker"),
+            "{out}"
+        );
+        assert!(out.contains("evidence: used_percent=97.5"));
+        assert!(out.contains("    $ df -h /var/lib/docker"));
+        assert!(out.contains("source: 002_af370464fa0f13dd.txt § 节点磁盘爆满排障处理"));
+        assert!(out.contains("unavailable  "));
+        assert!(out.contains("no /proc/loadavg"));
+        assert!(out.contains("1 critical, 0 warning, 0 info"));
+        assert!(!out.contains('\x1b'), "no colour when not a TTY");
+        assert!(render(&snap(), &Filter::default(), true).contains("\x1b[1;31mCRITICAL"));
+        let zh = render(
+            &snap(),
+            &Filter {
+                lang: Lang::Zh,
+                ..Filter::default()
+            },
+            false,
+        );
+        assert!(zh.contains("处理步骤") && zh.contains("清理空间"));
+    }
+}

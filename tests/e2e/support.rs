@@ -1,0 +1,509 @@
+//! Helpers: a fake host root, a running `node-doctor serve`, a tiny HTTP/1.1 client and a
+//! Prometheus text-format parser.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A host root with the /proc files of a quiet node (copied from this VM, kernel 6.18):
+/// collectors that are merged later find sane values and report nothing alarming.
+pub struct FakeRoot {
+    pub dir: tempfile::TempDir,
+}
+
+impl FakeRoot {
+    pub fn quiet() -> FakeRoot {
+        let r = FakeRoot {
+            dir: tempfile::tempdir().expect("tempdir"),
+        };
+        r.write("/etc/hostname", "fake-host\n");
+        r.write("/proc/loadavg", "0.12 0.10 0.05 1/94 21971\n");
+        r.write("/proc/uptime", "86400.00 170000.00\n");
+        r.write(
+            "/proc/meminfo",
+            "MemTotal:       24684084 kB\nMemFree:        21874744 kB\nMemAvailable:   24117824 kB\n\
+Buffers:           43032 kB\nCached:          2411032 kB\nSwapCached:            0 kB\n\
+Active:           902224 kB\nInactive:        1669952 kB\nSwapTotal:             0 kB\n\
+SwapFree:              0 kB\nDirty:               124 kB\nSlab:             180412 kB\n\
+SReclaimable:     121968 kB\nSUnreclaim:        58444 kB\n",
+        );
+        r.write(
+            "/proc/stat",
+            "cpu  1000 0 500 100000 10 0 5 0 0 0\ncpu0 500 0 250 50000 5 0 3 0 0 0\n\
+cpu1 500 0 250 50000 5 0 2 0 0 0\nctxt 123456\nbtime 1763798400\nprocesses 22000\n\
+procs_running 1\nprocs_blocked 0\n",
+        );
+        r.write("/sys/devices/system/cpu/online", "0-1\n");
+        r
+    }
+
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn path(&self, host_path: &str) -> PathBuf {
+        self.dir.path().join(host_path.trim_start_matches('/'))
+    }
+
+    pub fn write(&self, host_path: &str, text: &str) {
+        let p = self.path(host_path);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&p, text).expect("write fake host file");
+    }
+
+    /// Replaces a host file by a FIFO with no writer: opening it blocks forever.
+    pub fn fifo(&self, host_path: &str) {
+        let p = self.path(host_path);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        let _ = std::fs::remove_file(&p);
+        nix::unistd::mkfifo(&p, nix::sys::stat::Mode::from_bits_truncate(0o600))
+            .unwrap_or_else(|e| panic!("mkfifo {}: {e}", p.display()));
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("bind an ephemeral port")
+}
+
+/// A running `node-doctor serve`, killed on drop.
+pub struct Server {
+    pub child: Child,
+    pub addr: SocketAddr,
+    pub stderr: PathBuf,
+    _logs: tempfile::TempDir,
+}
+
+impl Server {
+    /// Starts `serve` against `root` and waits until /healthz answers.
+    pub fn start(root: &Path, extra: &[&str]) -> Server {
+        let logs = tempfile::tempdir().expect("tempdir");
+        let stderr = logs.path().join("stderr.log");
+        let port = free_port();
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+        let child = Command::new(e2e::node_doctor_bin())
+            .arg("serve")
+            .arg("--listen")
+            .arg(addr.to_string())
+            .arg("--host-root")
+            .arg(root)
+            .args(["--node-name", "e2e-node", "--log-format", "json"])
+            .args(extra)
+            .env_remove("NODE_NAME")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&stderr).expect("stderr file"))
+            .spawn()
+            .expect("spawn node-doctor serve");
+        let mut s = Server {
+            child,
+            addr,
+            stderr,
+            _logs: logs,
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(r) = s.try_get("/healthz") {
+                assert_eq!(r.status, 200);
+                return s;
+            }
+            if let Ok(Some(st)) = s.child.try_wait() {
+                panic!("node-doctor serve exited early ({st}):\n{}", s.logs());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "serve did not answer /healthz:\n{}",
+                s.logs()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn logs(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    pub fn try_get(&self, path: &str) -> std::io::Result<Response> {
+        let mut c = Conn::open(self.addr)?;
+        c.send(&format!(
+            "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+        ))?;
+        c.read_response()
+    }
+
+    pub fn get(&self, path: &str) -> Response {
+        self.try_get(path)
+            .unwrap_or_else(|e| panic!("GET {path}: {e}\n{}", self.logs()))
+    }
+
+    /// Sends a raw request (with `Connection: close`) and reads one response.
+    pub fn raw(&self, request: &str) -> Response {
+        let mut c = Conn::open(self.addr).expect("connect");
+        c.send(request).expect("send");
+        c.head_only = request.starts_with("HEAD ");
+        c.read_response().expect("response")
+    }
+
+    /// Polls /findings until `cond` holds on its JSON (up to `secs`).
+    pub fn wait_findings(
+        &self,
+        secs: u64,
+        what: &str,
+        cond: impl Fn(&serde_json::Value) -> bool,
+    ) -> serde_json::Value {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let v = self.get("/findings").json();
+            if cond(&v) {
+                return v;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; last /findings:\n{v:#}\nlogs:\n{}",
+                self.logs()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn wait_ready(&self, secs: u64) {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while self.get("/readyz").status != 200 {
+            assert!(Instant::now() < deadline, "never ready:\n{}", self.logs());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn signal(&self, sig: nix::sys::signal::Signal) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        nix::sys::signal::kill(pid, sig).expect("send a signal to node-doctor");
+    }
+
+    /// Waits for the process to exit (up to `secs`).
+    pub fn wait_exit(&mut self, secs: u64) -> std::process::ExitStatus {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            if let Some(st) = self.child.try_wait().expect("try_wait") {
+                return st;
+            }
+            assert!(Instant::now() < deadline, "did not exit:\n{}", self.logs());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One HTTP/1.1 connection (keep-alive capable).
+pub struct Conn {
+    reader: BufReader<TcpStream>,
+    /// The request was HEAD: the response has headers only.
+    pub head_only: bool,
+}
+
+#[derive(Debug)]
+pub struct Response {
+    pub status: u16,
+    /// Lower-cased names.
+    pub headers: BTreeMap<String, String>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+    pub fn json(&self) -> serde_json::Value {
+        assert_eq!(self.status, 200, "body: {}", self.text());
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text()))
+    }
+    pub fn header(&self, name: &str) -> &str {
+        self.headers.get(name).map(String::as_str).unwrap_or("")
+    }
+}
+
+impl Conn {
+    pub fn open(addr: SocketAddr) -> std::io::Result<Conn> {
+        let s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
+        s.set_read_timeout(Some(Duration::from_secs(10)))?;
+        Ok(Conn {
+            reader: BufReader::new(s),
+            head_only: false,
+        })
+    }
+
+    pub fn send(&mut self, raw: &str) -> std::io::Result<()> {
+        self.reader.get_mut().write_all(raw.as_bytes())
+    }
+
+    pub fn read_response(&mut self) -> std::io::Result<Response> {
+        let bad = |m: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, m.to_string());
+        let mut line = String::new();
+        if self.reader.read_line(&mut line)? == 0 {
+            return Err(bad("connection closed before a response"));
+        }
+        let status: u16 = line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| bad(&format!("bad status line {line:?}")))?;
+        let mut headers = BTreeMap::new();
+        loop {
+            line.clear();
+            self.reader.read_line(&mut line)?;
+            let l = line.trim_end();
+            if l.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = l.split_once(':') {
+                headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
+            }
+        }
+        let len: usize = headers
+            .get("content-length")
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| bad("no content-length"))?;
+        let mut body = vec![0; if self.head_only { 0 } else { len }];
+        self.reader.read_exact(&mut body)?;
+        Ok(Response {
+            status,
+            headers,
+            body,
+        })
+    }
+}
+
+/// One sample of a parsed exposition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub value: f64,
+}
+
+/// A parsed Prometheus / OpenMetrics text exposition.
+#[derive(Debug, Default)]
+pub struct Exposition {
+    /// family name -> type
+    pub types: BTreeMap<String, String>,
+    pub helps: BTreeMap<String, String>,
+    pub samples: Vec<Sample>,
+}
+
+impl Exposition {
+    pub fn find(&self, name: &str) -> Vec<&Sample> {
+        self.samples.iter().filter(|s| s.name == name).collect()
+    }
+}
+
+fn is_name(s: &str) -> bool {
+    let mut c = s.chars();
+    matches!(c.next(), Some(ch) if ch.is_ascii_alphabetic() || ch == '_' || ch == ':')
+        && c.all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == ':')
+}
+
+/// Parses the text format strictly enough to catch encoding mistakes: valid names, quoted
+/// and escaped label values, numeric values, TYPE before samples, every sample's family
+/// typed, no duplicate series, and (OpenMetrics) `# EOF` last.
+pub fn parse_exposition(text: &str) -> Result<Exposition, String> {
+    let mut e = Exposition::default();
+    let mut seen = std::collections::BTreeSet::new();
+    let mut eof = false;
+    for (n, line) in text.lines().enumerate() {
+        let at = |m: String| format!("line {}: {m}: {line:?}", n + 1);
+        if eof {
+            return Err(at("content after # EOF".into()));
+        }
+        if line == "# EOF" {
+            eof = true;
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# ") {
+            let mut parts = rest.splitn(3, ' ');
+            let kind = parts.next().unwrap_or("");
+            let name = parts.next().unwrap_or("");
+            let arg = parts.next().unwrap_or("");
+            if !is_name(name) {
+                return Err(at("bad family name".into()));
+            }
+            match kind {
+                "TYPE" => {
+                    let valid = [
+                        "counter",
+                        "gauge",
+                        "histogram",
+                        "summary",
+                        "untyped",
+                        "unknown",
+                        "info",
+                        "stateset",
+                        "gaugehistogram",
+                    ];
+                    if !valid.contains(&arg) {
+                        return Err(at("bad type".into()));
+                    }
+                    if e.types.insert(name.to_string(), arg.to_string()).is_some() {
+                        return Err(at("duplicate TYPE".into()));
+                    }
+                }
+                "HELP" => {
+                    e.helps.insert(name.to_string(), arg.to_string());
+                }
+                "UNIT" => {}
+                _ => return Err(at("unknown comment".into())),
+            }
+            continue;
+        }
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        // name{labels} value [timestamp]
+        let name_end = line.find(['{', ' ']).ok_or_else(|| at("no value".into()))?;
+        let name = &line[..name_end];
+        if !is_name(name) {
+            return Err(at("bad metric name".into()));
+        }
+        let mut rest = &line[name_end..];
+        let mut labels = BTreeMap::new();
+        if let Some(r) = rest.strip_prefix('{') {
+            let mut chars = r.char_indices().peekable();
+            let mut end = None;
+            loop {
+                // label name
+                let start = match chars.peek() {
+                    Some(&(i, '}')) => {
+                        end = Some(i + 1);
+                        break;
+                    }
+                    Some(&(i, _)) => i,
+                    None => break,
+                };
+                let mut eq = None;
+                for (i, c) in chars.by_ref() {
+                    if c == '=' {
+                        eq = Some(i);
+                        break;
+                    }
+                }
+                let eq = eq.ok_or_else(|| at("label without =".into()))?;
+                let lname = &r[start..eq];
+                if !is_name(lname) {
+                    return Err(at(format!("bad label name {lname:?}")));
+                }
+                if chars.next().map(|x| x.1) != Some('"') {
+                    return Err(at("unquoted label value".into()));
+                }
+                let mut val = String::new();
+                let mut closed = false;
+                while let Some((_, c)) = chars.next() {
+                    match c {
+                        '\\' => match chars.next().map(|x| x.1) {
+                            Some('n') => val.push('\n'),
+                            Some('\\') => val.push('\\'),
+                            Some('"') => val.push('"'),
+                            other => return Err(at(format!("bad escape {other:?}"))),
+                        },
+                        '"' => {
+                            closed = true;
+                            break;
+                        }
+                        c => val.push(c),
+                    }
+                }
+                if !closed {
+                    return Err(at("unterminated label value".into()));
+                }
+                if labels.insert(lname.to_string(), val).is_some() {
+                    return Err(at("duplicate label".into()));
+                }
+                match chars.next().map(|x| x.1) {
+                    Some(',') => continue,
+                    Some('}') => {
+                        end = Some(chars.peek().map(|x| x.0).unwrap_or(r.len()));
+                        break;
+                    }
+                    _ => return Err(at("expected , or }".into())),
+                }
+            }
+            let end = end.ok_or_else(|| at("unterminated label set".into()))?;
+            rest = &r[end..];
+        }
+        let mut fields = rest.split_whitespace();
+        let value = fields.next().ok_or_else(|| at("no value".into()))?;
+        let value: f64 = match value {
+            "+Inf" => f64::INFINITY,
+            "-Inf" => f64::NEG_INFINITY,
+            "NaN" => f64::NAN,
+            v => v.parse().map_err(|_| at("bad value".into()))?,
+        };
+        if let Some(ts) = fields.next() {
+            ts.parse::<f64>().map_err(|_| at("bad timestamp".into()))?;
+        }
+        if fields.next().is_some() {
+            return Err(at("trailing fields".into()));
+        }
+        let family_typed = e.types.contains_key(name)
+            || ["_total", "_created", "_bucket", "_sum", "_count", "_info"]
+                .iter()
+                .any(|suf| {
+                    name.strip_suffix(suf)
+                        .is_some_and(|base| e.types.contains_key(base))
+                });
+        if !family_typed {
+            return Err(at("sample before its # TYPE".into()));
+        }
+        if !seen.insert(format!("{name}{labels:?}")) {
+            return Err(at("duplicate series".into()));
+        }
+        e.samples.push(Sample {
+            name: name.to_string(),
+            labels,
+            value,
+        });
+    }
+    if text.contains("# EOF") && !eof {
+        return Err("# EOF not on its own line".into());
+    }
+    Ok(e)
+}
+
+/// Runs `node-doctor <args>` to completion.
+pub fn run(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    let mut c = Command::new(e2e::node_doctor_bin());
+    c.args(args).env_remove("NODE_NAME");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("run node-doctor")
+}
+
+#[test]
+fn the_exposition_parser_rejects_broken_text() {
+    let good = "# HELP a_total A.\n# TYPE a counter\na_total{x=\"1\",y=\"q\\\"\"} 3.0\n# TYPE b gauge\nb 1\n# EOF\n";
+    let e = parse_exposition(good).unwrap();
+    assert_eq!(e.samples.len(), 2);
+    assert_eq!(e.samples[0].labels["y"], "q\"");
+    for bad in [
+        "b 1\n",
+        "# TYPE b gauge\nb{x=1} 1\n",
+        "# TYPE b gauge\nb{x=\"1\" 1\n",
+        "# TYPE b gauge\nb one\n",
+        "# TYPE b gauge\nb 1\nb 1\n",
+        "# TYPE b gauge\n# EOF\nb 1\n",
+        "# TYPE b bogus\n",
+        "# TYPE 1b gauge\n",
+    ] {
+        assert!(parse_exposition(bad).is_err(), "{bad:?}");
+    }
+}
