@@ -70,8 +70,233 @@ pub struct Cli {
     #[arg(long, global = true, env = "NODE_DOCTOR_LOG_LEVEL", value_parser = parse_log_level, value_name = "LEVEL")]
     pub log_level: Option<String>,
 
+    #[command(flatten)]
+    pub tuning: CollectorFlags,
+
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// Collector settings (thresholds, paths, bounds). The defaults follow the handbooks and the
+/// kubelet; see docs/collectors/<name>.md for what each one changes.
+#[derive(Debug, Args)]
+pub struct CollectorFlags {
+    /// Kernel log: at start, read back records newer than this (memory, conntrack, kernel).
+    #[arg(long, global = true, env = "NODE_DOCTOR_KMSG_LOOKBACK", default_value = "1h", value_parser = parse_duration, value_name = "DURATION")]
+    pub kmsg_lookback: Duration,
+
+    /// Kernel log: at most this many records per collector run (the rest waits for the next run).
+    #[arg(
+        long,
+        global = true,
+        env = "NODE_DOCTOR_KMSG_MAX_RECORDS",
+        default_value_t = 5000,
+        value_name = "N"
+    )]
+    pub kmsg_max_records: usize,
+
+    /// disk: docker's daemon.json on the host (data-root, exec-root, log-opts).
+    #[arg(
+        long,
+        global = true,
+        env = "NODE_DOCTOR_DOCKER_DAEMON_JSON",
+        default_value = "/etc/docker/daemon.json",
+        value_name = "PATH"
+    )]
+    pub docker_daemon_json: String,
+
+    /// disk: containerd's config.toml on the host (root, state).
+    #[arg(
+        long,
+        global = true,
+        env = "NODE_DOCTOR_CONTAINERD_CONFIG",
+        default_value = "/etc/containerd/config.toml",
+        value_name = "PATH"
+    )]
+    pub containerd_config: String,
+
+    /// disk, conntrack, kernel: the kubelet config file on the host when the running kubelet
+    /// has no --config (default /var/lib/kubelet/config.yaml).
+    #[arg(
+        long,
+        global = true,
+        env = "NODE_DOCTOR_KUBELET_CONFIG",
+        value_name = "PATH"
+    )]
+    pub kubelet_config: Option<String>,
+
+    /// disk: entries the directory walk may visit per run (it resumes next run).
+    #[arg(
+        long,
+        global = true,
+        env = "NODE_DOCTOR_DISK_WALK_BUDGET_ENTRIES",
+        default_value_t = 20_000,
+        value_name = "N"
+    )]
+    pub disk_walk_budget_entries: usize,
+
+    /// load: load1 per CPU at which high load warns (sustained over two samples).
+    #[arg(
+        long,
+        global = true,
+        env = "NODE_DOCTOR_LOAD_WARNING_PER_CPU",
+        default_value_t = 2.0,
+        value_name = "RATIO"
+    )]
+    pub load_warning_per_cpu: f64,
+
+    /// load: load1 per CPU at which high load is critical.
+    #[arg(
+        long,
+        global = true,
+        env = "NODE_DOCTOR_LOAD_CRITICAL_PER_CPU",
+        default_value_t = 4.0,
+        value_name = "RATIO"
+    )]
+    pub load_critical_per_cpu: f64,
+
+    /// load: iowait % thresholds info,warning,critical (the handbook: above 1% sustained means
+    /// storage cannot keep up).
+    #[arg(long, global = true, env = "NODE_DOCTOR_IOWAIT_PERCENT", default_value = "1,10,30", value_parser = parse_three_percents, value_name = "INFO,WARN,CRIT")]
+    pub iowait_percent: (f64, f64, f64),
+
+    /// load: a disk at least this busy (%) over the window is IO-bound.
+    #[arg(
+        long,
+        global = true,
+        env = "NODE_DOCTOR_DISK_BUSY_PERCENT",
+        default_value_t = 90.0,
+        value_name = "PERCENT"
+    )]
+    pub disk_busy_percent: f64,
+
+    /// iptables: the xtables lock file on the host.
+    #[arg(
+        long,
+        global = true,
+        env = "NODE_DOCTOR_XTABLES_LOCK",
+        default_value = "/run/xtables.lock",
+        value_name = "PATH"
+    )]
+    pub xtables_lock: PathBuf,
+
+    /// iptables: how often the lock sampler reads /proc/locks.
+    #[arg(long, global = true, env = "NODE_DOCTOR_XTABLES_SAMPLE_PERIOD", default_value = "250ms", value_parser = parse_duration, value_name = "DURATION")]
+    pub xtables_sample_period: Duration,
+
+    /// iptables: lock hold warning,critical (critical at kube-proxy's 5 s wait).
+    #[arg(long, global = true, env = "NODE_DOCTOR_XTABLES_HOLD", default_value = "2s,5s", value_parser = parse_two_durations, value_name = "WARN,CRIT")]
+    pub xtables_hold: (Duration, Duration),
+
+    /// conntrack: read the network namespace of this pid (1 = the host's; needs hostPID).
+    #[arg(
+        long,
+        global = true,
+        env = "NODE_DOCTOR_CONNTRACK_NETNS_PID",
+        default_value_t = 1,
+        value_name = "PID"
+    )]
+    pub conntrack_netns_pid: u32,
+
+    /// conntrack: table fill % warning,critical.
+    #[arg(long, global = true, env = "NODE_DOCTOR_CONNTRACK_TABLE_PERCENT", default_value = "75,90", value_parser = parse_two_percents, value_name = "WARN,CRIT")]
+    pub conntrack_table_percent: (f64, f64),
+
+    /// conntrack: where a node-local DNS cache listens.
+    #[arg(
+        long,
+        global = true,
+        env = "NODE_DOCTOR_NODELOCAL_DNS",
+        default_value = "169.254.20.10:53",
+        value_name = "ADDR"
+    )]
+    pub nodelocal_dns: SocketAddr,
+}
+
+impl CollectorFlags {
+    /// The collectors' configurations: defaults with these flags applied.
+    pub fn options(&self) -> crate::registry::CollectorOptions {
+        use collectors::kmsg::KmsgConfig;
+        let kmsg = KmsgConfig {
+            lookback: self.kmsg_lookback,
+            max_records_per_cycle: self.kmsg_max_records.max(1),
+            ..KmsgConfig::default()
+        };
+        let mut o = crate::registry::CollectorOptions::default();
+        o.disk.daemon_json = self.docker_daemon_json.clone();
+        o.disk.containerd_config = self.containerd_config.clone();
+        o.disk.kubelet_config = self.kubelet_config.clone();
+        o.disk.walk_budget_entries = self.disk_walk_budget_entries.max(1);
+        o.load.load_warning_per_cpu = self.load_warning_per_cpu;
+        o.load.load_critical_per_cpu = self.load_critical_per_cpu;
+        (
+            o.load.iowait_info_percent,
+            o.load.iowait_warning_percent,
+            o.load.iowait_critical_percent,
+        ) = self.iowait_percent;
+        o.load.disk_busy_percent = self.disk_busy_percent;
+        o.memory.kmsg = kmsg.clone();
+        o.iptables.lock_path = self.xtables_lock.clone();
+        o.iptables.sample_period = self.xtables_sample_period;
+        (o.iptables.hold_warning, o.iptables.hold_critical) = self.xtables_hold;
+        o.conntrack.netns_pid = self.conntrack_netns_pid;
+        (
+            o.conntrack.table_warning_percent,
+            o.conntrack.table_critical_percent,
+        ) = self.conntrack_table_percent;
+        o.conntrack.nodelocal_dns_address = self.nodelocal_dns;
+        if let Some(k) = &self.kubelet_config {
+            o.conntrack.kubelet_config = PathBuf::from(k);
+        }
+        o.kernel.kmsg = kmsg.clone();
+        o.kernel.disk = o.disk.clone();
+        o.conntrack.kmsg = kmsg;
+        o
+    }
+}
+
+fn parse_percent(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|e| format!("{s:?}: {e}"))?;
+    if (0.0..=100.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{s:?}: a percentage must be within 0..=100"))
+    }
+}
+
+fn parse_ascending<T: PartialOrd + Copy>(
+    s: &str,
+    n: usize,
+    one: fn(&str) -> Result<T, String>,
+) -> Result<Vec<T>, String> {
+    let parts: Vec<&str> = s.split(',').collect();
+    if parts.len() != n {
+        return Err(format!("{s:?}: expected {n} comma-separated values"));
+    }
+    let vals = parts.into_iter().map(one).collect::<Result<Vec<T>, _>>()?;
+    if vals.windows(2).any(|w| w[0] > w[1]) {
+        return Err(format!("{s:?}: values must be in ascending order"));
+    }
+    Ok(vals)
+}
+
+fn parse_two_percents(s: &str) -> Result<(f64, f64), String> {
+    let v = parse_ascending(s, 2, parse_percent)?;
+    Ok((v[0], v[1]))
+}
+
+fn parse_three_percents(s: &str) -> Result<(f64, f64, f64), String> {
+    let v = parse_ascending(s, 3, parse_percent)?;
+    Ok((v[0], v[1], v[2]))
+}
+
+fn parse_two_durations(s: &str) -> Result<(Duration, Duration), String> {
+    let v = parse_ascending(s, 2, parse_duration)?;
+    Ok((v[0], v[1]))
 }
 
 #[derive(Debug, Subcommand)]
@@ -81,7 +306,25 @@ pub enum Command {
     /// Sample the host twice, print a report and exit 0 (nothing above info), 1 (a
     /// warning), 2 (a critical finding) or 3 (node-doctor itself failed).
     Check(CheckArgs),
-    // `explain` is wired in here by its own change (agent/src/explain_cmd.rs).
+    /// Explain a vendor error code, event message, exit code or pod state from the handbooks
+    /// (exit 0 when something matched, 1 when nothing did).
+    Explain(ExplainArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// A code (`E4041`, `ENIIPCapacityExceed`, `137`, `CrashLoopBackOff`) or a pasted event
+    /// message; several words are joined with spaces.
+    #[arg(required = true, num_args = 1.., allow_hyphen_values = true, value_name = "QUERY")]
+    pub query: Vec<String>,
+
+    /// Output format.
+    #[arg(long, env = "NODE_DOCTOR_FORMAT", value_enum, default_value = "table")]
+    pub format: Format,
+
+    /// Language of the explanation.
+    #[arg(long, env = "NODE_DOCTOR_LANG", value_enum, default_value = "en")]
+    pub lang: LangArg,
 }
 
 #[derive(Debug, Args)]
@@ -235,6 +478,93 @@ mod tests {
     }
 
     #[test]
+    fn collector_flags_reach_the_collectors_configs() {
+        let cli = parse(&[
+            "check",
+            "--kmsg-lookback",
+            "10m",
+            "--iowait-percent",
+            "2,12,40",
+            "--xtables-hold",
+            "1s,3s",
+            "--xtables-lock",
+            "/var/run/xtables.lock",
+            "--conntrack-table-percent",
+            "70,85",
+            "--conntrack-netns-pid",
+            "42",
+            "--kubelet-config",
+            "/etc/kubernetes/kubelet.yaml",
+        ])
+        .unwrap();
+        let o = cli.tuning.options();
+        assert_eq!(o.memory.kmsg.lookback, Duration::from_secs(600));
+        assert_eq!(o.conntrack.kmsg.lookback, Duration::from_secs(600));
+        assert_eq!(o.kernel.kmsg.lookback, Duration::from_secs(600));
+        assert_eq!(
+            (
+                o.load.iowait_info_percent,
+                o.load.iowait_warning_percent,
+                o.load.iowait_critical_percent
+            ),
+            (2.0, 12.0, 40.0)
+        );
+        assert_eq!(o.iptables.hold_warning, Duration::from_secs(1));
+        assert_eq!(o.iptables.hold_critical, Duration::from_secs(3));
+        assert_eq!(o.iptables.lock_path, PathBuf::from("/var/run/xtables.lock"));
+        assert_eq!(
+            (
+                o.conntrack.table_warning_percent,
+                o.conntrack.table_critical_percent
+            ),
+            (70.0, 85.0)
+        );
+        assert_eq!(o.conntrack.netns_pid, 42);
+        assert_eq!(
+            o.disk.kubelet_config.as_deref(),
+            Some("/etc/kubernetes/kubelet.yaml")
+        );
+        assert_eq!(o.kernel.disk.kubelet_config, o.disk.kubelet_config);
+        assert_eq!(
+            o.conntrack.kubelet_config,
+            PathBuf::from("/etc/kubernetes/kubelet.yaml")
+        );
+        // Defaults equal the collectors' own defaults.
+        let d = parse(&["check"]).unwrap().tuning.options();
+        let base = crate::registry::CollectorOptions::default();
+        assert_eq!(
+            d.load.iowait_warning_percent,
+            base.load.iowait_warning_percent
+        );
+        assert_eq!(d.iptables.lock_path, base.iptables.lock_path);
+        assert_eq!(d.iptables.hold_critical, base.iptables.hold_critical);
+        assert_eq!(
+            d.conntrack.nodelocal_dns_address,
+            base.conntrack.nodelocal_dns_address
+        );
+        assert_eq!(d.memory.kmsg, base.memory.kmsg);
+        assert_eq!(d.disk.daemon_json, base.disk.daemon_json);
+        assert_eq!(d.disk.walk_budget_entries, base.disk.walk_budget_entries);
+    }
+
+    #[test]
+    fn explain_takes_hyphenated_and_multi_word_queries() {
+        let cli = parse(&["explain", "-1"]).unwrap();
+        match cli.command {
+            Command::Explain(e) => assert_eq!(e.query, vec!["-1"]),
+            _ => panic!("explain"),
+        }
+        let cli = parse(&["explain", "--lang", "zh", "Another", "app", "is"]).unwrap();
+        match cli.command {
+            Command::Explain(e) => {
+                assert_eq!(e.query.join(" "), "Another app is");
+                assert_eq!(e.lang, LangArg::Zh);
+            }
+            _ => panic!("explain"),
+        }
+    }
+
+    #[test]
     fn bad_values_are_errors() {
         for args in [
             &["check", "--format", "xml"][..],
@@ -244,6 +574,11 @@ mod tests {
             &["check", "--log-level", "a=b=c"],
             &["frobnicate"],
             &[],
+            &["check", "--iowait-percent", "10,1,30"],
+            &["check", "--iowait-percent", "1,10"],
+            &["check", "--conntrack-table-percent", "75,190"],
+            &["check", "--xtables-hold", "5s,2s"],
+            &["explain"],
         ] {
             assert!(parse(args).is_err(), "{args:?}");
         }

@@ -43,6 +43,15 @@ fn main() -> ExitCode {
         }
     };
     init_logging(&cli);
+    if let Command::Explain(args) = &cli.command {
+        // A lookup in the built-in catalogue: no host is read.
+        let format = match args.format {
+            Format::Table => explain_cmd::Format::Table,
+            Format::Json => explain_cmd::Format::Json,
+        };
+        let code = explain_cmd::run(&args.query.join(" "), args.lang.into(), format);
+        return ExitCode::from(u8::try_from(code).unwrap_or(EXIT_AGENT_FAILED));
+    }
     // A panic outside the collectors' catch_unwind is a bug; make it visible in the logs.
     std::panic::set_hook(Box::new(|info| {
         let thread = std::thread::current();
@@ -60,7 +69,7 @@ fn main() -> ExitCode {
     let ctx = CollectContext {
         node_name: node_name(cli.node_name.as_deref(), host.root()),
     };
-    let opts = CollectorOptions::default();
+    let opts: CollectorOptions = cli.tuning.options();
 
     match &cli.command {
         Command::Serve(args) => {
@@ -95,6 +104,8 @@ fn main() -> ExitCode {
             };
             ExitCode::from(check(args, &runners, &ctx, &cli.collectors))
         }
+        // Handled before the host is looked at.
+        Command::Explain(_) => ExitCode::SUCCESS,
     }
 }
 
@@ -106,7 +117,7 @@ fn usage(msg: &str) -> ExitCode {
 fn init_logging(cli: &Cli) {
     let default = match cli.command {
         Command::Serve(_) => "info",
-        Command::Check(_) => "error",
+        Command::Check(_) | Command::Explain(_) => "error",
     };
     let level = cli.log_level.as_deref().unwrap_or(default);
     let filter = tracing_subscriber::EnvFilter::try_new(level)

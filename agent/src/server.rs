@@ -76,7 +76,7 @@ fn authorized(app: &App, req: &Request<Incoming>) -> bool {
 pub fn handle(app: &App, req: &Request<Incoming>) -> Resp {
     let path = req.uri().path();
     let protected = match path {
-        "/findings" | "/metrics" | "/" => true,
+        "/findings" | "/metrics" | "/" | "/explain" => true,
         "/healthz" | "/readyz" => false,
         _ => return text(StatusCode::NOT_FOUND, format!("not found: {path}\n")),
     };
@@ -122,6 +122,17 @@ pub fn handle(app: &App, req: &Request<Incoming>) -> Resp {
                     ),
                 )
             }
+        }
+        "/explain" => {
+            // A catalogue lookup (no host read, no collection); bounded in crate::explain_cmd.
+            let (status, body) = crate::explain_cmd::http_response(req.uri().query().unwrap_or(""));
+            let mut bytes = serde_json::to_vec_pretty(&body).unwrap_or_default();
+            bytes.push(b'\n');
+            respond(
+                StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+                "application/json",
+                bytes,
+            )
         }
         "/metrics" => respond(
             StatusCode::OK,

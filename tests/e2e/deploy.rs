@@ -88,25 +88,72 @@ fn free_port() -> SocketAddr {
 }
 
 /// A fake host root made of this machine's real /proc files (what the agent reads first).
+/// A node staged so that every collector exports its metric families: a disk under the
+/// kubelet's root, CPU and disk counters (the load collector's rates need two samples), buddy
+/// and memory figures with one page allocation failure in the kernel log, and conntrack tables
+/// in pid 1's network view.
 fn fake_host_root(dir: &Path) {
-    for f in [
-        "loadavg",
-        "stat",
-        "meminfo",
-        "vmstat",
-        "diskstats",
-        "buddyinfo",
-        "uptime",
-        "1/mountinfo",
-    ] {
-        let dst = dir.join("proc").join(f);
+    let w = |p: &str, text: &str| {
+        let dst = dir.join(p);
         std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
-        if let Ok(text) = std::fs::read_to_string(Path::new("/proc").join(f)) {
-            std::fs::write(dst, text).unwrap();
-        }
-    }
-    std::fs::create_dir_all(dir.join("sys")).unwrap();
-    std::fs::create_dir_all(dir.join("var/lib/kubelet")).unwrap();
+        std::fs::write(dst, text).unwrap();
+    };
+    w("etc/hostname", "test-node\n");
+    w("proc/loadavg", "0.52 0.41 0.35 2/219 23311\n");
+    w("proc/uptime", "86400.00 170000.00\n");
+    w(
+        "proc/stat",
+        "cpu  1000 0 500 100000 10 0 5 0 0 0\ncpu0 500 0 250 50000 5 0 3 0 0 0\n\
+cpu1 500 0 250 50000 5 0 2 0 0 0\nctxt 123456\nbtime 1763798400\nprocesses 22000\n\
+procs_running 1\nprocs_blocked 0\n",
+    );
+    w(
+        "proc/diskstats",
+        "   8       0 sda 1000 0 20000 500 2000 0 40000 1000 0 1500 1500 0 0 0 0 0 0\n",
+    );
+    w("sys/devices/system/cpu/online", "0-1\n");
+    w(
+        "proc/meminfo",
+        "MemTotal:       24684084 kB\nMemFree:        21874744 kB\nMemAvailable:   24117824 kB\n",
+    );
+    w("proc/vmstat", "compact_stall 0\ncompact_fail 0\n");
+    w(
+        "proc/buddyinfo",
+        "Node 0, zone      DMA      1      1      1      0      2      1      1      0      1      1      3\n\
+Node 0, zone   Normal   1163   1101    932    222     40     10      2      1      0      0      0\n",
+    );
+    // One page allocation failure an hour before "now" (uptime 86400 s).
+    w(
+        "dev/kmsg",
+        "4,100,82800000000,-;mysqld: page allocation failure: order:4, mode:0x10c0d0\n",
+    );
+    w(
+        "proc/1/net/stat/nf_conntrack",
+        "entries  clashres found new invalid ignore delete chainlength insert insert_failed drop early_drop icmp_error  expect_new expect_create expect_delete search_restart\n\
+00000100  00000000 00000010 00000000 00000002 00000000 00000000 00000000 00000000 00000003 00000000 00000000 00000000  00000000 00000000 00000000 00000001\n",
+    );
+    w("proc/sys/net/netfilter/nf_conntrack_max", "65536\n");
+    w("proc/sys/net/netfilter/nf_conntrack_buckets", "16384\n");
+    w(
+        "proc/1/net/snmp",
+        "Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors InCsumErrors IgnoredMulti MemErrors\nUdp: 1200 3 17 1300 11 0 0 0 0\n",
+    );
+    w(
+        "proc/1/net/udp",
+        "   sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops\n",
+    );
+    let root_dev = std::fs::metadata(dir)
+        .map(|m| std::os::unix::fs::MetadataExt::dev(&m))
+        .unwrap();
+    w(
+        "proc/1/mountinfo",
+        &format!(
+            "22 1 {}:{} / / rw,relatime shared:1 - ext4 /dev/vda rw\n",
+            root_dev >> 8,
+            root_dev & 0xff
+        ),
+    );
+    std::fs::create_dir_all(dir.join("var/lib/kubelet/pods")).unwrap();
 }
 
 struct Agent(Child);
@@ -201,10 +248,7 @@ exec "$BIN" serve --listen="$LISTEN" --host-root="$HOSTROOT"
 }
 
 /// Every metric the alerts and the dashboard use is in a live scrape of the agent.
-/// Ignored until the agent (`serve`) and the collectors are merged: the lead enables it and
-/// completes the fake host so that every collector exports its families.
 #[test]
-#[ignore = "needs the merged agent and collectors; enable after merging issue 8"]
 fn alerts_and_dashboard_metrics_are_in_a_live_scrape() {
     let bin = agent_bin();
     let tmp = tempfile::tempdir().unwrap();
@@ -214,14 +258,15 @@ fn alerts_and_dashboard_metrics_are_in_a_live_scrape() {
         .arg("serve")
         .arg(format!("--listen={addr}"))
         .arg(format!("--host-root={}", tmp.path().display()))
+        .arg("--interval=1s")
         .env("NODE_NAME", "test-node")
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
     let mut agent = Agent(child);
     assert!(wait_healthy(addr, &mut agent));
-    // Two collections, so rate-based families have a sample.
-    std::thread::sleep(Duration::from_secs(2));
+    // Two collections (1 s apart), so rate-based families have a sample.
+    std::thread::sleep(Duration::from_millis(2500));
     let (status, metrics) = http_get(addr, "/metrics").unwrap();
     assert_eq!(status, 200);
     let exported = exported_names(&metrics);

@@ -95,6 +95,8 @@ impl Default for LoadConfig {
 #[derive(Debug, Clone)]
 struct SystemSample {
     uptime_seconds: f64,
+    /// When it was taken, by the agent's clock (used when the host's uptime stands still).
+    taken: Instant,
     load1: f64,
     stat: Stat,
     disks: Vec<DiskStat>,
@@ -172,6 +174,14 @@ impl LoadCollector {
                 degraded.push(format!("{e}; timing windows with the agent's clock"));
                 self.started.elapsed().as_secs_f64()
             }
+        };
+        // An uptime that did not advance (a frozen copy of /proc, a host root that is a
+        // snapshot) cannot time a window: advance it by the agent's own clock instead.
+        let uptime_seconds = match &self.previous {
+            Some(prev) if uptime_seconds <= prev.uptime_seconds => {
+                prev.uptime_seconds + prev.taken.elapsed().as_secs_f64()
+            }
+            _ => uptime_seconds,
         };
         let cpus = match cpu_online::read(&self.host) {
             Ok(v) if !v.is_empty() => v.len() as u32,
@@ -262,6 +272,7 @@ impl LoadCollector {
         let iowait_percent = self.last.as_ref().map(|o| o.cpu.iowait);
         self.previous = Some(SystemSample {
             uptime_seconds,
+            taken: Instant::now(),
             load1: load.load1,
             stat,
             disks,

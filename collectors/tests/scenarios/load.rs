@@ -961,3 +961,54 @@ fn real_kernel_fio_direct_writes_show_busy_disk_and_fio_as_host_process() {
         );
     }
 }
+
+/// A host root whose `/proc/uptime` stands still between samples (a frozen copy of /proc):
+/// the window is timed by the agent's clock instead, so rates and the per-mode CPU metrics
+/// still appear; an uptime that advances is used as it is.
+#[test]
+fn frozen_uptime_times_the_window_with_the_agents_clock() {
+    let h = FakeHost::new();
+    h.write("/sys/devices/system/cpu/online", "0-1\n");
+    h.write("/proc/uptime", "500.00 1.00\n");
+    h.write("/proc/loadavg", "0.08 0.10 0.09 1/120 3000\n");
+    h.write(
+        "/proc/diskstats",
+        " 8 0 sda 1000 0 20000 500 2000 0 40000 1000 0 1500 1500 0 0 0 0 0 0\n",
+    );
+    let before = [9865, 0, 4229, 63419, 248, 0, 35, 38];
+    h.write("/proc/stat", stat_text(before, &[], 1, 0));
+    let mut c = LoadCollector::new(h.host(), LoadConfig::default());
+    let first = c.collect(&ctx());
+    assert_eq!(
+        metric(
+            &first,
+            "node_doctor_load_cpu_percent",
+            Some(("mode", "user"))
+        ),
+        None
+    );
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    // 60 user ticks of 300 in the window: 20% user, whatever the clock says.
+    h.write(
+        "/proc/stat",
+        stat_text(add(before, [60, 0, 0, 240, 0, 0, 0, 0]), &[], 1, 0),
+    );
+    let second = c.collect(&ctx());
+    let user = metric(
+        &second,
+        "node_doctor_load_cpu_percent",
+        Some(("mode", "user")),
+    )
+    .expect("per-mode CPU metric after two samples");
+    assert!((user - 20.0).abs() < 0.01, "user {user}");
+    assert!(
+        metric(
+            &second,
+            "node_doctor_load_disk_busy_percent",
+            Some(("device", "sda"))
+        )
+        .is_some(),
+        "{:?}",
+        second.metrics
+    );
+}
