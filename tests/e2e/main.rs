@@ -3,5 +3,6 @@
 
 mod check;
 mod deploy;
+mod explain;
 mod serve;
 mod support;

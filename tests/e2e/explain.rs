@@ -1,0 +1,325 @@
+//! Issue 10 through the binary: `node-doctor explain` (exact, ambiguous, pasted message, exit
+//! codes, no match, both languages, table and JSON) and `GET /explain` on a running `serve`
+//! (same JSON as the CLI, 404, 400, bearer token). No host is read; traffic is loopback only.
+
+use serde_json::Value;
+
+use crate::support::{run, FakeRoot, Server};
+
+/// `node-doctor explain --format json <query>`: exit code and the parsed document.
+/// Flags go before the query: the query takes every word after it.
+fn explain_json(query: &str, lang: &str) -> (i32, Value) {
+    let out = run(&["explain", "--format", "json", "--lang", lang, query], &[]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "explain {query:?}: not JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().expect("exit code"), v)
+}
+
+/// `node-doctor explain <query>` as a table: exit code and stdout.
+fn explain_table(args: &[&str]) -> (i32, String) {
+    let mut a = vec!["explain"];
+    a.extend_from_slice(args);
+    let out = run(&a, &[]);
+    (
+        out.status.code().expect("exit code"),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+fn results(v: &Value) -> &Vec<Value> {
+    v["results"].as_array().expect("results array")
+}
+
+fn keys(v: &Value) -> Vec<&str> {
+    results(v)
+        .iter()
+        .map(|r| r["key"].as_str().expect("key"))
+        .collect()
+}
+
+/// Percent-encodes a query-string value (RFC 3986 unreserved characters kept).
+fn pct(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+const XTABLES_EVENT: &str = "Warning  FailedSync  3m (x12 over 10m)  kube-proxy  Failed to execute iptables-restore: exit status 4 (Another app is currently holding the xtables lock. Perhaps you want to use the -w option?)";
+const VSWITCH_EVENT: &str = "Warning  FailedCreatePodSandBox  2m  kubelet  Failed to create pod sandbox: rpc error: code = Unknown desc = failed to setup network for sandbox: The specified VSwitch has no available ip";
+
+#[test]
+fn explain_exact_codes() {
+    // E4041: the TKE Ingress code, defined by both Ingress components' tables.
+    let (code, v) = explain_json("E4041", "en");
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(v["matched"], true);
+    assert_eq!(v["query"], "E4041");
+    assert!(!results(&v).is_empty());
+    for r in results(&v) {
+        assert_eq!(r["match"]["kind"], "code", "{r:#}");
+        assert!(r["codes"].as_array().unwrap().iter().any(|c| c == "E4041"));
+        assert!(r["component"].as_str().unwrap().starts_with("tke-ingress"));
+        assert!(r["source"]["doc"].as_str().unwrap().ends_with(".txt"));
+        assert!(!r["fix"].as_array().unwrap().is_empty());
+    }
+    let (code, table) = explain_table(&["E4041"]);
+    assert_eq!(code, 0);
+    assert!(
+        table.contains("source: 000_fc34186b6df04717.txt § E4041 Service Not Found"),
+        "{table}"
+    );
+
+    // ENIIPCapacityExceed: one entry (CCE), not ambiguous.
+    let (code, v) = explain_json("ENIIPCapacityExceed", "en");
+    assert_eq!(code, 0);
+    assert_eq!(v["ambiguous"], false);
+    assert_eq!(v["components"], serde_json::json!(["cce-pod"]));
+    assert_eq!(keys(&v)[0], "cce-pod:ENIIPCapacityExceed");
+    assert_eq!(results(&v)[0]["match"]["kind"], "code");
+    assert_eq!(results(&v)[0]["match"]["score"], 1000);
+
+    // CrashLoopBackOff: the pod state.
+    let (code, v) = explain_json("CrashLoopBackOff", "en");
+    assert_eq!(code, 0);
+    assert_eq!(keys(&v)[0], "pod-status:CrashLoopBackOff");
+    assert_eq!(results(&v)[0]["match"]["kind"], "code");
+    assert!(results(&v)[0]["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c == "kubectl logs <pod> --previous"));
+}
+
+#[test]
+fn explain_ambiguous_code_shows_every_component() {
+    let (code, v) = explain_json("E4008", "en");
+    assert_eq!(code, 0);
+    assert_eq!(v["ambiguous"], true, "{v:#}");
+    let comps: Vec<&str> = v["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    for c in ["tke-ingress-controller", "tke-ingress", "tke-service"] {
+        assert!(comps.contains(&c), "{comps:?}");
+    }
+    // One result per component, each with its own meaning.
+    let titles: std::collections::BTreeSet<&str> = results(&v)
+        .iter()
+        .map(|r| r["title"].as_str().unwrap())
+        .collect();
+    assert!(titles.len() >= 3, "{titles:?}");
+    assert!(titles.contains("Subnet out of IPs"), "{titles:?}");
+    let (code, table) = explain_table(&["E4008"]);
+    assert_eq!(code, 0);
+    assert!(
+        table.starts_with("Ambiguous: this means different things in"),
+        "{table}"
+    );
+    for c in ["[TKE / tke-ingress-controller]", "[TKE / tke-service]"] {
+        assert!(table.contains(c), "{table}");
+    }
+}
+
+#[test]
+fn explain_pasted_event_messages() {
+    // A whole `kubectl describe` event line, passed as one argument.
+    let (code, v) = explain_json(XTABLES_EVENT, "en");
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(keys(&v)[0], "xtables-lock");
+    assert_eq!(results(&v)[0]["match"]["kind"], "pattern");
+    assert_eq!(
+        results(&v)[0]["match"]["text"],
+        "Another app is currently holding the xtables lock"
+    );
+    assert_eq!(
+        results(&v)[0]["source"]["section"],
+        "集群 Kube-Proxy 异常排障处理"
+    );
+
+    let (code, v) = explain_json(VSWITCH_EVENT, "en");
+    assert_eq!(code, 0);
+    assert_eq!(keys(&v)[0], "ack-ccm:VSwitchAvailableIpNotExist", "{v:#}");
+    assert_eq!(results(&v)[0]["match"]["kind"], "pattern");
+    // The event reason in the same line is found too, ranked below the message.
+    assert!(keys(&v).contains(&"FailedCreatePodSandBox"));
+
+    // Unquoted words are joined with spaces: the same lookup as one argument.
+    let words: Vec<&str> = XTABLES_EVENT.split_whitespace().collect();
+    let mut args = vec!["--format", "json"];
+    args.extend(&words);
+    let mut a = vec!["explain"];
+    a.extend(args);
+    let out = run(&a, &[]);
+    assert_eq!(out.status.code(), Some(0));
+    let w: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(keys(&w)[0], "xtables-lock");
+}
+
+#[test]
+fn explain_exit_codes() {
+    let (code, v) = explain_json("137", "en");
+    assert_eq!(code, 0);
+    assert_eq!(v["exit_code"]["code"], 137);
+    assert_eq!(v["exit_code"]["signal"], 9);
+    assert_eq!(v["exit_code"]["signal_name"], "SIGKILL");
+    assert!(v["exit_code"]["rule"].is_null());
+    assert_eq!(keys(&v)[0], "exit-code:137");
+    assert!(keys(&v).contains(&"signal:SIGKILL"), "{:?}", keys(&v));
+    let (_, table) = explain_table(&["137"]);
+    assert!(table.contains("SIGKILL"), "{table}");
+
+    // Out of range: 300 is reported as 300 % 256 = 44.
+    let (code, v) = explain_json("300", "en");
+    assert_eq!(code, 0);
+    assert_eq!(v["exit_code"]["input"], 300);
+    assert_eq!(v["exit_code"]["code"], 44);
+    assert_eq!(v["exit_code"]["rule"], "code % 256");
+    assert_eq!(results(&v)[0]["match"]["text"], "44");
+    // Negative: -1 wraps to 255.
+    let (code, v) = explain_json("-1", "en");
+    assert_eq!(code, 0);
+    assert_eq!(v["exit_code"]["code"], 255);
+    assert_eq!(keys(&v)[0], "exit-code:255");
+}
+
+#[test]
+fn explain_no_match_exits_1_and_says_so() {
+    let (code, v) = explain_json("nothing-like-this-here", "en");
+    assert_eq!(code, 1);
+    assert_eq!(v["matched"], false);
+    assert!(results(&v).is_empty());
+    assert!(v["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("No catalogue entry matches"));
+    let (code, table) = explain_table(&["nothing-like-this-here"]);
+    assert_eq!(code, 1);
+    assert!(
+        table.contains("No catalogue entry matches \"nothing-like-this-here\""),
+        "{table}"
+    );
+    let (code, zh) = explain_table(&["--lang", "zh", "nothing-like-this-here"]);
+    assert_eq!(code, 1);
+    assert!(zh.contains("目录中没有"), "{zh}");
+    // A query is required: bad usage.
+    assert_eq!(run(&["explain"], &[]).status.code(), Some(64));
+}
+
+#[test]
+fn explain_in_chinese() {
+    let (code, table) = explain_table(&["--lang", "zh", "CrashLoopBackOff"]);
+    assert_eq!(code, 0);
+    assert!(table.contains("容器反复退出并被重启"), "{table}");
+    assert!(table.contains("原因:") && table.contains("处理:") && table.contains("出处:"));
+    assert!(!table.contains("cause:"), "{table}");
+    let (_, v) = explain_json("E4041", "zh");
+    assert_eq!(v["lang"], "zh");
+    for r in results(&v) {
+        let t = r["title"].as_str().unwrap();
+        assert!(
+            t.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c)),
+            "{t}"
+        );
+    }
+    // The same entries in both languages, only the text differs.
+    let (_, en) = explain_json("E4041", "en");
+    assert_eq!(keys(&en), keys(&v));
+    assert_ne!(results(&en)[0]["title"], results(&v)[0]["title"]);
+}
+
+#[test]
+fn http_explain_returns_the_cli_document() {
+    let root = FakeRoot::quiet();
+    // No collector needs to run for /explain; `load` keeps the server light.
+    let s = Server::start(root.root(), &["--collector", "load"]);
+    for (q, lang) in [
+        ("E4041", "zh"),
+        ("E4008", "en"),
+        ("137", "zh"),
+        ("300", "en"),
+        ("CrashLoopBackOff", "zh"),
+        (XTABLES_EVENT, "zh"),
+        (VSWITCH_EVENT, "en"),
+    ] {
+        let r = s.get(&format!("/explain?q={}&lang={lang}", pct(q)));
+        assert_eq!(r.status, 200, "{q}: {}", r.text());
+        assert!(r.header("content-type").starts_with("application/json"));
+        let http: Value = serde_json::from_slice(&r.body).unwrap();
+        let (code, cli) = explain_json(q, lang);
+        assert_eq!(code, 0);
+        assert_eq!(
+            http, cli,
+            "GET /explain and the CLI differ for {q:?} ({lang})"
+        );
+    }
+    // Without lang: English.
+    let http = s.get("/explain?q=ENIIPCapacityExceed").json();
+    assert_eq!(http, explain_json("ENIIPCapacityExceed", "en").1);
+
+    // No match: 404 with the same document as the CLI (which exits 1).
+    let r = s.get("/explain?q=nothing-like-this-here&lang=zh");
+    assert_eq!(r.status, 404);
+    let http: Value = serde_json::from_slice(&r.body).unwrap();
+    let (code, cli) = explain_json("nothing-like-this-here", "zh");
+    assert_eq!(code, 1);
+    assert_eq!(http, cli);
+
+    // Without q, empty q, unknown language: 400.
+    for bad in [
+        "/explain",
+        "/explain?",
+        "/explain?q=",
+        "/explain?lang=zh",
+        "/explain?q=137&lang=fr",
+    ] {
+        assert_eq!(s.get(bad).status, 400, "{bad}");
+    }
+}
+
+#[test]
+fn http_explain_requires_the_bearer_token_when_set() {
+    let root = FakeRoot::quiet();
+    let token_file = root.path("/token");
+    std::fs::write(&token_file, "expl41n-token\n").unwrap();
+    let s = Server::start(
+        root.root(),
+        &[
+            "--collector",
+            "load",
+            "--auth-token-file",
+            token_file.to_str().unwrap(),
+        ],
+    );
+    let req = |auth: Option<&str>| {
+        let h = auth
+            .map(|a| format!("Authorization: {a}\r\n"))
+            .unwrap_or_default();
+        s.raw(&format!(
+            "GET /explain?q=137 HTTP/1.1\r\nHost: x\r\n{h}Connection: close\r\n\r\n"
+        ))
+    };
+    let r = req(None);
+    assert_eq!(r.status, 401);
+    assert!(r.header("www-authenticate").starts_with("Bearer"));
+    assert_eq!(req(Some("Bearer wrong")).status, 401);
+    assert_eq!(req(Some("Basic expl41n-token")).status, 401);
+    let ok = req(Some("Bearer expl41n-token"));
+    assert_eq!(ok.status, 200);
+    let v: Value = serde_json::from_slice(&ok.body).unwrap();
+    assert_eq!(v, explain_json("137", "en").1);
+    // Unauthorised requests learn nothing about the query either way.
+    let r = s.raw("GET /explain?q=nothing-here HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_eq!(r.status, 401);
+}
