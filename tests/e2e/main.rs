@@ -4,5 +4,6 @@
 mod check;
 mod deploy;
 mod explain;
+mod real_disk;
 mod serve;
 mod support;
