@@ -5,5 +5,6 @@ mod check;
 mod deploy;
 mod explain;
 mod real_disk;
+mod real_load;
 mod serve;
 mod support;
