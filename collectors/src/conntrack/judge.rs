@@ -6,6 +6,7 @@
 
 use std::net::SocketAddr;
 
+use crate::explain::see_also;
 use crate::finding::{Finding, Severity, Text, HANDBOOK};
 use crate::proc::nf_conntrack_stat::NfConntrackStat;
 use crate::proc::snmp::UdpCounters;
@@ -365,7 +366,8 @@ fn insert_races(
         .command(format!(
             "kubectl get pods -A -o wide --field-selector spec.nodeName={node}"
         ))
-        .source(HANDBOOK, SECTION);
+        .source(HANDBOOK, SECTION)
+        .see_also(see_also::CONNTRACK_DNS_DELAY);
     f
 }
 

@@ -4,6 +4,7 @@
 //! parts of the ContainerCreating and Terminating sections.
 
 use crate::collector::CollectContext;
+use crate::explain::see_also;
 use crate::finding::{Finding, Severity, Text, HANDBOOK};
 use crate::runtime::docker::DaemonConfig;
 use crate::runtime::kubelet::{Settings, Threshold};
@@ -527,7 +528,7 @@ pub fn filesystem_full(
         ))
         .command(uncordon(ctx))
         .source(HANDBOOK, SECTION)
-        .see_also("FailedCreatePodSandBox");
+        .see_also(see_also::DISK_FULL);
     Some(f)
 }
 
@@ -589,7 +590,7 @@ pub fn inodes_exhausted(fs: &FsSample, verdict: &Verdict, ctx: &CollectContext) 
         .command(drain(ctx))
         .command(uncordon(ctx))
         .source(HANDBOOK, SECTION)
-        .see_also("FailedCreatePodSandBox");
+        .see_also(see_also::DISK_FULL);
     Some(f)
 }
 
@@ -669,7 +670,8 @@ pub fn deleted_open_files(
             "可通过文件描述符清空该文件，在不停进程的情况下释放空间；或重启持有它的进程（若是 dockerd/containerd，先驱逐节点上的 Pod）。以后清理日志请用 `cat /dev/null >`，不要用 `rm`。",
         ))
         .command(format!("cat /dev/null > /proc/{pid}/fd/{fd}"))
-        .source(HANDBOOK, SECTION);
+        .source(HANDBOOK, SECTION)
+        .see_also(see_also::DISK_FULL);
     Some(f)
 }
 

@@ -38,6 +38,14 @@ pub mod see_also {
     pub const CONNTRACK_DNS_DELAY: &str = "conntrack-dns-delay";
     /// A process killed by the OOM killer: exit code 137.
     pub const OOM_KILLED: &str = "exit-code:137";
+    /// A container that keeps exiting (OOM kills among the causes) and is restarted.
+    pub const CRASH_LOOP: &str = "pod-status:CrashLoopBackOff";
+    /// A Pod stuck creating its containers (sandbox or volume setup failing).
+    pub const CONTAINER_CREATING: &str = "pod-status:ContainerCreating";
+    /// A Pod stuck terminating (its directories cannot be removed).
+    pub const TERMINATING: &str = "pod-status:Terminating";
+    /// kube-proxy reused a closed HTTP/2 connection to the API server.
+    pub const KUBE_PROXY_STALE_CONNECTION: &str = "kube-proxy-http2-stale-connection";
 
     /// Every key above.
     pub const ALL: &[&str] = &[
@@ -49,6 +57,10 @@ pub mod see_also {
         IPTABLES_BACKEND_MISMATCH,
         CONNTRACK_DNS_DELAY,
         OOM_KILLED,
+        CRASH_LOOP,
+        CONTAINER_CREATING,
+        TERMINATING,
+        KUBE_PROXY_STALE_CONNECTION,
     ];
 }
 
@@ -528,6 +540,82 @@ mod tests {
             let e = lookup_key(key).unwrap_or_else(|| panic!("{key} does not resolve"));
             assert_eq!(e.key, *key);
         }
+    }
+
+    /// `pub const NAME: &str = "value";` lines of the `see_also` module, from this file.
+    fn see_also_constants() -> Vec<(String, String)> {
+        let src = include_str!("mod.rs");
+        let start = src.find("pub mod see_also {").unwrap();
+        let end = start + src[start..].find("\n}\n").unwrap();
+        src[start..end]
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("pub const "))
+            .filter_map(|l| {
+                let (name, rest) = l.split_once(": &str = \"")?;
+                Some((name.to_string(), rest.strip_suffix("\";")?.to_string()))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_see_also_constant_is_listed_in_all() {
+        let consts = see_also_constants();
+        assert!(consts.len() >= 8, "{consts:?}");
+        for (name, value) in &consts {
+            assert!(
+                see_also::ALL.contains(&value.as_str()),
+                "see_also::{name} = {value:?} is missing from see_also::ALL"
+            );
+        }
+        assert_eq!(consts.len(), see_also::ALL.len());
+    }
+
+    /// Every `.see_also(..)` in the collectors names a `see_also` constant or a literal key
+    /// that resolves in the catalogue.
+    #[test]
+    fn every_see_also_a_collector_sets_resolves() {
+        fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+            for e in std::fs::read_dir(dir).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    // The catalogue module itself (this test) sets no key.
+                    if !p.ends_with("explain") {
+                        rust_files(&p, out);
+                    }
+                } else if p.extension().is_some_and(|x| x == "rs") {
+                    out.push(p);
+                }
+            }
+        }
+        let names: Vec<String> = see_also_constants().into_iter().map(|c| c.0).collect();
+        let mut files = Vec::new();
+        rust_files(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+            &mut files,
+        );
+        let mut uses = 0;
+        for file in files {
+            let text = std::fs::read_to_string(&file).unwrap();
+            for (i, _) in text.match_indices(".see_also(") {
+                let arg = &text[i + ".see_also(".len()..];
+                let arg = arg[..arg.find(')').unwrap()].trim();
+                let at = format!("{}: .see_also({arg})", file.display());
+                if let Some(name) = arg.strip_prefix("see_also::") {
+                    assert!(names.iter().any(|n| n == name), "{at}: no such constant");
+                } else if let Some(lit) = arg.strip_prefix('"') {
+                    let key = lit.trim_end_matches('"');
+                    assert!(lookup_key(key).is_some(), "{at}: does not resolve");
+                } else {
+                    // A variable (a rule table's `see_also` field), filled from constants.
+                    assert!(
+                        arg.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+                        "{at}"
+                    );
+                }
+                uses += 1;
+            }
+        }
+        assert!(uses >= 15, "only {uses} .see_also( calls found");
     }
 
     proptest! {

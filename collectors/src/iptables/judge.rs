@@ -10,6 +10,7 @@ use std::time::Duration;
 use super::backend::{Backend, BinaryBackend};
 use super::kplog::{KindStats, LogKind};
 use super::sampler::{HoldObs, LockId, ProcInfo, Window};
+use crate::explain::see_also;
 use crate::finding::{Finding, Severity, Text, HANDBOOK};
 use crate::metric::Metric;
 
@@ -211,7 +212,10 @@ pub fn lock_findings(w: &Window, lock_path: &str, th: &LockThresholds, node: &st
                 waiter_pids.join(",")
             ));
         }
-        out.push(f.source(HANDBOOK, SEC_LONG_HOLD));
+        out.push(
+            f.source(HANDBOOK, SEC_LONG_HOLD)
+                .see_also(see_also::XTABLES_LOCK_HELD),
+        );
     }
     if out.is_empty() && w.max_waiter_streak >= th.waiter_streak_samples && w.max_waiters > 0 {
         let queued = secs(th.sample_period) * f64::from(w.max_waiter_streak);
@@ -263,7 +267,10 @@ pub fn lock_findings(w: &Window, lock_path: &str, th: &LockThresholds, node: &st
                 waiter_pids.join(",")
             ));
         }
-        out.push(f.source(HANDBOOK, SEC_LONG_HOLD));
+        out.push(
+            f.source(HANDBOOK, SEC_LONG_HOLD)
+                .see_also(see_also::XTABLES_LOCK_HELD),
+        );
     }
     out
 }
@@ -350,7 +357,10 @@ pub fn mount_findings(gaps: &[MountGap], lock_path: &str, node: &str) -> Vec<Fin
             ));
         }
         f = identify_commands(f, &g.proc, node);
-        out.push(f.source(HANDBOOK, SEC_NOT_MOUNTED));
+        out.push(
+            f.source(HANDBOOK, SEC_NOT_MOUNTED)
+                .see_also(see_also::XTABLES_LOCK_NOT_MOUNTED),
+        );
     }
     out
 }
@@ -464,7 +474,8 @@ pub fn backend_findings(b: &BackendFacts) -> Vec<Finding> {
             "iptables-legacy-save 2>/dev/null | grep -c KUBE- ; iptables-nft-save | grep -c KUBE-",
         )
         .command(KP_IMAGE_CMD)
-        .source(HANDBOOK, SEC_BACKEND),
+        .source(HANDBOOK, SEC_BACKEND)
+        .see_also(see_also::IPTABLES_BACKEND_MISMATCH),
     );
     out
 }
@@ -478,6 +489,8 @@ struct LogRule {
     meaning: (&'static str, &'static str),
     steps: &'static [(&'static str, &'static str)],
     section: &'static str,
+    /// The catalogue entry for the same message (`node-doctor explain`), if any.
+    see_also: Option<&'static str>,
 }
 
 fn log_rule(kind: LogKind) -> LogRule {
@@ -493,6 +506,7 @@ fn log_rule(kind: LogKind) -> LogRule {
                 ("kube-proxy as a DaemonSet: clusters above 1.12 are not affected; on 1.12 upgrade kube-proxy to v1.12.4-tke.31 or later; below 1.12 upgrade the cluster.", "kube-proxy 以 DaemonSet 部署时：1.12 以上集群不受影响；1.12 集群将 kube-proxy 升到 v1.12.4-tke.31 及以上；低于 1.12 请升级集群。"),
             ],
             section: SEC_NO_WAIT,
+            see_also: Some(see_also::XTABLES_LOCK),
         },
         LogKind::LockTimeout => LogRule {
             id: "iptables.kube_proxy_lock_error",
@@ -505,6 +519,7 @@ fn log_rule(kind: LogKind) -> LogRule {
                 ("The TKE NetworkPolicy add-on (kube-router) holds the lock too long in older releases: upgrade it (v1.3.2 is the latest the handbook names).", "TKE 的 NetworkPolicy 组件（kube-router）老版本持锁过久：请升级（手册给出的最新版为 v1.3.2）。"),
             ],
             section: SEC_LONG_HOLD,
+            see_also: Some(see_also::XTABLES_LOCK_HELD),
         },
         LogKind::RestoreLineFailed => LogRule {
             id: "iptables.kube_proxy_restore_failed",
@@ -516,6 +531,7 @@ fn log_rule(kind: LogKind) -> LogRule {
                 ("Check every pod that runs iptables on this node (kube-proxy, kube-router, hostNetwork pods): each must mount the host's /run/xtables.lock (see iptables.lock_not_mounted findings).", "检查本节点所有会执行 iptables 的 Pod（kube-proxy、kube-router、hostNetwork Pod）：每个都必须挂载宿主机的 /run/xtables.lock（见 iptables.lock_not_mounted 结论）。"),
             ],
             section: SEC_NOT_MOUNTED,
+            see_also: Some(see_also::XTABLES_LOCK_NOT_MOUNTED),
         },
         LogKind::MarkDropMissing => LogRule {
             id: "iptables.backend_mismatch",
@@ -525,6 +541,7 @@ fn log_rule(kind: LogKind) -> LogRule {
             meaning: ("iptables-restore exited with status 2 because the KUBE-MARK-DROP chain (kept by kubelet) is not where kube-proxy looks: a legacy-backend kube-proxy on an OS whose iptables is nft", "iptables-restore 以状态 2 退出，因为 kube-proxy 找不到由 kubelet 维护的 KUBE-MARK-DROP 链：老版本 kube-proxy 使用 legacy 后端，而系统使用 nft"),
             steps: &[],
             section: SEC_BACKEND,
+            see_also: Some(see_also::IPTABLES_BACKEND_MISMATCH),
         },
         LogKind::ApiserverStreamError => LogRule {
             id: "iptables.kube_proxy_apiserver_stream_error",
@@ -536,6 +553,7 @@ fn log_rule(kind: LogKind) -> LogRule {
                 ("By TKE cluster version: above 1.18 not affected; 1.18 -> upgrade kube-proxy to v1.18.4-tke.26 or later; below 1.18 upgrade the cluster.", "按 TKE 集群版本：高于 1.18 不受影响；1.18 将 kube-proxy 升到 v1.18.4-tke.26 及以上；低于 1.18 请升级集群。"),
             ],
             section: SEC_STREAM,
+            see_also: Some(see_also::KUBE_PROXY_STALE_CONNECTION),
         },
         LogKind::PanicNilPointer => LogRule {
             id: "iptables.kube_proxy_panic",
@@ -547,6 +565,7 @@ fn log_rule(kind: LogKind) -> LogRule {
                 ("Only 1.18 clusters are affected: upgrade kube-proxy to v1.18.4-tke.26 or later.", "仅 1.18 集群受影响：将 kube-proxy 升到 v1.18.4-tke.26 及以上。"),
             ],
             section: SEC_PANIC_FIRST,
+            see_also: None,
         },
         LogKind::PanicSliceBounds => LogRule {
             id: "iptables.kube_proxy_panic",
@@ -558,6 +577,7 @@ fn log_rule(kind: LogKind) -> LogRule {
                 ("By TKE cluster version: 1.14 -> upgrade kube-proxy to v1.14.3-tke.27 or later; 1.12 -> v1.12.4-tke.31 or later; other versions are not affected.", "按 TKE 集群版本：1.14 将 kube-proxy 升到 v1.14.3-tke.27 及以上；1.12 升到 v1.12.4-tke.31 及以上；其他版本不受影响。"),
             ],
             section: SEC_PANIC_LOOP,
+            see_also: None,
         },
     }
 }
@@ -624,7 +644,11 @@ pub fn log_findings(
                 s.last_file
             ))
             .command(KP_IMAGE_CMD);
-        out.push(f.source(HANDBOOK, r.section));
+        f = f.source(HANDBOOK, r.section);
+        if let Some(key) = r.see_also {
+            f = f.see_also(key);
+        }
+        out.push(f);
     }
     out
 }

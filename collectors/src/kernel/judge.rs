@@ -1,6 +1,7 @@
 //! The kernel rules: typed sample -> findings, each with its remediation (our words) and the
 //! handbook section it comes from. Pure: testable without files.
 
+use crate::explain::see_also;
 use crate::finding::{Finding, Severity, Text, HANDBOOK};
 use crate::kernel::fs_error::FsErrorKind;
 use crate::kernel::oom::OomKind;
@@ -326,8 +327,8 @@ fn oom_system(s: &KernelSample) -> Option<Finding> {
     .command("ps -eo pid,rss,comm --sort=-rss | head -n 15")
     .command("ps -o args= -C kubelet | tr ' ' '\\n' | grep -E 'reserved|--config'")
     .source(HANDBOOK, SECTION_CRASHLOOP)
-    .see_also("exit-code:137")
-    .see_also("pod-status:CrashLoopBackOff")
+    .see_also(see_also::OOM_KILLED)
+    .see_also(see_also::CRASH_LOOP)
     .into()
 }
 
@@ -435,8 +436,8 @@ fn oom_cgroup(g: &OomGroup, window: u64, t: &Thresholds) -> Finding {
     f.command("journalctl -k | grep -E 'Memory cgroup out of memory|oom-kill:'")
         .command("kubectl describe pod <namespace>/<name> | grep -A5 'Last State'")
         .source(HANDBOOK, SECTION_CRASHLOOP)
-        .see_also("exit-code:137")
-        .see_also("pod-status:CrashLoopBackOff")
+        .see_also(see_also::OOM_KILLED)
+        .see_also(see_also::CRASH_LOOP)
 }
 
 fn short(id: &str) -> &str {
@@ -505,8 +506,7 @@ fn tiny_limit(p: &TinyPod, t: &Thresholds) -> Finding {
         f = f.command(format!("cat {file}"));
     }
     f.source(HANDBOOK, SECTION_CREATING)
-        .see_also("pod-status:ContainerCreating")
-        .see_also("FailedCreatePodSandBox")
+        .see_also(see_also::CONTAINER_CREATING)
 }
 
 fn is_runtime(comm: &str) -> bool {
@@ -626,8 +626,8 @@ fn hung_task(h: &HungGroup, s: &KernelSample, t: &Thresholds) -> Finding {
     };
     if runtime {
         f = f
-            .see_also("pod-status:Terminating")
-            .see_also("pod-status:ContainerCreating");
+            .see_also(see_also::TERMINATING)
+            .see_also(see_also::CONTAINER_CREATING);
     }
     f
 }
@@ -753,8 +753,8 @@ fn fs_error(e: &FsErrorGroup, window: u64, node: &str) -> Finding {
     if backs {
         f = f
             .source(HANDBOOK, SECTION_TERMINATING)
-            .see_also("pod-status:Terminating")
-            .see_also("pod-status:ContainerCreating");
+            .see_also(see_also::TERMINATING)
+            .see_also(see_also::CONTAINER_CREATING);
     }
     f
 }

@@ -2,6 +2,7 @@
 //! 节点内存碎片化排障处理, and the ContainerCreating / CrashLoopBackOff pages that point to it).
 //! Pure: testable without files.
 
+use crate::explain::see_also;
 use crate::finding::{Finding, Severity, Text, HANDBOOK};
 use crate::proc::buddyinfo::ZoneFree;
 
@@ -169,7 +170,10 @@ fn exhaustion(sample: &MemorySample, t: &Thresholds) -> Option<Finding> {
         .command("grep -E 'MemTotal|MemAvailable|MemFree|^Cached' /proc/meminfo")
         .command("ps -eo pid,comm,rss --sort=-rss | head -n 15")
         .command("cat /sys/fs/cgroup/memory/kubepods/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/kubepods.slice/memory.max")
-        .source(HANDBOOK, SECTION_CRASHLOOP),
+        .source(HANDBOOK, SECTION_CRASHLOOP)
+        // Processes the OOM killer ends exit with 137; their pods go to CrashLoopBackOff.
+        .see_also(see_also::OOM_KILLED)
+        .see_also(see_also::CRASH_LOOP),
     )
 }
 
@@ -294,7 +298,8 @@ fn fragmentation(sample: &MemorySample, t: &Thresholds) -> Vec<Finding> {
             .command("grep -E 'compact_(stall|fail|success)' /proc/vmstat")
             .command("echo 3 > /proc/sys/vm/drop_caches")
             .command("echo 1 > /proc/sys/vm/compact_memory")
-            .source(HANDBOOK, SECTION_FRAGMENTATION);
+            .source(HANDBOOK, SECTION_FRAGMENTATION)
+            .see_also(see_also::MEMORY_FRAGMENTATION);
         out.push(f);
     }
     out
@@ -370,14 +375,16 @@ fn allocation_failures(sample: &MemorySample, node_name: &str) -> Option<Finding
     .evidence("order0_failures", order0)
     .evidence("high_order_failures", high)
     .evidence("tasks", listed)
-    .evidence("lookback_seconds", sample.lookback_seconds);
+    .evidence("lookback_seconds", sample.lookback_seconds)
+    .see_also(see_also::MEMORY_FRAGMENTATION);
     if let Some(a) = last_ago {
         f = f.evidence("last_failure_seconds_ago", a);
     }
     if !runtimes.is_empty() {
         f = f
             .evidence("container_runtime_tasks", runtimes.join(", "))
-            .see_also("FailedCreatePodSandBox");
+            // Not FailedCreatePodSandBox: that entry explains a full disk.
+            .see_also(see_also::CONTAINER_CREATING);
     }
     f = f.step(Text::new(
         "Read the failures in the kernel log: the task before the colon asked for 2^order contiguous pages and got none.",
@@ -535,6 +542,9 @@ mod tests {
             .iter()
             .any(|c| c.contains("spec.nodeName=node-7")));
         assert!(f.summary.en.contains("ContainerCreating"));
-        assert_eq!(f.see_also, vec!["FailedCreatePodSandBox"]);
+        assert_eq!(
+            f.see_also,
+            vec![see_also::MEMORY_FRAGMENTATION, see_also::CONTAINER_CREATING]
+        );
     }
 }

@@ -3,6 +3,7 @@
 //! namespace with NATed UDP traffic.
 
 use collectors::conntrack::{ConntrackCollector, ConntrackConfig};
+use collectors::explain::see_also;
 use collectors::{Collection, Collector, Finding, Severity, Status};
 
 use crate::support::{ctx, root_or_skip, FakeHost};
@@ -108,6 +109,8 @@ fn insert_failed_rising_between_samples_is_the_dns_race() {
     assert_eq!(second.status, Status::Ok);
     let f = find(&second, "conntrack.insert_races").expect("race finding");
     assert_eq!(f.severity, Severity::Warning);
+    // The catalogue's 5-second DNS delay entry explains the same race.
+    assert_eq!(f.see_also, vec![see_also::CONNTRACK_DNS_DELAY]);
     assert_eq!(num(f, "insert_failed_increase"), 37.0);
     assert_eq!(num(f, "insert_failed_total"), 137.0);
     assert_eq!(num(f, "drop_increase"), 3.0);

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use collectors::disk::{DiskCollector, DiskConfig, FsUsage};
+use collectors::explain::see_also;
 use collectors::{Collection, Collector, Finding, Metric, Severity, Status};
 
 use crate::support::{ctx, root_or_skip, FakeHost};
@@ -128,6 +129,8 @@ fn docker_root_97_percent_with_rotated_log_of_a_named_pod() {
     assert_eq!(c.status, Status::Ok, "{:?}", c.status);
     let f = find(&c, "disk.filesystem_full", "/var/lib/docker");
     assert_eq!(f.severity, Severity::Critical);
+    // Linked to the catalogue's "no space left on device" sandbox failure.
+    assert_eq!(f.see_also, vec![see_also::DISK_FULL]);
     assert_eq!(ev_str(f, "device"), "/dev/vdb");
     assert_eq!(ev_str(f, "roles"), "docker_data");
     assert_eq!(ev_num(f, "used_percent"), 97.0);
@@ -253,6 +256,7 @@ fn kubelet_root_on_its_own_filesystem_nearly_out_of_inodes() {
     );
     let f = find(&c, "disk.inodes_exhausted", "/var/lib/kubelet");
     assert_eq!(f.severity, Severity::Critical);
+    assert_eq!(f.see_also, vec![see_also::DISK_FULL]);
     assert_eq!(ev_str(f, "threshold"), "nodefs.inodesFree<5%");
     assert_eq!(ev_num(f, "inodes_free"), 21_000.0);
     assert_eq!(ev_num(f, "inodes_used_percent"), 97.9);
@@ -600,6 +604,7 @@ fn deleted_open_file_held_by_dockerd_on_a_fake_host() {
     );
     let f = find(&c, "disk.deleted_open_files", "/var/lib/docker");
     assert_eq!(f.severity, Severity::Critical);
+    assert_eq!(f.see_also, vec![see_also::DISK_FULL]);
     assert_eq!(ev_num(f, "top_pid"), 4242.0);
     assert_eq!(ev_str(f, "top_comm"), "dockerd");
     assert_eq!(ev_num(f, "top_fd"), 17.0);

@@ -9,6 +9,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use collectors::explain::see_also;
 use collectors::iptables::{IptablesCollector, IptablesConfig};
 use collectors::proc::locks::dev_major_minor;
 use collectors::{Collection, Collector, Evidence, Finding, Severity};
@@ -116,6 +117,7 @@ fn kube_router_holding_the_lock_is_critical_and_named() {
     let f = find(&out, "iptables.lock_contention", "pid 31337")
         .unwrap_or_else(|| panic!("no contention finding: {:#?}", out.findings));
     assert_eq!(f.severity, Severity::Critical);
+    assert_eq!(f.see_also, vec![see_also::XTABLES_LOCK_HELD]);
     assert!(ev_f64(f, "hold_seconds") >= 0.7, "{f:#?}");
     assert_eq!(ev_str(f, "still_held"), "true");
     assert_eq!(ev_f64(f, "holder_pid"), 31337.0);
@@ -234,6 +236,7 @@ fn queued_waiters_without_a_long_hold_warn() {
     let f =
         find(&out, "iptables.lock_waiters", "").unwrap_or_else(|| panic!("{:#?}", out.findings));
     assert_eq!(f.severity, Severity::Warning);
+    assert_eq!(f.see_also, vec![see_also::XTABLES_LOCK_HELD]);
     assert_eq!(ev_str(f, "waiter_pids"), "11");
     assert!(out
         .findings
@@ -334,6 +337,7 @@ fn host_network_pod_without_the_lock_mount_is_named() {
     assert_eq!(gaps.len(), 2, "{gaps:#?}");
     let f = find(&out, "iptables.lock_not_mounted", &format!("pod {POD_UID}")).unwrap();
     assert_eq!(f.severity, Severity::Warning);
+    assert_eq!(f.see_also, vec![see_also::XTABLES_LOCK_NOT_MOUNTED]);
     assert_eq!(ev_f64(f, "process_pid"), 2100.0);
     assert_eq!(ev_str(f, "process_comm"), "kube-proxy");
     assert_eq!(ev_str(f, "process_container_id"), CID);
@@ -457,6 +461,7 @@ fn every_kube_proxy_message_maps_to_its_fix() {
             "iptables-restore 版本低导致不支持阻塞写入",
             "v1.12.4-tke.31",
             2.0,
+            Some(see_also::XTABLES_LOCK),
         ),
         (
             "iptables.kube_proxy_lock_error",
@@ -465,6 +470,7 @@ fn every_kube_proxy_message_maps_to_its_fix() {
             "其它组件持有 iptables 锁时间过长",
             "v1.3.2",
             1.0,
+            Some(see_also::XTABLES_LOCK_HELD),
         ),
         (
             "iptables.kube_proxy_restore_failed",
@@ -473,6 +479,7 @@ fn every_kube_proxy_message_maps_to_its_fix() {
             "其它组件未挂载 iptables 锁导致并发写入失败",
             "FileOrCreate",
             1.0,
+            Some(see_also::XTABLES_LOCK_NOT_MOUNTED),
         ),
         (
             "iptables.backend_mismatch",
@@ -481,6 +488,7 @@ fn every_kube_proxy_message_maps_to_its_fix() {
             "kube-proxy 未能正确适配节点 iptables 后端",
             "v1.16.3-tke.28",
             1.0,
+            Some(see_also::IPTABLES_BACKEND_MISMATCH),
         ),
         (
             "iptables.kube_proxy_apiserver_stream_error",
@@ -489,6 +497,7 @@ fn every_kube_proxy_message_maps_to_its_fix() {
             "kube-proxy 到 kube-apiserver 连接异常",
             "v1.18.4-tke.26",
             1.0,
+            Some(see_also::KUBE_PROXY_STALE_CONNECTION),
         ),
         (
             "iptables.kube_proxy_panic",
@@ -497,6 +506,7 @@ fn every_kube_proxy_message_maps_to_its_fix() {
             "kube-proxy 首次启动发生 panic，重启后正常",
             "v1.18.4-tke.26",
             1.0,
+            None,
         ),
         (
             "iptables.kube_proxy_panic",
@@ -505,12 +515,19 @@ fn every_kube_proxy_message_maps_to_its_fix() {
             "kube-proxy 不间断 panic",
             "v1.14.3-tke.27",
             1.0,
+            None,
         ),
     ];
-    for (id, subject, sev, section, fix, count) in expect {
+    for (id, subject, sev, section, fix, count, key) in expect {
         let f = find(&out, id, subject)
             .unwrap_or_else(|| panic!("{id}/{subject} missing: {:#?}", out.findings));
         assert_eq!(f.severity, sev, "{id}/{subject}");
+        // The catalogue entry `node-doctor explain` gives for the same message.
+        assert_eq!(
+            f.see_also,
+            key.into_iter().collect::<Vec<_>>(),
+            "{id}/{subject}"
+        );
         assert_eq!(f.remediation.source.as_ref().unwrap().section, section);
         assert!(
             f.remediation
@@ -668,6 +685,7 @@ fn legacy_tables_on_an_nft_host() {
     let out = c.collect(&ctx());
     let f = find(&out, "iptables.backend_mixed", "").expect("mix");
     assert_eq!(f.severity, Severity::Warning);
+    assert_eq!(f.see_also, vec![see_also::IPTABLES_BACKEND_MISMATCH]);
     assert_eq!(ev_str(f, "host_iptables_backend"), "nft");
     assert_eq!(ev_str(f, "legacy_tables"), "nat,filter");
     assert_eq!(

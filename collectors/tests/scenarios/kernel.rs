@@ -6,6 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use collectors::disk::FsUsage;
+use collectors::explain::see_also;
 use collectors::kernel::{KernelCollector, KernelConfig};
 use collectors::{Collection, Collector, Finding, HostPaths, Severity, Status};
 
@@ -124,7 +125,7 @@ fn cgroup_oom_new_format_names_pod_and_container() {
         .iter()
         .any(|c| c.contains(&format!("@.metadata.uid==\"{UID}\""))));
     assert_eq!(section(f), "Pod 处于 CrashLoopBackOff 状态");
-    assert!(f.see_also.contains(&"exit-code:137".to_string()));
+    assert!(f.see_also.iter().any(|k| k == see_also::OOM_KILLED));
     assert!(find(&c, "kernel.oom_system", "").is_none());
     assert_eq!(
         metric(&c, "node_doctor_kernel_events_total", Some("oom_cgroup")),
@@ -255,6 +256,8 @@ fn tiny_limit_cgroup_v2_systemd_tree() {
     let f = tiny[0];
     assert_eq!(f.subject, UID);
     assert_eq!(f.severity, Severity::Critical);
+    // ContainerCreating, not the catalogue's disk-full sandbox entry.
+    assert_eq!(f.see_also, vec![see_also::CONTAINER_CREATING]);
     assert_eq!(f.evidence["limit_bytes"].as_f64(), Some(1.0));
     assert_eq!(
         f.evidence["threshold_bytes"].as_f64(),
@@ -424,7 +427,7 @@ fn hung_runtime_task_on_a_full_disk_takes_the_disk_full_path() {
         .iter()
         .any(|s| s.en.contains("load.io_bound")));
     assert_eq!(section(f), "节点磁盘爆满排障处理");
-    assert!(f.see_also.contains(&"pod-status:Terminating".to_string()));
+    assert!(f.see_also.iter().any(|k| k == see_also::TERMINATING));
     let j = find(&c, "kernel.hung_task", "jbd2/vdb-8").unwrap();
     assert_eq!(j.severity, Severity::Warning);
     assert_eq!(

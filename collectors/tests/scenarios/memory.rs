@@ -1,6 +1,7 @@
 //! The memory collector on fake hosts staging the handbook's situations
 //! (节点内存碎片化排障处理).
 
+use collectors::explain::see_also;
 use collectors::memory::{MemoryCollector, MemoryConfig};
 use collectors::{Collection, Collector, Finding, Severity, Status};
 
@@ -94,6 +95,7 @@ fn handbook_buddyinfo_is_fragmentation() {
     let f = find(&c, "memory.fragmentation").expect("fragmentation finding");
     assert_eq!(f.severity, Severity::Warning);
     assert_eq!(f.subject, "node0");
+    assert_eq!(f.see_also, vec![see_also::MEMORY_FRAGMENTATION]);
     // DMA32 7353 pages + Normal 8869 pages, 4 KiB each; none at order >= 4.
     assert_eq!(
         f.evidence["free_bytes"].as_f64(),
@@ -206,6 +208,8 @@ fn low_order0_and_low_mem_available_is_exhaustion_not_fragmentation() {
     );
     let f = find(&c, "memory.exhaustion").expect("exhaustion finding");
     assert_eq!(f.severity, Severity::Critical);
+    // The OOM kills that follow exhaustion: exit code 137, CrashLoopBackOff.
+    assert_eq!(f.see_also, vec![see_also::OOM_KILLED, see_also::CRASH_LOOP]);
     assert_eq!(
         f.evidence["mem_available_bytes"].as_f64(),
         Some(80_100.0 * 1024.0)
@@ -232,6 +236,10 @@ fn handbook_kernel_log_failures_are_critical_and_link_containercreating() {
     assert_eq!(c.status, Status::Ok);
     let f = find(&c, "memory.page_allocation_failure").expect("allocation failure finding");
     assert_eq!(f.severity, Severity::Critical);
+    assert_eq!(
+        f.see_also,
+        vec![see_also::MEMORY_FRAGMENTATION, see_also::CONTAINER_CREATING]
+    );
     assert_eq!(
         f.evidence["tasks"].as_str(),
         Some("mysqld order 4 x1, runc:[1:CHILD] order 6 x1")
