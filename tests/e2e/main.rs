@@ -6,5 +6,6 @@ mod deploy;
 mod explain;
 mod real_disk;
 mod real_load;
+mod see_also;
 mod serve;
 mod support;
