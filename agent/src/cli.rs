@@ -315,7 +315,7 @@ pub enum Command {
 pub struct ExplainArgs {
     /// A code (`E4041`, `ENIIPCapacityExceed`, `137`, `CrashLoopBackOff`) or a pasted event
     /// message; several words are joined with spaces.
-    #[arg(required = true, num_args = 1.., allow_hyphen_values = true, value_name = "QUERY")]
+    #[arg(required = true, num_args = 1.., allow_negative_numbers = true, value_name = "QUERY")]
     pub query: Vec<String>,
 
     /// Output format.
@@ -558,6 +558,16 @@ mod tests {
         match cli.command {
             Command::Explain(e) => {
                 assert_eq!(e.query.join(" "), "Another app is");
+                assert_eq!(e.lang, LangArg::Zh);
+            }
+            _ => panic!("explain"),
+        }
+        // Flags after the query are flags, not words of the query.
+        let cli = parse(&["explain", "137", "--format", "json", "--lang", "zh"]).unwrap();
+        match cli.command {
+            Command::Explain(e) => {
+                assert_eq!(e.query, vec!["137"]);
+                assert_eq!(e.format, Format::Json);
                 assert_eq!(e.lang, LangArg::Zh);
             }
             _ => panic!("explain"),
