@@ -315,7 +315,9 @@ pub enum Command {
 pub struct ExplainArgs {
     /// A code (`E4041`, `ENIIPCapacityExceed`, `137`, `CrashLoopBackOff`) or a pasted event
     /// message; several words are joined with spaces.
-    #[arg(required = true, num_args = 1.., allow_negative_numbers = true, value_name = "QUERY")]
+    /// Words starting with `-` belong to the query (`-1`, a pasted "use the -w option"); only
+    /// `--format` and `--lang` are taken as flags after it (see [`ExplainArgs::normalized`]).
+    #[arg(required = true, num_args = 1.., allow_hyphen_values = true, value_name = "QUERY")]
     pub query: Vec<String>,
 
     /// Output format.
@@ -371,6 +373,43 @@ pub struct CheckArgs {
     /// Language of titles, summaries and remediation steps.
     #[arg(long, env = "NODE_DOCTOR_LANG", value_enum, default_value = "en")]
     pub lang: LangArg,
+}
+
+impl ExplainArgs {
+    /// Takes `--format X`, `--format=X`, `--lang X` and `--lang=X` that follow the query out of
+    /// its words (clap hands everything after the first word to the query, so that pasted
+    /// text with `-w` in it still parses). Unknown values are usage errors.
+    pub fn normalized(mut self) -> Result<ExplainArgs, String> {
+        let mut words = Vec::with_capacity(self.query.len());
+        let mut it = std::mem::take(&mut self.query).into_iter();
+        while let Some(w) = it.next() {
+            let (flag, inline) = match w.split_once('=') {
+                Some((f, v)) if f == "--format" || f == "--lang" => {
+                    (f.to_string(), Some(v.to_string()))
+                }
+                _ if w == "--format" || w == "--lang" => (w.clone(), None),
+                _ => {
+                    words.push(w);
+                    continue;
+                }
+            };
+            let value = inline
+                .or_else(|| it.next())
+                .ok_or_else(|| format!("{flag} needs a value"))?;
+            if flag == "--format" {
+                self.format = Format::from_str(&value, true)
+                    .map_err(|_| format!("--format {value:?}: use table or json"))?;
+            } else {
+                self.lang = LangArg::from_str(&value, true)
+                    .map_err(|_| format!("--lang {value:?}: use en or zh"))?;
+            }
+        }
+        if words.is_empty() {
+            return Err("explain needs a query (a code, an exit code or a pasted message)".into());
+        }
+        self.query = words;
+        Ok(self)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -562,13 +601,32 @@ mod tests {
             }
             _ => panic!("explain"),
         }
-        // Flags after the query are flags, not words of the query.
-        let cli = parse(&["explain", "137", "--format", "json", "--lang", "zh"]).unwrap();
+        // Flags after the query are flags, not words of the query; other hyphenated words
+        // (a pasted "use the -w option") stay in the query.
+        let cli = parse(&["explain", "137", "--format", "json", "--lang=zh"]).unwrap();
         match cli.command {
             Command::Explain(e) => {
+                let e = e.normalized().unwrap();
                 assert_eq!(e.query, vec!["137"]);
                 assert_eq!(e.format, Format::Json);
                 assert_eq!(e.lang, LangArg::Zh);
+            }
+            _ => panic!("explain"),
+        }
+        let cli = parse(&["explain", "use", "the", "-w", "option", "--format"]).unwrap();
+        match cli.command {
+            Command::Explain(e) => assert!(e.normalized().is_err()),
+            _ => panic!("explain"),
+        }
+        let cli = parse(&["explain", "use", "the", "-w", "option", "--lang", "fr"]).unwrap();
+        match cli.command {
+            Command::Explain(e) => assert!(e.normalized().is_err()),
+            _ => panic!("explain"),
+        }
+        let cli = parse(&["explain", "use", "the", "-w", "option"]).unwrap();
+        match cli.command {
+            Command::Explain(e) => {
+                assert_eq!(e.normalized().unwrap().query.join(" "), "use the -w option")
             }
             _ => panic!("explain"),
         }

@@ -43,8 +43,12 @@ fn main() -> ExitCode {
         }
     };
     init_logging(&cli);
-    if let Command::Explain(args) = &cli.command {
+    if let Command::Explain(args) = cli.command {
         // A lookup in the built-in catalogue: no host is read.
+        let args = match args.normalized() {
+            Ok(a) => a,
+            Err(msg) => return usage(&msg),
+        };
         let format = match args.format {
             Format::Table => explain_cmd::Format::Table,
             Format::Json => explain_cmd::Format::Json,
