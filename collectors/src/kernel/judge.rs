@@ -5,6 +5,7 @@ use crate::explain::see_also;
 use crate::finding::{Finding, Severity, Text, HANDBOOK};
 use crate::kernel::fs_error::FsErrorKind;
 use crate::kernel::oom::OomKind;
+use crate::pods::PodNames;
 use crate::proc::cgroup::QosClass;
 
 const SECTION_CRASHLOOP: &str = "Pod 处于 CrashLoopBackOff 状态";
@@ -64,6 +65,8 @@ impl Default for Thresholds {
 #[derive(Debug, Clone, PartialEq)]
 pub struct OomGroup {
     pub kind: OomKind,
+    /// Namespace/name of the pod and name of the container, when the node's metadata has them.
+    pub names: PodNames,
     pub pod_uid: Option<String>,
     pub qos: Option<QosClass>,
     pub container_id: Option<String>,
@@ -94,6 +97,8 @@ pub struct NodeMemory {
 pub struct TinyPod {
     /// Pod UID, or the cgroup path when it is not a pod cgroup.
     pub subject: String,
+    /// Namespace/name of the pod, when the node's metadata has them.
+    pub names: PodNames,
     pub pod_uid: Option<String>,
     /// (cgroup path, container id if any, limit in bytes, host path of the limit file).
     pub groups: Vec<(String, Option<String>, u64, String)>,
@@ -218,6 +223,27 @@ fn pod_by_uid(uid: &str) -> String {
     format!(
         "kubectl get pods -A -o jsonpath='{{range .items[?(@.metadata.uid==\"{uid}\")]}}{{.metadata.namespace}}/{{.metadata.name}} limits={{.spec.containers[*].resources.limits.memory}}{{\"\\n\"}}{{end}}'"
     )
+}
+
+/// `kubectl describe` of a pod piped through `filter`: by namespace/name when the node's
+/// metadata names the pod, else by looking its UID up first. `None` without a pod UID.
+fn describe_pod(names: &PodNames, uid: Option<&str>, filter: &str) -> Option<String> {
+    if let (Some(ns), Some(name)) = (&names.namespace, &names.name) {
+        return Some(format!("kubectl -n {ns} describe pod {name} | {filter}"));
+    }
+    let uid = uid?;
+    Some(format!(
+        "kubectl get pods -A -o jsonpath='{{range .items[?(@.metadata.uid==\"{uid}\")]}}{{.metadata.namespace}} {{.metadata.name}}{{\"\\n\"}}{{end}}' | while read -r ns name; do kubectl -n \"$ns\" describe pod \"$name\" | {filter}; done"
+    ))
+}
+
+/// `namespace/name` of a pod when known.
+fn pod_name(names: &PodNames) -> Option<String> {
+    Some(format!(
+        "{}/{}",
+        names.namespace.as_ref()?,
+        names.name.as_ref()?
+    ))
 }
 
 /// `kernel.oom_system`: the node ran out of memory and the kernel killed processes.
@@ -345,9 +371,20 @@ fn oom_cgroup(g: &OomGroup, window: u64, t: &Thresholds) -> Finding {
         .or_else(|| g.oom_memcg.clone())
         .or_else(|| g.task_memcg.clone())
         .unwrap_or_else(|| g.last_comm.clone());
+    let pod_en = match (pod_name(&g.names), &g.pod_uid) {
+        (Some(n), Some(uid)) => format!("{n} (uid {uid})"),
+        (_, Some(uid)) => uid.clone(),
+        (_, None) => String::new(),
+    };
+    let container = |c: &str| {
+        g.names
+            .container
+            .clone()
+            .unwrap_or_else(|| short(c).to_string())
+    };
     let who_en = match (&g.pod_uid, &g.container_id) {
-        (Some(uid), Some(c)) => format!("container {} of pod {uid}", short(c)),
-        (Some(uid), None) => format!("pod {uid}"),
+        (Some(_), Some(c)) => format!("container {} of pod {pod_en}", container(c)),
+        (Some(_), None) => format!("pod {pod_en}"),
         _ => format!(
             "cgroup {}",
             g.oom_memcg
@@ -357,8 +394,8 @@ fn oom_cgroup(g: &OomGroup, window: u64, t: &Thresholds) -> Finding {
         ),
     };
     let who_zh = match (&g.pod_uid, &g.container_id) {
-        (Some(uid), Some(c)) => format!("Pod {uid} 的容器 {}", short(c)),
-        (Some(uid), None) => format!("Pod {uid}"),
+        (Some(_), Some(c)) => format!("Pod {pod_en} 的容器 {}", container(c)),
+        (Some(_), None) => format!("Pod {pod_en}"),
         _ => format!(
             "cgroup {}",
             g.oom_memcg
@@ -403,6 +440,12 @@ fn oom_cgroup(g: &OomGroup, window: u64, t: &Thresholds) -> Finding {
     if let Some(u) = &g.pod_uid {
         f = f.evidence("pod_uid", u.as_str());
     }
+    if let Some(n) = pod_name(&g.names) {
+        f = f.evidence("pod", n);
+    }
+    if let Some(c) = &g.names.container {
+        f = f.evidence("container", c.as_str());
+    }
     if let Some(q) = g.qos {
         f = f.evidence("qos_class", q.as_str());
     }
@@ -433,9 +476,11 @@ fn oom_cgroup(g: &OomGroup, window: u64, t: &Thresholds) -> Finding {
     if let Some(uid) = &g.pod_uid {
         f = f.command(pod_by_uid(uid));
     }
-    f.command("journalctl -k | grep -E 'Memory cgroup out of memory|oom-kill:'")
-        .command("kubectl describe pod <namespace>/<name> | grep -A5 'Last State'")
-        .source(HANDBOOK, SECTION_CRASHLOOP)
+    f = f.command("journalctl -k | grep -E 'Memory cgroup out of memory|oom-kill:'");
+    if let Some(c) = describe_pod(&g.names, g.pod_uid.as_deref(), "grep -A5 'Last State'") {
+        f = f.command(c);
+    }
+    f.source(HANDBOOK, SECTION_CRASHLOOP)
         .see_also(see_also::OOM_KILLED)
         .see_also(see_also::CRASH_LOOP)
 }
@@ -455,13 +500,15 @@ fn tiny_limit(p: &TinyPod, t: &Thresholds) -> Finding {
             None => format!("{cg}={limit}B"),
         })
         .collect();
-    let who_en = match &p.pod_uid {
-        Some(uid) => format!("Pod {uid}"),
-        None => format!("Cgroup {}", p.subject),
+    let who_en = match (&p.pod_uid, pod_name(&p.names)) {
+        (Some(uid), Some(n)) => format!("Pod {n} (uid {uid})"),
+        (Some(uid), None) => format!("Pod {uid}"),
+        (None, _) => format!("Cgroup {}", p.subject),
     };
-    let who_zh = match &p.pod_uid {
-        Some(uid) => format!("Pod {uid}"),
-        None => format!("cgroup {}", p.subject),
+    let who_zh = match (&p.pod_uid, pod_name(&p.names)) {
+        (Some(uid), Some(n)) => format!("Pod {n}（uid {uid}）"),
+        (Some(uid), None) => format!("Pod {uid}"),
+        (None, _) => format!("cgroup {}", p.subject),
     };
     let mut f = Finding::new(
         "kernel.tiny_memory_limit",
@@ -490,6 +537,9 @@ fn tiny_limit(p: &TinyPod, t: &Thresholds) -> Finding {
     if let Some(uid) = &p.pod_uid {
         f = f.evidence("pod_uid", uid.as_str());
     }
+    if let Some(n) = pod_name(&p.names) {
+        f = f.evidence("pod", n);
+    }
     f = f
         .step(Text::new(
             "In Kubernetes quantities a lower-case m means one thousandth: 1024m of memory is about one byte. Write memory limits with Mi or Gi (or M / G).",
@@ -501,6 +551,9 @@ fn tiny_limit(p: &TinyPod, t: &Thresholds) -> Finding {
         ));
     if let Some(uid) = &p.pod_uid {
         f = f.command(pod_by_uid(uid));
+    }
+    if let Some(c) = describe_pod(&p.names, p.pod_uid.as_deref(), "grep -B2 -A3 Limits") {
+        f = f.command(c);
     }
     for (_, _, _, file) in p.groups.iter().take(4) {
         f = f.command(format!("cat {file}"));

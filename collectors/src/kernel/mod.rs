@@ -31,6 +31,7 @@ use crate::finding::Finding;
 use crate::host::HostPaths;
 use crate::kmsg::{KmsgConfig, KmsgReader};
 use crate::metric::Metric;
+use crate::pods::{PodDirectory, PodsConfig};
 use crate::proc::cgroup::{self, PodRef};
 use crate::proc::{meminfo, mountinfo, netstat};
 
@@ -60,6 +61,8 @@ pub struct KernelConfig {
     pub cgroup_walk_max_depth: usize,
     /// Where the disk collector's runtime/kubelet directory discovery looks.
     pub disk: DiskConfig,
+    /// Where pod UIDs and container ids are resolved to namespace/name (best effort).
+    pub pods: PodsConfig,
 }
 
 impl Default for KernelConfig {
@@ -71,6 +74,7 @@ impl Default for KernelConfig {
             cgroup_walk_max_groups: 20_000,
             cgroup_walk_max_depth: 4,
             disk: DiskConfig::default(),
+            pods: PodsConfig::default(),
         }
     }
 }
@@ -126,6 +130,8 @@ pub struct KernelCollector {
     fs: BTreeMap<String, FsStat>,
     totals: Totals,
     previous_netstat: Option<(Instant, netstat::ListenCounters)>,
+    /// Pod UID -> namespace/name, container id -> name, from the node's on-disk metadata.
+    pods: PodDirectory,
     /// Finding keys of the last run, to log transitions.
     active: BTreeSet<(String, String)>,
 }
@@ -133,6 +139,7 @@ pub struct KernelCollector {
 impl KernelCollector {
     pub fn new(host: HostPaths, config: KernelConfig) -> Self {
         let kmsg = KmsgReader::new(&host, config.kmsg.clone());
+        let pods = PodDirectory::new(host.clone(), config.pods.clone());
         KernelCollector {
             host,
             config,
@@ -144,6 +151,7 @@ impl KernelCollector {
             fs: BTreeMap::new(),
             totals: Totals::default(),
             previous_netstat: None,
+            pods,
             active: BTreeSet::new(),
         }
     }
@@ -298,6 +306,10 @@ impl KernelCollector {
             .iter()
             .map(|((kind, _), s)| OomGroup {
                 kind: *kind,
+                names: self.pods.names(
+                    s.pod.as_ref().map(|p| p.uid.as_str()),
+                    s.pod.as_ref().and_then(|p| p.container_id.as_deref()),
+                ),
                 pod_uid: s.pod.as_ref().map(|p| p.uid.clone()),
                 qos: s.pod.as_ref().map(|p| p.qos),
                 container_id: s.pod.as_ref().and_then(|p| p.container_id.clone()),
@@ -473,7 +485,11 @@ impl Collector for KernelCollector {
                 scan.groups
             )));
         }
-        let tiny = group_tiny(&host, scan.tiny);
+        // Names for the pods the findings point at (re-read at most once a minute).
+        if !scan.tiny.is_empty() || self.ooms.values().any(|s| s.pod.is_some()) {
+            self.pods.refresh_if_stale(Instant::now());
+        }
+        let tiny = group_tiny(&host, &self.pods, scan.tiny);
 
         // Runtime/kubelet directories: only when a hung task or a filesystem error needs them.
         let mut role_fs = Vec::new();
@@ -550,7 +566,7 @@ impl Collector for KernelCollector {
 }
 
 /// Groups tiny limits by pod (a pod's own cgroup and its containers' make one finding).
-fn group_tiny(host: &HostPaths, tiny: Vec<memcg::TinyLimit>) -> Vec<TinyPod> {
+fn group_tiny(host: &HostPaths, pods: &PodDirectory, tiny: Vec<memcg::TinyLimit>) -> Vec<TinyPod> {
     let mut by: BTreeMap<String, TinyPod> = BTreeMap::new();
     for t in tiny {
         let pod = cgroup::pod_from_path(&t.cgroup);
@@ -564,6 +580,7 @@ fn group_tiny(host: &HostPaths, tiny: Vec<memcg::TinyLimit>) -> Vec<TinyPod> {
             .unwrap_or_else(|| t.file.to_string_lossy().into_owned());
         let entry = by.entry(subject.clone()).or_insert_with(|| TinyPod {
             subject,
+            names: pods.names(pod.as_ref().map(|p| p.uid.as_str()), None),
             pod_uid: pod.as_ref().map(|p| p.uid.clone()),
             groups: Vec::new(),
         });

@@ -137,6 +137,70 @@ fn cgroup_oom_new_format_names_pod_and_container() {
     );
 }
 
+/// The describe commands are exact: no `<namespace>`-style placeholder, and `kubectl describe`
+/// is given a namespace and a name it can use.
+fn assert_exact_describe(f: &Finding, want: &str) {
+    assert!(
+        cmds(f)
+            .iter()
+            .all(|c| !c.contains("<namespace>") && !c.contains("<name>")),
+        "{:?}",
+        cmds(f)
+    );
+    assert!(
+        cmds(f).iter().any(|c| c == want),
+        "{want} not in {:?}",
+        cmds(f)
+    );
+}
+
+#[test]
+fn cgroup_oom_names_the_pod_from_the_nodes_metadata() {
+    // The kubelet's pod log directory and container log symlink name the pod and container.
+    let h = host(&kmsg_cgroup_oom_new());
+    h.mkdir(&format!(
+        "/var/log/pods/shop_orders-7d4b9c-x2x8q_{UID}/java"
+    ))
+    .write(
+        &format!("/var/log/containers/orders-7d4b9c-x2x8q_shop_java-{CID}.log"),
+        "",
+    );
+    let c = collector(&h).collect(&support::ctx());
+    let f = find(&c, "kernel.oom_cgroup", UID).unwrap_or_else(|| panic!("{:?}", ids(&c)));
+    assert_eq!(f.evidence["pod"].as_str(), Some("shop/orders-7d4b9c-x2x8q"));
+    assert_eq!(f.evidence["container"].as_str(), Some("java"));
+    assert!(
+        f.summary.en.contains(&format!(
+            "container java of pod shop/orders-7d4b9c-x2x8q (uid {UID})"
+        )),
+        "{}",
+        f.summary.en
+    );
+    assert!(
+        f.summary.zh.contains("shop/orders-7d4b9c-x2x8q"),
+        "{}",
+        f.summary.zh
+    );
+    assert_exact_describe(
+        f,
+        "kubectl -n shop describe pod orders-7d4b9c-x2x8q | grep -A5 'Last State'",
+    );
+}
+
+#[test]
+fn cgroup_oom_of_an_unnamed_pod_describes_it_through_its_uid() {
+    let h = host(&kmsg_cgroup_oom_new());
+    let c = collector(&h).collect(&support::ctx());
+    let f = find(&c, "kernel.oom_cgroup", UID).unwrap_or_else(|| panic!("{:?}", ids(&c)));
+    assert!(!f.evidence.contains_key("pod"));
+    assert_exact_describe(
+        f,
+        &format!(
+            "kubectl get pods -A -o jsonpath='{{range .items[?(@.metadata.uid==\"{UID}\")]}}{{.metadata.namespace}} {{.metadata.name}}{{\"\\n\"}}{{end}}' | while read -r ns name; do kubectl -n \"$ns\" describe pod \"$name\" | grep -A5 'Last State'; done"
+        ),
+    );
+}
+
 #[test]
 fn cgroup_oom_old_format_single_kill_is_warning() {
     // Kernel 3.10 (CentOS 7), cgroupfs driver: Task in / Kill process / Killed process.
@@ -273,6 +337,23 @@ fn tiny_limit_cgroup_v2_systemd_tree() {
         .iter()
         .any(|c| c == &format!("cat {pod}/memory.max")));
     assert_eq!(section(f), "Pod 一直处于 ContainerCreating 或 Waiting 状态");
+
+    // Once the kubelet's pod log directory names the pod, the finding does too.
+    h.mkdir(&format!("/var/log/pods/shop_cart-0_{UID}/app"));
+    let c = collector(&h).collect(&support::ctx());
+    let f = find(&c, "kernel.tiny_memory_limit", UID).unwrap_or_else(|| panic!("{:?}", ids(&c)));
+    assert_eq!(f.evidence["pod"].as_str(), Some("shop/cart-0"));
+    assert!(
+        f.summary
+            .en
+            .starts_with(&format!("Pod shop/cart-0 (uid {UID})")),
+        "{}",
+        f.summary.en
+    );
+    assert_exact_describe(
+        f,
+        "kubectl -n shop describe pod cart-0 | grep -B2 -A3 Limits",
+    );
 }
 
 #[test]
