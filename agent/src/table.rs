@@ -33,7 +33,13 @@ pub fn render(snap: &Snapshot, filter: &Filter, colour: bool) -> String {
         rfc3339(snap.generated_at)
     );
     let findings: Vec<_> = snap.findings.iter().filter(|a| filter.keeps(a)).collect();
-    if findings.is_empty() {
+    let shown: Vec<_> = snap
+        .collectors
+        .iter()
+        .filter(|c| filter.keeps_collector(&c.name))
+        .collect();
+    let not_ok = shown.iter().filter(|c| c.status.as_str() != "ok").count();
+    if findings.is_empty() && not_ok == 0 {
         let _ = writeln!(
             o,
             "\n{}",
@@ -41,6 +47,23 @@ pub fn render(snap: &Snapshot, filter: &Filter, colour: bool) -> String {
                 "No findings: nothing needs attention on this node.",
                 "没有发现问题：该节点目前无需处理。"
             )
+        );
+    } else if findings.is_empty() {
+        // Silence from collectors that could not read their sources is not health.
+        let _ = writeln!(
+            o,
+            "\n{}",
+            if zh {
+                format!(
+                    "没有发现问题，但 {} 个采集器中有 {not_ok} 个未能完整检查（原因见下方采集器状态）。",
+                    shown.len()
+                )
+            } else {
+                format!(
+                    "No findings, but {not_ok} of {} collectors could not check everything (see the collector statuses below).",
+                    shown.len()
+                )
+            }
         );
     }
     for a in &findings {
@@ -100,11 +123,7 @@ pub fn render(snap: &Snapshot, filter: &Filter, colour: bool) -> String {
         .map(|c| c.name.len())
         .max()
         .unwrap_or(0);
-    for c in snap
-        .collectors
-        .iter()
-        .filter(|c| filter.keeps_collector(&c.name))
-    {
+    for c in &shown {
         let line = format!(
             "  {:<width$}  {:<11}  {:>9}  {}",
             c.name,
@@ -175,6 +194,29 @@ mod tests {
             t0,
         );
         st.snapshot(t0)
+    }
+
+    #[test]
+    fn no_findings_is_not_called_healthy_when_a_collector_could_not_check() {
+        let only_load = Filter {
+            collectors: vec!["load".to_string()],
+            ..Filter::default()
+        };
+        let out = render(&snap(), &only_load, false);
+        assert!(!out.contains("nothing needs attention"), "{out}");
+        assert!(
+            out.contains("No findings, but 1 of 1 collectors could not check everything"),
+            "{out}"
+        );
+        let zh = render(
+            &snap(),
+            &Filter {
+                lang: Lang::Zh,
+                ..only_load
+            },
+            false,
+        );
+        assert!(zh.contains("1 个采集器中有 1 个未能完整检查"), "{zh}");
     }
 
     #[test]
