@@ -198,7 +198,15 @@ impl Collector for MemoryCollector {
             Ok(vm) => self.compaction(&vm),
             Err(_) => None,
         };
-        status = status.worst(self.read_kernel_log());
+        let kmsg_status = self.read_kernel_log();
+        let kmsg_ok = kmsg_status == Status::Ok;
+        status = status.worst(kmsg_status);
+        // Nothing to judge at all: say so as `unavailable`, not `degraded`.
+        if zones.is_empty() && mem.is_none() && !kmsg_ok {
+            if let Status::Degraded(why) = status {
+                status = Status::Unavailable(format!("no memory source is readable: {why}"));
+            }
+        }
 
         let sample = MemorySample {
             zones,

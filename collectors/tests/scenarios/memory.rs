@@ -391,6 +391,23 @@ fn missing_kmsg_degrades_but_buddyinfo_still_judged() {
 }
 
 #[test]
+fn no_memory_source_at_all_is_unavailable() {
+    // A host root without /proc or /dev mounted: nothing is judged, so the collector is
+    // unavailable (not merely degraded), and the reason names every missing source.
+    let h = FakeHost::new();
+    let c = collector(&h).collect(&support::ctx());
+    match &c.status {
+        Status::Unavailable(m) => {
+            for want in ["proc/buddyinfo", "proc/meminfo", "dev/kmsg"] {
+                assert!(m.contains(want), "{want} not in {m}");
+            }
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(c.findings.is_empty());
+}
+
+#[test]
 fn garbage_sources_never_panic() {
     let h = host("Node x, zone\n", "nonsense", "\u{0}\u{1}garbage;;;\n1,2\n");
     h.write("/proc/vmstat", "");
