@@ -293,10 +293,28 @@ fn system_oom_handbook_line_compares_kubepods_limit_with_capacity() {
 
 #[test]
 fn old_events_outside_the_window_are_not_findings() {
-    // Uptime 7200 s, lookback 1 h: an OOM at 600 s is skipped by the reader.
-    let h = host("3,1,600000000,-;Out of memory: Killed process 9 (x) total-vm:1kB\n");
-    let c = collector(&h).collect(&support::ctx());
+    // Uptime 7200 s, lookback 1 h: an OOM at 600 s is skipped by the reader; the same line
+    // at 7000 s (inside the window) is read, so the first is dropped for its age, not its form.
+    let old_only = host("3,1,600000000,-;Out of memory: Killed process 9 (x) total-vm:1kB\n");
+    let c = collector(&old_only).collect(&support::ctx());
     assert!(c.findings.is_empty(), "{:?}", ids(&c));
+    assert_eq!(
+        metric(&c, "node_doctor_kernel_events_total", Some("oom_system")),
+        Some(0.0)
+    );
+
+    let both = host(
+        "3,1,600000000,-;Out of memory: Killed process 9 (x) total-vm:1kB\n\
+         3,2,7000000000,-;Out of memory: Killed process 10 (y) total-vm:1kB\n",
+    );
+    let c = collector(&both).collect(&support::ctx());
+    let f = find(&c, "kernel.oom_system", "").unwrap_or_else(|| panic!("{:?}", ids(&c)));
+    assert_eq!(f.evidence["kills"].as_f64(), Some(1.0));
+    assert_eq!(f.evidence["last_pid"].as_f64(), Some(10.0));
+    assert_eq!(
+        metric(&c, "node_doctor_kernel_events_total", Some("oom_system")),
+        Some(1.0)
+    );
 }
 
 #[test]
