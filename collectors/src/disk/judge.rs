@@ -441,16 +441,17 @@ pub fn filesystem_full(
         f = f
             .evidence("largest_log_path", host_path(&top.path))
             .evidence("largest_log_bytes", top.size_bytes)
-            .evidence("largest_log_rotated", top.rotated)
-            .evidence(
-                "largest_log_namespace",
-                top.namespace.clone().unwrap_or_default(),
-            )
-            .evidence("largest_log_pod", top.pod.clone().unwrap_or_default())
-            .evidence(
-                "largest_log_container",
-                top.container.clone().unwrap_or_default(),
-            );
+            .evidence("largest_log_rotated", top.rotated);
+        // Owner names only when known: no empty evidence values.
+        for (key, value) in [
+            ("largest_log_namespace", &top.namespace),
+            ("largest_log_pod", &top.pod),
+            ("largest_log_container", &top.container),
+        ] {
+            if let Some(v) = value {
+                f = f.evidence(key, v.as_str());
+            }
+        }
         let total: u64 = fs.logs.iter().map(|l| l.size_bytes).sum();
         f = f.evidence("top_logs_bytes", total);
     }
@@ -755,16 +756,31 @@ pub fn kubelet_unprotected(s: &Settings, config_path: &str) -> Option<Finding> {
     .into()
 }
 
-/// `disk.docker_log_unbounded`: docker's json-file logging without a size limit.
+/// `disk.docker_log_unbounded`: docker's json-file logging without a size limit. `d` is
+/// `None` when the daemon config file does not exist (docker's defaults then apply: json-file
+/// without a size limit).
 pub fn docker_log_unbounded(
-    d: &DaemonConfig,
+    d: Option<&DaemonConfig>,
     daemon_json: &str,
     data_root: &str,
 ) -> Option<Finding> {
-    if d.log_driver() != "json-file" || d.log_max_size.is_some() {
+    let defaults = DaemonConfig::default();
+    let cfg = d.unwrap_or(&defaults);
+    if cfg.log_driver() != "json-file" || cfg.log_max_size.is_some() {
         return None;
     }
-    Finding::new(
+    let (why_en, why_zh) = if d.is_some() {
+        (
+            format!("{daemon_json} sets no log-opts max-size"),
+            format!("{daemon_json} 未设置 log-opts max-size"),
+        )
+    } else {
+        (
+            format!("there is no {daemon_json}, so docker's default applies: no size limit"),
+            format!("节点上没有 {daemon_json}，docker 默认不限制日志大小"),
+        )
+    };
+    let mut f = Finding::new(
         "disk.docker_log_unbounded",
         Severity::Warning,
         Text::new(
@@ -772,23 +788,28 @@ pub fn docker_log_unbounded(
             "docker 容器日志没有大小限制",
         ),
         Text::new(
-            format!("Docker logs with json-file and {daemon_json} sets no log-opts max-size, so one chatty container can fill {data_root}."),
-            format!("docker 使用 json-file 日志驱动，但 {daemon_json} 未设置 log-opts max-size，单个容器的大量输出就可能写满 {data_root}。"),
+            format!("Docker logs with json-file and {why_en}, so one chatty container can fill {data_root}."),
+            format!("docker 使用 json-file 日志驱动，但{why_zh}，单个容器的大量输出就可能写满 {data_root}。"),
         ),
     )
     .subject("docker")
     .evidence("daemon_json", daemon_json)
-    .evidence("log_driver", d.log_driver())
-    .evidence("log_max_file", d.log_max_file.clone().unwrap_or_default())
-    .step(Text::new(
-        "Add log-opts max-size and max-file to daemon.json and restart docker; the limit applies to containers created afterwards.",
-        "在 daemon.json 中加入 log-opts 的 max-size 与 max-file 并重启 docker；该限制只对之后新建的容器生效。",
-    ))
-    .command(format!("cat {daemon_json}"))
-    .command(r#"# in daemon.json: "log-driver": "json-file", "log-opts": {"max-size": "100m", "max-file": "5"}"#)
-    .command("systemctl restart docker")
-    .source(HANDBOOK, SECTION_PREVENT)
-    .into()
+    .evidence("daemon_json_exists", d.is_some())
+    .evidence("log_driver", cfg.log_driver());
+    if let Some(n) = &cfg.log_max_file {
+        f = f.evidence("log_max_file", n.as_str());
+    }
+    f = f.step(Text::new(
+        "Add log-opts max-size and max-file to daemon.json (create the file if it does not exist) and restart docker; the limit applies to containers created afterwards.",
+        "在 daemon.json 中加入 log-opts 的 max-size 与 max-file（文件不存在时新建）并重启 docker；该限制只对之后新建的容器生效。",
+    ));
+    if d.is_some() {
+        f = f.command(format!("cat {daemon_json}"));
+    }
+    f.command(r#"# in daemon.json: "log-driver": "json-file", "log-opts": {"max-size": "100m", "max-file": "5"}"#)
+        .command("systemctl restart docker")
+        .source(HANDBOOK, SECTION_PREVENT)
+        .into()
 }
 
 #[cfg(test)]
@@ -931,18 +952,57 @@ mod tests {
     #[test]
     fn docker_log_limits() {
         let d = DaemonConfig::default();
-        let f = docker_log_unbounded(&d, "/etc/docker/daemon.json", "/var/lib/docker").unwrap();
+        let f =
+            docker_log_unbounded(Some(&d), "/etc/docker/daemon.json", "/var/lib/docker").unwrap();
         assert_eq!(f.id, "disk.docker_log_unbounded");
+        assert!(f
+            .summary
+            .en
+            .contains("/etc/docker/daemon.json sets no log-opts max-size"));
+        assert!(f
+            .remediation
+            .commands
+            .contains(&"cat /etc/docker/daemon.json".to_string()));
+        assert!(
+            !f.evidence.contains_key("log_max_file"),
+            "no empty evidence"
+        );
         let d = DaemonConfig {
             log_max_size: Some("100m".into()),
             ..Default::default()
         };
-        assert!(docker_log_unbounded(&d, "/etc/docker/daemon.json", "/var/lib/docker").is_none());
+        assert!(
+            docker_log_unbounded(Some(&d), "/etc/docker/daemon.json", "/var/lib/docker").is_none()
+        );
         let d = DaemonConfig {
             log_driver: Some("journald".into()),
             ..Default::default()
         };
-        assert!(docker_log_unbounded(&d, "/etc/docker/daemon.json", "/var/lib/docker").is_none());
+        assert!(
+            docker_log_unbounded(Some(&d), "/etc/docker/daemon.json", "/var/lib/docker").is_none()
+        );
+    }
+
+    #[test]
+    fn docker_log_limits_without_a_daemon_json() {
+        // No daemon.json: docker's defaults (json-file, unlimited). The finding says the file
+        // is missing instead of claiming it lacks a setting, and does not `cat` it.
+        let f = docker_log_unbounded(None, "/etc/docker/daemon.json", "/var/lib/docker").unwrap();
+        assert!(
+            f.summary.en.contains("there is no /etc/docker/daemon.json"),
+            "{}",
+            f.summary.en
+        );
+        assert!(f.summary.zh.contains("节点上没有 /etc/docker/daemon.json"));
+        assert_eq!(
+            f.evidence["daemon_json_exists"],
+            crate::finding::Evidence::from(false)
+        );
+        assert!(f
+            .remediation
+            .commands
+            .iter()
+            .all(|c| !c.starts_with("cat ")));
     }
 
     #[test]

@@ -112,8 +112,9 @@ pub struct Discovery {
     pub dirs: Vec<(Role, String, PathBuf)>,
     /// The kubelet's effective disk settings and its config path, when a kubelet is present.
     pub kubelet: Option<(kubelet::Settings, String)>,
-    /// Docker's daemon config, its path, and the data root, when docker is present.
-    pub docker: Option<(docker::DaemonConfig, String, String)>,
+    /// Docker's daemon config (`None` when the file does not exist), its path, and the data
+    /// root, when docker is present.
+    pub docker: Option<(Option<docker::DaemonConfig>, String, String)>,
     /// Why some configuration could not be read.
     pub notes: Vec<String>,
 }
@@ -213,7 +214,7 @@ pub fn discover(host: &HostPaths, config: &DiskConfig) -> Discovery {
         .map(|d| d.1.clone());
     Discovery {
         kubelet: has_kubelet.then_some((settings, k_conf_path)),
-        docker: docker_dir.map(|dr| (d, daemon_json, dr)),
+        docker: docker_dir.map(|dr| (daemon, daemon_json, dr)),
         dirs,
         notes,
     }
@@ -545,7 +546,7 @@ impl DiskCollector {
             findings.extend(judge::kubelet_unprotected(s, path));
         }
         if let Some((d, path, data_root)) = &disc.docker {
-            findings.extend(judge::docker_log_unbounded(d, path, data_root));
+            findings.extend(judge::docker_log_unbounded(d.as_ref(), path, data_root));
         }
 
         // Metrics.

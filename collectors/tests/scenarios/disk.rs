@@ -830,3 +830,53 @@ fn walk_resumes_within_budget_and_is_dropped_when_healthy() {
     assert!(out.findings.is_empty(), "{:#?}", out.findings);
     assert_eq!(c.walker_count(), 0);
 }
+
+#[test]
+fn log_of_an_unknown_owner_and_no_daemon_json_leave_no_empty_evidence() {
+    // A docker root at 97% whose largest log has no config.v2.json (a container docker
+    // started outside Kubernetes), on a node without /etc/docker/daemon.json.
+    let h = FakeHost::new();
+    h.write("/proc/1/mountinfo", MOUNTINFO_DOCKER_DISK)
+        .mkdir("/run/docker");
+    h.symlink("/run", "/var/run");
+    h.sparse(
+        &format!("/var/lib/docker/containers/{CID}/{CID}-json.log.1"),
+        2 * GIB,
+    );
+    let c = collect(
+        &h,
+        DiskConfig::default(),
+        &[
+            ("/", usage(50 * GIB, 30 * GIB)),
+            ("/var/lib/docker", usage(100 * GIB, 3 * GIB)),
+            ("/run", usage(GIB, GIB - 10 * MIB)),
+        ],
+    );
+    let f = find(&c, "disk.filesystem_full", "/var/lib/docker");
+    assert_eq!(ev_num(f, "largest_log_bytes"), (2 * GIB) as f64);
+    for key in [
+        "largest_log_namespace",
+        "largest_log_pod",
+        "largest_log_container",
+    ] {
+        assert!(!f.evidence.contains_key(key), "{key}: {:?}", f.evidence);
+    }
+    for f in &c.findings {
+        for (k, v) in &f.evidence {
+            assert_ne!(v.as_str(), Some(""), "{} has an empty {k}", f.id);
+        }
+    }
+    let logs = find(&c, "disk.docker_log_unbounded", "docker");
+    assert!(
+        logs.summary
+            .en
+            .contains("there is no /etc/docker/daemon.json"),
+        "{}",
+        logs.summary.en
+    );
+    assert!(logs
+        .remediation
+        .commands
+        .iter()
+        .all(|c| c != "cat /etc/docker/daemon.json"));
+}
