@@ -389,10 +389,11 @@ impl BackendFacts {
         }
         f.evidence(
             "legacy_tables",
-            self.legacy_tables
-                .as_ref()
-                .map(|t| t.join(","))
-                .unwrap_or_else(|| "none (ip_tables not loaded)".into()),
+            match &self.legacy_tables {
+                Some(t) if !t.is_empty() => t.join(","),
+                Some(_) => "none (ip_tables loaded, no table in use)".to_string(),
+                None => "none (ip_tables not loaded)".to_string(),
+            },
         )
     }
 }

@@ -717,6 +717,18 @@ fn legacy_tables_on_an_nft_host() {
     h3.write("/proc/locks", "");
     let out = IptablesCollector::new(h3.host(), fast_config()).collect(&ctx());
     assert!(find(&out, "iptables.backend", "").is_none());
+    // ip_tables loaded but no table in use (this machine, kernel 6.18, nft host): the
+    // evidence says so rather than being an empty string.
+    let h4 = FakeHost::new();
+    h4.write("/run/xtables.lock", "");
+    h4.write("/proc/locks", "");
+    h4.write("/proc/net/ip_tables_names", "");
+    let out = IptablesCollector::new(h4.host(), fast_config()).collect(&ctx());
+    let info = find(&out, "iptables.backend", "").expect("backend info");
+    assert_eq!(
+        ev_str(info, "legacy_tables"),
+        "none (ip_tables loaded, no table in use)"
+    );
 }
 
 /// Kills and reaps a child process when dropped.
