@@ -213,10 +213,7 @@ impl LoadCollector {
 
         let procs = self.tracker.sample(&self.host, uptime_seconds);
         if procs.io_denied > 0 {
-            degraded.push(format!(
-                "/proc/<pid>/io of {} processes is unreadable: per-process IO needs root or CAP_SYS_PTRACE",
-                procs.io_denied
-            ));
+            degraded.push(io_denied_reason(procs.io_denied, &procs.io_denied_examples));
         }
         if let Some(e) = &procs.list_error {
             degraded.push(e.clone());
@@ -303,4 +300,45 @@ fn disk_windows(
             Some(r)
         })
         .collect()
+}
+
+/// Why per-process IO is incomplete, naming the first refused processes: a single refusal while
+/// running as root comes from a security module or another user namespace, not missing root.
+fn io_denied_reason(count: usize, examples: &[(u32, String)]) -> String {
+    let named: Vec<String> = examples
+        .iter()
+        .map(|(pid, comm)| format!("pid {pid} {comm}"))
+        .collect();
+    let more = if count > examples.len() { ", ..." } else { "" };
+    format!(
+        "/proc/<pid>/io of {count} process(es) is unreadable ({}{more}): per-process IO needs root with CAP_SYS_PTRACE, and a security module or another user namespace can still refuse single processes",
+        named.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_denied_reason_names_the_refused_processes() {
+        let one = io_denied_reason(1, &[(1, "process_api".to_string())]);
+        assert!(
+            one.starts_with("/proc/<pid>/io of 1 process(es) is unreadable (pid 1 process_api):"),
+            "{one}"
+        );
+        assert!(one.contains("security module"));
+        let many = io_denied_reason(
+            7,
+            &[
+                (1, "init".to_string()),
+                (42, "a".to_string()),
+                (43, "b".to_string()),
+            ],
+        );
+        assert!(
+            many.contains("(pid 1 init, pid 42 a, pid 43 b, ...)"),
+            "{many}"
+        );
+    }
 }

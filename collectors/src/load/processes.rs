@@ -39,12 +39,17 @@ pub struct ProcDelta {
     pub io_seconds: f64,
 }
 
+/// How many refused processes [`ProcSample::io_denied_examples`] names.
+const MAX_DENIED_EXAMPLES: usize = 3;
+
 /// Everything one pass over `/proc` found.
 #[derive(Debug, Default)]
 pub struct ProcSample {
     pub procs: Vec<ProcDelta>,
     /// Processes whose `io` file was refused (not root).
     pub io_denied: usize,
+    /// The first few of them (pid, comm), so a person can tell which.
+    pub io_denied_examples: Vec<(u32, String)>,
     /// `/proc/<pid>/io` files read in this pass.
     pub io_reads: usize,
     /// Why `/proc` could not be listed.
@@ -122,6 +127,9 @@ impl ProcessTracker {
             }
             if io_denied {
                 out.io_denied += 1;
+                if out.io_denied_examples.len() < MAX_DENIED_EXAMPLES {
+                    out.io_denied_examples.push((p, st.comm.clone()));
+                }
             }
             next.insert(
                 p,
