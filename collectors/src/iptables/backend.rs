@@ -97,6 +97,15 @@ pub fn binary_backend(host: &HostPaths, host_path: &Path) -> Option<BinaryBacken
 mod tests {
     use super::*;
 
+    proptest::proptest! {
+        #[test]
+        fn parsers_never_panic(s in "\\PC*") {
+            let names = parse_table_names(&s);
+            proptest::prop_assert!(names.iter().all(|n| !n.is_empty() && n.len() <= 64));
+            let _ = classify_target(&s);
+        }
+    }
+
     #[test]
     fn table_names_of_a_legacy_node() {
         // /proc/net/ip_tables_names on a CentOS 7 node running kube-proxy (Linux 3.10).
