@@ -55,6 +55,27 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     diff == 0
 }
 
+/// Parses the query and rejects a `collector=` this agent does not run (as `check
+/// --collector` does), so a typo is not read as "no findings".
+fn checked_filter(
+    query: Option<&str>,
+    snapshot: &crate::state::Snapshot,
+) -> Result<Filter, String> {
+    let f = Filter::from_query(query)?;
+    let known: Vec<&str> = snapshot
+        .collectors
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
+    if let Some(bad) = f.collectors.iter().find(|c| !known.contains(&c.as_str())) {
+        return Err(format!(
+            "unknown collector {bad:?}; known collectors: {}",
+            known.join(", ")
+        ));
+    }
+    Ok(f)
+}
+
 fn authorized(app: &App, req: &Request<Incoming>) -> bool {
     let Some(token) = &app.token else {
         return true;
@@ -139,7 +160,7 @@ pub fn handle(app: &App, req: &Request<Incoming>) -> Resp {
             crate::metrics::CONTENT_TYPE,
             published.metrics.clone(),
         ),
-        "/findings" => match Filter::from_query(req.uri().query()) {
+        "/findings" => match checked_filter(req.uri().query(), &published.snapshot) {
             Err(msg) => text(StatusCode::BAD_REQUEST, format!("{msg}\n")),
             Ok(f) if f.is_unfiltered() => respond(
                 StatusCode::OK,
@@ -155,7 +176,7 @@ pub fn handle(app: &App, req: &Request<Incoming>) -> Resp {
                 report::to_json(&published.snapshot, &f),
             ),
         },
-        _ => match Filter::from_query(req.uri().query()) {
+        _ => match checked_filter(req.uri().query(), &published.snapshot) {
             Err(msg) => text(StatusCode::BAD_REQUEST, format!("{msg}\n")),
             Ok(f) => respond(
                 StatusCode::OK,

@@ -120,9 +120,16 @@ fn findings_follow_the_contract_and_filters_apply() {
             assert_eq!(f["collector"], name);
         }
     }
-    let none = s.get("/findings?collector=no-such-collector").json();
-    assert!(none["findings"].as_array().unwrap().is_empty());
-    assert!(none["collectors"].as_array().unwrap().is_empty());
+    // An unknown collector is a bad request naming the known ones (as `check --collector`
+    // exits 64), not an empty report that reads as "nothing wrong".
+    let none = s.get("/findings?collector=no-such-collector");
+    assert_eq!(none.status, 400);
+    let msg = none.text();
+    assert!(
+        msg.contains("unknown collector \"no-such-collector\"") && msg.contains("disk"),
+        "{msg}"
+    );
+    assert_eq!(s.get("/?collector=no-such-collector").status, 400);
 
     // lang=zh: the same findings, rendered in Chinese.
     let zh = s.get("/findings?lang=zh").json();
