@@ -425,16 +425,28 @@ pub fn backend_findings(b: &BackendFacts) -> Vec<Finding> {
             "iptables.backend",
             Severity::Info,
             Text::new("iptables backend of the node", "节点的 iptables 后端"),
-            Text::new(
-                format!(
-                    "The host's iptables command uses the {} backend; legacy tables are {legacy}.",
-                    backend.as_str()
-                ),
-                format!(
-                    "宿主机的 iptables 命令使用 {} 后端；内核中{legacy_zh}加载 legacy 表。",
-                    backend.as_str()
-                ),
-            ),
+            if backend == Backend::Unknown {
+                // No iptables binary (or an unrecognised one) under the host root.
+                Text::new(
+                    format!(
+                        "The host's iptables backend could not be determined (no recognised iptables binary under the host root); legacy tables are {legacy}."
+                    ),
+                    format!(
+                        "无法确定宿主机 iptables 命令的后端（宿主机根目录下没有可识别的 iptables 程序）；内核中{legacy_zh}加载 legacy 表。"
+                    ),
+                )
+            } else {
+                Text::new(
+                    format!(
+                        "The host's iptables command uses the {} backend; legacy tables are {legacy}.",
+                        backend.as_str()
+                    ),
+                    format!(
+                        "宿主机的 iptables 命令使用 {} 后端；内核中{legacy_zh}加载 legacy 表。",
+                        backend.as_str()
+                    ),
+                )
+            },
         );
         out.push(
             b.with_evidence(info)

@@ -729,6 +729,20 @@ fn legacy_tables_on_an_nft_host() {
         ev_str(info, "legacy_tables"),
         "none (ip_tables loaded, no table in use)"
     );
+    // No iptables binary under the root: the backend is unknown, and the summary says it
+    // could not be determined rather than "uses the unknown backend".
+    assert!(
+        info.summary
+            .en
+            .starts_with("The host's iptables backend could not be determined"),
+        "{}",
+        info.summary.en
+    );
+    assert!(
+        info.summary.zh.starts_with("无法确定"),
+        "{}",
+        info.summary.zh
+    );
 }
 
 /// Kills and reaps a child process when dropped.
