@@ -311,11 +311,14 @@ pub fn mount_findings(gaps: &[MountGap], lock_path: &str, node: &str) -> Vec<Fin
         let (what_en, what_zh) = match g.pod_lock {
             None => (
                 format!("has no {lock_path} at all"),
-                format!("里根本没有 {lock_path}"),
+                format!("挂载命名空间中根本没有 {lock_path}"),
             ),
             Some(l) => (
                 format!("sees a different file at {lock_path} (inode {})", l.inode),
-                format!("看到的 {lock_path} 是另一个文件（inode {}）", l.inode),
+                format!(
+                    "挂载命名空间中的 {lock_path} 是另一个文件（inode {}）",
+                    l.inode
+                ),
             ),
         };
         let host_inode = g
@@ -336,7 +339,7 @@ pub fn mount_findings(gaps: &[MountGap], lock_path: &str, node: &str) -> Vec<Fin
             ),
             Text::new(
                 format!("{who} ({pl_en}) runs in the host network namespace with its own mount namespace and {what_en} (host lock inode {host_inode}); its iptables writes are not serialised with kube-proxy's and can fail with \"iptables-restore: line N failed\"."),
-                format!("{who}（{pl_zh}）使用宿主机网络命名空间但有独立的挂载命名空间，其{what_zh}（宿主机锁 inode {host_inode}）；它写 iptables 时不会与 kube-proxy 互斥，可能导致 \"iptables-restore: line N failed\"。"),
+                format!("{who}（{pl_zh}）使用宿主机网络命名空间，但有独立的挂载命名空间，其{what_zh}（宿主机锁 inode {host_inode}）；它写 iptables 时不会与 kube-proxy 互斥，可能导致 \"iptables-restore: line N failed\"。"),
             ),
         )
         .subject(subject)

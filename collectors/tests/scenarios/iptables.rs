@@ -377,8 +377,22 @@ fn host_network_pod_without_the_lock_mount_is_named() {
         f.remediation.source.as_ref().unwrap().section,
         "其它组件未挂载 iptables 锁导致并发写入失败"
     );
+    assert!(
+        f.summary
+            .zh
+            .contains("其挂载命名空间中的 /run/xtables.lock 是另一个文件"),
+        "{}",
+        f.summary.zh
+    );
     let fl = find(&out, "iptables.lock_not_mounted", "pid 2500").unwrap();
     assert_eq!(ev_str(fl, "pod_lock_inode"), "missing");
+    assert!(
+        fl.summary
+            .zh
+            .contains("其挂载命名空间中根本没有 /run/xtables.lock"),
+        "{}",
+        fl.summary.zh
+    );
     assert_eq!(out.status, collectors::Status::Ok);
 }
 
