@@ -408,8 +408,8 @@ fn allocation_failures(sample: &MemorySample, node_name: &str) -> Option<Finding
     if !runtimes.is_empty() {
         f = f
             .step(Text::new(
-                format!("Look for pods on {node_name} stuck in ContainerCreating whose events show the sandbox failing to start (runc 'exit status 6'); they recover once large blocks are available again (handbook page: Pod 一直处于 ContainerCreating 或 Waiting)."),
-                format!("查看 {node_name} 上一直处于 ContainerCreating、事件显示 sandbox 启动失败（runc \"exit status 6\"）的 Pod；大块内存恢复后它们即可创建成功（手册页面：Pod 一直处于 ContainerCreating 或 Waiting）。"),
+                format!("Look for pods on {node_name} stuck in ContainerCreating whose events show the sandbox failing to start (runc 'exit status 6'); they recover once large blocks are available again (handbook section: Pod 一直处于 ContainerCreating 或 Waiting 状态)."),
+                format!("查看 {node_name} 上一直处于 ContainerCreating、事件显示 sandbox 启动失败（runc \"exit status 6\"）的 Pod；大块内存恢复后它们即可创建成功（手册章节：Pod 一直处于 ContainerCreating 或 Waiting 状态）。"),
             ))
             .command(format!(
                 "kubectl get pods -A -o wide --field-selector spec.nodeName={node_name} | grep ContainerCreating"

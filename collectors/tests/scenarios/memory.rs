@@ -268,6 +268,17 @@ fn handbook_kernel_log_failures_are_critical_and_link_containercreating() {
         .commands
         .iter()
         .any(|c| c == "echo 3 > /proc/sys/vm/drop_caches"));
+    // The step that links runc's failure to ContainerCreating names the handbook section
+    // exactly as the document spells it.
+    let section = "Pod 一直处于 ContainerCreating 或 Waiting 状态";
+    assert!(
+        f.remediation
+            .steps
+            .iter()
+            .any(|s| s.en.contains(section) && s.zh.contains(section)),
+        "{:?}",
+        f.remediation.steps
+    );
     // With high-order failures in the window, fragmentation is critical too.
     let frag = find(&c, "memory.fragmentation").expect("fragmentation finding");
     assert_eq!(frag.severity, Severity::Critical);
