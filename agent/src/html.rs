@@ -61,7 +61,12 @@ td,th{{border:1px solid #ccc;padding:.2em .6em;text-align:left}}</style></head><
         t("Findings", "发现的问题"),
         findings.len()
     );
-    if findings.is_empty() {
+    let not_ok = snap
+        .collectors
+        .iter()
+        .filter(|c| filter.keeps_collector(&c.name) && c.status.as_str() != "ok")
+        .count();
+    if findings.is_empty() && not_ok == 0 {
         let _ = writeln!(
             h,
             "<p>{}</p>",
@@ -70,6 +75,14 @@ td,th{{border:1px solid #ccc;padding:.2em .6em;text-align:left}}</style></head><
                 "该节点目前没有需要处理的问题。"
             )
         );
+    } else if findings.is_empty() {
+        // Silence from collectors that could not read their sources is not health.
+        let msg = if zh {
+            format!("没有发现问题，但有 {not_ok} 个采集器未能完整检查（原因见下方采集器状态）。")
+        } else {
+            format!("No findings, but {not_ok} collector(s) could not check everything (see the collector statuses below).")
+        };
+        let _ = writeln!(h, "<p>{}</p>", escape(&msg));
     }
     for a in findings {
         let f = &a.finding;
@@ -190,5 +203,40 @@ mod tests {
             },
         );
         assert!(zh.contains("清理空间"));
+    }
+
+    #[test]
+    fn no_findings_is_not_called_healthy_when_a_collector_could_not_check() {
+        let names = vec!["disk".to_string(), "load".to_string()];
+        let mut st = State::new("n", &names);
+        let t0 = OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap();
+        st.apply(
+            "disk",
+            RunReport {
+                outcome: Outcome::Completed(with(Status::Ok, vec![])),
+                duration: Duration::from_millis(1),
+            },
+            t0,
+        );
+        st.apply(
+            "load",
+            RunReport {
+                outcome: Outcome::Completed(collectors::Collection::unavailable(
+                    "no /proc/loadavg",
+                )),
+                duration: Duration::from_millis(1),
+            },
+            t0,
+        );
+        let s = st.snapshot(t0);
+        let p = page(&s, &Filter::default());
+        assert!(!p.contains("Nothing needs attention"), "{p}");
+        assert!(p.contains("No findings, but 1 collector(s) could not check everything"));
+        // Only the healthy collector shown: then nothing needs attention.
+        let disk_only = Filter {
+            collectors: vec!["disk".to_string()],
+            ..Filter::default()
+        };
+        assert!(page(&s, &disk_only).contains("Nothing needs attention"));
     }
 }
