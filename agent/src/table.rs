@@ -143,14 +143,16 @@ pub fn render(snap: &Snapshot, filter: &Filter, colour: bool) -> String {
         );
     }
     let count = |s: Severity| findings.iter().filter(|a| a.finding.severity == s).count();
-    let _ = writeln!(
-        o,
-        "\n{}: {} critical, {} warning, {} info",
-        t("summary", "汇总"),
+    let (crit, warn, info) = (
         count(Severity::Critical),
         count(Severity::Warning),
-        count(Severity::Info)
+        count(Severity::Info),
     );
+    let _ = if zh {
+        writeln!(o, "\n汇总: 严重 {crit}，警告 {warn}，提示 {info}")
+    } else {
+        writeln!(o, "\nsummary: {crit} critical, {warn} warning, {info} info")
+    };
     o
 }
 
@@ -243,5 +245,6 @@ mod tests {
             false,
         );
         assert!(zh.contains("处理步骤") && zh.contains("清理空间"));
+        assert!(zh.contains("汇总: 严重 1，警告 0，提示 0"), "{zh}");
     }
 }
