@@ -424,7 +424,7 @@ fn oom_cgroup(g: &OomGroup, window: u64, t: &Thresholds) -> Finding {
                 g.last_comm, g.last_pid, g.kills, ago(g.last_seen_seconds_ago), usage.0, t.oom_cgroup_critical_kills
             ),
             format!(
-                "最近 {window} 秒内 {who_zh} 的进程 {}（pid {}）因达到内存上限被 cgroup OOM 杀死 {} 次，最后一次在{}{}：Pod 会显示 OOMKilled / 退出码 137（达到 {} 次为严重）。",
+                "最近 {window} 秒内 {who_zh} 的进程 {}（pid {}）因达到内存上限被 cgroup OOM 杀死 {} 次，最后一次：{}{}。Pod 会显示 OOMKilled / 退出码 137（达到 {} 次为严重）。",
                 g.last_comm, g.last_pid, g.kills, ago_zh(g.last_seen_seconds_ago), usage.1, t.oom_cgroup_critical_kills
             ),
         ),
@@ -623,7 +623,7 @@ fn hung_task(h: &HungGroup, s: &KernelSample, t: &Thresholds) -> Finding {
                 h.comm, h.last_pid, h.max_blocked_seconds, h.reports, s.window_seconds, ago(h.last_seen_seconds_ago)
             ),
             format!(
-                "任务 {}:{} 阻塞超过 {} 秒（最近 {} 秒内报告 {} 次，最后一次在{}）；{path_zh}。{role_zh}",
+                "任务 {}:{} 阻塞超过 {} 秒（最近 {} 秒内报告 {} 次，最后一次：{}）；{path_zh}。{role_zh}",
                 h.comm, h.last_pid, h.max_blocked_seconds, s.window_seconds, h.reports, ago_zh(h.last_seen_seconds_ago)
             ),
         ),
@@ -740,7 +740,7 @@ fn fs_error(e: &FsErrorGroup, window: u64, node: &str) -> Finding {
                 if stops { "; the filesystem no longer accepts writes" } else { "" },
             ),
             format!(
-                "最近 {window} 秒内内核记录了设备 {}{where_zh} 的 {} 条错误（{}），最后一次在{}{}{roles_zh}。",
+                "最近 {window} 秒内内核记录了设备 {}{where_zh} 的 {} 条错误（{}），最后一次：{}{}{roles_zh}。",
                 e.device,
                 e.errors,
                 kinds.join(", "),

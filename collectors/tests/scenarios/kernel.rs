@@ -121,6 +121,13 @@ fn cgroup_oom_new_format_names_pod_and_container() {
     assert!((599.0..=600.0).contains(&ago), "{ago}");
     assert!(f.summary.en.contains("256.0 MiB limit"), "{}", f.summary.en);
     assert!(f.summary.en.contains("exit code 137"));
+    assert!(
+        f.summary.zh.contains(&format!(
+            "最后一次：{ago} 秒前，用量 256.0 MiB / 上限 256.0 MiB。"
+        )),
+        "{}",
+        f.summary.zh
+    );
     assert!(cmds(f)
         .iter()
         .any(|c| c.contains(&format!("@.metadata.uid==\"{UID}\""))));
