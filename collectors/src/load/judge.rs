@@ -400,13 +400,15 @@ fn io_remediation(mut f: Finding, obs: &Observation, iostat: &str, node: &str) -
         .source(HANDBOOK, SECTION)
 }
 
-/// `load.cpu_bound`: CPUs busy running code most of the window.
+/// `load.cpu_bound`: CPUs busy running code most of the window while the run queue holds at
+/// least one task per CPU (saturated: load is what the handbook's rule explains). Busy CPUs
+/// with a short queue are a well-used node, not a problem.
 fn cpu_bound(obs: &Observation, cfg: &LoadConfig, node: &str) -> Option<Finding> {
     let busy = obs.cpu.busy();
-    if busy < cfg.cpu_busy_percent {
+    let cpus = f64::from(obs.cpus.max(1));
+    if busy < cfg.cpu_busy_percent || obs.load.load1 < cpus {
         return None;
     }
-    let cpus = f64::from(obs.cpus.max(1));
     let severity = if obs.load.load1 / cpus >= cfg.load_critical_per_cpu {
         Severity::Critical
     } else {

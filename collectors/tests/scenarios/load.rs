@@ -422,6 +422,26 @@ fn handbook_atop_example_is_io_bound_on_sda_with_mysqld_on_the_host() {
 /// A pod's java process burns three of four CPUs: CPU-bound, naming the pod by UID and name.
 #[test]
 fn cpu_bound_names_the_pods_process_with_its_uid() {
+    let out = cpu_busy_pod_node("9.10 8.00 5.90 8/410 6990\n", "9.50 8.10 6.00 9/412 7000\n");
+    cpu_bound_assertions(&out);
+}
+
+/// CPUs 95% busy while the run queue stays below one task per CPU: busy, not saturated — no
+/// `load.cpu_bound` (a short `check` window on a busy but healthy host must not warn).
+#[test]
+fn busy_cpus_without_a_queue_are_not_cpu_bound() {
+    let out = cpu_busy_pod_node("2.10 2.00 1.90 3/410 6990\n", "2.50 2.10 2.00 4/412 7000\n");
+    assert!(
+        only(&out, "load.cpu_bound").is_empty(),
+        "{:?}",
+        out.findings
+    );
+    assert!(only(&out, "load.high_load").is_empty());
+}
+
+/// A 4-CPU node whose CPUs are 95% busy for 10 s (80% us, 15% sy), java in a pod the top
+/// consumer; `loadavg` as given for the first and second sample.
+fn cpu_busy_pod_node(load_first: &str, load_later: &str) -> Collection {
     let h = FakeHost::new();
     h.write("/sys/devices/system/cpu/online", "0-3\n");
     h.mkdir(&format!("/var/log/pods/shop_web-7c9d_{UID}"));
@@ -446,14 +466,7 @@ fn cpu_bound_names_the_pods_process_with_its_uid() {
                 "1000.00 10.00\n"
             },
         );
-        h.write(
-            "/proc/loadavg",
-            if later {
-                "9.50 8.10 6.00 9/412 7000\n"
-            } else {
-                "9.10 8.00 5.90 8/410 6990\n"
-            },
-        );
+        h.write("/proc/loadavg", if later { load_later } else { load_first });
         let t = if later { add(base, delta) } else { base };
         h.write("/proc/stat", stat_text(t, &[], 9, 0));
         h.write(
@@ -506,9 +519,11 @@ fn cpu_bound_names_the_pods_process_with_its_uid() {
     stage(false);
     c.collect(&ctx());
     stage(true);
-    let out = c.collect(&ctx());
+    c.collect(&ctx())
+}
 
-    let cb = only(&out, "load.cpu_bound");
+fn cpu_bound_assertions(out: &Collection) {
+    let cb = only(out, "load.cpu_bound");
     assert_eq!(cb.len(), 1, "{:?}", out.findings);
     let f = cb[0];
     assert_eq!(f.severity, Severity::Warning);
@@ -533,19 +548,19 @@ fn cpu_bound_names_the_pods_process_with_its_uid() {
     assert!(f.remediation.commands.contains(&"top -p 4242".to_string()));
 
     // load1 9.5 and 9.1 on 4 CPUs: ≥2× on both samples -> warning, cause cpu.
-    let hl = only(&out, "load.high_load");
+    let hl = only(out, "load.high_load");
     assert_eq!(hl.len(), 1);
     assert_eq!(hl[0].severity, Severity::Warning);
     assert_eq!(num(hl[0], "load1_per_cpu"), 2.275);
     assert_eq!(text(hl[0], "cause"), "cpu");
     // The pod and the node's own Kubernetes components are not "outside Kubernetes".
     assert!(
-        only(&out, "load.host_process").is_empty(),
+        only(out, "load.host_process").is_empty(),
         "{:?}",
-        only(&out, "load.host_process")
+        only(out, "load.host_process")
     );
-    assert!(only(&out, "load.io_bound").is_empty());
-    assert!(only(&out, "load.iowait").is_empty());
+    assert!(only(out, "load.io_bound").is_empty());
+    assert!(only(out, "load.iowait").is_empty());
 }
 
 /// An idle node: nothing to report, metrics still there.
