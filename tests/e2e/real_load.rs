@@ -135,6 +135,7 @@ vda              0.00      0.00     0.00   0.00    0.00     0.00 2345.50      0.
 
 #[test]
 fn real_fio_direct_writes_show_in_check_and_agree_with_iostat() {
+    let _machine = crate::support::exclusive();
     let name = "real_fio_direct_writes_show_in_check_and_agree_with_iostat";
     let dir = Path::new(FIO_DIR);
     if let Some(why) = skip_reason(dir) {

@@ -366,6 +366,7 @@ fn json_logs_are_one_object_per_line() {
 /// `loadavg`, so a FIFO there would block two collectors).
 #[test]
 fn a_blocked_collector_times_out_while_the_agent_keeps_answering() {
+    let _machine = crate::support::exclusive();
     let root = FakeRoot::quiet();
     root.fifo("/proc/diskstats");
     let started = Instant::now();

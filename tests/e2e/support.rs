@@ -507,3 +507,12 @@ fn the_exposition_parser_rejects_broken_text() {
         assert!(parse_exposition(bad).is_err(), "{bad:?}");
     }
 }
+
+/// Serialises the tests that load the machine (fio's direct writes) with the tests that time
+/// the agent's answers (the 100 ms bound while a collector hangs): on a 2-core CI machine the
+/// first would otherwise make the second measure CPU starvation, not the agent.
+pub fn exclusive() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
