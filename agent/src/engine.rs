@@ -4,6 +4,7 @@ use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use collectors::{CollectContext, Collector, HostPaths};
+use hyper::body::Bytes;
 use time::OffsetDateTime;
 
 use crate::metrics;
@@ -90,16 +91,20 @@ pub fn build(
 }
 
 /// A snapshot with its renderings, built once per change and shared by every request.
+///
+/// The bodies are reference-counted [`Bytes`]: a response takes a cheap handle on them
+/// instead of copying them (a busy node's `/findings` is tens of KiB; copying it per request
+/// was the largest user-space cost of serving it).
 #[derive(Debug)]
 pub struct Published {
     /// Increases with every applied run; an older rendering never replaces a newer one.
     pub generation: u64,
     pub snapshot: Snapshot,
-    /// `/metrics` body.
-    pub metrics: String,
+    /// `/metrics` body (UTF-8 text).
+    pub metrics: Bytes,
     /// Unfiltered `/findings` bodies.
-    pub json_en: Vec<u8>,
-    pub json_zh: Vec<u8>,
+    pub json_en: Bytes,
+    pub json_zh: Bytes,
 }
 
 impl Published {
@@ -116,9 +121,9 @@ impl Published {
         Published {
             generation,
             snapshot,
-            metrics,
-            json_en,
-            json_zh,
+            metrics: Bytes::from(metrics),
+            json_en: Bytes::from(json_en),
+            json_zh: Bytes::from(json_zh),
         }
     }
 }
@@ -421,8 +426,7 @@ mod tests {
             .message()
             .unwrap()
             .starts_with("timed out after 700ms"));
-        assert!(p
-            .metrics
+        assert!(String::from_utf8_lossy(&p.metrics)
             .contains("node_doctor_collector_up{collector=\"hung\"} 0.0"));
         eventually(&shared, "alt's finding resolves after its 10th run", |p| {
             p.snapshot.findings.is_empty()
