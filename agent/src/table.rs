@@ -107,6 +107,17 @@ pub fn render(snap: &Snapshot, filter: &Filter, colour: bool) -> String {
                 src.section
             );
         }
+        for key in &f.see_also {
+            // The symptom the operator meets elsewhere (an event, an exit code), explained.
+            let title = collectors::explain::lookup_key(key)
+                .map(|e| format!(" ({})", e.title.get(filter.lang)))
+                .unwrap_or_default();
+            let _ = writeln!(
+                o,
+                "  {}: node-doctor explain {key}{title}",
+                t("see also", "另见")
+            );
+        }
         let _ = writeln!(
             o,
             "  {} {}, {} {}",
@@ -179,7 +190,8 @@ mod tests {
                         "disk.filesystem_full",
                         "/var/lib/docker",
                         Severity::Critical,
-                    )],
+                    )
+                    .see_also(collectors::explain::see_also::DISK_FULL)],
                 )),
                 duration: Duration::from_millis(1),
             },
@@ -231,6 +243,11 @@ mod tests {
         assert!(out.contains("evidence: used_percent=97.5"));
         assert!(out.contains("    $ df -h /var/lib/docker"));
         assert!(out.contains("source: 002_af370464fa0f13dd.txt § 节点磁盘爆满排障处理"));
+        let link = out
+            .lines()
+            .find(|l| l.starts_with("  see also: node-doctor explain FailedCreatePodSandBox ("))
+            .unwrap_or_else(|| panic!("no see-also line naming the catalogue entry:\n{out}"));
+        assert!(link.ends_with(')') && link.len() > 60, "{link}");
         assert!(out.contains("unavailable  "));
         assert!(out.contains("no /proc/loadavg"));
         assert!(out.contains("1 critical, 0 warning, 0 info"));

@@ -113,7 +113,9 @@ pub enum Transition {
 }
 
 /// Logs what changed between a collector's runs — its status kind, and findings appearing,
-/// changing severity or resolving — never every sample. Remembers only the previous run's
+/// changing severity or resolving — never every sample. It logs at `debug`: the agent's state
+/// logs the same transitions for every collector at `info`/`warn` (with first/last seen), so
+/// a default log shows each transition once. Remembers only the previous run's
 /// status kind and finding keys (bounded by the number of findings). Starts from `ok` with no
 /// findings, so a healthy first run logs nothing.
 #[derive(Debug)]
@@ -144,10 +146,10 @@ impl TransitionLog {
                     to,
                     reason: Some(reason),
                 } => {
-                    tracing::warn!(collector, from, to, reason = %reason, "collector status changed")
+                    tracing::debug!(collector, from, to, reason = %reason, "collector status changed")
                 }
                 Transition::Status { from, to, .. } => {
-                    tracing::info!(collector, from, to, "collector status changed")
+                    tracing::debug!(collector, from, to, "collector status changed")
                 }
                 Transition::Finding {
                     id,
@@ -157,14 +159,10 @@ impl TransitionLog {
                     summary,
                 } => {
                     let from = from.map(|s| s.to_string()).unwrap_or_else(|| "none".into());
-                    if *to == Severity::Info {
-                        tracing::info!(collector, id = %id, subject = %subject, from = %from, severity = %to, summary = %summary, "finding appeared or changed severity");
-                    } else {
-                        tracing::warn!(collector, id = %id, subject = %subject, from = %from, severity = %to, summary = %summary, "finding appeared or changed severity");
-                    }
+                    tracing::debug!(collector, id = %id, subject = %subject, from = %from, severity = %to, summary = %summary, "finding appeared or changed severity");
                 }
                 Transition::Resolved { id, subject } => {
-                    tracing::info!(collector, id = %id, subject = %subject, "finding resolved")
+                    tracing::debug!(collector, id = %id, subject = %subject, "finding resolved")
                 }
             }
         }
