@@ -8,6 +8,19 @@ use crate::report::{rfc3339, Filter};
 use crate::state::Snapshot;
 
 /// Escapes text for HTML element content and attribute values.
+/// Percent-encodes a query value (RFC 3986 unreserved characters pass).
+fn query_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -136,6 +149,21 @@ td,th{{border:1px solid #ccc;padding:.2em .6em;text-align:left}}</style></head><
                 escape(src.section)
             );
         }
+        for key in &f.see_also {
+            // The symptom the operator meets elsewhere (an event, an exit code), explained.
+            let title = collectors::explain::lookup_key(key)
+                .map(|e| e.title.get(filter.lang).to_string())
+                .unwrap_or_else(|| key.clone());
+            let _ = writeln!(
+                h,
+                "<p><small>{}: <a href=\"/explain?q={}&amp;lang={}\">{}</a> (<code>node-doctor explain {}</code>)</small></p>",
+                t("See also", "另见"),
+                query_escape(key),
+                filter.lang.as_str(),
+                escape(&title),
+                escape(key)
+            );
+        }
         h.push_str("</div>\n");
     }
     let _ = write!(
@@ -160,7 +188,7 @@ td,th{{border:1px solid #ccc;padding:.2em .6em;text-align:left}}</style></head><
             escape(c.status.message().unwrap_or("")),
         );
     }
-    h.push_str("</table>\n<p><a href=\"/findings\">/findings</a> · <a href=\"/findings?lang=zh\">/findings?lang=zh</a> · <a href=\"/metrics\">/metrics</a> · <a href=\"/healthz\">/healthz</a> · <a href=\"/readyz\">/readyz</a></p>\n</body></html>\n");
+    h.push_str("</table>\n<p><a href=\"/findings\">/findings</a> · <a href=\"/findings?lang=zh\">/findings?lang=zh</a> · <a href=\"/metrics\">/metrics</a> · <a href=\"/explain?q=137\">/explain?q=137</a> · <a href=\"/healthz\">/healthz</a> · <a href=\"/readyz\">/readyz</a></p>\n</body></html>\n");
     h
 }
 
@@ -178,7 +206,9 @@ mod tests {
     fn page_escapes_and_shows_remediation() {
         let names = vec!["disk".to_string()];
         let mut st = State::new("<node>", &names);
-        let mut f = finding("disk.filesystem_full", "/var/<x>", Severity::Critical);
+        let mut f = finding("disk.filesystem_full", "/var/<x>", Severity::Critical)
+            .see_also(collectors::explain::see_also::DISK_FULL)
+            .see_also("exit-code:137");
         f.remediation.commands = vec!["du -sh /var/<x> | sort".into()];
         st.apply(
             "disk",
@@ -195,6 +225,12 @@ mod tests {
         assert!(p.contains("节点磁盘爆满排障处理"));
         assert!(p.contains("[CRITICAL]"));
         assert!(!p.contains("<script"));
+        assert!(
+            p.contains("<a href=\"/explain?q=FailedCreatePodSandBox&amp;lang=en\">"),
+            "{p}"
+        );
+        assert!(p.contains("<a href=\"/explain?q=exit-code%3A137&amp;lang=en\">"));
+        assert!(p.contains("<code>node-doctor explain exit-code:137</code>"));
         let zh = page(
             &s,
             &Filter {
