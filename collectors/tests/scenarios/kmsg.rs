@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use collectors::kmsg::{KmsgConfig, KmsgMode, KmsgReader};
+use collectors::kmsg::{KmsgConfig, KmsgMode, KmsgReader, Record};
 use collectors::{HostPaths, Status};
 
 use crate::support;
@@ -31,33 +31,10 @@ fn real_kmsg_marker_is_seen_exactly_once() {
     let mut reader = KmsgReader::new(&host, KmsgConfig::default());
     drain(&mut reader);
 
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_nanos();
-    let marker = format!("node-doctor-test: marker {}-{nanos}", std::process::id());
-    // A fresh open per write: /dev/kmsg rate-limits writers per open file.
-    let mut kmsg = std::fs::OpenOptions::new()
-        .write(true)
-        .open("/dev/kmsg")
-        .unwrap();
-    kmsg.write_all(format!("<6>{marker}\n").as_bytes()).unwrap();
-    drop(kmsg);
+    let marker = write_marker("marker");
 
     let first = drain(&mut reader);
-    let hits: Vec<_> = first.iter().filter(|r| r.message == marker).collect();
-    assert_eq!(
-        hits.len(),
-        1,
-        "marker seen once in {} new records",
-        first.len()
-    );
-    let rec = hits[0];
-    assert_eq!(
-        (rec.level, rec.facility),
-        (6, 1),
-        "user facility, info level"
-    );
+    let rec = seen_once(&first, &marker);
     let ts = rec.timestamp.expect("uptime is readable on a real host");
     let skew = match SystemTime::now().duration_since(ts) {
         Ok(d) => d,
@@ -186,6 +163,25 @@ impl Drop for NodevKmsgRoot {
     }
 }
 
+/// The one record carrying `marker` among `records` (exactly one, or the test fails), written
+/// by [`write_marker`] at user facility, info level.
+fn seen_once<'a>(records: &'a [Record], marker: &str) -> &'a Record {
+    let hits: Vec<_> = records.iter().filter(|r| r.message == marker).collect();
+    assert_eq!(
+        hits.len(),
+        1,
+        "marker seen once in {} new records",
+        records.len()
+    );
+    let rec = hits[0];
+    assert_eq!(
+        (rec.level, rec.facility),
+        (6, 1),
+        "user facility, info level"
+    );
+    rec
+}
+
 fn write_marker(tag: &str) -> String {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -230,19 +226,7 @@ fn refused_device_falls_back_to_syslog_and_returns_a_marker_once() {
 
     let marker = write_marker("syslog-fallback");
     let first = drain(&mut reader);
-    let hits: Vec<_> = first.iter().filter(|r| r.message == marker).collect();
-    assert_eq!(
-        hits.len(),
-        1,
-        "marker seen once in {} new records",
-        first.len()
-    );
-    let rec = hits[0];
-    assert_eq!(
-        (rec.level, rec.facility),
-        (6, 1),
-        "user facility, info level"
-    );
+    let rec = seen_once(&first, &marker);
     assert!(rec.continuation.is_empty());
     let ts = rec
         .timestamp
