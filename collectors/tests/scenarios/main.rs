@@ -5,6 +5,7 @@
 mod conntrack;
 mod disk;
 mod explain;
+mod hostile_files;
 mod iptables;
 mod kernel;
 mod kmsg;
