@@ -304,7 +304,9 @@ pub enum Command {
     /// Run continuously and serve /findings, /metrics, /healthz, /readyz and / over HTTP.
     Serve(ServeArgs),
     /// Sample the host twice, print a report and exit 0 (nothing above info), 1 (a
-    /// warning), 2 (a critical finding) or 3 (node-doctor itself failed).
+    /// warning), 2 (a critical finding), 3 (node-doctor itself failed), or 4-6 (0-2 with at
+    /// least one collector that did not complete).
+    #[command(after_help = crate::exit::HELP)]
     Check(CheckArgs),
     /// Explain a vendor error code, event message, exit code or pod state from the handbooks
     /// (exit 0 when something matched, 1 when nothing did).

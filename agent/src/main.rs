@@ -2,6 +2,7 @@
 
 mod cli;
 mod engine;
+mod exit;
 mod explain_cmd;
 mod html;
 mod metrics;
@@ -19,7 +20,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Parser;
-use collectors::{CollectContext, HostPaths, Severity};
+use collectors::{CollectContext, HostPaths};
 
 use cli::{CheckArgs, Cli, Command, Format, LogFormat, ServeArgs, EXIT_USAGE};
 use engine::{Plan, Shared, Stop};
@@ -27,8 +28,7 @@ use registry::CollectorOptions;
 use report::Filter;
 use state::State;
 
-/// `check`: node-doctor itself failed.
-const EXIT_AGENT_FAILED: u8 = 3;
+use exit::AGENT_FAILED as EXIT_AGENT_FAILED;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -63,11 +63,13 @@ fn main() -> ExitCode {
     }));
 
     let host = HostPaths::new(&cli.host_root);
-    if !cli.host_root.is_dir() {
-        tracing::error!(
-            host_root = %cli.host_root.display(),
-            "the host root is not a directory (in a pod, mount the host's / there and pass --host-root)"
-        );
+    if let Err(msg) = exit::check_host_root(&cli.host_root) {
+        // Said on stderr whatever the log level: `check` logs only errors by default, and an
+        // empty or wrong root must never pass for a quiet node.
+        tracing::error!(host_root = %cli.host_root.display(), "{msg}");
+        if !tracing::enabled!(tracing::Level::ERROR) {
+            eprintln!("node-doctor: {msg}");
+        }
         return ExitCode::from(EXIT_AGENT_FAILED);
     }
     let ctx = CollectContext {
@@ -259,9 +261,17 @@ fn check(
             return EXIT_AGENT_FAILED;
         }
     }
-    match report::worst(&published.snapshot, &filter) {
-        Some(Severity::Critical) => 2,
-        Some(Severity::Warning) => 1,
-        _ => 0,
+    let incomplete = report::incomplete(&published.snapshot, &filter);
+    for c in &incomplete {
+        tracing::warn!(
+            collector = %c.name,
+            status = c.status.as_str(),
+            reason = c.status.message().unwrap_or(""),
+            "collector did not complete"
+        );
     }
+    exit::code(
+        report::worst(&published.snapshot, &filter),
+        !incomplete.is_empty(),
+    )
 }
