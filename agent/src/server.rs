@@ -360,6 +360,31 @@ impl Conn {
 mod tests {
     use super::*;
 
+    /// Connections the agent has not accepted yet wait in the kernel's queue instead of
+    /// having their SYNs dropped: 600 connects to a listener that accepts none all complete
+    /// (tokio's default backlog of 128 would leave the rest retransmitting for a second).
+    #[tokio::test]
+    async fn the_listen_queue_holds_a_burst_of_connects() {
+        let somaxconn: usize = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(4096);
+        let burst = somaxconn.min(600);
+        if burst <= 129 {
+            eprintln!("skipped: net.core.somaxconn is {somaxconn}, the kernel caps the backlog");
+            return;
+        }
+        let listener = listen("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut held = Vec::new();
+        for i in 0..burst {
+            let c = std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(500))
+                .unwrap_or_else(|e| panic!("connect {i} of {burst} while none is accepted: {e}"));
+            held.push(c);
+        }
+        drop(listener);
+    }
+
     #[test]
     fn the_builder_accepts_the_limits() {
         // max_buf_size panics below hyper's minimum (8 KiB); this catches a smaller limit.
