@@ -40,6 +40,23 @@ fn flood(addr: SocketAddr, n: usize, first: &[u8]) -> Vec<TcpStream> {
     v
 }
 
+/// Raises RLIMIT_NOFILE so this process can hold `n` connections. As root (CI) that must
+/// work; a user whose hard limit is lower skips, saying why.
+fn can_hold(n: usize) -> bool {
+    let nofile = raise_nofile(n as u64 + 2048);
+    if nofile >= n as u64 + 1024 {
+        return true;
+    }
+    assert!(
+        !e2e::is_root(),
+        "RLIMIT_NOFILE is {nofile} even for root: cannot hold {n} connections"
+    );
+    eprintln!(
+        "skipped: RLIMIT_NOFILE hard limit {nofile} is too low for {n} connections (run as root)"
+    );
+    false
+}
+
 /// Waits until the agent holds no more sockets than `idle` (up to `within`); returns how long.
 fn wait_sockets_back_to(s: &Server, idle: usize, within: Duration) -> Duration {
     let t = Instant::now();
@@ -82,11 +99,9 @@ fn assert_bounded(what: &str, m: Memory) {
 fn an_idle_connection_flood_is_shed_and_the_agent_keeps_answering() {
     const FLOOD: usize = 10_000;
     let _machine = exclusive();
-    let nofile = raise_nofile(FLOOD as u64 + 2048);
-    assert!(
-        nofile >= FLOOD as u64 + 1024,
-        "RLIMIT_NOFILE is {nofile}: cannot hold {FLOOD} connections"
-    );
+    if !can_hold(FLOOD) {
+        return;
+    }
     let root = FakeRoot::quiet();
     let s = Server::start_bin(&agent_bin(), root.root(), &[]);
     s.wait_ready(30);
@@ -158,8 +173,9 @@ fn an_idle_connection_flood_is_shed_and_the_agent_keeps_answering() {
 fn slow_partial_headers_are_bounded_and_cut_off() {
     const FLOOD: usize = 2_000;
     let _machine = exclusive();
-    let nofile = raise_nofile(FLOOD as u64 + 2048);
-    assert!(nofile >= FLOOD as u64 + 1024, "RLIMIT_NOFILE is {nofile}");
+    if !can_hold(FLOOD) {
+        return;
+    }
     let root = FakeRoot::quiet();
     let s = Server::start_bin(&agent_bin(), root.root(), &[]);
     s.wait_ready(30);
