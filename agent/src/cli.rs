@@ -356,8 +356,9 @@ pub struct ServeArgs {
     )]
     pub collector_intervals: Vec<(String, Duration)>,
 
-    /// File holding a bearer token; when set, /findings, /metrics and / require
-    /// `Authorization: Bearer <token>` (/healthz and /readyz stay open).
+    /// File holding a bearer token (one line, at least 16 bytes, re-read on SIGHUP); when
+    /// set, /findings, /metrics, /explain and / require `Authorization: Bearer <token>`
+    /// (/healthz and /readyz stay open).
     #[arg(long, env = "NODE_DOCTOR_AUTH_TOKEN_FILE", value_name = "FILE")]
     pub auth_token_file: Option<PathBuf>,
 }

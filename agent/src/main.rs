@@ -1,6 +1,7 @@
 //! `node-doctor`: the agent binary (CLI, scheduler, state, HTTP server).
 
 mod cli;
+mod connections;
 mod engine;
 mod exit;
 mod explain_cmd;
@@ -12,6 +13,7 @@ mod scheduler;
 mod server;
 mod state;
 mod table;
+mod token;
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -168,15 +170,9 @@ fn serve(
     let token = match &args.auth_token_file {
         None => None,
         Some(path) => {
-            let t = std::fs::read(path)
-                .with_context(|| format!("reading the auth token file {}", path.display()))?;
-            let t = t.trim_ascii().to_vec();
-            anyhow::ensure!(
-                !t.is_empty(),
-                "the auth token file {} is empty",
-                path.display()
-            );
-            Some(t)
+            let loaded = token::read(path)?;
+            token::warn_if_exposed(path, loaded.mode);
+            Some(Arc::new(token::Token::new(loaded.token)))
         }
     };
     let names: Vec<String> = runners.iter().map(|r| r.name().to_string()).collect();
@@ -190,9 +186,22 @@ fn serve(
         .build()
         .context("starting the tokio runtime")?;
     let listener = rt
-        .block_on(tokio::net::TcpListener::bind(args.listen))
+        .block_on(async { server::listen(args.listen) })
         .with_context(|| format!("listening on {}", args.listen))?;
     let local = listener.local_addr().unwrap_or(args.listen);
+    // SIGHUP re-reads the token file; without a handler it would end the process.
+    {
+        let _rt = rt.enter();
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
+            Ok(hup) => {
+                let source = args.auth_token_file.clone().zip(token.clone());
+                rt.spawn(token::reload_on_sighup(hup, source));
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGHUP; it will end the process")
+            }
+        }
+    }
     tracing::info!(
         listen = %local,
         node = %ctx.node_name,

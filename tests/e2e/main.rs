@@ -8,4 +8,5 @@ mod real_disk;
 mod real_load;
 mod see_also;
 mod serve;
+mod server_limits;
 mod support;
