@@ -558,7 +558,8 @@ fn every_kube_proxy_message_maps_to_its_fix() {
             .remediation
             .commands
             .iter()
-            .any(|c| c.starts_with("grep -cE '") && c.ends_with(KP_LOG)));
+            // The pattern is one argument, quoted when it holds spaces.
+            .any(|c| c.starts_with("grep -cE ") && c.ends_with(&format!(" {KP_LOG}"))));
     }
     let no_wait = find(&out, "iptables.kube_proxy_lock_error", "lock_no_wait").unwrap();
     assert!(ev_str(no_wait, "last_message").contains("Perhaps you want to use the -w option"));
