@@ -462,7 +462,7 @@ fn every_kube_proxy_message_maps_to_its_fix() {
     h.write(KP_LOG, &log);
     // A pod that is not kube-proxy is not read.
     h.write(
-        "/var/log/pods/default_web-1_abc/web/0.log",
+        "/var/log/pods/default_web-1_0000abcd-0000-4000-8000-00000000abcd/web/0.log",
         cri(&ts, LOCK_NO_WAIT),
     );
     let mut c = IptablesCollector::new(h.host(), fast_config());
@@ -663,7 +663,7 @@ fn docker_json_file_logs_of_kube_proxy_are_read_once() {
     );
     h.symlink(
         &json_log,
-        "/var/log/pods/kube-system_kube-proxy-abcde_1234/kube-proxy/0.log",
+        "/var/log/pods/kube-system_kube-proxy-abcde_1234abcd-0000-4000-8000-00000000abcd/kube-proxy/0.log",
     );
     // Another container with the same message is ignored.
     let other = "1111111111111111111111111111111111111111111111111111111111111111";
