@@ -252,7 +252,7 @@ pub(crate) mod tests {
     /// A snapshot whose every host-derived field carries [`NASTY`].
     pub(crate) fn nasty_snapshot() -> Snapshot {
         let names = vec!["disk".to_string(), "load".to_string()];
-        let mut st = State::new(&format!("node{NASTY}"), &names);
+        let mut st = State::new(format!("node{NASTY}"), &names);
         let t0 = OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap();
         let mut f = finding("disk.filesystem_full", NASTY, Severity::Critical)
             .evidence("mount_point", NASTY)

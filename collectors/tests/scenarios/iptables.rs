@@ -398,13 +398,13 @@ fn host_network_pod_without_the_lock_mount_is_named() {
 
 const LOCK_NO_WAIT: &str = "E0501 10:00:00.000000       1 proxier.go:1422] Failed to execute iptables-restore: exit status 4 (Another app is currently holding the xtables lock. Perhaps you want to use the -w option?)";
 const LOCK_TIMEOUT: &str = "E0501 10:00:01.000000       1 proxier.go:1123] Failed to ensure that filter chain KUBE-SERVICES exists: error creating chain \"KUBE-EXTERNAL-SERVICES\": exit status 4: Another app is currently holding the xtables lock. Stopped waiting after 5s.";
-const RESTORE_FAILED: &str = "E0501 10:00:02.000000       1 proxier.go:1422] Failed to execute iptables-restore: exit status 1 (iptables-restore: line 42 failed)";
+pub(crate) const RESTORE_FAILED: &str = "E0501 10:00:02.000000       1 proxier.go:1422] Failed to execute iptables-restore: exit status 1 (iptables-restore: line 42 failed)";
 const MARK_DROP: &str = "E0501 10:00:03.000000       1 proxier.go:1422] Failed to execute iptables-restore: exit status 2 (iptables-restore v1.8.4 (legacy): Couldn't load target `KUBE-MARK-DROP':No such file or directory";
 const STREAM: &str = "E0501 10:00:04.000000       1 reflector.go:127] Failed to list *core.Endpoints: Stream error http2.StreamError{StreamID:0xea1, Code:0x2, Cause:error(nil)} when reading response body, may be caused by closed connection. Please retry.";
 const PANIC_NIL: &str = "panic: runtime error: invalid memory address or nil pointer dereference";
 const PANIC_SLICE: &str = "E0501 10:00:06.000000       1 runtime.go:69] Observed a panic: \"slice bounds out of range\" (runtime error: slice bounds out of range)";
 
-fn rfc3339_now(offset_secs: i64) -> String {
+pub(crate) fn rfc3339_now(offset_secs: i64) -> String {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
