@@ -898,7 +898,10 @@ mod tests {
         }
         eprintln!("{templates} templates, {fixed} fixed commands");
         // The judges print about 60 templated and 50 fixed commands.
-        assert!(templates >= 50 && fixed >= 40, "{templates} templates, {fixed} fixed");
+        assert!(
+            templates >= 50 && fixed >= 40,
+            "{templates} templates, {fixed} fixed"
+        );
     }
 
     proptest::proptest! {
