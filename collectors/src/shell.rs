@@ -869,6 +869,11 @@ mod tests {
                 "{}: build commands with cmd! (checked at compile time), not Cmd::new",
                 path.display()
             );
+            assert!(
+                path.ends_with("finding.rs") || !src.contains("commands.push("),
+                "{}: add commands with Finding::command, which renders them",
+                path.display()
+            );
             let mut rendered = Vec::new();
             for t in literals_after(&src, "cmd!(") {
                 let names = placeholders(&t).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
