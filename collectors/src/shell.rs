@@ -12,10 +12,11 @@
 //!   (`cat /dev/null > {file}`, `ls -l /proc/{pid}/fd | grep '(deleted)'`,
 //!   `du -sh {dir}/containers/*`). `{{` and `}}` are literal braces (for jsonpath
 //!   expressions). A placeholder may not stand inside the template's own quotes, nor right
-//!   after `$`, `\` or `~`: there the quoted argument would change meaning. The renderer knows
-//!   nothing of where a template comes from: code uses [`cmd!`](crate::cmd), which checks at
-//!   compile time that the placeholders and the arguments match; a rule file can hand its
-//!   template strings to [`placeholders`] and [`render`] at load time.
+//!   after `$`, `\` or `~`: there the quoted argument would change meaning; nor may a template
+//!   use backticks (a backslash means something else inside them: write `$(...)`). The
+//!   renderer knows nothing of where a template comes from: code uses [`cmd!`](crate::cmd),
+//!   which checks at compile time that the placeholders and the arguments match; a rule file
+//!   can hand its template strings to [`placeholders`] and [`render`] at load time.
 //! - Every **argument** is quoted by [`quote`], with POSIX single quotes (`'` as `'\''`). A
 //!   value made only of `[A-Za-z0-9_./:=@%+,-]` (and not starting with `=`, which zsh expands)
 //!   stays bare, so ordinary commands read as a person would type them
@@ -485,6 +486,14 @@ const fn step(t: &[u8], i: usize, quote: Quote) -> Step {
             break;
         }
         let escapes_next = j + 1 < n && t[j + 1] != b'{' && t[j + 1] != b'}';
+        // Inside backticks a backslash means something else, which would change what a
+        // quoted argument yields: templates use `$(...)`.
+        if c == b'`' && matches!(q, Quote::None | Quote::Double) {
+            return Step::Error {
+                at: j,
+                what: "a backtick in the template (write $(...) instead)",
+            };
+        }
         match q {
             Quote::None => {
                 if c == b'\\' {
@@ -683,6 +692,7 @@ mod tests {
             "echo }",                // lone brace
             "echo 'unterminated {{", // quote left open
             "echo \"a\\\" {name}\"", // an escaped quote does not close
+            "echo `cat {name}`",     // backticks
         ] {
             let names: &[&str] = if bad.contains("user") {
                 &["user"]
