@@ -19,7 +19,7 @@
 //! `$'\x..'` escapes).
 
 use std::borrow::Cow;
-use std::fmt::{self, Write};
+use std::fmt::Write;
 
 /// True for a character that must not reach a terminal or a page as is.
 pub fn is_unsafe(c: char) -> bool {
@@ -63,24 +63,6 @@ fn push_visible(out: &mut String, c: char) {
     }
 }
 
-/// Displays a string through [`visible`] without allocating (for `tracing` fields and
-/// `write!`).
-pub struct Visible<'a>(pub &'a str);
-
-impl fmt::Display for Visible<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut rest = self.0;
-        while let Some((i, c)) = rest.char_indices().find(|(_, c)| is_unsafe(*c)) {
-            f.write_str(&rest[..i])?;
-            let mut esc = String::new();
-            push_visible(&mut esc, c);
-            f.write_str(&esc)?;
-            rest = &rest[i + c.len_utf8()..];
-        }
-        f.write_str(rest)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -115,18 +97,11 @@ mod tests {
         }
     }
 
-    #[test]
-    fn display_wrapper_matches() {
-        let s = "a\u{1b}[2Jb\u{202e}c\nd";
-        assert_eq!(Visible(s).to_string(), visible(s));
-    }
-
     proptest::proptest! {
         #[test]
         fn output_has_no_unsafe_character(s in proptest::prelude::any::<String>()) {
             let v = visible(&s);
             proptest::prop_assert!(!v.chars().any(is_unsafe), "{v:?}");
-            proptest::prop_assert_eq!(Visible(&s).to_string(), v.as_ref());
             // Safe text is unchanged.
             if !s.chars().any(is_unsafe) {
                 proptest::prop_assert_eq!(v.as_ref(), s.as_str());
