@@ -397,7 +397,10 @@ pub(crate) mod fakes {
         .subject(subject)
         .evidence("used_percent", 97.5)
         .step(Text::new("free space", "清理空间"))
-        .command(format!("df -h {subject}"))
+        .command(collectors::cmd!(
+            "df -h {mount_point}",
+            mount_point = subject
+        ))
         .source(collectors::finding::HANDBOOK, "节点磁盘爆满排障处理")
     }
 

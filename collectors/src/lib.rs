@@ -4,7 +4,9 @@
 //! Invariants (see ARCHITECTURE.md):
 //! - nothing in this crate reads an absolute path: every path comes from [`HostPaths`];
 //! - parsing (`text -> typed sample`) is pure and separate from judging (`sample -> findings`);
-//! - this crate knows nothing of HTTP, JSON documents, Prometheus encoding or tokio.
+//! - this crate knows nothing of HTTP, JSON documents, Prometheus encoding or tokio;
+//! - no finding builds shell text with `format!` from host data: commands are [`shell::Cmd`]
+//!   templates whose arguments the one renderer quotes.
 
 pub mod collector;
 pub mod conntrack;
@@ -22,6 +24,8 @@ pub mod metric;
 pub mod pods;
 pub mod proc;
 pub mod runtime;
+pub mod sanitize;
+pub mod shell;
 pub mod sys;
 
 pub use collector::{CollectContext, Collection, Collector, Status, Transition, TransitionLog};
@@ -29,3 +33,4 @@ pub use error::ReadError;
 pub use finding::{Evidence, Finding, Lang, Remediation, Severity, Source, Text};
 pub use host::HostPaths;
 pub use metric::{Metric, MetricKind};
+pub use shell::Cmd;

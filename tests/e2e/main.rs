@@ -4,6 +4,7 @@
 mod check;
 mod deploy;
 mod explain;
+mod hostile;
 mod real_disk;
 mod real_load;
 mod see_also;

@@ -5,9 +5,12 @@
 mod conntrack;
 mod disk;
 mod explain;
+mod hostile;
 mod iptables;
 mod kernel;
 mod kmsg;
 mod load;
 mod memory;
+#[path = "../../../tests/src/sandbox.rs"]
+mod sandbox;
 mod support;
