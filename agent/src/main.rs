@@ -204,7 +204,7 @@ fn serve(
     }
     tracing::info!(
         listen = %local,
-        node = %ctx.node_name,
+        node = ctx.node_name.as_str(),
         collectors = ?names,
         interval_seconds = args.interval.as_secs_f64(),
         auth = token.is_some(),
