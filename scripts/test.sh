@@ -25,6 +25,8 @@ APT_PACKAGES=(
                # mount, mountpoint (read-only host root in a private mount namespace)
     coreutils  # sleep, date, mktemp, tee used by tests and scripts
     procps     # /proc tools (ps, free, vmstat) for reproducing a test's host situation by hand
+    busybox-static # hostile-name tests: a static sh in a chroot runs every printed command
+    dash       # shell tests: an older POSIX sh reads $'...' quoting as an inert literal
 )
 # scripts/validate-manifests.sh makes a virtualenv with `python3 -m venv`; Debian's own
 # python3 needs python3-venv for that (a pyenv/python.org build has it built in).

@@ -304,7 +304,9 @@ pub enum Command {
     /// Run continuously and serve /findings, /metrics, /healthz, /readyz and / over HTTP.
     Serve(ServeArgs),
     /// Sample the host twice, print a report and exit 0 (nothing above info), 1 (a
-    /// warning), 2 (a critical finding) or 3 (node-doctor itself failed).
+    /// warning), 2 (a critical finding), 3 (node-doctor itself failed), or 4-6 (0-2 with at
+    /// least one collector that did not complete).
+    #[command(after_help = crate::exit::HELP)]
     Check(CheckArgs),
     /// Explain a vendor error code, event message, exit code or pod state from the handbooks
     /// (exit 0 when something matched, 1 when nothing did).
@@ -354,8 +356,9 @@ pub struct ServeArgs {
     )]
     pub collector_intervals: Vec<(String, Duration)>,
 
-    /// File holding a bearer token; when set, /findings, /metrics and / require
-    /// `Authorization: Bearer <token>` (/healthz and /readyz stay open).
+    /// File holding a bearer token (one line, at least 16 bytes, re-read on SIGHUP); when
+    /// set, /findings, /metrics, /explain and / require `Authorization: Bearer <token>`
+    /// (/healthz and /readyz stay open).
     #[arg(long, env = "NODE_DOCTOR_AUTH_TOKEN_FILE", value_name = "FILE")]
     pub auth_token_file: Option<PathBuf>,
 }

@@ -7,7 +7,6 @@ use collectors::{Lang, Severity};
 use crate::report::{rfc3339, Filter};
 use crate::state::Snapshot;
 
-/// Escapes text for HTML element content and attribute values.
 /// Percent-encodes a query value (RFC 3986 unreserved characters pass).
 fn query_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -21,7 +20,11 @@ fn query_escape(s: &str) -> String {
     out
 }
 
+/// Escapes text for HTML element content and attribute values. Control characters and bidi
+/// overrides become visible escapes first ([`collectors::sanitize::visible`]): host text can
+/// neither break the markup nor reorder what a reader sees.
 pub fn escape(s: &str) -> String {
+    let s = collectors::sanitize::visible(s);
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -239,6 +242,16 @@ mod tests {
             },
         );
         assert!(zh.contains("清理空间"));
+    }
+
+    #[test]
+    fn host_text_is_escaped_and_made_visible() {
+        let p = page(&crate::table::tests::nasty_snapshot(), &Filter::default());
+        // The page's own line breaks only; no control character or bidi override from the host.
+        assert!(crate::table::tests::only_visible(&p), "{p:?}");
+        assert!(p.contains("gpj.\\u{202e}exe"), "{p}");
+        assert!(p.contains("\\x1b[31mred"), "{p}");
+        assert!(p.contains("df -h $&#39;x\\x0a$(touch"), "{p}");
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! `node-doctor`: the agent binary (CLI, scheduler, state, HTTP server).
 
 mod cli;
+mod connections;
 mod engine;
+mod exit;
 mod explain_cmd;
 mod html;
 mod metrics;
@@ -11,6 +13,7 @@ mod scheduler;
 mod server;
 mod state;
 mod table;
+mod token;
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -19,7 +22,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Parser;
-use collectors::{CollectContext, HostPaths, Severity};
+use collectors::{CollectContext, HostPaths};
 
 use cli::{CheckArgs, Cli, Command, Format, LogFormat, ServeArgs, EXIT_USAGE};
 use engine::{Plan, Shared, Stop};
@@ -27,8 +30,7 @@ use registry::CollectorOptions;
 use report::Filter;
 use state::State;
 
-/// `check`: node-doctor itself failed.
-const EXIT_AGENT_FAILED: u8 = 3;
+use exit::AGENT_FAILED as EXIT_AGENT_FAILED;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -63,11 +65,13 @@ fn main() -> ExitCode {
     }));
 
     let host = HostPaths::new(&cli.host_root);
-    if !cli.host_root.is_dir() {
-        tracing::error!(
-            host_root = %cli.host_root.display(),
-            "the host root is not a directory (in a pod, mount the host's / there and pass --host-root)"
-        );
+    if let Err(msg) = exit::check_host_root(&cli.host_root) {
+        // Said on stderr whatever the log level: `check` logs only errors by default, and an
+        // empty or wrong root must never pass for a quiet node.
+        tracing::error!(host_root = %cli.host_root.display(), "{msg}");
+        if !tracing::enabled!(tracing::Level::ERROR) {
+            eprintln!("node-doctor: {msg}");
+        }
         return ExitCode::from(EXIT_AGENT_FAILED);
     }
     let ctx = CollectContext {
@@ -173,15 +177,9 @@ fn serve(
     let token = match &args.auth_token_file {
         None => None,
         Some(path) => {
-            let t = std::fs::read(path)
-                .with_context(|| format!("reading the auth token file {}", path.display()))?;
-            let t = t.trim_ascii().to_vec();
-            anyhow::ensure!(
-                !t.is_empty(),
-                "the auth token file {} is empty",
-                path.display()
-            );
-            Some(t)
+            let loaded = token::read(path)?;
+            token::warn_if_exposed(path, loaded.mode);
+            Some(Arc::new(token::Token::new(loaded.token)))
         }
     };
     let names: Vec<String> = runners.iter().map(|r| r.name().to_string()).collect();
@@ -195,12 +193,25 @@ fn serve(
         .build()
         .context("starting the tokio runtime")?;
     let listener = rt
-        .block_on(tokio::net::TcpListener::bind(args.listen))
+        .block_on(async { server::listen(args.listen) })
         .with_context(|| format!("listening on {}", args.listen))?;
     let local = listener.local_addr().unwrap_or(args.listen);
+    // SIGHUP re-reads the token file; without a handler it would end the process.
+    {
+        let _rt = rt.enter();
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
+            Ok(hup) => {
+                let source = args.auth_token_file.clone().zip(token.clone());
+                rt.spawn(token::reload_on_sighup(hup, source));
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGHUP; it will end the process")
+            }
+        }
+    }
     tracing::info!(
         listen = %local,
-        node = %ctx.node_name,
+        node = ctx.node_name.as_str(),
         collectors = ?names,
         interval_seconds = args.interval.as_secs_f64(),
         auth = token.is_some(),
@@ -266,9 +277,17 @@ fn check(
             return EXIT_AGENT_FAILED;
         }
     }
-    match report::worst(&published.snapshot, &filter) {
-        Some(Severity::Critical) => 2,
-        Some(Severity::Warning) => 1,
-        _ => 0,
+    let incomplete = report::incomplete(&published.snapshot, &filter);
+    for c in &incomplete {
+        tracing::warn!(
+            collector = %c.name,
+            status = c.status.as_str(),
+            reason = c.status.message().unwrap_or(""),
+            "collector did not complete"
+        );
     }
+    exit::code(
+        report::worst(&published.snapshot, &filter),
+        !incomplete.is_empty(),
+    )
 }

@@ -108,6 +108,11 @@ pub struct Document<'a> {
     pub node: &'a str,
     pub generated_at: String,
     pub agent_version: &'static str,
+    /// False when any collector shown did not complete (timed out, failed, or could not read
+    /// all of its sources): the findings are then not the whole picture.
+    pub complete: bool,
+    /// The collectors shown that did not complete; `collectors[].status`/`message` say why.
+    pub incomplete: Vec<&'a str>,
     pub findings: Vec<FindingJson<'a>>,
     pub collectors: Vec<CollectorJson<'a>>,
 }
@@ -180,10 +185,16 @@ pub fn document<'a>(snap: &'a Snapshot, filter: &Filter) -> Document<'a> {
         .filter(|c| filter.keeps_collector(&c.name))
         .map(collector_json)
         .collect();
+    let incomplete: Vec<&str> = incomplete(snap, filter)
+        .into_iter()
+        .map(|c| c.name.as_str())
+        .collect();
     Document {
         node: &snap.node,
         generated_at: rfc3339(snap.generated_at),
         agent_version: env!("CARGO_PKG_VERSION"),
+        complete: incomplete.is_empty(),
+        incomplete,
         findings,
         collectors,
     }
@@ -209,6 +220,14 @@ pub fn to_json(snap: &Snapshot, filter: &Filter) -> Vec<u8> {
     });
     out.push(b'\n');
     out
+}
+
+/// The collectors a filter keeps that did not complete (see [`crate::exit::is_incomplete`]).
+pub fn incomplete<'a>(snap: &'a Snapshot, filter: &Filter) -> Vec<&'a CollectorState> {
+    snap.collectors
+        .iter()
+        .filter(|c| filter.keeps_collector(&c.name) && crate::exit::is_incomplete(&c.status))
+        .collect()
 }
 
 /// The highest severity among the findings a filter keeps.
@@ -298,6 +317,15 @@ mod tests {
         assert!(c[0].get("message").is_none());
         assert_eq!(c[1]["status"], "error");
         assert_eq!(c[1]["message"], "timed out after 2s");
+        assert_eq!(v["complete"], false);
+        assert_eq!(v["incomplete"], serde_json::json!(["load"]));
+        let disk_only = Filter {
+            collectors: vec!["disk".into()],
+            ..Filter::default()
+        };
+        let v: serde_json::Value = serde_json::from_slice(&to_json(&s, &disk_only)).unwrap();
+        assert_eq!(v["complete"], true, "load is filtered out");
+        assert_eq!(v["incomplete"], serde_json::json!([]));
     }
 
     #[test]

@@ -216,6 +216,15 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 /// `2s`, `1.5s`, `250ms`, `2m`, `1h30m`.
 pub fn fmt_duration(d: Duration) -> String {
     let ms = d.as_millis();
+    if ms == 0 {
+        // Sub-millisecond budgets (`--collector-timeout 500us`) must not read as "0ms".
+        let us = d.as_micros();
+        return if us == 0 {
+            format!("{}ns", d.as_nanos())
+        } else {
+            format!("{us}us")
+        };
+    }
     if ms < 1000 {
         return format!("{ms}ms");
     }
@@ -240,7 +249,8 @@ pub fn fmt_duration(d: Duration) -> String {
     out
 }
 
-/// Parses `250ms`, `2s`, `1.5s`, `2m`, `1h`, `1h30m` or a plain number of seconds.
+/// Parses `250ms`, `2s`, `1.5s`, `2m`, `1h`, `1h30m` or a plain number of seconds; `us`
+/// (`µs`) and `ns` are accepted as in Go's `time.ParseDuration`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     if s.is_empty() {
@@ -266,6 +276,8 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
             .find(|c: char| c.is_ascii_digit() || c == '.')
             .unwrap_or(after.len());
         let mult = match &after[..unit_end] {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
             "ms" => 0.001,
             "s" => 1.0,
             "m" => 60.0,
@@ -390,7 +402,10 @@ pub(crate) mod fakes {
         .subject(subject)
         .evidence("used_percent", 97.5)
         .step(Text::new("free space", "清理空间"))
-        .command(format!("df -h {subject}"))
+        .command(collectors::cmd!(
+            "df -h {mount_point}",
+            mount_point = subject
+        ))
         .source(collectors::finding::HANDBOOK, "节点磁盘爆满排障处理")
     }
 
@@ -692,6 +707,11 @@ mod tests {
         assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
         assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
         assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
+        assert_eq!(parse_duration("250us"), Ok(Duration::from_micros(250)));
+        assert_eq!(parse_duration("250µs"), Ok(Duration::from_micros(250)));
+        assert_eq!(parse_duration("1ns"), Ok(Duration::from_nanos(1)));
+        assert_eq!(fmt_duration(Duration::from_nanos(1)), "1ns");
+        assert_eq!(fmt_duration(Duration::from_micros(250)), "250us");
         for bad in ["", "0s", "-1s", "abc", "5x", "s", "1e400"] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }

@@ -1,9 +1,16 @@
 //! The HTTP server (hyper 1.x, HTTP/1.1 with keep-alive). Every request reads the latest
 //! published snapshot; no request ever triggers collection.
+//!
+//! Anyone who reaches the port can open connections, so each one is bounded
+//! ([`crate::connections`]): at most [`MAX_CONNECTIONS`] are open, and at the cap a new
+//! connection closes the one that has been quiet longest; a connection costs no buffer until
+//! its first byte arrives, must start a request within [`HEADER_READ_TIMEOUT`] and finish its
+//! headers within as long again, may not send more than [`MAX_HEADER_BYTES`] of headers, and
+//! is closed when its client stops reading a response for [`WRITE_STALL_TIMEOUT`].
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http_body_util::Full;
@@ -13,21 +20,38 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
 
+use crate::connections::{Clock, ConnState, ConnTable, Registration, Throttle, Tracked};
 use crate::engine::Shared;
 use crate::html;
 use crate::report::{self, Filter};
+use crate::token::Token;
 
-/// How long a client may take to send its request headers.
-pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a new connection may take to send its first byte, then to complete its request
+/// headers; in hyper the same timer also closes a keep-alive connection idle this long
+/// between requests. Clients of this server (Prometheus, curl, a browser) send a request in
+/// one packet right after connecting; 5 s covers a slow link or a port-forward with room.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// Open connections at most. Prometheus and a few people need a handful; 256 keeps a
+/// load test's 64 connections (scripts/bench-serve.sh) far from the cap, and bounds the
+/// HTTP buffers to 256 x 16 KiB = 4 MiB (README, Endpoints).
+pub const MAX_CONNECTIONS: usize = 256;
+/// Request line and headers at most; larger gets `431`. 8 KiB is hyper's smallest read
+/// buffer and nginx's default limit for one header line; a bearer-token request is ~200 bytes.
+pub const MAX_HEADER_BYTES: usize = 8 * 1024;
+/// A response write that makes no progress this long closes the connection.
+pub const WRITE_STALL_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long in-flight connections get to finish after SIGTERM.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// Connection shedding and accept errors are logged at most once per this period.
+const LOG_EVERY: Duration = Duration::from_secs(60);
 
 pub struct App {
     pub shared: Arc<Shared>,
-    /// Bearer token required on /findings, /metrics and /.
-    pub token: Option<Vec<u8>>,
+    /// Bearer token required on /findings, /metrics, /explain and /.
+    pub token: Option<Arc<Token>>,
 }
 
 type Resp = Response<Full<Bytes>>;
@@ -42,17 +66,6 @@ fn respond(status: StatusCode, content_type: &'static str, body: impl Into<Bytes
 
 fn text(status: StatusCode, body: impl Into<String>) -> Resp {
     respond(status, "text/plain; charset=utf-8", body.into())
-}
-
-/// Compares without an early exit, so the time taken does not reveal the matching prefix.
-pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    let mut diff = (a.len() ^ b.len()) as u64;
-    for i in 0..a.len().max(b.len()) {
-        let x = a.get(i).copied().unwrap_or(0);
-        let y = b.get(i).copied().unwrap_or(0);
-        diff |= u64::from(x ^ y);
-    }
-    diff == 0
 }
 
 /// Parses the query and rejects a `collector=` this agent does not run (as `check
@@ -90,7 +103,7 @@ fn authorized(app: &App, req: &Request<Incoming>) -> bool {
     else {
         return false;
     };
-    constant_time_eq(given.trim_ascii(), token)
+    token.matches(given.trim_ascii())
 }
 
 /// Routes one request.
@@ -187,6 +200,33 @@ pub fn handle(app: &App, req: &Request<Incoming>) -> Resp {
     }
 }
 
+/// Pending connections the kernel queues for `accept` (tokio's default is 128). During a
+/// flood of connects the accept loop can fall behind for a moment; with a short queue the
+/// kernel then drops SYNs, and a legitimate client waits a full second for its retransmit.
+pub const LISTEN_BACKLOG: u32 = 1024;
+
+/// Binds the listening socket (SO_REUSEADDR, as `TcpListener::bind`) with [`LISTEN_BACKLOG`].
+pub fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
+}
+
+fn http1_builder() -> http1::Builder {
+    let mut b = http1::Builder::new();
+    b.timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .keep_alive(true)
+        .max_buf_size(MAX_HEADER_BYTES)
+        .max_header_size(MAX_HEADER_BYTES);
+    b
+}
+
 /// Serves until `shutdown` resolves, then lets open connections finish for up to
 /// [`SHUTDOWN_GRACE`].
 pub async fn serve(
@@ -194,7 +234,13 @@ pub async fn serve(
     app: Arc<App>,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let clock = Clock::new();
+    let table = Arc::new(Mutex::new(ConnTable::new(MAX_CONNECTIONS)));
+    let http = Arc::new(http1_builder());
+    // Each connection holds a receiver; `closed()` resolves once every one has ended.
+    let (stop_tx, _) = watch::channel(());
+    let mut shed_log = Throttle::new(LOG_EVERY);
+    let mut accept_error_log = Throttle::new(LOG_EVERY);
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -203,35 +249,45 @@ pub async fn serve(
                     Ok(a) => a,
                     Err(e) => {
                         // EMFILE and friends: back off instead of spinning.
-                        tracing::warn!(error = %e, "accept failed");
+                        if let Some(n) = accept_error_log.hit(clock.now_ms()) {
+                            tracing::warn!(error = %e, errors = n, "accept failed");
+                        }
                         tokio::time::sleep(Duration::from_millis(50)).await;
                         continue;
                     }
                 };
-                let _ = stream.set_nodelay(true);
-                let app = Arc::clone(&app);
-                let service = service_fn(move |req: Request<Incoming>| {
-                    let resp = handle(&app, &req);
-                    async move { Ok::<_, Infallible>(resp) }
-                });
-                let conn = http1::Builder::new()
-                    .timer(TokioTimer::new())
-                    .header_read_timeout(HEADER_READ_TIMEOUT)
-                    .keep_alive(true)
-                    .serve_connection(TokioIo::new(stream), service);
-                let conn = graceful.watch(conn);
-                tokio::spawn(async move {
-                    if let Err(e) = conn.await {
-                        tracing::debug!(peer = %peer, error = %e, "connection ended with an error");
+                let now = clock.now_ms();
+                let admitted = table
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .admit(now);
+                if admitted.evicted.is_some() {
+                    tracing::debug!(peer = %peer, "at the connection limit: closed the longest-idle connection");
+                    if let Some(n) = shed_log.hit(now) {
+                        tracing::warn!(
+                            max_connections = MAX_CONNECTIONS,
+                            closed = n,
+                            "at the connection limit: closing the longest-idle connections to admit new ones (logged at most once a minute)"
+                        );
                     }
-                });
+                }
+                let conn = Conn {
+                    stream,
+                    peer,
+                    state: admitted.state,
+                    _registration: Registration::new(Arc::clone(&table), admitted.id),
+                    stop: stop_tx.subscribe(),
+                    clock,
+                };
+                tokio::spawn(conn.run(Arc::clone(&app), Arc::clone(&http)));
             }
             _ = &mut shutdown => break,
         }
     }
     drop(listener);
     tracing::info!("shutting down: no new connections");
-    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
+    let _ = stop_tx.send(());
+    if tokio::time::timeout(SHUTDOWN_GRACE, stop_tx.closed())
         .await
         .is_err()
     {
@@ -242,16 +298,96 @@ pub async fn serve(
     }
 }
 
+/// One accepted connection.
+struct Conn {
+    stream: TcpStream,
+    peer: SocketAddr,
+    state: Arc<ConnState>,
+    _registration: Registration,
+    stop: watch::Receiver<()>,
+    clock: Clock,
+}
+
+impl Conn {
+    async fn run(mut self, app: Arc<App>, http: Arc<http1::Builder>) {
+        // Until the client sends something, hold only the socket: no hyper buffers (16 KiB
+        // a connection), so idle connections cost little even before the cap sheds them.
+        let mut first = [0u8; 1];
+        let arrived = tokio::select! {
+            r = tokio::time::timeout(HEADER_READ_TIMEOUT, self.stream.peek(&mut first)) => r,
+            _ = self.state.close.notified() => return,
+            _ = self.stop.changed() => return,
+        };
+        match arrived {
+            Ok(Ok(n)) if n > 0 => self.state.touch(self.clock.now_ms()),
+            // Timed out, closed by the client, or a socket error: nothing to answer.
+            _ => return,
+        }
+        let _ = self.stream.set_nodelay(true);
+        let state = Arc::clone(&self.state);
+        let service = service_fn(move |req: Request<Incoming>| {
+            state.mark_served();
+            let resp = handle(&app, &req);
+            async move { Ok::<_, Infallible>(resp) }
+        });
+        let io = Tracked::new(
+            self.stream,
+            Arc::clone(&self.state),
+            self.clock,
+            WRITE_STALL_TIMEOUT,
+        );
+        // Boxed: the task of a connection still waiting for its first byte stays small.
+        let mut conn = Box::pin(http.serve_connection(TokioIo::new(io), service));
+        let ended = tokio::select! {
+            r = conn.as_mut() => r,
+            _ = self.state.close.notified() => return,
+            _ = self.stop.changed() => {
+                // Finish the request in flight, if any; an idle connection closes at once.
+                conn.as_mut().graceful_shutdown();
+                tokio::select! {
+                    r = conn.as_mut() => r,
+                    _ = self.state.close.notified() => return,
+                }
+            }
+        };
+        if let Err(e) = ended {
+            tracing::debug!(peer = %self.peer, error = %e, "connection ended with an error");
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// Connections the agent has not accepted yet wait in the kernel's queue instead of
+    /// having their SYNs dropped: 600 connects to a listener that accepts none all complete
+    /// (tokio's default backlog of 128 would leave the rest retransmitting for a second).
+    #[tokio::test]
+    async fn the_listen_queue_holds_a_burst_of_connects() {
+        let somaxconn: usize = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(4096);
+        let burst = somaxconn.min(600);
+        if burst <= 129 {
+            eprintln!("skipped: net.core.somaxconn is {somaxconn}, the kernel caps the backlog");
+            return;
+        }
+        let listener = listen("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut held = Vec::new();
+        for i in 0..burst {
+            let c = std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(500))
+                .unwrap_or_else(|e| panic!("connect {i} of {burst} while none is accepted: {e}"));
+            held.push(c);
+        }
+        drop(listener);
+    }
+
     #[test]
-    fn token_comparison() {
-        assert!(constant_time_eq(b"secret", b"secret"));
-        assert!(!constant_time_eq(b"secret", b"secreT"));
-        assert!(!constant_time_eq(b"secret", b"secret2"));
-        assert!(!constant_time_eq(b"", b"x"));
-        assert!(constant_time_eq(b"", b""));
+    fn the_builder_accepts_the_limits() {
+        // max_buf_size panics below hyper's minimum (8 KiB); this catches a smaller limit.
+        let _ = http1_builder();
     }
 }

@@ -144,11 +144,11 @@ impl State {
                     if a.finding.severity != finding.severity {
                         tracing::warn!(
                             collector,
-                            id = %finding.id,
-                            subject = %finding.subject,
+                            id = finding.id.as_str(),
+                            subject = finding.subject.as_str(),
                             from = %a.finding.severity,
                             to = %finding.severity,
-                            summary = %finding.summary.en,
+                            summary = finding.summary.en.as_str(),
                             "finding changed severity"
                         );
                     }
@@ -158,10 +158,10 @@ impl State {
                 None => {
                     tracing::warn!(
                         collector,
-                        id = %finding.id,
-                        subject = %finding.subject,
+                        id = finding.id.as_str(),
+                        subject = finding.subject.as_str(),
                         severity = %finding.severity,
-                        summary = %finding.summary.en,
+                        summary = finding.summary.en.as_str(),
                         "finding appeared"
                     );
                     self.active.insert(
@@ -182,8 +182,8 @@ impl State {
             let active_seconds = (a.last_seen - a.first_seen).whole_seconds();
             tracing::info!(
                 collector,
-                id = %a.finding.id,
-                subject = %a.finding.subject,
+                id = a.finding.id.as_str(),
+                subject = a.finding.subject.as_str(),
                 severity = %a.finding.severity,
                 active_seconds,
                 "finding resolved"

@@ -1,7 +1,14 @@
 //! `check --format table`: one block per finding for a person at a terminal.
+//!
+//! Every piece of text that is not this file's own passes through
+//! [`collectors::sanitize::visible`]: host names, messages, evidence and commands may hold
+//! newlines, terminal escape sequences or bidi overrides, which are printed as visible escapes
+//! (`\n`, `\x1b`, `\u{202e}`). The only control characters in the output are its own line
+//! breaks and, on a terminal, its own colour codes.
 
 use std::fmt::Write;
 
+use collectors::sanitize::visible as v;
 use collectors::{Lang, Severity};
 
 use crate::report::{rfc3339, Filter};
@@ -29,7 +36,7 @@ pub fn render(snap: &Snapshot, filter: &Filter, colour: bool) -> String {
         "node-doctor {} · {} {} · {}",
         env!("CARGO_PKG_VERSION"),
         t("node", "节点"),
-        snap.node,
+        v(&snap.node),
         rfc3339(snap.generated_at)
     );
     let findings: Vec<_> = snap.findings.iter().filter(|a| filter.keeps(a)).collect();
@@ -73,29 +80,33 @@ pub fn render(snap: &Snapshot, filter: &Filter, colour: bool) -> String {
             o,
             "\n{} {}{}",
             paint(&sev, f.severity, colour),
-            f.id,
+            v(&f.id),
             if f.subject.is_empty() {
                 String::new()
             } else {
-                format!("  {}", f.subject)
+                format!("  {}", v(&f.subject))
             }
         );
-        let _ = writeln!(o, "  {}", f.title.get(filter.lang));
-        let _ = writeln!(o, "  {}", f.summary.get(filter.lang));
+        let _ = writeln!(o, "  {}", v(f.title.get(filter.lang)));
+        let _ = writeln!(o, "  {}", v(f.summary.get(filter.lang)));
         if !f.evidence.is_empty() {
-            let ev: Vec<String> = f.evidence.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let ev: Vec<String> = f
+                .evidence
+                .iter()
+                .map(|(k, e)| format!("{}={}", v(k), v(&e.to_string())))
+                .collect();
             let _ = writeln!(o, "  {}: {}", t("evidence", "证据"), ev.join("  "));
         }
         if !f.remediation.steps.is_empty() {
             let _ = writeln!(o, "  {}:", t("what to do", "处理步骤"));
             for (i, s) in f.remediation.steps.iter().enumerate() {
-                let _ = writeln!(o, "    {}. {}", i + 1, s.get(filter.lang));
+                let _ = writeln!(o, "    {}. {}", i + 1, v(s.get(filter.lang)));
             }
         }
         if !f.remediation.commands.is_empty() {
             let _ = writeln!(o, "  {}:", t("commands", "命令"));
             for c in &f.remediation.commands {
-                let _ = writeln!(o, "    $ {c}");
+                let _ = writeln!(o, "    $ {}", v(c));
             }
         }
         if let Some(src) = &f.remediation.source {
@@ -103,19 +114,20 @@ pub fn render(snap: &Snapshot, filter: &Filter, colour: bool) -> String {
                 o,
                 "  {}: {} § {}",
                 t("source", "出处"),
-                src.doc,
-                src.section
+                v(src.doc),
+                v(src.section)
             );
         }
         for key in &f.see_also {
             // The symptom the operator meets elsewhere (an event, an exit code), explained.
             let title = collectors::explain::lookup_key(key)
-                .map(|e| format!(" ({})", e.title.get(filter.lang)))
+                .map(|e| format!(" ({})", v(e.title.get(filter.lang))))
                 .unwrap_or_default();
             let _ = writeln!(
                 o,
-                "  {}: node-doctor explain {key}{title}",
-                t("see also", "另见")
+                "  {}: node-doctor explain {}{title}",
+                t("see also", "另见"),
+                v(key)
             );
         }
         let _ = writeln!(
@@ -137,12 +149,12 @@ pub fn render(snap: &Snapshot, filter: &Filter, colour: bool) -> String {
     for c in &shown {
         let line = format!(
             "  {:<width$}  {:<11}  {:>9}  {}",
-            c.name,
+            v(&c.name),
             c.status.as_str(),
             c.duration
                 .map(|d| format!("{:.1} ms", d.as_secs_f64() * 1000.0))
                 .unwrap_or_default(),
-            c.status.message().unwrap_or("")
+            v(c.status.message().unwrap_or(""))
         );
         let _ = writeln!(o, "{}", line.trim_end());
     }
@@ -168,12 +180,12 @@ pub fn render(snap: &Snapshot, filter: &Filter, colour: bool) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::scheduler::fakes::{finding, with};
     use crate::scheduler::{Outcome, RunReport};
     use crate::state::State;
-    use collectors::Status;
+    use collectors::{Status, Text};
     use std::time::Duration;
     use time::OffsetDateTime;
 
@@ -231,6 +243,74 @@ mod tests {
             false,
         );
         assert!(zh.contains("1 个采集器中有 1 个未能完整检查"), "{zh}");
+    }
+
+    /// Host text full of terminal controls: newlines, ESC sequences, C1 CSI, bidi overrides.
+    pub(crate) const NASTY: &str =
+        "x\n$(touch /tmp/p)\x1b[31mred\x1b]0;title\x07\u{9b}2J gpj.\u{202e}exe\u{2066}\r\t\u{7f}";
+
+    /// A snapshot whose every host-derived field carries [`NASTY`].
+    pub(crate) fn nasty_snapshot() -> Snapshot {
+        let names = vec!["disk".to_string(), "load".to_string()];
+        let mut st = State::new(format!("node{NASTY}"), &names);
+        let t0 = OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap();
+        let mut f = finding("disk.filesystem_full", NASTY, Severity::Critical)
+            .evidence("mount_point", NASTY)
+            .step(Text::new(format!("step {NASTY}"), format!("步骤 {NASTY}")))
+            .command(collectors::cmd!("df -h {mount_point}", mount_point = NASTY));
+        f.title = Text::new(format!("title {NASTY}"), format!("标题 {NASTY}"));
+        f.summary = Text::new(format!("summary {NASTY}"), format!("摘要 {NASTY}"));
+        // A command that did not come through the renderer is shown escaped all the same.
+        f.remediation.commands.push(format!("echo {NASTY}"));
+        st.apply(
+            "disk",
+            RunReport {
+                outcome: Outcome::Completed(with(Status::Ok, vec![f])),
+                duration: Duration::from_millis(1),
+            },
+            t0,
+        );
+        st.apply(
+            "load",
+            RunReport {
+                outcome: Outcome::Completed(collectors::Collection::unavailable(format!(
+                    "cannot read {NASTY}"
+                ))),
+                duration: Duration::from_millis(1),
+            },
+            t0,
+        );
+        st.snapshot(t0)
+    }
+
+    /// True when `out` holds no control character but its own line breaks, and no bidi
+    /// override or other character [`collectors::sanitize::is_unsafe`] names.
+    pub(crate) fn only_visible(out: &str) -> bool {
+        out.chars()
+            .all(|c| c == '\n' || !collectors::sanitize::is_unsafe(c))
+    }
+
+    #[test]
+    fn host_text_is_printed_with_visible_escapes() {
+        for lang in [Lang::En, Lang::Zh] {
+            let filter = Filter {
+                lang,
+                ..Filter::default()
+            };
+            let out = render(&nasty_snapshot(), &filter, false);
+            assert!(only_visible(&out), "{out:?}");
+            assert!(!out.bytes().any(|b| b < 0x20 && b != b'\n'), "{out:?}");
+            // What was there is still readable.
+            assert!(out.contains("\\x1b[31mred"), "{out}");
+            assert!(out.contains("gpj.\\u{202e}exe"), "{out}");
+            assert!(out.contains("x\\n$(touch /tmp/p)"), "{out}");
+            assert!(out.contains("cannot read x\\n"), "{out}");
+            // The command the renderer produced is one line, with `$'...'` escapes.
+            assert!(out.contains("    $ df -h $'x\\x0a$(touch"), "{out}");
+            // Colour codes are the table's own, and only around the severity.
+            let coloured = render(&nasty_snapshot(), &filter, true);
+            assert_eq!(coloured.matches('\x1b').count(), 2, "{coloured:?}");
+        }
     }
 
     #[test]

@@ -173,7 +173,13 @@ impl TransitionLog {
                     to,
                     reason: Some(reason),
                 } => {
-                    tracing::debug!(collector, from, to, reason = %reason, "collector status changed")
+                    tracing::debug!(
+                        collector,
+                        from,
+                        to,
+                        reason = reason.as_str(),
+                        "collector status changed"
+                    )
                 }
                 Transition::Status { from, to, .. } => {
                     tracing::debug!(collector, from, to, "collector status changed")
@@ -186,10 +192,15 @@ impl TransitionLog {
                     summary,
                 } => {
                     let from = from.map(|s| s.to_string()).unwrap_or_else(|| "none".into());
-                    tracing::debug!(collector, id = %id, subject = %subject, from = %from, severity = %to, summary = %summary, "finding appeared or changed severity");
+                    tracing::debug!(collector, id = id.as_str(), subject = subject.as_str(), from = %from, severity = %to, summary = summary.as_str(), "finding appeared or changed severity");
                 }
                 Transition::Resolved { id, subject } => {
-                    tracing::debug!(collector, id = %id, subject = %subject, "finding resolved")
+                    tracing::debug!(
+                        collector,
+                        id = id.as_str(),
+                        subject = subject.as_str(),
+                        "finding resolved"
+                    )
                 }
             }
         }

@@ -5,6 +5,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use crate::shell::Cmd;
+
 /// How bad a finding is. Ordered: `Info < Warning < Critical`.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
@@ -194,7 +196,8 @@ pub const HANDBOOK: &str = "002_af370464fa0f13dd.txt";
 pub struct Remediation {
     /// Steps in order, in both languages.
     pub steps: Vec<Text>,
-    /// Exact shell commands, naming the real paths, devices and processes found.
+    /// Exact shell commands, naming the real paths, devices and processes found, rendered by
+    /// [`crate::shell`] (every argument quoted; one line each).
     pub commands: Vec<String>,
     /// The handbook section the advice comes from.
     pub source: Option<Source>,
@@ -278,8 +281,36 @@ impl Finding {
         self
     }
 
-    pub fn command(mut self, command: impl Into<String>) -> Finding {
-        self.remediation.commands.push(command.into());
+    /// Adds a command: a [`Cmd`] template whose arguments are shell-quoted (build it with
+    /// [`cmd!`](crate::cmd)), or a fixed `&'static str` of our own. A `String` is refused, so
+    /// host data cannot be pasted into shell text:
+    ///
+    /// ```compile_fail
+    /// # use collectors::{Finding, Severity, Text};
+    /// let pod = String::from("x$(reboot)");
+    /// Finding::new("a.b", Severity::Info, Text::default(), Text::default())
+    ///     .command(format!("kubectl describe pod {pod}"));
+    /// ```
+    ///
+    /// ```
+    /// # use collectors::{Finding, Severity, Text};
+    /// let pod = String::from("x$(reboot)");
+    /// let f = Finding::new("a.b", Severity::Info, Text::default(), Text::default())
+    ///     .command(collectors::cmd!("kubectl describe pod {pod}", pod = &pod));
+    /// assert_eq!(f.remediation.commands, ["kubectl describe pod 'x$(reboot)'"]);
+    /// ```
+    ///
+    /// A template whose placeholders and arguments do not match is a programming error:
+    /// debug builds panic, release builds log it and leave the command out.
+    pub fn command(mut self, command: impl Into<Cmd>) -> Finding {
+        let command = command.into();
+        match command.render() {
+            Ok(text) => self.remediation.commands.push(text),
+            Err(e) => {
+                debug_assert!(false, "{e}");
+                tracing::error!(id = self.id.as_str(), error = %e, "a command template does not render; left out");
+            }
+        }
         self
     }
 

@@ -6,7 +6,9 @@
 //! - parsing (`text -> typed sample`) is pure and separate from judging (`sample -> findings`);
 //! - this crate knows nothing of HTTP, JSON documents, Prometheus encoding or tokio;
 //! - every host read goes through [`hostfs`]: capped per kind of file, non-blocking, regular
-//!   files only; host text copied into output is capped by [`bounded`].
+//!   files only; host text copied into output is capped by [`bounded`];
+//! - no finding builds shell text with `format!` from host data: commands are [`shell::Cmd`]
+//!   templates whose arguments the one renderer quotes.
 
 pub mod bounded;
 pub mod collector;
@@ -26,6 +28,8 @@ pub mod metric;
 pub mod pods;
 pub mod proc;
 pub mod runtime;
+pub mod sanitize;
+pub mod shell;
 pub mod sys;
 
 pub use collector::{CollectContext, Collection, Collector, Status, Transition, TransitionLog};
@@ -33,3 +37,4 @@ pub use error::ReadError;
 pub use finding::{Evidence, Finding, Lang, Remediation, Severity, Source, Text};
 pub use host::HostPaths;
 pub use metric::{Metric, MetricKind};
+pub use shell::Cmd;

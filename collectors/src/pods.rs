@@ -11,6 +11,13 @@
 //!
 //! Namespaces and pod names are DNS labels/subdomains: they never contain `_`, which makes the
 //! directory names unambiguous.
+//!
+//! These names are host data (anyone who can create a directory under `/var/log/pods` or a
+//! container with labels writes them), and they end up in printed commands and reports. A
+//! name is taken for a Kubernetes name only when it is one: namespaces and container names
+//! are DNS-1123 labels, pod names DNS-1123 subdomains, pod UIDs UUIDs (or the 32 hex digits
+//! the kubelet gives static pods), container ids 64 hex digits. Anything else is not a pod:
+//! skipped, counted ([`PodDirectory::rejected`]) and logged at debug level.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -75,12 +82,64 @@ pub struct ContainerMeta {
     pub pod_uid: Option<String>,
 }
 
+/// A DNS-1123 label (namespaces, container names): 1–63 of `[a-z0-9-]`, starting and
+/// ending with a letter or digit.
+pub fn is_dns_label(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b[0] != b'-'
+        && b[b.len() - 1] != b'-'
+}
+
+/// A DNS-1123 subdomain (pod names): at most 253 characters, labels of `[a-z0-9-]` joined by
+/// dots, each starting and ending with a letter or digit.
+pub fn is_dns_subdomain(s: &str) -> bool {
+    s.len() <= 253
+        && s.split('.').all(|l| {
+            let b = l.as_bytes();
+            !b.is_empty()
+                && b.iter()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+                && b[0] != b'-'
+                && b[b.len() - 1] != b'-'
+        })
+}
+
+/// A pod UID: a UUID in lower-case hex (`8-4-4-4-12`), or the 32 hex digits the kubelet
+/// derives for static pods from their manifest.
+pub fn is_pod_uid(s: &str) -> bool {
+    let hex = |c: u8| c.is_ascii_digit() || (b'a'..=b'f').contains(&c);
+    let b = s.as_bytes();
+    match b.len() {
+        32 => b.iter().all(|c| hex(*c)),
+        36 => b.iter().enumerate().all(|(i, c)| {
+            if matches!(i, 8 | 13 | 18 | 23) {
+                *c == b'-'
+            } else {
+                hex(*c)
+            }
+        }),
+        _ => false,
+    }
+}
+
+/// A full container id of docker, containerd or CRI-O: 64 lower-case hex digits.
+pub fn is_container_id(s: &str) -> bool {
+    s.len() == 64
+        && s.bytes()
+            .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
+}
+
 /// Parses a `/var/log/pods` directory name `<namespace>_<pod>_<uid>`: the one parser of these
-/// names (disk names CRI log owners with it).
+/// names (disk names CRI log owners with it). `None` unless every part is a valid Kubernetes
+/// name.
 pub fn parse_pod_log_dir(name: &str) -> Option<PodMeta> {
     let mut it = name.split('_');
     let (ns, pod, uid) = (it.next()?, it.next()?, it.next()?);
-    if it.next().is_some() || ns.is_empty() || pod.is_empty() || !valid_uid(uid) {
+    if it.next().is_some() || !is_dns_label(ns) || !is_dns_subdomain(pod) || !is_pod_uid(uid) {
         return None;
     }
     Some(PodMeta {
@@ -91,16 +150,17 @@ pub fn parse_pod_log_dir(name: &str) -> Option<PodMeta> {
 }
 
 /// Parses a `/var/log/containers` file name `<pod>_<namespace>_<container>-<id>.log` into the
-/// container id and its metadata.
+/// container id and its metadata. `None` unless every part is a valid Kubernetes name and the
+/// id a full container id.
 pub fn parse_container_log_name(name: &str) -> Option<(String, ContainerMeta)> {
     let stem = name.strip_suffix(".log")?;
     let mut it = stem.split('_');
     let (pod, ns, rest) = (it.next()?, it.next()?, it.next()?);
-    if it.next().is_some() || pod.is_empty() || ns.is_empty() {
+    if it.next().is_some() || !is_dns_subdomain(pod) || !is_dns_label(ns) {
         return None;
     }
     let (container, id) = rest.rsplit_once('-')?;
-    if container.is_empty() || id.len() < 12 || !id.chars().all(|c| c.is_ascii_hexdigit()) {
+    if !is_dns_label(container) || !is_container_id(id) {
         return None;
     }
     Some((
@@ -122,21 +182,36 @@ pub fn parse_docker_config(json: &str) -> Option<ContainerMeta> {
 }
 
 impl ContainerMeta {
-    /// A container from its docker labels; `None` without namespace and pod (not a
-    /// Kubernetes container). An invalid pod UID is dropped.
+    /// A container from its docker labels; `None` without a valid namespace and pod name, or
+    /// with an invalid container name (not a Kubernetes container). An invalid pod UID is
+    /// dropped.
     pub fn from_labels(l: PodLabels) -> Option<ContainerMeta> {
-        Some(ContainerMeta {
-            namespace: l.namespace?,
-            pod: l.pod?,
+        let namespace = l.namespace.filter(|n| is_dns_label(n))?;
+        let pod = l.pod.filter(|p| is_dns_subdomain(p))?;
+        let container = match l.container {
+            Some(c) if is_dns_label(&c) => c,
+            Some(_) => return None,
             // The sandbox ("pause") container has no container name label.
-            container: l.container.unwrap_or_else(|| "POD".to_string()),
-            pod_uid: l.pod_uid.filter(|u| valid_uid(u)),
+            None => "POD".to_string(),
+        };
+        Some(ContainerMeta {
+            namespace,
+            pod,
+            container,
+            pod_uid: l.pod_uid.filter(|u| is_pod_uid(u)),
         })
     }
 }
 
-fn valid_uid(uid: &str) -> bool {
-    !uid.is_empty() && uid.len() <= 64 && uid.chars().all(|c| c.is_ascii_hexdigit() || c == '-')
+/// Docker labels with every name that is not a valid Kubernetes name dropped (for readers
+/// that use the labels one by one, such as the disk collector naming a log's owner).
+pub fn valid_labels(l: PodLabels) -> PodLabels {
+    PodLabels {
+        namespace: l.namespace.filter(|n| is_dns_label(n)),
+        pod: l.pod.filter(|p| is_dns_subdomain(p)),
+        container: l.container.filter(|c| is_dns_label(c)),
+        pod_uid: l.pod_uid.filter(|u| is_pod_uid(u)),
+    }
 }
 
 /// The cached directory of pods and containers on this node.
@@ -148,6 +223,8 @@ pub struct PodDirectory {
     containers: HashMap<String, ContainerMeta>,
     /// Docker container ids already parsed (with their result), pruned to existing dirs.
     docker_parsed: HashMap<String, Option<ContainerMeta>>,
+    /// Entries of the last refresh that were not valid Kubernetes names.
+    rejected: usize,
     last_refresh: Option<Instant>,
 }
 
@@ -159,6 +236,7 @@ impl PodDirectory {
             pods: HashMap::new(),
             containers: HashMap::new(),
             docker_parsed: HashMap::new(),
+            rejected: 0,
             last_refresh: None,
         }
     }
@@ -181,15 +259,22 @@ impl PodDirectory {
         let max = self.config.max_entries;
         let mut pods: HashMap<String, PodMeta> = HashMap::new();
         let mut containers: HashMap<String, ContainerMeta> = HashMap::new();
+        let mut rejected: Vec<String> = Vec::new();
 
         for name in dir_names(&self.host.resolve(&self.config.pod_log_dir), max) {
-            if let Some(p) = parse_pod_log_dir(&name) {
-                pods.insert(p.uid.clone(), p);
+            match parse_pod_log_dir(&name) {
+                Some(p) => {
+                    pods.insert(p.uid.clone(), p);
+                }
+                None => rejected.push(name),
             }
         }
         for name in dir_names(&self.host.resolve(&self.config.container_log_dir), max) {
-            if let Some((id, c)) = parse_container_log_name(&name) {
-                containers.insert(id, c);
+            match parse_container_log_name(&name) {
+                Some((id, c)) => {
+                    containers.insert(id, c);
+                }
+                None => rejected.push(name),
             }
         }
 
@@ -199,6 +284,10 @@ impl PodDirectory {
             for id in dir_names(&dir, max) {
                 if present.len() >= max {
                     break;
+                }
+                if !is_container_id(&id) {
+                    rejected.push(id);
+                    continue;
                 }
                 if !self.docker_parsed.contains_key(&id) {
                     let meta = docker::read_pod_labels_limited(
@@ -237,6 +326,18 @@ impl PodDirectory {
                 c.pod_uid = by_name.get(&(c.namespace.clone(), c.pod.clone())).cloned();
             }
         }
+        if rejected.len() != self.rejected {
+            // The name is host text: logged as a plain string, which the text log format
+            // prints with Rust escapes (no control character reaches the terminal).
+            let example = rejected.first().map(String::as_str).unwrap_or("");
+            let example: String = example.chars().take(256).collect();
+            tracing::debug!(
+                rejected = rejected.len(),
+                example = example.as_str(),
+                "pod directory: entries that are not valid Kubernetes names are skipped"
+            );
+        }
+        self.rejected = rejected.len();
         if pods.len() != self.pods.len() || containers.len() != self.containers.len() {
             tracing::debug!(
                 pods = pods.len(),
@@ -287,6 +388,12 @@ impl PodDirectory {
     /// Number of pods and containers known.
     pub fn len(&self) -> (usize, usize) {
         (self.pods.len(), self.containers.len())
+    }
+
+    /// Directory entries of the last refresh skipped because their names are not valid
+    /// Kubernetes names (or container ids).
+    pub fn rejected(&self) -> usize {
+        self.rejected
     }
 }
 
@@ -387,7 +494,152 @@ mod tests {
         assert_eq!(d.len(), (1, 0));
     }
 
+    #[test]
+    fn kubernetes_name_rules() {
+        for ok in ["default", "kube-system", "a", "a1-b2", &"x".repeat(63)] {
+            assert!(is_dns_label(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "-a",
+            "a-",
+            "A",
+            "a_b",
+            "a.b",
+            "a b",
+            &"x".repeat(64),
+            "é",
+        ] {
+            assert!(!is_dns_label(bad), "{bad}");
+        }
+        for ok in ["web-7c9d", "a.b-c.d", "0", &"a".repeat(253)] {
+            assert!(is_dns_subdomain(ok), "{ok}");
+        }
+        for bad in ["", ".a", "a.", "a..b", "a.-b", "Web", &"a".repeat(254)] {
+            assert!(!is_dns_subdomain(bad), "{bad}");
+        }
+        assert!(is_pod_uid(UID));
+        assert!(is_pod_uid("6d1b2a3c4d5e6f708192a3b4c5d6e7f8"));
+        for bad in [
+            "",
+            "5f0c",
+            &UID.to_uppercase(),
+            &UID.replace('-', "_"),
+            &format!("{UID}0"),
+        ] {
+            assert!(!is_pod_uid(bad), "{bad}");
+        }
+        assert!(is_container_id(CID));
+        assert!(!is_container_id(&CID[..12]));
+        assert!(!is_container_id(&CID.to_uppercase()));
+        assert!(!is_container_id(&format!("{}g", &CID[..63])));
+    }
+
+    /// Names a hostile process or user could give directories and labels: none of them is
+    /// taken for a pod, namespace or container.
+    const HOSTILE: &[&str] = &[
+        "x$(touch /tmp/pwned)",
+        "a`id`",
+        "a;b",
+        "a|b",
+        "a&&b",
+        "it's",
+        "a\"b",
+        "a\nb",
+        "a\x1b[31mb",
+        "a\u{202e}b",
+        "a b",
+        "A",
+    ];
+
+    #[test]
+    fn hostile_names_are_not_pods() {
+        for bad in HOSTILE {
+            assert_eq!(
+                parse_pod_log_dir(&format!("{bad}_web_{UID}")),
+                None,
+                "{bad:?}"
+            );
+            assert_eq!(
+                parse_pod_log_dir(&format!("shop_{bad}_{UID}")),
+                None,
+                "{bad:?}"
+            );
+            assert_eq!(
+                parse_pod_log_dir(&format!("shop_web_{bad}")),
+                None,
+                "{bad:?}"
+            );
+            for name in [
+                format!("{bad}_shop_c-{CID}.log"),
+                format!("web_{bad}_c-{CID}.log"),
+                format!("web_shop_{bad}-{CID}.log"),
+                format!("web_shop_c-{bad}.log"),
+            ] {
+                assert_eq!(parse_container_log_name(&name), None, "{name:?}");
+            }
+            let label = |k: &str, v: &str| {
+                let mut l = PodLabels {
+                    namespace: Some("shop".into()),
+                    pod: Some("web".into()),
+                    container: Some("c".into()),
+                    pod_uid: Some(UID.into()),
+                };
+                match k {
+                    "namespace" => l.namespace = Some(v.into()),
+                    "pod" => l.pod = Some(v.into()),
+                    _ => l.container = Some(v.into()),
+                }
+                l
+            };
+            for k in ["namespace", "pod", "container"] {
+                assert_eq!(
+                    ContainerMeta::from_labels(label(k, bad)),
+                    None,
+                    "{k}={bad:?}"
+                );
+                let v = valid_labels(label(k, bad));
+                assert!(
+                    [&v.namespace, &v.pod, &v.container]
+                        .iter()
+                        .all(|x| x.as_deref() != Some(*bad)),
+                    "{k}={bad:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_directory_skips_and_counts_hostile_entries() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path();
+        std::fs::create_dir_all(root.join(format!("var/log/pods/shop_web-7c9d_{UID}"))).unwrap();
+        for bad in ["x$(touch /tmp/pwned)", "a\nb", "a\x1b[31m"] {
+            std::fs::create_dir_all(root.join(format!("var/log/pods/shop_{bad}_{UID}"))).unwrap();
+        }
+        std::fs::create_dir_all(root.join("var/log/containers")).unwrap();
+        std::fs::write(
+            root.join(format!("var/log/containers/web_shop_c;reboot-{CID}.log")),
+            "",
+        )
+        .unwrap();
+        std::fs::create_dir_all(root.join("var/lib/docker/containers/$(id)")).unwrap();
+        let mut d = PodDirectory::new(HostPaths::new(root), PodsConfig::default());
+        d.refresh();
+        assert_eq!(d.len(), (1, 0));
+        assert_eq!(d.pod(UID).unwrap().name, "web-7c9d");
+        assert_eq!(d.rejected(), 5);
+    }
+
     proptest::proptest! {
+        /// Whatever the directory name, what is parsed out of it is a valid Kubernetes name.
+        #[test]
+        fn parsed_names_are_always_valid(s in "[a-z0-9_.;$`'\n -]{0,40}_[a-f0-9-]{36}") {
+            if let Some(p) = parse_pod_log_dir(&s) {
+                proptest::prop_assert!(is_dns_label(&p.namespace) && is_dns_subdomain(&p.name) && is_pod_uid(&p.uid));
+            }
+        }
+
         #[test]
         fn parsers_never_panic(s in ".*") {
             let _ = parse_pod_log_dir(&s);

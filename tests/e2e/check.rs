@@ -12,12 +12,33 @@ fn expected_exit(v: &Value) -> i32 {
         .iter()
         .map(|f| f["severity"].as_str().unwrap())
         .collect();
-    if sevs.contains(&"critical") {
+    let severity = if sevs.contains(&"critical") {
         2
     } else if sevs.contains(&"warning") {
         1
     } else {
         0
+    };
+    // Bit 2: some collector did not complete; the document says which.
+    let incomplete: Vec<&str> = v["collectors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["status"] != "ok")
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    let listed: Vec<&str> = v["incomplete"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no incomplete list: {v:#}"))
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert_eq!(listed, incomplete, "{v:#}");
+    assert_eq!(v["complete"], incomplete.is_empty(), "{v:#}");
+    if incomplete.is_empty() {
+        severity
+    } else {
+        severity | 4
     }
 }
 
@@ -106,7 +127,11 @@ fn check_table_is_plain_text_when_piped() {
         !text.contains('\x1b'),
         "no colour codes when stdout is not a TTY"
     );
-    assert!(matches!(out.status.code(), Some(0..=2)));
+    assert!(
+        matches!(out.status.code(), Some(0..=2 | 4..=6)),
+        "{:?}",
+        out.status
+    );
     let zh = run(
         &[
             "check",
@@ -146,6 +171,187 @@ fn bad_usage_exits_64_with_a_message() {
     assert_eq!(env.status.code(), Some(64));
     assert_eq!(run(&["--help"], &[]).status.code(), Some(0));
     assert_eq!(run(&["--version"], &[]).status.code(), Some(0));
+}
+
+/// A FUSE mount whose daemon never answers: every access to it blocks (killably) until the
+/// connection is aborted — what a hung NFS or FUSE mount does to a node agent. Needs root and
+/// /dev/fuse. Dropping it aborts the connection (close) and detaches the mount.
+struct HungFuse {
+    dir: std::path::PathBuf,
+    fd: Option<std::os::fd::OwnedFd>,
+}
+
+impl HungFuse {
+    fn mount(dir: &std::path::Path) -> Result<HungFuse, String> {
+        use std::os::fd::AsRawFd;
+        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+        let fd: std::os::fd::OwnedFd = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/fuse")
+            .map_err(|e| format!("/dev/fuse: {e}"))?
+            .into();
+        let data = format!("fd={},rootmode=40000,user_id=0,group_id=0", fd.as_raw_fd());
+        nix::mount::mount(
+            Some("node-doctor-hung"),
+            dir,
+            Some("fuse"),
+            nix::mount::MsFlags::MS_NOSUID | nix::mount::MsFlags::MS_NODEV,
+            Some(data.as_str()),
+        )
+        .map_err(|e| format!("mount fuse at {}: {e}", dir.display()))?;
+        // Nobody reads the INIT request from `fd`: every request to the mount now waits.
+        Ok(HungFuse {
+            dir: dir.to_path_buf(),
+            fd: Some(fd),
+        })
+    }
+}
+
+impl Drop for HungFuse {
+    fn drop(&mut self) {
+        // Closing the device aborts the connection: blocked callers get ENOTCONN.
+        drop(self.fd.take());
+        let _ = nix::mount::umount2(&self.dir, nix::mount::MntFlags::MNT_DETACH);
+    }
+}
+
+/// A collector that hangs on a dead mount (the kubelet's directory on a FUSE mount that never
+/// answers) while the others complete: the check finishes within its timeouts and is
+/// incomplete, not healthy — exit code bit 4, the JSON and the table name the collector.
+#[test]
+fn a_hung_collector_makes_the_check_incomplete() {
+    if !e2e::is_root() || !std::path::Path::new("/dev/fuse").exists() {
+        println!("SKIP a_hung_collector_makes_the_check_incomplete: needs root and /dev/fuse");
+        return;
+    }
+    let root = FakeRoot::quiet();
+    let _hung = HungFuse::mount(&root.path("/var/lib/kubelet")).expect("hung FUSE mount");
+    let r = root.root().to_str().unwrap();
+    let args = [
+        "check",
+        "--host-root",
+        r,
+        "--format",
+        "json",
+        "--interval",
+        "100ms",
+        "--collector",
+        "disk,load",
+        "--collector-timeout",
+        "2s",
+    ];
+    let t0 = std::time::Instant::now();
+    let out = run(&args, &[]);
+    let took = t0.elapsed();
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    let disk = v["collectors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "disk")
+        .unwrap();
+    assert_eq!(disk["status"], "error", "{v:#}");
+    let msg = disk["message"].as_str().unwrap();
+    assert!(msg.contains("timed out after 2s"), "{msg}");
+    assert!(v["incomplete"].as_array().unwrap().contains(&"disk".into()));
+    assert_eq!(v["complete"], false);
+    let code = out.status.code().unwrap();
+    assert_eq!(code & 4, 4, "incomplete bit: {code}");
+    assert_eq!(code, expected_exit(&v));
+    // Two runs of at most one timeout each (the second finds the first still blocked).
+    assert!(took < std::time::Duration::from_secs(30), "{took:?}");
+    // The table says it too.
+    let mut table_args = args.to_vec();
+    table_args.retain(|a| *a != "--format" && *a != "json");
+    let out = run(&table_args, &[]);
+    assert_eq!(out.status.code().unwrap() & 4, 4);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("  disk ") && text.contains("timed out"),
+        "{text}"
+    );
+    assert!(!text.contains("nothing needs attention"), "{text}");
+}
+
+/// The same fake root with every collector's sources in place for the memory collector:
+/// complete, quiet, exit 0 (the control for the test above).
+#[test]
+fn a_complete_quiet_check_exits_0() {
+    let root = FakeRoot::quiet();
+    root.write(
+        "/proc/buddyinfo",
+        "Node 0, zone      DMA      1      1      1      0      2      1      1      0      1      1      3 \n\
+Node 0, zone    DMA32   1184   1062    832    612    422    258    140     71     34     20    457 \n\
+Node 0, zone   Normal   4411   3868   3114   2347   1619   1009    555    284    133     66   4833 \n",
+    );
+    root.write("/dev/kmsg", "6,1,1000000,-;Linux version 6.18.44\n");
+    root.write(
+        "/proc/vmstat",
+        "nr_free_pages 5468686\ncompact_stall 0\ncompact_fail 0\ncompact_success 0\n",
+    );
+    let out = run(
+        &[
+            "check",
+            "--host-root",
+            root.root().to_str().unwrap(),
+            "--format",
+            "json",
+            "--interval",
+            "100ms",
+            "--collector",
+            "memory",
+        ],
+        &[],
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let memory = &v["collectors"][0];
+    if memory["status"] != "ok" {
+        panic!("the control needs a complete memory collector: {v:#}");
+    }
+    assert_eq!(v["complete"], true);
+    assert_eq!(out.status.code(), Some(expected_exit(&v)));
+    assert_eq!(out.status.code().unwrap() & 4, 0);
+}
+
+/// An empty directory, a directory without proc/stat, or a file is not a host: exit 3 with a
+/// message, never a report of "nothing found".
+#[test]
+fn an_empty_or_wrong_host_root_is_an_agent_failure() {
+    let empty = tempfile::tempdir().unwrap();
+    let file = empty.path().join("not-a-dir");
+    std::fs::write(&file, "x").unwrap();
+    let no_stat = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(no_stat.path().join("proc/1")).unwrap();
+    std::fs::write(no_stat.path().join("etc-hostname"), "x").unwrap();
+    for root in [empty.path(), file.as_path(), no_stat.path()] {
+        for cmd in [&["check", "--format", "json"][..], &["check"]] {
+            let mut args = cmd.to_vec();
+            args.extend(["--host-root", root.to_str().unwrap()]);
+            let out = run(&args, &[]);
+            assert_eq!(out.status.code(), Some(3), "{args:?}");
+            assert!(out.stdout.is_empty(), "no report: {args:?}");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.contains("host root"), "{err}");
+        }
+    }
+    let out = run(
+        &["check", "--host-root", empty.path().to_str().unwrap()],
+        &[],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("proc/stat"), "{err}");
+}
+
+#[test]
+fn check_help_documents_the_exit_codes() {
+    let out = run(&["check", "--help"], &[]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for needle in ["Exit codes:", "  4   ", "rc & 4", "  64  "] {
+        assert!(text.contains(needle), "{needle:?} in:\n{text}");
+    }
 }
 
 #[test]

@@ -292,7 +292,7 @@ fn http_explain_returns_the_cli_document() {
 fn http_explain_requires_the_bearer_token_when_set() {
     let root = FakeRoot::quiet();
     let token_file = root.path("/token");
-    std::fs::write(&token_file, "expl41n-token\n").unwrap();
+    std::fs::write(&token_file, "expl41n-token-0123\n").unwrap();
     let s = Server::start(
         root.root(),
         &[
@@ -314,8 +314,8 @@ fn http_explain_requires_the_bearer_token_when_set() {
     assert_eq!(r.status, 401);
     assert!(r.header("www-authenticate").starts_with("Bearer"));
     assert_eq!(req(Some("Bearer wrong")).status, 401);
-    assert_eq!(req(Some("Basic expl41n-token")).status, 401);
-    let ok = req(Some("Bearer expl41n-token"));
+    assert_eq!(req(Some("Basic expl41n-token-0123")).status, 401);
+    let ok = req(Some("Bearer expl41n-token-0123"));
     assert_eq!(ok.status, 200);
     let v: Value = serde_json::from_slice(&ok.body).unwrap();
     assert_eq!(v, explain_json("137", "en").1);

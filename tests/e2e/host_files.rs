@@ -64,7 +64,8 @@ fn check_with_huge(files: &[(&str, &str)], named: &[&str]) -> Value {
         m.status
     );
     assert!(
-        matches!(m.status.code(), Some(0..=2)),
+        // The refused file leaves `load` incomplete: the exit code carries bit 4.
+        matches!(m.status.code(), Some(4..=6)),
         "{}: {}",
         m.status,
         String::from_utf8_lossy(&m.stderr)
@@ -214,7 +215,13 @@ fn a_fifo_at_etc_hostname_does_not_hang_check() {
         "check with a FIFO at etc/hostname: {:?}, {}",
         m.took, m.status
     );
-    assert!(matches!(m.status.code(), Some(0..=2)), "{}", m.status);
+    // Completed (0–2, or 4–6 as the quiet root lacks some collectors' sources); not 3, the
+    // agent's own failure, nor a signal.
+    assert!(
+        matches!(m.status.code(), Some(0..=2 | 4..=6)),
+        "{}",
+        m.status
+    );
     let v: Value = serde_json::from_slice(&m.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&m.stdout)));
     assert_eq!(v["node"], own_hostname().as_str(), "{v:#}");

@@ -127,6 +127,10 @@ fn check_disk(root: &TmpfsRoot) -> (i32, Value) {
             "disk",
             "--interval",
             "100ms",
+            // The default timeout is the interval (100 ms); a disk walk on a loaded 2-CPU CI
+            // machine can take longer, and a timeout here is not what this test is about.
+            "--collector-timeout",
+            "20s",
             "--node-name",
             "e2e-node",
         ],

@@ -94,20 +94,34 @@ pub struct Server {
 impl Server {
     /// Starts `serve` against `root` and waits until /healthz answers.
     pub fn start(root: &Path, extra: &[&str]) -> Server {
+        Server::start_bin(&e2e::node_doctor_bin(), root, extra)
+    }
+
+    /// As [`Server::start`], running the binary at `bin`.
+    pub fn start_bin(bin: &Path, root: &Path, extra: &[&str]) -> Server {
         let mut args = vec!["--node-name", "e2e-node", "--log-format", "json"];
         args.extend_from_slice(extra);
-        Server::start_with(root, &args, |_| {})
+        Server::spawn(bin, root, &args, |_| {})
     }
 
     /// Starts `serve --listen <free port> --host-root <root> <args>` (no node name unless
     /// `args` gives one, `NODE_NAME` unset), after `configure` has adjusted the command, and
     /// waits until /healthz answers.
     pub fn start_with(root: &Path, args: &[&str], configure: impl FnOnce(&mut Command)) -> Server {
+        Server::spawn(&e2e::node_doctor_bin(), root, args, configure)
+    }
+
+    fn spawn(
+        bin: &Path,
+        root: &Path,
+        args: &[&str],
+        configure: impl FnOnce(&mut Command),
+    ) -> Server {
         let logs = tempfile::tempdir().expect("tempdir");
         let stderr = logs.path().join("stderr.log");
         let port = free_port();
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
-        let mut cmd = Command::new(e2e::node_doctor_bin());
+        let mut cmd = Command::new(bin);
         cmd.arg("serve")
             .arg("--listen")
             .arg(addr.to_string())
@@ -203,6 +217,61 @@ impl Server {
         nix::sys::signal::kill(pid, sig).expect("send a signal to node-doctor");
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// VmRSS and VmHWM (peak RSS) of the running agent, from /proc/<pid>/status.
+    pub fn memory(&self) -> Memory {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
+            .unwrap_or_else(|e| panic!("reading the agent's status: {e}\n{}", self.logs()));
+        let kib = |key: &str| -> u64 {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(key))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+                .unwrap_or_else(|| panic!("no {key} in /proc/<pid>/status"))
+        };
+        Memory {
+            rss_kib: kib("VmRSS:"),
+            hwm_kib: kib("VmHWM:"),
+        }
+    }
+
+    /// How many sockets the agent has open (its listener, connections, and any others).
+    pub fn open_sockets(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/fd", self.pid()))
+            .expect("list the agent's fds")
+            .filter_map(Result::ok)
+            .filter(|e| {
+                std::fs::read_link(e.path())
+                    .map(|t| t.to_string_lossy().starts_with("socket:"))
+                    .unwrap_or(false)
+            })
+            .count()
+    }
+
+    /// True while the process has not exited.
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Waits until the logs contain `needle` (up to `secs`); returns the logs.
+    pub fn wait_log(&self, secs: u64, needle: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            let logs = self.logs();
+            if logs.contains(needle) {
+                return logs;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no log line with {needle:?}:\n{logs}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Waits for the process to exit (up to `secs`).
     pub fn wait_exit(&mut self, secs: u64) -> std::process::ExitStatus {
         let deadline = Instant::now() + Duration::from_secs(secs);
@@ -213,6 +282,24 @@ impl Server {
             assert!(Instant::now() < deadline, "did not exit:\n{}", self.logs());
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+}
+
+/// Resident memory of a process, in KiB.
+#[derive(Debug, Clone, Copy)]
+pub struct Memory {
+    pub rss_kib: u64,
+    pub hwm_kib: u64,
+}
+
+impl std::fmt::Display for Memory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "VmRSS {:.1} MiB, VmHWM {:.1} MiB",
+            self.rss_kib as f64 / 1024.0,
+            self.hwm_kib as f64 / 1024.0
+        )
     }
 }
 
@@ -657,6 +744,79 @@ pub fn run(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
         c.env(k, v);
     }
     c.output().expect("run node-doctor")
+}
+
+/// The agent binary for tests that measure it: `$NODE_DOCTOR_E2E_BIN` when set (e.g.
+/// `target/release/node-doctor`, relative to the workspace root, to measure the release
+/// build with the same test), else the debug build every other test runs.
+pub fn agent_bin() -> PathBuf {
+    let Some(p) = std::env::var_os("NODE_DOCTOR_E2E_BIN") else {
+        return e2e::node_doctor_bin();
+    };
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(p);
+    assert!(p.is_file(), "NODE_DOCTOR_E2E_BIN: no file {}", p.display());
+    p
+}
+
+/// Raises this process's open-file limit to at least `n` (children inherit it). Root may
+/// raise the hard limit too; otherwise up to the hard limit. Returns the new soft limit.
+pub fn raise_nofile(n: u64) -> u64 {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).expect("getrlimit");
+    if soft >= n {
+        return soft;
+    }
+    if setrlimit(Resource::RLIMIT_NOFILE, n, hard.max(n)).is_ok() {
+        return n;
+    }
+    let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+    getrlimit(Resource::RLIMIT_NOFILE)
+        .map(|l| l.0)
+        .unwrap_or(soft)
+}
+
+/// Runs `node-doctor <args>`, killing it after `timeout`. Returns its output and how long
+/// it ran, or `None` (after killing it) when it was still running at the timeout.
+pub fn run_with_timeout(
+    args: &[&str],
+    timeout: Duration,
+) -> Option<(std::process::Output, Duration)> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (out, err) = (dir.path().join("stdout"), dir.path().join("stderr"));
+    /// Kills the child when the caller returns or panics.
+    struct Reaped(Child);
+    impl Drop for Reaped {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let started = Instant::now();
+    let mut child = Reaped(
+        Command::new(e2e::node_doctor_bin())
+            .args(args)
+            .env_remove("NODE_NAME")
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&out).expect("stdout file"))
+            .stderr(std::fs::File::create(&err).expect("stderr file"))
+            .spawn()
+            .expect("spawn node-doctor"),
+    );
+    let status = loop {
+        if let Some(st) = child.0.try_wait().expect("try_wait") {
+            break st;
+        }
+        if started.elapsed() > timeout {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let output = std::process::Output {
+        status,
+        stdout: std::fs::read(&out).unwrap_or_default(),
+        stderr: std::fs::read(&err).unwrap_or_default(),
+    };
+    Some((output, started.elapsed()))
 }
 
 #[test]

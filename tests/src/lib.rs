@@ -41,3 +41,4 @@ pub fn is_root() -> bool {
         .unwrap_or(false)
 }
 pub mod manifests;
+pub mod sandbox;

@@ -6,6 +6,7 @@
 
 use std::net::SocketAddr;
 
+use crate::cmd;
 use crate::explain::see_also;
 use crate::finding::{Finding, Severity, Text, HANDBOOK};
 use crate::proc::nf_conntrack_stat::NfConntrackStat;
@@ -361,10 +362,11 @@ fn insert_races(
         ))
         .command("conntrack -S")
         .command("conntrack -L -p udp --dport 53 2>/dev/null | head -n 20")
-        .command(format!("ss -ulpn 'sport = :{}'", addr.port()))
+        .command(cmd!("ss -ulpn {filter}", filter = format!("sport = :{}", addr.port())))
         .command("ps -ef | grep [k]ubelet | grep -o -- '--cluster-dns=[^ ]*'")
-        .command(format!(
-            "kubectl get pods -A -o wide --field-selector spec.nodeName={node}"
+        .command(cmd!(
+            "kubectl get pods -A -o wide --field-selector spec.nodeName={node}",
+            node = node
         ))
         .source(HANDBOOK, SECTION)
         .see_also(see_also::CONNTRACK_DNS_DELAY);
@@ -503,13 +505,18 @@ fn table_full(
              fix that too: a bigger table only buys time.",
             "找出占满表的流量（大量短连接的客户端、扫描、没有回包的 UDP）并一并处理：扩大表只能争取时间。",
         ))
-        .command(format!("sysctl -w net.netfilter.nf_conntrack_max={rec}"))
-        .command(format!(
-            "echo 'net.netfilter.nf_conntrack_max = {rec}' > /etc/sysctl.d/90-node-doctor-conntrack.conf"
+        .command(cmd!(
+            "sysctl -w net.netfilter.nf_conntrack_max={max}",
+            max = rec
+        ))
+        .command(cmd!(
+            "echo {line} > /etc/sysctl.d/90-node-doctor-conntrack.conf",
+            line = format!("net.netfilter.nf_conntrack_max = {rec}")
         ));
     if sample.buckets.is_some_and(|b| b < rec_buckets) {
-        f = f.command(format!(
-            "echo {rec_buckets} > /sys/module/nf_conntrack/parameters/hashsize"
+        f = f.command(cmd!(
+            "echo {buckets} > /sys/module/nf_conntrack/parameters/hashsize",
+            buckets = rec_buckets
         ));
     }
     f = f

@@ -3,11 +3,13 @@
 //! Handbook: `002_af370464fa0f13dd.txt`, 节点磁盘爆满排障处理 (lines 1–165), and the disk-full
 //! parts of the ContainerCreating and Terminating sections.
 
+use crate::cmd;
 use crate::collector::CollectContext;
 use crate::explain::see_also;
 use crate::finding::{Finding, Severity, Text, HANDBOOK};
 use crate::runtime::docker::DaemonConfig;
 use crate::runtime::kubelet::{Settings, Threshold};
+use crate::shell::Cmd;
 
 use super::deleted::DeletedFile;
 use super::logs::LogFile;
@@ -366,15 +368,15 @@ fn assess(fs: &FsSample, s: &Settings, l: &Limits, inodes: bool) -> Verdict {
     v
 }
 
-fn drain(ctx: &CollectContext) -> String {
-    format!(
-        "kubectl drain {} --ignore-daemonsets --delete-emptydir-data",
-        ctx.node_name
+fn drain(ctx: &CollectContext) -> Cmd {
+    cmd!(
+        "kubectl drain {node} --ignore-daemonsets --delete-emptydir-data",
+        node = &ctx.node_name
     )
 }
 
-fn uncordon(ctx: &CollectContext) -> String {
-    format!("kubectl uncordon {}", ctx.node_name)
+fn uncordon(ctx: &CollectContext) -> Cmd {
+    cmd!("kubectl uncordon {node}", node = &ctx.node_name)
 }
 
 /// Rotated logs in the order the handbook empties them: oldest rotation first, then size.
@@ -477,7 +479,7 @@ pub fn filesystem_full(
             "Confirm which directories of the runtime and the kubelet sit on this filesystem.",
             "先确认容器运行时和 kubelet 的目录是否位于这块已满的磁盘上。",
         ))
-        .command(format!("df -h {}", fs.mount_point));
+        .command(cmd!("df -h {mount_point}", mount_point = &fs.mount_point));
     let order = truncation_order(&fs.logs);
     if !order.is_empty() {
         f = f.step(Text::new(
@@ -485,16 +487,23 @@ pub fn filesystem_full(
             "先腾出少量空间，保证运行时能正常停止：用 `cat /dev/null >` 清空最大的容器日志，优先处理编号最大（最旧）的轮转文件。不要用 `rm`：被进程打开着的文件删除后空间并不会释放。",
         ));
         for l in order {
-            f = f.command(format!("cat /dev/null > {}", host_path(&l.path)));
+            f = f.command(cmd!("cat /dev/null > {file}", file = host_path(&l.path)));
         }
     }
     if let Some(d) = fs.path_of(Role::DockerData) {
-        f = f.command(format!("du -sh {d}/containers/* | sort -h | tail -n 20"));
+        f = f.command(cmd!(
+            "du -sh {data_root}/containers/* | sort -h | tail -n 20",
+            data_root = d
+        ));
     }
     if held > 0 {
         if let Some((pid, _, _, fd)) = super::deleted::holders(&fs.deleted, fs.dev).first() {
-            f = f.command(format!("ls -l /proc/{pid}/fd | grep '(deleted)'"));
-            f = f.command(format!("cat /dev/null > /proc/{pid}/fd/{fd}"));
+            f = f.command(cmd!("ls -l /proc/{pid}/fd | grep '(deleted)'", pid = pid));
+            f = f.command(cmd!(
+                "cat /dev/null > /proc/{pid}/fd/{fd}",
+                pid = pid,
+                fd = fd
+            ));
         }
     }
     f = f
@@ -516,7 +525,11 @@ pub fn filesystem_full(
                 format!("Restart {rt} once some space is free; a runtime stuck on a full disk often hangs until then."),
                 format!("腾出空间后重启 {rt}；磁盘写满时运行时往往会卡住，需先清理再重启。"),
             ))
-            .command(format!("systemctl restart {rt}"));
+            .command(if rt == "docker" {
+                Cmd::fixed("systemctl restart docker")
+            } else {
+                Cmd::fixed("systemctl restart containerd")
+            });
     }
     f = f
         .step(Text::new(
@@ -576,11 +589,11 @@ pub fn inodes_exhausted(fs: &FsSample, verdict: &Verdict, ctx: &CollectContext) 
         "Find the directories holding the most files on this filesystem; many small files (pod emptyDir volumes, image layers, leftover sockets or caches) exhaust inodes long before space.",
         "找出这块磁盘上文件数最多的目录；大量小文件（Pod 的 emptyDir、镜像层、残留的缓存文件）会先于空间耗尽 inode。",
     ))
-    .command(format!("df -i {}", fs.mount_point));
+    .command(cmd!("df -i {mount_point}", mount_point = &fs.mount_point));
     for r in &fs.roles {
-        f = f.command(format!(
-            "du --inodes -x -d 2 {} | sort -n | tail -n 20",
-            r.host_path
+        f = f.command(cmd!(
+            "du --inodes -x -d 2 {dir} | sort -n | tail -n 20",
+            dir = &r.host_path
         ));
     }
     f = f
@@ -665,12 +678,12 @@ pub fn deleted_open_files(
             "Look at the holder's open descriptors that point to deleted files.",
             "查看该进程打开着的、已被删除的文件描述符。",
         ))
-        .command(format!("ls -l /proc/{pid}/fd | grep '(deleted)'"))
+        .command(cmd!("ls -l /proc/{pid}/fd | grep '(deleted)'", pid = pid))
         .step(Text::new(
             "Release the space without stopping the process by emptying the file through its descriptor; or restart the holder (for dockerd or containerd, drain the node first). Next time empty logs with `cat /dev/null >` instead of `rm`.",
             "可通过文件描述符清空该文件，在不停进程的情况下释放空间；或重启持有它的进程（若是 dockerd/containerd，先驱逐节点上的 Pod）。以后清理日志请用 `cat /dev/null >`，不要用 `rm`。",
         ))
-        .command(format!("cat /dev/null > /proc/{pid}/fd/{fd}"))
+        .command(cmd!("cat /dev/null > /proc/{pid}/fd/{fd}", pid = pid, fd = fd))
         .source(HANDBOOK, SECTION)
         .see_also(see_also::DISK_FULL);
     Some(f)
@@ -744,8 +757,9 @@ pub fn kubelet_unprotected(s: &Settings, config_path: &str) -> Option<Finding> {
         "Give the kubelet disk eviction thresholds (for example nodefs.available<10%, nodefs.inodesFree<5%, imagefs.available<15%) and an image GC high threshold below 100 (85 is the default), in its config file or flags; when setting evictionHard list every signal, as the ones left out get no threshold.",
         "在 kubelet 配置文件或启动参数中设置磁盘驱逐阈值（如 nodefs.available<10%、nodefs.inodesFree<5%、imagefs.available<15%）以及低于 100 的镜像回收高水位（默认 85）；配置 evictionHard 时要写全所有信号，未写出的信号将没有阈值。",
     ))
-    .command(format!(
-        "grep -nE 'eviction|imageGC' {config_path}; ps -o args= -C kubelet"
+    .command(cmd!(
+        "grep -nE 'eviction|imageGC' {config}; ps -o args= -C kubelet",
+        config = config_path
     ))
     .step(Text::new(
         "Restart the kubelet to apply the change.",
@@ -804,7 +818,7 @@ pub fn docker_log_unbounded(
         "在 daemon.json 中加入 log-opts 的 max-size 与 max-file（文件不存在时新建）并重启 docker；该限制只对之后新建的容器生效。",
     ));
     if d.is_some() {
-        f = f.command(format!("cat {daemon_json}"));
+        f = f.command(cmd!("cat {daemon_json}", daemon_json = daemon_json));
     }
     f.command(r#"# in daemon.json: "log-driver": "json-file", "log-opts": {"max-size": "100m", "max-file": "5"}"#)
         .command("systemctl restart docker")

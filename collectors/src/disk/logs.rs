@@ -179,7 +179,9 @@ pub fn list_cri(pods_dir: &Path, out: &mut Vec<LogFile>) {
             continue;
         };
         for c in containers {
-            let container = c.file_name().to_string_lossy().into_owned();
+            let name = c.file_name().to_string_lossy().into_owned();
+            // A container name only when it is one (the directory name is host data).
+            let container = crate::pods::is_dns_label(&name).then_some(name);
             let Ok(files) = hostfs::dir_entries(&c.path(), entries::LOG_FILES) else {
                 continue;
             };
@@ -205,7 +207,7 @@ pub fn list_cri(pods_dir: &Path, out: &mut Vec<LogFile>) {
                     container_id: None,
                     namespace: ns.clone(),
                     pod: pod.clone(),
-                    container: Some(container.clone()),
+                    container: container.clone(),
                 });
             }
         }
@@ -236,10 +238,9 @@ impl LabelCache {
             let (Some(id), Some(dir)) = (log.container_id.clone(), log.path.parent()) else {
                 continue;
             };
-            let labels = self
-                .labels
-                .entry(id)
-                .or_insert_with(|| docker::read_pod_labels(dir).unwrap_or_default());
+            let labels = self.labels.entry(id).or_insert_with(|| {
+                crate::pods::valid_labels(docker::read_pod_labels(dir).unwrap_or_default())
+            });
             log.namespace = labels.namespace.clone();
             log.pod = labels.pod.clone();
             log.container = labels.container.clone();
@@ -284,12 +285,20 @@ mod tests {
         assert_eq!(cri_log_rotated("x.log"), None);
         assert_eq!(cri_log_rotated("0.logs"), None);
         // Pod directory names are parsed by `pods::parse_pod_log_dir`.
-        let p = parse_pod_log_dir("kube-system_coredns-5d78c9869d-x7k2p_0f9a-11").unwrap();
+        let p = parse_pod_log_dir(
+            "kube-system_coredns-5d78c9869d-x7k2p_0f9a1b2c-3d4e-4f50-8a6b-7c8d9e0f1a2b",
+        )
+        .unwrap();
         assert_eq!(
             (p.namespace.as_str(), p.name.as_str(), p.uid.as_str()),
-            ("kube-system", "coredns-5d78c9869d-x7k2p", "0f9a-11")
+            (
+                "kube-system",
+                "coredns-5d78c9869d-x7k2p",
+                "0f9a1b2c-3d4e-4f50-8a6b-7c8d9e0f1a2b"
+            )
         );
         assert_eq!(parse_pod_log_dir("nounderscore"), None);
+        assert_eq!(parse_pod_log_dir("kube-system_coredns_0f9a-11"), None);
     }
 
     #[test]

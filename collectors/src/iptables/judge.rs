@@ -10,6 +10,7 @@ use std::time::Duration;
 use super::backend::{Backend, BinaryBackend};
 use super::kplog::{KindStats, LogKind};
 use super::sampler::{HoldObs, LockId, ProcInfo, Window};
+use crate::cmd;
 use crate::explain::see_also;
 use crate::finding::{Finding, Severity, Text, HANDBOOK};
 use crate::metric::Metric;
@@ -90,20 +91,26 @@ fn proc_evidence(mut f: Finding, prefix: &str, p: &ProcInfo) -> Finding {
 fn identify_commands(mut f: Finding, p: &ProcInfo, node: &str) -> Finding {
     if let Some(pid) = p.pid {
         f = f
-            .command(format!("ps -o pid,etimes,args -p {pid}"))
-            .command(format!("cat /proc/{pid}/cgroup"));
+            .command(cmd!("ps -o pid,etimes,args -p {pid}", pid = pid))
+            .command(cmd!("cat /proc/{pid}/cgroup", pid = pid));
     }
     if let (Some(ns), Some(name)) = (&p.pod_namespace, &p.pod_name) {
-        f = f.command(format!("kubectl -n {ns} describe pod {name}"));
+        f = f.command(cmd!(
+            "kubectl -n {ns} describe pod {pod}",
+            ns = ns,
+            pod = name
+        ));
     }
     if let Some(uid) = &p.pod_uid {
-        f = f.command(format!(
-            "kubectl get pods -A --field-selector spec.nodeName={node} -o custom-columns=NAMESPACE:.metadata.namespace,NAME:.metadata.name,UID:.metadata.uid | grep {uid}"
+        f = f.command(cmd!(
+            "kubectl get pods -A --field-selector spec.nodeName={node} -o custom-columns=NAMESPACE:.metadata.namespace,NAME:.metadata.name,UID:.metadata.uid | grep {uid}",
+            node = node,
+            uid = uid
         ));
     }
     if let Some(cid) = &p.container_id {
         let short: String = cid.chars().take(13).collect();
-        f = f.command(format!("crictl inspect {short}"));
+        f = f.command(cmd!("crictl inspect {id}", id = short));
     }
     f
 }
@@ -203,13 +210,13 @@ pub fn lock_findings(w: &Window, lock_path: &str, th: &LockThresholds, node: &st
                 "如果持锁者是 kube-router（TKE 的 NetworkPolicy 组件），其老版本持锁时间过长，请升级（手册给出的最新版为 v1.3.2）。其他组件应只在真正写规则时短暂持锁。",
             ));
         if let Some(k) = &lock_key {
-            f = f.command(format!("grep ' {k} ' /proc/locks"));
+            f = f.command(cmd!("grep {key} /proc/locks", key = format!(" {k} ")));
         }
         f = identify_commands(f, &h.holder, node);
         if !waiter_pids.is_empty() {
-            f = f.command(format!(
-                "ps -o pid,etimes,args -p {}",
-                waiter_pids.join(",")
+            f = f.command(cmd!(
+                "ps -o pid,etimes,args -p {pids}",
+                pids = waiter_pids.join(",")
             ));
         }
         out.push(
@@ -259,12 +266,12 @@ pub fn lock_findings(w: &Window, lock_path: &str, th: &LockThresholds, node: &st
             "多个组件同时写 iptables 规则、轮流等锁；若持续出现，请找出持锁的组件并降低其写规则的频率或持锁时长（如 kube-proxy 同步周期、NetworkPolicy 组件）。",
         ));
         if let Some(k) = &lock_key {
-            f = f.command(format!("grep ' {k} ' /proc/locks"));
+            f = f.command(cmd!("grep {key} /proc/locks", key = format!(" {k} ")));
         }
         if !waiter_pids.is_empty() {
-            f = f.command(format!(
-                "ps -o pid,etimes,args -p {}",
-                waiter_pids.join(",")
+            f = f.command(cmd!(
+                "ps -o pid,etimes,args -p {pids}",
+                pids = waiter_pids.join(",")
             ));
         }
         out.push(
@@ -355,8 +362,10 @@ pub fn mount_findings(gaps: &[MountGap], lock_path: &str, node: &str) -> Vec<Fin
         f = proc_evidence(f, "process", &g.proc);
         f = f.step(yaml_step(lock_path));
         if let Some(pid) = g.proc.pid {
-            f = f.command(format!(
-                "stat -c '%d:%i %n' {lock_path} /proc/{pid}/root{lock_path}"
+            f = f.command(cmd!(
+                "stat -c '%d:%i %n' {lock} /proc/{pid}/root{lock}",
+                lock = lock_path,
+                pid = pid
             ));
         }
         f = identify_commands(f, &g.proc, node);
@@ -654,10 +663,10 @@ pub fn log_findings(
             _ => {}
         }
         f = f
-            .command(format!(
-                "grep -cE '{}' {}",
-                kind.grep_pattern(),
-                s.last_file
+            .command(cmd!(
+                "grep -cE {pattern} {file}",
+                pattern = kind.grep_pattern(),
+                file = &s.last_file
             ))
             .command(KP_IMAGE_CMD);
         f = f.source(HANDBOOK, r.section);

@@ -258,7 +258,7 @@ impl Tracker {
     /// Records a sample that could not be taken (not counted in `samples`).
     pub fn observe_error(&mut self, reason: String, lock: Option<LockId>) {
         if self.error.as_deref() != Some(reason.as_str()) {
-            tracing::warn!(reason = %reason, "xtables lock sampling failed");
+            tracing::warn!(reason = reason.as_str(), "xtables lock sampling failed");
         }
         self.lock = lock;
         self.error = Some(reason);

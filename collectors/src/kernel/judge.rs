@@ -1,12 +1,14 @@
 //! The kernel rules: typed sample -> findings, each with its remediation (our words) and the
 //! handbook section it comes from. Pure: testable without files.
 
+use crate::cmd;
 use crate::explain::see_also;
 use crate::finding::{Finding, Severity, Text, HANDBOOK};
 use crate::kernel::fs_error::FsErrorKind;
 use crate::kernel::oom::OomKind;
 use crate::pods::PodNames;
 use crate::proc::cgroup::QosClass;
+use crate::shell::{Cmd, Words};
 
 const SECTION_CRASHLOOP: &str = "Pod 处于 CrashLoopBackOff 状态";
 const SECTION_CREATING: &str = "Pod 一直处于 ContainerCreating 或 Waiting 状态";
@@ -219,21 +221,34 @@ fn ago_zh(s: Option<u64>) -> String {
 }
 
 /// A `kubectl` command that prints a pod's namespace/name (and memory limits) from its UID.
-fn pod_by_uid(uid: &str) -> String {
-    format!(
-        "kubectl get pods -A -o jsonpath='{{range .items[?(@.metadata.uid==\"{uid}\")]}}{{.metadata.namespace}}/{{.metadata.name}} limits={{.spec.containers[*].resources.limits.memory}}{{\"\\n\"}}{{end}}'"
-    )
+/// The pod with this UID and its memory limits. The jsonpath query is one quoted argument.
+fn pod_by_uid(uid: &str) -> Cmd {
+    let query = format!(
+        "{{range .items[?(@.metadata.uid==\"{uid}\")]}}{{.metadata.namespace}}/{{.metadata.name}} limits={{.spec.containers[*].resources.limits.memory}}{{\"\\n\"}}{{end}}"
+    );
+    cmd!("kubectl get pods -A -o jsonpath={query}", query = query)
 }
 
-/// `kubectl describe` of a pod piped through `filter`: by namespace/name when the node's
-/// metadata names the pod, else by looking its UID up first. `None` without a pod UID.
-fn describe_pod(names: &PodNames, uid: Option<&str>, filter: &str) -> Option<String> {
+/// `kubectl describe` of a pod piped through `grep <grep_args>`: by namespace/name when the
+/// node's metadata names the pod, else by looking its UID up first. `None` without a pod UID.
+fn describe_pod(names: &PodNames, uid: Option<&str>, grep_args: &[&str]) -> Option<Cmd> {
+    let grep_args: Words = grep_args.iter().collect();
     if let (Some(ns), Some(name)) = (&names.namespace, &names.name) {
-        return Some(format!("kubectl -n {ns} describe pod {name} | {filter}"));
+        return Some(cmd!(
+            "kubectl -n {ns} describe pod {pod} | grep {grep_args}",
+            ns = ns,
+            pod = name,
+            grep_args = grep_args
+        ));
     }
     let uid = uid?;
-    Some(format!(
-        "kubectl get pods -A -o jsonpath='{{range .items[?(@.metadata.uid==\"{uid}\")]}}{{.metadata.namespace}} {{.metadata.name}}{{\"\\n\"}}{{end}}' | while read -r ns name; do kubectl -n \"$ns\" describe pod \"$name\" | {filter}; done"
+    let query = format!(
+        "{{range .items[?(@.metadata.uid==\"{uid}\")]}}{{.metadata.namespace}} {{.metadata.name}}{{\"\\n\"}}{{end}}"
+    );
+    Some(cmd!(
+        "kubectl get pods -A -o jsonpath={query} | while read -r ns name; do kubectl -n \"$ns\" describe pod \"$name\" | grep {grep_args}; done",
+        query = query,
+        grep_args = grep_args
     ))
 }
 
@@ -349,7 +364,10 @@ fn oom_system(s: &KernelSample) -> Option<Finding> {
         "停止或限制这些非 Kubernetes 进程，或调大 kubelet 的 --kube-reserved / --system-reserved（kubeReserved / systemReserved），让调度给 Pod 的内存更少一些。",
     ))
     .command("journalctl -k | grep -E 'Out of memory|oom-kill:'")
-    .command(format!("cat {limit_file}; grep MemTotal /proc/meminfo"))
+    .command(cmd!(
+        "cat {limit_file}; grep MemTotal /proc/meminfo",
+        limit_file = limit_file
+    ))
     .command("ps -eo pid,rss,comm --sort=-rss | head -n 15")
     .command("ps -o args= -C kubelet | tr ' ' '\\n' | grep -E 'reserved|--config'")
     .source(HANDBOOK, SECTION_CRASHLOOP)
@@ -477,7 +495,7 @@ fn oom_cgroup(g: &OomGroup, window: u64, t: &Thresholds) -> Finding {
         f = f.command(pod_by_uid(uid));
     }
     f = f.command("journalctl -k | grep -E 'Memory cgroup out of memory|oom-kill:'");
-    if let Some(c) = describe_pod(&g.names, g.pod_uid.as_deref(), "grep -A5 'Last State'") {
+    if let Some(c) = describe_pod(&g.names, g.pod_uid.as_deref(), &["-A5", "Last State"]) {
         f = f.command(c);
     }
     f.source(HANDBOOK, SECTION_CRASHLOOP)
@@ -552,11 +570,11 @@ fn tiny_limit(p: &TinyPod, t: &Thresholds) -> Finding {
     if let Some(uid) = &p.pod_uid {
         f = f.command(pod_by_uid(uid));
     }
-    if let Some(c) = describe_pod(&p.names, p.pod_uid.as_deref(), "grep -B2 -A3 Limits") {
+    if let Some(c) = describe_pod(&p.names, p.pod_uid.as_deref(), &["-B2", "-A3", "Limits"]) {
         f = f.command(c);
     }
     for (_, _, _, file) in p.groups.iter().take(4) {
-        f = f.command(format!("cat {file}"));
+        f = f.command(cmd!("cat {file}", file = file));
     }
     f.source(HANDBOOK, SECTION_CREATING)
         .see_also(see_also::CONTAINER_CREATING)
@@ -666,10 +684,10 @@ fn hung_task(h: &HungGroup, s: &KernelSample, t: &Thresholds) -> Finding {
     let dirs: Vec<&str> = s.role_fs.iter().map(|r| r.host_path.as_str()).collect();
     f = f
         .command("ps -eo pid,stat,wchan:32,comm | awk '$2 ~ /D/'")
-        .command(format!("cat /proc/{}/stack", h.last_pid))
+        .command(cmd!("cat /proc/{pid}/stack", pid = h.last_pid))
         .command("iostat -x 1 3");
     if !dirs.is_empty() {
-        f = f.command(format!("df -h {}", dirs.join(" ")));
+        f = f.command(cmd!("df -h {dirs}", dirs = dirs.iter().collect::<Words>()));
     }
     f = f.command("journalctl -k | grep -E 'blocked for more than'");
     f = if path == "disk_full" {
@@ -785,24 +803,29 @@ fn fs_error(e: &FsErrorGroup, window: u64, node: &str) -> Finding {
             "修复后重启容器运行时和 kubelet，并确认 docker 与 containerd 记录的容器状态一致；残留容器可以清理掉。",
         ));
     }
-    let dev = format!("/dev/{}", e.device);
-    let repair =
-        if e.fstype.as_deref() == Some("xfs") || e.kinds.contains(&FsErrorKind::XfsShutdown) {
-            format!("xfs_repair {dev}")
-        } else {
-            format!("fsck -fy {dev}")
-        };
+    let dev = &e.device;
+    let xfs = e.fstype.as_deref() == Some("xfs") || e.kinds.contains(&FsErrorKind::XfsShutdown);
     f = f
-        .command(format!("dmesg -T | grep -w {}", e.device))
-        .command(format!("findmnt {dev}"))
-        .command(format!(
-            "kubectl drain {node} --ignore-daemonsets --delete-emptydir-data"
+        .command(cmd!("dmesg -T | grep -w {device}", device = dev))
+        .command(cmd!("findmnt /dev/{device}", device = dev))
+        .command(cmd!(
+            "kubectl drain {node} --ignore-daemonsets --delete-emptydir-data",
+            node = node
         ));
-    if let Some(mp) = &e.mount_point {
-        f = f.command(format!("umount {mp} && {repair}"));
-    } else {
-        f = f.command(repair);
-    }
+    f = f.command(match (&e.mount_point, xfs) {
+        (Some(mp), true) => cmd!(
+            "umount {mount_point} && xfs_repair /dev/{device}",
+            mount_point = mp,
+            device = dev
+        ),
+        (Some(mp), false) => cmd!(
+            "umount {mount_point} && fsck -fy /dev/{device}",
+            mount_point = mp,
+            device = dev
+        ),
+        (None, true) => cmd!("xfs_repair /dev/{device}", device = dev),
+        (None, false) => cmd!("fsck -fy /dev/{device}", device = dev),
+    });
     if backs {
         f = f
             .source(HANDBOOK, SECTION_TERMINATING)
@@ -882,8 +905,10 @@ fn listen_drops(l: &ListenDelta, t: &Thresholds) -> Option<Finding> {
         .command("netstat -s | grep -i -E 'listen|TCPBacklogDrop'")
         .command("ss -lnt")
         .command("sysctl net.ipv4.tcp_max_syn_backlog net.core.somaxconn")
-        .command(format!(
-            "sysctl -w net.ipv4.tcp_max_syn_backlog={syn} net.core.somaxconn={acc}"
+        .command(cmd!(
+            "sysctl -w net.ipv4.tcp_max_syn_backlog={syn} net.core.somaxconn={acc}",
+            syn = syn,
+            acc = acc
         ))
         .source(HANDBOOK, SECTION_HEALTH),
     )

@@ -222,7 +222,7 @@ impl KernelCollector {
             .entry((kill.kind, cut(&key, 512)))
             .or_insert_with(|| {
                 // Logged once per group in the window, not per kill: OOM storms stay quiet.
-                tracing::info!(kind = kill.kind.as_str(), pid = kill.pid, comm = %comm, memcg = ?kill.task_memcg, "kernel OOM killer killed a process");
+                tracing::info!(kind = kill.kind.as_str(), pid = kill.pid, comm = comm.as_str(), memcg = ?kill.task_memcg, "kernel OOM killer killed a process");
                 OomStat {
                 pod: None,
                 task_memcg: None,
@@ -252,7 +252,12 @@ impl KernelCollector {
         self.totals.hung_task += 1;
         let comm = cut(&h.comm, MAX_COMM_BYTES);
         let stat = self.hung.entry(comm).or_insert_with_key(|comm| {
-            tracing::info!(comm = %comm, pid = h.pid, blocked_seconds = h.blocked_seconds, "kernel reported a hung task");
+            tracing::info!(
+                comm = comm.as_str(),
+                pid = h.pid,
+                blocked_seconds = h.blocked_seconds,
+                "kernel reported a hung task"
+            );
             HungStat {
                 last_pid: h.pid,
                 reports: 0,
@@ -271,7 +276,11 @@ impl KernelCollector {
     fn note_fs(&mut self, e: fs_error::FsError, usec: u64) {
         self.totals.fs_error += 1;
         let stat = self.fs.entry(e.device).or_insert_with_key(|dev| {
-            tracing::warn!(device = %dev, kind = e.kind.as_str(), "kernel reported a filesystem error");
+            tracing::warn!(
+                device = dev.as_str(),
+                kind = e.kind.as_str(),
+                "kernel reported a filesystem error"
+            );
             FsStat {
                 kinds: BTreeSet::new(),
                 errors: 0,
@@ -408,11 +417,15 @@ impl KernelCollector {
         let now: BTreeSet<(String, String)> = findings.iter().map(|f| f.key()).collect();
         for f in findings {
             if !self.active.contains(&f.key()) {
-                tracing::warn!(id = %f.id, subject = %f.subject, severity = %f.severity, summary = %f.summary.en, "kernel finding appeared");
+                tracing::warn!(id = f.id.as_str(), subject = f.subject.as_str(), severity = %f.severity, summary = f.summary.en.as_str(), "kernel finding appeared");
             }
         }
         for (id, subject) in self.active.difference(&now) {
-            tracing::info!(id = %id, subject = %subject, "kernel finding resolved");
+            tracing::info!(
+                id = id.as_str(),
+                subject = subject.as_str(),
+                "kernel finding resolved"
+            );
         }
         self.active = now;
     }

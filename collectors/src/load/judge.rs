@@ -4,10 +4,12 @@
 
 use super::observation::{Culprit, Observation, Origin, Pressures};
 use super::LoadConfig;
+use crate::cmd;
 use crate::finding::{Finding, Severity, Text, HANDBOOK};
 use crate::metric::Metric;
 use crate::proc::loadavg::Loadavg;
 use crate::proc::stat::Stat;
+use crate::shell::Cmd;
 
 /// The handbook section every rule here cites.
 pub const SECTION: &str = "节点高负载排障处理";
@@ -93,18 +95,19 @@ fn owner_commands(mut f: Finding, c: &Culprit) -> Finding {
             name: Some(n),
             ..
         } => {
-            f = f.command(format!("kubectl -n {ns} describe pod {n}"));
+            f = f.command(cmd!("kubectl -n {ns} describe pod {pod}", ns = ns, pod = n));
             let _ = uid;
         }
         Origin::Pod { uid, .. } => {
-            f = f.command(format!(
-                "kubectl get pods -A -o custom-columns=NS:.metadata.namespace,NAME:.metadata.name,UID:.metadata.uid | grep {uid}"
+            f = f.command(cmd!(
+                "kubectl get pods -A -o custom-columns=NS:.metadata.namespace,NAME:.metadata.name,UID:.metadata.uid | grep {uid}",
+                uid = uid
             ));
         }
         Origin::Host { .. } => {
             f = f
-                .command(format!("systemctl status {}", c.pid))
-                .command(format!("ps -o pid,user,etime,args -p {}", c.pid));
+                .command(cmd!("systemctl status {pid}", pid = c.pid))
+                .command(cmd!("ps -o pid,user,etime,args -p {pid}", pid = c.pid));
         }
         _ => {}
     }
@@ -208,7 +211,7 @@ fn high_load(obs: &Observation, cfg: &LoadConfig, node: &str) -> Option<Finding>
     .command("top")
     .command("atop")
     .command("iotop -oPa")
-    .command(format!("kubectl cordon {node}"))
+    .command(cmd!("kubectl cordon {node}", node = node))
     .source(HANDBOOK, SECTION)
     .into()
 }
@@ -295,7 +298,7 @@ fn io_bound(obs: &Observation, cfg: &LoadConfig, node: &str) -> Vec<Finding> {
         out.push(io_remediation(
             f,
             obs,
-            &format!("iostat -dx 2 5 /dev/{}", d.name),
+            cmd!("iostat -dx 2 5 /dev/{device}", device = &d.name),
             node,
         ));
     }
@@ -331,7 +334,7 @@ fn io_bound(obs: &Observation, cfg: &LoadConfig, node: &str) -> Vec<Finding> {
                 f = f.evidence("psi_io_full_avg10_percent", p);
             }
             f = io_culprits(f, obs);
-            out.push(io_remediation(f, obs, "iostat -dx 2 5", node));
+            out.push(io_remediation(f, obs, Cmd::fixed("iostat -dx 2 5"), node));
         }
     }
     out
@@ -374,7 +377,7 @@ fn io_culprits(mut f: Finding, obs: &Observation) -> Finding {
     f
 }
 
-fn io_remediation(mut f: Finding, obs: &Observation, iostat: &str, node: &str) -> Finding {
+fn io_remediation(mut f: Finding, obs: &Observation, iostat: Cmd, node: &str) -> Finding {
     f = f
         .step(Text::new(
             "Confirm the disk is the limit: `top` then `1` shows wa for each CPU (it should sit near 0%); `atop` then `d` shows the disk's busy share and which processes use it; `iotop -oPa` adds up IO per process since it started.",
@@ -393,10 +396,10 @@ fn io_remediation(mut f: Finding, obs: &Observation, iostat: &str, node: &str) -
         .command("iotop -oPa")
         .command(iostat);
     if let Some(c) = obs.top_io.first() {
-        f = f.command(format!("cat /proc/{}/io", c.pid));
+        f = f.command(cmd!("cat /proc/{pid}/io", pid = c.pid));
         f = owner_commands(f, c);
     }
-    f.command(format!("kubectl cordon {node}"))
+    f.command(cmd!("kubectl cordon {node}", node = node))
         .source(HANDBOOK, SECTION)
 }
 
@@ -487,11 +490,11 @@ fn cpu_bound(obs: &Observation, cfg: &LoadConfig, node: &str) -> Option<Finding>
         .command("top")
         .command("atop");
     if let Some(c) = obs.top_cpu.first() {
-        f = f.command(format!("top -p {}", c.pid));
+        f = f.command(cmd!("top -p {pid}", pid = c.pid));
         f = owner_commands(f, c);
     }
     Some(
-        f.command(format!("kubectl describe node {node}"))
+        f.command(cmd!("kubectl describe node {node}", node = node))
             .source(HANDBOOK, SECTION),
     )
 }
@@ -586,7 +589,7 @@ fn iowait(obs: &Observation, cfg: &LoadConfig) -> Option<Finding> {
         .command("atop")
         .command("iotop -oPa");
     if let Some(d) = busiest {
-        f = f.command(format!("iostat -dx 2 5 /dev/{}", d.name));
+        f = f.command(cmd!("iostat -dx 2 5 /dev/{device}", device = &d.name));
     }
     Some(f.source(HANDBOOK, SECTION))
 }
@@ -666,10 +669,10 @@ fn host_processes(
             "Move it to a machine outside the cluster (or run it as a workload Kubernetes schedules, with requests and limits); until then, cap it with its unit's CPUQuota/IOWeight settings.",
             "将其迁移到集群外的机器（或改为由 Kubernetes 调度、设置了 requests/limits 的工作负载）；在此之前，可通过其 systemd 单元的 CPUQuota/IOWeight 限制用量。",
         ))
-        .command(format!("systemctl status {}", c.pid))
-        .command(format!("ps -o pid,user,etime,args -p {}", c.pid))
-        .command(format!("cat /proc/{}/cgroup", c.pid))
-        .command(if what == "io" { "iotop -oPa".to_string() } else { format!("top -p {}", c.pid) })
+        .command(cmd!("systemctl status {pid}", pid = c.pid))
+        .command(cmd!("ps -o pid,user,etime,args -p {pid}", pid = c.pid))
+        .command(cmd!("cat /proc/{pid}/cgroup", pid = c.pid))
+        .command(if what == "io" { Cmd::fixed("iotop -oPa") } else { cmd!("top -p {pid}", pid = c.pid) })
         .source(HANDBOOK, SECTION);
         out.push(f);
     }

@@ -2,6 +2,7 @@
 //! 节点内存碎片化排障处理, and the ContainerCreating / CrashLoopBackOff pages that point to it).
 //! Pure: testable without files.
 
+use crate::cmd;
 use crate::explain::see_also;
 use crate::finding::{Finding, Severity, Text, HANDBOOK};
 use crate::proc::buddyinfo::ZoneFree;
@@ -411,8 +412,9 @@ fn allocation_failures(sample: &MemorySample, node_name: &str) -> Option<Finding
                 format!("Look for pods on {node_name} stuck in ContainerCreating whose events show the sandbox failing to start (runc 'exit status 6'); they recover once large blocks are available again (handbook section: Pod 一直处于 ContainerCreating 或 Waiting 状态)."),
                 format!("查看 {node_name} 上一直处于 ContainerCreating、事件显示 sandbox 启动失败（runc \"exit status 6\"）的 Pod；大块内存恢复后它们即可创建成功（手册章节：Pod 一直处于 ContainerCreating 或 Waiting 状态）。"),
             ))
-            .command(format!(
-                "kubectl get pods -A -o wide --field-selector spec.nodeName={node_name} | grep ContainerCreating"
+            .command(cmd!(
+                "kubectl get pods -A -o wide --field-selector spec.nodeName={node} | grep ContainerCreating",
+                node = node_name
             ));
     }
     f = f

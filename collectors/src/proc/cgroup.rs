@@ -127,7 +127,8 @@ pub fn pod_from_path(path: &str) -> Option<PodRef> {
     })
 }
 
-/// `pod<uid>` (cgroupfs) or `kubepods-<qos>-pod<uid_with_underscores>.slice` (systemd).
+/// `pod<uid>` (cgroupfs) or `kubepods-<qos>-pod<uid_with_underscores>.slice` (systemd); the
+/// UID must be a valid pod UID ([`crate::pods::is_pod_uid`]).
 fn uid_from_segment(seg: &str) -> Option<String> {
     let raw = if let Some(rest) = seg.strip_suffix(".slice") {
         let idx = rest.rfind("-pod")?;
@@ -136,18 +137,15 @@ fn uid_from_segment(seg: &str) -> Option<String> {
         seg.strip_prefix("pod")?
     };
     let uid = raw.replace('_', "-");
-    let valid = !uid.is_empty()
-        && uid.len() <= 64
-        && uid.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
-    valid.then_some(uid)
+    crate::pods::is_pod_uid(&uid).then_some(uid)
 }
 
-/// `<id>` (cgroupfs), `docker-<id>.scope`, `cri-containerd-<id>.scope`, `crio-<id>.scope`.
+/// `<id>` (cgroupfs), `docker-<id>.scope`, `cri-containerd-<id>.scope`, `crio-<id>.scope`;
+/// the id must be a full container id ([`crate::pods::is_container_id`]).
 fn container_from_segment(seg: &str) -> Option<String> {
     let base = seg.strip_suffix(".scope").unwrap_or(seg);
     let id = base.rsplit('-').next().unwrap_or(base);
-    let valid = id.len() >= 12 && id.chars().all(|c| c.is_ascii_hexdigit());
-    valid.then(|| id.to_string())
+    crate::pods::is_container_id(id).then(|| id.to_string())
 }
 
 #[cfg(test)]
@@ -183,10 +181,10 @@ mod tests {
     #[test]
     fn cgroup_v2_systemd_containerd() {
         let text = format!(
-            "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod7c1e_2d3f_4a5b_8c9d_0e1f2a3b4c5d.slice/cri-containerd-{CID}.scope\n"
+            "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod7c1e2d3f_4a5b_8c9d_0e1f_2a3b4c5d6e7f.slice/cri-containerd-{CID}.scope\n"
         );
         let pod = parse(&text).pod().cloned().unwrap();
-        assert_eq!(pod.uid, "7c1e-2d3f-4a5b-8c9d-0e1f2a3b4c5d");
+        assert_eq!(pod.uid, "7c1e2d3f-4a5b-8c9d-0e1f-2a3b4c5d6e7f");
         assert_eq!(pod.qos, QosClass::BestEffort);
         assert_eq!(pod.container_id.as_deref(), Some(CID));
     }
@@ -215,9 +213,23 @@ mod tests {
         .is_kubernetes());
         // The pod-level cgroup itself (no container) still names the pod.
         let p = parse(
-            "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podaaaa_bbbb.slice\n",
+            "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod0a1b2c3d_0000_1111_2222_333344445555.slice\n",
         );
         assert_eq!(p.pod().unwrap().container_id, None);
+        // A pod UID or container id that is not one is not taken for it: the path is a
+        // host cgroup, and a short id is no container.
+        for bad in [
+            "0::/kubepods/burstable/podaaaa_bbbb/x\n",
+            "0::/kubepods/burstable/pod$(touch x)/y\n",
+            "0::/kubepods/burstable/pod0A1B2C3D-0000-1111-2222-333344445555/z\n",
+        ] {
+            assert!(!parse(bad).is_kubernetes(), "{bad}");
+        }
+        let p = parse("0::/kubepods/pod0a1b2c3d-0000-1111-2222-333344445555/4d3c2b1a0f9e\n");
+        assert_eq!(p.pod().unwrap().container_id, None);
+        // Static pods: the kubelet's 32-hex-digit UID.
+        let p = parse("0::/kubepods/burstable/pod6d1b2a3c4d5e6f708192a3b4c5d6e7f8\n");
+        assert_eq!(p.pod().unwrap().uid, "6d1b2a3c4d5e6f708192a3b4c5d6e7f8");
         assert_eq!(
             parse(""),
             Placement::Host {

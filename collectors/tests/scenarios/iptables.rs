@@ -398,13 +398,13 @@ fn host_network_pod_without_the_lock_mount_is_named() {
 
 const LOCK_NO_WAIT: &str = "E0501 10:00:00.000000       1 proxier.go:1422] Failed to execute iptables-restore: exit status 4 (Another app is currently holding the xtables lock. Perhaps you want to use the -w option?)";
 const LOCK_TIMEOUT: &str = "E0501 10:00:01.000000       1 proxier.go:1123] Failed to ensure that filter chain KUBE-SERVICES exists: error creating chain \"KUBE-EXTERNAL-SERVICES\": exit status 4: Another app is currently holding the xtables lock. Stopped waiting after 5s.";
-const RESTORE_FAILED: &str = "E0501 10:00:02.000000       1 proxier.go:1422] Failed to execute iptables-restore: exit status 1 (iptables-restore: line 42 failed)";
+pub(crate) const RESTORE_FAILED: &str = "E0501 10:00:02.000000       1 proxier.go:1422] Failed to execute iptables-restore: exit status 1 (iptables-restore: line 42 failed)";
 const MARK_DROP: &str = "E0501 10:00:03.000000       1 proxier.go:1422] Failed to execute iptables-restore: exit status 2 (iptables-restore v1.8.4 (legacy): Couldn't load target `KUBE-MARK-DROP':No such file or directory";
 const STREAM: &str = "E0501 10:00:04.000000       1 reflector.go:127] Failed to list *core.Endpoints: Stream error http2.StreamError{StreamID:0xea1, Code:0x2, Cause:error(nil)} when reading response body, may be caused by closed connection. Please retry.";
 const PANIC_NIL: &str = "panic: runtime error: invalid memory address or nil pointer dereference";
 const PANIC_SLICE: &str = "E0501 10:00:06.000000       1 runtime.go:69] Observed a panic: \"slice bounds out of range\" (runtime error: slice bounds out of range)";
 
-fn rfc3339_now(offset_secs: i64) -> String {
+pub(crate) fn rfc3339_now(offset_secs: i64) -> String {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -462,7 +462,7 @@ fn every_kube_proxy_message_maps_to_its_fix() {
     h.write(KP_LOG, &log);
     // A pod that is not kube-proxy is not read.
     h.write(
-        "/var/log/pods/default_web-1_abc/web/0.log",
+        "/var/log/pods/default_web-1_0000abcd-0000-4000-8000-00000000abcd/web/0.log",
         cri(&ts, LOCK_NO_WAIT),
     );
     let mut c = IptablesCollector::new(h.host(), fast_config());
@@ -558,7 +558,8 @@ fn every_kube_proxy_message_maps_to_its_fix() {
             .remediation
             .commands
             .iter()
-            .any(|c| c.starts_with("grep -cE '") && c.ends_with(KP_LOG)));
+            // The pattern is one argument, quoted when it holds spaces.
+            .any(|c| c.starts_with("grep -cE ") && c.ends_with(&format!(" {KP_LOG}"))));
     }
     let no_wait = find(&out, "iptables.kube_proxy_lock_error", "lock_no_wait").unwrap();
     assert!(ev_str(no_wait, "last_message").contains("Perhaps you want to use the -w option"));
@@ -662,7 +663,7 @@ fn docker_json_file_logs_of_kube_proxy_are_read_once() {
     );
     h.symlink(
         &json_log,
-        "/var/log/pods/kube-system_kube-proxy-abcde_1234/kube-proxy/0.log",
+        "/var/log/pods/kube-system_kube-proxy-abcde_1234abcd-0000-4000-8000-00000000abcd/kube-proxy/0.log",
     );
     // Another container with the same message is ignored.
     let other = "1111111111111111111111111111111111111111111111111111111111111111";

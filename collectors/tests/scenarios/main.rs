@@ -5,10 +5,13 @@
 mod conntrack;
 mod disk;
 mod explain;
+mod hostile;
 mod hostile_files;
 mod iptables;
 mod kernel;
 mod kmsg;
 mod load;
 mod memory;
+#[path = "../../../tests/src/sandbox.rs"]
+mod sandbox;
 mod support;

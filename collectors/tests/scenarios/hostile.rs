@@ -1,0 +1,471 @@
+//! Hostile host names: directories, files, mount points, devices, processes and node names
+//! made to break out of a printed command (`$(...)`, backticks, `;`, `|`, `&&`, quotes,
+//! newlines, ESC sequences, bidi overrides), staged wherever each collector takes names from.
+//!
+//! Every command of every finding then runs in the busybox sandbox (`tests/src/sandbox.rs`,
+//! root and busybox-static): none may run a payload. As a control, the same names pasted
+//! unquoted do run theirs. Without root the sandbox part prints SKIP, and the checks that
+//! need no sandbox still run: the names reached the commands, quoted, on one printable line;
+//! names that are not Kubernetes names were not taken for pod names.
+
+use std::path::Path;
+
+use collectors::disk::{DiskCollector, DiskConfig, FsUsage};
+use collectors::iptables::{IptablesCollector, IptablesConfig};
+use collectors::kernel::{KernelCollector, KernelConfig};
+use collectors::load::{LoadCollector, LoadConfig};
+use collectors::memory::{MemoryCollector, MemoryConfig};
+use collectors::{CollectContext, Collection, Collector};
+
+use crate::sandbox::{hostile, hostile_word, Sandbox};
+use crate::support::FakeHost;
+
+const GIB: u64 = 1 << 30;
+const MIB: u64 = 1 << 20;
+const UID: &str = "8f2a1c4e-3b7d-4e8f-9a0b-1c2d3e4f5a6b";
+const CID: &str = "3f4e5d6c7b8a99887766554433221100ffeeddccbbaa00112233445566778899";
+
+/// A node named to break out of `kubectl drain <node>`.
+fn hostile_ctx() -> CollectContext {
+    CollectContext {
+        node_name: hostile("node"),
+    }
+}
+
+/// `/proc/<pid>/mountinfo` escaping (space, tab, newline, backslash as octal).
+fn mountinfo_escape(s: &str) -> String {
+    s.replace('\\', "\\134")
+        .replace(' ', "\\040")
+        .replace('\t', "\\011")
+        .replace('\n', "\\012")
+}
+
+fn commands(c: &Collection) -> Vec<String> {
+    c.findings
+        .iter()
+        .flat_map(|f| f.remediation.commands.iter().cloned())
+        .collect()
+}
+
+fn ids(c: &Collection) -> Vec<&str> {
+    c.findings.iter().map(|f| f.id.as_str()).collect()
+}
+
+/// Some command names the place `tag` (its payload text is in it, quoted).
+fn assert_reached(cmds: &[String], tag: &str) {
+    assert!(
+        cmds.iter().any(|c| c.contains(&format!("pwned-{tag}"))),
+        "no command names the hostile {tag}: {cmds:#?}"
+    );
+}
+
+/// Every command is one line of printable text; in the sandbox none runs a payload, while
+/// each raw name pasted unquoted does.
+fn assert_inert(test: &str, cmds: &[String], raw: &[String]) {
+    for c in cmds {
+        assert!(
+            !c.chars().any(collectors::sanitize::is_unsafe),
+            "a command holds a control character or bidi override: {c:?}"
+        );
+    }
+    let Some(sb) = Sandbox::new(test) else {
+        return;
+    };
+    for r in raw {
+        sb.assert_executes(r);
+    }
+    sb.assert_inert(cmds);
+}
+
+/// Fake statfs: `full` host-path prefixes are 97% used with almost no inodes left.
+fn statfs(
+    h: &FakeHost,
+    full: Vec<String>,
+) -> impl Fn(&Path) -> std::io::Result<FsUsage> + Send + 'static {
+    let root = h.root().to_path_buf();
+    move |agent: &Path| {
+        let host = Path::new("/").join(agent.strip_prefix(&root).unwrap_or(agent));
+        let is_full = full.iter().any(|p| host.starts_with(p));
+        Ok(FsUsage {
+            size_bytes: 100 * GIB,
+            avail_bytes: if is_full { 3 * GIB } else { 60 * GIB },
+            free_bytes: if is_full { 3 * GIB } else { 60 * GIB },
+            files: 1_000_000,
+            files_free: if is_full { 1000 } else { 900_000 },
+        })
+    }
+}
+
+/// Docker's data root, its mount point, a container directory, CRI pod and container log
+/// directories, the kubelet's config path and the node name are all hostile.
+#[test]
+fn disk_commands_with_hostile_paths_are_inert() {
+    let h = FakeHost::new();
+    let data_root = format!("/data/{}", hostile("dataroot"));
+    h.write(
+        "/proc/1/mountinfo",
+        format!(
+            "22 1 253:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n\
+             90 22 253:16 / {} rw,relatime shared:40 - ext4 /dev/vdb rw\n",
+            mountinfo_escape(&data_root)
+        ),
+    )
+    // No log size limit: docker_log_unbounded prints `cat <daemon.json>`.
+    .write(
+        "/etc/docker/daemon.json",
+        serde_json::json!({ "data-root": data_root }).to_string(),
+    )
+    .mkdir(&format!("{data_root}/image/overlay2"))
+    .mkdir("/var/lib/kubelet/pods");
+    let container = hostile("container");
+    let cdir = format!("{data_root}/containers/{container}");
+    h.sparse(&format!("{cdir}/{container}-json.log.3"), 5 * GIB)
+        .sparse(&format!("{cdir}/{container}-json.log"), 10 * MIB);
+    let pod_dir = format!(
+        "/var/log/pods/{}/{}",
+        hostile("poddir"),
+        hostile("podcontainer")
+    );
+    h.sparse(&format!("{pod_dir}/0.log.20240105-101010"), 2 * GIB)
+        .sparse(&format!("{pod_dir}/0.log"), 5 * MIB);
+    // The kubelet runs with a config file whose path is hostile and which sets no disk
+    // eviction: disk.kubelet_unprotected prints `grep ... <config>`.
+    let kubelet_config = format!("/etc/{}/kubelet.yaml", hostile("kubeletconfig"));
+    h.write("/proc/812/comm", "kubelet\n")
+        .write(
+            "/proc/812/cmdline",
+            format!("/usr/bin/kubelet\0--config={kubelet_config}\0"),
+        )
+        .write(
+            &kubelet_config,
+            "kind: KubeletConfiguration\nevictionHard:\n  memory.available: 100Mi\n",
+        );
+    let mut c = DiskCollector::new(h.host(), DiskConfig::default())
+        .with_statfs(statfs(&h, vec![data_root.clone(), "/".to_string()]));
+    let out = c.collect(&hostile_ctx());
+    let cmds = commands(&out);
+    for id in [
+        "disk.filesystem_full",
+        "disk.inodes_exhausted",
+        "disk.kubelet_unprotected",
+        "disk.docker_log_unbounded",
+    ] {
+        assert!(
+            ids(&out).contains(&id),
+            "no {id}: {:?} {:?}",
+            ids(&out),
+            out.status
+        );
+    }
+    for tag in [
+        "dataroot",
+        "container",
+        "poddir",
+        "podcontainer",
+        "kubeletconfig",
+        "node",
+    ] {
+        assert_reached(&cmds, tag);
+    }
+    // The log owner is not taken from names that are not Kubernetes names.
+    let full = out
+        .findings
+        .iter()
+        .find(|f| f.id == "disk.filesystem_full" && f.subject == "/")
+        .expect("the root filesystem is full");
+    for key in [
+        "largest_log_namespace",
+        "largest_log_pod",
+        "largest_log_container",
+    ] {
+        assert!(
+            !full.evidence.contains_key(key),
+            "{key}: {:?}",
+            full.evidence
+        );
+    }
+    assert_inert(
+        "disk_commands_with_hostile_paths_are_inert",
+        &cmds,
+        &[hostile("dataroot"), hostile("node")],
+    );
+}
+
+/// A busy disk with a hostile name (as `/proc/diskstats` prints it), a pod whose log
+/// directory names are hostile (not taken for its name), and a hostile node name.
+#[test]
+fn load_commands_with_hostile_device_and_pod_names_are_inert() {
+    let h = FakeHost::new();
+    let device = hostile_word("device");
+    h.write("/sys/devices/system/cpu/online", "0-3\n");
+    // Log directories and symlinks that claim the pod's UID and container id under hostile
+    // names: the pod stays known by its UID only.
+    h.mkdir(&format!(
+        "/var/log/pods/{}_web_{UID}",
+        hostile_word("podns")
+    ));
+    h.mkdir(&format!(
+        "/var/log/pods/shop_{}_{UID}",
+        hostile_word("podname")
+    ));
+    h.write(
+        &format!(
+            "/var/log/containers/web_shop_{}-{CID}.log",
+            hostile_word("cname")
+        ),
+        "",
+    );
+    let cg = format!(
+        "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{}.slice/cri-containerd-{CID}.scope\n",
+        UID.replace('-', "_")
+    );
+    let stage = |later: bool| {
+        let k = u64::from(later);
+        h.write(
+            "/proc/uptime",
+            if later {
+                "1010.00 10.00\n"
+            } else {
+                "1000.00 10.00\n"
+            },
+        );
+        h.write(
+            "/proc/loadavg",
+            if later {
+                "12.50 8.10 6.00 9/412 7000\n"
+            } else {
+                "12.10 8.00 5.90 8/410 6990\n"
+            },
+        );
+        // 10 s × 4 CPUs = 4000 ticks: 10% user, 5% system, 80% iowait, 5% idle.
+        let t = 100_000 + 400 * k;
+        let sys = 20_000 + 200 * k;
+        let idle = 400_000 + 200 * k;
+        let wa = 1000 + 3200 * k;
+        h.write(
+            "/proc/stat",
+            format!(
+                "cpu  {t} 0 {sys} {idle} {wa} 0 0 0 0 0\nctxt 1000\nbtime 1700000000\nprocesses 5000\nprocs_running 2\nprocs_blocked 6\n"
+            ),
+        );
+        // The disk had IO in flight the whole 10 s (io_ticks +10000 ms).
+        h.write(
+            "/proc/diskstats",
+            format!(
+                " 253 0 {device} 100 0 800 10 {} 0 {} {} 8 {} {}\n",
+                500 + 3000 * k,
+                4000 + 800_000 * k,
+                300 + 90_000 * k,
+                1000 + 10_000 * k,
+                2000 + 90_000 * k
+            ),
+        );
+        let pid = 4242;
+        h.write(
+            &format!("/proc/{pid}/stat"),
+            format!(
+                "{pid} (java) D 4200 {pid} {pid} 0 -1 4194560 100 0 0 0 {} {} 0 0 20 0 1 0 4321 1000000 100 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n",
+                50_000 + 100 * k,
+                5000 + 100 * k
+            ),
+        )
+        .write(
+            &format!("/proc/{pid}/io"),
+            format!(
+                "rchar: 0\nwchar: {w}\nsyscr: 1\nsyscw: 1\nread_bytes: 0\nwrite_bytes: {w}\ncancelled_write_bytes: 0\n",
+                w = 1_000_000 + 400_000_000 * k
+            ),
+        )
+        .write(&format!("/proc/{pid}/comm"), "java\n")
+        .write(&format!("/proc/{pid}/cgroup"), cg.as_str())
+        .write(&format!("/proc/{pid}/wchan"), "io_schedule");
+    };
+    let mut c = LoadCollector::new(h.host(), LoadConfig::default());
+    stage(false);
+    c.collect(&hostile_ctx());
+    stage(true);
+    let out = c.collect(&hostile_ctx());
+    let cmds = commands(&out);
+    assert!(
+        ids(&out).contains(&"load.io_bound"),
+        "{:?} {:?}",
+        ids(&out),
+        out.status
+    );
+    assert_reached(&cmds, "device");
+    assert_reached(&cmds, "node");
+    // The pod is looked up by its UID: no name from the hostile directories.
+    assert!(
+        cmds.iter().any(|c| c.contains(&format!("grep {UID}"))),
+        "{cmds:#?}"
+    );
+    for tag in ["podns", "podname", "cname"] {
+        assert!(
+            !cmds.iter().any(|c| c.contains(&format!("pwned-{tag}"))),
+            "{tag} taken for a Kubernetes name: {cmds:#?}"
+        );
+    }
+    assert_inert(
+        "load_commands_with_hostile_device_and_pod_names_are_inert",
+        &cmds,
+        &[hostile_word("device")],
+    );
+}
+
+/// Kernel findings: a tiny memory limit on a container cgroup with a hostile directory name,
+/// filesystem errors on a device mounted at a hostile mount point, a hung task while docker's
+/// hostile data root is full, and the node name.
+#[test]
+fn kernel_commands_with_hostile_cgroups_and_mount_points_are_inert() {
+    let data_root = format!("/data/{}", hostile("hungdir"));
+    let mount_point = format!("/mnt/{}", hostile("mountpoint"));
+    let kmsg = format!(
+        "3,30,6000000000,-;EXT4-fs error (device vdc): ext4_find_entry:1455: inode #2: comm ls: reading directory lblock 0\n\
+         2,31,6000000100,-;EXT4-fs (vdc): Remounting filesystem read-only\n\
+         3,40,6100000000,-;INFO: task {}:1234 blocked for more than 120 seconds.\n",
+        hostile_word("hungcomm")
+    );
+    let h = FakeHost::new();
+    h.write("/proc/uptime", "7200.00 14000.00\n")
+        .write("/dev/kmsg", kmsg)
+        .write(
+            "/proc/meminfo",
+            "MemTotal:       16384000 kB\nMemFree:          100000 kB\nMemAvailable:     200000 kB\n",
+        )
+        .write(
+            "/proc/stat",
+            "cpu  1 2 3 4 5 6 7 8 0 0\nprocs_running 2\nprocs_blocked 6\n",
+        )
+        .write(
+            "/proc/1/mountinfo",
+            format!(
+                "22 1 253:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n\
+                 41 22 8:32 / {} ro,relatime shared:21 - ext4 /dev/vdc rw\n",
+                mountinfo_escape(&mount_point)
+            ),
+        )
+        .write(
+            "/etc/docker/daemon.json",
+            serde_json::json!({ "data-root": data_root }).to_string(),
+        )
+        .mkdir(&format!("{data_root}/containers"));
+    let pod = format!(
+        "/sys/fs/cgroup/memory/kubepods/burstable/pod{UID}/{}",
+        hostile("cgroup")
+    );
+    h.write(
+        "/sys/fs/cgroup/memory/kubepods/memory.limit_in_bytes",
+        "16106127360\n",
+    )
+    .write(&format!("{pod}/memory.limit_in_bytes"), "1\n");
+    let full = data_root.clone();
+    let mut c =
+        KernelCollector::new(h.host(), KernelConfig::default()).with_statfs(move |p: &Path| {
+            let is_full = p.to_string_lossy().contains(&full);
+            Ok(FsUsage {
+                size_bytes: 100 * GIB,
+                avail_bytes: if is_full { GIB } else { 60 * GIB },
+                free_bytes: if is_full { GIB } else { 60 * GIB },
+                files: 1000,
+                files_free: 500,
+            })
+        });
+    let out = c.collect(&hostile_ctx());
+    let cmds = commands(&out);
+    for id in [
+        "kernel.tiny_memory_limit",
+        "kernel.fs_error",
+        "kernel.hung_task",
+    ] {
+        assert!(
+            ids(&out).contains(&id),
+            "no {id}: {:?} {:?}",
+            ids(&out),
+            out.status
+        );
+    }
+    for tag in ["cgroup", "mountpoint", "hungdir", "node"] {
+        assert_reached(&cmds, tag);
+    }
+    assert_inert(
+        "kernel_commands_with_hostile_cgroups_and_mount_points_are_inert",
+        &cmds,
+        &[hostile("mountpoint"), hostile("cgroup")],
+    );
+}
+
+/// kube-proxy's log file under a hostile container directory of a kube-proxy pod.
+#[test]
+fn iptables_commands_with_a_hostile_log_path_are_inert() {
+    let h = FakeHost::new();
+    h.write("/run/xtables.lock", "").write("/proc/locks", "");
+    let ts = crate::iptables::rfc3339_now(-30);
+    let log = format!(
+        "/var/log/pods/kube-system_kube-proxy-x7k2p_{UID}/{}/0.log",
+        hostile("kplog")
+    );
+    h.write(
+        &log,
+        format!("{ts} stderr F {}\n", crate::iptables::RESTORE_FAILED),
+    );
+    let config = IptablesConfig {
+        sample_period: std::time::Duration::from_millis(50),
+        ..IptablesConfig::default()
+    };
+    let mut c = IptablesCollector::new(h.host(), config);
+    let out = c.collect(&hostile_ctx());
+    let cmds = commands(&out);
+    assert!(
+        ids(&out).contains(&"iptables.kube_proxy_restore_failed"),
+        "{:?} {:?}",
+        ids(&out),
+        out.status
+    );
+    assert_reached(&cmds, "kplog");
+    assert_inert(
+        "iptables_commands_with_a_hostile_log_path_are_inert",
+        &cmds,
+        &[hostile("kplog")],
+    );
+}
+
+/// The node name in the memory collector's `kubectl get pods --field-selector` command, and
+/// a hostile task name in the kernel log.
+#[test]
+fn memory_commands_with_a_hostile_node_name_are_inert() {
+    let kmsg = format!(
+        "4,901,6600000000,-;{}: page allocation failure: order:4, mode:0x10c0d0\n\
+         4,903,6900000000,-;runc:[1:CHILD]: page allocation failure: order:6, mode:0x10c0d0\n",
+        hostile_word("task")
+    );
+    let h = FakeHost::new();
+    h.write(
+        "/proc/buddyinfo",
+        "Node 0, zone Normal 1163 1101 932 222 0 0 0 0 0 0 0\n",
+    )
+    .write(
+        "/proc/meminfo",
+        "MemTotal:        8009924 kB\nMemFree:          312000 kB\nMemAvailable:    4100000 kB\n",
+    )
+    .write("/proc/vmstat", "compact_stall 1\ncompact_fail 1\n")
+    .write("/proc/uptime", "7200.00 14000.00\n")
+    .write("/dev/kmsg", kmsg);
+    let config = MemoryConfig {
+        page_size_bytes: Some(4096),
+        ..MemoryConfig::default()
+    };
+    let out = MemoryCollector::new(h.host(), config).collect(&hostile_ctx());
+    let cmds = commands(&out);
+    assert!(
+        ids(&out).contains(&"memory.page_allocation_failure"),
+        "{:?} {:?}",
+        ids(&out),
+        out.status
+    );
+    assert_reached(&cmds, "node");
+    assert_inert(
+        "memory_commands_with_a_hostile_node_name_are_inert",
+        &cmds,
+        &[hostile("node")],
+    );
+}
