@@ -150,11 +150,18 @@ fn node_name(flag: Option<&str>, root: &Path) -> String {
             return n.to_string();
         }
     }
-    if let Ok(h) = std::fs::read_to_string(root.join("etc/hostname")) {
-        let h = h.trim();
-        if !h.is_empty() && h.len() <= 253 {
-            return h.to_string();
+    // Non-blocking, regular files only, capped: a FIFO or a huge file there is refused at
+    // once and the agent's own hostname is used instead.
+    let path = root.join("etc/hostname");
+    match collectors::hostfs::read_text(&path, collectors::hostfs::cap::VALUE) {
+        Ok(h) => {
+            let h = h.trim();
+            if !h.is_empty() && h.len() <= 253 {
+                return h.to_string();
+            }
         }
+        Err(e) if e.is_not_found() => {}
+        Err(e) => tracing::warn!(error = %e, "host name not taken from the host root"),
     }
     nix::unistd::gethostname()
         .ok()

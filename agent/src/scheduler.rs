@@ -3,7 +3,7 @@
 //! A [`Runner`] owns one collector. [`Runner::run_once`] takes the collector out of its slot,
 //! runs `collect` on a fresh OS thread inside `catch_unwind`, and waits for the result up to
 //! the timeout. The worker thread puts the collector back into the slot when `collect`
-//! returns, so a run that hangs (a FIFO, a `statfs` on a dead NFS mount) keeps the collector
+//! returns, so a run that hangs (a read or `statfs` on a dead NFS or FUSE mount) keeps the collector
 //! checked out: later calls report [`Outcome::StillRunning`] at once and start nothing. A
 //! panicking collector is dropped (its state may be half-updated) and re-created through the
 //! runner's factory on the next run. Worker threads are plain detached `std::thread`s: a hung
@@ -186,8 +186,13 @@ impl Runner {
             return Outcome::Failed(format!("could not start a thread for {}: {e}", self.name));
         }
         match rx.recv_timeout(self.timeout) {
-            Ok(Ok(collection)) => Outcome::Completed(collection),
-            Ok(Err(msg)) => Outcome::Panicked(msg),
+            // The final safety net over host text: whatever a collector put in its status,
+            // findings and labels, no more than the caps of `collectors::bounded` go on.
+            Ok(Ok(collection)) => Outcome::Completed(collection.bounded()),
+            Ok(Err(msg)) => Outcome::Panicked(collectors::bounded::truncate(
+                msg,
+                collectors::bounded::MESSAGE_BYTES,
+            )),
             Err(RecvTimeoutError::Timeout) => Outcome::TimedOut {
                 timeout: self.timeout,
             },
@@ -637,6 +642,61 @@ mod tests {
         assert_eq!(o.status(), Status::Error("bad".into()));
         let ok = Outcome::Completed(Collection::new(Status::Unavailable("x".into())));
         assert!(ok.is_success());
+    }
+
+    /// A collector that copies 10 MB of host text into its status and a finding: what the
+    /// runner hands on is capped (the safety net behind `Collection::bounded`).
+    struct Verbose;
+    impl Collector for Verbose {
+        fn name(&self) -> &'static str {
+            "verbose"
+        }
+        fn collect(&mut self, _: &CollectContext) -> Collection {
+            let huge = "9".repeat(10 << 20);
+            let mut f = finding("disk.full", "/", collectors::Severity::Warning);
+            f.subject = huge.clone();
+            f.summary = collectors::Text::new(huge.clone(), huge.clone());
+            f.evidence
+                .insert("raw".into(), collectors::Evidence::Str(huge.clone()));
+            with(
+                Status::Degraded(format!("cannot parse uptime {huge}")),
+                vec![f],
+            )
+        }
+    }
+
+    struct LoudPanic;
+    impl Collector for LoudPanic {
+        fn name(&self) -> &'static str {
+            "loud"
+        }
+        fn collect(&mut self, _: &CollectContext) -> Collection {
+            panic!("bad text {}", "x".repeat(64 << 10));
+        }
+    }
+
+    #[test]
+    fn host_text_in_a_collection_is_capped_before_it_goes_on() {
+        use collectors::bounded::{EVIDENCE_BYTES, MESSAGE_BYTES, SUBJECT_BYTES, TEXT_BYTES};
+        let r = runner(Box::new(Verbose), no_factory(), 10_000);
+        let Outcome::Completed(c) = r.run_once(&ctx()).outcome else {
+            panic!("verbose did not complete");
+        };
+        let m = c.status.message().unwrap();
+        assert!(m.len() <= MESSAGE_BYTES, "{}", m.len());
+        assert!(m.starts_with("cannot parse uptime 999") && m.contains("…[truncated "));
+        let f = &c.findings[0];
+        assert!(f.subject.len() <= SUBJECT_BYTES);
+        assert!(f.summary.en.len() <= TEXT_BYTES && f.summary.zh.len() <= TEXT_BYTES);
+        assert!(f.evidence["raw"].as_str().unwrap().len() <= EVIDENCE_BYTES);
+        assert_eq!(f.evidence["used_percent"].as_f64(), Some(97.5));
+
+        let r = runner(Box::new(LoudPanic), no_factory(), 10_000);
+        let o = r.run_once(&ctx()).outcome;
+        let Outcome::Panicked(msg) = &o else {
+            panic!("{o:?}");
+        };
+        assert!(msg.starts_with("bad text xxx") && msg.len() <= MESSAGE_BYTES);
     }
 
     #[test]

@@ -34,6 +34,17 @@ impl Status {
         }
     }
 
+    /// The status with its message cut to [`crate::bounded::MESSAGE_BYTES`] with a marker.
+    pub fn bounded(self) -> Status {
+        use crate::bounded::{truncate, MESSAGE_BYTES};
+        match self {
+            Status::Ok => Status::Ok,
+            Status::Degraded(m) => Status::Degraded(truncate(m, MESSAGE_BYTES)),
+            Status::Unavailable(m) => Status::Unavailable(truncate(m, MESSAGE_BYTES)),
+            Status::Error(m) => Status::Error(truncate(m, MESSAGE_BYTES)),
+        }
+    }
+
     /// Combines two statuses, keeping the worse and joining degraded reasons.
     pub fn worst(self, other: Status) -> Status {
         use Status::*;
@@ -66,6 +77,22 @@ impl Collection {
 
     pub fn unavailable(reason: impl Into<String>) -> Collection {
         Collection::new(Status::Unavailable(reason.into()))
+    }
+
+    /// Caps all host text in this collection ([`crate::bounded`]): the status message, every
+    /// finding's subject, evidence strings, title, summary and steps, and metric label
+    /// values. The agent applies it to every collection it receives, so no collector can put
+    /// megabytes of host text into `/findings`, `/metrics` or the logs.
+    pub fn bounded(mut self) -> Collection {
+        use crate::bounded::{truncate_in_place, SUBJECT_BYTES};
+        self.status = self.status.bounded();
+        self.findings = self.findings.into_iter().map(Finding::bounded).collect();
+        for m in &mut self.metrics {
+            for (_, v) in &mut m.labels {
+                truncate_in_place(v, SUBJECT_BYTES);
+            }
+        }
+        self
     }
 }
 
@@ -187,7 +214,9 @@ impl TransitionLog {
             out.push(Transition::Status {
                 from: self.status,
                 to,
-                reason: c.status.message().map(str::to_string),
+                reason: c.status.message().map(|m| {
+                    crate::bounded::truncate(m.to_string(), crate::bounded::MESSAGE_BYTES)
+                }),
             });
             self.status = to;
         }
@@ -201,7 +230,10 @@ impl TransitionLog {
                     subject: f.subject.clone(),
                     from: before,
                     to: f.severity,
-                    summary: f.summary.en.clone(),
+                    summary: crate::bounded::truncate(
+                        f.summary.en.clone(),
+                        crate::bounded::TEXT_BYTES,
+                    ),
                 });
             }
             now.insert(key, f.severity);
@@ -226,6 +258,63 @@ mod tests {
 
     fn finding(subject: &str, severity: Severity) -> Finding {
         Finding::new("x.rule", severity, Text::new("t", "t"), Text::new("s", "s")).subject(subject)
+    }
+
+    #[test]
+    fn bounded_caps_every_piece_of_host_text() {
+        use crate::bounded::{EVIDENCE_BYTES, MESSAGE_BYTES, SUBJECT_BYTES, TEXT_BYTES};
+        let huge = "9".repeat(10 << 20);
+        let mut f = finding("/a", Severity::Warning);
+        f.subject = huge.clone();
+        f.summary = Text::new(huge.clone(), huge.clone());
+        f.evidence
+            .insert("uptime".into(), crate::Evidence::Str(huge.clone()));
+        let mut c = Collection::new(Status::Degraded(format!("cannot parse uptime {huge}")));
+        c.findings = vec![f, finding("/b", Severity::Info)];
+        c.metrics = vec![Metric::gauge("m", "h", 1.0).label("device", huge.clone())];
+        for status in [
+            Status::Unavailable(huge.clone()),
+            Status::Error(huge.clone()),
+            Status::Degraded(huge.clone()),
+        ] {
+            let b = status.clone().bounded();
+            assert_eq!(b.as_str(), status.as_str());
+            let m = b.message().unwrap();
+            assert!(
+                m.len() <= MESSAGE_BYTES && m.contains("…[truncated "),
+                "{}",
+                m.len()
+            );
+        }
+        assert_eq!(Status::Ok.bounded(), Status::Ok);
+        let b = c.bounded();
+        let m = b.status.message().unwrap();
+        assert!(m.starts_with("cannot parse uptime 999") && m.len() <= MESSAGE_BYTES);
+        let f = &b.findings[0];
+        assert!(f.subject.len() <= SUBJECT_BYTES);
+        assert!(f.summary.en.len() <= TEXT_BYTES && f.summary.zh.len() <= TEXT_BYTES);
+        assert!(f.evidence["uptime"].as_str().unwrap().len() <= EVIDENCE_BYTES);
+        assert_eq!(
+            b.findings[1],
+            finding("/b", Severity::Info),
+            "short text is untouched"
+        );
+        assert!(b.metrics[0].labels[0].1.len() <= SUBJECT_BYTES);
+        // The transition log never copies more than the caps either.
+        let mut log = TransitionLog::new("x");
+        let mut c = Collection::new(Status::Degraded(huge.clone()));
+        let mut f = finding("/a", Severity::Warning);
+        f.summary = Text::new(huge.clone(), "");
+        c.findings = vec![f];
+        for t in log.observe(&c) {
+            match t {
+                Transition::Status { reason, .. } => {
+                    assert!(reason.unwrap().len() <= MESSAGE_BYTES)
+                }
+                Transition::Finding { summary, .. } => assert!(summary.len() <= TEXT_BYTES),
+                Transition::Resolved { .. } => {}
+            }
+        }
     }
 
     #[test]

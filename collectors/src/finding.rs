@@ -135,14 +135,16 @@ impl From<f64> for Evidence {
         }
     }
 }
+/// Evidence strings carry host text (paths, names, command lines): cut to
+/// [`crate::bounded::EVIDENCE_BYTES`] with a marker.
 impl From<String> for Evidence {
     fn from(v: String) -> Self {
-        Evidence::Str(v)
+        Evidence::Str(crate::bounded::truncate(v, crate::bounded::EVIDENCE_BYTES))
     }
 }
 impl From<&str> for Evidence {
     fn from(v: &str) -> Self {
-        Evidence::Str(v.to_string())
+        Evidence::from(v.to_string())
     }
 }
 impl From<bool> for Evidence {
@@ -241,8 +243,31 @@ impl Finding {
         }
     }
 
+    /// Sets the subject, cut to [`crate::bounded::SUBJECT_BYTES`] with a marker (it names
+    /// host things: mount points, devices, pods, cgroups).
     pub fn subject(mut self, subject: impl Into<String>) -> Finding {
-        self.subject = subject.into();
+        self.subject = crate::bounded::truncate(subject.into(), crate::bounded::SUBJECT_BYTES);
+        self
+    }
+
+    /// Caps every piece of host text this finding carries: subject, evidence strings, and
+    /// title, summary and steps in both languages ([`crate::bounded`]). Builders already cap
+    /// subjects and evidence; this also catches fields set directly.
+    pub fn bounded(mut self) -> Finding {
+        use crate::bounded::{truncate_in_place, EVIDENCE_BYTES, SUBJECT_BYTES, TEXT_BYTES};
+        truncate_in_place(&mut self.subject, SUBJECT_BYTES);
+        for v in self.evidence.values_mut() {
+            if let Evidence::Str(s) = v {
+                truncate_in_place(s, EVIDENCE_BYTES);
+            }
+        }
+        let texts = std::iter::once(&mut self.title)
+            .chain(std::iter::once(&mut self.summary))
+            .chain(self.remediation.steps.iter_mut());
+        for t in texts {
+            truncate_in_place(&mut t.en, TEXT_BYTES);
+            truncate_in_place(&mut t.zh, TEXT_BYTES);
+        }
         self
     }
 
@@ -340,6 +365,50 @@ mod tests {
             ]
         );
         assert_eq!(v[0].collector, "disk");
+    }
+
+    #[test]
+    fn host_text_in_subjects_and_evidence_is_capped() {
+        use crate::bounded::{EVIDENCE_BYTES, SUBJECT_BYTES, TEXT_BYTES};
+        let huge = "a".repeat(10 << 20);
+        let f = Finding::new("disk.x", Severity::Info, Text::default(), Text::default())
+            .subject(huge.as_str())
+            .evidence("path", huge.as_str())
+            .evidence("owned", huge.clone())
+            .evidence("short", "/var/lib/docker");
+        assert!(f.subject.len() <= SUBJECT_BYTES && f.subject.contains("…[truncated "));
+        for k in ["path", "owned"] {
+            let s = f.evidence[k].as_str().unwrap();
+            assert!(s.len() <= EVIDENCE_BYTES, "{k}: {}", s.len());
+            assert!(
+                s.ends_with(&format!(
+                    "[truncated {} bytes]",
+                    huge.len() - s.find('…').unwrap()
+                )),
+                "{k}"
+            );
+        }
+        assert_eq!(f.evidence["short"].as_str(), Some("/var/lib/docker"));
+        // Fields set directly are caught by bounded().
+        let mut g = Finding::new(
+            "disk.x",
+            Severity::Info,
+            Text::new(huge.clone(), "t"),
+            Text::new(huge.clone(), huge.clone()),
+        )
+        .step(Text::new("ok", huge.clone()));
+        g.subject = huge.clone();
+        g.evidence.insert("raw".into(), Evidence::Str(huge.clone()));
+        let g = g.bounded();
+        assert!(g.subject.len() <= SUBJECT_BYTES);
+        assert!(g.evidence["raw"].as_str().unwrap().len() <= EVIDENCE_BYTES);
+        for t in [&g.title, &g.summary, &g.remediation.steps[0]] {
+            assert!(t.en.len() <= TEXT_BYTES && t.zh.len() <= TEXT_BYTES);
+        }
+        assert_eq!(
+            (g.title.zh.as_str(), g.remediation.steps[0].en.as_str()),
+            ("t", "ok")
+        );
     }
 
     #[test]

@@ -5,9 +5,12 @@
 //! - nothing in this crate reads an absolute path: every path comes from [`HostPaths`];
 //! - parsing (`text -> typed sample`) is pure and separate from judging (`sample -> findings`);
 //! - this crate knows nothing of HTTP, JSON documents, Prometheus encoding or tokio;
+//! - every host read goes through [`hostfs`]: capped per kind of file, non-blocking, regular
+//!   files only; host text copied into output is capped by [`bounded`];
 //! - no finding builds shell text with `format!` from host data: commands are [`shell::Cmd`]
 //!   templates whose arguments the one renderer quotes.
 
+pub mod bounded;
 pub mod collector;
 pub mod conntrack;
 pub mod disk;
@@ -15,6 +18,7 @@ pub mod error;
 pub mod explain;
 pub mod finding;
 pub mod host;
+pub mod hostfs;
 pub mod iptables;
 pub mod kernel;
 pub mod kmsg;

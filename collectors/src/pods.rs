@@ -397,14 +397,12 @@ impl PodDirectory {
     }
 }
 
-/// Up to `max` entry names of a directory; empty when it does not exist.
+/// The names of at most `max` entries of a directory; empty when it does not exist.
 fn dir_names(dir: &std::path::Path, max: usize) -> Vec<String> {
-    let Ok(rd) = std::fs::read_dir(dir) else {
+    let Ok(rd) = crate::hostfs::dir_entries(dir, max) else {
         return Vec::new();
     };
-    rd.filter_map(|e| e.ok())
-        .filter_map(|e| e.file_name().to_str().map(str::to_string))
-        .take(max)
+    rd.filter_map(|e| e.file_name().to_str().map(str::to_string))
         .collect()
 }
 

@@ -4,6 +4,7 @@
 mod check;
 mod deploy;
 mod explain;
+mod host_files;
 mod hostile;
 mod real_disk;
 mod real_load;

@@ -538,20 +538,29 @@ fn json_logs_are_one_object_per_line() {
     );
 }
 
-/// A collector whose host file is a FIFO with no writer blocks in `open`. It must time out
-/// while `/findings` keeps answering within 100 ms and the other collectors keep reporting.
-/// `<root>/proc/diskstats` is read by the `load` collector alone (`kernel` also reads
-/// `loadavg`, so a FIFO there would block two collectors).
+/// A collector whose host file hangs every access (a FUSE mount that never answers, as a
+/// dead NFS or FUSE mount does; a FIFO no longer blocks anything, the readers refuse it) must
+/// time out while `/findings` keeps answering within 100 ms and the other collectors keep
+/// reporting. `<root>/proc/diskstats` is read by the `load` collector alone (`kernel` also
+/// reads `loadavg`, so a hang there would block two collectors).
 #[test]
 fn a_blocked_collector_times_out_while_the_agent_keeps_answering() {
     let _machine = crate::support::exclusive();
+    let hung = match crate::support::HungFs::open() {
+        Ok(h) => h,
+        Err(why) => {
+            eprintln!("SKIP a_blocked_collector_times_out_while_the_agent_keeps_answering: {why}");
+            return;
+        }
+    };
     let root = FakeRoot::quiet();
-    root.fifo("/proc/diskstats");
+    root.write("/proc/diskstats", "");
     let started = Instant::now();
-    let s = Server::start(
-        root.root(),
-        &["--collector-timeout", "2s", "--interval", "3s"],
-    );
+    let mut args = vec!["--node-name", "e2e-node", "--log-format", "json"];
+    args.extend(["--collector-timeout", "2s", "--interval", "3s"]);
+    let s = Server::start_with(root.root(), &args, |cmd| {
+        hung.mount_in(cmd, &root.path("/proc/diskstats"))
+    });
     // Before the timeout: not ready, but answering fast.
     if started.elapsed() < Duration::from_millis(1500) {
         let r = s.get("/readyz");

@@ -55,6 +55,17 @@ procs_running 1\nprocs_blocked 0\n",
         std::fs::write(&p, text).expect("write fake host file");
     }
 
+    /// Writes `prefix` (believable text) and extends the file sparsely to `len` bytes: it reads
+    /// as `len` bytes (zeros after the prefix) and costs no disk space.
+    pub fn oversized(&self, host_path: &str, prefix: &str, len: u64) {
+        self.write(host_path, prefix);
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(self.path(host_path))
+            .expect("open oversized file");
+        f.set_len(len).expect("extend oversized file");
+    }
+
     /// Replaces a host file by a FIFO with no writer: opening it blocks forever.
     pub fn fifo(&self, host_path: &str) {
         let p = self.path(host_path);
@@ -88,23 +99,40 @@ impl Server {
 
     /// As [`Server::start`], running the binary at `bin`.
     pub fn start_bin(bin: &Path, root: &Path, extra: &[&str]) -> Server {
+        let mut args = vec!["--node-name", "e2e-node", "--log-format", "json"];
+        args.extend_from_slice(extra);
+        Server::spawn(bin, root, &args, |_| {})
+    }
+
+    /// Starts `serve --listen <free port> --host-root <root> <args>` (no node name unless
+    /// `args` gives one, `NODE_NAME` unset), after `configure` has adjusted the command, and
+    /// waits until /healthz answers.
+    pub fn start_with(root: &Path, args: &[&str], configure: impl FnOnce(&mut Command)) -> Server {
+        Server::spawn(&e2e::node_doctor_bin(), root, args, configure)
+    }
+
+    fn spawn(
+        bin: &Path,
+        root: &Path,
+        args: &[&str],
+        configure: impl FnOnce(&mut Command),
+    ) -> Server {
         let logs = tempfile::tempdir().expect("tempdir");
         let stderr = logs.path().join("stderr.log");
         let port = free_port();
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
-        let child = Command::new(bin)
-            .arg("serve")
+        let mut cmd = Command::new(bin);
+        cmd.arg("serve")
             .arg("--listen")
             .arg(addr.to_string())
             .arg("--host-root")
             .arg(root)
-            .args(["--node-name", "e2e-node", "--log-format", "json"])
-            .args(extra)
+            .args(args)
             .env_remove("NODE_NAME")
             .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&stderr).expect("stderr file"))
-            .spawn()
-            .expect("spawn node-doctor serve");
+            .stderr(std::fs::File::create(&stderr).expect("stderr file"));
+        configure(&mut cmd);
+        let child = cmd.spawn().expect("spawn node-doctor serve");
         let mut s = Server {
             child,
             addr,
@@ -554,6 +582,158 @@ pub fn parse_exposition(text: &str) -> Result<Exposition, String> {
         return Err("# EOF not on its own line".into());
     }
     Ok(e)
+}
+
+/// What [`run_measured`] saw of one run.
+#[derive(Debug)]
+pub struct Measured {
+    pub status: std::process::ExitStatus,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    /// The child's peak resident set (`VmHWM` of `/proc/<pid>/status`), in KiB.
+    pub peak_rss_kib: u64,
+    pub took: Duration,
+}
+
+/// `VmHWM` (peak resident set, KiB) of a running process; `None` once it has exited.
+fn vm_hwm_kib(pid: u32) -> Option<u64> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+}
+
+/// Runs `node-doctor <args>` (`NODE_NAME` unset, `env` added) to completion with stdout and
+/// stderr in files, and measures its peak resident set: `VmHWM` (a high-water mark, so it only
+/// grows) read every 2 ms until the process exits. `wait4`'s `ru_maxrss` would not do: Linux
+/// folds the forking parent's own peak into the child's at `exec`, and this test process is
+/// not small. Kills the child and fails after `timeout`; a guard kills and reaps it if the
+/// test fails meanwhile.
+pub fn run_measured(args: &[&str], env: &[(&str, &str)], timeout: Duration) -> Measured {
+    struct Reaper(Child);
+    impl Drop for Reaper {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (out_path, err_path) = (dir.path().join("stdout"), dir.path().join("stderr"));
+    let mut c = Command::new(e2e::node_doctor_bin());
+    c.args(args)
+        .env_remove("NODE_NAME")
+        .stdout(std::fs::File::create(&out_path).expect("stdout file"))
+        .stderr(std::fs::File::create(&err_path).expect("stderr file"));
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let started = Instant::now();
+    let mut child = Reaper(c.spawn().expect("run node-doctor"));
+    let pid = child.0.id();
+    let mut peak = 0;
+    let status = loop {
+        // Read the mark before asking whether it exited: the last reading is at most 2 ms
+        // before the exit.
+        if let Some(kib) = vm_hwm_kib(pid) {
+            peak = peak.max(kib);
+        }
+        if let Some(st) = child.0.try_wait().expect("try_wait") {
+            break st;
+        }
+        assert!(
+            started.elapsed() < timeout,
+            "node-doctor {args:?} did not finish within {timeout:?}"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    drop(child);
+    Measured {
+        status,
+        stdout: std::fs::read(&out_path).expect("read stdout"),
+        stderr: std::fs::read(&err_path).expect("read stderr"),
+        peak_rss_kib: peak,
+        took: started.elapsed(),
+    }
+}
+
+/// A FUSE connection whose server never answers: every file mounted from it blocks whoever
+/// touches it (`stat`, `open`, `read`), as a hung NFS or FUSE mount does. [`HungFs::mount_in`]
+/// mounts it over a host file in the child's own mount namespace, so nothing else on the
+/// machine sees it. Dropping it closes the connection, which fails the blocked calls.
+/// Needs root and `/dev/fuse`.
+pub struct HungFs {
+    dev: std::fs::File,
+}
+
+impl HungFs {
+    /// Opens `/dev/fuse`; `Err` says why not (not root, no FUSE).
+    pub fn open() -> Result<HungFs, String> {
+        if !e2e::is_root() {
+            return Err("needs root to mount FUSE".into());
+        }
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/fuse")
+            .map(|dev| HungFs { dev })
+            .map_err(|e| format!("cannot open /dev/fuse: {e}"))
+    }
+
+    /// Makes `cmd`'s child, before it runs, enter a new mount namespace and mount this
+    /// connection over `file` (an existing regular file): in the child, `file` blocks.
+    pub fn mount_in(&self, cmd: &mut Command, file: &Path) {
+        use std::ffi::CString;
+        use std::os::fd::AsRawFd;
+        use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::process::CommandExt;
+        // Everything is allocated before fork: the hook runs only system calls.
+        let target = CString::new(file.as_os_str().as_bytes()).expect("path without NUL");
+        let opts = CString::new(format!(
+            "fd={},rootmode=100000,user_id=0,group_id=0",
+            self.dev.as_raw_fd()
+        ))
+        .expect("options");
+        let (source, fstype, slash) = (c"node-doctor-e2e", c"fuse", c"/");
+        let hook = move || {
+            use nix::libc::{mount, unshare, CLONE_NEWNS, MS_NODEV, MS_NOSUID, MS_PRIVATE, MS_REC};
+            let err = std::io::Error::last_os_error;
+            // SAFETY: plain system calls on NUL-terminated strings that live in the closure.
+            unsafe {
+                if unshare(CLONE_NEWNS) != 0 {
+                    return Err(err());
+                }
+                // Mounts made here must not propagate back to the test's namespace.
+                let none = std::ptr::null();
+                if mount(
+                    none,
+                    slash.as_ptr(),
+                    none,
+                    MS_REC | MS_PRIVATE,
+                    std::ptr::null(),
+                ) != 0
+                {
+                    return Err(err());
+                }
+                if mount(
+                    source.as_ptr(),
+                    target.as_ptr(),
+                    fstype.as_ptr(),
+                    MS_NOSUID | MS_NODEV,
+                    opts.as_ptr().cast(),
+                ) != 0
+                {
+                    return Err(err());
+                }
+            }
+            Ok(())
+        };
+        // SAFETY: the hook allocates nothing and calls only async-signal-safe functions.
+        unsafe {
+            cmd.pre_exec(hook);
+        }
+    }
 }
 
 /// Runs `node-doctor <args>` to completion.

@@ -22,6 +22,9 @@ pub struct KubeletDns {
     pub config_path: Option<String>,
     /// The cluster DNS addresses pods are given (empty when unknown).
     pub cluster_dns: Vec<String>,
+    /// Why the configuration file could not be read, when it exists but was refused or is
+    /// not understood (a missing file is not an error: flags and defaults apply).
+    pub config_error: Option<String>,
 }
 
 /// Finds the kubelet among the host's processes and keeps its pid between samples, so the
@@ -75,6 +78,7 @@ impl KubeletFinder {
             pid,
             config_path: None,
             cluster_dns: Vec::new(),
+            config_error: None,
         };
         if let Some(list) = cluster_dns_from_args(&args) {
             out.cluster_dns = list;
@@ -83,9 +87,13 @@ impl KubeletFinder {
         let config = runtime::flag_value(&args, "--config")
             .filter(|s| !s.is_empty())
             .unwrap_or_else(|| self.default_config.to_string_lossy().into_owned());
-        if let Ok(Some(c)) = kubelet::read_config(host, &config) {
-            out.cluster_dns = kubelet::cluster_dns(&args, Some(&c));
-            out.config_path = Some(config);
+        match kubelet::read_config(host, &config) {
+            Ok(Some(c)) => {
+                out.cluster_dns = kubelet::cluster_dns(&args, Some(&c));
+                out.config_path = Some(config);
+            }
+            Ok(None) => {}
+            Err(e) => out.config_error = Some(e.to_string()),
         }
         out
     }

@@ -20,8 +20,9 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use crate::collector::{CollectContext, Collection, Collector, Status, TransitionLog};
-use crate::error::{read_optional, ReadError};
+use crate::error::ReadError;
 use crate::host::HostPaths;
+use crate::hostfs::{self, cap, entries};
 use crate::kmsg::{KmsgConfig, KmsgReader, RecentEvents};
 use crate::metric::Metric;
 use crate::proc::{meminfo, net_udp, nf_conntrack_stat, snmp};
@@ -127,6 +128,10 @@ impl ConntrackCollector {
     }
 
     fn unavailable_reason(&self, e: &ReadError) -> Option<String> {
+        if e.is_refused() {
+            // A FIFO or an oversized file where the kernel's stat file should be.
+            return Some(e.to_string());
+        }
         let pid = self.config.netns_pid;
         let pid_dir = self.host.proc_pid(pid);
         if e.is_not_found() {
@@ -154,7 +159,7 @@ impl ConntrackCollector {
     }
 
     fn read_u64(&self, path: PathBuf, degraded: &mut Vec<String>) -> Option<u64> {
-        match read_optional(&path) {
+        match hostfs::read_text_optional(&path, cap::VALUE) {
             Ok(Some(text)) => match text.trim().parse::<u64>() {
                 Ok(v) => Some(v),
                 Err(_) => {
@@ -197,10 +202,9 @@ impl ConntrackCollector {
 
     fn pods_on_node(&self) -> Option<u64> {
         let dir = self.host.resolve(&self.config.kubelet_pods_dir);
-        let rd = std::fs::read_dir(dir).ok()?;
+        let rd = hostfs::dir_entries(&dir, entries::PODS).ok()?;
         Some(
-            rd.filter_map(|e| e.ok())
-                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            rd.filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
                 .count() as u64,
         )
     }
@@ -225,16 +229,18 @@ impl ConntrackCollector {
                 None
             }
         };
-        let kernel_release = std::fs::read_to_string(self.host.proc_file("sys/kernel/osrelease"))
+        let osrelease = self.host.proc_file("sys/kernel/osrelease");
+        let kernel_release = hostfs::read_text(&osrelease, cap::VALUE)
             .ok()
             .map(|s| s.trim().to_string())
             .filter(|s| !s.is_empty());
         let nodelocal_dns = self.nodelocal_listening(degraded);
         let (cluster_dns, pods_on_node) = if races {
-            (
-                self.kubelet.lookup(&self.host).cluster_dns,
-                self.pods_on_node(),
-            )
+            let dns = self.kubelet.lookup(&self.host);
+            if let Some(e) = dns.config_error {
+                degraded.push(format!("{e}; the kubelet's cluster DNS is unknown"));
+            }
+            (dns.cluster_dns, self.pods_on_node())
         } else {
             (Vec::new(), None)
         };

@@ -7,6 +7,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
 use crate::host::HostPaths;
+use crate::hostfs::{self, entries};
 use crate::proc::pid;
 
 /// One open descriptor of a deleted file.
@@ -44,16 +45,16 @@ pub fn scan(host: &HostPaths, devs: &HashSet<u64>) -> Result<Scan, crate::ReadEr
     let mut seen: HashSet<(u64, u64)> = HashSet::new();
     for p in pid::list_pids(host)? {
         let fd_dir = host.proc_pid(p).join("fd");
-        let rd = match std::fs::read_dir(&fd_dir) {
+        let rd = match hostfs::dir_entries(&fd_dir, entries::FDS) {
             Ok(rd) => rd,
-            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            Err(e) if e.is_permission_denied() => {
                 out.denied += 1;
                 continue;
             }
             Err(_) => continue,
         };
         let mut comm: Option<String> = None;
-        for entry in rd.flatten() {
+        for entry in rd {
             let Ok(target) = std::fs::read_link(entry.path()) else {
                 continue;
             };

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use crate::hostfs::{self, entries};
 use crate::pods::parse_pod_log_dir;
 use crate::runtime::docker::{self, PodLabels};
 
@@ -89,7 +90,7 @@ struct CachedDir {
 impl DockerDirCache {
     /// Lists docker logs under `<containers dir>` (agent-side), skipping symlinks.
     pub fn list(&mut self, containers_dir: &Path, out: &mut Vec<LogFile>) {
-        let Ok(rd) = std::fs::read_dir(containers_dir) else {
+        let Ok(rd) = hostfs::dir_entries(containers_dir, entries::PODS) else {
             self.dirs.clear();
             return;
         };
@@ -98,7 +99,7 @@ impl DockerDirCache {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
             .unwrap_or(0);
-        for c in rd.flatten() {
+        for c in rd {
             let id = c.file_name().to_string_lossy().into_owned();
             let dir = c.path();
             let Ok(dmd) = std::fs::metadata(&dir) else {
@@ -114,11 +115,10 @@ impl DockerDirCache {
             let settled = now_secs.saturating_sub(mtime.0) >= 2;
             let fresh = settled && self.dirs.get(&id).is_some_and(|d| d.mtime == mtime);
             if !fresh {
-                let Ok(files) = std::fs::read_dir(&dir) else {
+                let Ok(files) = hostfs::dir_entries(&dir, entries::LOG_FILES) else {
                     continue;
                 };
                 let logs: Vec<(std::ffi::OsString, u64)> = files
-                    .flatten()
                     .filter_map(|f| {
                         let name = f.file_name();
                         let rank = docker_log_rank(&id, &name.to_string_lossy())?;
@@ -166,26 +166,26 @@ impl DockerDirCache {
 /// Lists CRI logs under the pod log dir (agent-side `/var/log/pods`), skipping symlinks
 /// (dockershim links `0.log` to docker's own file, which is listed by [`list_docker`]).
 pub fn list_cri(pods_dir: &Path, out: &mut Vec<LogFile>) {
-    let Ok(rd) = std::fs::read_dir(pods_dir) else {
+    let Ok(rd) = hostfs::dir_entries(pods_dir, entries::PODS) else {
         return;
     };
-    for p in rd.flatten() {
+    for p in rd {
         let dir_name = p.file_name().to_string_lossy().into_owned();
         let (ns, pod) = match parse_pod_log_dir(&dir_name) {
             Some(p) => (Some(p.namespace), Some(p.name)),
             None => (None, None),
         };
-        let Ok(containers) = std::fs::read_dir(p.path()) else {
+        let Ok(containers) = hostfs::dir_entries(&p.path(), entries::PODS) else {
             continue;
         };
-        for c in containers.flatten() {
+        for c in containers {
             let name = c.file_name().to_string_lossy().into_owned();
             // A container name only when it is one (the directory name is host data).
             let container = crate::pods::is_dns_label(&name).then_some(name);
-            let Ok(files) = std::fs::read_dir(c.path()) else {
+            let Ok(files) = hostfs::dir_entries(&c.path(), entries::LOG_FILES) else {
                 continue;
             };
-            for f in files.flatten() {
+            for f in files {
                 let Some(rotated) = cri_log_rotated(&f.file_name().to_string_lossy()) else {
                     continue;
                 };

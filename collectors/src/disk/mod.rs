@@ -113,7 +113,8 @@ pub struct Discovery {
     /// The kubelet's effective disk settings and its config path, when a kubelet is present.
     pub kubelet: Option<(kubelet::Settings, String)>,
     /// Docker's daemon config (`None` when the file does not exist), its path, and the data
-    /// root, when docker is present.
+    /// root, when docker is present and its config file is absent or readable (a config that
+    /// exists but was refused or is garbage says nothing about log limits; `notes` says why).
     pub docker: Option<(Option<docker::DaemonConfig>, String, String)>,
     /// Why some configuration could not be read.
     pub notes: Vec<String>,
@@ -135,10 +136,12 @@ pub fn discover(host: &HostPaths, config: &DiskConfig) -> Discovery {
     // docker
     let daemon_json =
         flag_value(d_args, "--config-file").unwrap_or_else(|| config.daemon_json.clone());
+    let mut daemon_readable = true;
     let daemon = match docker::read_daemon_json(host, &daemon_json) {
         Ok(d) => d,
         Err(e) => {
             notes.push(e.to_string());
+            daemon_readable = false;
             None
         }
     };
@@ -214,7 +217,9 @@ pub fn discover(host: &HostPaths, config: &DiskConfig) -> Discovery {
         .map(|d| d.1.clone());
     Discovery {
         kubelet: has_kubelet.then_some((settings, k_conf_path)),
-        docker: docker_dir.map(|dr| (daemon, daemon_json, dr)),
+        docker: docker_dir
+            .filter(|_| daemon_readable)
+            .map(|dr| (daemon, daemon_json, dr)),
         dirs,
         notes,
     }

@@ -47,7 +47,8 @@ pub fn parse_table_names(text: &str) -> Vec<String> {
 
 /// Reads `<root>/proc/net/ip_tables_names`; `None` when absent (`ip_tables` not loaded).
 pub fn legacy_tables(host: &HostPaths) -> Option<Vec<String>> {
-    let text = std::fs::read_to_string(host.proc_file("net/ip_tables_names")).ok()?;
+    let path = host.proc_file("net/ip_tables_names");
+    let text = crate::hostfs::read_text(&path, crate::hostfs::cap::VALUE).ok()?;
     Some(parse_table_names(&text))
 }
 

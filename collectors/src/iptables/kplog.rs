@@ -18,6 +18,8 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use crate::host::HostPaths;
+use crate::hostfs::{self, cap, entries};
+use crate::ReadError;
 
 /// At most this many timestamps are remembered per kind (for the recent count).
 const MAX_RECENT: usize = 4096;
@@ -367,11 +369,24 @@ impl LogScanner {
         report
     }
 
-    /// Returns the complete new lines of one file and advances its offset past them.
-    fn read_new(&mut self, path: &Path, tail: u64, budget: u64) -> std::io::Result<String> {
+    /// Returns the complete new lines of one file and advances its offset past them: at most
+    /// `tail` bytes of a file seen for the first time and `budget` bytes in all. The file is
+    /// opened without blocking and must be a regular file (a FIFO there is refused).
+    fn read_new(&mut self, path: &Path, tail: u64, budget: u64) -> Result<String, ReadError> {
+        let (mut f, md) = hostfs::open_regular(path)?;
+        self.read_from(&mut f, &md, path, tail, budget)
+            .map_err(|e| ReadError::io(path, e))
+    }
+
+    fn read_from(
+        &mut self,
+        f: &mut std::fs::File,
+        md: &std::fs::Metadata,
+        path: &Path,
+        tail: u64,
+        budget: u64,
+    ) -> std::io::Result<String> {
         use std::os::unix::fs::MetadataExt;
-        let mut f = std::fs::File::open(path)?;
-        let md = f.metadata()?;
         let size = md.len();
         let state = self.files.get(path).cloned();
         let (start, skip_partial) = match state {
@@ -457,10 +472,10 @@ fn cut(s: &str, max: usize) -> String {
     s[..end].to_string()
 }
 
-/// Directory entries sorted by name (empty when unreadable).
+/// Directory entries sorted by name, at most [`entries::PODS`] (empty when unreadable).
 fn sorted_dir(dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = match std::fs::read_dir(dir) {
-        Ok(rd) => rd.filter_map(|e| e.ok()).map(|e| e.path()).collect(),
+    let mut v: Vec<PathBuf> = match hostfs::dir_entries(dir, entries::PODS) {
+        Ok(rd) => rd.map(|e| e.path()).collect(),
         Err(_) => Vec::new(),
     };
     v.sort();
@@ -470,7 +485,7 @@ fn sorted_dir(dir: &Path) -> Vec<PathBuf> {
 /// True when a docker container's `config.v2.json` labels it as kube-proxy.
 fn docker_is_kube_proxy(container_dir: &Path) -> bool {
     // config.v2.json is a few KB; refuse anything huge.
-    crate::runtime::docker::read_pod_labels_limited(container_dir, 1 << 20)
+    crate::runtime::docker::read_pod_labels_limited(container_dir, cap::CONFIG as u64)
         .and_then(|l| l.container)
         .is_some_and(|n| n == "kube-proxy")
 }

@@ -10,6 +10,7 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 
 use crate::host::HostPaths;
+use crate::hostfs::{self, cap, entries};
 
 /// v1 "unlimited" is `PAGE_COUNTER_MAX * PAGE_SIZE`, about 2^63; anything above 2^62 is treated
 /// as no limit.
@@ -50,7 +51,7 @@ fn roots(host: &HostPaths) -> Vec<(PathBuf, &'static str, &'static str)> {
 pub fn kubepods_limit(host: &HostPaths) -> Option<(u64, PathBuf)> {
     roots(host).into_iter().find_map(|(dir, file, _)| {
         let p = dir.join(file);
-        let text = std::fs::read_to_string(&p).ok()?;
+        let text = hostfs::read_text(&p, cap::VALUE).ok()?;
         parse_limit(&text).ok().flatten().map(|v| (v, p))
     })
 }
@@ -104,7 +105,7 @@ pub fn scan(host: &HostPaths, threshold_bytes: u64, max_groups: usize, max_depth
             }
             out.groups += 1;
             let limit_file = dir.join(file);
-            if let Ok(text) = std::fs::read_to_string(&limit_file) {
+            if let Ok(text) = hostfs::read_text(&limit_file, cap::VALUE) {
                 if let Ok(Some(v)) = parse_limit(&text) {
                     if v < threshold_bytes {
                         let rel = dir.strip_prefix(&hierarchy).unwrap_or(&dir);
@@ -120,12 +121,18 @@ pub fn scan(host: &HostPaths, threshold_bytes: u64, max_groups: usize, max_depth
             if depth >= max_depth {
                 continue;
             }
-            let Ok(entries) = std::fs::read_dir(&dir) else {
+            let Ok(entries) = hostfs::dir_entries(&dir, entries::CGROUP) else {
                 continue;
             };
-            for e in entries.flatten() {
+            for e in entries {
                 // Cgroup directories are real directories; never follow symlinks.
                 if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                    // The queue never holds more directories than the walk may still visit,
+                    // so a directory with a million children costs no more than the bound.
+                    if out.groups + queue.len() >= max_groups {
+                        out.truncated = true;
+                        break;
+                    }
                     queue.push_back((e.path(), depth + 1));
                 }
             }

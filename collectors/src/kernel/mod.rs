@@ -540,14 +540,27 @@ impl Collector for KernelCollector {
             }
         }
 
-        let mem = meminfo::read(&host).ok();
+        let mem = unless_broken(
+            meminfo::read(&host),
+            &mut status,
+            "node memory is not sized",
+        );
         let kubepods = memcg::kubepods_limit(&host);
         let listen = self.listen_delta(&mut status);
-        let pids = tasks::tasks(&host).map(|t| PidUsage {
-            tasks: t,
-            pid_max: tasks::sysctl(&host, "kernel/pid_max"),
-            threads_max: tasks::sysctl(&host, "kernel/threads-max"),
-        });
+        let pids =
+            unless_broken(tasks::tasks(&host), &mut status, "PID use is not judged").map(|t| {
+                PidUsage {
+                    tasks: t,
+                    pid_max: tasks::sysctl(&host, "kernel/pid_max"),
+                    threads_max: tasks::sysctl(&host, "kernel/threads-max"),
+                }
+            });
+        let procs_blocked = unless_broken(
+            tasks::procs_blocked(&host),
+            &mut status,
+            "blocked tasks are not counted",
+        )
+        .flatten();
 
         let sample = KernelSample {
             oom: self.oom_groups(),
@@ -561,7 +574,7 @@ impl Collector for KernelCollector {
             },
             tiny,
             hung: self.hung_groups(),
-            procs_blocked: tasks::procs_blocked(&host),
+            procs_blocked,
             role_fs,
             fs_errors,
             listen,
@@ -574,6 +587,25 @@ impl Collector for KernelCollector {
             status,
             findings,
             metrics: self.metrics(sample.pids.as_ref()),
+        }
+    }
+}
+
+/// The value of a best-effort read, or `None`. A file that is absent stays quiet, as before
+/// (a fake root or an old kernel without it); one that is there but refused (a FIFO, over its
+/// cap) or garbage degrades the status with the reason and what is left unjudged.
+fn unless_broken<T>(
+    r: Result<T, crate::ReadError>,
+    status: &mut Status,
+    unjudged: &str,
+) -> Option<T> {
+    match r {
+        Ok(v) => Some(v),
+        Err(e) if e.is_not_found() => None,
+        Err(e) => {
+            *status = std::mem::replace(status, Status::Ok)
+                .worst(Status::Degraded(format!("{e}; {unjudged}")));
+            None
         }
     }
 }
@@ -614,12 +646,15 @@ fn mount_of_device<'m>(
     mounts: &'m [mountinfo::Mount],
     dev: &str,
 ) -> Option<&'m mountinfo::Mount> {
-    let numbers = std::fs::read_to_string(host.sys_file("class/block").join(dev).join("dev"))
-        .ok()
-        .and_then(|t| {
-            let (a, b) = t.trim().split_once(':')?;
-            Some((a.parse::<u32>().ok()?, b.parse::<u32>().ok()?))
-        });
+    let numbers = crate::hostfs::read_text(
+        &host.sys_file("class/block").join(dev).join("dev"),
+        crate::hostfs::cap::VALUE,
+    )
+    .ok()
+    .and_then(|t| {
+        let (a, b) = t.trim().split_once(':')?;
+        Some((a.parse::<u32>().ok()?, b.parse::<u32>().ok()?))
+    });
     // The first mount of the device (a later one is usually a bind mount of a subdirectory).
     if let Some((maj, min)) = numbers {
         if let Some(m) = mounts.iter().find(|m| (m.major, m.minor) == (maj, min)) {

@@ -6,23 +6,24 @@
 
 use crate::host::HostPaths;
 use crate::proc::{loadavg, stat};
+use crate::ReadError;
 
 /// A single-integer file (sysctl) under `<root>/proc/sys`, `None` when absent or garbage.
 pub fn sysctl(host: &HostPaths, rest: &str) -> Option<u64> {
-    let text = std::fs::read_to_string(host.proc_file("sys").join(rest)).ok()?;
+    let text =
+        crate::hostfs::read_text(&host.proc_file("sys").join(rest), crate::hostfs::cap::VALUE)
+            .ok()?;
     text.trim().parse().ok()
 }
 
 /// Total tasks from `<root>/proc/loadavg`.
-pub fn tasks(host: &HostPaths) -> Option<u64> {
-    loadavg::read(&host.proc_file("loadavg"))
-        .ok()
-        .map(|l| l.total)
+pub fn tasks(host: &HostPaths) -> Result<u64, ReadError> {
+    loadavg::read(&host.proc_file("loadavg")).map(|l| l.total)
 }
 
-/// `procs_blocked` from `<root>/proc/stat`.
-pub fn procs_blocked(host: &HostPaths) -> Option<u64> {
-    stat::read(&host.proc_file("stat")).ok()?.procs_blocked
+/// `procs_blocked` from `<root>/proc/stat` (`None` when the kernel does not print it).
+pub fn procs_blocked(host: &HostPaths) -> Result<Option<u64>, ReadError> {
+    Ok(stat::read(&host.proc_file("stat"))?.procs_blocked)
 }
 
 #[cfg(test)]
@@ -43,8 +44,8 @@ mod tests {
         w("proc/sys/kernel/pid_max", "4194304\n");
         w("proc/sys/kernel/threads-max", "garbage\n");
         let host = HostPaths::new(t.path());
-        assert_eq!(tasks(&host), Some(219));
-        assert_eq!(procs_blocked(&host), Some(7));
+        assert_eq!(tasks(&host).unwrap(), 219);
+        assert_eq!(procs_blocked(&host).unwrap(), Some(7));
         assert_eq!(sysctl(&host, "kernel/pid_max"), Some(4194304));
         assert_eq!(sysctl(&host, "kernel/threads-max"), None);
         assert_eq!(sysctl(&host, "net/core/somaxconn"), None);

@@ -123,7 +123,7 @@ pub fn parse(text: &str) -> Result<Buddyinfo, BuddyinfoParseError> {
 /// Reads `<root>/proc/buddyinfo`.
 pub fn read(host: &HostPaths) -> Result<Buddyinfo, ReadError> {
     let path = host.proc_file("buddyinfo");
-    let text = crate::error::read_to_string(&path)?;
+    let text = crate::hostfs::read_text(&path, crate::hostfs::cap::COUNTERS)?;
     parse(&text).map_err(|e| ReadError::parse(&path, e))
 }
 

@@ -85,7 +85,8 @@ pub fn parse(text: &str) -> Placement {
 
 /// Reads `<root>/proc/<pid>/cgroup`; `None` when the pid vanished.
 pub fn read(host: &HostPaths, pid: u32) -> Option<Placement> {
-    let text = std::fs::read_to_string(host.proc_pid(pid).join("cgroup")).ok()?;
+    let path = host.proc_pid(pid).join("cgroup");
+    let text = crate::hostfs::read_text(&path, crate::hostfs::cap::PID_CGROUP).ok()?;
     Some(parse(&text))
 }
 

@@ -8,7 +8,8 @@
 
 use std::path::Path;
 
-use crate::error::{read_to_string, ReadError};
+use crate::error::ReadError;
+use crate::hostfs::{self, cap};
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct DiskStat {
@@ -96,7 +97,7 @@ pub fn parse(text: &str) -> Result<Vec<DiskStat>, String> {
 }
 
 pub fn read(path: &Path) -> Result<Vec<DiskStat>, ReadError> {
-    let text = read_to_string(path)?;
+    let text = hostfs::read_text(path, cap::PER_CPU_TABLE)?;
     parse(&text).map_err(|m| ReadError::parse(path, m))
 }
 

@@ -2,7 +2,8 @@
 
 use std::path::Path;
 
-use crate::error::{read_to_string, ReadError};
+use crate::error::ReadError;
+use crate::hostfs::{self, cap};
 
 /// One reading of `/proc/loadavg`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -47,7 +48,7 @@ pub fn parse(text: &str) -> Result<Loadavg, String> {
 
 /// Reads and parses a `loadavg` file.
 pub fn read(path: &Path) -> Result<Loadavg, ReadError> {
-    let text = read_to_string(path)?;
+    let text = hostfs::read_text(path, cap::VALUE)?;
     parse(&text).map_err(|m| ReadError::parse(path, m))
 }
 

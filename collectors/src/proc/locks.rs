@@ -210,14 +210,14 @@ pub fn read_for(
     inode: u64,
 ) -> Result<Vec<LockEntry>, ReadError> {
     let path = host.proc_file("locks");
-    let text = crate::error::read_to_string(&path)?;
+    let text = crate::hostfs::read_text(&path, crate::hostfs::cap::LOCKS)?;
     parse_for(&text, major, minor, inode).map_err(|e| ReadError::parse(&path, e))
 }
 
 /// Reads and parses `<root>/proc/locks`.
 pub fn read(host: &HostPaths) -> Result<Vec<LockEntry>, ReadError> {
     let path = host.proc_file("locks");
-    let text = crate::error::read_to_string(&path)?;
+    let text = crate::hostfs::read_text(&path, crate::hostfs::cap::LOCKS)?;
     parse(&text).map_err(|e| ReadError::parse(&path, e))
 }
 

@@ -73,7 +73,7 @@ pub fn parse(text: &str) -> Result<Meminfo, MeminfoParseError> {
 /// Reads `<root>/proc/meminfo`.
 pub fn read(host: &HostPaths) -> Result<Meminfo, ReadError> {
     let path = host.proc_file("meminfo");
-    let text = crate::error::read_to_string(&path)?;
+    let text = crate::hostfs::read_text(&path, crate::hostfs::cap::COUNTERS)?;
     parse(&text).map_err(|e| ReadError::parse(&path, e))
 }
 

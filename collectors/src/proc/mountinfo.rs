@@ -155,7 +155,7 @@ pub fn containing<'a>(mounts: &'a [Mount], path: &Path) -> Option<&'a Mount> {
 /// Reads and parses `<root>/proc/<pid>/mountinfo`.
 pub fn read(host: &HostPaths, pid: u32) -> Result<Vec<Mount>, ReadError> {
     let path = host.proc_pid(pid).join("mountinfo");
-    let text = crate::error::read_to_string(&path)?;
+    let text = crate::hostfs::read_text(&path, crate::hostfs::cap::MOUNTINFO)?;
     parse(&text).map_err(|e| ReadError::parse(&path, e))
 }
 

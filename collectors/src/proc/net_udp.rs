@@ -108,7 +108,7 @@ pub fn path_v6(host: &HostPaths, pid: u32) -> std::path::PathBuf {
 
 /// Reads and parses a `udp`/`udp6` file.
 pub fn read(path: &Path) -> Result<Vec<UdpSocket>, ReadError> {
-    let text = crate::error::read_to_string(path)?;
+    let text = crate::hostfs::read_text(path, crate::hostfs::cap::UDP_TABLE)?;
     parse(&text).map_err(|e| ReadError::parse(path, e))
 }
 

@@ -48,7 +48,7 @@ pub fn path(host: &HostPaths, pid: u32) -> PathBuf {
 
 /// Reads and parses the `netstat` file at `path`.
 pub fn read(path: &Path) -> Result<Snmp, ReadError> {
-    let text = crate::error::read_to_string(path)?;
+    let text = crate::hostfs::read_text(path, crate::hostfs::cap::COUNTERS)?;
     parse(&text).map_err(|e| ReadError::parse(path, e))
 }
 

@@ -124,7 +124,7 @@ pub fn path(host: &HostPaths, pid: u32) -> std::path::PathBuf {
 
 /// Reads and parses the stat file at `path`.
 pub fn read(path: &Path) -> Result<NfConntrackStat, ReadError> {
-    let text = crate::error::read_to_string(path)?;
+    let text = crate::hostfs::read_text(path, crate::hostfs::cap::PER_CPU_TABLE)?;
     parse(&text).map_err(|e| ReadError::parse(path, e))
 }
 

@@ -6,57 +6,50 @@
 use std::path::Path;
 
 use crate::host::HostPaths;
+use crate::hostfs::{self, cap, entries};
 
-/// Lists the numeric entries of `<root>/proc`, sorted. An unreadable `/proc` gives an error.
+/// Lists the numeric entries of `<root>/proc`, sorted (at most [`entries::PROC`]). An
+/// unreadable `/proc` gives an error.
 pub fn list_pids(host: &HostPaths) -> Result<Vec<u32>, crate::ReadError> {
-    let dir = host.proc();
-    let rd = std::fs::read_dir(&dir).map_err(|e| crate::ReadError::io(&dir, e))?;
-    let mut pids: Vec<u32> = rd
-        .filter_map(|e| e.ok())
+    let mut pids: Vec<u32> = hostfs::dir_entries(&host.proc(), entries::PROC)?
         .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()))
         .collect();
     pids.sort_unstable();
     Ok(pids)
 }
 
-/// Reads a small per-pid file; `None` when the pid vanished or the file is unreadable.
+/// Reads a per-pid record file (at most [`cap::PID_RECORD`]); `None` when the pid vanished or
+/// the file is unreadable, not a regular file or too large.
 fn read_pid_file(host: &HostPaths, pid: u32, name: &str) -> Option<Vec<u8>> {
-    std::fs::read(host.proc_pid(pid).join(name)).ok()
+    let mut buf = Vec::new();
+    hostfs::read_pid_record(&host.proc_pid(pid).join(name), cap::PID_RECORD, &mut buf).ok()?;
+    Some(buf)
 }
 
-/// Reads a small procfs file into `buf` (cleared first) with plain `read` calls: no size probe
-/// (`statx`, `lseek`) as `std::fs::read` does, which halves the syscalls of a pass over every
-/// pid. A procfs record file (`stat`, `io`, `status`) is generated whole on the first `read`
-/// when the buffer is large enough, so a short read ends the loop without a read at EOF.
-pub fn read_proc_file(path: &Path, buf: &mut Vec<u8>) -> std::io::Result<()> {
-    use std::io::Read;
-    const CHUNK: usize = 4096;
-    buf.clear();
-    let mut f = std::fs::File::open(path)?;
-    loop {
-        let start = buf.len();
-        buf.resize(start + CHUNK, 0);
-        let n = loop {
-            match f.read(&mut buf[start..]) {
-                Ok(n) => break n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    buf.truncate(start);
-                    return Err(e);
-                }
-            }
-        };
-        buf.truncate(start + n);
-        if n < CHUNK || buf.len() >= 1 << 20 {
-            return Ok(());
-        }
-    }
+/// Reads a procfs record file of at most [`cap::PID_RECORD`] bytes into `buf` (cleared
+/// first), the way a pass over every pid needs it: no `stat` before `open`, no size probe,
+/// and a short read ends it (see [`hostfs::read_pid_record`]).
+pub fn read_proc_file(path: &Path, buf: &mut Vec<u8>) -> Result<(), crate::ReadError> {
+    hostfs::read_pid_record(path, cap::PID_RECORD, buf)
 }
 
 /// Like [`stat`], reusing `buf` for the file's bytes.
 pub fn stat_with(host: &HostPaths, pid: u32, buf: &mut Vec<u8>) -> Option<PidStat> {
     read_proc_file(&host.proc_pid(pid).join("stat"), buf).ok()?;
     parse_stat(std::str::from_utf8(buf).ok()?).ok()
+}
+
+/// Reads `<root>/proc/<pid>/cmdline`, at most [`cap::CMDLINE`] bytes (a prefix is enough; an
+/// argument cut by the cap is dropped). `None` when the pid vanished or the file is unreadable.
+fn read_cmdline(host: &HostPaths, pid: u32) -> Option<Vec<u8>> {
+    let p = hostfs::read_prefix(&host.proc_pid(pid).join("cmdline"), cap::CMDLINE).ok()?;
+    let mut raw = p.bytes;
+    if p.truncated {
+        // Keep whole arguments only: cut after the last NUL.
+        let end = raw.iter().rposition(|b| *b == 0).map_or(0, |i| i + 1);
+        raw.truncate(end);
+    }
+    Some(raw)
 }
 
 /// `<root>/proc/<pid>/comm` without the trailing newline.
@@ -71,13 +64,13 @@ pub fn comm(host: &HostPaths, pid: u32) -> Option<String> {
 
 /// `<root>/proc/<pid>/cmdline` with NULs turned into spaces, cut to `max_bytes`.
 pub fn cmdline(host: &HostPaths, pid: u32, max_bytes: usize) -> Option<String> {
-    let raw = read_pid_file(host, pid, "cmdline")?;
+    let raw = read_cmdline(host, pid)?;
     Some(parse_cmdline(&raw, max_bytes))
 }
 
 /// `<root>/proc/<pid>/cmdline` as its NUL-separated arguments.
 pub fn args(host: &HostPaths, pid: u32) -> Option<Vec<String>> {
-    let raw = read_pid_file(host, pid, "cmdline")?;
+    let raw = read_cmdline(host, pid)?;
     Some(split_args(&raw))
 }
 
@@ -176,13 +169,13 @@ pub fn parse_wchan(raw: &[u8]) -> Option<String> {
     (!s.is_empty() && s != "0").then(|| s.chars().take(64).collect())
 }
 
-/// Lists the thread ids of a process (`<root>/proc/<pid>/task`); empty when the pid vanished.
+/// Lists the thread ids of a process (`<root>/proc/<pid>/task`, at most [`entries::TASKS`]);
+/// empty when the pid vanished.
 pub fn list_tasks(host: &HostPaths, pid: u32) -> Vec<u32> {
-    let Ok(rd) = std::fs::read_dir(host.proc_pid(pid).join("task")) else {
+    let Ok(rd) = hostfs::dir_entries(&host.proc_pid(pid).join("task"), entries::TASKS) else {
         return Vec::new();
     };
     let mut tids: Vec<u32> = rd
-        .filter_map(|e| e.ok())
         .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()))
         .collect();
     tids.sort_unstable();
@@ -191,26 +184,26 @@ pub fn list_tasks(host: &HostPaths, pid: u32) -> Vec<u32> {
 
 /// `<root>/proc/<pid>/task/<tid>/stat`; `None` when the thread vanished or the text is bad.
 pub fn task_stat(host: &HostPaths, pid: u32, tid: u32) -> Option<PidStat> {
-    let raw = std::fs::read(
-        host.proc_pid(pid)
-            .join("task")
-            .join(tid.to_string())
-            .join("stat"),
-    )
-    .ok()?;
+    let raw = read_task_file(host, pid, tid, "stat")?;
     parse_stat(&String::from_utf8_lossy(&raw)).ok()
 }
 
 /// `<root>/proc/<pid>/task/<tid>/wchan`.
 pub fn task_wchan(host: &HostPaths, pid: u32, tid: u32) -> Option<String> {
-    let raw = std::fs::read(
-        host.proc_pid(pid)
-            .join("task")
-            .join(tid.to_string())
-            .join("wchan"),
-    )
-    .ok()?;
+    let raw = read_task_file(host, pid, tid, "wchan")?;
     parse_wchan(&raw)
+}
+
+/// A record file of one thread, `<root>/proc/<pid>/task/<tid>/<name>`.
+fn read_task_file(host: &HostPaths, pid: u32, tid: u32, name: &str) -> Option<Vec<u8>> {
+    let path = host
+        .proc_pid(pid)
+        .join("task")
+        .join(tid.to_string())
+        .join(name);
+    let mut buf = Vec::new();
+    hostfs::read_pid_record(&path, cap::PID_RECORD, &mut buf).ok()?;
+    Some(buf)
 }
 
 /// True when `path` names an existing pid directory.
@@ -275,18 +268,71 @@ mod tests {
     }
 
     #[test]
-    fn read_proc_file_reads_whole_files() {
+    fn read_proc_file_reads_whole_records_up_to_the_cap() {
         let t = tempfile::tempdir().unwrap();
         let p = t.path().join("big");
         let text: String = (0..3000).map(|i| format!("{i}\n")).collect();
-        std::fs::write(&p, &text).unwrap();
+        std::fs::write(&p, &text[..cap::PID_RECORD]).unwrap();
         let mut buf = b"stale".to_vec();
         read_proc_file(&p, &mut buf).unwrap();
-        assert_eq!(buf, text.as_bytes());
+        assert_eq!(buf, &text.as_bytes()[..cap::PID_RECORD]);
         std::fs::write(&p, STAT_MYSQLD).unwrap();
         read_proc_file(&p, &mut buf).unwrap();
         assert_eq!(buf, STAT_MYSQLD.as_bytes());
         assert!(read_proc_file(&t.path().join("gone"), &mut buf).is_err());
+        // A "stat" of 14 KB is no kernel's: refused, and the pid reads as unknown.
+        std::fs::write(&p, &text).unwrap();
+        assert!(matches!(
+            read_proc_file(&p, &mut buf),
+            Err(crate::ReadError::TooLarge { .. })
+        ));
+    }
+
+    #[test]
+    fn per_pid_readers_refuse_fifos_and_oversized_files_without_blocking() {
+        let t = tempfile::tempdir().unwrap();
+        let host = HostPaths::new(t.path());
+        let dir = t.path().join("proc/42");
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in ["stat", "comm", "wchan", "cmdline"] {
+            nix::unistd::mkfifo(
+                &dir.join(f),
+                nix::sys::stat::Mode::from_bits_truncate(0o600),
+            )
+            .unwrap();
+        }
+        // Each returns at once (a blocking open would hang this test).
+        assert_eq!(stat(&host, 42), None);
+        assert_eq!(comm(&host, 42), None);
+        assert_eq!(wchan(&host, 42), None);
+        assert_eq!(args(&host, 42), None);
+        std::fs::remove_file(dir.join("comm")).unwrap();
+        std::fs::write(dir.join("comm"), "x".repeat(cap::PID_RECORD + 1)).unwrap();
+        assert_eq!(comm(&host, 42), None);
+    }
+
+    #[test]
+    fn a_command_line_over_its_cap_keeps_whole_arguments() {
+        let t = tempfile::tempdir().unwrap();
+        let host = HostPaths::new(t.path());
+        let dir = t.path().join("proc/7");
+        std::fs::create_dir_all(&dir).unwrap();
+        // argv[0], a flag, then one argument running past the cap.
+        let mut raw = b"/usr/bin/kubelet\0--config=/var/lib/kubelet/config.yaml\0".to_vec();
+        raw.extend(vec![b'a'; cap::CMDLINE]);
+        raw.push(0);
+        std::fs::write(dir.join("cmdline"), &raw).unwrap();
+        assert_eq!(
+            args(&host, 7).unwrap(),
+            vec![
+                "/usr/bin/kubelet".to_string(),
+                "--config=/var/lib/kubelet/config.yaml".to_string()
+            ]
+        );
+        assert_eq!(
+            cmdline(&host, 7, 200).unwrap(),
+            "/usr/bin/kubelet --config=/var/lib/kubelet/config.yaml"
+        );
     }
 
     proptest::proptest! {

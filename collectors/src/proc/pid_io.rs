@@ -76,7 +76,9 @@ pub fn read_with(host: &HostPaths, pid: u32, buf: &mut Vec<u8>) -> Result<PidIo,
         Ok(()) => std::str::from_utf8(buf)
             .map_err(|_| IoReadFailure::Unparsable)
             .and_then(|t| parse(t).map_err(|_| IoReadFailure::Unparsable)),
-        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(IoReadFailure::Denied),
+        Err(e) if e.is_permission_denied() => Err(IoReadFailure::Denied),
+        // A FIFO or an oversized file in a fake root is no process's IO accounting.
+        Err(e) if e.is_refused() => Err(IoReadFailure::Unparsable),
         Err(_) => Err(IoReadFailure::Gone),
     }
 }

@@ -81,17 +81,12 @@ pub fn parse(text: &str) -> Result<Pressure, String> {
 /// Reads a pressure file; `Ok(None)` when PSI is absent (kernel before 4.20, or `psi=0`:
 /// the file is missing or reading it fails with EOPNOTSUPP).
 pub fn read(path: &Path) -> Result<Option<Pressure>, ReadError> {
-    match std::fs::read_to_string(path) {
+    match crate::hostfs::read_text(path, crate::hostfs::cap::COUNTERS) {
         Ok(text) => parse(&text)
             .map(Some)
             .map_err(|m| ReadError::parse(path, m)),
-        Err(e)
-            if e.kind() == std::io::ErrorKind::NotFound
-                || e.raw_os_error() == Some(nix::libc::EOPNOTSUPP) =>
-        {
-            Ok(None)
-        }
-        Err(e) => Err(ReadError::io(path, e)),
+        Err(e) if e.is_not_found() || e.raw_os_error() == Some(nix::libc::EOPNOTSUPP) => Ok(None),
+        Err(e) => Err(e),
     }
 }
 

@@ -133,7 +133,7 @@ pub fn path(host: &HostPaths, pid: u32) -> std::path::PathBuf {
 
 /// Reads and parses the `snmp` file at `path`.
 pub fn read(path: &Path) -> Result<Snmp, ReadError> {
-    let text = crate::error::read_to_string(path)?;
+    let text = crate::hostfs::read_text(path, crate::hostfs::cap::COUNTERS)?;
     parse(&text).map_err(|e| ReadError::parse(path, e))
 }
 

@@ -6,7 +6,8 @@
 
 use std::path::Path;
 
-use crate::error::{read_to_string, ReadError};
+use crate::error::ReadError;
+use crate::hostfs::{self, cap};
 
 /// CPU time per mode, in USER_HZ ticks. `user`/`nice` already include `guest`/`guest_nice`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -109,7 +110,7 @@ pub fn parse(text: &str) -> Result<Stat, String> {
 }
 
 pub fn read(path: &Path) -> Result<Stat, ReadError> {
-    let text = read_to_string(path)?;
+    let text = hostfs::read_text(path, cap::PER_CPU_TABLE)?;
     parse(&text).map_err(|m| ReadError::parse(path, m))
 }
 

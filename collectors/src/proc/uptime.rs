@@ -40,7 +40,7 @@ pub fn parse(text: &str) -> Result<Uptime, UptimeParseError> {
 /// Reads `<root>/proc/uptime`.
 pub fn read(host: &HostPaths) -> Result<Uptime, ReadError> {
     let path = host.proc_file("uptime");
-    let text = crate::error::read_to_string(&path)?;
+    let text = crate::hostfs::read_text(&path, crate::hostfs::cap::VALUE)?;
     parse(&text).map_err(|e| ReadError::parse(&path, e))
 }
 

@@ -42,7 +42,7 @@ pub fn parse(text: &str) -> Result<Vmstat, VmstatParseError> {
 /// Reads `<root>/proc/vmstat`.
 pub fn read(host: &HostPaths) -> Result<Vmstat, ReadError> {
     let path = host.proc_file("vmstat");
-    let text = crate::error::read_to_string(&path)?;
+    let text = crate::hostfs::read_text(&path, crate::hostfs::cap::COUNTERS)?;
     parse(&text).map_err(|e| ReadError::parse(&path, e))
 }
 

@@ -4,8 +4,9 @@
 //! A tiny reader, not a TOML parser: it reads `key = "value"` lines before the first table
 //! header, which is where containerd (v1 and v2 config versions) keeps these keys.
 
-use crate::error::{read_optional, ReadError};
+use crate::error::ReadError;
 use crate::host::HostPaths;
+use crate::hostfs::{self, cap};
 
 pub const DEFAULT_ROOT: &str = "/var/lib/containerd";
 pub const DEFAULT_STATE: &str = "/run/containerd";
@@ -72,7 +73,7 @@ fn unquote(v: &str) -> Option<String> {
 /// Reads `<root>/etc/containerd/config.toml`; `Ok(None)` when it does not exist.
 pub fn read(host: &HostPaths, config_path: &str) -> Result<Option<Config>, ReadError> {
     let path = host.resolve(config_path);
-    match read_optional(&path)? {
+    match hostfs::read_text_optional(&path, cap::CONFIG)? {
         None => Ok(None),
         Some(text) => parse(&text)
             .map(Some)

@@ -3,8 +3,9 @@
 
 use std::path::Path;
 
-use crate::error::{read_optional, ReadError};
+use crate::error::ReadError;
 use crate::host::HostPaths;
+use crate::hostfs::{self, cap};
 
 pub const DEFAULT_DATA_ROOT: &str = "/var/lib/docker";
 pub const DEFAULT_EXEC_ROOT: &str = "/var/run/docker";
@@ -63,7 +64,7 @@ pub fn read_daemon_json(
     host_path: &str,
 ) -> Result<Option<DaemonConfig>, ReadError> {
     let path = host.resolve(host_path);
-    match read_optional(&path)? {
+    match hostfs::read_text_optional(&path, cap::CONFIG)? {
         None => Ok(None),
         Some(text) => parse_daemon_json(&text)
             .map(Some)
@@ -101,19 +102,18 @@ pub fn parse_config_v2(text: &str) -> Result<PodLabels, String> {
     })
 }
 
-/// Reads `<container dir>/config.v2.json` (agent-side directory). `None` when absent or bad.
+/// Reads `<container dir>/config.v2.json` (agent-side directory), at most [`cap::CONFIG`]
+/// bytes. `None` when absent, bad, not a regular file or larger.
 pub fn read_pod_labels(container_dir: &Path) -> Option<PodLabels> {
-    read_pod_labels_limited(container_dir, u64::MAX)
+    read_pod_labels_limited(container_dir, cap::CONFIG as u64)
 }
 
 /// [`read_pod_labels`] for files of at most `max_bytes` (a few KB in practice); a larger file
 /// is not read and gives `None`.
 pub fn read_pod_labels_limited(container_dir: &Path, max_bytes: u64) -> Option<PodLabels> {
     let path = container_dir.join("config.v2.json");
-    if std::fs::metadata(&path).ok()?.len() > max_bytes {
-        return None;
-    }
-    let text = std::fs::read_to_string(path).ok()?;
+    let cap = usize::try_from(max_bytes).unwrap_or(usize::MAX);
+    let text = hostfs::read_text(&path, cap).ok()?;
     parse_config_v2(&text).ok()
 }
 
@@ -177,6 +177,17 @@ mod tests {
         assert_eq!(read_pod_labels_limited(t.path(), len), Some(l));
         assert_eq!(read_pod_labels_limited(t.path(), len - 1), None);
         assert_eq!(read_pod_labels(&t.path().join("gone")), None);
+        // Without an explicit limit the config cap applies, and a FIFO is refused at once.
+        let big = format!("{{\"pad\":\"{}\"}}", "x".repeat(cap::CONFIG));
+        std::fs::write(t.path().join("config.v2.json"), big).unwrap();
+        assert_eq!(read_pod_labels(t.path()), None);
+        std::fs::remove_file(t.path().join("config.v2.json")).unwrap();
+        nix::unistd::mkfifo(
+            &t.path().join("config.v2.json"),
+            nix::sys::stat::Mode::from_bits_truncate(0o600),
+        )
+        .unwrap();
+        assert_eq!(read_pod_labels(t.path()), None);
     }
 
     proptest::proptest! {

@@ -12,8 +12,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::error::{read_optional, ReadError};
+use crate::error::ReadError;
 use crate::host::HostPaths;
+use crate::hostfs::{self, cap};
 
 pub const DEFAULT_ROOT_DIR: &str = "/var/lib/kubelet";
 pub const DEFAULT_CONFIG: &str = "/var/lib/kubelet/config.yaml";
@@ -472,7 +473,7 @@ pub fn cluster_dns(args: &[String], config: Option<&Config>) -> Vec<String> {
 /// Reads a kubelet config file under the host root; `Ok(None)` when it does not exist.
 pub fn read_config(host: &HostPaths, host_path: &str) -> Result<Option<Config>, ReadError> {
     let path = host.resolve(host_path);
-    match read_optional(&path)? {
+    match hostfs::read_text_optional(&path, cap::CONFIG)? {
         None => Ok(None),
         Some(text) => parse_config(&text)
             .map(Some)

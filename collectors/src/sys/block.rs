@@ -78,7 +78,8 @@ pub fn dm_name(host: &HostPaths, name: &str) -> Option<String> {
     if !name.starts_with("dm-") {
         return None;
     }
-    let text = std::fs::read_to_string(host.sys_file("block").join(name).join("dm/name")).ok()?;
+    let path = host.sys_file("block").join(name).join("dm/name");
+    let text = crate::hostfs::read_text(&path, crate::hostfs::cap::VALUE).ok()?;
     let t = text.trim();
     (!t.is_empty()).then(|| t.to_string())
 }

@@ -2,8 +2,9 @@
 
 use std::path::Path;
 
-use crate::error::{read_to_string, ReadError};
+use crate::error::ReadError;
 use crate::host::HostPaths;
+use crate::hostfs::{self, cap};
 
 /// Host path of the file, relative to `/sys`.
 pub const SYS_PATH: &str = "devices/system/cpu/online";
@@ -37,7 +38,7 @@ pub fn parse(text: &str) -> Result<Vec<u32>, String> {
 }
 
 pub fn read_path(path: &Path) -> Result<Vec<u32>, ReadError> {
-    let text = read_to_string(path)?;
+    let text = hostfs::read_text(path, cap::CPU_LIST)?;
     parse(&text).map_err(|m| ReadError::parse(path, m))
 }
 

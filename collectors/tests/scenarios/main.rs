@@ -6,6 +6,7 @@ mod conntrack;
 mod disk;
 mod explain;
 mod hostile;
+mod hostile_files;
 mod iptables;
 mod kernel;
 mod kmsg;

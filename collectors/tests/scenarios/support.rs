@@ -57,6 +57,30 @@ impl FakeHost {
         self
     }
 
+    /// Replaces a host file by a FIFO with no writer: a blocking `open` of it waits forever.
+    pub fn fifo(&self, host_path: &str) -> &FakeHost {
+        let p = self.path(host_path);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).expect("create parent dirs");
+        }
+        let _ = std::fs::remove_file(&p);
+        nix::unistd::mkfifo(&p, nix::sys::stat::Mode::from_bits_truncate(0o600))
+            .unwrap_or_else(|e| panic!("mkfifo {}: {e}", p.display()));
+        self
+    }
+
+    /// Writes `prefix` (believable text) and extends the file sparsely to `len` bytes: the
+    /// rest reads as zeros, and the whole file reads as `len` bytes.
+    pub fn oversized(&self, host_path: &str, prefix: &str, len: u64) -> &FakeHost {
+        self.write(host_path, prefix);
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(self.path(host_path))
+            .expect("open oversized file");
+        f.set_len(len).expect("extend oversized file");
+        self
+    }
+
     /// Creates a sparse file of `len` bytes (takes no disk space).
     pub fn sparse(&self, host_path: &str, len: u64) -> &FakeHost {
         let p = self.path(host_path);
