@@ -878,6 +878,7 @@ fn exit_code_in_text(text: &str) -> Option<i64> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::collections::BTreeSet;
 
     #[test]
     fn modulo_rule_follows_the_handbook() {
@@ -1024,6 +1025,83 @@ mod tests {
             }
         }
         assert!(uses >= 15, "only {uses} .see_also( calls found");
+    }
+
+    /// The rule ids the collectors report (`disk.filesystem_full`): string literals
+    /// `<collector>.<rule>` in the sources of every collector that has a `judge.rs`.
+    fn finding_ids() -> BTreeSet<String> {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut ids = BTreeSet::new();
+        for dir in std::fs::read_dir(&src).unwrap() {
+            let dir = dir.unwrap().path();
+            if !dir.join("judge.rs").is_file() {
+                continue;
+            }
+            let name = dir.file_name().unwrap().to_str().unwrap().to_string();
+            for f in std::fs::read_dir(&dir).unwrap() {
+                let f = f.unwrap().path();
+                if f.extension().is_none_or(|x| x != "rs") {
+                    continue;
+                }
+                let text = std::fs::read_to_string(&f).unwrap();
+                let prefix = format!("\"{name}.");
+                for (i, _) in text.match_indices(&prefix) {
+                    let rest = &text[i + prefix.len()..];
+                    let end = rest.find('"').unwrap_or(0);
+                    let rule = &rest[..end];
+                    if !rule.is_empty()
+                        && rule
+                            .bytes()
+                            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+                    {
+                        ids.insert(format!("{name}.{rule}"));
+                    }
+                }
+            }
+        }
+        ids
+    }
+
+    /// Both directions of the link between findings and entries resolve: every `see_also` key
+    /// is an entry (see_also_keys_resolve, every_see_also_a_collector_sets_resolves), and every
+    /// finding id an entry names is one a collector reports.
+    #[test]
+    fn every_finding_an_entry_names_exists() {
+        let ids = finding_ids();
+        for want in [
+            "disk.filesystem_full",
+            "kernel.oom_system",
+            "iptables.kube_proxy_panic",
+        ] {
+            assert!(ids.contains(want), "the scan misses {want}: {ids:?}");
+        }
+        let mut named = 0;
+        for e in &catalogue().entries {
+            for f in &e.findings {
+                assert!(ids.contains(f), "{}: no collector reports {f}", e.key);
+                named += 1;
+            }
+        }
+        assert!(named >= 30, "{named}");
+    }
+
+    /// A finding's link lands on an entry that names findings back: directly, or for a generic
+    /// entry (a Pod state, FailedCreatePodSandBox) through one of its candidate causes.
+    #[test]
+    fn see_also_targets_point_back_at_findings() {
+        for key in see_also::ALL {
+            let e = lookup_key(key).unwrap();
+            let back = !e.findings.is_empty()
+                || (e.generic
+                    && e.causes
+                        .iter()
+                        .filter_map(|c| catalogue().by_key(c))
+                        .any(|c| !c.findings.is_empty()));
+            assert!(
+                back,
+                "{key}: names no finding, directly or through its causes"
+            );
+        }
     }
 
     proptest! {

@@ -291,6 +291,159 @@ fn chinese_title_words_find_entries() {
     assert!(k.contains(&"tke-service:E4008".to_string()), "{k:?}");
 }
 
+/// Every TKE code, retyped the ways people do, finds the same entries as the code itself.
+#[test]
+fn mangled_codes_find_the_same_entries() {
+    let mut checked = 0;
+    let codes: BTreeSet<String> = explain::catalogue()
+        .entries
+        .iter()
+        .flat_map(|e| e.codes.iter())
+        .filter(|c| {
+            c.len() == 5 && c.starts_with(['E', 'W']) && c[1..].bytes().all(|b| b.is_ascii_digit())
+        })
+        .cloned()
+        .collect();
+    for code in &codes {
+        let want = keys(code);
+        assert!(!want.is_empty(), "{code}");
+        let (l, d) = code.split_at(1);
+        for variant in [
+            format!("{l} {d}"),
+            format!("{l}-{d}"),
+            format!("{l}_{d}"),
+            code.to_lowercase(),
+            format!("code: {code}"),
+            format!("错误码 {code}"),
+            format!("`{code}`"),
+        ] {
+            assert_eq!(keys(&variant), want, "{variant}");
+        }
+        if l == "E" {
+            assert_eq!(keys(&format!("code: {d}")), want, "code: {d}");
+            assert_eq!(keys(&format!("Error Code={d}")), want, "Error Code={d}");
+        }
+        // Inside an event line, spaced or dashed, the code is found too.
+        let line = format!("Warning  SyncLoadBalancerFailed  2m  ingress/web  {l} {d} sync failed");
+        assert!(
+            keys(&line).iter().any(|k| want.contains(k)),
+            "{line}: {:?}",
+            keys(&line)
+        );
+        checked += 1;
+    }
+    assert!(checked >= 75, "{checked}");
+    // Suffix variants and separators of the named codes.
+    for (q, want) in [
+        ("ENIIPCapacityExceeded", "cce-pod:ENIIPCapacityExceed"),
+        ("eni-ip-capacity-exceed", "cce-pod:ENIIPCapacityExceed"),
+        (
+            "VSwitchAvailableIpNotExists",
+            "ack-ccm:VSwitchAvailableIpNotExist",
+        ),
+        ("VPCQuotaLimitExceed", "cce-nrs:VPCQuotaLimitExceeded"),
+        ("ex_tempfail", "exit-code:75"),
+        ("SubnetNoMoerIP", "cce-pod:SubnetNoMoreIP"),
+    ] {
+        assert_eq!(keys(q).first().map(String::as_str), Some(want), "{q}");
+    }
+    // Digits are never fuzzy: a neighbouring code is not an answer.
+    assert!(!keys("E4099").iter().any(|k| k.ends_with("E4098")));
+}
+
+/// A generic event reason, Pod state or bare signal never outranks an entry matched on the
+/// message's cause: every pattern of every specific entry, pasted next to each generic
+/// fragment, comes first.
+#[test]
+fn generic_evidence_never_outranks_a_cause() {
+    let generic = [
+        "Warning  FailedCreatePodSandBox  2m  kubelet  Failed create pod sandbox:",
+        "Warning  BackOff  1m  kubelet  Back-off restarting failed container; CrashLoopBackOff",
+        "caused \"signal: killed\" SIGKILL",
+        "Pod sandbox changed, it will be killed and re-created. ContainerCreating",
+        "Warning  Failed  1m  kubelet  Failed to pull image \"x\": ErrImagePull ImagePullBackOff",
+        "Warning  FailedScheduling  1m  default-scheduler  0/3 nodes are available:",
+    ];
+    let mut checked = 0;
+    for e in explain::catalogue().entries.iter().filter(|e| !e.generic) {
+        for p in &e.patterns {
+            let text = p.replace('*', " x ").replace('#', "42");
+            for g in generic {
+                let l = lookup(&format!("{g} {text}"));
+                let top = l.matches.first().unwrap();
+                assert!(
+                    !top.entry.generic,
+                    "{g} + {p:?} ({}): {}",
+                    e.key, top.entry.key
+                );
+                assert!(
+                    l.matches
+                        .iter()
+                        .take_while(|m| m.score == top.score)
+                        .any(|m| m.entry.key == e.key)
+                        || top.kind != MatchKind::Reason,
+                    "{g} + {p:?}"
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 2000, "{checked}");
+}
+
+/// The node and Pod cause entries (not the generic event reasons) carry the handbook's own
+/// Chinese wording: each has at least one Chinese pattern, and every Chinese pattern occurs in
+/// the document (spacing and punctuation aside), so a line copied from the handbook finds its
+/// entry.
+#[test]
+fn handbook_entries_carry_the_handbooks_own_chinese_wording() {
+    let dir = docs_dir();
+    let doc = if dir.is_dir() {
+        Some(compact(
+            &std::fs::read_to_string(dir.join("002_af370464fa0f13dd.txt")).unwrap(),
+        ))
+    } else {
+        println!(
+            "NOTE handbook_entries_carry_the_handbooks_own_chinese_wording: {} absent, checking only that the patterns exist",
+            dir.display()
+        );
+        None
+    };
+    let is_zh = |p: &str| p.chars().any(explain::text::is_cjk);
+    let mut checked = 0;
+    for e in explain::catalogue()
+        .entries
+        .iter()
+        .filter(|e| matches!(e.component.as_str(), "node" | "pod"))
+    {
+        let zh: Vec<&String> = e.patterns.iter().filter(|p| is_zh(p)).collect();
+        // Kernel lines the handbook does not quote (node-doctor's kernel and conntrack
+        // collectors detect them): English patterns only.
+        let not_in_handbook = ["kernel-hung-task", "conntrack-table-full"];
+        assert_eq!(
+            zh.is_empty(),
+            not_in_handbook.contains(&e.key.as_str()),
+            "{}: Chinese patterns {zh:?}",
+            e.key
+        );
+        if let Some(doc) = &doc {
+            for p in zh {
+                for frag in p.split('*') {
+                    assert!(
+                        doc.contains(&compact(frag)),
+                        "{}: {p:?} is not in the handbook",
+                        e.key
+                    );
+                }
+                checked += 1;
+            }
+        }
+    }
+    if doc.is_some() {
+        assert!(checked >= 60, "{checked}");
+    }
+}
+
 // ---------------------------------------------------------------- no match, links
 
 #[test]
