@@ -393,8 +393,9 @@ pub fn run(query: &str, lang: Lang, format: Format) -> i32 {
     run_to(&mut std::io::stdout().lock(), query, lang, format)
 }
 
-/// Longest `q` the HTTP route accepts: a lookup scans the text once per catalogue code
-/// (about 0.1 ms per KB), so an unauthenticated endpoint bounds it.
+/// Longest `q` the HTTP route accepts: a lookup scans the text once per catalogue pattern and
+/// code and corrects its unknown words (about 0.2-0.5 ms of CPU per KiB, docs/explain.md), so
+/// the endpoint bounds it.
 pub const MAX_HTTP_QUERY_BYTES: usize = 16 * 1024;
 
 /// Answers `GET /explain?q=...&lang=...` given the raw query string (without `?`): the HTTP

@@ -94,6 +94,22 @@ fn main() {
     per_op("pasted log, 16 KiB (HTTP limit)", 50, || {
         black_box(lookup_in(&cat, black_box(&big)));
     });
+    // The typo corrector's worst case: 16 KiB of distinct all-letter words, each one tried
+    // against the vocabulary.
+    let mut words = String::new();
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    while words.len() < 16 * 1024 - 16 {
+        for _ in 0..(5 + x % 6) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            words.push(char::from(b'a' + (x % 26) as u8));
+        }
+        words.push(' ');
+    }
+    per_op("16 KiB of distinct random words", 50, || {
+        black_box(lookup_in(&cat, black_box(&words)));
+    });
 
     // Every paste of the acceptance corpus.
     let corpus: Corpus = toml::from_str(include_str!("../tests/fixtures/explain/corpus.toml"))

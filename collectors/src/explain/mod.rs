@@ -210,8 +210,8 @@ pub struct Lookup<'a> {
     pub matches: Vec<Match<'a>>,
     /// Set when the query was, or contained, an exit code.
     pub exit: Option<ExitDecode>,
-    /// The component family a hint in the paste pointed at (`tke-service`, `tke-ingress`),
-    /// and the hint.
+    /// When a hint in the paste broke a tie between component families: the family it
+    /// pointed at (`tke-service`, `tke-ingress`) and the hint.
     pub hint: Option<(&'static str, &'static str)>,
     /// For a generic answer: the entries that explain its possible causes.
     pub candidates: Vec<&'a Entry>,
@@ -480,10 +480,17 @@ pub fn lookup_in<'a>(cat: &'a Catalogue, query: &str) -> Lookup<'a> {
         }
     }
 
+    // A hint only breaks a choice: it counts when the matches span the hinted family and
+    // another one a hint could name.
     if let Some((fam, h)) = find_hint(q) {
-        hint = Some((fam, h));
-        for m in &mut matches {
-            if family(&m.entry.component) == fam {
+        let hinted = |m: &Match<'_>| family(&m.entry.component) == fam;
+        let other = |m: &Match<'_>| {
+            let f = family(&m.entry.component);
+            f != fam && HINTS.iter().any(|(hf, _)| *hf == f)
+        };
+        if matches.iter().any(hinted) && matches.iter().any(other) {
+            hint = Some((fam, h));
+            for m in matches.iter_mut().filter(|m| hinted(m)) {
                 m.score += HINT_BONUS;
             }
         }
@@ -810,7 +817,7 @@ fn text_matches<'a>(
     out: &mut Vec<Match<'a>>,
     exit: &mut Option<ExitDecode>,
 ) {
-    let (clean, _klog) = text::strip_noise(q);
+    let clean = text::strip_noise(q);
     let compact = Compact::new(&clean);
     let fixed = text::correct(&compact, &cat.vocab);
     scan(
@@ -1108,6 +1115,18 @@ mod tests {
         #[test]
         fn lookup_never_panics(q in "\\PC{0,200}") {
             let _ = lookup(&q);
+        }
+
+        /// Control characters, CJK, klog-like prefixes and codes mixed: never a panic, and a
+        /// generic best match always comes with its confidence said.
+        #[test]
+        fn lookup_never_panics_on_any_chars(
+            q in "(E1123 12:00:00\\.123456 +1 f\\.go:1\\] |\\[ *[0-9]+\\.[0-9]+\\] )?[\\x00-\\x7f子网磁盘爆满E4 0-]{0,120}"
+        ) {
+            let l = lookup(&q);
+            if l.generic() {
+                prop_assert_eq!(l.confidence(), Confidence::Generic);
+            }
         }
 
         #[test]

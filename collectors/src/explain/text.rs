@@ -13,6 +13,7 @@
 //! a crate: only this one function is needed, on short ASCII words.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 /// Text reduced to lower-cased letters, digits and CJK characters, with the break positions of
 /// the original.
@@ -364,24 +365,21 @@ pub fn tolerance(len: usize) -> usize {
 pub fn correct(text: &Compact, vocab: &[String]) -> Option<(Compact, Vec<(String, String)>)> {
     let mut repl: Vec<(Token, &str)> = Vec::new();
     let mut pairs: Vec<(String, String)> = Vec::new();
-    let mut seen: Vec<(&str, Option<&str>)> = Vec::new();
+    // Each distinct word is looked up once (a describe dump repeats its words many times).
+    let mut seen: HashMap<&str, Option<&str>> = HashMap::new();
     for t in text.tokens() {
         let w = text.token_str(t);
         if w.len() < 4 || w.len() > 40 || !w.bytes().all(|b| b.is_ascii_lowercase()) {
             continue;
         }
-        let fix = match seen.iter().find(|(s, _)| *s == w) {
-            Some((_, f)) => *f,
-            None => {
-                let f = closest(w, vocab);
-                seen.push((w, f));
-                f
-            }
-        };
-        if let Some(f) = fix {
-            if !pairs.iter().any(|(a, _)| a == w) {
+        let fix = *seen.entry(w).or_insert_with(|| {
+            let f = closest(w, vocab);
+            if let Some(f) = f {
                 pairs.push((w.to_string(), f.to_string()));
             }
+            f
+        });
+        if let Some(f) = fix {
             repl.push((t, f));
         }
     }
@@ -446,10 +444,8 @@ fn closest<'v>(w: &str, vocab: &'v [String]) -> Option<&'v str> {
 /// Removes what logs and `kubectl` wrap around a message: klog headers (`E1123 12:00:00.123456
 /// 1234 file.go:123] `, whose `W1001` would otherwise read as a TKE code), journal prefixes
 /// (`Nov 23 12:00:00 node-1 kubelet[1234]: `), dmesg stamps (`[12345.678901] `), event repeat
-/// counts (`(x4307 over 16h)`) and `(combined from similar events):`. Returns the text and
-/// whether a klog header was seen.
-pub fn strip_noise(text: &str) -> (Cow<'_, str>, bool) {
-    let mut klog = false;
+/// counts (`(x4307 over 16h)`) and `(combined from similar events):`.
+pub fn strip_noise(text: &str) -> Cow<'_, str> {
     let mut changed = false;
     let mut out = String::with_capacity(text.len());
     for line in text.split_inclusive('\n') {
@@ -469,7 +465,6 @@ pub fn strip_noise(text: &str) -> (Cow<'_, str>, bool) {
             if !again {
                 if let Some(rest) = klog_header(t) {
                     l = rest;
-                    klog = true;
                     changed = true;
                     again = true;
                 }
@@ -491,9 +486,9 @@ pub fn strip_noise(text: &str) -> (Cow<'_, str>, bool) {
         }
     }
     if changed {
-        (Cow::Owned(out), klog)
+        Cow::Owned(out)
     } else {
-        (Cow::Borrowed(text), klog)
+        Cow::Borrowed(text)
     }
 }
 
@@ -682,16 +677,36 @@ mod tests {
         );
     }
 
+    proptest::proptest! {
+        /// Any text: tokens tile the compact form, breaks sit on char boundaries, and matching,
+        /// code search, correction and noise stripping never panic.
+        #[test]
+        fn any_text_is_handled(t in ".{0,300}", p in "[a-z #*子网]{0,20}") {
+            let c = Compact::new(&t);
+            let joined: String = c.tokens().iter().map(|k| c.token_str(*k)).collect();
+            proptest::prop_assert_eq!(&joined, &c.s);
+            proptest::prop_assert!(c.is_break(0) && c.is_break(c.s.len()));
+            if let Some(pat) = Pattern::compile(&p) {
+                let _ = pat.matches(&c);
+            }
+            let _ = CodeForm::new(&p).find_in(&c);
+            let vocab = vec!["allocation".to_string(), "quota".to_string()];
+            if let Some((fixed, _)) = correct(&c, &vocab) {
+                proptest::prop_assert!(fixed.is_break(fixed.s.len()));
+            }
+            let _ = strip_noise(&t);
+        }
+    }
+
     #[test]
     fn noise_prefixes_are_stripped() {
-        let (t, klog) = strip_noise(
+        let t = strip_noise(
             "W1001 12:00:00.123456       1 reflector.go:424] watch ended\n\
              Nov 23 12:00:00 node-1 kubelet[1234]: I1123 12:00:00.000001 1234 kubelet.go:1] PLEG\n\
              Nov 23 10:41:07 node-3 kernel: [981234.552110] nf_conntrack: table full\n\
              [ 2418.123456] INFO: task\n\
              Warning  X  2m (x4307 over 16h)  kubelet, 10.0.0.1  (combined from similar events): msg (x) (x12 y)",
         );
-        assert!(klog);
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines[0], "watch ended");
         assert_eq!(lines[1], "PLEG");
@@ -699,7 +714,6 @@ mod tests {
         assert_eq!(lines[3], "INFO: task");
         assert!(!lines[4].contains("x4307") && !lines[4].contains("combined"));
         assert!(lines[4].ends_with("msg (x) (x12 y)"), "{}", lines[4]);
-        let (t, klog) = strip_noise("plain text");
-        assert!(matches!(t, Cow::Borrowed(_)) && !klog);
+        assert!(matches!(strip_noise("plain text"), Cow::Borrowed(_)));
     }
 }
