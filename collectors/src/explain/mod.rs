@@ -543,9 +543,13 @@ fn title_matches<'a>(cat: &'a Catalogue, q: &str, out: &mut Vec<Match<'a>>) {
     let only_ascii_words = lower
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || !c.is_alphanumeric());
+    let cjk = q.chars().any(text::is_cjk) && cq.chars().count() >= 2;
     for e in &cat.entries {
         let hit = [&e.title.en, &e.title.zh].iter().any(|t| {
-            if normalize(t).contains(&nq) || (!cq.is_empty() && Compact::new(t).s.contains(&cq)) {
+            // Chinese needs no spaces, so it is compared in compact form; ASCII as typed
+            // (else `-x -y` would be found in "proxy").
+            let compact_hit = cjk && Compact::new(t).s.contains(&cq);
+            if normalize(t).contains(&nq) || compact_hit {
                 return true;
             }
             if !only_ascii_words || words.is_empty() {
