@@ -308,18 +308,39 @@ pub enum Command {
     /// least one collector that did not complete).
     #[command(after_help = crate::exit::HELP)]
     Check(CheckArgs),
-    /// Explain a vendor error code, event message, exit code or pod state from the handbooks
-    /// (exit 0 when something matched, 1 when nothing did).
+    /// Explain a vendor error code, event message, kernel or runtime log line, exit code or
+    /// Pod state from the handbooks (exit 0 when something matched, 1 when nothing did).
+    #[command(after_help = EXPLAIN_EXAMPLES)]
     Explain(ExplainArgs),
 }
 
+/// What `explain` says when it is given nothing (or only blanks) to explain.
+pub const EMPTY_QUERY: &str =
+    "the query is empty: give explain a code (E4041), an exit code (137) or a pasted message";
+
+/// Shown after `node-doctor explain --help`.
+const EXPLAIN_EXAMPLES: &str = "\
+Examples:
+  node-doctor explain E4041
+  node-doctor explain 'E 4053'               codes as people retype them (E-4027, code: 4041)
+  node-doctor explain -1                     an exit code: the modulo rule gives 255
+  node-doctor explain --lang zh CrashLoopBackOff
+  node-doctor explain \"$(kubectl describe pod web-1 | sed -n '/Events:/,$p')\"
+
+The answer says how sure it is: one entry; a choice between components that use the same
+code; or, when only a generic event reason (FailedCreatePodSandBox, CrashLoopBackOff) matched,
+the causes the handbook lists for it.";
+
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
-    /// A code (`E4041`, `ENIIPCapacityExceed`, `137`, `CrashLoopBackOff`) or a pasted event
-    /// message; several words are joined with spaces.
-    /// Words starting with `-` belong to the query (`-1`, a pasted "use the -w option"); only
-    /// `--format` and `--lang` are taken as flags after it (see [`ExplainArgs::normalized`]).
-    #[arg(required = true, num_args = 1.., allow_hyphen_values = true, value_name = "QUERY")]
+    // Not `required`: an empty query gets node-doctor's own message (ExplainArgs::normalized)
+    // rather than clap's. Every word after the first belongs to the query, dashes included;
+    // normalized() takes --format/--lang back out of it.
+    /// What to explain: a code (E4041, E 4053, ENIIPCapacityExceed, 137, CrashLoopBackOff) or
+    /// pasted text (an event, a log or kernel line, a line of the handbook, in English or
+    /// Chinese). Several words are joined with spaces. Words that start with a dash belong to
+    /// the query (-1, a pasted "use the -w option"); only --format and --lang are options.
+    #[arg(num_args = 0.., allow_hyphen_values = true, value_name = "QUERY")]
     pub query: Vec<String>,
 
     /// Output format.
@@ -407,8 +428,8 @@ impl ExplainArgs {
                     .map_err(|_| format!("--lang {value:?}: use en or zh"))?;
             }
         }
-        if words.is_empty() {
-            return Err("explain needs a query (a code, an exit code or a pasted message)".into());
+        if words.iter().all(|w| w.trim().is_empty()) {
+            return Err(EMPTY_QUERY.into());
         }
         self.query = words;
         Ok(self)
@@ -649,9 +670,22 @@ mod tests {
             &["check", "--iowait-percent", "1,10"],
             &["check", "--conntrack-table-percent", "75,190"],
             &["check", "--xtables-hold", "5s,2s"],
-            &["explain"],
         ] {
             assert!(parse(args).is_err(), "{args:?}");
+        }
+        // explain with nothing (or blanks) to explain: node-doctor's own message.
+        for args in [
+            &["explain"][..],
+            &["explain", ""],
+            &["explain", "  ", ""],
+            &["explain", "--"],
+        ] {
+            match parse(args).map(|c| c.command) {
+                Ok(Command::Explain(e)) => {
+                    assert_eq!(e.normalized().unwrap_err(), EMPTY_QUERY, "{args:?}")
+                }
+                other => panic!("{args:?}: {other:?}"),
+            }
         }
     }
 }

@@ -13,7 +13,7 @@
 use std::fmt::Write as _;
 use std::io::Write;
 
-use collectors::explain::{self, Lookup, MatchKind};
+use collectors::explain::{self, Confidence, Lookup};
 use collectors::Lang;
 use serde_json::{json, Value};
 
@@ -35,19 +35,45 @@ impl Format {
     }
 }
 
-fn kind_str(k: MatchKind) -> &'static str {
-    match k {
-        MatchKind::Code => "code",
-        MatchKind::ExitCode => "exit_code",
-        MatchKind::Signal => "signal",
-        MatchKind::ExitRange => "exit_range",
-        MatchKind::Pattern => "pattern",
-        MatchKind::CodeInText => "code_in_text",
-        MatchKind::Title => "title",
+/// A short name for where a code is reported, so that a choice between components reads as
+/// one (`TKE Service event` vs `TKE Ingress event`).
+pub fn component_label(component: &str, lang: Lang) -> &str {
+    let (en, zh) = match component {
+        "tke-service" => ("TKE Service event", "TKE Service 事件"),
+        "tke-ingress" => ("TKE Ingress event", "TKE Ingress 事件"),
+        "tke-ingress-controller" => ("TKE Ingress controller log", "TKE Ingress 控制器日志"),
+        "ack-ccm" => (
+            "ACK LoadBalancer Service event",
+            "ACK LoadBalancer Service 事件",
+        ),
+        "cce-pod" => ("CCE Pod network event", "CCE Pod 网络事件"),
+        "cce-node" => ("CCE Node network event", "CCE Node 网络事件"),
+        "cce-nrs" => (
+            "CCE NetworkResourceSet event",
+            "CCE NetworkResourceSet 事件",
+        ),
+        "exit-code" => ("container exit code", "容器退出码"),
+        "signal" => ("signal", "信号"),
+        "pod-status" => ("Pod status", "Pod 状态"),
+        "pod-event" => ("Pod event reason", "Pod 事件"),
+        "pod" => ("Pod", "Pod"),
+        "node" => ("node", "节点"),
+        other => (other, other),
+    };
+    if lang == Lang::Zh {
+        zh
+    } else {
+        en
     }
 }
 
 fn no_match_message(query: &str, lang: Lang) -> String {
+    if query.trim().is_empty() {
+        return match lang {
+            Lang::En => "The query is empty: give explain a code (E4041, 137, CrashLoopBackOff) or paste the whole event message.".to_string(),
+            Lang::Zh => "查询内容为空：请输入错误码（E4041、137、CrashLoopBackOff）或粘贴完整的事件信息。".to_string(),
+        };
+    }
     match lang {
         Lang::En => format!(
             "No catalogue entry matches {query:?}. Try the bare code (E4041, ENIIPCapacityExceed, 137, CrashLoopBackOff) or paste the whole event message."
@@ -58,7 +84,20 @@ fn no_match_message(query: &str, lang: Lang) -> String {
     }
 }
 
+/// A catalogue entry in brief, for candidate lists.
+fn entry_brief(e: &explain::Entry, lang: Lang) -> Value {
+    json!({
+        "key": e.key,
+        "title": e.title.get(lang),
+        "component": e.component,
+        "findings": e.findings,
+        "source": { "doc": e.doc, "section": e.section },
+    })
+}
+
 /// The JSON document of one lookup, shared by the CLI (`--format json`) and `GET /explain`.
+/// Fields added by issue 21 (all additive): `confidence`, `generic`, `candidates`, `hint`, and
+/// per result `label`, `generic`, `causes`, `findings`, `match.corrections`.
 pub fn lookup_json(l: &Lookup<'_>, lang: Lang) -> Value {
     let results: Vec<Value> = l
         .matches
@@ -70,12 +109,21 @@ pub fn lookup_json(l: &Lookup<'_>, lang: Lang) -> Value {
                 "codes": e.codes,
                 "vendor": e.vendor,
                 "component": e.component,
-                "match": { "kind": kind_str(m.kind), "text": m.matched, "score": m.score },
+                "label": component_label(&e.component, lang),
+                "match": {
+                    "kind": m.kind.as_str(),
+                    "text": m.matched,
+                    "score": m.score,
+                    "corrections": m.corrections,
+                },
+                "generic": e.generic,
                 "title": e.title.get(lang),
                 "cause": e.cause.get(lang),
                 "fix": e.fix.iter().map(|t| t.get(lang)).collect::<Vec<_>>(),
                 "risk": e.risk.as_ref().map(|t| t.get(lang)),
                 "commands": e.commands,
+                "causes": e.causes,
+                "findings": e.findings,
                 "source": { "doc": e.doc, "section": e.section },
             })
         })
@@ -84,9 +132,13 @@ pub fn lookup_json(l: &Lookup<'_>, lang: Lang) -> Value {
         "query": l.query,
         "lang": lang.as_str(),
         "matched": l.is_match(),
+        "confidence": l.confidence(),
         "ambiguous": l.ambiguous(),
+        "generic": l.generic(),
         "components": l.top_components(),
+        "hint": l.hint.map(|(family, word)| json!({ "component": family, "word": word })),
         "exit_code": l.exit,
+        "candidates": l.candidates.iter().map(|e| entry_brief(e, lang)).collect::<Vec<_>>(),
         "results": results,
     });
     if !l.is_match() {
@@ -124,7 +176,11 @@ pub fn see_also_json(keys: &[String], lang: Lang) -> Value {
     Value::Array(items)
 }
 
-/// A terminal rendering of one lookup: one block per entry, best first.
+/// Most entries the table shows; JSON has them all.
+const MAX_TABLE_ENTRIES: usize = 8;
+
+/// A terminal rendering of one lookup: what kind of answer it is, then one block per entry,
+/// best first.
 pub fn render_table(l: &Lookup<'_>, lang: Lang) -> String {
     let zh = lang == Lang::Zh;
     let label = |en: &'static str, cn: &'static str| if zh { cn } else { en };
@@ -145,34 +201,121 @@ pub fn render_table(l: &Lookup<'_>, lang: Lang) -> String {
         out.push('\n');
         return out;
     }
-    if l.ambiguous() {
-        let comps = l.top_components();
-        let head = if comps.len() > 1 {
-            label(
-                "Ambiguous: this means different things in",
-                "有歧义：以下组件中含义不同：",
-            )
-        } else {
-            label(
-                "Ambiguous: the handbook lists this more than once for",
-                "有歧义：手册中对以下组件列出了多条：",
-            )
-        };
-        let _ = writeln!(out, "{head} {}", comps.join(", "));
+    let mut head = false;
+    match l.confidence() {
+        Confidence::Generic => {
+            let what = l.matches.first().map_or("", |m| m.matched.as_str());
+            let _ = writeln!(
+                out,
+                "{} {what:?} {}",
+                label("Generic:", "通用症状："),
+                label(
+                    "is reported for several causes and the paste does not say which.",
+                    "有多种可能原因，粘贴的内容未指明是哪一种。"
+                )
+            );
+            if !l.candidates.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "{}",
+                    label(
+                        "Causes the handbook lists (check each; node-doctor explain <key> for details):",
+                        "手册列出的原因（逐一排查；node-doctor explain <key> 查看详情）："
+                    )
+                );
+                for c in &l.candidates {
+                    let _ = writeln!(out, "  - {:<34} {}", c.key, c.title.get(lang));
+                }
+            }
+            head = true;
+        }
+        Confidence::Ambiguous => {
+            let comps = l.top_components();
+            let text = if comps.len() > 1 {
+                label(
+                    "Ambiguous: this means different things in",
+                    "有歧义：以下组件中含义不同：",
+                )
+            } else {
+                label(
+                    "Ambiguous: the handbook lists this more than once for",
+                    "有歧义：手册中对以下组件列出了多条：",
+                )
+            };
+            let names: Vec<String> = comps
+                .iter()
+                .map(|c| format!("{c} ({})", component_label(c, lang)))
+                .collect();
+            let _ = writeln!(out, "{text} {}", names.join(", "));
+            if comps.len() > 1 {
+                let _ = writeln!(
+                    out,
+                    "{}",
+                    label(
+                        "Pick by where it was reported (the event's object service/... or ingress/..., or its source).",
+                        "请按报错来源选择（事件对象 service/... 或 ingress/...，或事件来源组件）。"
+                    )
+                );
+            }
+            head = true;
+        }
+        Confidence::Weak => {
+            let _ = writeln!(
+                out,
+                "{}",
+                label(
+                    "No code or message matched; these entries' titles contain the query:",
+                    "没有匹配的错误码或消息；以下条目的标题包含查询内容："
+                )
+            );
+            head = true;
+        }
+        Confidence::Confident | Confidence::None => {}
     }
-    for (i, m) in l.matches.iter().enumerate() {
+    if let Some((family, word)) = l.hint {
+        if l.matches.len() > 1 {
+            let _ = writeln!(
+                out,
+                "{} {} ({word:?}).",
+                label("Ranked for", "按提示优先"),
+                component_label(family, lang)
+            );
+            head = true;
+        }
+    }
+    let ambiguous = l.ambiguous();
+    let best = l.matches.first().map_or(0, |m| m.score);
+    for (i, m) in l.matches.iter().take(MAX_TABLE_ENTRIES).enumerate() {
         let e = m.entry;
-        if i > 0 || l.exit.is_some() || l.ambiguous() {
+        if i > 0 || l.exit.is_some() || head {
             out.push('\n');
         }
         let code = e.codes.first().map_or(e.key.as_str(), String::as_str);
+        let choice = if ambiguous && m.score == best {
+            format!("[{}] ", component_label(&e.component, lang))
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             out,
-            "{code}  [{} / {}]  {}",
+            "{choice}{code}  [{} / {}]  {}",
             e.vendor,
             e.component,
             e.title.get(lang)
         );
+        if !m.corrections.is_empty() {
+            let read: Vec<String> = m
+                .corrections
+                .iter()
+                .map(|(typed, fixed)| format!("{typed} -> {fixed}"))
+                .collect();
+            let _ = writeln!(
+                out,
+                "  {}: {}",
+                label("read as", "按此理解"),
+                read.join(", ")
+            );
+        }
         let _ = writeln!(out, "  {}: {}", label("cause", "原因"), e.cause.get(lang));
         if !e.fix.is_empty() {
             let _ = writeln!(out, "  {}:", label("fix", "处理"));
@@ -191,12 +334,34 @@ pub fn render_table(l: &Lookup<'_>, lang: Lang) -> String {
         for c in &e.commands {
             let _ = writeln!(out, "  $ {c}");
         }
+        if !e.findings.is_empty() {
+            let _ = writeln!(
+                out,
+                "  {}: {}",
+                label(
+                    "node-doctor check detects it as",
+                    "node-doctor check 对应的结论"
+                ),
+                e.findings.join(", ")
+            );
+        }
         let _ = writeln!(
             out,
             "  {}: {} § {}",
             label("source", "出处"),
             e.doc,
             e.section
+        );
+    }
+    if l.matches.len() > MAX_TABLE_ENTRIES {
+        let _ = writeln!(
+            out,
+            "\n{} {}",
+            l.matches.len() - MAX_TABLE_ENTRIES,
+            label(
+                "more (weaker) matches: use --format json to see them.",
+                "条较弱的匹配：使用 --format json 查看。"
+            )
         );
     }
     out
@@ -228,8 +393,9 @@ pub fn run(query: &str, lang: Lang, format: Format) -> i32 {
     run_to(&mut std::io::stdout().lock(), query, lang, format)
 }
 
-/// Longest `q` the HTTP route accepts: a lookup scans the text once per catalogue code
-/// (about 0.1 ms per KB), so an unauthenticated endpoint bounds it.
+/// Longest `q` the HTTP route accepts: a lookup scans the text once per catalogue pattern and
+/// code and corrects its unknown words (about 0.2-0.5 ms of CPU per KiB, docs/explain.md), so
+/// the endpoint bounds it.
 pub const MAX_HTTP_QUERY_BYTES: usize = 16 * 1024;
 
 /// Answers `GET /explain?q=...&lang=...` given the raw query string (without `?`): the HTTP
@@ -397,9 +563,14 @@ mod tests {
         assert_eq!(v["results"][0]["match"]["kind"], "pattern");
         assert_eq!(
             v["results"][0]["source"]["section"],
-            "集群 Kube-Proxy 异常排障处理"
+            "集群 Kube-Proxy 异常排障处理 / iptables-restore 版本低导致不支持阻塞写入"
         );
         assert_eq!(v["exit_code"], Value::Null);
+        assert_eq!(v["confidence"], "confident");
+        assert_eq!(
+            v["results"][0]["findings"][0],
+            "iptables.kube_proxy_lock_error"
+        );
     }
 
     #[test]
@@ -496,8 +667,108 @@ mod tests {
         let v = see_also_json(&keys, Lang::Zh);
         assert_eq!(v.as_array().unwrap().len(), 1);
         assert_eq!(v[0]["key"], "FailedCreatePodSandBox");
-        assert_eq!(v[0]["title"], "Pod 沙箱创建失败：节点磁盘已满");
-        assert_eq!(v[0]["source"]["section"], "节点磁盘爆满排障处理");
+        assert_eq!(
+            v[0]["title"],
+            "Pod 沙箱创建失败：磁盘满、内存碎片化或其他原因"
+        );
+        assert_eq!(
+            v[0]["source"]["section"],
+            "Pod 一直处于 ContainerCreating 或 Waiting 状态"
+        );
+    }
+
+    #[test]
+    fn generic_answer_lists_candidates_instead_of_one_cause() {
+        let paste = "Warning  FailedCreatePodSandBox  2m  kubelet  Failed to create pod sandbox: rpc error: code = Unknown desc = failed to create containerd task: context canceled";
+        let (code, out) = run_str(paste, Lang::En, Format::Table);
+        assert_eq!(code, 0);
+        assert!(out.starts_with("Generic: \"Failed"), "{out}");
+        assert!(out.contains("  - disk-full "), "{out}");
+        assert!(out.contains("  - page-allocation-failure "), "{out}");
+        let v = explain_json(paste, Lang::Zh);
+        assert_eq!(v["confidence"], "generic");
+        assert_eq!(v["generic"], true);
+        assert_eq!(v["results"][0]["key"], "FailedCreatePodSandBox");
+        assert_eq!(v["results"][0]["generic"], true);
+        assert_eq!(v["candidates"][0]["key"], "disk-full");
+        assert_eq!(
+            v["candidates"][0]["title"],
+            "节点磁盘已满（no space left on device）"
+        );
+        assert_eq!(v["candidates"][0]["findings"][0], "disk.filesystem_full");
+        // With the cause in the message: one confident answer, the generic reason below it.
+        let v = explain_json(&format!("{paste}: no space left on device"), Lang::En);
+        assert_eq!(v["confidence"], "confident");
+        assert_eq!(v["generic"], false);
+        assert_eq!(v["results"][0]["key"], "disk-full");
+        assert_eq!(v["candidates"], json!([]));
+    }
+
+    #[test]
+    fn a_choice_between_components_is_labelled_and_a_hint_decides_it() {
+        let (_, out) = run_str("E4008", Lang::En, Format::Table);
+        assert!(out.contains("[TKE Service event] E4008"), "{out}");
+        assert!(out.contains("[TKE Ingress controller log] E4008"), "{out}");
+        assert!(out.contains("Pick by where it was reported"), "{out}");
+        let v = explain_json("E4008", Lang::En);
+        assert_eq!(v["confidence"], "ambiguous");
+        assert_eq!(v["hint"], Value::Null);
+        let paste = "Warning  SyncLoadBalancerFailed  3m  service-controller  Error syncing load balancer: E4008";
+        let v = explain_json(paste, Lang::En);
+        assert_eq!(v["confidence"], "confident");
+        assert_eq!(v["results"][0]["key"], "tke-service:E4008");
+        assert_eq!(v["results"][0]["label"], "TKE Service event");
+        assert_eq!(v["hint"]["component"], "tke-service");
+        assert_eq!(v["hint"]["word"], "service-controller");
+        let (_, out) = run_str(paste, Lang::En, Format::Table);
+        assert!(
+            out.starts_with("Ranked for TKE Service event (\"service-controller\")."),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn typos_are_shown_as_read() {
+        let v = explain_json("The specified VSwitch has no availabel ip.", Lang::En);
+        assert_eq!(v["results"][0]["key"], "ack-ccm:VSwitchAvailableIpNotExist");
+        assert_eq!(v["results"][0]["match"]["kind"], "fuzzy_pattern");
+        assert_eq!(
+            v["results"][0]["match"]["corrections"],
+            json!([["availabel", "available"]])
+        );
+        let (_, out) = run_str("page allocaton failure", Lang::En, Format::Table);
+        assert!(
+            out.contains("  read as: allocaton -> allocation\n"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn an_empty_query_says_it_is_empty() {
+        for q in ["", "   ", "\n\t"] {
+            let (code, out) = run_str(q, Lang::En, Format::Table);
+            assert_eq!(code, 1);
+            assert!(out.starts_with("The query is empty"), "{out}");
+            let (_, zh) = run_str(q, Lang::Zh, Format::Json);
+            let v: Value = serde_json::from_str(&zh).unwrap();
+            assert_eq!(v["confidence"], "none");
+            assert!(v["message"].as_str().unwrap().starts_with("查询内容为空"));
+        }
+    }
+
+    #[test]
+    fn table_never_prints_control_characters_from_the_paste() {
+        let paste = "\u{1b}[31mno space lfet on device\u{7}\u{202e}";
+        for lang in [Lang::En, Lang::Zh] {
+            let (_, out) = run_str(paste, lang, Format::Table);
+            assert!(
+                !out.chars()
+                    .any(|c| c.is_control() && c != '\n' || c == '\u{202e}'),
+                "{out:?}"
+            );
+            let (_, out) = run_str("\u{1b}[2Jnothing\u{7}", lang, Format::Table);
+            assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{out:?}");
+        }
     }
 
     #[test]

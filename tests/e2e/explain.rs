@@ -1,6 +1,8 @@
-//! Issue 10 through the binary: `node-doctor explain` (exact, ambiguous, pasted message, exit
-//! codes, no match, both languages, table and JSON) and `GET /explain` on a running `serve`
-//! (same JSON as the CLI, 404, 400, bearer token). No host is read; traffic is loopback only.
+//! Issues 10 and 21 through the binary: `node-doctor explain` (exact, ambiguous, pasted message,
+//! exit codes, no match, both languages, table and JSON; generic answers with candidates,
+//! mangled codes, typos, Chinese handbook lines, plain --help, an empty query) and
+//! `GET /explain` on a running `serve` (same JSON as the CLI, 404, 400, bearer token). No host
+//! is read; traffic is loopback only.
 
 use serde_json::Value;
 
@@ -145,8 +147,9 @@ fn explain_pasted_event_messages() {
     );
     assert_eq!(
         results(&v)[0]["source"]["section"],
-        "集群 Kube-Proxy 异常排障处理"
+        "集群 Kube-Proxy 异常排障处理 / iptables-restore 版本低导致不支持阻塞写入"
     );
+    assert_eq!(v["confidence"], "confident");
 
     let (code, v) = explain_json(VSWITCH_EVENT, "en");
     assert_eq!(code, 0);
@@ -213,8 +216,126 @@ fn explain_no_match_exits_1_and_says_so() {
     let (code, zh) = explain_table(&["--lang", "zh", "nothing-like-this-here"]);
     assert_eq!(code, 1);
     assert!(zh.contains("目录中没有"), "{zh}");
-    // A query is required: bad usage.
-    assert_eq!(run(&["explain"], &[]).status.code(), Some(64));
+    // A query is required: bad usage, and the message says the query is empty.
+    for args in [
+        &["explain"][..],
+        &["explain", ""],
+        &["explain", "  "],
+        &["explain", "--"],
+    ] {
+        let out = run(args, &[]);
+        assert_eq!(out.status.code(), Some(64), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("the query is empty"), "{args:?}: {err}");
+        assert!(out.stdout.is_empty());
+    }
+}
+
+/// Issue 21: `explain --help` is plain text, and dashes in a query are not clap errors.
+#[test]
+fn explain_help_is_plain_text_and_dashes_are_query_words() {
+    let out = run(&["explain", "--help"], &[]);
+    assert_eq!(out.status.code(), Some(0));
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        help.contains("Usage: node-doctor explain [OPTIONS] [QUERY]..."),
+        "{help}"
+    );
+    assert!(help.contains("Examples:") && help.contains("node-doctor explain 'E 4053'"));
+    // No rustdoc link syntax or code spans in what explain itself says.
+    let own: String = help
+        .lines()
+        .take_while(|l| !l.starts_with("Options:"))
+        .chain(help.lines().skip_while(|l| !l.starts_with("Examples:")))
+        .collect::<Vec<_>>()
+        .join("\n");
+    for bad in ["[`", "`]", "`", "ExplainArgs", "::"] {
+        assert!(!own.contains(bad), "{bad:?} in help:\n{own}");
+    }
+    for args in [
+        &["explain", "-1"][..],
+        &["explain", "--lang", "zh", "-1"],
+        &["explain", "-1", "--format", "json"],
+        &["explain", "--", "-1"],
+    ] {
+        let out = run(args, &[]);
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        assert!(
+            out.stderr.is_empty(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("255"), "{args:?}: {text}");
+    }
+    // An unknown option-looking word is a word of the query, answered like any other.
+    let out = run(&["explain", "--bogus"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("No catalogue entry matches \"--bogus\"")
+    );
+    let out = run(&["explain", "E4041", "--lang"], &[]);
+    assert_eq!(out.status.code(), Some(64));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--lang needs a value"));
+}
+
+/// Issue 21: what operators paste, through the binary.
+#[test]
+fn explain_answers_what_operators_paste() {
+    // A sandbox event whose message names no cause: generic, with the candidates.
+    let generic = "  Warning  FailedCreatePodSandBox  2m (x3 over 4m)  kubelet  Failed to create pod sandbox: rpc error: code = Unknown desc = failed to create containerd task: context canceled";
+    let (code, v) = explain_json(generic, "en");
+    assert_eq!(code, 0);
+    assert_eq!(v["confidence"], "generic", "{v:#}");
+    assert_eq!(keys(&v)[0], "FailedCreatePodSandBox");
+    let candidates: Vec<&str> = v["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(candidates[0], "disk-full");
+    assert!(
+        candidates.contains(&"page-allocation-failure"),
+        "{candidates:?}"
+    );
+    let (_, table) = explain_table(&[generic]);
+    assert!(table.starts_with("Generic: "), "{table}");
+    // Disk full is a candidate to check, not the answer.
+    assert!(table.contains("\n  - disk-full "), "{table}");
+    assert!(
+        !table.contains("cause: The disk holding the runtime"),
+        "{table}"
+    );
+
+    // The causes that used to be answered "disk full".
+    for (paste, want) in [
+        ("Failed create pod sandbox: ... Error response from daemon: fork/exec /proc/self/exe: cannot allocate memory", "page-allocation-failure"),
+        ("Failed create pod sandbox: rpc error: code = Unknown desc = failed to create a sandbox for pod \"lomp-ext-d8c8b8c46-4v8tl\": Error response from daemon: Conflict. The container name \"/k8s_POD_lomp\" is already in use by container \"30aa3f\". You have to remove (or rename) that container to be able to reuse that name.", "container-name-conflict"),
+        ("    Limits:\n      memory:  1024m\n  Normal  SandboxChanged  12s (x9 over 2m)  kubelet  Pod sandbox changed, it will be killed and re-created.", "memory-limit-unit"),
+        // Mangled codes, a typo, a kernel line, a Chinese line of the handbook.
+        ("E 4053", "tke-ingress-controller:E4053"),
+        ("code: 4041", "tke-ingress-controller:E4041"),
+        ("ENIIPCapacityExceeded", "cce-pod:ENIIPCapacityExceed"),
+        ("The specified VSwitch has no availabel ip.", "ack-ccm:VSwitchAvailableIpNotExist"),
+        ("[981234.552110] nf_conntrack: nf_conntrack: table full, dropping packet", "conntrack-table-full"),
+        ("E1123 08:15:02.437119       1 proxier.go:1562] Failed to execute iptables-restore: exit status 2 (iptables-restore v1.8.4 (legacy): Couldn't load target `KUBE-MARK-DROP':No such file or directory", "iptables-backend-mismatch"),
+        ("如果发生系统 OOM，Pod 中容器退出状态码为137，表示其被  SIGKILL  信号停止，同时内核将会出现以下报错", "kernel-oom-system"),
+    ] {
+        let (code, v) = explain_json(paste, "en");
+        assert_eq!(code, 0, "{paste}");
+        assert_eq!(keys(&v)[0], want, "{paste}: {v:#}");
+        assert_eq!(v["confidence"], "confident", "{paste}");
+    }
+    // A shared code with a hint picks the component; without one it is a labelled choice.
+    let (_, v) = explain_json("Warning  SyncLoadBalancerFailed  3m  service-controller  Error syncing load balancer: E4008", "en");
+    assert_eq!(keys(&v)[0], "tke-service:E4008");
+    assert_eq!(v["hint"]["word"], "service-controller");
+    let (_, table) = explain_table(&["E4008"]);
+    assert!(table.contains("[TKE Service event] E4008"), "{table}");
+    // A klog warning header is not a TKE code (W1001 = a warning on October 1st).
+    let (code, v) = explain_json("W1001 12:00:00.123456       1 reflector.go:424] watch of *v1.Pod ended with: too old resource version", "en");
+    assert_eq!(code, 1, "{v:#}");
 }
 
 #[test]
@@ -252,6 +373,9 @@ fn http_explain_returns_the_cli_document() {
         ("CrashLoopBackOff", "zh"),
         (XTABLES_EVENT, "zh"),
         (VSWITCH_EVENT, "en"),
+        ("E 4053", "en"),
+        ("FailedCreatePodSandBox", "zh"),
+        ("子网 IP 不足", "zh"),
     ] {
         let r = s.get(&format!("/explain?q={}&lang={lang}", pct(q)));
         assert_eq!(r.status, 200, "{q}: {}", r.text());

@@ -530,7 +530,10 @@ fn table_full(
     if sample.table_full_messages.is_some() {
         f = f.command("dmesg -T | grep -c 'table full, dropping packet'");
     }
-    Some(f.source(HANDBOOK, SECTION))
+    Some(
+        f.source(HANDBOOK, SECTION)
+            .see_also(see_also::CONNTRACK_TABLE_FULL),
+    )
 }
 
 #[cfg(test)]

@@ -3,13 +3,21 @@
 //! Each file names its document and vendor once, then lists `[[entry]]` tables. An entry is
 //! looked up by its `codes` (an error code, an exit code, a signal or pod state name) or by
 //! its `patterns` (message fragments found in pasted event text; `*` separates fragments that
-//! must occur in order). All text a person reads is bilingual and written in our own words.
+//! must occur in order, `#` stands for a number). All text a person reads is bilingual and
+//! written in our own words.
+//!
+//! An entry may be `generic`: it names a symptom many causes share (an event reason such as
+//! `FailedCreatePodSandBox`, a Pod state, SIGKILL). Found inside pasted text it is weak evidence
+//! that never outranks an entry matched on the message's cause, and when it is all that matched
+//! the lookup says so and lists its `causes` (keys of the specific entries) as candidates.
+//! `findings` names the node-doctor finding ids that detect the entry's situation on a node.
 
 use std::collections::BTreeSet;
 use std::sync::OnceLock;
 
 use serde::Deserialize;
 
+use super::text::{CodeForm, Pattern};
 use crate::finding::Text;
 
 /// The embedded data files, by file name (for error messages).
@@ -41,6 +49,10 @@ const FILES: &[(&str, &str)] = &[
     (
         "node_causes_002.toml",
         include_str!("../../catalogue/node_causes_002.toml"),
+    ),
+    (
+        "pod_causes_002.toml",
+        include_str!("../../catalogue/pod_causes_002.toml"),
     ),
 ];
 
@@ -79,6 +91,9 @@ struct RawFile {
     component: Option<String>,
     #[serde(default)]
     section: Option<String>,
+    /// Default of every entry's `generic`.
+    #[serde(default)]
+    generic: bool,
     entry: Vec<RawEntry>,
 }
 
@@ -111,6 +126,12 @@ struct RawEntry {
     exit_range: Option<[u8; 2]>,
     #[serde(default)]
     exact_only: bool,
+    #[serde(default)]
+    generic: Option<bool>,
+    #[serde(default)]
+    causes: Vec<String>,
+    #[serde(default)]
+    findings: Vec<String>,
 }
 
 /// One explained code or message.
@@ -152,12 +173,26 @@ pub struct Entry {
     pub exit_range: Option<(u8, u8)>,
     /// Generic words (`Error`, `Pending`) that match only a whole query, never inside text.
     pub exact_only: bool,
+    /// A symptom many causes share (event reason, Pod state, SIGKILL): weak evidence in text,
+    /// and a lookup whose best match is generic lists `causes` instead of asserting one.
+    pub generic: bool,
+    /// Keys of the entries that explain the causes of a generic entry, most common first.
+    pub causes: Vec<String>,
+    /// Ids of node-doctor findings (`disk.filesystem_full`) that detect this situation.
+    pub findings: Vec<String>,
+    /// `patterns`, compiled.
+    pub(crate) compiled: Vec<Pattern>,
+    /// `codes` that are not plain numbers, compiled for finding them in text.
+    pub(crate) code_forms: Vec<(String, CodeForm)>,
 }
 
 /// All entries of all data files.
 #[derive(Debug, Default)]
 pub struct Catalogue {
     pub entries: Vec<Entry>,
+    /// Every lower-case ASCII word of 4+ letters in the patterns and codes, sorted and unique:
+    /// what a typo in pasted text is corrected to.
+    pub(crate) vocab: Vec<String>,
 }
 
 fn parse_file(file: &'static str, text: &str) -> Result<Vec<Entry>, CatalogueError> {
@@ -216,6 +251,32 @@ fn parse_file(file: &'static str, text: &str) -> Result<Vec<Entry>, CatalogueErr
         if e.patterns.iter().any(|p| normalize(p).trim().len() < 4) {
             return Err(invalid("a pattern is too short to be specific"));
         }
+        let mut compiled = Vec::with_capacity(e.patterns.len());
+        for p in &e.patterns {
+            match Pattern::compile(p) {
+                Some(c) => compiled.push(c),
+                None => {
+                    return Err(invalid(&format!(
+                        "pattern {p:?} has no text or starts a fragment with a number (#)"
+                    )))
+                }
+            }
+        }
+        let code_forms = e
+            .codes
+            .iter()
+            .filter(|c| !c.bytes().all(|b| b.is_ascii_digit()))
+            .map(|c| (c.clone(), CodeForm::new(c)))
+            .collect();
+        if let Some(bad) = e.findings.iter().find(|f| !is_finding_id(f)) {
+            return Err(invalid(&format!(
+                "finding id {bad:?} is not of the form collector.rule"
+            )));
+        }
+        let generic = e.generic.unwrap_or(raw.generic);
+        if !e.causes.is_empty() && !generic {
+            return Err(invalid("only a generic entry lists causes"));
+        }
         out.push(Entry {
             key,
             codes: e.codes,
@@ -233,9 +294,31 @@ fn parse_file(file: &'static str, text: &str) -> Result<Vec<Entry>, CatalogueErr
             signal: e.signal,
             exit_range: e.exit_range.map(|[a, b]| (a, b)),
             exact_only: e.exact_only,
+            generic,
+            causes: e.causes,
+            findings: e.findings,
+            compiled,
+            code_forms,
         });
     }
     Ok(out)
+}
+
+/// `collector.rule`: lower-case letters, digits and `_`, one dot.
+fn is_finding_id(s: &str) -> bool {
+    let ok = |p: &str| {
+        !p.is_empty()
+            && p.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    };
+    matches!(s.split_once('.'), Some((a, b)) if ok(a) && ok(b))
+}
+
+/// The lower-case ASCII words of at least 4 letters in `s`.
+fn words(s: &str) -> impl Iterator<Item = String> + '_ {
+    s.split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| w.len() >= 4 && w.bytes().all(|b| b.is_ascii_alphabetic()))
+        .map(str::to_ascii_lowercase)
 }
 
 impl Catalogue {
@@ -255,7 +338,31 @@ impl Catalogue {
                 });
             }
         }
-        Ok(Catalogue { entries })
+        for e in &entries {
+            if let Some(c) = e.causes.iter().find(|c| !seen.contains(c.as_str())) {
+                return Err(CatalogueError::Invalid {
+                    file: "catalogue",
+                    key: e.key.clone(),
+                    message: format!("cause {c:?} is not an entry key"),
+                });
+            }
+        }
+        let mut vocab = BTreeSet::new();
+        for e in entries.iter().filter(|e| !e.exact_only) {
+            for p in &e.patterns {
+                vocab.extend(words(p));
+            }
+            for c in &e.code_forms {
+                let w = &c.1.compact;
+                if w.len() >= 4 && w.bytes().all(|b| b.is_ascii_lowercase()) {
+                    vocab.insert(w.clone());
+                }
+            }
+        }
+        Ok(Catalogue {
+            entries,
+            vocab: vocab.into_iter().collect(),
+        })
     }
 
     /// The entry with this exact key.
@@ -267,6 +374,7 @@ impl Catalogue {
 static CATALOGUE: OnceLock<Result<Catalogue, CatalogueError>> = OnceLock::new();
 static EMPTY: Catalogue = Catalogue {
     entries: Vec::new(),
+    vocab: Vec::new(),
 };
 
 /// The embedded catalogue, parsed once. If the embedded data were broken (a unit test guards

@@ -371,6 +371,7 @@ fn oom_system(s: &KernelSample) -> Option<Finding> {
     .command("ps -eo pid,rss,comm --sort=-rss | head -n 15")
     .command("ps -o args= -C kubelet | tr ' ' '\\n' | grep -E 'reserved|--config'")
     .source(HANDBOOK, SECTION_CRASHLOOP)
+    .see_also(see_also::OOM_SYSTEM)
     .see_also(see_also::OOM_KILLED)
     .see_also(see_also::CRASH_LOOP)
     .into()
@@ -499,6 +500,7 @@ fn oom_cgroup(g: &OomGroup, window: u64, t: &Thresholds) -> Finding {
         f = f.command(c);
     }
     f.source(HANDBOOK, SECTION_CRASHLOOP)
+        .see_also(see_also::OOM_CGROUP)
         .see_also(see_also::OOM_KILLED)
         .see_also(see_also::CRASH_LOOP)
 }
@@ -695,6 +697,7 @@ fn hung_task(h: &HungGroup, s: &KernelSample, t: &Thresholds) -> Finding {
     } else {
         f.source(HANDBOOK, SECTION_LOAD)
     };
+    f = f.see_also(see_also::HUNG_TASK);
     if runtime {
         f = f
             .see_also(see_also::TERMINATING)
@@ -910,7 +913,8 @@ fn listen_drops(l: &ListenDelta, t: &Thresholds) -> Option<Finding> {
             syn = syn,
             acc = acc
         ))
-        .source(HANDBOOK, SECTION_HEALTH),
+        .source(HANDBOOK, SECTION_HEALTH)
+        .see_also(see_also::SYN_BACKLOG),
     )
 }
 
