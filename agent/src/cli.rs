@@ -20,7 +20,7 @@ pub const EXIT_USAGE: i32 = 64;
     propagate_version = true
 )]
 pub struct Cli {
-    /// Where the host's `/` is mounted (`/host` in a pod).
+    /// Where the host's / is mounted (/host in a pod).
     #[arg(
         long,
         global = true,
@@ -65,7 +65,7 @@ pub struct Cli {
     )]
     pub log_format: LogFormat,
 
-    /// Log level or tracing filter (`info`, `debug`, `node_doctor=debug`) [default: info for
+    /// Log level or tracing filter (info, debug, node_doctor=debug) [default: info for
     /// serve, error for check, whose report is on stdout].
     #[arg(long, global = true, env = "NODE_DOCTOR_LOG_LEVEL", value_parser = parse_log_level, value_name = "LEVEL")]
     pub log_level: Option<String>,
@@ -367,7 +367,7 @@ pub struct ServeArgs {
     #[arg(long, env = "NODE_DOCTOR_INTERVAL", default_value = "15s", value_parser = parse_duration, value_name = "DURATION")]
     pub interval: Duration,
 
-    /// Per-collector interval, e.g. `disk=60s` (repeat, or comma-separated).
+    /// Per-collector interval, e.g. disk=60s (repeat, or comma-separated).
     #[arg(
         long = "collector-interval",
         env = "NODE_DOCTOR_COLLECTOR_INTERVAL",
@@ -378,7 +378,7 @@ pub struct ServeArgs {
     pub collector_intervals: Vec<(String, Duration)>,
 
     /// File holding a bearer token (one line, at least 16 bytes, re-read on SIGHUP); when
-    /// set, /findings, /metrics, /explain and / require `Authorization: Bearer <token>`
+    /// set, /findings, /metrics, /explain and / require "Authorization: Bearer <token>"
     /// (/healthz and /readyz stay open).
     #[arg(long, env = "NODE_DOCTOR_AUTH_TOKEN_FILE", value_name = "FILE")]
     pub auth_token_file: Option<PathBuf>,

@@ -29,7 +29,7 @@ Exit codes:
   2   the worst finding is critical
   3   node-doctor itself failed (missing, empty or wrong --host-root; cannot write the report)
   4   nothing above info, but a collector did not complete (timed out, failed, or could not
-      read all of its sources); 5 and 6 are 1 and 2 with the same caveat. `rc & 4` is set
+      read all of its sources); 5 and 6 are 1 and 2 with the same caveat. rc & 4 is set
       whenever the check was incomplete; the report names each such collector and why
   64  bad usage (unknown flag, bad value, unknown collector)";
 

@@ -666,15 +666,9 @@ mod tests {
         ];
         let v = see_also_json(&keys, Lang::Zh);
         assert_eq!(v.as_array().unwrap().len(), 1);
-        assert_eq!(v[0]["key"], "FailedCreatePodSandBox");
-        assert_eq!(
-            v[0]["title"],
-            "Pod 沙箱创建失败：磁盘满、内存碎片化或其他原因"
-        );
-        assert_eq!(
-            v[0]["source"]["section"],
-            "Pod 一直处于 ContainerCreating 或 Waiting 状态"
-        );
+        assert_eq!(v[0]["key"], "disk-full");
+        assert_eq!(v[0]["title"], "节点磁盘已满（no space left on device）");
+        assert_eq!(v[0]["source"]["section"], "节点磁盘爆满排障处理");
     }
 
     #[test]

@@ -229,7 +229,7 @@ mod tests {
         assert!(p.contains("[CRITICAL]"));
         assert!(!p.contains("<script"));
         assert!(
-            p.contains("<a href=\"/explain?q=FailedCreatePodSandBox&amp;lang=en\">"),
+            p.contains("<a href=\"/explain?q=disk-full&amp;lang=en\">"),
             "{p}"
         );
         assert!(p.contains("<a href=\"/explain?q=exit-code%3A137&amp;lang=en\">"));

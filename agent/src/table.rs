@@ -325,7 +325,7 @@ pub(crate) mod tests {
         assert!(out.contains("source: 002_af370464fa0f13dd.txt § 节点磁盘爆满排障处理"));
         let link = out
             .lines()
-            .find(|l| l.starts_with("  see also: node-doctor explain FailedCreatePodSandBox ("))
+            .find(|l| l.starts_with("  see also: node-doctor explain disk-full ("))
             .unwrap_or_else(|| panic!("no see-also line naming the catalogue entry:\n{out}"));
         assert!(link.ends_with(')') && link.len() > 60, "{link}");
         assert!(out.contains("unavailable  "));

@@ -207,10 +207,7 @@ fn real_check_tmpfs_docker_root_at_97_percent_is_critical_exit_2() {
     );
     assert!(!commands(f).is_empty());
     // Linked to the catalogue's "no space left on device" sandbox failure.
-    assert_eq!(
-        crate::see_also::assert_links_resolve(f),
-        vec!["FailedCreatePodSandBox"]
-    );
+    assert_eq!(crate::see_also::assert_links_resolve(f), vec!["disk-full"]);
     // Critical finding: exit code 2.
     assert_eq!(code, 2, "{v:#}");
 }

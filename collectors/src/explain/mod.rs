@@ -36,9 +36,9 @@ use text::{CodeForm, Compact};
 /// Keys node findings put in `Finding::see_also` to link to the catalogue entry that shares
 /// their cause. Each resolves with [`lookup_key`] (a test checks it).
 pub mod see_also {
-    /// A full runtime or kubelet disk. The key names the generic `FailedCreatePodSandBox`
-    /// entry, whose first candidate cause is `disk-full`.
-    pub const DISK_FULL: &str = "FailedCreatePodSandBox";
+    /// A full runtime or kubelet disk (`no space left on device`; the handbook's first cause
+    /// of a `FailedCreatePodSandBox`, a Pod stuck ContainerCreating or Terminating).
+    pub const DISK_FULL: &str = "disk-full";
     /// Memory fragmentation: `page allocation failure`, runc `exit status 6`.
     pub const MEMORY_FRAGMENTATION: &str = "page-allocation-failure";
     /// iptables-restore could not take /run/xtables.lock (old iptables without `-w`).
@@ -71,6 +71,12 @@ pub mod see_also {
     pub const TERMINATING: &str = "pod-status:Terminating";
     /// kube-proxy reused a closed HTTP/2 connection to the API server.
     pub const KUBE_PROXY_STALE_CONNECTION: &str = "kube-proxy-http2-stale-connection";
+    /// kube-proxy 1.18's nil pointer panic at first start (kubernetes issue 89729).
+    pub const KUBE_PROXY_PANIC_NIL_POINTER: &str = "kube-proxy-panic-nil-pointer";
+    /// kube-proxy's repeated `slice bounds out of range` panic parsing iptables-save.
+    pub const KUBE_PROXY_PANIC_SLICE_BOUNDS: &str = "kube-proxy-panic-slice-bounds";
+    /// A memory limit written in the wrong unit (`1024m` is 1.024 bytes, not 1 GiB).
+    pub const MEMORY_LIMIT_UNIT: &str = "memory-limit-unit";
 
     /// Every key above.
     pub const ALL: &[&str] = &[
@@ -91,6 +97,9 @@ pub mod see_also {
         CONTAINER_CREATING,
         TERMINATING,
         KUBE_PROXY_STALE_CONNECTION,
+        KUBE_PROXY_PANIC_NIL_POINTER,
+        KUBE_PROXY_PANIC_SLICE_BOUNDS,
+        MEMORY_LIMIT_UNIT,
     ];
 }
 

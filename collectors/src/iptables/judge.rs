@@ -590,7 +590,7 @@ fn log_rule(kind: LogKind) -> LogRule {
                 ("Only 1.18 clusters are affected: upgrade kube-proxy to v1.18.4-tke.26 or later.", "仅 1.18 集群受影响：将 kube-proxy 升到 v1.18.4-tke.26 及以上。"),
             ],
             section: SEC_PANIC_FIRST,
-            see_also: None,
+            see_also: Some(see_also::KUBE_PROXY_PANIC_NIL_POINTER),
         },
         LogKind::PanicSliceBounds => LogRule {
             id: "iptables.kube_proxy_panic",
@@ -602,7 +602,7 @@ fn log_rule(kind: LogKind) -> LogRule {
                 ("By TKE cluster version: 1.14 -> upgrade kube-proxy to v1.14.3-tke.27 or later; 1.12 -> v1.12.4-tke.31 or later; other versions are not affected.", "按 TKE 集群版本：1.14 将 kube-proxy 升到 v1.14.3-tke.27 及以上；1.12 升到 v1.12.4-tke.31 及以上；其他版本不受影响。"),
             ],
             section: SEC_PANIC_LOOP,
-            see_also: None,
+            see_also: Some(see_also::KUBE_PROXY_PANIC_SLICE_BOUNDS),
         },
     }
 }

@@ -579,6 +579,7 @@ fn tiny_limit(p: &TinyPod, t: &Thresholds) -> Finding {
         f = f.command(cmd!("cat {file}", file = file));
     }
     f.source(HANDBOOK, SECTION_CREATING)
+        .see_also(see_also::MEMORY_LIMIT_UNIT)
         .see_also(see_also::CONTAINER_CREATING)
 }
 

@@ -173,6 +173,7 @@ fn exhaustion(sample: &MemorySample, t: &Thresholds) -> Option<Finding> {
         .command("cat /sys/fs/cgroup/memory/kubepods/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/kubepods.slice/memory.max")
         .source(HANDBOOK, SECTION_CRASHLOOP)
         // Processes the OOM killer ends exit with 137; their pods go to CrashLoopBackOff.
+        .see_also(see_also::OOM_SYSTEM)
         .see_also(see_also::OOM_KILLED)
         .see_also(see_also::CRASH_LOOP),
     )
@@ -384,7 +385,7 @@ fn allocation_failures(sample: &MemorySample, node_name: &str) -> Option<Finding
     if !runtimes.is_empty() {
         f = f
             .evidence("container_runtime_tasks", runtimes.join(", "))
-            // Not FailedCreatePodSandBox: that entry explains a full disk.
+            // The Pod state the operator sees (the sandbox entry is generic).
             .see_also(see_also::CONTAINER_CREATING);
     }
     f = f.step(Text::new(

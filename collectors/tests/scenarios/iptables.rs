@@ -520,7 +520,7 @@ fn every_kube_proxy_message_maps_to_its_fix() {
             "kube-proxy 首次启动发生 panic，重启后正常",
             "v1.18.4-tke.26",
             1.0,
-            None,
+            Some(see_also::KUBE_PROXY_PANIC_NIL_POINTER),
         ),
         (
             "iptables.kube_proxy_panic",
@@ -529,7 +529,7 @@ fn every_kube_proxy_message_maps_to_its_fix() {
             "kube-proxy 不间断 panic",
             "v1.14.3-tke.27",
             1.0,
-            None,
+            Some(see_also::KUBE_PROXY_PANIC_SLICE_BOUNDS),
         ),
     ];
     for (id, subject, sev, section, fix, count, key) in expect {

@@ -345,8 +345,11 @@ fn tiny_limit_cgroup_v2_systemd_tree() {
     let f = tiny[0];
     assert_eq!(f.subject, UID);
     assert_eq!(f.severity, Severity::Critical);
-    // ContainerCreating, not the catalogue's disk-full sandbox entry.
-    assert_eq!(f.see_also, vec![see_also::CONTAINER_CREATING]);
+    // The handbook's `1024m` mistake, then ContainerCreating (not the disk-full entry).
+    assert_eq!(
+        f.see_also,
+        vec![see_also::MEMORY_LIMIT_UNIT, see_also::CONTAINER_CREATING]
+    );
     assert_eq!(f.evidence["limit_bytes"].as_f64(), Some(1.0));
     assert_eq!(
         f.evidence["threshold_bytes"].as_f64(),

@@ -208,8 +208,16 @@ fn low_order0_and_low_mem_available_is_exhaustion_not_fragmentation() {
     );
     let f = find(&c, "memory.exhaustion").expect("exhaustion finding");
     assert_eq!(f.severity, Severity::Critical);
-    // The OOM kills that follow exhaustion: exit code 137, CrashLoopBackOff.
-    assert_eq!(f.see_also, vec![see_also::OOM_KILLED, see_also::CRASH_LOOP]);
+    // The system OOM kills that follow exhaustion: the kernel line, exit code 137,
+    // CrashLoopBackOff.
+    assert_eq!(
+        f.see_also,
+        vec![
+            see_also::OOM_SYSTEM,
+            see_also::OOM_KILLED,
+            see_also::CRASH_LOOP
+        ]
+    );
     assert_eq!(
         f.evidence["mem_available_bytes"].as_f64(),
         Some(80_100.0 * 1024.0)
