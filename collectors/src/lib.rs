@@ -24,7 +24,9 @@ pub mod proc;
 pub mod runtime;
 pub mod sys;
 
-pub use collector::{CollectContext, Collection, Collector, Status, Transition, TransitionLog};
+pub use collector::{
+    CollectContext, Collection, Collector, HostNetns, Status, Transition, TransitionLog,
+};
 pub use error::ReadError;
 pub use finding::{Evidence, Finding, Lang, Remediation, Severity, Source, Text};
 pub use host::HostPaths;
