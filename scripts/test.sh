@@ -19,10 +19,13 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(
     fio        # load: real-kernel test, direct-IO writes that make a disk busy
     sysstat    # load: iostat -dx measures the same window to cross-check the busy figures
-    iptables   # conntrack: real-kernel NAT test in a network namespace
-    iproute2   # conntrack: ip netns
+    iptables   # conntrack: real-kernel NAT test in a network namespace; e2e as_deployed:
+               # iptables-legacy (a legacy table and a conntrack rule in the staged node)
+    iproute2   # conntrack: ip netns; e2e as_deployed: ip link (loopback of the namespaces)
     util-linux # iptables: flock holds the xtables lock, unshare; e2e deploy test: unshare,
-               # mount, mountpoint (read-only host root in a private mount namespace)
+               # mountpoint (read-only host root in a private mount namespace); e2e
+               # as_deployed: unshare, nsenter, setpriv (the manifest's capabilities), findmnt
+    mount      # e2e deploy and as_deployed tests: mount (bind mounts, read-only remounts)
     coreutils  # sleep, date, mktemp, tee used by tests and scripts
     procps     # /proc tools (ps, free, vmstat) for reproducing a test's host situation by hand
     busybox-static # hostile-name tests: a static sh in a chroot runs every printed command

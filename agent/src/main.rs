@@ -7,6 +7,7 @@ mod exit;
 mod explain_cmd;
 mod html;
 mod metrics;
+mod netns;
 mod registry;
 mod report;
 mod scheduler;
@@ -76,6 +77,7 @@ fn main() -> ExitCode {
     }
     let ctx = CollectContext {
         node_name: node_name(cli.node_name.as_deref(), host.root()),
+        host_netns: netns::detect(&host),
     };
     let opts: CollectorOptions = cli.tuning.options();
 

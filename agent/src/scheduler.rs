@@ -418,6 +418,7 @@ pub(crate) mod fakes {
     pub fn ctx() -> CollectContext {
         CollectContext {
             node_name: "node-a".into(),
+            host_netns: collectors::HostNetns::NotProcfs,
         }
     }
 

@@ -83,6 +83,7 @@ fn fake_node() -> tempfile::TempDir {
 fn run(label: &str, host: HostPaths, iterations: u32) {
     let ctx = CollectContext {
         node_name: "bench".into(),
+        host_netns: collectors::HostNetns::Same,
     };
     let mut c = ConntrackCollector::new(host, ConntrackConfig::default());
     let (c0, w0) = (cpu(), Instant::now());
@@ -110,6 +111,7 @@ fn run(label: &str, host: HostPaths, iterations: u32) {
 fn run_races(label: &str, root: &std::path::Path, iterations: u32) {
     let ctx = CollectContext {
         node_name: "bench".into(),
+        host_netns: collectors::HostNetns::Same,
     };
     let stat_path = root.join("proc/1/net/stat/nf_conntrack");
     let base = std::fs::read_to_string(&stat_path).unwrap();

@@ -74,6 +74,7 @@ fn run(label: &str, root: &Path, avail_percent: u64, cycles: usize) {
     });
     let ctx = CollectContext {
         node_name: "bench-node".into(),
+        host_netns: collectors::HostNetns::Same,
     };
     let mut cpus = Vec::new();
     let mut walls = Vec::new();

@@ -109,6 +109,7 @@ fn main() {
     let t = fake_root();
     let ctx = CollectContext {
         node_name: "bench".into(),
+        host_netns: collectors::HostNetns::Same,
     };
     let mut k = KernelCollector::new(HostPaths::new(t.path()), KernelConfig::default());
     let mut cycles = 0;

@@ -50,6 +50,7 @@ fn kill_all(children: &mut Vec<Child>) {
 fn main() {
     let ctx = CollectContext {
         node_name: "bench".into(),
+        host_netns: collectors::HostNetns::Same,
     };
     let root = nix::unistd::Uid::effective().is_root();
     println!("load bench (root: {root})");

@@ -101,6 +101,47 @@ impl Collection {
 pub struct CollectContext {
     /// The Kubernetes node name (`NODE_NAME`, else the hostname), for `kubectl drain <node>`.
     pub node_name: String,
+    /// Whether node-doctor's own network namespace is the host's (the agent finds out once at
+    /// start; collectors never look at their own process).
+    pub host_netns: HostNetns,
+}
+
+/// Whether node-doctor runs in the host's network namespace.
+///
+/// Most per-network-namespace files have a per-process path, `<root>/proc/1/net/*`, that shows
+/// the host's namespace (pid 1's) to any reader. Per-namespace sysctls do not: `/proc/sys/net/*`
+/// always shows the namespace of the process that reads it, and there is no
+/// `/proc/<pid>/sys`. So `net.core.somaxconn` read by a pod without `hostNetwork` is the pod's
+/// own value, and a collector reports such a reading as the host's only when [`Self::Same`]
+/// (or when the host root is staged files, [`Self::NotProcfs`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostNetns {
+    /// The agent is in pid 1's network namespace (`hostNetwork: true`, or run on the node).
+    Same,
+    /// The agent has a network namespace of its own (a pod without `hostNetwork`).
+    Different,
+    /// `<root>/proc` is a procfs, but neither pid 1's namespace link nor its `net/dev` entry
+    /// could be compared with the agent's own.
+    Unknown,
+    /// `<root>/proc` is not a procfs (a staged host root in tests): its files are what they
+    /// are, whoever reads them.
+    NotProcfs,
+}
+
+impl HostNetns {
+    /// True when `<root>/proc/sys/net/*` describes the host's network namespace.
+    pub fn sysctls_are_hosts(self) -> bool {
+        matches!(self, HostNetns::Same | HostNetns::NotProcfs)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HostNetns::Same => "same",
+            HostNetns::Different => "different",
+            HostNetns::Unknown => "unknown",
+            HostNetns::NotProcfs => "not-procfs",
+        }
+    }
 }
 
 /// A collector samples the host and judges its samples into findings.

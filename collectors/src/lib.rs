@@ -32,7 +32,9 @@ pub mod sanitize;
 pub mod shell;
 pub mod sys;
 
-pub use collector::{CollectContext, Collection, Collector, Status, Transition, TransitionLog};
+pub use collector::{
+    CollectContext, Collection, Collector, HostNetns, Status, Transition, TransitionLog,
+};
 pub use error::ReadError;
 pub use finding::{Evidence, Finding, Lang, Remediation, Severity, Source, Text};
 pub use host::HostPaths;

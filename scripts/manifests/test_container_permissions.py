@@ -2,8 +2,8 @@
 together they are enough, for the reads the collectors make of other processes.
 
 A runc container is built from the rendered DaemonSet's container (uid, capabilities,
-no-new-privileges, read-only root, host pid namespace, the /dev/kmsg mount, runc's default
-device rules) and reads a process owned by another user (uid 65534). Root only; needs runc
+no-new-privileges, read-only root, host pid and network namespaces, the /dev/kmsg mount,
+runc's default device rules) and reads a process owned by another user (uid 65534). Root only; needs runc
 (Debian `runc`) and a static busybox (Debian `busybox-static`): ND_RUNC / ND_BUSYBOX, or on
 PATH. validate-manifests.sh provides both. Skipped, saying why, when unavailable.
 """
@@ -77,6 +77,8 @@ def run_probes(caps, target_pid, tmp):
     cfg["root"]["readonly"] = sc["readOnlyRootFilesystem"]
     if pod.get("hostPID"):
         cfg["linux"]["namespaces"] = [n for n in cfg["linux"]["namespaces"] if n["type"] != "pid"]
+    if pod.get("hostNetwork"):
+        cfg["linux"]["namespaces"] = [n for n in cfg["linux"]["namespaces"] if n["type"] != "network"]
     mounts = {m["name"]: m for m in ctr["volumeMounts"]}
     for vol in pod["volumes"]:
         hp = vol.get("hostPath")

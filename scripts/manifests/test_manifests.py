@@ -60,10 +60,23 @@ def test_every_namespaced_object_is_in_the_node_doctor_namespace():
             assert d["metadata"].get("namespace") == NAMESPACE, d["kind"]
 
 
-def test_daemonset_sees_host_processes_but_keeps_its_own_network_and_ipc():
+def test_daemonset_shares_the_host_pid_and_network_namespaces_but_not_ipc():
     assert POD["hostPID"] is True
-    assert POD.get("hostNetwork", False) is False
+    # Per-network-namespace sysctls are only the host's when read from the host's namespace
+    # (docs/deploy.md, "Network namespace"); with hostNetwork the pod must ask for cluster DNS
+    # explicitly, or ClusterFirst silently becomes the node's resolv.conf.
+    assert POD["hostNetwork"] is True
+    assert POD["dnsPolicy"] == "ClusterFirstWithHostNet"
     assert POD.get("hostIPC", False) is False
+
+
+def test_every_host_namespace_is_justified_in_a_comment():
+    """`hostPID:` and `hostNetwork:` in the source are directly preceded by a comment."""
+    lines = open(os.path.join(ROOT, "manifests/base/daemonset.yaml"), encoding="utf-8").read().splitlines()
+    for key in ("hostPID", "hostNetwork"):
+        idx = [i for i, l in enumerate(lines) if l.strip().startswith(f"{key}:")]
+        assert len(idx) == 1, key
+        assert lines[idx[0] - 1].strip().startswith("#"), f"{key} has no justification comment"
 
 
 def test_no_api_access():

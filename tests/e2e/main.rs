@@ -1,6 +1,7 @@
 //! End-to-end tests, one binary (as ripgrep gathers its integration tests): they drive the
 //! built `node-doctor` against fake host roots built by the tests.
 
+mod as_deployed;
 mod check;
 mod deploy;
 mod explain;

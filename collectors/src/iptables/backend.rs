@@ -1,6 +1,9 @@
 //! Which iptables backend the host uses, found without executing anything:
-//! - `/proc/net/ip_tables_names`: the legacy (x_tables) tables loaded in the kernel; non-empty
-//!   means something on the node wrote rules through the legacy backend;
+//! - `/proc/net/ip_tables_names`: the legacy (x_tables) tables loaded in the host's network
+//!   namespace; non-empty means something on the node wrote rules through the legacy backend.
+//!   Tables are per network namespace and `/proc/net` is the reader's, so it is read as
+//!   `/proc/1/net/ip_tables_names` (pid 1's namespace), which is the host's whatever
+//!   node-doctor's own namespace is;
 //! - the `/usr/sbin/iptables` symlink chain (alternatives): `iptables-nft`/`xtables-nft-multi`
 //!   is the nft backend, `iptables-legacy`/`xtables-legacy-multi`/`xtables-multi` is legacy.
 
@@ -45,9 +48,10 @@ pub fn parse_table_names(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// Reads `<root>/proc/net/ip_tables_names`; `None` when absent (`ip_tables` not loaded).
-pub fn legacy_tables(host: &HostPaths) -> Option<Vec<String>> {
-    let path = host.proc_file("net/ip_tables_names");
+/// Reads `<root>/proc/<pid>/net/ip_tables_names`, the tables of `pid`'s network namespace
+/// (pid 1: the host's); `None` when absent (`ip_tables` not loaded).
+pub fn legacy_tables(host: &HostPaths, pid: u32) -> Option<Vec<String>> {
+    let path = host.proc_pid(pid).join("net/ip_tables_names");
     let text = crate::hostfs::read_text(&path, crate::hostfs::cap::VALUE).ok()?;
     Some(parse_table_names(&text))
 }

@@ -240,7 +240,7 @@ impl IptablesCollector {
 
     fn backend_facts(&self) -> BackendFacts {
         BackendFacts {
-            legacy_tables: backend::legacy_tables(&self.host),
+            legacy_tables: backend::legacy_tables(&self.host, self.config.reference_pid),
             binary: self
                 .config
                 .iptables_binaries

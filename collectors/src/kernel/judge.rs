@@ -887,14 +887,8 @@ fn listen_drops(l: &ListenDelta, t: &Thresholds) -> Option<Finding> {
     if let Some(v) = l.somaxconn {
         f = f.evidence("somaxconn", v);
     }
-    let syn = l
-        .tcp_max_syn_backlog
-        .unwrap_or(1024)
-        .max(128)
-        .saturating_mul(2);
-    let acc = l.somaxconn.unwrap_or(4096).max(128).saturating_mul(2);
-    Some(
-        f.step(Text::new(
+    f = f
+        .step(Text::new(
             "When many connections arrive at once and the SYN backlog or accept queue is too short, the kernel drops new connections; probes from kubelet are among them and the pod is marked unhealthy or restarted.",
             "短时间内新建连接很多而 SYN backlog 或 accept 队列太短时，内核会丢弃新连接；kubelet 的探测连接也在其中，Pod 因此被判为不健康或被重启。",
         ))
@@ -908,14 +902,21 @@ fn listen_drops(l: &ListenDelta, t: &Thresholds) -> Option<Finding> {
         ))
         .command("netstat -s | grep -i -E 'listen|TCPBacklogDrop'")
         .command("ss -lnt")
-        .command("sysctl net.ipv4.tcp_max_syn_backlog net.core.somaxconn")
-        .command(cmd!(
+        .command("sysctl net.ipv4.tcp_max_syn_backlog net.core.somaxconn");
+    // The new values double the host's current ones: only when both are known to be the
+    // host's (not read, or node-doctor's own network namespace's: no advice from a guess).
+    if let (Some(syn), Some(acc)) = (l.tcp_max_syn_backlog, l.somaxconn) {
+        let syn = syn.max(128).saturating_mul(2);
+        let acc = acc.max(128).saturating_mul(2);
+        f = f.command(cmd!(
             "sysctl -w net.ipv4.tcp_max_syn_backlog={syn} net.core.somaxconn={acc}",
             syn = syn,
             acc = acc
-        ))
-        .source(HANDBOOK, SECTION_HEALTH)
-        .see_also(see_also::SYN_BACKLOG),
+        ));
+    }
+    Some(
+        f.source(HANDBOOK, SECTION_HEALTH)
+            .see_also(see_also::SYN_BACKLOG),
     )
 }
 
@@ -1017,6 +1018,25 @@ mod tests {
             ..l
         };
         assert!(listen_drops(&quiet, &Thresholds::default()).is_none());
+        // Sysctls not known to be the host's (node-doctor in its own network namespace): the
+        // drops are still reported, but no sysctl value and no `sysctl -w` from a guess.
+        let unknown = ListenDelta {
+            somaxconn: None,
+            tcp_max_syn_backlog: None,
+            ..l
+        };
+        let f = listen_drops(&unknown, &Thresholds::default()).unwrap();
+        assert!(!f.evidence.contains_key("somaxconn"));
+        assert!(!f.evidence.contains_key("tcp_max_syn_backlog"));
+        assert!(
+            f.remediation
+                .commands
+                .iter()
+                .all(|c| !c.contains("sysctl -w")),
+            "{:?}",
+            f.remediation.commands
+        );
+        assert!(f.summary.en.contains("somaxconn=?"), "{}", f.summary.en);
     }
 
     #[test]

@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Instant;
 
-use crate::collector::{CollectContext, Collection, Collector, Status};
+use crate::collector::{CollectContext, Collection, Collector, HostNetns, Status};
 use crate::disk::{self, DiskConfig, FsUsage};
 use crate::finding::Finding;
 use crate::host::HostPaths;
@@ -382,8 +382,9 @@ impl KernelCollector {
             .collect()
     }
 
-    /// Listen-queue counter deltas since the previous call (none at the first).
-    fn listen_delta(&mut self, status: &mut Status) -> Option<ListenDelta> {
+    /// Listen-queue counter deltas since the previous call (none at the first). The SYN
+    /// backlog sysctls come with them only when they are the host's (`host_netns`).
+    fn listen_delta(&mut self, status: &mut Status, host_netns: HostNetns) -> Option<ListenDelta> {
         let path = netstat::path(&self.host, 1);
         let counters = match netstat::read(&path) {
             Ok(n) => netstat::listen_counters(&n)?,
@@ -406,8 +407,12 @@ impl KernelCollector {
             listen_overflows: d(counters.listen_overflows, prev.listen_overflows),
             backlog_drop: d(counters.backlog_drop, prev.backlog_drop),
             interval_seconds: now.duration_since(then).as_secs_f64(),
-            somaxconn: tasks::sysctl(&self.host, "net/core/somaxconn"),
-            tcp_max_syn_backlog: tasks::sysctl(&self.host, "net/ipv4/tcp_max_syn_backlog"),
+            somaxconn: tasks::net_sysctl(&self.host, host_netns, "net/core/somaxconn"),
+            tcp_max_syn_backlog: tasks::net_sysctl(
+                &self.host,
+                host_netns,
+                "net/ipv4/tcp_max_syn_backlog",
+            ),
         };
         self.totals.backlog_drop = self.totals.backlog_drop.saturating_add(delta.total());
         Some(delta)
@@ -546,7 +551,10 @@ impl Collector for KernelCollector {
             "node memory is not sized",
         );
         let kubepods = memcg::kubepods_limit(&host);
-        let listen = self.listen_delta(&mut status);
+        if let Some(reason) = net_sysctls_reason(ctx.host_netns) {
+            status = status.worst(Status::Degraded(reason.to_string()));
+        }
+        let listen = self.listen_delta(&mut status, ctx.host_netns);
         let pids =
             unless_broken(tasks::tasks(&host), &mut status, "PID use is not judged").map(|t| {
                 PidUsage {
@@ -607,6 +615,24 @@ fn unless_broken<T>(
                 .worst(Status::Degraded(format!("{e}; {unjudged}")));
             None
         }
+    }
+}
+
+/// Why the per-network-namespace sysctls (`somaxconn`, `tcp_max_syn_backlog`) are not the
+/// host's, when they are not: a `degraded` reason, the same on every run.
+pub fn net_sysctls_reason(host_netns: HostNetns) -> Option<&'static str> {
+    match host_netns {
+        HostNetns::Same | HostNetns::NotProcfs => None,
+        HostNetns::Different => Some(
+            "somaxconn/tcp_max_syn_backlog are node-doctor's own network namespace's, not the host's: \
+             run with hostNetwork: true; listen drops are still the host's (/proc/1/net/netstat) but \
+             are judged without these sysctls and without sysctl advice",
+        ),
+        HostNetns::Unknown => Some(
+            "cannot tell whether node-doctor is in the host's network namespace (pid 1's ns/net link \
+             and net/dev entry could not be compared with its own), so somaxconn/tcp_max_syn_backlog \
+             are not reported as the host's: run with hostPID and CAP_SYS_PTRACE, and hostNetwork: true",
+        ),
     }
 }
 

@@ -3,7 +3,12 @@
 //! - `/proc/stat` `procs_blocked`: tasks in uninterruptible sleep (D state) right now;
 //! - `/proc/sys/...` single-integer sysctls (`kernel/pid_max`, `kernel/threads-max`,
 //!   `net/core/somaxconn`, `net/ipv4/tcp_max_syn_backlog`).
+//!
+//! `/proc/sys/net/*` shows the network namespace of the process reading it (there is no
+//! `/proc/<pid>/sys`): those are the host's only when node-doctor is in the host's namespace,
+//! which [`net_sysctl`] checks.
 
+use crate::collector::HostNetns;
 use crate::host::HostPaths;
 use crate::proc::{loadavg, stat};
 use crate::ReadError;
@@ -14,6 +19,16 @@ pub fn sysctl(host: &HostPaths, rest: &str) -> Option<u64> {
         crate::hostfs::read_text(&host.proc_file("sys").join(rest), crate::hostfs::cap::VALUE)
             .ok()?;
     text.trim().parse().ok()
+}
+
+/// A per-network-namespace sysctl (`net/...`) of the host: read only when `<root>/proc/sys/net`
+/// shows the host's namespace ([`HostNetns::sysctls_are_hosts`]); `None` otherwise, so that
+/// node-doctor's own namespace's value is never reported as the node's.
+pub fn net_sysctl(host: &HostPaths, host_netns: HostNetns, rest: &str) -> Option<u64> {
+    if !host_netns.sysctls_are_hosts() {
+        return None;
+    }
+    sysctl(host, rest)
 }
 
 /// Total tasks from `<root>/proc/loadavg`.
@@ -49,5 +64,20 @@ mod tests {
         assert_eq!(sysctl(&host, "kernel/pid_max"), Some(4194304));
         assert_eq!(sysctl(&host, "kernel/threads-max"), None);
         assert_eq!(sysctl(&host, "net/core/somaxconn"), None);
+    }
+
+    #[test]
+    fn net_sysctls_only_from_the_hosts_network_namespace() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("proc/sys/net/core/somaxconn");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, "4096\n").unwrap();
+        let host = HostPaths::new(t.path());
+        let read = |n| net_sysctl(&host, n, "net/core/somaxconn");
+        assert_eq!(read(HostNetns::Same), Some(4096));
+        assert_eq!(read(HostNetns::NotProcfs), Some(4096));
+        // The agent's own namespace's value: never reported as the host's.
+        assert_eq!(read(HostNetns::Different), None);
+        assert_eq!(read(HostNetns::Unknown), None);
     }
 }

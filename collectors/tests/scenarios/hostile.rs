@@ -29,6 +29,7 @@ const CID: &str = "3f4e5d6c7b8a99887766554433221100ffeeddccbbaa00112233445566778
 fn hostile_ctx() -> CollectContext {
     CollectContext {
         node_name: hostile("node"),
+        host_netns: collectors::HostNetns::NotProcfs,
     }
 }
 

@@ -690,7 +690,10 @@ fn legacy_tables_on_an_nft_host() {
     let h = FakeHost::new();
     h.write("/run/xtables.lock", "");
     h.write("/proc/locks", "");
-    h.write("/proc/net/ip_tables_names", "nat\nfilter\n");
+    // Tables are per network namespace: pid 1's are the host's; /proc/net is the reader's own
+    // (a pod without hostNetwork has none) and must not be what is reported.
+    h.write("/proc/1/net/ip_tables_names", "nat\nfilter\n");
+    h.write("/proc/net/ip_tables_names", "");
     h.write("/usr/sbin/xtables-nft-multi", "");
     h.symlink("xtables-nft-multi", "/usr/sbin/iptables-nft");
     h.symlink("/usr/sbin/iptables-nft", "/etc/alternatives/iptables");
@@ -717,7 +720,7 @@ fn legacy_tables_on_an_nft_host() {
     let h2 = FakeHost::new();
     h2.write("/run/xtables.lock", "");
     h2.write("/proc/locks", "");
-    h2.write("/proc/net/ip_tables_names", "filter\n");
+    h2.write("/proc/1/net/ip_tables_names", "filter\n");
     h2.write("/usr/sbin/xtables-multi", "");
     h2.symlink("xtables-multi", "/usr/sbin/iptables");
     let out = IptablesCollector::new(h2.host(), fast_config()).collect(&ctx());
@@ -737,7 +740,7 @@ fn legacy_tables_on_an_nft_host() {
     let h4 = FakeHost::new();
     h4.write("/run/xtables.lock", "");
     h4.write("/proc/locks", "");
-    h4.write("/proc/net/ip_tables_names", "");
+    h4.write("/proc/1/net/ip_tables_names", "");
     let out = IptablesCollector::new(h4.host(), fast_config()).collect(&ctx());
     let info = find(&out, "iptables.backend", "").expect("backend info");
     assert_eq!(

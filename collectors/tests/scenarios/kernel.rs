@@ -8,7 +8,9 @@ use std::time::Duration;
 use collectors::disk::FsUsage;
 use collectors::explain::see_also;
 use collectors::kernel::{KernelCollector, KernelConfig};
-use collectors::{Collection, Collector, Finding, HostPaths, Severity, Status};
+use collectors::{
+    CollectContext, Collection, Collector, Finding, HostNetns, HostPaths, Severity, Status,
+};
 
 use crate::support::{self, FakeHost};
 
@@ -610,6 +612,59 @@ fn listen_drops_from_netstat_deltas() {
         Status::Degraded(m) => assert!(m.contains("net/netstat"), "{m}"),
         s => panic!("{s:?}"),
     }
+}
+
+/// node-doctor in a network namespace of its own (a pod without hostNetwork): the listen
+/// counters are still the host's (`/proc/1/net/netstat`), but `<root>/proc/sys/net/*` is the
+/// pod's own namespace, so its somaxconn is neither reported as the node's nor used for the
+/// `sysctl -w` advice, and the status says why.
+#[test]
+fn sysctls_of_another_network_namespace_are_not_the_hosts() {
+    let h = host("");
+    h.write("/proc/1/net/netstat", netstat(1532, 1532, 77));
+    let ctx = CollectContext {
+        host_netns: HostNetns::Different,
+        ..support::ctx()
+    };
+    let mut k = collector(&h);
+    let first = k.collect(&ctx);
+    let reason = match &first.status {
+        Status::Degraded(m) => m.clone(),
+        s => panic!("{s:?}"),
+    };
+    assert!(
+        reason.contains("node-doctor's own network namespace's, not the host's")
+            && reason.contains("hostNetwork: true"),
+        "{reason}"
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    h.write("/proc/1/net/netstat", netstat(1532 + 40, 1532 + 40, 77 + 5));
+    let c = k.collect(&ctx);
+    assert_eq!(
+        c.status,
+        Status::Degraded(reason.clone()),
+        "same reason every run"
+    );
+    let f = find(&c, "kernel.listen_drops", "").unwrap_or_else(|| panic!("{:?}", ids(&c)));
+    assert_eq!(f.evidence["dropped"].as_f64(), Some(45.0));
+    assert!(!f.evidence.contains_key("somaxconn"), "{:?}", f.evidence);
+    assert!(!f.evidence.contains_key("tcp_max_syn_backlog"));
+    assert!(
+        cmds(f).iter().all(|c| !c.contains("sysctl -w")),
+        "{:?}",
+        cmds(f)
+    );
+    // Unknown: not reported as the host's either, with its own reason.
+    let unknown = CollectContext {
+        host_netns: HostNetns::Unknown,
+        ..support::ctx()
+    };
+    match collector(&h).collect(&unknown).status {
+        Status::Degraded(m) => assert!(m.contains("cannot tell"), "{m}"),
+        s => panic!("{s:?}"),
+    }
+    // The same host in the host's namespace: ok.
+    assert_eq!(collector(&h).collect(&support::ctx()).status, Status::Ok);
 }
 
 #[test]

@@ -96,6 +96,8 @@ impl FakeHost {
 pub fn ctx() -> CollectContext {
     CollectContext {
         node_name: "node-1".to_string(),
+        // Staged host roots: their files are what they are.
+        host_netns: collectors::HostNetns::NotProcfs,
     }
 }
 
