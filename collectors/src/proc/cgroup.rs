@@ -215,6 +215,18 @@ mod tests {
     }
 
     #[test]
+    fn cgroup_v2_systemd_crio() {
+        // CRI-O with the systemd cgroup manager: the scope is `crio-<id>.scope`.
+        let text = format!(
+            "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod0a1b2c3d_0000_1111_2222_333344445555.slice/crio-{CID}.scope\n"
+        );
+        let pod = parse(&text).pod().cloned().unwrap();
+        assert_eq!(pod.uid, "0a1b2c3d-0000-1111-2222-333344445555");
+        assert_eq!(pod.qos, QosClass::Burstable);
+        assert_eq!(pod.container_id.as_deref(), Some(CID));
+    }
+
+    #[test]
     fn host_processes() {
         assert_eq!(
             parse("0::/system.slice/mysqld.service\n"),
