@@ -7,11 +7,17 @@
 # 2. runs every check, even after one fails, timing each:
 #      cargo fmt --all --check
 #      cargo clippy --workspace --all-targets -- -D warnings
-#      scripts/validate-manifests.sh   (installs its own tools: a Python virtualenv from PyPI,
-#                                       Debian binaries unpacked into a cache dir)
+#      scripts/validate-manifests.sh   (installs its own tools on first use, printing each
+#                                       package as it goes: a Python virtualenv from PyPI and
+#                                       Debian binaries, all cached in $ND_CACHE_DIR, default
+#                                       ~/.cache/node-doctor-validate)
 #      cargo test --workspace          (last, so its result lines close the output)
 # 3. prints a table of the steps and one closing line with cargo test's totals, and exits
 #    non-zero when any step failed.
+#
+# It leaves no temporary file or directory behind: its own log and the manifest renders are
+# removed at exit. Downloads are cached in one directory, $ND_CACHE_DIR (the Debian packages
+# of step 1 go where apt-get puts them, cargo's crates to ~/.cargo).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,10 +52,14 @@ for p in "${APT_PACKAGES[@]}"; do
 done
 if ((${#missing[@]})); then
     if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
-        echo "test.sh: installing ${missing[*]}"
+        echo "test.sh: installing ${#missing[@]} Debian packages: ${missing[*]}"
+        t0=$SECONDS
+        echo "test.sh:   apt-get update"
         apt-get update -qq
+        echo "test.sh:   apt-get install"
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
             "${missing[@]}" >/dev/null || { echo "test.sh: apt-get install failed" >&2; exit 1; }
+        echo "test.sh:   installed in $((SECONDS - t0)) s"
     else
         echo "test.sh: missing Debian packages (tests that need them skip): ${missing[*]}" >&2
     fi

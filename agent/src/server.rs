@@ -171,7 +171,7 @@ pub fn handle(app: &App, req: &Request<Incoming>) -> Resp {
         "/metrics" => respond(
             StatusCode::OK,
             crate::metrics::CONTENT_TYPE,
-            published.metrics.clone(),
+            crate::metrics::with_process(published.generation, &published.metrics),
         ),
         "/findings" => match checked_filter(req.uri().query(), &published.snapshot) {
             Err(msg) => text(StatusCode::BAD_REQUEST, format!("{msg}\n")),

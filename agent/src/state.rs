@@ -16,6 +16,20 @@ use time::OffsetDateTime;
 
 use crate::scheduler::{Outcome, RunReport};
 
+/// Logs a finding's transition at the level of its severity: `info` findings are news, not
+/// trouble, so they log at info; warning and critical ones at warn. (`tracing` needs the level
+/// at compile time, hence the match.)
+macro_rules! log_at {
+    ($severity:expr, $($rest:tt)+) => {
+        match $severity {
+            collectors::Severity::Info => tracing::info!($($rest)+),
+            collectors::Severity::Warning | collectors::Severity::Critical => {
+                tracing::warn!($($rest)+)
+            }
+        }
+    };
+}
+
 /// A finding that is currently active.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Active {
@@ -142,7 +156,8 @@ impl State {
             match self.active.get_mut(&key) {
                 Some(a) => {
                     if a.finding.severity != finding.severity {
-                        tracing::warn!(
+                        log_at!(
+                            finding.severity,
                             collector,
                             id = finding.id.as_str(),
                             subject = finding.subject.as_str(),
@@ -156,7 +171,8 @@ impl State {
                     a.last_seen = now;
                 }
                 None => {
-                    tracing::warn!(
+                    log_at!(
+                        finding.severity,
                         collector,
                         id = finding.id.as_str(),
                         subject = finding.subject.as_str(),
@@ -291,6 +307,62 @@ mod tests {
         assert_eq!(s.findings[0].finding.severity, Severity::Critical);
         assert_eq!(s.findings[1].first_seen, t(30) + Duration::from_millis(2));
         assert_eq!(s.findings[0].first_seen, t(0) + Duration::from_millis(2));
+    }
+
+    #[test]
+    fn finding_transitions_log_at_the_level_of_their_severity() {
+        use std::sync::{Arc, Mutex};
+        #[derive(Clone, Default)]
+        struct Buf(Arc<Mutex<Vec<u8>>>);
+        impl std::io::Write for Buf {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let buf = Buf::default();
+        let w = buf.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || w.clone())
+            .with_ansi(false)
+            .without_time()
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            let names = vec!["kernel".to_string()];
+            let mut st = State::new("n", &names);
+            let info = || finding("kernel.oom_cgroup", "pod a", Severity::Info);
+            let warn = || finding("kernel.oom_cgroup", "pod a", Severity::Warning);
+            let crit = || finding("kernel.hung_task", "pid 7", Severity::Critical);
+            st.apply("kernel", done(with(Status::Ok, vec![info(), crit()])), t(0));
+            st.apply(
+                "kernel",
+                done(with(Status::Ok, vec![warn(), crit()])),
+                t(15),
+            );
+            st.apply(
+                "kernel",
+                done(with(Status::Ok, vec![info(), crit()])),
+                t(30),
+            );
+        });
+        let logs = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+        let level = |needle: &str, id: &str| -> Vec<String> {
+            logs.lines()
+                .filter(|l| l.contains(needle) && l.contains(id))
+                .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
+                .collect()
+        };
+        assert_eq!(level("finding appeared", "oom_cgroup"), ["INFO"], "{logs}");
+        assert_eq!(level("finding appeared", "hung_task"), ["WARN"], "{logs}");
+        // info -> warning warns; warning -> info is back to info.
+        assert_eq!(
+            level("changed severity", "oom_cgroup"),
+            ["WARN", "INFO"],
+            "{logs}"
+        );
     }
 
     #[test]

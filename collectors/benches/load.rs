@@ -1,6 +1,7 @@
 //! Bench of the `load` collector on the real host (run as root for /proc/<pid>/io):
 //! - CPU time of one collection with 2,000 extra processes (spawned `sleep`s);
-//! - resident memory over 1,000 collections with process churn (20 sleepers replaced per cycle).
+//! - resident memory over 1,000 collections with process churn (20 sleepers replaced per cycle);
+//! - CPU time of parsing one `/proc/<pid>/stat` line (procfs-core behind `pid::parse_stat`).
 //!
 //! `cargo bench -p collectors --bench load`
 
@@ -54,6 +55,18 @@ fn main() {
     };
     let root = nix::unistd::Uid::effective().is_root();
     println!("load bench (root: {root})");
+    // Our own stat line: the bench measures parsing, any real line will do.
+    let line = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
+    let n = 200_000;
+    let t = cpu_seconds();
+    for _ in 0..n {
+        let s = collectors::proc::pid::parse_stat(std::hint::black_box(&line));
+        assert!(s.is_ok());
+    }
+    println!(
+        "parse one /proc/<pid>/stat line: {:.0} ns CPU (mean of {n})",
+        (cpu_seconds() - t) * 1e9 / f64::from(n)
+    );
     let mut kids: Vec<Child> = (0..2000).map(|_| sleeper()).collect();
     std::thread::sleep(Duration::from_millis(300));
     let pids = collectors::proc::pid::list_pids(&collectors::HostPaths::new("/"))

@@ -2,7 +2,8 @@
 
 Run by scripts/validate-manifests.sh on the rendered overlay (ND_RENDERED, everything the
 project ships) with ND_ROOT the repository root; renders it with `kubectl kustomize` itself
-when ND_RENDERED is unset.
+when ND_RENDERED is unset. The Kubernetes-version overlays are read from
+ND_RENDERED_1_25_1_29 and ND_RENDERED_RRO, or rendered the same way.
 """
 import copy
 import os
@@ -21,19 +22,24 @@ NAMESPACE = "node-doctor"
 ALLOWED_CAPS = {"SYS_PTRACE", "DAC_READ_SEARCH", "SYSLOG"}
 
 
-def _render():
-    path = os.environ.get("ND_RENDERED")
+def _render(env="ND_RENDERED", overlay="prometheus-operator"):
+    path = os.environ.get(env)
     if path:
         with open(path, encoding="utf-8") as f:
             text = f.read()
     else:
         text = subprocess.run(
-            ["kubectl", "kustomize", os.path.join(ROOT, "manifests/overlays/prometheus-operator")],
+            ["kubectl", "kustomize", os.path.join(ROOT, "manifests/overlays", overlay)],
             check=True, capture_output=True, text=True).stdout
     return [d for d in yaml.safe_load_all(text) if d]
 
 
 DOCS = _render()
+# The base alone: everything the prometheus-operator overlay ships but its two CRD objects.
+BASE = [d for d in DOCS if d["kind"] not in ("PodMonitor", "PrometheusRule")]
+OLD_K8S = _render("ND_RENDERED_1_25_1_29", "k8s-1.25-1.29")
+RRO = _render("ND_RENDERED_RRO", "recursive-read-only")
+APPARMOR_ANNOTATION = "container.apparmor.security.beta.kubernetes.io/"
 
 
 def one(kind):
@@ -168,6 +174,67 @@ def test_host_mounts_are_read_only():
     assert root["mountPropagation"] == "HostToContainer"
     assert volumes["kmsg"]["hostPath"] == {"path": "/dev/kmsg", "type": "CharDevice"}
     assert mounts["kmsg"]["mountPath"] == "/dev/kmsg"
+
+
+def _key(d):
+    return (d["kind"], d["metadata"]["name"])
+
+
+def _daemonset(docs):
+    found = [d for d in docs if d["kind"] == "DaemonSet"]
+    assert len(found) == 1
+    return found[0]
+
+
+def _same_objects_but_the_daemonset(docs, expected_ds):
+    """docs are the base's objects, the DaemonSet replaced by expected_ds."""
+    want = [expected_ds if d["kind"] == "DaemonSet" else d for d in BASE]
+    assert sorted(docs, key=_key) == sorted(want, key=_key)
+
+
+def test_overlay_1_25_1_29_is_the_base_with_apparmor_as_an_annotation():
+    ds = _daemonset(OLD_K8S)
+    ctr = ds["spec"]["template"]["spec"]["containers"][0]
+    assert "appArmorProfile" not in ctr["securityContext"]
+    assert "appArmorProfile" not in ds["spec"]["template"]["spec"].get("securityContext", {})
+    ann = ds["spec"]["template"]["metadata"]["annotations"]
+    assert ann[APPARMOR_ANNOTATION + ctr["name"]] == "unconfined"
+    # The base says the same in the 1.30 field; nothing else differs.
+    assert SC["appArmorProfile"] == {"type": "Unconfined"}
+    expected = copy.deepcopy(DS)
+    del expected["spec"]["template"]["spec"]["containers"][0]["securityContext"]["appArmorProfile"]
+    expected["spec"]["template"]["metadata"]["annotations"][APPARMOR_ANNOTATION + CTR["name"]] = "unconfined"
+    _same_objects_but_the_daemonset(OLD_K8S, expected)
+
+
+def test_base_uses_the_field_not_the_deprecated_annotation():
+    ann = DS["spec"]["template"]["metadata"].get("annotations", {})
+    assert not [k for k in ann if k.startswith(APPARMOR_ANNOTATION)]
+
+
+def test_overlay_recursive_read_only_is_the_base_with_the_host_root_recursively_read_only():
+    ds = _daemonset(RRO)
+    mounts = {m["name"]: m for m in ds["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]}
+    root = mounts["host-root"]
+    assert root["readOnly"] is True
+    assert root["recursiveReadOnly"] == "Enabled"
+    expected = copy.deepcopy(DS)
+    m = {x["name"]: x for x in expected["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]}
+    m["host-root"]["mountPropagation"] = "None"
+    m["host-root"]["recursiveReadOnly"] = "Enabled"
+    _same_objects_but_the_daemonset(RRO, expected)
+
+
+@pytest.mark.parametrize("docs", [DOCS, OLD_K8S, RRO], ids=["base", "k8s-1.25-1.29", "recursive-read-only"])
+def test_recursive_read_only_mounts_follow_the_api_rules(docs):
+    """The API server refuses recursiveReadOnly (Enabled or IfPossible) unless the mount is
+    readOnly and its propagation None (or unset); a schema does not check that."""
+    for m in _daemonset(docs)["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]:
+        rro = m.get("recursiveReadOnly", "Disabled")
+        assert rro in ("Disabled", "IfPossible", "Enabled"), m
+        if rro != "Disabled":
+            assert m.get("readOnly") is True, m
+            assert m.get("mountPropagation", "None") == "None", m
 
 
 def test_scrape_annotations_match_the_port():

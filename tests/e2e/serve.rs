@@ -210,6 +210,141 @@ fn metrics_parse_as_prometheus_text() {
     }
 }
 
+/// Fields 14 (utime) and 15 (stime), 20 (threads) and 22 (starttime) of /proc/<pid>/stat.
+fn pid_stat(pid: u32) -> (u64, u64, u64) {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let rest: Vec<u64> = text[text.rfind(')').unwrap() + 2..]
+        .split(' ')
+        .skip(1)
+        .map(|f| f.trim().parse::<i64>().map_or(0, |v| v.max(0) as u64))
+        .collect();
+    // rest[0] is field 4.
+    (rest[10] + rest[11], rest[16], rest[18])
+}
+
+/// A `Key:   N kB` (or plain `N`) line of /proc/<pid>/status.
+fn pid_status(pid: u32, key: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix(key))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {key} in status"))
+}
+
+#[test]
+fn process_metrics_match_the_running_agent() {
+    use nix::unistd::{sysconf, SysconfVar};
+    let tps = sysconf(SysconfVar::CLK_TCK).unwrap().unwrap() as f64;
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let root = FakeRoot::quiet();
+    let s = Server::start(root.root(), &[]);
+    s.wait_ready(30);
+    let pid = s.pid();
+    // Work the agent until it has used some CPU time (a few ticks), so the comparison is of
+    // a figure that moved.
+    for _ in 0..5000 {
+        if pid_stat(pid).0 >= 5 {
+            break;
+        }
+        s.get("/findings?severity=critical");
+    }
+    let fds = || {
+        std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .unwrap()
+            .count() as f64
+    };
+    let (ticks_before, threads_before, starttime) = pid_stat(pid);
+    let (rss_before, vm_before, fds_before) =
+        (pid_status(pid, "VmRSS:"), pid_status(pid, "VmSize:"), fds());
+    let text = s.get("/metrics").text();
+    let (ticks_after, threads_after, _) = pid_stat(pid);
+    let (rss_after, vm_after, fds_after) =
+        (pid_status(pid, "VmRSS:"), pid_status(pid, "VmSize:"), fds());
+    let e = parse_exposition(&text).unwrap_or_else(|err| panic!("{err}\n{text}"));
+    let one = |name: &str| -> f64 {
+        let v = e.find(name);
+        assert_eq!(v.len(), 1, "{name} in\n{text}");
+        v[0].value
+    };
+    for (family, kind) in [
+        ("process_cpu_seconds", "counter"),
+        ("process_resident_memory_bytes", "gauge"),
+        ("process_virtual_memory_bytes", "gauge"),
+        ("process_open_fds", "gauge"),
+        ("process_max_fds", "gauge"),
+        ("process_start_time_seconds", "gauge"),
+        ("process_threads", "gauge"),
+    ] {
+        assert_eq!(
+            e.types.get(family).map(String::as_str),
+            Some(kind),
+            "{family}"
+        );
+    }
+    // CPU: the agent read its own ticks between our two readings.
+    let cpu = one("process_cpu_seconds_total");
+    assert!(ticks_before >= 5, "the agent used {ticks_before} ticks");
+    assert!(
+        ticks_before as f64 / tps - 1e-9 <= cpu && cpu <= ticks_after as f64 / tps + 1e-9,
+        "cpu {cpu} s outside [{ticks_before}, {ticks_after}] ticks at {tps}/s"
+    );
+    // Memory: /proc/<pid>/status around the scrape, with room for the response's buffers.
+    let within = |v: f64, a: u64, b: u64, slack: f64| {
+        let (lo, hi) = (a.min(b) as f64 * 1024.0, a.max(b) as f64 * 1024.0);
+        lo - slack <= v && v <= hi + slack
+    };
+    let rss = one("process_resident_memory_bytes");
+    assert!(
+        within(rss, rss_before, rss_after, 2.0 * 1048576.0),
+        "rss {rss} vs VmRSS {rss_before}..{rss_after} kB"
+    );
+    let vm = one("process_virtual_memory_bytes");
+    assert!(
+        within(vm, vm_before, vm_after, 64.0 * 1048576.0),
+        "vsize {vm} vs VmSize {vm_before}..{vm_after} kB"
+    );
+    // Descriptors: the entries of /proc/<pid>/fd (the scrape's connection and the agent's
+    // listing of its own fd directory come and go around it).
+    let open = one("process_open_fds");
+    assert!(
+        fds_before.min(fds_after) - 3.0 <= open && open <= fds_before.max(fds_after) + 3.0,
+        "open fds {open} vs {fds_before}..{fds_after}"
+    );
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let soft: f64 = limits
+        .lines()
+        .find_map(|l| l.strip_prefix("Max open files"))
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    assert_eq!(one("process_max_fds"), soft);
+    // Start time: btime + starttime ticks, and within a second or two of our own clock.
+    let btime: f64 = std::fs::read_to_string("/proc/stat")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap();
+    let start = one("process_start_time_seconds");
+    assert!(
+        (start - (btime + starttime as f64 / tps)).abs() < 0.01,
+        "{start}"
+    );
+    assert!(
+        started - 2.0 <= start && start <= started + 30.0,
+        "start {start}, test began at {started}"
+    );
+    let threads = one("process_threads");
+    assert!(
+        threads >= 2.0 && threads <= threads_before.max(threads_after) as f64 + 16.0,
+        "threads {threads}"
+    );
+}
+
 #[test]
 fn health_readiness_html_404_405() {
     let root = FakeRoot::quiet();

@@ -302,7 +302,8 @@ mod tests {
         std::fs::create_dir_all(&d).unwrap();
         std::fs::write(
             d.join("stat"),
-            format!("{pid} (w) {state} 1 1 1 0 -1 0 0 0 0 0 {ticks} 0 0 0 20 0 1 0 77 0 0\n"),
+            // The 44 fields of a 3.x+ kernel (procfs-core needs at least the first 37).
+            format!("{pid} (w) {state} 1 1 1 0 -1 0 0 0 0 0 {ticks} 0 0 0 20 0 1 0 77 0 0 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n"),
         )
         .unwrap();
         std::fs::write(

@@ -7,6 +7,8 @@
 //!
 //! Column `i` counts free blocks of `2^i` contiguous pages. The number of orders depends on the
 //! kernel configuration (`MAX_ORDER`: 11 on x86-64, up to 14 elsewhere): any number is accepted.
+//!
+//! Our own parser: `procfs-core` has no model of `buddyinfo`.
 
 use crate::host::HostPaths;
 use crate::ReadError;

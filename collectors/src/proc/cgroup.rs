@@ -6,6 +6,11 @@
 //! - cgroupfs: `/kubepods/burstable/pod<uid>/<container-id>`, `/kubepods/pod<uid>/<id>` (Guaranteed)
 //! - systemd:  `/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod<uid_with_underscores>.slice/cri-containerd-<id>.scope`
 //!   (also `docker-<id>.scope`, `crio-<id>.scope`, and `kubepods-pod<uid>.slice` for Guaranteed).
+//!
+//! The file's line split (`id:controllers:path`) is ours too: the work here is classifying the
+//! path, which `procfs-core` does not do, and its `ProcessCGroups` refuses the whole file for
+//! one line it cannot read, where this classifies from the lines it can (test
+//! `procfs_core_refuses_the_file_for_one_bad_line`).
 
 use crate::host::HostPaths;
 
@@ -170,6 +175,16 @@ mod tests {
     }
 
     #[test]
+    fn procfs_core_refuses_the_file_for_one_bad_line() {
+        use procfs_core::FromRead;
+        let text = format!(
+            "x:pids:/\n11:memory:/kubepods/burstable/pod5d5b3b8a-6c1f-4f7e-9a57-1b2c3d4e5f60/{CID}\n"
+        );
+        assert!(procfs_core::ProcessCGroups::from_read(text.as_bytes()).is_err());
+        assert!(parse(&text).is_kubernetes());
+    }
+
+    #[test]
     fn cgroup_v1_guaranteed_without_qos_segment() {
         let text =
             format!("4:cpu,cpuacct:/kubepods/pod0a1b2c3d-0000-1111-2222-333344445555/{CID}\n");
@@ -196,6 +211,18 @@ mod tests {
         );
         let pod = parse(&text).pod().cloned().unwrap();
         assert_eq!(pod.qos, QosClass::Guaranteed);
+        assert_eq!(pod.container_id.as_deref(), Some(CID));
+    }
+
+    #[test]
+    fn cgroup_v2_systemd_crio() {
+        // CRI-O with the systemd cgroup manager: the scope is `crio-<id>.scope`.
+        let text = format!(
+            "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod0a1b2c3d_0000_1111_2222_333344445555.slice/crio-{CID}.scope\n"
+        );
+        let pod = parse(&text).pod().cloned().unwrap();
+        assert_eq!(pod.uid, "0a1b2c3d-0000-1111-2222-333344445555");
+        assert_eq!(pod.qos, QosClass::Burstable);
         assert_eq!(pod.container_id.as_deref(), Some(CID));
     }
 

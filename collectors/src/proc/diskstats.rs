@@ -5,6 +5,10 @@
 //! Fields: major minor name, reads, reads merged, sectors read, ms reading, writes, writes
 //! merged, sectors written, ms writing, in flight, ms doing IO (io_ticks), weighted ms, then
 //! discards (4), then flushes (2). Sectors are 512 bytes whatever the device's block size.
+//!
+//! Each line is parsed by `procfs-core` ([`procfs_core::DiskStat::from_line`]); the 7-field
+//! partition lines of 2.6 kernels, which it refuses, are skipped here first (test
+//! `procfs_core_refuses_2_6_partition_lines`).
 
 use std::path::Path;
 
@@ -39,46 +43,36 @@ pub struct DiskStat {
 
 /// Parses one line; `Ok(None)` for the old 7-field partition lines.
 pub fn parse_line(line: &str) -> Result<Option<DiskStat>, String> {
-    let f: Vec<&str> = line.split_whitespace().collect();
-    if f.len() == 7 {
+    let fields = line.split_whitespace().count();
+    if fields == 7 {
         return Ok(None);
     }
-    if f.len() < 14 {
-        return Err(format!("{} fields, need 14, 18 or 20", f.len()));
+    if fields < 14 {
+        return Err(format!("{fields} fields, need 14, 18 or 20"));
     }
-    let n = |i: usize| -> Result<u64, String> {
-        f[i].parse::<u64>()
-            .map_err(|e| format!("field {} ({:?}): {e}", i + 1, f[i]))
-    };
-    let opt = |i: usize| -> Result<Option<u64>, String> {
-        if i < f.len() {
-            n(i).map(Some)
-        } else {
-            Ok(None)
-        }
-    };
-    let small = |i: usize| -> Result<u32, String> {
-        u32::try_from(n(i)?).map_err(|e| format!("field {}: {e}", i + 1))
+    let d = procfs_core::DiskStat::from_line(line).map_err(|e| super::core_error(&e))?;
+    let dev = |what: &str, n: i32| -> Result<u32, String> {
+        u32::try_from(n).map_err(|_| format!("{what} {n} is negative"))
     };
     Ok(Some(DiskStat {
-        major: small(0)?,
-        minor: small(1)?,
-        name: f[2].to_string(),
-        reads: n(3)?,
-        reads_merged: n(4)?,
-        sectors_read: n(5)?,
-        read_ms: n(6)?,
-        writes: n(7)?,
-        writes_merged: n(8)?,
-        sectors_written: n(9)?,
-        write_ms: n(10)?,
-        in_flight: n(11)?,
-        io_ticks_ms: n(12)?,
-        weighted_ms: n(13)?,
-        discards: opt(14)?,
-        discard_ms: opt(17)?,
-        flushes: opt(18)?,
-        flush_ms: opt(19)?,
+        major: dev("major", d.major)?,
+        minor: dev("minor", d.minor)?,
+        name: d.name,
+        reads: d.reads,
+        reads_merged: d.merged,
+        sectors_read: d.sectors_read,
+        read_ms: d.time_reading,
+        writes: d.writes,
+        writes_merged: d.writes_merged,
+        sectors_written: d.sectors_written,
+        write_ms: d.time_writing,
+        in_flight: d.in_progress,
+        io_ticks_ms: d.time_in_progress,
+        weighted_ms: d.weighted_time_in_progress,
+        discards: d.discards,
+        discard_ms: d.time_discarding,
+        flushes: d.flushes,
+        flush_ms: d.time_flushing,
     }))
 }
 
@@ -160,6 +154,18 @@ mod tests {
         ] {
             assert!(parse(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn procfs_core_refuses_2_6_partition_lines() {
+        // Why parse_line skips 7-field lines before handing a line to procfs-core.
+        assert!(procfs_core::DiskStat::from_line(DS_2618_PART.trim_end()).is_err());
+        assert_eq!(parse_line(DS_2618_PART).unwrap(), None);
+    }
+
+    #[test]
+    fn a_negative_device_number_is_an_error() {
+        assert!(parse("-8 0 sda 0 0 0 0 0 0 0 0 0 0 0").is_err());
     }
 
     proptest::proptest! {

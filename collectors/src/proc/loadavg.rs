@@ -1,6 +1,12 @@
 //! `/proc/loadavg`: the 1, 5 and 15 minute load averages and the runnable/total task counts.
+//!
+//! Parsed by `procfs-core` ([`procfs_core::LoadAverage`]). It reads the averages as `f32`; the
+//! kernel prints them with two decimals (`LOAD_INT.LOAD_FRAC`), so they are rounded back to
+//! hundredths here and `0.27` stays `0.27`, not `0.2700000107`.
 
 use std::path::Path;
+
+use procfs_core::FromRead;
 
 use crate::error::ReadError;
 use crate::hostfs::{self, cap};
@@ -19,30 +25,21 @@ pub struct Loadavg {
 
 /// Parses the text of `/proc/loadavg` (`0.27 0.41 0.18 3/99 9544`).
 pub fn parse(text: &str) -> Result<Loadavg, String> {
-    let mut f = text.split_whitespace();
-    let mut load = |name: &str| -> Result<f64, String> {
-        let v = f
-            .next()
-            .ok_or_else(|| format!("missing {name}"))?
-            .parse::<f64>()
-            .map_err(|e| format!("{name}: {e}"))?;
+    let l = procfs_core::LoadAverage::from_read(text.as_bytes())
+        .map_err(|e| format!("{} in {text:?}", super::core_error(&e)))?;
+    let load = |name: &str, v: f32| -> Result<f64, String> {
         if v.is_finite() && v >= 0.0 {
-            Ok(v)
+            Ok((f64::from(v) * 100.0).round() / 100.0)
         } else {
-            Err(format!("{name}: out of range"))
+            Err(format!("{name} {v} is out of range"))
         }
     };
-    let load1 = load("load1")?;
-    let load5 = load("load5")?;
-    let load15 = load("load15")?;
-    let tasks = f.next().ok_or("missing running/total")?;
-    let (r, t) = tasks.split_once('/').ok_or("running/total without '/'")?;
     Ok(Loadavg {
-        load1,
-        load5,
-        load15,
-        running: r.parse().map_err(|e| format!("running: {e}"))?,
-        total: t.parse().map_err(|e| format!("total: {e}"))?,
+        load1: load("load1", l.one)?,
+        load5: load("load5", l.five)?,
+        load15: load("load15", l.fifteen)?,
+        running: u64::from(l.cur),
+        total: u64::from(l.max),
     })
 }
 
@@ -67,6 +64,13 @@ mod tests {
         // The handbook's node (top: load average 34.64, 35.80, 35.76; 679 tasks), Linux 3.x/4.x.
         let h = parse("34.64 35.80 35.76 2/679 31245\n").unwrap();
         assert_eq!((h.load1, h.total), (34.64, 679));
+    }
+
+    #[test]
+    fn keeps_the_kernels_two_decimals() {
+        // procfs-core reads f32: without rounding, 1234.56 would read 1234.56005859375.
+        let l = parse("1234.56 999.99 0.01 1/2 3\n").unwrap();
+        assert_eq!((l.load1, l.load5, l.load15), (1234.56, 999.99, 0.01));
     }
 
     #[test]

@@ -15,7 +15,9 @@
 //! locks, `0` for a holder outside our pid namespace), `major:minor:inode` (major and minor in
 //! hex, inode in decimal), start and end (`EOF` or an offset).
 //!
-//! The procfs crate drops the `->` marker, which is why this is our own parser.
+//! Our own parser: `procfs-core`'s `Lock` drops the `->` marker, so a blocked waiter reads
+//! as one more holder of the same file, and the `iptables` collector's question is exactly
+//! who holds the xtables lock and who waits for it (test `procfs_core_loses_the_waiter_marker`).
 
 use crate::host::HostPaths;
 use crate::ReadError;
@@ -280,6 +282,21 @@ mod tests {
 1: -> POSIX  ADVISORY  WRITE 11224 00:31:2 0 EOF
 1:  -> POSIX  ADVISORY  WRITE 11225 00:31:2 0 EOF
 ";
+
+    #[test]
+    fn procfs_core_loses_the_waiter_marker() {
+        use procfs_core::FromRead;
+        let core = procfs_core::Locks::from_read(LINUX_6_18.as_bytes()).unwrap();
+        // Lines 5 (holder 9870) and 6 (waiter 9945) come out the same but for the pid.
+        let (holder, waiter) = (&core.0[4], &core.0[5]);
+        assert_eq!((holder.pid, waiter.pid), (Some(9870), Some(9945)));
+        assert_eq!(
+            (holder.inode, holder.offset_first, holder.offset_last),
+            (waiter.inode, waiter.offset_first, waiter.offset_last)
+        );
+        let ours = parse(LINUX_6_18).unwrap();
+        assert!(!ours[4].waiter && ours[5].waiter);
+    }
 
     #[test]
     fn parses_real_6_18_holders_and_waiters() {

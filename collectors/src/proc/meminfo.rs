@@ -1,4 +1,10 @@
 //! `<root>/proc/meminfo`: `Key:   value kB` lines.
+//!
+//! Our own parser: `procfs-core`'s `Meminfo` refuses a text that lacks any of 15 keys the
+//! collectors never read (`Buffers`, `Slab`, `VmallocChunk`...), keeps only the keys it has a
+//! field for, and panics on a key that ends in a multi-byte character (it cuts the `:` off by
+//! byte). Here every `Key: value` line is kept and only `MemTotal` is required (tests
+//! `procfs_core_needs_keys_we_do_not_use`, `procfs_core_panics_on_a_non_ascii_key`).
 
 use std::collections::BTreeMap;
 
@@ -122,6 +128,24 @@ Cached:           200000 kB
         assert!(parse("").is_err());
         assert!(parse("MemTotal: x kB").is_err());
         assert!(parse(&format!("MemTotal: {} kB", u64::MAX)).is_err());
+    }
+
+    #[test]
+    fn procfs_core_needs_keys_we_do_not_use() {
+        use procfs_core::FromRead;
+        assert!(procfs_core::Meminfo::from_read(REAL_6_18.as_bytes()).is_err());
+        assert!(parse(REAL_6_18).is_ok());
+    }
+
+    #[test]
+    fn procfs_core_panics_on_a_non_ascii_key() {
+        let bad = "MemTotal: 1 kB\nMemé 1\n";
+        let core = std::panic::catch_unwind(|| {
+            use procfs_core::FromRead;
+            let _ = procfs_core::Meminfo::from_read(bad.as_bytes());
+        });
+        assert!(core.is_err(), "procfs-core no longer panics on {bad:?}");
+        assert_eq!(parse(bad).unwrap().mem_total_bytes(), Some(1024));
     }
 
     proptest::proptest! {

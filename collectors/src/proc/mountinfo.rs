@@ -5,6 +5,11 @@
 //! `36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue`
 //! Mount points, roots and sources escape space, tab, newline and backslash as `\040`, `\011`,
 //! `\012`, `\134` (octal).
+//!
+//! Our own parser: `procfs-core`'s `MountInfo` leaves those escapes in the mount point
+//! (`/mnt/data\040disk` is not the directory `/mnt/data disk` that a path lookup walks), turns
+//! the option lists into hash maps (the order the kernel printed is lost) and a `none` source
+//! into no source (test `procfs_core_keeps_octal_escapes`).
 
 use std::path::{Component, Path, PathBuf};
 
@@ -187,6 +192,17 @@ mod tests {
     // The example line of Documentation/filesystems/proc.rst.
     const KERNEL_DOC: &str =
         "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue\n";
+
+    #[test]
+    fn procfs_core_keeps_octal_escapes() {
+        let line = TKE_4_14.lines().last().unwrap();
+        let core = procfs_core::process::MountInfo::from_line(line).unwrap();
+        assert_eq!(core.mount_point, PathBuf::from("/mnt/data\\040disk"));
+        assert_eq!(core.mount_source.as_deref(), Some("/dev/vdc\\040x"));
+        let ours = &parse(line).unwrap()[0];
+        assert_eq!(ours.mount_point, PathBuf::from("/mnt/data disk"));
+        assert_eq!(ours.source, "/dev/vdc x");
+    }
 
     #[test]
     fn parses_real_6_18_text() {

@@ -4,6 +4,11 @@
 //! drops`. Addresses are hexadecimal: IPv4 as one 32-bit word and IPv6 as four, each word
 //! printed as the CPU reads the network-order bytes from memory (so `0100007F` is 127.0.0.1 on
 //! the little-endian machines we run on); the port is plain big-endian hex (`0035` = 53).
+//!
+//! Our own parser: `procfs-core`'s `UdpNetEntries` has no `drops` column (our
+//! [`UdpSocket::drops`]), and it drops the first line as the header without looking at it, so
+//! a table without its header line loses a socket silently; here only a line that starts with
+//! `sl` is a header (test `procfs_core_drops_the_first_line_unseen`).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::Path;
@@ -164,6 +169,25 @@ mod tests {
         assert_eq!(s[0].drops, None);
         assert!(listens_on(&s, "169.254.20.10:53".parse().unwrap()));
         assert!(!listens_on(&s, "[fd00::a]:53".parse().unwrap()));
+    }
+
+    #[test]
+    #[cfg(target_endian = "little")]
+    fn procfs_core_drops_the_first_line_unseen() {
+        use procfs_core::FromReadSI;
+        let si = procfs_core::ExplicitSystemInfo {
+            boot_time_secs: 0,
+            ticks_per_second: 100,
+            page_size: 4096,
+            is_little_endian: true,
+        };
+        // The 169.254.20.10:53 line of LINUX_6_18_V4, without the header.
+        let line = LINUX_6_18_V4.lines().nth(2).unwrap();
+        assert!(line.contains("0A14FEA9:0035"), "{line}");
+        let core = procfs_core::net::UdpNetEntries::from_read(line.as_bytes(), &si).unwrap();
+        assert!(core.0.is_empty());
+        let ours = parse(line).unwrap();
+        assert_eq!(ours[0].local, "169.254.20.10:53".parse().unwrap());
     }
 
     #[test]

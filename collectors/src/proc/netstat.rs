@@ -5,6 +5,8 @@
 //!
 //! Read `<root>/proc/1/net/netstat` for the host's namespace (pid 1 lives in it), never
 //! `/proc/net/netstat`, which is the agent's own namespace.
+//!
+//! `procfs-core` has no model of `netstat`, so the text goes to our `snmp` parser.
 
 use std::path::{Path, PathBuf};
 

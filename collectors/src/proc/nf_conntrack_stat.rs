@@ -9,6 +9,8 @@
 //!
 //! `entries` is the namespace's entry count (the same on every CPU line, not summed); every
 //! other column is a per-CPU counter, summed here across CPUs.
+//!
+//! Our own parser: `procfs-core` has no model of `net/stat/nf_conntrack`.
 
 use std::path::Path;
 

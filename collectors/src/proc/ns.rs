@@ -3,6 +3,7 @@
 //! The kernel shows each namespace as a symlink whose text is `<type>:[<inode>]`, e.g.
 //! `net:[4026531840]`; two processes share a namespace when the inodes are equal. The text is
 //! read with `readlink` (not `stat`), so fake host roots can stage namespaces as plain symlinks.
+//! `procfs-core` parses no link text (its `procfs` half reads links of the agent's own `/proc`).
 
 use crate::host::HostPaths;
 

@@ -1,5 +1,9 @@
 //! Per-process files under `<root>/proc/<pid>/`: listing pids, `comm`, `cmdline`, `stat`.
 //!
+//! `stat` is parsed by `procfs-core` (after a shape check, see [`parse_stat`]). `comm`,
+//! `cmdline` and `wchan` are one value each, which `procfs-core` does not model (its
+//! `procfs` half reads them from the agent's own `/proc`): they are read here directly.
+//!
 //! A pid can exit between listing and reading: readers return `None` for a vanished pid
 //! instead of an error (as `below` does).
 
@@ -112,40 +116,39 @@ pub struct PidStat {
     pub starttime: u64,
 }
 
-/// Parses `/proc/<pid>/stat`. The comm field is found by the last `)`, as the kernel writes it.
+/// Parses `/proc/<pid>/stat` with `procfs-core` ([`procfs_core::process::Stat`]), which finds
+/// the comm field by the last `)`, as the kernel writes it.
+///
+/// `procfs-core` slices the text around the parentheses without checking its shape, so a
+/// text that is not `<pid> (<comm>) <fields>` (a truncated read, a fake root's garbage) would
+/// panic it (test `procfs_core_panics_on_a_malformed_stat`); that shape is checked here first.
 pub fn parse_stat(text: &str) -> Result<PidStat, String> {
-    let open = text.find('(').ok_or("no '(' before comm")?;
-    let close = text.rfind(')').ok_or("no ')' after comm")?;
+    use procfs_core::FromRead;
+
+    let t = text.trim();
+    let open = t.find('(').ok_or("no '(' before comm")?;
+    let close = t.rfind(')').ok_or("no ')' after comm")?;
     if close < open {
         return Err("')' before '('".into());
     }
-    let pid = text[..open]
-        .trim()
-        .parse::<u32>()
-        .map_err(|e| format!("bad pid: {e}"))?;
-    let comm = text[open + 1..close].to_string();
-    let rest: Vec<&str> = text[close + 1..].split_whitespace().collect();
-    // rest[0] is field 3 (state); field N is rest[N-3].
-    let field = |n: usize| -> Result<&str, String> {
-        rest.get(n - 3)
-            .copied()
-            .ok_or_else(|| format!("missing field {n}"))
-    };
-    let num = |n: usize| -> Result<u64, String> {
-        field(n)?
-            .parse::<u64>()
-            .map_err(|e| format!("field {n}: {e}"))
-    };
-    let state = field(3)?.chars().next().ok_or("empty state")?;
+    // procfs-core takes the pid from `t[..open - 1]` and the fields from `t[close + 2..]`:
+    // both must be ASCII spaces, or those indices panic.
+    let b = t.as_bytes();
+    if open == 0 || b[open - 1] != b' ' || b.get(close + 1) != Some(&b' ') {
+        return Err("not `<pid> (<comm>) <fields>`".into());
+    }
+    let s =
+        procfs_core::process::Stat::from_read(t.as_bytes()).map_err(|e| super::core_error(&e))?;
     Ok(PidStat {
-        pid,
-        comm,
-        state,
-        ppid: u32::try_from(num(4)?).map_err(|e| e.to_string())?,
-        utime: num(14)?,
-        stime: num(15)?,
-        num_threads: num(20)?,
-        starttime: num(22)?,
+        pid: u32::try_from(s.pid).map_err(|e| format!("pid {}: {e}", s.pid))?,
+        comm: s.comm,
+        state: s.state,
+        ppid: u32::try_from(s.ppid).map_err(|e| format!("ppid {}: {e}", s.ppid))?,
+        utime: s.utime,
+        stime: s.stime,
+        num_threads: u64::try_from(s.num_threads)
+            .map_err(|e| format!("num_threads {}: {e}", s.num_threads))?,
+        starttime: s.starttime,
     })
 }
 
@@ -237,6 +240,21 @@ mod tests {
     #[test]
     fn stat_garbage_is_an_error_not_a_panic() {
         for bad in ["", "(", ")(", "12 (x)", "x (y) R", "1 (a) R 1"] {
+            assert!(parse_stat(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn procfs_core_panics_on_a_malformed_stat() {
+        // Why parse_stat checks the shape first: each of these panics procfs-core (a pid
+        // slice before the text, a comm range that runs backwards, fields past the end),
+        // and each is an error here.
+        for bad in ["(x) R 1", ")(", "12 (x)", "é(x) R"] {
+            let core = std::panic::catch_unwind(|| {
+                use procfs_core::FromRead;
+                let _ = procfs_core::process::Stat::from_read(bad.as_bytes());
+            });
+            assert!(core.is_err(), "procfs-core no longer panics on {bad:?}");
             assert!(parse_stat(bad).is_err(), "{bad:?}");
         }
     }
@@ -339,6 +357,17 @@ mod tests {
         #[test]
         fn stat_never_panics(s in ".*") {
             let _ = parse_stat(&s);
+        }
+        #[test]
+        fn stat_never_panics_on_near_valid(
+            pre in "[0-9 é(]{0,4}",
+            comm in "[a-z ()é\n]{0,6}",
+            post in "[ )é]{0,2}",
+            cut in 0usize..200,
+        ) {
+            let line = format!("{pre}({comm}){post}{}", &STAT_MYSQLD[13..]);
+            let end = (0..=cut.min(line.len())).rev().find(|&i| line.is_char_boundary(i)).unwrap_or(0);
+            let _ = parse_stat(&line[..end]);
         }
         #[test]
         fn wchan_never_panics(raw in proptest::collection::vec(proptest::num::u8::ANY, 0..200)) {

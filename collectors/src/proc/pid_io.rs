@@ -4,6 +4,13 @@
 //! `rchar`/`wchar` count every read/write syscall, page cache hits included. Read from the
 //! thread-group directory, the figures cover all threads. Reading another user's process
 //! needs ptrace-read rights (root or CAP_SYS_PTRACE).
+//!
+//! Parsed by `procfs-core` ([`procfs_core::process::Io`]), which needs all seven lines. It cuts
+//! the `:` off each key by byte, which panics on a key ending in a multi-byte character
+//! (test `procfs_core_panics_on_a_non_ascii_key`); the kernel writes this file in ASCII, so
+//! any other text is refused before it gets there.
+
+use procfs_core::FromRead;
 
 use crate::host::HostPaths;
 
@@ -18,40 +25,23 @@ pub struct PidIo {
     pub cancelled_write_bytes: u64,
 }
 
-/// Parses the text of `/proc/<pid>/io`. `read_bytes` and `write_bytes` are required (kernels
-/// without CONFIG_TASK_IO_ACCOUNTING lack them).
+/// Parses the text of `/proc/<pid>/io`. Kernels without CONFIG_TASK_IO_ACCOUNTING lack the
+/// file's `read_bytes`/`write_bytes` lines: that is an error.
 pub fn parse(text: &str) -> Result<PidIo, String> {
-    let mut io = PidIo::default();
-    let (mut rb, mut wb) = (false, false);
-    for line in text.lines() {
-        let Some((k, v)) = line.split_once(':') else {
-            continue;
-        };
-        let v: u64 = match v.trim().parse() {
-            Ok(v) => v,
-            Err(e) => return Err(format!("{k}: {e}")),
-        };
-        match k.trim() {
-            "rchar" => io.rchar = v,
-            "wchar" => io.wchar = v,
-            "syscr" => io.syscr = v,
-            "syscw" => io.syscw = v,
-            "read_bytes" => {
-                io.read_bytes = v;
-                rb = true;
-            }
-            "write_bytes" => {
-                io.write_bytes = v;
-                wb = true;
-            }
-            "cancelled_write_bytes" => io.cancelled_write_bytes = v,
-            _ => {}
-        }
+    if !text.is_ascii() {
+        return Err("not ASCII text".into());
     }
-    if !(rb && wb) {
-        return Err("no read_bytes/write_bytes (task IO accounting disabled?)".into());
-    }
-    Ok(io)
+    let io = procfs_core::process::Io::from_read(text.as_bytes())
+        .map_err(|e| format!("{} (task IO accounting disabled?)", super::core_error(&e)))?;
+    Ok(PidIo {
+        rchar: io.rchar,
+        wchar: io.wchar,
+        syscr: io.syscr,
+        syscw: io.syscw,
+        read_bytes: io.read_bytes,
+        write_bytes: io.write_bytes,
+        cancelled_write_bytes: io.cancelled_write_bytes,
+    })
 }
 
 /// Why `/proc/<pid>/io` could not be read.
@@ -109,10 +99,25 @@ mod tests {
         assert!(parse("").is_err());
     }
 
+    #[test]
+    fn procfs_core_panics_on_a_non_ascii_key() {
+        // Why parse refuses non-ASCII text before handing it to procfs-core.
+        let bad = "rché 1\n";
+        let core = std::panic::catch_unwind(|| {
+            let _ = procfs_core::process::Io::from_read(bad.as_bytes());
+        });
+        assert!(core.is_err(), "procfs-core no longer panics on {bad:?}");
+        assert!(parse(bad).is_err());
+    }
+
     proptest::proptest! {
         #[test]
         fn never_panics(s in ".*") {
             let _ = parse(&s);
+        }
+        #[test]
+        fn never_panics_on_io_lines(lines in proptest::collection::vec("[a-zé_]{0,12}:? ?[0-9x]{0,21}", 0..10)) {
+            let _ = parse(&lines.join("\n"));
         }
     }
 }

@@ -1,6 +1,10 @@
 //! `/proc/pressure/{cpu,io,memory}` (PSI, Linux 4.20+): the share of time tasks stalled.
 //!
 //! `some` is always present; `full` is absent from `cpu` before Linux 5.13.
+//!
+//! Our own parser: `procfs-core`'s `CpuPressure` requires the `full` line, so it refuses the
+//! `cpu` file of every kernel from 4.20 to 5.12, and its line parser slices past a line cut
+//! after `some` and panics (test `procfs_core_refuses_5_4_cpu_and_panics_on_a_cut_line`).
 
 use std::path::Path;
 
@@ -126,6 +130,16 @@ mod tests {
         ] {
             assert!(parse(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn procfs_core_refuses_5_4_cpu_and_panics_on_a_cut_line() {
+        use procfs_core::FromRead;
+        assert!(procfs_core::CpuPressure::from_read(CPU_54.as_bytes()).is_err());
+        assert!(parse(CPU_54).is_ok());
+        let core = std::panic::catch_unwind(|| procfs_core::parse_pressure_record("some"));
+        assert!(core.is_err(), "procfs-core no longer panics on a cut line");
+        assert!(parse("some").is_err());
     }
 
     #[test]

@@ -3,6 +3,12 @@
 //! The file is a sequence of line pairs: `Udp: InDatagrams NoPorts ...` names the columns and
 //! the next `Udp: 52 0 ...` line holds their values. Columns are found by name because kernels
 //! add columns (`InCsumErrors` in 3.10, `IgnoredMulti` in 3.19, `MemErrors` in 5.x).
+//!
+//! Our own parser: `procfs-core`'s `Snmp` is a fixed struct that requires every column it
+//! names, `Udp: IgnoredMulti` (3.19) and the whole `UdpLite` table among them, so it refuses
+//! the file of a 3.10 kernel (CentOS 7, the handbook's era); and it has no field for the newer
+//! columns (`Udp: MemErrors`). It also does not read `netstat`, which shares this layout
+//! (test `procfs_core_refuses_a_3_10_snmp`).
 
 use std::path::Path;
 
@@ -144,6 +150,13 @@ mod tests {
 
     const LINUX_6_18: &str = include_str!("../../tests/fixtures/conntrack/snmp.linux-6.18");
     const LINUX_3_10: &str = include_str!("../../tests/fixtures/conntrack/snmp.linux-3.10");
+
+    #[test]
+    fn procfs_core_refuses_a_3_10_snmp() {
+        use procfs_core::FromRead;
+        assert!(procfs_core::net::Snmp::from_read(LINUX_3_10.as_bytes()).is_err());
+        assert!(parse(LINUX_3_10).unwrap().udp().is_some());
+    }
 
     #[test]
     fn kernel_6_18_all_tables() {

@@ -3,6 +3,12 @@
 //! Columns after `cpu`: user nice system idle iowait irq softirq steal guest guest_nice, in
 //! USER_HZ ticks. Older kernels have fewer columns (iowait/irq/softirq since 2.6.0, steal since
 //! 2.6.11, guest since 2.6.24, guest_nice since 2.6.33); missing ones read as zero.
+//!
+//! Our own parser: `procfs-core`'s `KernelStats` drops the number of each `cpuN` line, so with
+//! a CPU offline (`cpu0`, `cpu2`) the per-CPU list no longer says which CPU is which, and the
+//! `load` collector pairs CPUs across samples by number; it also refuses a text without the
+//! `ctxt`, `btime` and `processes` lines, which we do not use (tests
+//! `procfs_core_loses_cpu_numbers`, `procfs_core_needs_lines_we_do_not_use`).
 
 use std::path::Path;
 
@@ -174,6 +180,39 @@ procs_blocked 2
         ] {
             assert!(parse(bad).is_err(), "{bad:?}");
         }
+    }
+
+    /// procfs-core's `KernelStats` with this machine's facts (only ticks matter to it).
+    fn core_stat(text: &str) -> procfs_core::ProcResult<procfs_core::KernelStats> {
+        use procfs_core::FromReadSI;
+        let si = procfs_core::ExplicitSystemInfo {
+            boot_time_secs: 0,
+            ticks_per_second: 100,
+            page_size: 4096,
+            is_little_endian: cfg!(target_endian = "little"),
+        };
+        procfs_core::KernelStats::from_read(text.as_bytes(), &si)
+    }
+
+    #[test]
+    fn procfs_core_loses_cpu_numbers() {
+        // Linux 6.18 with CPU 1 offline (`echo 0 > /sys/devices/system/cpu/cpu1/online`):
+        // no `cpu1` line.
+        let text = "cpu  300 0 60 9000 9 0 3 0 0 0\ncpu0 100 0 20 3000 3 0 1 0 0 0\n\
+                    cpu2 200 0 40 6000 6 0 2 0 0 0\nctxt 1\nbtime 1\nprocesses 1\n";
+        let core = core_stat(text).unwrap();
+        assert_eq!(core.cpu_time.len(), 2);
+        assert_eq!(core.cpu_time[1].user, 200); // the second line, but which CPU?
+        let ours = parse(text).unwrap();
+        assert_eq!(ours.cpus[1].0, 2);
+        assert_eq!(ours.cpus[1].1.user, 200);
+    }
+
+    #[test]
+    fn procfs_core_needs_lines_we_do_not_use() {
+        let text = "cpu  1 2 3 4 5 6 7 8 0 0\nprocs_running 2\nprocs_blocked 0\n";
+        assert!(core_stat(text).is_err());
+        assert_eq!(parse(text).unwrap().procs_running, Some(2));
     }
 
     proptest::proptest! {

@@ -1,7 +1,11 @@
 //! `<root>/proc/uptime`: seconds since boot (and idle seconds), used to turn kernel-log
 //! timestamps (microseconds since boot) into wall-clock estimates.
+//!
+//! Parsed by `procfs-core` ([`procfs_core::Uptime`]); the range check is ours.
 
 use std::time::{Duration, SystemTime};
+
+use procfs_core::FromRead;
 
 use crate::host::HostPaths;
 use crate::ReadError;
@@ -20,16 +24,12 @@ pub struct UptimeParseError(String);
 
 /// Parses `/proc/uptime` text, e.g. `390.44 633.27\n` (kernel 6.18; unchanged since 2.6).
 pub fn parse(text: &str) -> Result<Uptime, UptimeParseError> {
-    let first = text
-        .split_whitespace()
-        .next()
-        .ok_or_else(|| UptimeParseError("empty /proc/uptime".into()))?;
-    let secs: f64 = first
-        .parse()
-        .map_err(|_| UptimeParseError(format!("uptime {first:?} is not a number")))?;
+    let u = procfs_core::Uptime::from_read(text.as_bytes())
+        .map_err(|e| UptimeParseError(format!("{} in {text:?}", super::core_error(&e))))?;
+    let secs = u.uptime;
     if !secs.is_finite() || !(0.0..=1e12).contains(&secs) {
         return Err(UptimeParseError(format!(
-            "uptime {first:?} is out of range"
+            "uptime in {text:?} is out of range"
         )));
     }
     Ok(Uptime {

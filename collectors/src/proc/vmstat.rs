@@ -1,6 +1,12 @@
 //! `<root>/proc/vmstat`: `name value` counters (compaction stalls and failures, ...).
+//!
+//! Parsed by `procfs-core` ([`procfs_core::VmStat`]), which reads every line as `name <i64>`
+//! and refuses the file on any other line. The collectors read event counters, which are
+//! never negative; our type keeps the values that are not.
 
 use std::collections::BTreeMap;
+
+use procfs_core::FromRead;
 
 use crate::host::HostPaths;
 use crate::ReadError;
@@ -22,16 +28,15 @@ impl Vmstat {
 #[error("{0}")]
 pub struct VmstatParseError(String);
 
-/// Parses `/proc/vmstat` text. Lines that are not `name <unsigned>` are skipped (some
-/// kernels print signed per-cpu drift values); an empty result is an error.
+/// Parses `/proc/vmstat` text. Every line must be `name <integer>`; an empty file is an
+/// error.
 pub fn parse(text: &str) -> Result<Vmstat, VmstatParseError> {
-    let values: BTreeMap<String, u64> = text
-        .lines()
-        .filter_map(|line| {
-            let mut w = line.split_whitespace();
-            let (k, v) = (w.next()?, w.next()?);
-            Some((k.to_string(), v.parse().ok()?))
-        })
+    let all = procfs_core::VmStat::from_read(text.as_bytes())
+        .map_err(|e| VmstatParseError(super::core_error(&e)))?;
+    let values: BTreeMap<String, u64> = all
+        .0
+        .into_iter()
+        .filter_map(|(k, v)| Some((k, u64::try_from(v).ok()?)))
         .collect();
     if values.is_empty() {
         return Err(VmstatParseError("no counters in /proc/vmstat".into()));
