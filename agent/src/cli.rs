@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::scheduler::parse_duration;
+use crate::timefmt::parse_duration;
 
 /// Exit code for bad usage (sysexits `EX_USAGE`), instead of clap's 2, which `check` uses
 /// for "a critical finding".

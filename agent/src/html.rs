@@ -4,8 +4,9 @@ use std::fmt::Write;
 
 use collectors::{Lang, Severity};
 
-use crate::report::{rfc3339, Filter};
+use crate::report::Filter;
 use crate::state::Snapshot;
+use crate::timefmt::rfc3339;
 
 /// Percent-encodes a query value (RFC 3986 unreserved characters pass).
 fn query_escape(s: &str) -> String {

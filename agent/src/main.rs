@@ -14,6 +14,7 @@ mod scheduler;
 mod server;
 mod state;
 mod table;
+mod timefmt;
 mod token;
 
 use std::io::{IsTerminal, Write};

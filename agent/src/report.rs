@@ -5,10 +5,9 @@ use std::collections::BTreeMap;
 
 use collectors::{Evidence, Lang, Severity, Source};
 use serde::Serialize;
-use time::format_description::well_known::Rfc3339;
-use time::OffsetDateTime;
 
 use crate::state::{Active, CollectorState, Snapshot};
+use crate::timefmt::rfc3339;
 
 /// `?severity=warning&collector=disk&lang=zh`.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -92,15 +91,6 @@ fn percent_decode(s: &str) -> String {
         i += 1;
     }
     String::from_utf8_lossy(&out).into_owned()
-}
-
-/// RFC 3339 in UTC, seconds precision.
-pub fn rfc3339(t: OffsetDateTime) -> String {
-    let t = t
-        .to_offset(time::UtcOffset::UTC)
-        .replace_nanosecond(0)
-        .unwrap_or(t);
-    t.format(&Rfc3339).unwrap_or_default()
 }
 
 #[derive(Serialize)]
@@ -247,6 +237,7 @@ mod tests {
     use crate::state::State;
     use collectors::Status;
     use std::time::Duration;
+    use time::OffsetDateTime;
 
     fn snap() -> Snapshot {
         let names = vec!["disk".to_string(), "load".to_string()];

@@ -11,8 +11,9 @@ use std::fmt::Write;
 use collectors::sanitize::visible as v;
 use collectors::{Lang, Severity};
 
-use crate::report::{rfc3339, Filter};
+use crate::report::Filter;
 use crate::state::Snapshot;
+use crate::timefmt::rfc3339;
 
 fn paint(s: &str, sev: Severity, colour: bool) -> String {
     if !colour {
