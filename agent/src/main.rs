@@ -1,5 +1,6 @@
 //! `node-doctor`: the agent binary (CLI, scheduler, state, HTTP server).
 
+mod api;
 mod cli;
 mod connections;
 mod engine;
@@ -9,13 +10,13 @@ mod html;
 mod metrics;
 mod netns;
 mod registry;
-mod report;
 mod scheduler;
 mod server;
 mod state;
 mod table;
 mod timefmt;
 mod token;
+mod view;
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -29,8 +30,8 @@ use collectors::{CollectContext, HostPaths};
 use cli::{CheckArgs, Cli, Command, Format, LogFormat, ServeArgs, EXIT_USAGE};
 use engine::{Plan, Shared, Stop};
 use registry::CollectorOptions;
-use report::Filter;
 use state::State;
+use view::{Filter, View};
 
 use exit::AGENT_FAILED as EXIT_AGENT_FAILED;
 
@@ -265,12 +266,13 @@ fn check(
         collectors: only.to_vec(),
         min_severity: None,
     };
+    let view = View::new(&published.snapshot, &filter);
     let out = match args.format {
-        Format::Json => report::to_json(&published.snapshot, &filter),
+        Format::Json => api::to_json(&view),
         Format::Table => {
             // Colour only for a terminal, and never when NO_COLOR is set (no-color.org).
             let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-            table::render(&published.snapshot, &filter, colour).into_bytes()
+            table::render(&view, colour).into_bytes()
         }
     };
     let mut stdout = std::io::stdout().lock();
@@ -280,17 +282,13 @@ fn check(
             return EXIT_AGENT_FAILED;
         }
     }
-    let incomplete = report::incomplete(&published.snapshot, &filter);
-    for c in &incomplete {
+    for c in view.incomplete() {
         tracing::warn!(
-            collector = %c.name,
-            status = c.status.as_str(),
-            reason = c.status.message().unwrap_or(""),
+            collector = c.name,
+            status = c.status,
+            reason = c.message.unwrap_or(""),
             "collector did not complete"
         );
     }
-    exit::code(
-        report::worst(&published.snapshot, &filter),
-        !incomplete.is_empty(),
-    )
+    exit::code(view.worst(), !view.is_complete())
 }
