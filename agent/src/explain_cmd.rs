@@ -95,6 +95,17 @@ fn entry_brief(e: &explain::Entry, lang: Lang) -> Value {
     })
 }
 
+/// An exit code brought into 0–255 and the signal behind it.
+fn exit_json(d: &explain::ExitDecode) -> Value {
+    json!({
+        "input": d.input,
+        "code": d.code,
+        "rule": d.rule,
+        "signal": d.signal,
+        "signal_name": d.signal_name,
+    })
+}
+
 /// The JSON document of one lookup, shared by the CLI (`--format json`) and `GET /explain`.
 /// Fields added by issue 21 (all additive): `confidence`, `generic`, `candidates`, `hint`, and
 /// per result `label`, `generic`, `causes`, `findings`, `match.corrections`.
@@ -132,12 +143,12 @@ pub fn lookup_json(l: &Lookup<'_>, lang: Lang) -> Value {
         "query": l.query,
         "lang": lang.as_str(),
         "matched": l.is_match(),
-        "confidence": l.confidence(),
+        "confidence": l.confidence().as_str(),
         "ambiguous": l.ambiguous(),
         "generic": l.generic(),
         "components": l.top_components(),
         "hint": l.hint.map(|(family, word)| json!({ "component": family, "word": word })),
-        "exit_code": l.exit,
+        "exit_code": l.exit.as_ref().map(exit_json),
         "candidates": l.candidates.iter().map(|e| entry_brief(e, lang)).collect::<Vec<_>>(),
         "results": results,
     });
