@@ -10,11 +10,12 @@
 
 use std::path::Path;
 
-use collectors::disk::{DiskCollector, DiskConfig, FsUsage};
+use collectors::disk::{DiskCollector, DiskConfig};
 use collectors::iptables::{IptablesCollector, IptablesConfig};
 use collectors::kernel::{KernelCollector, KernelConfig};
 use collectors::load::{LoadCollector, LoadConfig};
 use collectors::memory::{MemoryCollector, MemoryConfig};
+use collectors::sys::statvfs::FsUsage;
 use collectors::{CollectContext, Collection, Collector};
 
 use crate::sandbox::{hostile, hostile_word, Sandbox};
