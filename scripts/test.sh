@@ -11,6 +11,9 @@
 #                                       package as it goes: a Python virtualenv from PyPI and
 #                                       Debian binaries, all cached in $ND_CACHE_DIR, default
 #                                       ~/.cache/node-doctor-validate)
+#      cargo build --release -p node-doctor
+#                                      (the binary the image ships; the e2e tests that run the
+#                                       agent as deployed take it from NODE_DOCTOR_BIN)
 #      cargo test --workspace          (last, so its result lines close the output)
 # 3. prints a table of the steps and one closing line with cargo test's totals, and exits
 #    non-zero when any step failed.
@@ -94,6 +97,9 @@ T0=$SECONDS
 step "cargo fmt" cargo fmt --all --check
 step "cargo clippy" cargo clippy --workspace --all-targets -- -D warnings
 step "validate-manifests" scripts/validate-manifests.sh
+step "cargo build release" cargo build --release -p node-doctor
+NODE_DOCTOR_BIN="$(realpath -m "${CARGO_TARGET_DIR:-target}")/release/node-doctor"
+export NODE_DOCTOR_BIN
 step "cargo test" cargo_test
 
 printf '\n=== test.sh: summary (%ds)\n' $((SECONDS - T0))

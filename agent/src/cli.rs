@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::scheduler::parse_duration;
+use crate::timefmt::parse_duration;
 
 /// Exit code for bad usage (sysexits `EX_USAGE`), instead of clap's 2, which `check` uses
 /// for "a critical finding".
@@ -223,9 +223,9 @@ impl CollectorFlags {
             ..KmsgConfig::default()
         };
         let mut o = crate::registry::CollectorOptions::default();
-        o.disk.daemon_json = self.docker_daemon_json.clone();
-        o.disk.containerd_config = self.containerd_config.clone();
-        o.disk.kubelet_config = self.kubelet_config.clone();
+        o.disk.runtime.daemon_json = self.docker_daemon_json.clone();
+        o.disk.runtime.containerd_config = self.containerd_config.clone();
+        o.disk.runtime.kubelet_config = self.kubelet_config.clone();
         o.disk.walk_budget_entries = self.disk_walk_budget_entries.max(1);
         o.load.load_warning_per_cpu = self.load_warning_per_cpu;
         o.load.load_critical_per_cpu = self.load_critical_per_cpu;
@@ -249,7 +249,7 @@ impl CollectorFlags {
             o.conntrack.kubelet_config = PathBuf::from(k);
         }
         o.kernel.kmsg = kmsg.clone();
-        o.kernel.disk = o.disk.clone();
+        o.kernel.runtime = o.disk.runtime.clone();
         o.conntrack.kmsg = kmsg;
         o
     }
@@ -584,10 +584,10 @@ mod tests {
         );
         assert_eq!(o.conntrack.netns_pid, 42);
         assert_eq!(
-            o.disk.kubelet_config.as_deref(),
+            o.disk.runtime.kubelet_config.as_deref(),
             Some("/etc/kubernetes/kubelet.yaml")
         );
-        assert_eq!(o.kernel.disk.kubelet_config, o.disk.kubelet_config);
+        assert_eq!(o.kernel.runtime, o.disk.runtime);
         assert_eq!(
             o.conntrack.kubelet_config,
             PathBuf::from("/etc/kubernetes/kubelet.yaml")
@@ -606,7 +606,7 @@ mod tests {
             base.conntrack.nodelocal_dns_address
         );
         assert_eq!(d.memory.kmsg, base.memory.kmsg);
-        assert_eq!(d.disk.daemon_json, base.disk.daemon_json);
+        assert_eq!(d.disk.runtime, base.disk.runtime);
         assert_eq!(d.disk.walk_budget_entries, base.disk.walk_budget_entries);
     }
 

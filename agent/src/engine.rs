@@ -7,11 +7,12 @@ use collectors::{CollectContext, Collector, HostPaths};
 use hyper::body::Bytes;
 use time::OffsetDateTime;
 
+use crate::api;
 use crate::metrics;
 use crate::registry::{self, CollectorOptions};
-use crate::report::{self, Filter};
 use crate::scheduler::{Factory, RunReport, Runner};
 use crate::state::{Snapshot, State};
+use crate::view::{Filter, View};
 
 /// The longest default timeout of one run.
 pub const MAX_DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -110,14 +111,14 @@ pub struct Published {
 impl Published {
     pub fn new(generation: u64, snapshot: Snapshot) -> Published {
         let metrics = metrics::encode_snapshot(&snapshot);
-        let json_en = report::to_json(&snapshot, &Filter::default());
-        let json_zh = report::to_json(
+        let json_en = api::to_json(&View::new(&snapshot, &Filter::default()));
+        let json_zh = api::to_json(&View::new(
             &snapshot,
             &Filter {
                 lang: collectors::Lang::Zh,
                 ..Filter::default()
             },
-        );
+        ));
         Published {
             generation,
             snapshot,

@@ -4,11 +4,9 @@
 //! ([`render_table`]). Matching and the catalogue live in `collectors::explain`; this module
 //! only renders.
 //!
-//! Wiring (done in main.rs by the lead): the clap subcommand calls [`run`] and exits with its
-//! return value (0 on a match, 1 on no match); the router answers `GET /explain` with
-//! [`http_response`] (status and JSON body).
-// Until the lead wires `run` and `http_response` into main.rs, nothing in the binary calls them.
-#![allow(dead_code)]
+//! `main.rs` calls [`run`] for the subcommand and exits with its return value (0 on a match,
+//! 1 on no match); the router answers `GET /explain` with [`http_response`] (status and JSON
+//! body).
 
 use std::fmt::Write as _;
 use std::io::Write;
@@ -23,16 +21,6 @@ pub enum Format {
     #[default]
     Table,
     Json,
-}
-
-impl Format {
-    pub fn parse(s: &str) -> Option<Format> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "table" | "text" => Some(Format::Table),
-            "json" => Some(Format::Json),
-            _ => None,
-        }
-    }
 }
 
 /// A short name for where a code is reported, so that a choice between components reads as
@@ -95,6 +83,17 @@ fn entry_brief(e: &explain::Entry, lang: Lang) -> Value {
     })
 }
 
+/// An exit code brought into 0–255 and the signal behind it.
+fn exit_json(d: &explain::ExitDecode) -> Value {
+    json!({
+        "input": d.input,
+        "code": d.code,
+        "rule": d.rule,
+        "signal": d.signal,
+        "signal_name": d.signal_name,
+    })
+}
+
 /// The JSON document of one lookup, shared by the CLI (`--format json`) and `GET /explain`.
 /// Fields added by issue 21 (all additive): `confidence`, `generic`, `candidates`, `hint`, and
 /// per result `label`, `generic`, `causes`, `findings`, `match.corrections`.
@@ -132,12 +131,12 @@ pub fn lookup_json(l: &Lookup<'_>, lang: Lang) -> Value {
         "query": l.query,
         "lang": lang.as_str(),
         "matched": l.is_match(),
-        "confidence": l.confidence(),
+        "confidence": l.confidence().as_str(),
         "ambiguous": l.ambiguous(),
         "generic": l.generic(),
         "components": l.top_components(),
         "hint": l.hint.map(|(family, word)| json!({ "component": family, "word": word })),
-        "exit_code": l.exit,
+        "exit_code": l.exit.as_ref().map(exit_json),
         "candidates": l.candidates.iter().map(|e| entry_brief(e, lang)).collect::<Vec<_>>(),
         "results": results,
     });
@@ -150,30 +149,6 @@ pub fn lookup_json(l: &Lookup<'_>, lang: Lang) -> Value {
 /// Looks `query` up and returns the JSON document.
 pub fn explain_json(query: &str, lang: Lang) -> Value {
     lookup_json(&explain::lookup(query), lang)
-}
-
-/// The catalogue entries a finding links to (`Finding::see_also`), for `/findings` and
-/// `node-doctor check` output: `[{key, title, source: {doc, section}}]`. Unknown keys are
-/// skipped (and logged), never an error.
-pub fn see_also_json(keys: &[String], lang: Lang) -> Value {
-    let items: Vec<Value> = keys
-        .iter()
-        .filter_map(|k| {
-            let e = explain::lookup_key(k);
-            if e.is_none() {
-                tracing::warn!(key = %k, "A finding links to an explain key the catalogue does not have.");
-            }
-            e
-        })
-        .map(|e| {
-            json!({
-                "key": e.key,
-                "title": e.title.get(lang),
-                "source": { "doc": e.doc, "section": e.section },
-            })
-        })
-        .collect();
-    Value::Array(items)
 }
 
 /// Most entries the table shows; JSON has them all.
@@ -659,19 +634,6 @@ mod tests {
     }
 
     #[test]
-    fn see_also_resolves_finding_keys() {
-        let keys = vec![
-            collectors::explain::see_also::DISK_FULL.to_string(),
-            "no-such-key".to_string(),
-        ];
-        let v = see_also_json(&keys, Lang::Zh);
-        assert_eq!(v.as_array().unwrap().len(), 1);
-        assert_eq!(v[0]["key"], "disk-full");
-        assert_eq!(v[0]["title"], "节点磁盘已满（no space left on device）");
-        assert_eq!(v[0]["source"]["section"], "节点磁盘爆满排障处理");
-    }
-
-    #[test]
     fn generic_answer_lists_candidates_instead_of_one_cause() {
         let paste = "Warning  FailedCreatePodSandBox  2m  kubelet  Failed to create pod sandbox: rpc error: code = Unknown desc = failed to create containerd task: context canceled";
         let (code, out) = run_str(paste, Lang::En, Format::Table);
@@ -763,12 +725,5 @@ mod tests {
             let (_, out) = run_str("\u{1b}[2Jnothing\u{7}", lang, Format::Table);
             assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'), "{out:?}");
         }
-    }
-
-    #[test]
-    fn format_parse() {
-        assert_eq!(Format::parse("JSON"), Some(Format::Json));
-        assert_eq!(Format::parse("table"), Some(Format::Table));
-        assert_eq!(Format::parse("yaml"), None);
     }
 }

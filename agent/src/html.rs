@@ -4,8 +4,7 @@ use std::fmt::Write;
 
 use collectors::{Lang, Severity};
 
-use crate::report::{rfc3339, Filter};
-use crate::state::Snapshot;
+use crate::view::View;
 
 /// Percent-encodes a query value (RFC 3986 unreserved characters pass).
 fn query_escape(s: &str) -> String {
@@ -47,11 +46,12 @@ fn colour(s: Severity) -> &'static str {
     }
 }
 
-pub fn page(snap: &Snapshot, filter: &Filter) -> String {
-    let zh = filter.lang == Lang::Zh;
-    let t = |en: &'static str, zh_s: &'static str| if zh { zh_s } else { en };
+/// The page for one view.
+pub fn page(view: &View<'_>) -> String {
+    let zh = view.lang == Lang::Zh;
+    let t = |en, zh| view.t(en, zh);
     let mut h = String::with_capacity(8192);
-    let node = escape(&snap.node);
+    let node = escape(view.node);
     let _ = write!(
         h,
         "<!doctype html>\n<html lang=\"{}\"><head><meta charset=\"utf-8\"><title>node-doctor: {node}</title>\n\
@@ -59,70 +59,48 @@ pub fn page(snap: &Snapshot, filter: &Filter) -> String {
 .f{{border-left:6px solid;padding:.2em 1em;margin:1em 0;background:#f7f7f7}}\
 code,pre{{background:#eee;padding:.1em .3em}}table{{border-collapse:collapse}}\
 td,th{{border:1px solid #ccc;padding:.2em .6em;text-align:left}}</style></head><body>\n",
-        filter.lang.as_str()
+        view.lang.as_str()
     );
     let _ = write!(
         h,
         "<h1>node-doctor: {node}</h1>\n<p>{} {} · agent {} · <a href=\"?lang={}\">{}</a></p>\n",
         t("Snapshot of", "快照时间"),
-        rfc3339(snap.generated_at),
-        env!("CARGO_PKG_VERSION"),
+        view.generated_at,
+        view.agent_version,
         if zh { "en" } else { "zh" },
         if zh { "English" } else { "中文" },
     );
-    let findings: Vec<_> = snap.findings.iter().filter(|a| filter.keeps(a)).collect();
     let _ = writeln!(
         h,
         "<h2>{} ({})</h2>",
         t("Findings", "发现的问题"),
-        findings.len()
+        view.findings.len()
     );
-    let not_ok = snap
-        .collectors
-        .iter()
-        .filter(|c| filter.keeps_collector(&c.name) && c.status.as_str() != "ok")
-        .count();
-    if findings.is_empty() && not_ok == 0 {
-        let _ = writeln!(
-            h,
-            "<p>{}</p>",
-            t(
-                "Nothing needs attention on this node.",
-                "该节点目前没有需要处理的问题。"
-            )
-        );
-    } else if findings.is_empty() {
-        // Silence from collectors that could not read their sources is not health.
-        let msg = if zh {
-            format!("没有发现问题，但有 {not_ok} 个采集器未能完整检查（原因见下方采集器状态）。")
-        } else {
-            format!("No findings, but {not_ok} collector(s) could not check everything (see the collector statuses below).")
-        };
+    if let Some(msg) = view.no_findings() {
         let _ = writeln!(h, "<p>{}</p>", escape(&msg));
     }
-    for a in findings {
-        let f = &a.finding;
+    for f in &view.findings {
         let _ = write!(
             h,
             "<div class=\"f\" style=\"border-color:{}\"><h3>[{}] {}{}</h3>\n<p>{}</p>\n<p><small><code>{}</code> · {} {} · {} {}</small></p>\n",
             colour(f.severity),
             f.severity.as_str().to_uppercase(),
-            escape(f.title.get(filter.lang)),
+            escape(f.title),
             if f.subject.is_empty() {
                 String::new()
             } else {
-                format!(" — <code>{}</code>", escape(&f.subject))
+                format!(" — <code>{}</code>", escape(f.subject))
             },
-            escape(f.summary.get(filter.lang)),
-            escape(&f.id),
+            escape(f.summary),
+            escape(f.id),
             t("first seen", "首次发现"),
-            rfc3339(a.first_seen),
+            f.first_seen,
             t("last seen", "最近确认"),
-            rfc3339(a.last_seen),
+            f.last_seen,
         );
         if !f.evidence.is_empty() {
             h.push_str("<table>");
-            for (k, v) in &f.evidence {
+            for (k, v) in f.evidence {
                 let _ = write!(
                     h,
                     "<tr><th>{}</th><td>{}</td></tr>",
@@ -132,18 +110,18 @@ td,th{{border:1px solid #ccc;padding:.2em .6em;text-align:left}}</style></head><
             }
             h.push_str("</table>\n");
         }
-        if !f.remediation.steps.is_empty() {
+        if !f.steps.is_empty() {
             h.push_str("<ol>");
-            for s in &f.remediation.steps {
-                let _ = write!(h, "<li>{}</li>", escape(s.get(filter.lang)));
+            for s in &f.steps {
+                let _ = write!(h, "<li>{}</li>", escape(s));
             }
             h.push_str("</ol>\n");
         }
-        if !f.remediation.commands.is_empty() {
-            let cmds: Vec<String> = f.remediation.commands.iter().map(|c| escape(c)).collect();
+        if !f.commands.is_empty() {
+            let cmds: Vec<String> = f.commands.iter().map(|c| escape(c)).collect();
             let _ = writeln!(h, "<pre>{}</pre>", cmds.join("\n"));
         }
-        if let Some(src) = &f.remediation.source {
+        if let Some(src) = f.source {
             let _ = writeln!(
                 h,
                 "<p><small>{}: {} § {}</small></p>",
@@ -152,19 +130,15 @@ td,th{{border:1px solid #ccc;padding:.2em .6em;text-align:left}}</style></head><
                 escape(src.section)
             );
         }
-        for key in &f.see_also {
-            // The symptom the operator meets elsewhere (an event, an exit code), explained.
-            let title = collectors::explain::lookup_key(key)
-                .map(|e| e.title.get(filter.lang).to_string())
-                .unwrap_or_else(|| key.clone());
+        for s in &f.see_also {
             let _ = writeln!(
                 h,
                 "<p><small>{}: <a href=\"/explain?q={}&amp;lang={}\">{}</a> (<code>node-doctor explain {}</code>)</small></p>",
                 t("See also", "另见"),
-                query_escape(key),
-                filter.lang.as_str(),
-                escape(&title),
-                escape(key)
+                query_escape(s.key),
+                view.lang.as_str(),
+                escape(s.title.unwrap_or(s.key)),
+                escape(s.key)
             );
         }
         h.push_str("</div>\n");
@@ -178,17 +152,17 @@ td,th{{border:1px solid #ccc;padding:.2em .6em;text-align:left}}</style></head><
         t("last run", "最近运行"),
         t("message", "说明"),
     );
-    for c in &snap.collectors {
+    for c in &view.collectors {
         let _ = writeln!(
             h,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            escape(&c.name),
-            c.status.as_str(),
-            c.last_run.map(rfc3339).unwrap_or_default(),
+            escape(c.name),
+            c.status,
+            c.last_run.as_deref().unwrap_or_default(),
             c.duration
                 .map(|d| format!("{:.1}", d.as_secs_f64() * 1000.0))
                 .unwrap_or_default(),
-            escape(c.status.message().unwrap_or("")),
+            escape(c.message.unwrap_or("")),
         );
     }
     h.push_str("</table>\n<p><a href=\"/findings\">/findings</a> · <a href=\"/findings?lang=zh\">/findings?lang=zh</a> · <a href=\"/metrics\">/metrics</a> · <a href=\"/explain?q=137\">/explain?q=137</a> · <a href=\"/healthz\">/healthz</a> · <a href=\"/readyz\">/readyz</a></p>\n</body></html>\n");
@@ -198,31 +172,22 @@ td,th{{border:1px solid #ccc;padding:.2em .6em;text-align:left}}</style></head><
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scheduler::fakes::{finding, with};
-    use crate::scheduler::{Outcome, RunReport};
-    use crate::state::State;
-    use collectors::Status;
-    use std::time::Duration;
-    use time::OffsetDateTime;
+    use crate::scheduler::fakes::finding;
+    use crate::view::fixtures::{nasty, only_visible, snapshot, unavailable};
+    use crate::view::Filter;
+
+    fn render(snap: &crate::state::Snapshot, filter: &Filter) -> String {
+        page(&View::new(snap, filter))
+    }
 
     #[test]
     fn page_escapes_and_shows_remediation() {
-        let names = vec!["disk".to_string()];
-        let mut st = State::new("<node>", &names);
         let mut f = finding("disk.filesystem_full", "/var/<x>", Severity::Critical)
             .see_also(collectors::explain::see_also::DISK_FULL)
             .see_also("exit-code:137");
         f.remediation.commands = vec!["du -sh /var/<x> | sort".into()];
-        st.apply(
-            "disk",
-            RunReport {
-                outcome: Outcome::Completed(with(Status::Ok, vec![f])),
-                duration: Duration::from_millis(1),
-            },
-            OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap(),
-        );
-        let s = st.snapshot(OffsetDateTime::from_unix_timestamp(1_800_000_001).unwrap());
-        let p = page(&s, &Filter::default());
+        let s = snapshot("<node>", vec![f], unavailable("no /proc/loadavg"));
+        let p = render(&s, &Filter::default());
         assert!(p.contains("node-doctor: &lt;node&gt;"));
         assert!(p.contains("du -sh /var/&lt;x&gt; | sort"));
         assert!(p.contains("节点磁盘爆满排障处理"));
@@ -234,7 +199,7 @@ mod tests {
         );
         assert!(p.contains("<a href=\"/explain?q=exit-code%3A137&amp;lang=en\">"));
         assert!(p.contains("<code>node-doctor explain exit-code:137</code>"));
-        let zh = page(
+        let zh = render(
             &s,
             &Filter {
                 lang: Lang::Zh,
@@ -246,9 +211,9 @@ mod tests {
 
     #[test]
     fn host_text_is_escaped_and_made_visible() {
-        let p = page(&crate::table::tests::nasty_snapshot(), &Filter::default());
+        let p = render(&nasty(), &Filter::default());
         // The page's own line breaks only; no control character or bidi override from the host.
-        assert!(crate::table::tests::only_visible(&p), "{p:?}");
+        assert!(only_visible(&p), "{p:?}");
         assert!(p.contains("gpj.\\u{202e}exe"), "{p}");
         assert!(p.contains("\\x1b[31mred"), "{p}");
         assert!(p.contains("df -h $&#39;x\\x0a$(touch"), "{p}");
@@ -256,36 +221,19 @@ mod tests {
 
     #[test]
     fn no_findings_is_not_called_healthy_when_a_collector_could_not_check() {
-        let names = vec!["disk".to_string(), "load".to_string()];
-        let mut st = State::new("n", &names);
-        let t0 = OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap();
-        st.apply(
-            "disk",
-            RunReport {
-                outcome: Outcome::Completed(with(Status::Ok, vec![])),
-                duration: Duration::from_millis(1),
-            },
-            t0,
-        );
-        st.apply(
-            "load",
-            RunReport {
-                outcome: Outcome::Completed(collectors::Collection::unavailable(
-                    "no /proc/loadavg",
-                )),
-                duration: Duration::from_millis(1),
-            },
-            t0,
-        );
-        let s = st.snapshot(t0);
-        let p = page(&s, &Filter::default());
-        assert!(!p.contains("Nothing needs attention"), "{p}");
-        assert!(p.contains("No findings, but 1 collector(s) could not check everything"));
-        // Only the healthy collector shown: then nothing needs attention.
+        let s = snapshot("n", vec![], unavailable("no /proc/loadavg"));
+        let p = render(&s, &Filter::default());
+        assert!(!p.contains("nothing needs attention"), "{p}");
+        assert!(p.contains("No findings, but 1 of 2 collectors could not check everything"));
+        // Only the healthy collector shown: then nothing needs attention, and the table of
+        // collectors shows only that one.
         let disk_only = Filter {
             collectors: vec!["disk".to_string()],
             ..Filter::default()
         };
-        assert!(page(&s, &disk_only).contains("Nothing needs attention"));
+        let p = render(&s, &disk_only);
+        assert!(p.contains("nothing needs attention"), "{p}");
+        assert!(p.contains("<tr><td>disk</td>"), "{p}");
+        assert!(!p.contains("<tr><td>load</td>"), "{p}");
     }
 }

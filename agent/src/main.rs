@@ -1,5 +1,6 @@
 //! `node-doctor`: the agent binary (CLI, scheduler, state, HTTP server).
 
+mod api;
 mod cli;
 mod connections;
 mod engine;
@@ -9,12 +10,13 @@ mod html;
 mod metrics;
 mod netns;
 mod registry;
-mod report;
 mod scheduler;
 mod server;
 mod state;
 mod table;
+mod timefmt;
 mod token;
+mod view;
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -28,8 +30,8 @@ use collectors::{CollectContext, HostPaths};
 use cli::{CheckArgs, Cli, Command, Format, LogFormat, ServeArgs, EXIT_USAGE};
 use engine::{Plan, Shared, Stop};
 use registry::CollectorOptions;
-use report::Filter;
 use state::State;
+use view::{Filter, View};
 
 use exit::AGENT_FAILED as EXIT_AGENT_FAILED;
 
@@ -264,12 +266,13 @@ fn check(
         collectors: only.to_vec(),
         min_severity: None,
     };
+    let view = View::new(&published.snapshot, &filter);
     let out = match args.format {
-        Format::Json => report::to_json(&published.snapshot, &filter),
+        Format::Json => api::to_json(&view),
         Format::Table => {
             // Colour only for a terminal, and never when NO_COLOR is set (no-color.org).
             let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-            table::render(&published.snapshot, &filter, colour).into_bytes()
+            table::render(&view, colour).into_bytes()
         }
     };
     let mut stdout = std::io::stdout().lock();
@@ -279,17 +282,98 @@ fn check(
             return EXIT_AGENT_FAILED;
         }
     }
-    let incomplete = report::incomplete(&published.snapshot, &filter);
-    for c in &incomplete {
+    for c in view.incomplete() {
         tracing::warn!(
-            collector = %c.name,
-            status = c.status.as_str(),
-            reason = c.status.message().unwrap_or(""),
+            collector = c.name,
+            status = c.status,
+            reason = c.message.unwrap_or(""),
             "collector did not complete"
         );
     }
-    exit::code(
-        report::worst(&published.snapshot, &filter),
-        !incomplete.is_empty(),
-    )
+    exit::code(view.worst(), !view.is_complete())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+    use std::path::Path;
+
+    /// The first segment of every `crate::` path in `code` (also each item of a
+    /// `crate::{a, b::c}` group).
+    fn crate_paths(code: &str) -> BTreeSet<String> {
+        let ident = |s: &str| -> String {
+            s.trim_start()
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect()
+        };
+        let mut out = BTreeSet::new();
+        for (i, _) in code.match_indices("crate::") {
+            let rest = &code[i + "crate::".len()..];
+            match rest.strip_prefix('{') {
+                Some(group) => {
+                    let group = group.split('}').next().unwrap_or("");
+                    out.extend(group.split(',').map(ident));
+                }
+                None => {
+                    out.insert(ident(rest));
+                }
+            }
+        }
+        out
+    }
+
+    /// The agent's modules form a DAG (ARCHITECTURE.md, "Module layers"): following the
+    /// `crate::<module>` paths of every module, tests included, never leads back to it.
+    #[test]
+    fn modules_import_each_other_without_cycles() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut code = BTreeMap::new();
+        for entry in std::fs::read_dir(&src).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "rs") {
+                let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+                let text = std::fs::read_to_string(&path).unwrap();
+                let text: String = text
+                    .lines()
+                    .map(|l| l.split("//").next().unwrap_or(""))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                code.insert(name, text);
+            }
+        }
+        let mut deps: BTreeMap<String, BTreeSet<String>> = code
+            .iter()
+            .map(|(m, text)| {
+                let d = crate_paths(text)
+                    .into_iter()
+                    .filter(|d| d != m && code.contains_key(d))
+                    .collect();
+                (m.clone(), d)
+            })
+            .collect();
+        assert!(deps["view"].contains("state") && deps["state"].contains("scheduler"));
+        // Peel off modules that import nothing left; what remains holds a cycle.
+        loop {
+            let leaves: Vec<String> = deps
+                .iter()
+                .filter(|(_, d)| d.is_empty())
+                .map(|(m, _)| m.clone())
+                .collect();
+            if leaves.is_empty() {
+                break;
+            }
+            for m in &leaves {
+                deps.remove(m);
+            }
+            for d in deps.values_mut() {
+                d.retain(|x| !leaves.contains(x));
+            }
+        }
+        assert!(deps.is_empty(), "modules in an import cycle: {deps:?}");
+        assert_eq!(
+            crate_paths("use crate::{a::B, c};\nlet x = crate::d::e();"),
+            ["a", "c", "d"].map(String::from).into()
+        );
+    }
 }

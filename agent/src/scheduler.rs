@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 use collectors::{CollectContext, Collection, Collector, Status};
 use time::OffsetDateTime;
 
+use crate::timefmt::{fmt_duration, rfc3339};
+
 /// Builds a fresh collector after the previous one panicked.
 pub type Factory = Arc<dyn Fn() -> Option<Box<dyn Collector>> + Send + Sync>;
 
@@ -61,7 +63,7 @@ impl Outcome {
             Outcome::StillRunning { timeout, since, .. } => Status::Error(format!(
                 "timed out after {}; the run started at {} is still blocked (a hung read on the host), so no new run was started",
                 fmt_duration(*timeout),
-                crate::report::rfc3339(*since)
+                rfc3339(*since)
             )),
             Outcome::Panicked(msg) => Status::Error(format!(
                 "panicked: {msg} (the collector is re-created on its next run)"
@@ -211,94 +213,6 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     } else {
         "unknown panic payload".to_string()
     }
-}
-
-/// `2s`, `1.5s`, `250ms`, `2m`, `1h30m`.
-pub fn fmt_duration(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms == 0 {
-        // Sub-millisecond budgets (`--collector-timeout 500us`) must not read as "0ms".
-        let us = d.as_micros();
-        return if us == 0 {
-            format!("{}ns", d.as_nanos())
-        } else {
-            format!("{us}us")
-        };
-    }
-    if ms < 1000 {
-        return format!("{ms}ms");
-    }
-    let secs = d.as_secs();
-    if !ms.is_multiple_of(1000) && secs < 60 {
-        return format!("{:.1}s", d.as_secs_f64());
-    }
-    if secs < 60 {
-        return format!("{secs}s");
-    }
-    let (h, m, s) = (secs / 3600, (secs % 3600) / 60, secs % 60);
-    let mut out = String::new();
-    if h > 0 {
-        out.push_str(&format!("{h}h"));
-    }
-    if m > 0 {
-        out.push_str(&format!("{m}m"));
-    }
-    if s > 0 {
-        out.push_str(&format!("{s}s"));
-    }
-    out
-}
-
-/// Parses `250ms`, `2s`, `1.5s`, `2m`, `1h`, `1h30m` or a plain number of seconds; `us`
-/// (`µs`) and `ns` are accepted as in Go's `time.ParseDuration`.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    if s.is_empty() {
-        return Err("empty duration".into());
-    }
-    if let Ok(n) = s.parse::<f64>() {
-        return secs(n, s);
-    }
-    let mut total = 0f64;
-    let mut rest = s;
-    while !rest.is_empty() {
-        let num_end = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(|| format!("{s:?}: missing unit (use ms, s, m or h)"))?;
-        if num_end == 0 {
-            return Err(format!("{s:?}: expected a number, e.g. 15s, 500ms, 2m"));
-        }
-        let n: f64 = rest[..num_end]
-            .parse()
-            .map_err(|_| format!("{s:?}: bad number"))?;
-        let after = &rest[num_end..];
-        let unit_end = after
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(after.len());
-        let mult = match &after[..unit_end] {
-            "ns" => 1e-9,
-            "us" | "µs" => 1e-6,
-            "ms" => 0.001,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            u => return Err(format!("{s:?}: unknown unit {u:?} (use ms, s, m or h)")),
-        };
-        total += n * mult;
-        rest = &after[unit_end..];
-    }
-    secs(total, s)
-}
-
-fn secs(n: f64, s: &str) -> Result<Duration, String> {
-    if !n.is_finite() || !(0.0..=365.0 * 86400.0).contains(&n) {
-        return Err(format!("{s:?}: out of range"));
-    }
-    let d = Duration::from_secs_f64(n);
-    if d.is_zero() {
-        return Err(format!("{s:?}: must be greater than zero"));
-    }
-    Ok(d)
 }
 
 #[cfg(test)]
@@ -698,34 +612,5 @@ mod tests {
             panic!("{o:?}");
         };
         assert!(msg.starts_with("bad text xxx") && msg.len() <= MESSAGE_BYTES);
-    }
-
-    #[test]
-    fn durations_parse_and_format() {
-        assert_eq!(parse_duration("15s"), Ok(Duration::from_secs(15)));
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
-        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
-        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
-        assert_eq!(parse_duration("250us"), Ok(Duration::from_micros(250)));
-        assert_eq!(parse_duration("250µs"), Ok(Duration::from_micros(250)));
-        assert_eq!(parse_duration("1ns"), Ok(Duration::from_nanos(1)));
-        assert_eq!(fmt_duration(Duration::from_nanos(1)), "1ns");
-        assert_eq!(fmt_duration(Duration::from_micros(250)), "250us");
-        for bad in ["", "0s", "-1s", "abc", "5x", "s", "1e400"] {
-            assert!(parse_duration(bad).is_err(), "{bad}");
-        }
-        assert_eq!(fmt_duration(Duration::from_secs(2)), "2s");
-        assert_eq!(fmt_duration(Duration::from_millis(250)), "250ms");
-        assert_eq!(fmt_duration(Duration::from_millis(1500)), "1.5s");
-        assert_eq!(fmt_duration(Duration::from_secs(3720)), "1h2m");
-    }
-
-    proptest::proptest! {
-        #[test]
-        fn parse_duration_never_panics(s in "\\PC{0,12}") {
-            let _ = parse_duration(&s);
-        }
     }
 }

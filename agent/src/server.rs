@@ -23,11 +23,12 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
+use crate::api;
 use crate::connections::{Clock, ConnState, ConnTable, Registration, Throttle, Tracked};
 use crate::engine::Shared;
 use crate::html;
-use crate::report::{self, Filter};
 use crate::token::Token;
+use crate::view::{Filter, View};
 
 /// How long a new connection may take to send its first byte, then to complete its request
 /// headers; in hyper the same timer also closes a keep-alive connection idle this long
@@ -186,7 +187,7 @@ pub fn handle(app: &App, req: &Request<Incoming>) -> Resp {
             Ok(f) => respond(
                 StatusCode::OK,
                 "application/json",
-                report::to_json(&published.snapshot, &f),
+                api::to_json(&View::new(&published.snapshot, &f)),
             ),
         },
         _ => match checked_filter(req.uri().query(), &published.snapshot) {
@@ -194,7 +195,7 @@ pub fn handle(app: &App, req: &Request<Incoming>) -> Resp {
             Ok(f) => respond(
                 StatusCode::OK,
                 "text/html; charset=utf-8",
-                html::page(&published.snapshot, &f),
+                html::page(&View::new(&published.snapshot, &f)),
             ),
         },
     }

@@ -9,7 +9,8 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use collectors::disk::{DiskCollector, DiskConfig, FsUsage};
+use collectors::disk::{DiskCollector, DiskConfig};
+use collectors::sys::statvfs::FsUsage;
 use collectors::{CollectContext, Collector, HostPaths};
 use nix::sys::resource::{getrusage, UsageWho};
 

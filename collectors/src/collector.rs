@@ -417,4 +417,74 @@ mod tests {
             }]
         );
     }
+
+    /// Every `.rs` file below `dir`.
+    fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                rust_files(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+
+    /// A collector uses the shared readers (`proc`, `sys`, `runtime`, `pods`, `kmsg`, ...) and
+    /// never another collector's module: what two collectors share lives in a shared module.
+    #[test]
+    fn collectors_do_not_import_each_other() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut collectors = Vec::new();
+        for entry in std::fs::read_dir(&src).unwrap() {
+            let dir = entry.unwrap().path();
+            let is_collector = std::fs::read_to_string(dir.join("mod.rs"))
+                .is_ok_and(|t| t.contains("impl Collector for"));
+            if is_collector {
+                collectors.push(dir.file_name().unwrap().to_string_lossy().into_owned());
+            }
+        }
+        collectors.sort();
+        assert_eq!(
+            collectors,
+            ["conntrack", "disk", "iptables", "kernel", "load", "memory"]
+        );
+        let mut crossings = Vec::new();
+        for c in &collectors {
+            let mut files = Vec::new();
+            rust_files(&src.join(c), &mut files);
+            for file in files {
+                let text = std::fs::read_to_string(&file).unwrap();
+                for (n, line) in text.lines().enumerate() {
+                    let code = line.split("//").next().unwrap_or("");
+                    for other in collectors.iter().filter(|o| *o != c) {
+                        let names_it = [
+                            format!("crate::{other}::"),
+                            format!("crate::{other};"),
+                            format!("crate::{other},"),
+                            format!("crate::{{{other}"),
+                            format!(" {other}::"),
+                            format!("super::super::{other}"),
+                        ]
+                        .iter()
+                        .any(|p| code.contains(p.as_str()));
+                        let in_group = code.contains("crate::{")
+                            && code
+                                .split("crate::{")
+                                .nth(1)
+                                .is_some_and(|g| g.split([',', '}', ' ']).any(|w| w == other));
+                        if names_it || in_group {
+                            crossings.push(format!(
+                                "{}:{}: {}",
+                                file.display(),
+                                n + 1,
+                                line.trim()
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        assert!(crossings.is_empty(), "{crossings:#?}");
+    }
 }

@@ -8,10 +8,7 @@ use std::fmt;
 use crate::shell::Cmd;
 
 /// How bad a finding is. Ordered: `Info < Warning < Critical`.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Severity {
     Info,
     Warning,
@@ -92,8 +89,7 @@ impl Text {
 }
 
 /// One evidence figure: a number or a string. Names carry their unit (`available_bytes`).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-#[serde(untagged)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Evidence {
     Int(i64),
     Float(f64),
@@ -180,7 +176,7 @@ impl fmt::Display for Evidence {
 }
 
 /// Where in the handbooks a remediation comes from.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Source {
     /// File name under `shared/docs`, e.g. `002_af370464fa0f13dd.txt`.
     pub doc: &'static str,

@@ -7,9 +7,11 @@ use crate::cmd;
 use crate::collector::CollectContext;
 use crate::explain::see_also;
 use crate::finding::{Finding, Severity, Text, HANDBOOK};
+use crate::runtime::discover::Role;
 use crate::runtime::docker::DaemonConfig;
 use crate::runtime::kubelet::{Settings, Threshold};
 use crate::shell::Cmd;
+use crate::sys::statvfs::FsUsage;
 
 use super::deleted::DeletedFile;
 use super::logs::LogFile;
@@ -20,80 +22,11 @@ pub const SECTION: &str = "节点磁盘爆满排障处理";
 /// The handbook's prevention subsection (cited by the prevention findings).
 pub const SECTION_PREVENT: &str = "如何规避磁盘爆满？";
 
-/// What a directory is for on this node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Role {
-    DockerData,
-    DockerExec,
-    ContainerdRoot,
-    ContainerdState,
-    Kubelet,
-}
-
-impl Role {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::DockerData => "docker_data",
-            Role::DockerExec => "docker_exec",
-            Role::ContainerdRoot => "containerd_root",
-            Role::ContainerdState => "containerd_state",
-            Role::Kubelet => "kubelet",
-        }
-    }
-
-    /// The kubelet eviction signal family judging a filesystem serving this role.
-    fn signal(self) -> Option<&'static str> {
-        match self {
-            Role::Kubelet => Some("nodefs"),
-            Role::DockerData | Role::ContainerdRoot => Some("imagefs"),
-            Role::DockerExec | Role::ContainerdState => None,
-        }
-    }
-
-    fn is_image(self) -> bool {
-        matches!(self, Role::DockerData | Role::ContainerdRoot)
-    }
-}
-
 /// A directory serving a role, with its host-side path (symlinks resolved).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RoleDir {
     pub role: Role,
     pub host_path: String,
-}
-
-/// `statfs` figures of a filesystem, with node_exporter's `node_filesystem_*` meanings.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct FsUsage {
-    /// `f_blocks * f_frsize`.
-    pub size_bytes: u64,
-    /// Free for unprivileged users: `f_bavail * f_frsize`.
-    pub avail_bytes: u64,
-    /// Free including root's reserve: `f_bfree * f_frsize`.
-    pub free_bytes: u64,
-    pub files: u64,
-    pub files_free: u64,
-}
-
-impl FsUsage {
-    /// Used share as `df` computes it: used / (used + available).
-    pub fn used_percent(&self) -> f64 {
-        let used = self.size_bytes.saturating_sub(self.free_bytes) as f64;
-        let denom = used + self.avail_bytes as f64;
-        if denom <= 0.0 {
-            0.0
-        } else {
-            used * 100.0 / denom
-        }
-    }
-
-    pub fn inodes_used_percent(&self) -> f64 {
-        if self.files == 0 {
-            0.0
-        } else {
-            self.files.saturating_sub(self.files_free) as f64 * 100.0 / self.files as f64
-        }
-    }
 }
 
 /// One filesystem serving one or more roles, with what fills it.

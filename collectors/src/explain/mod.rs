@@ -109,8 +109,7 @@ pub const EXIT_CODE_COMPONENT: &str = "exit-code";
 pub const SIGNAL_COMPONENT: &str = "signal";
 
 /// How an entry was found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum MatchKind {
     /// The query is one of the entry's codes or its key (case, separators and a known suffix
     /// variant aside).
@@ -154,8 +153,7 @@ impl MatchKind {
 }
 
 /// What kind of answer a lookup is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Confidence {
     /// Nothing matched.
     None,
@@ -197,7 +195,7 @@ pub struct Match<'a> {
 }
 
 /// A container exit code brought into 0–255 and, for 129–255, the signal behind it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExitDecode {
     /// The number as given.
     pub input: i64,

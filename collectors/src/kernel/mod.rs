@@ -26,7 +26,6 @@ use std::path::Path;
 use std::time::Instant;
 
 use crate::collector::{CollectContext, Collection, Collector, HostNetns, Status};
-use crate::disk::{self, DiskConfig, FsUsage};
 use crate::finding::Finding;
 use crate::host::HostPaths;
 use crate::kmsg::{KmsgConfig, KmsgReader};
@@ -34,6 +33,8 @@ use crate::metric::Metric;
 use crate::pods::{PodDirectory, PodsConfig};
 use crate::proc::cgroup::{self, PodRef};
 use crate::proc::{meminfo, mountinfo, netstat};
+use crate::runtime::discover::{self, Locations};
+use crate::sys::statvfs::{self, FsUsage, StatFsFn};
 
 pub use judge::{
     FsErrorGroup, HungGroup, KernelSample, ListenDelta, NodeMemory, OomGroup, PidUsage, RoleFs,
@@ -42,9 +43,6 @@ pub use judge::{
 
 /// Longest task name kept from a log line (the kernel's comm is 16 bytes).
 const MAX_COMM_BYTES: usize = 64;
-
-/// `statvfs` of an agent-side path. Replaceable for tests (fake hosts have no real disks).
-pub type StatFsFn = dyn Fn(&Path) -> std::io::Result<FsUsage> + Send;
 
 /// Settings of the kernel collector.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,8 +57,8 @@ pub struct KernelConfig {
     pub cgroup_walk_max_groups: usize,
     /// ...and depth below `kubepods` (pod = 2, container = 3).
     pub cgroup_walk_max_depth: usize,
-    /// Where the disk collector's runtime/kubelet directory discovery looks.
-    pub disk: DiskConfig,
+    /// Where the runtime/kubelet directory discovery looks (the same as the disk collector's).
+    pub runtime: Locations,
     /// Where pod UIDs and container ids are resolved to namespace/name (best effort).
     pub pods: PodsConfig,
 }
@@ -73,7 +71,7 @@ impl Default for KernelConfig {
             max_groups: 256,
             cgroup_walk_max_groups: 20_000,
             cgroup_walk_max_depth: 4,
-            disk: DiskConfig::default(),
+            runtime: Locations::default(),
             pods: PodsConfig::default(),
         }
     }
@@ -144,7 +142,7 @@ impl KernelCollector {
             host,
             config,
             kmsg,
-            statfs: Box::new(disk::statvfs_usage),
+            statfs: Box::new(statvfs::usage),
             assembler: oom::Assembler::default(),
             ooms: BTreeMap::new(),
             hung: BTreeMap::new(),
@@ -513,7 +511,7 @@ impl Collector for KernelCollector {
         let mut role_fs = Vec::new();
         let mut fs_errors = Vec::new();
         if !self.hung.is_empty() || !self.fs.is_empty() {
-            let disc = disk::discover(&host, &self.config.disk);
+            let disc = discover::discover(&host, &self.config.runtime);
             let dirs: Vec<(&'static str, String)> = disc
                 .dirs
                 .iter()

@@ -3,13 +3,16 @@
 //!
 //! - [`docker`]: `/etc/docker/daemon.json` and a container's `config.v2.json` labels;
 //! - [`containerd`]: `root` / `state` of `/etc/containerd/config.toml`;
-//! - [`kubelet`]: the running kubelet's flags and its config file (YAML or JSON).
+//! - [`kubelet`]: the running kubelet's flags and its config file (YAML or JSON);
+//! - [`discover`]: all of the above together: which runtime and kubelet directories this host
+//!   has, by role.
 //!
 //! Each exposes a pure `parse` over the file's text and a thin reader taking [`HostPaths`].
 //!
 //! [`HostPaths`]: crate::HostPaths
 
 pub mod containerd;
+pub mod discover;
 pub mod docker;
 pub mod kubelet;
 

@@ -1,4 +1,6 @@
-//! Readers of the host's `/sys`: one module per source file or directory.
+//! Readers of the host's `/sys`: one module per source file or directory; and [`statvfs`],
+//! the filesystem figures of a directory.
 
 pub mod block;
 pub mod cpu_online;
+pub mod statvfs;

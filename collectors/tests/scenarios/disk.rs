@@ -3,8 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use collectors::disk::{DiskCollector, DiskConfig, FsUsage};
+use collectors::disk::{DiskCollector, DiskConfig};
 use collectors::explain::see_also;
+use collectors::sys::statvfs::FsUsage;
 use collectors::{Collection, Collector, Finding, Metric, Severity, Status};
 
 use crate::support::{ctx, root_or_skip, FakeHost};
@@ -700,7 +701,7 @@ impl TmpfsRoot {
 
     /// Fills the tmpfs until `target_percent` is used.
     fn fill_to(&self, target_percent: f64) {
-        let u = collectors::disk::statvfs_usage(&self.mnt).unwrap();
+        let u = collectors::sys::statvfs::usage(&self.mnt).unwrap();
         let used_target = (u.size_bytes as f64 * target_percent / 100.0) as u64;
         let used_now = u.size_bytes - u.free_bytes;
         self.fill("filler", used_target.saturating_sub(used_now) / 4096 * 4096);

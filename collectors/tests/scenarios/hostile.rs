@@ -2,7 +2,7 @@
 //! made to break out of a printed command (`$(...)`, backticks, `;`, `|`, `&&`, quotes,
 //! newlines, ESC sequences, bidi overrides), staged wherever each collector takes names from.
 //!
-//! Every command of every finding then runs in the busybox sandbox (`tests/src/sandbox.rs`,
+//! Every command of every finding then runs in the busybox sandbox (`agent/tests/e2e/sandbox.rs`,
 //! root and busybox-static): none may run a payload. As a control, the same names pasted
 //! unquoted do run theirs. Without root the sandbox part prints SKIP, and the checks that
 //! need no sandbox still run: the names reached the commands, quoted, on one printable line;
@@ -10,11 +10,12 @@
 
 use std::path::Path;
 
-use collectors::disk::{DiskCollector, DiskConfig, FsUsage};
+use collectors::disk::{DiskCollector, DiskConfig};
 use collectors::iptables::{IptablesCollector, IptablesConfig};
 use collectors::kernel::{KernelCollector, KernelConfig};
 use collectors::load::{LoadCollector, LoadConfig};
 use collectors::memory::{MemoryCollector, MemoryConfig};
+use collectors::sys::statvfs::FsUsage;
 use collectors::{CollectContext, Collection, Collector};
 
 use crate::sandbox::{hostile, hostile_word, Sandbox};

@@ -7,12 +7,13 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use collectors::conntrack::{ConntrackCollector, ConntrackConfig};
-use collectors::disk::{DiskCollector, DiskConfig, FsUsage};
+use collectors::disk::{DiskCollector, DiskConfig};
 use collectors::hostfs::cap;
 use collectors::iptables::{IptablesCollector, IptablesConfig};
 use collectors::kernel::{KernelCollector, KernelConfig};
 use collectors::load::{LoadCollector, LoadConfig};
 use collectors::memory::{MemoryCollector, MemoryConfig};
+use collectors::sys::statvfs::FsUsage;
 use collectors::{Collection, Collector, Status};
 
 use crate::support::{ctx, FakeHost};

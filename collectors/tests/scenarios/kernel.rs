@@ -5,9 +5,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use collectors::disk::FsUsage;
 use collectors::explain::see_also;
 use collectors::kernel::{KernelCollector, KernelConfig};
+use collectors::sys::statvfs::FsUsage;
 use collectors::{
     CollectContext, Collection, Collector, Finding, HostNetns, HostPaths, Severity, Status,
 };

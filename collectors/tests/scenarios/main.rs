@@ -12,6 +12,6 @@ mod kernel;
 mod kmsg;
 mod load;
 mod memory;
-#[path = "../../../tests/src/sandbox.rs"]
+#[path = "../../../agent/tests/e2e/sandbox.rs"]
 mod sandbox;
 mod support;

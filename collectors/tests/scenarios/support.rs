@@ -1,5 +1,4 @@
 //! Builders for fake host roots and helpers for real-kernel tests.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 

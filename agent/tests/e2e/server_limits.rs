@@ -4,7 +4,7 @@
 //!
 //! The flood tests measure whichever binary `support::agent_bin()` names: the debug build by
 //! default, the release build with
-//! `NODE_DOCTOR_E2E_BIN=target/release/node-doctor cargo test -p e2e --test e2e server_limits -- --nocapture`.
+//! `NODE_DOCTOR_E2E_BIN=target/release/node-doctor cargo test -p node-doctor --test e2e server_limits -- --nocapture`.
 //! They print their figures (RSS, peak RSS, sockets held, /findings latency) to stderr.
 
 use std::io::{Read, Write};
@@ -48,7 +48,7 @@ fn can_hold(n: usize) -> bool {
         return true;
     }
     assert!(
-        !e2e::is_root(),
+        !crate::support::is_root(),
         "RLIMIT_NOFILE is {nofile} even for root: cannot hold {n} connections"
     );
     eprintln!(

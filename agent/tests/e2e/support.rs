@@ -1,6 +1,5 @@
-//! Helpers: a fake host root, a running `node-doctor serve`, a tiny HTTP/1.1 client and a
-//! Prometheus text-format parser.
-#![allow(dead_code)]
+//! Helpers: the `node-doctor` binary under test, a fake host root, a running
+//! `node-doctor serve`, a tiny HTTP/1.1 client and a Prometheus text-format parser.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -8,6 +7,49 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+/// The `node-doctor` binary Cargo built for this test run (`CARGO_BIN_EXE_node-doctor`: the
+/// debug build under `cargo test`, the release build under `cargo test --release`).
+pub fn node_doctor_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_node-doctor"))
+}
+
+/// The binary in the environment variable `var`, a path absolute or relative to the
+/// workspace root; `None` when the variable is unset.
+fn bin_from_env(var: &str) -> Option<PathBuf> {
+    let p = std::env::var_os(var)?;
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(p);
+    assert!(p.is_file(), "{var}: no file {}", p.display());
+    Some(p)
+}
+
+/// The binary the image ships, for the tests that run the agent as deployed: `$NODE_DOCTOR_BIN`
+/// when set (`scripts/test.sh` builds `cargo build --release -p node-doctor` and sets it to
+/// that), else [`node_doctor_bin`], with a note on stderr when that is a debug build.
+pub fn shipped_bin() -> PathBuf {
+    if let Some(p) = bin_from_env("NODE_DOCTOR_BIN") {
+        return p;
+    }
+    if cfg!(debug_assertions) {
+        eprintln!(
+            "note: NODE_DOCTOR_BIN is unset: running the debug build {} (scripts/test.sh runs the release build)",
+            node_doctor_bin().display()
+        );
+    }
+    node_doctor_bin()
+}
+
+/// True when the tests run as root (real-kernel tests need it).
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(2) == Some("0"))
+        })
+        .unwrap_or(false)
+}
 
 /// A host root with the /proc files of a quiet node (copied from this VM, kernel 6.18):
 /// collectors that are merged later find sane values and report nothing alarming.
@@ -94,7 +136,7 @@ pub struct Server {
 impl Server {
     /// Starts `serve` against `root` and waits until /healthz answers.
     pub fn start(root: &Path, extra: &[&str]) -> Server {
-        Server::start_bin(&e2e::node_doctor_bin(), root, extra)
+        Server::start_bin(&node_doctor_bin(), root, extra)
     }
 
     /// As [`Server::start`], running the binary at `bin`.
@@ -108,7 +150,7 @@ impl Server {
     /// `args` gives one, `NODE_NAME` unset), after `configure` has adjusted the command, and
     /// waits until /healthz answers.
     pub fn start_with(root: &Path, args: &[&str], configure: impl FnOnce(&mut Command)) -> Server {
-        Server::spawn(&e2e::node_doctor_bin(), root, args, configure)
+        Server::spawn(&node_doctor_bin(), root, args, configure)
     }
 
     fn spawn(
@@ -621,7 +663,7 @@ pub fn run_measured(args: &[&str], env: &[(&str, &str)], timeout: Duration) -> M
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let (out_path, err_path) = (dir.path().join("stdout"), dir.path().join("stderr"));
-    let mut c = Command::new(e2e::node_doctor_bin());
+    let mut c = Command::new(node_doctor_bin());
     c.args(args)
         .env_remove("NODE_NAME")
         .stdout(std::fs::File::create(&out_path).expect("stdout file"))
@@ -670,7 +712,7 @@ pub struct HungFs {
 impl HungFs {
     /// Opens `/dev/fuse`; `Err` says why not (not root, no FUSE).
     pub fn open() -> Result<HungFs, String> {
-        if !e2e::is_root() {
+        if !is_root() {
             return Err("needs root to mount FUSE".into());
         }
         std::fs::OpenOptions::new()
@@ -738,7 +780,7 @@ impl HungFs {
 
 /// Runs `node-doctor <args>` to completion.
 pub fn run(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
-    let mut c = Command::new(e2e::node_doctor_bin());
+    let mut c = Command::new(node_doctor_bin());
     c.args(args).env_remove("NODE_NAME");
     for (k, v) in env {
         c.env(k, v);
@@ -750,12 +792,7 @@ pub fn run(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
 /// `target/release/node-doctor`, relative to the workspace root, to measure the release
 /// build with the same test), else the debug build every other test runs.
 pub fn agent_bin() -> PathBuf {
-    let Some(p) = std::env::var_os("NODE_DOCTOR_E2E_BIN") else {
-        return e2e::node_doctor_bin();
-    };
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(p);
-    assert!(p.is_file(), "NODE_DOCTOR_E2E_BIN: no file {}", p.display());
-    p
+    bin_from_env("NODE_DOCTOR_E2E_BIN").unwrap_or_else(node_doctor_bin)
 }
 
 /// Raises this process's open-file limit to at least `n` (children inherit it). Root may
@@ -793,7 +830,7 @@ pub fn run_with_timeout(
     }
     let started = Instant::now();
     let mut child = Reaped(
-        Command::new(e2e::node_doctor_bin())
+        Command::new(node_doctor_bin())
             .args(args)
             .env_remove("NODE_NAME")
             .stdin(Stdio::null())

@@ -221,7 +221,7 @@ impl Drop for HungFuse {
 /// incomplete, not healthy — exit code bit 4, the JSON and the table name the collector.
 #[test]
 fn a_hung_collector_makes_the_check_incomplete() {
-    if !e2e::is_root() || !std::path::Path::new("/dev/fuse").exists() {
+    if !crate::support::is_root() || !std::path::Path::new("/dev/fuse").exists() {
         println!("SKIP a_hung_collector_makes_the_check_incomplete: needs root and /dev/fuse");
         return;
     }

@@ -31,7 +31,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use e2e::manifests::{http_get, repo_root};
+use crate::manifests::{http_get, repo_root};
 use nix::sched::{setns, CloneFlags};
 use serde_json::Value;
 
@@ -149,7 +149,7 @@ fn on_path(tool: &str) -> bool {
 
 /// Why this test cannot run here, if it cannot.
 fn skip_reason() -> Option<String> {
-    if !e2e::is_root() {
+    if !crate::support::is_root() {
         return Some("needs root (namespaces, mounts, capabilities)".into());
     }
     let missing: Vec<&str> = [
@@ -553,7 +553,7 @@ fn run_as_deployed(own_netns: bool) {
         "the shipped DaemonSet runs with hostNetwork: true, which variant (a) reproduces"
     );
     assert_eq!(m.run_as_user, "0");
-    let bin = e2e::node_doctor_release_bin();
+    let bin = crate::support::shipped_bin();
     let node = Node::start();
     node.stage();
     let host_root = node.host_root();

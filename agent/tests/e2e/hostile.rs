@@ -4,12 +4,12 @@
 //! ESC sequences and bidi overrides.
 //!
 //! - `--format json` keeps the names exactly (JSON escapes control characters itself);
-//! - every printed command, run in the busybox sandbox (`e2e::sandbox`, root), runs no
+//! - every printed command, run in the busybox sandbox (`sandbox.rs`, root), runs no
 //!   payload, while the same names pasted unquoted do (the control);
 //! - the table (`check` piped) holds no control character but its line breaks, no ESC and no
 //!   bidi override.
 
-use e2e::sandbox::{hostile, hostile_word, Sandbox};
+use crate::sandbox::{hostile, hostile_word, Sandbox};
 use serde_json::Value;
 
 use crate::support::{run, FakeRoot};

@@ -1,7 +1,7 @@
 //! The deployment's promises about the agent (issue 8): the alerts and the dashboard only
 //! query metrics the agent exports, and the agent works in the container's read-only world.
 
-use e2e::manifests::{
+use crate::manifests::{
     exported_names, http_get, metric_names, metric_names_used, DOCUMENTED_EXPORTS,
 };
 use std::collections::BTreeSet;
@@ -57,29 +57,12 @@ fn alerts_and_dashboard_use_only_documented_metrics() {
         .collect();
     assert!(unknown.is_empty(), "not exported by the agent: {unknown:?}");
     // Both files really query something, and alerts are on findings.
-    for file in e2e::manifests::MONITORING_FILES {
+    for file in crate::manifests::MONITORING_FILES {
         assert!(used.iter().any(|(_, f)| f == file), "{file} uses no metric");
     }
     assert!(used
         .iter()
         .any(|(n, f)| n == "node_doctor_finding" && f.ends_with(".yaml")));
-}
-
-/// The agent binary: `NODE_DOCTOR_BIN` (e.g. target/release/node-doctor, the binary the image
-/// ships) or the workspace's debug build.
-fn agent_bin() -> std::path::PathBuf {
-    std::env::var_os("NODE_DOCTOR_BIN")
-        .map(Into::into)
-        .unwrap_or_else(e2e::node_doctor_bin)
-}
-
-/// Whether this build of the agent has the `serve` command the DaemonSet runs.
-fn agent_serves(bin: &Path) -> bool {
-    Command::new(bin)
-        .arg("--help")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).contains("serve"))
-        .unwrap_or(false)
 }
 
 fn free_port() -> SocketAddr {
@@ -184,15 +167,11 @@ fn wait_healthy(addr: SocketAddr, agent: &mut Agent) -> bool {
 /// remounted read-only for the agent, its working directory is read-only; it must serve.
 #[test]
 fn agent_serves_from_a_read_only_host_root_and_working_directory() {
-    if !e2e::is_root() {
+    if !crate::support::is_root() {
         println!("SKIP agent_serves_from_a_read_only_host_root_and_working_directory: needs root (mount namespace)");
         return;
     }
-    let bin = agent_bin();
-    if !agent_serves(&bin) {
-        println!("SKIP agent_serves_from_a_read_only_host_root_and_working_directory: this node-doctor has no `serve` command yet");
-        return;
-    }
+    let bin = crate::support::shipped_bin();
     let tmp = tempfile::tempdir().unwrap();
     let fake = tmp.path().join("fake-root");
     let host = tmp.path().join("host");
@@ -250,7 +229,7 @@ exec "$BIN" serve --listen="$LISTEN" --host-root="$HOSTROOT"
 /// Every metric the alerts and the dashboard use is in a live scrape of the agent.
 #[test]
 fn alerts_and_dashboard_metrics_are_in_a_live_scrape() {
-    let bin = agent_bin();
+    let bin = crate::support::shipped_bin();
     let tmp = tempfile::tempdir().unwrap();
     fake_host_root(tmp.path());
     let addr = free_port();

@@ -17,7 +17,7 @@ const MIB: u64 = 1024 * 1024;
 
 /// Prints why a real-kernel test does not run; true when it may.
 pub fn root_or_skip(name: &str) -> bool {
-    if e2e::is_root() {
+    if crate::support::is_root() {
         true
     } else {
         println!("SKIP {name}: needs root (mounts a tmpfs)");

@@ -1,5 +1,6 @@
 //! End-to-end tests, one binary (as ripgrep gathers its integration tests): they drive the
-//! built `node-doctor` against fake host roots built by the tests.
+//! `node-doctor` binary Cargo builds for this package (`CARGO_BIN_EXE_node-doctor`) against
+//! fake host roots built by the tests.
 
 mod as_deployed;
 mod check;
@@ -7,8 +8,10 @@ mod deploy;
 mod explain;
 mod host_files;
 mod hostile;
+mod manifests;
 mod real_disk;
 mod real_load;
+mod sandbox;
 mod see_also;
 mod serve;
 mod server_limits;

@@ -32,7 +32,7 @@ fn on_path(tool: &str) -> bool {
 
 /// Why this test cannot run here, if it cannot.
 fn skip_reason(dir: &Path) -> Option<String> {
-    if !e2e::is_root() {
+    if !crate::support::is_root() {
         return Some("needs root (reads every process's /proc/<pid>/io)".into());
     }
     for (tool, package) in [("fio", "fio"), ("iostat", "sysstat")] {
@@ -182,7 +182,7 @@ fn real_fio_direct_writes_show_in_check_and_agree_with_iostat() {
             .expect("spawn iostat"),
     ));
     let check = Reaped(Some(
-        Command::new(e2e::node_doctor_bin())
+        Command::new(crate::support::node_doctor_bin())
             .args([
                 "check",
                 "--host-root",

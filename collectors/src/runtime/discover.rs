@@ -1,0 +1,188 @@
+//! Where the container runtimes and the kubelet keep their data on this host, and how they
+//! are configured: one pass over `<root>/proc` for the running `kubelet`, `dockerd` and
+//! `containerd` (their flags), their configuration files, and the defaults. Used by the
+//! `disk` collector (what fills these directories) and the `kernel` collector (whether a hung
+//! task or a failing filesystem backs one of them).
+
+use std::path::PathBuf;
+
+use crate::host::HostPaths;
+use crate::runtime::{containerd, docker, find_processes, flag_value, kubelet};
+
+/// Where the runtimes' and the kubelet's configuration files are (host paths), unless the
+/// running daemons name others on their command lines.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Locations {
+    /// Docker's daemon config, unless dockerd runs with `--config-file`.
+    pub daemon_json: String,
+    /// containerd's config, unless containerd runs with `--config`.
+    pub containerd_config: String,
+    /// The kubelet config file; `None`: `--config` of the running kubelet, else
+    /// `/var/lib/kubelet/config.yaml`.
+    pub kubelet_config: Option<String>,
+}
+
+impl Default for Locations {
+    fn default() -> Self {
+        Locations {
+            daemon_json: docker::DAEMON_JSON.to_string(),
+            containerd_config: containerd::CONFIG_PATH.to_string(),
+            kubelet_config: None,
+        }
+    }
+}
+
+/// What a directory is for on this node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Role {
+    DockerData,
+    DockerExec,
+    ContainerdRoot,
+    ContainerdState,
+    Kubelet,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::DockerData => "docker_data",
+            Role::DockerExec => "docker_exec",
+            Role::ContainerdRoot => "containerd_root",
+            Role::ContainerdState => "containerd_state",
+            Role::Kubelet => "kubelet",
+        }
+    }
+
+    /// The kubelet eviction signal family judging a filesystem serving this role.
+    pub fn signal(self) -> Option<&'static str> {
+        match self {
+            Role::Kubelet => Some("nodefs"),
+            Role::DockerData | Role::ContainerdRoot => Some("imagefs"),
+            Role::DockerExec | Role::ContainerdState => None,
+        }
+    }
+
+    /// The directory holds container images (the kubelet's imagefs).
+    pub fn is_image(self) -> bool {
+        matches!(self, Role::DockerData | Role::ContainerdRoot)
+    }
+}
+
+/// What [`discover`] found about the container runtimes and the kubelet.
+pub struct Discovery {
+    /// Directories that exist: role, host-side path (symlinks resolved), agent-side path.
+    pub dirs: Vec<(Role, String, PathBuf)>,
+    /// The kubelet's effective disk settings and its config path, when a kubelet is present.
+    pub kubelet: Option<(kubelet::Settings, String)>,
+    /// Docker's daemon config (`None` when the file does not exist), its path, and the data
+    /// root, when docker is present and its config file is absent or readable (a config that
+    /// exists but was refused or is garbage says nothing about log limits; `notes` says why).
+    pub docker: Option<(Option<docker::DaemonConfig>, String, String)>,
+    /// Why some configuration could not be read.
+    pub notes: Vec<String>,
+}
+
+/// Finds the container runtimes' and the kubelet's directories on the host: from the running
+/// processes' flags (one pass over `<root>/proc`), their configuration files, and the
+/// defaults. Used by the `disk` collector and by the `kernel` collector (which asks whether a
+/// failing filesystem backs one of these directories).
+pub fn discover(host: &HostPaths, config: &Locations) -> Discovery {
+    let mut notes = Vec::new();
+    let procs = find_processes(host, &["kubelet", "dockerd", "containerd"]);
+    let none: Vec<String> = Vec::new();
+    let args = |name: &str| procs.get(name).map_or(&none, |(_, a)| a);
+    let k_args = args("kubelet");
+    let d_args = args("dockerd");
+    let c_args = args("containerd");
+
+    // docker
+    let daemon_json =
+        flag_value(d_args, "--config-file").unwrap_or_else(|| config.daemon_json.clone());
+    let mut daemon_readable = true;
+    let daemon = match docker::read_daemon_json(host, &daemon_json) {
+        Ok(d) => d,
+        Err(e) => {
+            notes.push(e.to_string());
+            daemon_readable = false;
+            None
+        }
+    };
+    let d = daemon.clone().unwrap_or_default();
+    let data_root = flag_value(d_args, "--data-root")
+        .or_else(|| flag_value(d_args, "--graph"))
+        .or(d.data_root.clone())
+        .unwrap_or_else(|| docker::DEFAULT_DATA_ROOT.to_string());
+    let exec_root = flag_value(d_args, "--exec-root")
+        .or(d.exec_root.clone())
+        .unwrap_or_else(|| docker::DEFAULT_EXEC_ROOT.to_string());
+
+    // containerd
+    let c_conf_path = flag_value(c_args, "--config")
+        .or_else(|| flag_value(c_args, "-c"))
+        .unwrap_or_else(|| config.containerd_config.clone());
+    let c_conf = match containerd::read(host, &c_conf_path) {
+        Ok(c) => c.unwrap_or_default(),
+        Err(e) => {
+            notes.push(e.to_string());
+            containerd::Config::default()
+        }
+    };
+    let c_root = flag_value(c_args, "--root")
+        .or(c_conf.root)
+        .unwrap_or_else(|| containerd::DEFAULT_ROOT.to_string());
+    let c_state = flag_value(c_args, "--state")
+        .or(c_conf.state)
+        .unwrap_or_else(|| containerd::DEFAULT_STATE.to_string());
+
+    // kubelet
+    let k_root =
+        flag_value(k_args, "--root-dir").unwrap_or_else(|| kubelet::DEFAULT_ROOT_DIR.to_string());
+    let k_conf_path = config
+        .kubelet_config
+        .clone()
+        .or_else(|| flag_value(k_args, "--config"))
+        .unwrap_or_else(|| kubelet::DEFAULT_CONFIG.to_string());
+    let k_conf = match kubelet::read_config(host, &k_conf_path) {
+        Ok(c) => c,
+        Err(e) => {
+            notes.push(e.to_string());
+            None
+        }
+    };
+    let settings = kubelet::effective(k_args, k_conf.as_ref(), &k_conf_path);
+    for e in &settings.errors {
+        notes.push(format!("kubelet setting {e}"));
+    }
+
+    let mut dirs = Vec::new();
+    for (role, p) in [
+        (Role::DockerData, data_root.clone()),
+        (Role::DockerExec, exec_root),
+        (Role::ContainerdRoot, c_root),
+        (Role::ContainerdState, c_state),
+        (Role::Kubelet, k_root),
+    ] {
+        let agent = host.resolve(&p);
+        if agent.is_dir() {
+            let host_side = host
+                .host_side(&agent)
+                .map(|h| h.to_string_lossy().into_owned())
+                .unwrap_or(p);
+            dirs.push((role, host_side, agent));
+        }
+    }
+    let has_kubelet =
+        !k_args.is_empty() || k_conf.is_some() || dirs.iter().any(|d| d.0 == Role::Kubelet);
+    let docker_dir = dirs
+        .iter()
+        .find(|d| d.0 == Role::DockerData)
+        .map(|d| d.1.clone());
+    Discovery {
+        kubelet: has_kubelet.then_some((settings, k_conf_path)),
+        docker: docker_dir
+            .filter(|_| daemon_readable)
+            .map(|dr| (daemon, daemon_json, dr)),
+        dirs,
+        notes,
+    }
+}
