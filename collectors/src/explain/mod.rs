@@ -1136,7 +1136,13 @@ mod tests {
         ) {
             let l = lookup(&q);
             if l.generic() {
-                prop_assert_eq!(l.confidence(), Confidence::Generic);
+                // Generic, or weaker still when only a title matched ("磁盘!"): never an
+                // answer that reads as confident.
+                prop_assert!(
+                    matches!(l.confidence(), Confidence::Generic | Confidence::Weak),
+                    "{:?}",
+                    l.confidence()
+                );
             }
         }
 
