@@ -15,7 +15,7 @@ use collectors::iptables::{IptablesCollector, IptablesConfig};
 use collectors::kernel::{KernelCollector, KernelConfig};
 use collectors::load::{LoadCollector, LoadConfig};
 use collectors::memory::{MemoryCollector, MemoryConfig};
-use collectors::{CollectContext, Collection, Collector};
+use collectors::{CollectContext, Collection};
 
 use crate::sandbox::{hostile, hostile_word, Sandbox};
 use crate::support::FakeHost;
@@ -143,7 +143,7 @@ fn disk_commands_with_hostile_paths_are_inert() {
         );
     let mut c = DiskCollector::new(h.host(), DiskConfig::default())
         .with_statfs(statfs(&h, vec![data_root.clone(), "/".to_string()]));
-    let out = c.collect(&hostile_ctx());
+    let out = crate::support::collect(&mut c, &hostile_ctx());
     let cmds = commands(&out);
     for id in [
         "disk.filesystem_full",
@@ -283,9 +283,9 @@ fn load_commands_with_hostile_device_and_pod_names_are_inert() {
     };
     let mut c = LoadCollector::new(h.host(), LoadConfig::default());
     stage(false);
-    c.collect(&hostile_ctx());
+    crate::support::collect(&mut c, &hostile_ctx());
     stage(true);
-    let out = c.collect(&hostile_ctx());
+    let out = crate::support::collect(&mut c, &hostile_ctx());
     let cmds = commands(&out);
     assert!(
         ids(&out).contains(&"load.io_bound"),
@@ -371,7 +371,7 @@ fn kernel_commands_with_hostile_cgroups_and_mount_points_are_inert() {
                 files_free: 500,
             })
         });
-    let out = c.collect(&hostile_ctx());
+    let out = crate::support::collect(&mut c, &hostile_ctx());
     let cmds = commands(&out);
     for id in [
         "kernel.tiny_memory_limit",
@@ -414,7 +414,7 @@ fn iptables_commands_with_a_hostile_log_path_are_inert() {
         ..IptablesConfig::default()
     };
     let mut c = IptablesCollector::new(h.host(), config);
-    let out = c.collect(&hostile_ctx());
+    let out = crate::support::collect(&mut c, &hostile_ctx());
     let cmds = commands(&out);
     assert!(
         ids(&out).contains(&"iptables.kube_proxy_restore_failed"),
@@ -455,7 +455,7 @@ fn memory_commands_with_a_hostile_node_name_are_inert() {
         page_size_bytes: Some(4096),
         ..MemoryConfig::default()
     };
-    let out = MemoryCollector::new(h.host(), config).collect(&hostile_ctx());
+    let out = crate::support::collect(&mut MemoryCollector::new(h.host(), config), &hostile_ctx());
     let cmds = commands(&out);
     assert!(
         ids(&out).contains(&"memory.page_allocation_failure"),

@@ -5,6 +5,7 @@
 mod conntrack;
 mod disk;
 mod explain;
+mod golden;
 mod hostile;
 mod hostile_files;
 mod iptables;

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use collectors::{CollectContext, Collection, HostPaths, Metric};
+use collectors::{CollectContext, Collection, Collector, HostPaths, Metric};
 
 /// A fake host root in a temporary directory: `proc/`, `sys/`, `var/lib/docker/...` written by
 /// the test.
@@ -91,6 +91,27 @@ impl FakeHost {
         f.set_len(len).expect("set sparse length");
         self
     }
+}
+
+/// Runs one collection and checks what it tells operators against the calling test's golden
+/// file (`crate::golden`; `UPDATE_GOLDEN=1` re-records). Staged-host tests collect through
+/// this; real-kernel tests, whose findings depend on the machine, call `collect` directly.
+pub fn collect<C: Collector + ?Sized>(c: &mut C, ctx: &CollectContext) -> Collection {
+    collect_masked(c, ctx, &[])
+}
+
+/// [`collect`] for a collection whose text holds parts that vary from run to run (a count of
+/// samples a sampler thread took, a fake file's inode) with no evidence naming them: each mask
+/// is literal text with `#` where such a number stands (`"# consecutive samples"`), or literal
+/// text without `#`, replaced whole.
+pub fn collect_masked<C: Collector + ?Sized>(
+    c: &mut C,
+    ctx: &CollectContext,
+    masks: &[&str],
+) -> Collection {
+    let out = c.collect(ctx);
+    crate::golden::check(&out, masks);
+    out
 }
 
 pub fn ctx() -> CollectContext {
