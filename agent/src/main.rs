@@ -75,10 +75,10 @@ fn main() -> ExitCode {
         }
         return ExitCode::from(EXIT_AGENT_FAILED);
     }
-    let ctx = CollectContext {
-        node_name: node_name(cli.node_name.as_deref(), host.root()),
-        host_netns: netns::detect(&host),
-    };
+    let ctx = CollectContext::new(
+        node_name(cli.node_name.as_deref(), host.root()),
+        netns::detect(&host),
+    );
     let opts: CollectorOptions = cli.tuning.options();
 
     match &cli.command {

@@ -27,10 +27,7 @@ const CID: &str = "3f4e5d6c7b8a99887766554433221100ffeeddccbbaa00112233445566778
 
 /// A node named to break out of `kubectl drain <node>`.
 fn hostile_ctx() -> CollectContext {
-    CollectContext {
-        node_name: hostile("node"),
-        host_netns: collectors::HostNetns::NotProcfs,
-    }
+    CollectContext::new(hostile("node"), collectors::HostNetns::NotProcfs)
 }
 
 /// `/proc/<pid>/mountinfo` escaping (space, tab, newline, backslash as octal).

@@ -115,11 +115,8 @@ pub fn collect_masked<C: Collector + ?Sized>(
 }
 
 pub fn ctx() -> CollectContext {
-    CollectContext {
-        node_name: "node-1".to_string(),
-        // Staged host roots: their files are what they are.
-        host_netns: collectors::HostNetns::NotProcfs,
-    }
+    // Staged host roots: their files are what they are.
+    CollectContext::new("node-1", collectors::HostNetns::NotProcfs)
 }
 
 /// True when running as root; otherwise prints why the calling test skips.
@@ -143,4 +140,21 @@ pub fn find_metric<'a>(
                 .iter()
                 .all(|(k, v)| m.labels.iter().any(|(mk, mv)| mk == k && mv == v))
     })
+}
+
+/// `shared/docs` beside the repository (`<repo>/../shared/docs`, as in CI and /work/main), or
+/// one level further up for a git worktree kept under a directory of worktrees; the
+/// `NODE_DOCTOR_DOCS` environment variable overrides both.
+pub fn docs_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("NODE_DOCTOR_DOCS") {
+        return PathBuf::from(d);
+    }
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let beside = repo.join("../shared/docs");
+    let above = repo.join("../../shared/docs");
+    if !beside.is_dir() && above.is_dir() {
+        above
+    } else {
+        beside
+    }
 }
