@@ -241,8 +241,8 @@ impl CollectorFlags {
         (o.iptables.hold_warning, o.iptables.hold_critical) = self.xtables_hold;
         o.conntrack.netns_pid = self.conntrack_netns_pid;
         (
-            o.conntrack.table_warning_percent,
-            o.conntrack.table_critical_percent,
+            o.conntrack.thresholds.table_warning_percent,
+            o.conntrack.thresholds.table_critical_percent,
         ) = self.conntrack_table_percent;
         o.conntrack.nodelocal_dns_address = self.nodelocal_dns;
         if let Some(k) = &self.kubelet_config {
@@ -577,8 +577,8 @@ mod tests {
         assert_eq!(o.iptables.lock_path, PathBuf::from("/var/run/xtables.lock"));
         assert_eq!(
             (
-                o.conntrack.table_warning_percent,
-                o.conntrack.table_critical_percent
+                o.conntrack.thresholds.table_warning_percent,
+                o.conntrack.thresholds.table_critical_percent
             ),
             (70.0, 85.0)
         );

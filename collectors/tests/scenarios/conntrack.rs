@@ -150,7 +150,10 @@ fn insert_failed_rising_between_samples_is_the_dns_race() {
 fn sustained_races_turn_critical_and_stop_when_counters_stop() {
     let h = node("10.96.0.10", UDP_STUB_ONLY);
     let cfg = ConntrackConfig {
-        races_critical_samples: 3,
+        thresholds: collectors::conntrack::Thresholds {
+            races_critical_samples: 3,
+            ..Default::default()
+        },
         ..ConntrackConfig::default()
     };
     let mut c = ConntrackCollector::new(h.host(), cfg);

@@ -13,6 +13,7 @@ mod kernel;
 mod kmsg;
 mod load;
 mod memory;
+mod rules;
 #[path = "../../../tests/src/sandbox.rs"]
 mod sandbox;
 mod support;
