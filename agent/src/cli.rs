@@ -70,6 +70,18 @@ pub struct Cli {
     #[arg(long, global = true, env = "NODE_DOCTOR_LOG_LEVEL", value_parser = parse_log_level, value_name = "LEVEL")]
     pub log_level: Option<String>,
 
+    /// A rule file of your own (repeat, or comma-separated): overrides the words of built-in
+    /// rules (title, summary, steps, commands) or adds steps and commands, e.g. to point at
+    /// your runbooks. Checked at start; a bad file exits 64. Format: docs/rules.md.
+    #[arg(
+        long = "rules-file",
+        global = true,
+        env = "NODE_DOCTOR_RULES_FILE",
+        value_delimiter = ',',
+        value_name = "PATH"
+    )]
+    pub rules_files: Vec<PathBuf>,
+
     #[command(flatten)]
     pub tuning: CollectorFlags,
 

@@ -9,6 +9,7 @@ mod host_files;
 mod hostile;
 mod real_disk;
 mod real_load;
+mod rules_file;
 mod see_also;
 mod serve;
 mod server_limits;
