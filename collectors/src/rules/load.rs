@@ -204,6 +204,13 @@ fn full_rule(file: &str, id: &str, raw: &Table) -> Result<Rule, RulesError> {
         sources: Vec::new(),
         see_also: Vec::new(),
     };
+    for c in rule.item_conditions() {
+        if !rule.conditions.contains_key(c) {
+            return Err(e(format!(
+                "example: item condition {c:?} is not declared in `conditions` (say what it means there)"
+            )));
+        }
+    }
     for name in &rule.optional {
         if !rule.declares(name) {
             return Err(e(format!(
@@ -502,13 +509,11 @@ impl Rule {
     }
 
     fn check_cond(&self, c: &Cond, scope: &Scope, at: At) -> Result<(), String> {
-        let item_conditions = self.item_conditions();
         for t in c.terms() {
             match t {
                 Term::Flag(n) | Term::NotFlag(n) => {
-                    let known = BUILTIN_CONDITIONS.contains(&n.as_str())
-                        || self.conditions.contains_key(n)
-                        || (scope.each.is_some() && item_conditions.contains(n.as_str()));
+                    let known =
+                        BUILTIN_CONDITIONS.contains(&n.as_str()) || self.conditions.contains_key(n);
                     if !known {
                         let mut names: Vec<&str> =
                             self.conditions.keys().map(String::as_str).collect();

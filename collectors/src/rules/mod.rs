@@ -33,7 +33,7 @@
 //!   piece `{ each = "list", en, zh, sep = { en, zh } }` (or `parts = [...]` instead of
 //!   en/zh) repeats over a list of items the judge gives ([`Var::Items`]), joined with `sep`
 //!   (default `, ` / `、`); inside it, placeholders and conditions name the item's own fields
-//!   and conditions first.
+//!   and conditions first (item conditions are declared in `conditions` like the others).
 //! - **Placeholders** `{name}` / `{name:format}` name evidence, vars, item fields or the
 //!   built-in `{node}`; formats are `.N`, `kib`/`mib`/`gib`/`min` (with optional `.N`) and
 //!   `bytes` ([`template`]). Words ([`Var::Words`]) join with `, ` / `、`.

@@ -163,7 +163,35 @@ pub(crate) fn without_rule(d: Draft) -> Finding {
     f
 }
 
+/// A judge that sets a condition or var its rule does not declare has a typo or a stale rule:
+/// nothing in the text would ever test it.
+fn undeclared(rule: &Rule, d: &Draft, problems: &mut Vec<String>) {
+    let items = d.vars.values().flat_map(|v| match v {
+        Var::Items(items) => items.as_slice(),
+        _ => &[],
+    });
+    let conditions = d
+        .conditions
+        .iter()
+        .chain(items.flat_map(|i| i.conditions.iter()));
+    for c in conditions {
+        if !rule.conditions.contains_key(c) {
+            problems.push(format!(
+                "the judge sets condition {c:?}, which the rule does not declare"
+            ));
+        }
+    }
+    for v in d.vars.keys() {
+        if !rule.example.vars.contains_key(v) {
+            problems.push(format!(
+                "the judge sets var {v:?}, which the rule's example does not declare"
+            ));
+        }
+    }
+}
+
 pub(crate) fn build(rule: &Rule, d: &Draft, node: &str, problems: &mut Vec<String>) -> Finding {
+    undeclared(rule, d, problems);
     let node = Evidence::from(node);
     let env = Env {
         d,

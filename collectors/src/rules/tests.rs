@@ -12,7 +12,7 @@ collector = "demo"
 
 [[rule]]
 id = "demo.logs"
-conditions = { kube_proxy = "kube-proxy manages the limit", small_table = "the table is below the recommendation" }
+conditions = { kube_proxy = "kube-proxy manages the limit", small_table = "the table is below the recommendation", pod = "(per log) the log belongs to a pod whose name is known" }
 optional = ["owner", "logs.namespace"]
 title = [
   { when = "critical", en = "Logs fill the disk", zh = "日志写满磁盘" },
@@ -228,6 +228,11 @@ fn load_time_checks_name_the_mistake() {
             "starts with `demo.`",
         ),
         ("{size_bytes:mib.1}", "{size_bytes:tb}", "unknown format"),
+        (
+            ", pod = \"(per log) the log belongs to a pod whose name is known\"",
+            "",
+            "item condition \"pod\" is not declared",
+        ),
         ("title = [", "titel = [", "unknown key \"titel\""),
         (
             "when = \"critical\", en = \"Logs",
@@ -270,6 +275,22 @@ fn a_draft_missing_a_value_is_caught_in_tests_and_visible_in_release() {
         "{problems:?}"
     );
     assert!(!f.remediation.commands.iter().any(|c| c.starts_with("du ")));
+}
+
+#[test]
+fn a_judge_setting_an_undeclared_condition_or_var_is_caught() {
+    let b = demo();
+    let rule = b.get("demo.logs").unwrap();
+    let d = rule.example.clone().when("kube_proxi").var("extra", 1u64);
+    let mut problems = Vec::new();
+    render::build(rule, &d, "n", &mut problems);
+    assert_eq!(
+        problems,
+        [
+            "the judge sets condition \"kube_proxi\", which the rule does not declare",
+            "the judge sets var \"extra\", which the rule's example does not declare",
+        ]
+    );
 }
 
 #[test]
