@@ -70,6 +70,18 @@ pub struct Cli {
     #[arg(long, global = true, env = "NODE_DOCTOR_LOG_LEVEL", value_parser = parse_log_level, value_name = "LEVEL")]
     pub log_level: Option<String>,
 
+    /// A rule file of your own (repeat, or comma-separated): overrides the words of built-in
+    /// rules (title, summary, steps, commands) or adds steps and commands, e.g. to point at
+    /// your runbooks. Checked at start; a bad file exits 64. Format: docs/rules.md.
+    #[arg(
+        long = "rules-file",
+        global = true,
+        env = "NODE_DOCTOR_RULES_FILE",
+        value_delimiter = ',',
+        value_name = "PATH"
+    )]
+    pub rules_files: Vec<PathBuf>,
+
     #[command(flatten)]
     pub tuning: CollectorFlags,
 
@@ -241,8 +253,8 @@ impl CollectorFlags {
         (o.iptables.hold_warning, o.iptables.hold_critical) = self.xtables_hold;
         o.conntrack.netns_pid = self.conntrack_netns_pid;
         (
-            o.conntrack.table_warning_percent,
-            o.conntrack.table_critical_percent,
+            o.conntrack.thresholds.table_warning_percent,
+            o.conntrack.thresholds.table_critical_percent,
         ) = self.conntrack_table_percent;
         o.conntrack.nodelocal_dns_address = self.nodelocal_dns;
         if let Some(k) = &self.kubelet_config {
@@ -577,8 +589,8 @@ mod tests {
         assert_eq!(o.iptables.lock_path, PathBuf::from("/var/run/xtables.lock"));
         assert_eq!(
             (
-                o.conntrack.table_warning_percent,
-                o.conntrack.table_critical_percent
+                o.conntrack.thresholds.table_warning_percent,
+                o.conntrack.thresholds.table_critical_percent
             ),
             (70.0, 85.0)
         );

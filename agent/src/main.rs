@@ -25,6 +25,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Parser;
+use collectors::rules::RuleBook;
 use collectors::{CollectContext, HostPaths};
 
 use cli::{CheckArgs, Cli, Command, Format, LogFormat, ServeArgs, EXIT_USAGE};
@@ -67,6 +68,10 @@ fn main() -> ExitCode {
         tracing::error!(thread = thread.name().unwrap_or("?"), panic = %info, "panic");
     }));
 
+    let rules = match load_rules(&cli.rules_files) {
+        Ok(r) => r,
+        Err(msg) => return usage(&msg),
+    };
     let host = HostPaths::new(&cli.host_root);
     if let Err(msg) = exit::check_host_root(&cli.host_root) {
         // Said on stderr whatever the log level: `check` logs only errors by default, and an
@@ -77,10 +82,11 @@ fn main() -> ExitCode {
         }
         return ExitCode::from(EXIT_AGENT_FAILED);
     }
-    let ctx = CollectContext {
-        node_name: node_name(cli.node_name.as_deref(), host.root()),
-        host_netns: netns::detect(&host),
-    };
+    let ctx = CollectContext::new(
+        node_name(cli.node_name.as_deref(), host.root()),
+        netns::detect(&host),
+    )
+    .with_rules(rules);
     let opts: CollectorOptions = cli.tuning.options();
 
     match &cli.command {
@@ -119,6 +125,20 @@ fn main() -> ExitCode {
         // Handled before the host is looked at.
         Command::Explain(_) => ExitCode::SUCCESS,
     }
+}
+
+/// The built-in rules with the operator's `--rules-file`s applied; a file that does not
+/// load or check is a usage error.
+fn load_rules(paths: &[std::path::PathBuf]) -> Result<Arc<RuleBook>, String> {
+    let builtin = RuleBook::builtin();
+    if paths.is_empty() {
+        return Ok(builtin);
+    }
+    let book = builtin
+        .with_override_files(paths)
+        .map_err(|e| format!("--rules-file: {e}"))?;
+    tracing::info!(files = ?book.overrides(), "rule overrides loaded");
+    Ok(Arc::new(book))
 }
 
 fn usage(msg: &str) -> ExitCode {

@@ -330,10 +330,7 @@ pub(crate) mod fakes {
     }
 
     pub fn ctx() -> CollectContext {
-        CollectContext {
-            node_name: "node-a".into(),
-            host_netns: collectors::HostNetns::NotProcfs,
-        }
+        CollectContext::new("node-a", collectors::HostNetns::NotProcfs)
     }
 
     pub fn no_factory() -> Factory {

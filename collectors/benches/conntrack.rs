@@ -81,10 +81,7 @@ fn fake_node() -> tempfile::TempDir {
 }
 
 fn run(label: &str, host: HostPaths, iterations: u32) {
-    let ctx = CollectContext {
-        node_name: "bench".into(),
-        host_netns: collectors::HostNetns::Same,
-    };
+    let ctx = CollectContext::new("bench", collectors::HostNetns::Same);
     let mut c = ConntrackCollector::new(host, ConntrackConfig::default());
     let (c0, w0) = (cpu(), Instant::now());
     let first = c.collect(&ctx);
@@ -109,10 +106,7 @@ fn run(label: &str, host: HostPaths, iterations: u32) {
 /// The race path: insert_failed rises before every measured collection, so the kubelet's
 /// cluster DNS and the pod count are looked up too. Only the collections are timed.
 fn run_races(label: &str, root: &std::path::Path, iterations: u32) {
-    let ctx = CollectContext {
-        node_name: "bench".into(),
-        host_netns: collectors::HostNetns::Same,
-    };
+    let ctx = CollectContext::new("bench", collectors::HostNetns::Same);
     let stat_path = root.join("proc/1/net/stat/nf_conntrack");
     let base = std::fs::read_to_string(&stat_path).unwrap();
     let bump = |n: u32| {

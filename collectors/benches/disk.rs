@@ -73,10 +73,7 @@ fn run(label: &str, root: &Path, avail_percent: u64, cycles: usize) {
             files_free: 6_000_000,
         })
     });
-    let ctx = CollectContext {
-        node_name: "bench-node".into(),
-        host_netns: collectors::HostNetns::Same,
-    };
+    let ctx = CollectContext::new("bench-node", collectors::HostNetns::Same);
     let mut cpus = Vec::new();
     let mut walls = Vec::new();
     let mut max_entries = 0usize;

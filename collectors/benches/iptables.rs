@@ -111,10 +111,7 @@ fn main() {
     );
 
     // 3. One full collect on this machine's real /proc.
-    let ctx = CollectContext {
-        node_name: "bench".into(),
-        host_netns: collectors::HostNetns::Same,
-    };
+    let ctx = CollectContext::new("bench", collectors::HostNetns::Same);
     let pids = collectors::proc::pid::list_pids(&collectors::HostPaths::new("/"))
         .map(|p| p.len())
         .unwrap_or(0);

@@ -107,10 +107,7 @@ fn main() {
 
     // 2. Fake node under an OOM storm with a 1,200-group kubepods tree.
     let t = fake_root();
-    let ctx = CollectContext {
-        node_name: "bench".into(),
-        host_netns: collectors::HostNetns::Same,
-    };
+    let ctx = CollectContext::new("bench", collectors::HostNetns::Same);
     let mut k = KernelCollector::new(HostPaths::new(t.path()), KernelConfig::default());
     let mut cycles = 0;
     let mut worst = Duration::ZERO;

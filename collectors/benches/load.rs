@@ -49,10 +49,7 @@ fn kill_all(children: &mut Vec<Child>) {
 }
 
 fn main() {
-    let ctx = CollectContext {
-        node_name: "bench".into(),
-        host_netns: collectors::HostNetns::Same,
-    };
+    let ctx = CollectContext::new("bench", collectors::HostNetns::Same);
     let root = nix::unistd::Uid::effective().is_root();
     println!("load bench (root: {root})");
     // Our own stat line: the bench measures parsing, any real line will do.

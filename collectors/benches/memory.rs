@@ -161,10 +161,7 @@ fn main() {
             ..MemoryConfig::default()
         },
     );
-    let ctx = CollectContext {
-        node_name: "bench".into(),
-        host_netns: collectors::HostNetns::Same,
-    };
+    let ctx = CollectContext::new("bench", collectors::HostNetns::Same);
     let (mut cycles, mut max_wall, mut max_cpu) = (0u32, Duration::ZERO, Duration::ZERO);
     let cpu0 = cpu();
     let last;

@@ -1,7 +1,10 @@
 //! The `Collector` trait every collector implements, and what one run returns.
 
+use std::sync::Arc;
+
 use crate::finding::{Finding, Severity};
 use crate::metric::Metric;
+use crate::rules::{Draft, RuleBook};
 
 /// How a collector's last run went.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,7 +99,7 @@ impl Collection {
     }
 }
 
-/// Facts about the node that rules put into commands and summaries.
+/// Facts about the node that rules put into commands and summaries, and the rules' words.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CollectContext {
     /// The Kubernetes node name (`NODE_NAME`, else the hostname), for `kubectl drain <node>`.
@@ -104,6 +107,34 @@ pub struct CollectContext {
     /// Whether node-doctor's own network namespace is the host's (the agent finds out once at
     /// start; collectors never look at their own process).
     pub host_netns: HostNetns,
+    /// The words of every rule: the built-in rule files with the operator's overrides
+    /// (`--rules-file`) applied, loaded once at start.
+    pub rules: Arc<RuleBook>,
+}
+
+impl CollectContext {
+    /// A context with the built-in rules.
+    pub fn new(node_name: impl Into<String>, host_netns: HostNetns) -> CollectContext {
+        CollectContext {
+            node_name: node_name.into(),
+            host_netns,
+            rules: RuleBook::builtin(),
+        }
+    }
+
+    pub fn with_rules(mut self, rules: Arc<RuleBook>) -> CollectContext {
+        self.rules = rules;
+        self
+    }
+
+    /// The findings of a judge's drafts, in the words of their rules (`{node}` is this
+    /// node's name).
+    pub fn render(&self, drafts: Vec<Draft>) -> Vec<Finding> {
+        drafts
+            .into_iter()
+            .map(|d| self.rules.render(d, &self.node_name))
+            .collect()
+    }
 }
 
 /// Whether node-doctor runs in the host's network namespace.

@@ -27,6 +27,7 @@ pub mod memory;
 pub mod metric;
 pub mod pods;
 pub mod proc;
+pub mod rules;
 pub mod runtime;
 pub mod sanitize;
 pub mod shell;

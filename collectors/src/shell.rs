@@ -149,16 +149,16 @@ pub enum TemplateError {
 /// Build it with [`cmd!`](crate::cmd), which checks the template at compile time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cmd {
-    template: &'static str,
+    template: Cow<'static, str>,
     fixed: bool,
-    args: Vec<(&'static str, Arg)>,
+    args: Vec<(Cow<'static, str>, Arg)>,
 }
 
 impl Cmd {
     /// A template whose arguments follow with [`Cmd::arg`]. Prefer [`cmd!`](crate::cmd).
     pub fn new(template: &'static str) -> Cmd {
         Cmd {
-            template,
+            template: Cow::Borrowed(template),
             fixed: false,
             args: Vec::new(),
         }
@@ -167,19 +167,29 @@ impl Cmd {
     /// A command of our own text only, printed as written (no placeholders, no arguments).
     pub fn fixed(text: &'static str) -> Cmd {
         Cmd {
-            template: text,
+            template: Cow::Borrowed(text),
             fixed: true,
             args: Vec::new(),
         }
     }
 
+    /// A template from a rule file ([`crate::rules`]), checked with [`placeholders`] when the
+    /// file loaded, and its arguments. Only the rule renderer builds these.
+    pub(crate) fn from_rule(template: String, args: Vec<(String, Arg)>) -> Cmd {
+        Cmd {
+            template: Cow::Owned(template),
+            fixed: false,
+            args: args.into_iter().map(|(n, a)| (Cow::Owned(n), a)).collect(),
+        }
+    }
+
     pub fn arg(mut self, name: &'static str, value: impl IntoArg) -> Cmd {
-        self.args.push((name, value.into_arg()));
+        self.args.push((Cow::Borrowed(name), value.into_arg()));
         self
     }
 
-    pub fn template(&self) -> &'static str {
-        self.template
+    pub fn template(&self) -> &str {
+        &self.template
     }
 
     /// The command text, every argument quoted.
@@ -187,7 +197,7 @@ impl Cmd {
         if self.fixed {
             return Ok(self.template.to_string());
         }
-        render(self.template, &self.args)
+        render(&self.template, &self.args)
     }
 }
 
@@ -862,9 +872,10 @@ mod tests {
         out
     }
 
-    /// Every command template in the crate, filled with a hostile value for each placeholder,
-    /// renders to one printable line that bash parses (`bash -n`); every fixed command parses
-    /// too. Templates are built only with `cmd!` (checked at compile time).
+    /// Every command template in the crate and in the rule files, filled with a hostile value
+    /// for each placeholder, renders to one printable line that bash parses (`bash -n`);
+    /// every fixed command parses too. Templates in code are built only with `cmd!` (checked
+    /// at compile time); rule files are checked when they load.
     #[test]
     fn every_template_in_the_code_renders_to_valid_shell() {
         let hostile = "x$(touch /tmp/p)`id`;a|b&&c 'q' \"d\"\n\u{1b}[31m\u{202e}";
@@ -911,8 +922,33 @@ mod tests {
                 assert!(st.success(), "{}: bash cannot parse {r:?}", path.display());
             }
         }
+        // The rule files' commands, likewise (their syntax is also checked when they load).
+        let book = crate::rules::RuleBook::load_builtin().unwrap();
+        for rule in book.rules() {
+            for t in rule.command_templates() {
+                let names = placeholders(t).unwrap_or_else(|e| panic!("{}: {e}", rule.file));
+                let mut args: Vec<(&str, Arg)> = Vec::new();
+                for n in &names {
+                    if !args.iter().any(|(a, _)| a == n) {
+                        args.push((n, Arg::Word(hostile.to_string())));
+                    }
+                }
+                let r = render(t, &args).unwrap();
+                if names.is_empty() {
+                    fixed += 1;
+                } else {
+                    templates += 1;
+                }
+                assert!(!r.chars().any(sanitize::is_unsafe), "{r:?}");
+                let st = std::process::Command::new("bash")
+                    .args(["-n", "-c", &r])
+                    .status()
+                    .unwrap();
+                assert!(st.success(), "{}: bash cannot parse {r:?}", rule.file);
+            }
+        }
         eprintln!("{templates} templates, {fixed} fixed commands");
-        // The judges print about 60 templated and 50 fixed commands.
+        // The judges and rule files print about 60 templated and 50 fixed commands.
         assert!(
             templates >= 50 && fixed >= 40,
             "{templates} templates, {fixed} fixed"

@@ -12,6 +12,7 @@ mod manifests;
 mod real_disk;
 mod real_load;
 mod sandbox;
+mod rules_file;
 mod see_also;
 mod serve;
 mod server_limits;

@@ -1,21 +1,16 @@
-//! The conntrack rules: typed sample (+ deltas from the previous sample) -> findings.
+//! The conntrack rules: typed sample (+ deltas from the previous sample) -> drafts.
 //!
 //! Everything here is pure: no files, no clock. The collector builds a [`Sample`], computes
 //! [`Deltas`] against its previous sample and counts how many consecutive samples showed
-//! races; the rules and their remediation text live below, each beside its rule.
+//! races; the rules decide severity, evidence and the conditions that pick the advice, whose
+//! words (the handbook's cluster DNS section) are in `collectors/rules/conntrack.toml`.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
-use crate::cmd;
-use crate::explain::see_also;
-use crate::finding::{Finding, Severity, Text, HANDBOOK};
+use crate::finding::Severity;
 use crate::proc::nf_conntrack_stat::NfConntrackStat;
 use crate::proc::snmp::UdpCounters;
-
-use super::ConntrackConfig;
-
-/// The handbook section behind both rules (the 5-second delay and its conntrack cause).
-pub const SECTION: &str = "集群 DNS 解析异常排障处理";
+use crate::rules::Draft;
 
 /// Rule id: insert_failed/drop rising (the 5-second DNS delay).
 pub const INSERT_RACES: &str = "conntrack.insert_races";
@@ -26,8 +21,34 @@ pub const TABLE_FULL: &str = "conntrack.table_full";
 /// used to price the recommended `nf_conntrack_max`.
 pub const BYTES_PER_ENTRY: u64 = 300;
 
+/// Where NodeLocal DNSCache listens by default.
+pub const DEFAULT_NODELOCAL_DNS: SocketAddr =
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::new(169, 254, 20, 10)), 53);
+
+/// Thresholds of the conntrack rules.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Thresholds {
+    /// Table fill (entries / nf_conntrack_max) at which `conntrack.table_full` warns.
+    pub table_warning_percent: f64,
+    /// Table fill at which it is critical.
+    pub table_critical_percent: f64,
+    /// Consecutive samples with insert_failed/drop rising before `conntrack.insert_races`
+    /// turns critical (4 samples = one minute at the agent's 15 s interval).
+    pub races_critical_samples: u32,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            table_warning_percent: 75.0,
+            table_critical_percent: 90.0,
+            races_critical_samples: 4,
+        }
+    }
+}
+
 /// One sample of the host namespace's conntrack state and the DNS facts around it.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Sample {
     /// `/proc/sys/kernel/osrelease`.
     pub kernel_release: Option<String>,
@@ -50,6 +71,26 @@ pub struct Sample {
     /// "table full, dropping packet" kernel messages counted by the kernel-log reader
     /// (`None` when no reader is wired in or it could not read the log).
     pub table_full_messages: Option<u64>,
+    /// Where a node-local DNS cache would listen (`--nodelocal-dns`).
+    pub nodelocal_dns_address: SocketAddr,
+}
+
+impl Default for Sample {
+    fn default() -> Self {
+        Sample {
+            kernel_release: None,
+            stat: NfConntrackStat::default(),
+            max: None,
+            buckets: None,
+            mem_total_bytes: None,
+            udp: None,
+            nodelocal_dns: None,
+            cluster_dns: Vec::new(),
+            pods_on_node: None,
+            table_full_messages: None,
+            nodelocal_dns_address: DEFAULT_NODELOCAL_DNS,
+        }
+    }
 }
 
 impl Sample {
@@ -112,18 +153,15 @@ pub fn judge(
     sample: &Sample,
     deltas: Option<&Deltas>,
     race_streak: u32,
-    config: &ConntrackConfig,
-    node: &str,
-) -> Vec<Finding> {
+    t: &Thresholds,
+) -> Vec<Draft> {
     let mut out = Vec::new();
     if let Some(d) = deltas {
         if d.has_races() {
-            out.push(insert_races(sample, d, race_streak, config, node));
+            out.push(insert_races(sample, d, race_streak, t));
         }
     }
-    if let Some(f) = table_full(sample, deltas, config) {
-        out.push(f);
-    }
+    out.extend(table_full(sample, deltas, t));
     out
 }
 
@@ -135,133 +173,56 @@ fn yes_no_unknown(v: Option<bool>) -> &'static str {
     }
 }
 
-/// What the node-local DNS situation means for the advice.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum LocalDns {
-    /// No cache listens on the local address.
-    Absent,
-    /// A cache listens and the kubelet points pods at it.
-    InUse,
-    /// A cache listens but the kubelet hands pods another server.
-    NotWired,
-    /// A cache listens; the kubelet's setting is unknown.
-    PresentUnknownWiring,
-    /// We could not tell.
-    Unknown,
-}
-
-fn local_dns(sample: &Sample, addr: &SocketAddr) -> LocalDns {
-    let ip = addr.ip().to_string();
+/// What the node-local DNS situation means for the advice: the condition the rule file
+/// tests.
+fn local_dns(sample: &Sample) -> &'static str {
+    let ip = sample.nodelocal_dns_address.ip().to_string();
     match sample.nodelocal_dns {
-        Some(false) => LocalDns::Absent,
-        None => LocalDns::Unknown,
-        Some(true) if sample.cluster_dns.is_empty() => LocalDns::PresentUnknownWiring,
-        Some(true) if sample.cluster_dns.contains(&ip) => LocalDns::InUse,
-        Some(true) => LocalDns::NotWired,
+        Some(false) => "dns_cache_absent",
+        None => "dns_cache_unknown",
+        Some(true) if sample.cluster_dns.is_empty() => "dns_cache_wiring_unknown",
+        Some(true) if sample.cluster_dns.contains(&ip) => "dns_cache_in_use",
+        Some(true) => "dns_cache_not_used",
     }
 }
 
 /// `conntrack.insert_races`: insert_failed (or drop) rose between samples.
-fn insert_races(
-    sample: &Sample,
-    d: &Deltas,
-    streak: u32,
-    config: &ConntrackConfig,
-    node: &str,
-) -> Finding {
+fn insert_races(sample: &Sample, d: &Deltas, streak: u32, t: &Thresholds) -> Draft {
     let stat = &sample.stat;
-    let sustained = streak >= config.races_critical_samples;
-    let severity = if sustained {
+    let severity = if streak >= t.races_critical_samples {
         Severity::Critical
     } else {
         Severity::Warning
     };
-    let failed_rate = d.rate(d.insert_failed);
-    let drop_rate = d.rate(d.drop);
-    let addr = config.nodelocal_dns_address;
-    let local = local_dns(sample, &addr);
-    let local_en = match local {
-        LocalDns::Absent => format!("no node-local DNS cache listens on {addr}"),
-        LocalDns::InUse => {
-            format!("a node-local DNS cache listens on {addr} and kubelet points pods at it")
-        }
-        LocalDns::NotWired => format!(
-            "a node-local DNS cache listens on {addr} but kubelet points pods at {}",
-            sample.cluster_dns.join(",")
-        ),
-        LocalDns::PresentUnknownWiring => format!("a node-local DNS cache listens on {addr}"),
-        LocalDns::Unknown => "whether a node-local DNS cache runs is unknown".to_string(),
-    };
-    let local_zh = match local {
-        LocalDns::Absent => format!("节点上没有本地 DNS 缓存监听 {addr}"),
-        LocalDns::InUse => format!("本地 DNS 缓存监听 {addr}，kubelet 也已把 Pod 指向它"),
-        LocalDns::NotWired => format!(
-            "本地 DNS 缓存监听 {addr}，但 kubelet 仍把 Pod 指向 {}",
-            sample.cluster_dns.join(",")
-        ),
-        LocalDns::PresentUnknownWiring => format!("本地 DNS 缓存监听 {addr}"),
-        LocalDns::Unknown => "无法确定是否有本地 DNS 缓存".to_string(),
-    };
-    let secs = d.elapsed_seconds;
-    let summary = Text::new(
-        format!(
-            "conntrack insert_failed rose by {} ({:.2}/s) and drop by {} ({:.2}/s) in the last {:.1} s \
-             (rising in {} consecutive sample(s); critical from {}); UDP DNS queries that lose this race are \
-             dropped and the resolver retries only after 5 s; {}.",
-            d.insert_failed,
-            failed_rate,
-            d.drop,
-            drop_rate,
-            secs,
-            streak,
-            config.races_critical_samples,
-            local_en
-        ),
-        format!(
-            "最近 {:.1} 秒内 conntrack insert_failed 增加 {}（{:.2}/秒），drop 增加 {}（{:.2}/秒），\
-             已连续 {} 个采样（达到 {} 个即为严重）；在这种竞争中落败的 UDP DNS 查询被丢弃，\
-             解析器要等 5 秒超时后才重试；{}。",
-            secs,
-            d.insert_failed,
-            failed_rate,
-            d.drop,
-            drop_rate,
-            streak,
-            config.races_critical_samples,
-            local_zh
-        ),
-    );
-    let mut f = Finding::new(
-        INSERT_RACES,
-        severity,
-        Text::new(
-            "conntrack insert races: the 5-second DNS delay",
-            "conntrack 插入冲突：DNS 解析 5 秒延时",
-        ),
-        summary,
-    )
-    .evidence("insert_failed_per_second", failed_rate)
-    .evidence("insert_failed_increase", d.insert_failed)
-    .evidence(
-        "insert_failed_total",
-        stat.get("insert_failed").unwrap_or(0),
-    )
-    .evidence("drop_per_second", drop_rate)
-    .evidence("drop_increase", d.drop)
-    .evidence("drop_total", stat.get("drop").unwrap_or(0))
-    .evidence("early_drop_per_second", d.rate(d.early_drop))
-    .evidence("interval_seconds", secs)
-    .evidence("consecutive_samples", streak)
-    .evidence("critical_after_samples", config.races_critical_samples)
-    .evidence(
-        "kernel_release",
-        sample.kernel_release.as_deref().unwrap_or("unknown"),
-    )
-    .evidence(
-        "nodelocal_dns_listening",
-        yes_no_unknown(sample.nodelocal_dns),
-    )
-    .evidence("nodelocal_dns_address", addr.to_string());
+    let addr = sample.nodelocal_dns_address;
+    let mut f = Draft::new(INSERT_RACES, severity)
+        .evidence("insert_failed_per_second", d.rate(d.insert_failed))
+        .evidence("insert_failed_increase", d.insert_failed)
+        .evidence(
+            "insert_failed_total",
+            stat.get("insert_failed").unwrap_or(0),
+        )
+        .evidence("drop_per_second", d.rate(d.drop))
+        .evidence("drop_increase", d.drop)
+        .evidence("drop_total", stat.get("drop").unwrap_or(0))
+        .evidence("early_drop_per_second", d.rate(d.early_drop))
+        .evidence("interval_seconds", d.elapsed_seconds)
+        .evidence("consecutive_samples", streak)
+        .evidence("critical_after_samples", t.races_critical_samples)
+        .evidence(
+            "kernel_release",
+            sample.kernel_release.as_deref().unwrap_or("unknown"),
+        )
+        .evidence(
+            "nodelocal_dns_listening",
+            yes_no_unknown(sample.nodelocal_dns),
+        )
+        .evidence("nodelocal_dns_address", addr.to_string())
+        .var("nodelocal_dns_ip", addr.ip().to_string())
+        .var("nodelocal_dns_port", u32::from(addr.port()))
+        .when(local_dns(sample))
+        // Only drop rose: the kernel also counts packets it could not track at all.
+        .when_if("only_drop", d.insert_failed == 0);
     // Kernels that resolve UDP clashes print `clashres`: report it so the reader sees how
     // many races the kernel already absorbed.
     match (stat.get("clashres"), d.clash_resolve) {
@@ -273,104 +234,21 @@ fn insert_races(
         }
         _ => f = f.evidence("kernel_counts_clash_resolution", "no"),
     }
-    if let Some(v) = d.search_restart {
-        f = f.evidence("search_restart_per_second", d.rate(v));
-    }
-    if let Some(v) = d.invalid {
-        f = f.evidence("invalid_per_second", d.rate(v));
-    }
-    if !sample.cluster_dns.is_empty() {
-        f = f.evidence("kubelet_cluster_dns", sample.cluster_dns.join(","));
-    }
-    if let Some(n) = sample.pods_on_node {
-        f = f.evidence("pods_on_node", n);
-    }
-    if let Some(u) = sample.udp {
-        if let Some(v) = u.rcvbuf_errors {
-            f = f.evidence("udp_rcvbuf_errors_total", v);
-        }
-        if let Some(v) = u.in_errors {
-            f = f.evidence("udp_in_errors_total", v);
-        }
-    }
-
-    // Remediation (handbook: 集群 DNS 解析异常排障处理, "5秒延时" and "规避方法").
-    let ip = addr.ip();
-    f = match local {
-        LocalDns::Absent | LocalDns::Unknown => f.step(Text::new(
-            format!(
-                "Run a DNS cache on every node (NodeLocal DNSCache / LocalDNS, listening on {ip}) and give pods that \
-                 address as their nameserver (kubelet clusterDNS). Queries to a cache on the node itself need no DNAT \
-                 to the cluster DNS Service, so they create no conntrack entries that can race, and the cluster DNS \
-                 stops being a bottleneck."
-            ),
-            format!(
-                "在每个节点运行 DNS 缓存（NodeLocal DNSCache / LocalDNS，监听 {ip}），并把这个地址作为 Pod 的 \
-                 nameserver（kubelet 的 clusterDNS）。发往本机缓存的查询不需要 DNAT 到集群 DNS Service，\
-                 也就不会产生会发生冲突的 conntrack 记录，集群 DNS 也不再是性能瓶颈。"
-            ),
-        )),
-        LocalDns::NotWired => f.step(Text::new(
-            format!(
-                "A node-local DNS cache already listens on {ip}, but kubelet still gives pods {} as nameserver, so \
-                 their queries still go through DNAT and conntrack. Set kubelet clusterDNS (or --cluster-dns) to {ip} \
-                 and recreate the pods, or run the cache in the mode where it also answers on the kube-dns Service IP.",
-                sample.cluster_dns.join(",")
-            ),
-            format!(
-                "节点上已有本地 DNS 缓存监听 {ip}，但 kubelet 仍把 {} 作为 Pod 的 nameserver，查询依旧经过 DNAT 和 \
-                 conntrack。把 kubelet 的 clusterDNS（或 --cluster-dns）改为 {ip} 并重建 Pod，或让缓存以同时监听 \
-                 kube-dns Service IP 的方式运行。",
-                sample.cluster_dns.join(",")
-            ),
-        )),
-        LocalDns::InUse | LocalDns::PresentUnknownWiring => f.step(Text::new(
-            format!(
-                "A node-local DNS cache is present on {ip}; pod queries sent to it skip DNAT and conntrack. The races \
-                 counted here therefore come from other UDP flows: pods with their own dnsConfig nameservers, \
-                 hostNetwork pods using the Service IP, or other UDP Services. Find them in the conntrack table."
-            ),
-            format!(
-                "节点上已有本地 DNS 缓存（{ip}），发往它的 Pod 查询不经过 DNAT 和 conntrack。因此这里统计到的冲突来自\
-                 其他 UDP 流量：自定义 dnsConfig nameserver 的 Pod、使用 Service IP 的 hostNetwork Pod，或其他 UDP \
-                 Service。请在 conntrack 表中找出它们。"
-            ),
-        )),
-    };
-    if d.insert_failed == 0 {
-        f = f.step(Text::new(
-            "Only `drop` rose, not `insert_failed`: the kernel also counts packets it could not track at all \
-             (table full, no memory). Check the conntrack.table_full finding and the kernel log for \
-             \"table full, dropping packet\".",
-            "只有 `drop` 上升而 `insert_failed` 未变：内核无法跟踪的报文（表满、内存不足）也计入 drop。\
-             请查看 conntrack.table_full 结果，并在内核日志中查找 \"table full, dropping packet\"。",
-        ));
-    }
-    f = f
-        .step(Text::new(
-            "For pods that must keep querying the Service IP, set resolver options in the pod spec's dnsConfig: \
-             `single-request-reopen` (glibc sends A and AAAA from different sockets, so they no longer share one \
-             5-tuple) or `use-vc` (DNS over TCP). musl-based images (Alpine) ignore these options; they need the \
-             node-local cache.",
-            "对必须继续访问 Service IP 的 Pod，在 Pod spec 的 dnsConfig 中设置解析选项：`single-request-reopen`\
-             （glibc 用不同 socket 发送 A 和 AAAA 查询，不再共用同一个五元组）或 `use-vc`（改用 TCP 查询）。\
-             基于 musl 的镜像（Alpine）会忽略这些选项，只能依靠节点本地 DNS 缓存。",
-        ))
-        .step(Text::new(
-            "kube-proxy in ipvs mode also uses conntrack, so switching modes does not avoid the race.",
-            "kube-proxy 的 ipvs 模式同样依赖 conntrack，切换模式无法规避该问题。",
-        ))
-        .command("conntrack -S")
-        .command("conntrack -L -p udp --dport 53 2>/dev/null | head -n 20")
-        .command(cmd!("ss -ulpn {filter}", filter = format!("sport = :{}", addr.port())))
-        .command("ps -ef | grep [k]ubelet | grep -o -- '--cluster-dns=[^ ]*'")
-        .command(cmd!(
-            "kubectl get pods -A -o wide --field-selector spec.nodeName={node}",
-            node = node
-        ))
-        .source(HANDBOOK, SECTION)
-        .see_also(see_also::CONNTRACK_DNS_DELAY);
-    f
+    f.evidence_opt(
+        "search_restart_per_second",
+        d.search_restart.map(|v| d.rate(v)),
+    )
+    .evidence_opt("invalid_per_second", d.invalid.map(|v| d.rate(v)))
+    .evidence_opt(
+        "kubelet_cluster_dns",
+        (!sample.cluster_dns.is_empty()).then(|| sample.cluster_dns.join(",")),
+    )
+    .evidence_opt("pods_on_node", sample.pods_on_node)
+    .evidence_opt(
+        "udp_rcvbuf_errors_total",
+        sample.udp.and_then(|u| u.rcvbuf_errors),
+    )
+    .evidence_opt("udp_in_errors_total", sample.udp.and_then(|u| u.in_errors))
 }
 
 /// The recommended `nf_conntrack_max`: the larger of the classic netfilter sizing
@@ -386,159 +264,66 @@ pub fn recommended_max(current_max: u64, mem_total_bytes: Option<u64>) -> u64 {
 
 /// `conntrack.table_full`: table >= warning % (warning), >= critical % or kernel "table full"
 /// messages (critical).
-fn table_full(
-    sample: &Sample,
-    deltas: Option<&Deltas>,
-    config: &ConntrackConfig,
-) -> Option<Finding> {
+fn table_full(sample: &Sample, deltas: Option<&Deltas>, t: &Thresholds) -> Option<Draft> {
     let used = sample.used_percent();
     let messages = sample.table_full_messages.unwrap_or(0);
-    let severity = if messages > 0 || used.is_some_and(|u| u >= config.table_critical_percent) {
+    let severity = if messages > 0 || used.is_some_and(|u| u >= t.table_critical_percent) {
         Severity::Critical
-    } else if used.is_some_and(|u| u >= config.table_warning_percent) {
+    } else if used.is_some_and(|u| u >= t.table_warning_percent) {
         Severity::Warning
     } else {
         return None;
     };
-    let entries = sample.stat.entries;
-    let max = sample.max.unwrap_or(0);
-    let used_pct = used.unwrap_or(0.0);
-    let rec = recommended_max(max, sample.mem_total_bytes);
-    let rec_buckets = rec;
-    let (title_en, title_zh) = if severity == Severity::Critical {
-        (
-            "conntrack table full: packets needing new connections are dropped",
-            "conntrack 表已满：需要新建连接的报文被丢弃",
-        )
-    } else {
-        ("conntrack table filling up", "conntrack 表即将写满")
-    };
-    let limit_en = if sample.max.is_some() {
-        format!(
-            "{entries} of {max} conntrack entries in use ({used_pct:.1}%; warning at {}%, critical at {}%)",
-            config.table_warning_percent, config.table_critical_percent
-        )
-    } else {
-        format!("{entries} conntrack entries in use (nf_conntrack_max unreadable)")
-    };
-    let limit_zh = if sample.max.is_some() {
-        format!(
-            "conntrack 表已用 {entries}/{max}（{used_pct:.1}%；{}% 告警，{}% 严重）",
-            config.table_warning_percent, config.table_critical_percent
-        )
-    } else {
-        format!("conntrack 表已用 {entries} 条（无法读取 nf_conntrack_max）")
-    };
-    let kmsg_en = match sample.table_full_messages {
-        Some(n) => format!("; {n} \"table full, dropping packet\" kernel messages"),
-        None => String::new(),
-    };
-    let kmsg_zh = match sample.table_full_messages {
-        Some(n) => format!("；内核日志中有 {n} 条 \"table full, dropping packet\""),
-        None => String::new(),
-    };
-    let mut f = Finding::new(
-        TABLE_FULL,
-        severity,
-        Text::new(title_en, title_zh),
-        Text::new(
-            format!("{limit_en}{kmsg_en}; a full table drops packets of every kind, not only DNS."),
-            format!("{limit_zh}{kmsg_zh}；表满时所有类型的新连接报文都会被丢弃，不只是 DNS。"),
-        ),
-    )
-    .evidence("entries", entries)
-    .evidence("warning_percent", config.table_warning_percent)
-    .evidence("critical_percent", config.table_critical_percent)
-    .evidence("recommended_max", rec)
-    .evidence(
-        "recommended_max_memory_bytes",
-        rec.saturating_mul(BYTES_PER_ENTRY),
-    );
-    if let Some(m) = sample.max {
-        f = f
-            .evidence("entries_limit", m)
-            .evidence("used_percent", used_pct);
-    }
-    if let Some(b) = sample.buckets {
-        f = f.evidence("buckets", b);
-    }
-    if let Some(n) = sample.table_full_messages {
-        f = f.evidence("table_full_messages", n);
-    }
-    if let Some(m) = sample.mem_total_bytes {
-        f = f.evidence("mem_total_bytes", m);
-    }
-    if let Some(v) = sample.stat.get("drop") {
-        f = f.evidence("drop_total", v);
-    }
-    if let Some(v) = sample.stat.get("early_drop") {
-        f = f.evidence("early_drop_total", v);
-    }
-    if let Some(d) = deltas {
-        // `drop` counts packets the kernel could not track (a full table among the causes);
-        // `early_drop` counts entries evicted to make room.
-        f = f
-            .evidence("drop_increase", d.drop)
-            .evidence("early_drop_increase", d.early_drop);
-    }
-    let mem_mib = rec.saturating_mul(BYTES_PER_ENTRY) / (1024 * 1024);
-    f = f
-        .step(Text::new(
-            format!(
-                "Raise the limit now to {rec} entries (the larger of MemTotal/32768 and twice the current \
-                 limit); at about {BYTES_PER_ENTRY} bytes per entry a full table would then hold about {mem_mib} MiB \
-                 of kernel memory."
-            ),
-            format!(
-                "立即把上限提高到 {rec}（取 MemTotal/32768 与当前上限两倍中的较大者）；按每条约 {BYTES_PER_ENTRY} \
-                 字节估算，表满时约占 {mem_mib} MiB 内核内存。"
-            ),
-        ))
-        .step(Text::new(
-            "Make it survive a reboot with a sysctl.d file, and raise the hash table size with it so lookups stay \
-             short (the kernel's own default is one bucket per allowed entry).",
-            "写入 sysctl.d 配置使其重启后仍然生效，并同步调大哈希桶数量以保持查找链短\
-             （内核默认每个允许的条目对应一个桶）。",
-        ))
-        .step(Text::new(
-            "Find what fills the table (a client opening many short connections, a scan, UDP without replies) and \
-             fix that too: a bigger table only buys time.",
-            "找出占满表的流量（大量短连接的客户端、扫描、没有回包的 UDP）并一并处理：扩大表只能争取时间。",
-        ))
-        .command(cmd!(
-            "sysctl -w net.netfilter.nf_conntrack_max={max}",
-            max = rec
-        ))
-        .command(cmd!(
-            "echo {line} > /etc/sysctl.d/90-node-doctor-conntrack.conf",
-            line = format!("net.netfilter.nf_conntrack_max = {rec}")
-        ));
-    if sample.buckets.is_some_and(|b| b < rec_buckets) {
-        f = f.command(cmd!(
-            "echo {buckets} > /sys/module/nf_conntrack/parameters/hashsize",
-            buckets = rec_buckets
-        ));
-    }
-    f = f
-        .command("conntrack -C")
-        .command(
-            "conntrack -L 2>/dev/null | awk '{print $1}' | sort | uniq -c | sort -rn",
-        )
-        .command(
-            "conntrack -L 2>/dev/null | grep -o 'src=[^ ]*' | sort | uniq -c | sort -rn | head -n 20",
-        );
-    if sample.table_full_messages.is_some() {
-        f = f.command("dmesg -T | grep -c 'table full, dropping packet'");
-    }
+    let rec = recommended_max(sample.max.unwrap_or(0), sample.mem_total_bytes);
     Some(
-        f.source(HANDBOOK, SECTION)
-            .see_also(see_also::CONNTRACK_TABLE_FULL),
+        Draft::new(TABLE_FULL, severity)
+            .evidence("entries", sample.stat.entries)
+            .evidence("warning_percent", t.table_warning_percent)
+            .evidence("critical_percent", t.table_critical_percent)
+            .evidence("recommended_max", rec)
+            .evidence(
+                "recommended_max_memory_bytes",
+                rec.saturating_mul(BYTES_PER_ENTRY),
+            )
+            .evidence_opt("entries_limit", sample.max)
+            .evidence_opt("used_percent", sample.max.map(|_| used.unwrap_or(0.0)))
+            .evidence_opt("buckets", sample.buckets)
+            .evidence_opt("table_full_messages", sample.table_full_messages)
+            .evidence_opt("mem_total_bytes", sample.mem_total_bytes)
+            .evidence_opt("drop_total", sample.stat.get("drop"))
+            .evidence_opt("early_drop_total", sample.stat.get("early_drop"))
+            // `drop` counts packets the kernel could not track (a full table among the
+            // causes); `early_drop` counts entries evicted to make room.
+            .evidence_opt("drop_increase", deltas.map(|d| d.drop))
+            .evidence_opt("early_drop_increase", deltas.map(|d| d.early_drop))
+            .var("bytes_per_entry", BYTES_PER_ENTRY)
+            // The hash table grows with the limit (the kernel's default: one bucket per entry).
+            .when_if(
+                "hashsize_below_recommended",
+                sample.buckets.is_some_and(|b| b < rec),
+            ),
     )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::finding::Finding;
+
+    /// The drafts, in the built-in words.
+    fn judge(
+        s: &Sample,
+        d: Option<&Deltas>,
+        streak: u32,
+        t: &Thresholds,
+        node: &str,
+    ) -> Vec<Finding> {
+        let rules = crate::rules::RuleBook::builtin();
+        super::judge(s, d, streak, t)
+            .into_iter()
+            .map(|d| rules.render(d, node))
+            .collect()
+    }
 
     fn stat(entries: u64, cols: &[(&str, u64)]) -> NfConntrackStat {
         NfConntrackStat {
@@ -587,7 +372,7 @@ mod tests {
 
     #[test]
     fn race_warning_then_critical_when_sustained() {
-        let cfg = ConntrackConfig::default();
+        let cfg = Thresholds::default();
         let s = sample(100, 262144);
         let d = Deltas {
             elapsed_seconds: 15.0,
@@ -630,7 +415,7 @@ mod tests {
 
     #[test]
     fn older_kernel_without_clashres_says_so() {
-        let cfg = ConntrackConfig::default();
+        let cfg = Thresholds::default();
         let mut s = sample(100, 65536);
         s.stat = stat(100, &[("searched", 1), ("insert_failed", 7), ("drop", 0)]);
         let d = Deltas {
@@ -648,7 +433,7 @@ mod tests {
 
     #[test]
     fn drop_only_points_at_the_table() {
-        let cfg = ConntrackConfig::default();
+        let cfg = Thresholds::default();
         let s = sample(250000, 262144);
         let d = Deltas {
             elapsed_seconds: 15.0,
@@ -681,7 +466,7 @@ mod tests {
 
     #[test]
     fn table_thresholds() {
-        let cfg = ConntrackConfig::default();
+        let cfg = Thresholds::default();
         assert!(judge(&sample(196607, 262144), None, 0, &cfg, "n").is_empty()); // 74.99%
         let f = judge(&sample(196608, 262144), None, 0, &cfg, "n"); // 75%
         assert_eq!(f[0].id, TABLE_FULL);

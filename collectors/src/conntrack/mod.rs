@@ -1,5 +1,5 @@
 //! The `conntrack` collector: conntrack table pressure and the insert races behind the
-//! 5-second DNS delay (handbook 002, 集群 DNS 解析异常排障处理).
+//! 5-second DNS delay (handbook 002, its cluster DNS section; `collectors/rules/conntrack.toml`).
 //!
 //! conntrack state is per network namespace and `/proc/net/...` shows the namespace of
 //! whoever opens it, so the host's view is read through a host process:
@@ -15,7 +15,7 @@ pub mod judge;
 pub mod kernel_log;
 pub mod kubelet;
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -27,20 +27,15 @@ use crate::kmsg::{KmsgConfig, KmsgReader, RecentEvents};
 use crate::metric::Metric;
 use crate::proc::{meminfo, net_udp, nf_conntrack_stat, snmp};
 
-pub use judge::{Deltas, Sample};
+pub use judge::{Deltas, Sample, Thresholds};
 
 /// Thresholds and paths of the conntrack collector.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConntrackConfig {
     /// The process whose network namespace is read (`--netns-pid`); 1 = the host's.
     pub netns_pid: u32,
-    /// Table fill (entries / nf_conntrack_max) at which `conntrack.table_full` warns.
-    pub table_warning_percent: f64,
-    /// Table fill at which it is critical.
-    pub table_critical_percent: f64,
-    /// Consecutive samples with insert_failed/drop rising before `conntrack.insert_races`
-    /// turns critical (4 samples = one minute at the agent's 15 s interval).
-    pub races_critical_samples: u32,
+    /// What the rules judge by.
+    pub thresholds: Thresholds,
     /// Where a node-local DNS cache listens (NodeLocal DNSCache's default 169.254.20.10:53).
     pub nodelocal_dns_address: SocketAddr,
     /// The kubelet configuration file read when the kubelet's command line has no `--config`.
@@ -58,10 +53,8 @@ impl Default for ConntrackConfig {
     fn default() -> Self {
         ConntrackConfig {
             netns_pid: 1,
-            table_warning_percent: 75.0,
-            table_critical_percent: 90.0,
-            races_critical_samples: 4,
-            nodelocal_dns_address: SocketAddr::new(IpAddr::V4(Ipv4Addr::new(169, 254, 20, 10)), 53),
+            thresholds: Thresholds::default(),
+            nodelocal_dns_address: judge::DEFAULT_NODELOCAL_DNS,
             kubelet_config: PathBuf::from("/var/lib/kubelet/config.yaml"),
             kubelet_pods_dir: PathBuf::from("/var/lib/kubelet/pods"),
             kubelet_rescan_samples: 20,
@@ -256,6 +249,7 @@ impl ConntrackCollector {
             cluster_dns,
             pods_on_node,
             table_full_messages,
+            nodelocal_dns_address: self.config.nodelocal_dns_address,
         }
     }
 }
@@ -324,12 +318,38 @@ pub fn metrics(sample: &Sample) -> Vec<Metric> {
     out
 }
 
+/// sample -> judge -> findings (in the rule file's words) + metrics.
 impl Collector for ConntrackCollector {
     fn name(&self) -> &'static str {
         "conntrack"
     }
 
     fn collect(&mut self, ctx: &CollectContext) -> Collection {
+        let c = match self.observe() {
+            Err(status) => Collection::new(status),
+            Ok((sample, deltas, status)) => {
+                let drafts = judge::judge(
+                    &sample,
+                    deltas.as_ref(),
+                    self.race_streak,
+                    &self.config.thresholds,
+                );
+                Collection {
+                    status,
+                    findings: ctx.render(drafts),
+                    metrics: self.metrics(&sample),
+                }
+            }
+        };
+        self.transitions.observe(&c);
+        c
+    }
+}
+
+impl ConntrackCollector {
+    /// Reads the stat file and everything around it, and the deltas against the previous
+    /// sample. `Err` is the status when the stat file itself cannot be read.
+    fn observe(&mut self) -> Result<(Sample, Option<Deltas>, Status), Status> {
         let stat_path = nf_conntrack_stat::path(&self.host, self.config.netns_pid);
         let now = Instant::now();
         let stat = match nf_conntrack_stat::read(&stat_path) {
@@ -338,13 +358,10 @@ impl Collector for ConntrackCollector {
                 // The namespace may come back (module loaded later): forget the old sample.
                 self.previous = None;
                 self.race_streak = 0;
-                let status = match self.unavailable_reason(&e) {
+                return Err(match self.unavailable_reason(&e) {
                     Some(reason) => Status::Unavailable(reason),
                     None => Status::Error(e.to_string()),
-                };
-                let c = Collection::new(status);
-                self.transitions.observe(&c);
-                return c;
+                });
             }
         };
         let mut degraded = Vec::new();
@@ -359,29 +376,25 @@ impl Collector for ConntrackCollector {
         self.previous = Some((now, stat.clone()));
         let races = deltas.as_ref().is_some_and(Deltas::has_races);
         let sample = self.sample(stat, races, &mut degraded);
-        let findings = judge::judge(
-            &sample,
-            deltas.as_ref(),
-            self.race_streak,
-            &self.config,
-            &ctx.node_name,
-        );
         let status = if degraded.is_empty() {
             Status::Ok
         } else {
             Status::Degraded(degraded.join("; "))
         };
-        let mut c = Collection::new(status);
-        c.metrics = metrics(&sample);
+        Ok((sample, deltas, status))
+    }
+
+    /// The metrics of a sample, plus the kernel-log counters.
+    fn metrics(&self, sample: &Sample) -> Vec<Metric> {
+        let mut out = metrics(sample);
         if sample.table_full_messages.is_some() {
-            c.metrics.push(Metric::counter(
+            out.push(Metric::counter(
                 "node_doctor_conntrack_table_full_messages_total",
                 "Kernel log messages \"nf_conntrack: table full, dropping packet\" seen since the agent started (including its lookback).",
                 self.table_full.total() as f64,
             ));
         }
-        c.metrics.extend(self.kmsg.metrics("conntrack"));
-        c.findings = findings;
-        c
+        out.extend(self.kmsg.metrics("conntrack"));
+        out
     }
 }

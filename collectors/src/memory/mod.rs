@@ -2,8 +2,14 @@
 //! (`/proc/meminfo`), compaction activity (`/proc/vmstat`) and page allocation failures from
 //! the kernel log (`/dev/kmsg`, through its own [`KmsgReader`]).
 //!
-//! Handbook: 节点内存碎片化排障处理, and the ContainerCreating / CrashLoopBackOff pages that
-//! list fragmentation among their causes.
+//! Handbook 002: the memory fragmentation section, and the ContainerCreating /
+//! CrashLoopBackOff pages that list fragmentation among their causes (the words and section
+//! titles are in `collectors/rules/memory.toml`).
+//!
+//! The shape every collector has: `MemoryCollector::sample` reads the host into a typed
+//! [`MemorySample`]; [`judge::judge`] turns it into drafts under the thresholds of
+//! [`MemoryConfig::thresholds`]; `collect` renders them in the rule file's words
+//! ([`CollectContext::render`]) and adds the metrics of the sample.
 
 pub mod alloc_failure;
 pub mod judge;
@@ -169,15 +175,10 @@ impl MemoryCollector {
     }
 }
 
-impl Collector for MemoryCollector {
-    fn name(&self) -> &'static str {
-        "memory"
-    }
-
-    fn collect(&mut self, ctx: &CollectContext) -> Collection {
+impl MemoryCollector {
+    /// Reads everything the rules look at; the status says what could not be read.
+    fn sample(&mut self) -> (MemorySample, Status) {
         let mut status = Status::Ok;
-        let mut metrics = Vec::new();
-
         let zones = match buddyinfo::read(&self.host) {
             Ok(b) => b.zones,
             Err(e) => {
@@ -207,7 +208,6 @@ impl Collector for MemoryCollector {
                 status = Status::Unavailable(format!("no memory source is readable: {why}"));
             }
         }
-
         let sample = MemorySample {
             zones,
             page_size_bytes: self.page_size_bytes,
@@ -217,8 +217,12 @@ impl Collector for MemoryCollector {
             failures: self.failure_groups(),
             lookback_seconds: self.config.kmsg.lookback.as_secs(),
         };
-        let findings = judge::judge(&sample, &self.config.thresholds, &ctx.node_name);
+        (sample, status)
+    }
 
+    /// The metrics of a sample, plus the failure counters and the kernel-log reader's.
+    fn metrics(&self, sample: &MemorySample) -> Vec<Metric> {
+        let mut metrics = Vec::new();
         let k = self.config.thresholds.fragmentation_order;
         for z in &sample.zones {
             let node = z.node.to_string();
@@ -271,7 +275,20 @@ impl Collector for MemoryCollector {
             ));
         }
         metrics.extend(self.kmsg.metrics("memory"));
+        metrics
+    }
+}
 
+/// sample -> judge -> findings (in the rule file's words) + metrics.
+impl Collector for MemoryCollector {
+    fn name(&self) -> &'static str {
+        "memory"
+    }
+
+    fn collect(&mut self, ctx: &CollectContext) -> Collection {
+        let (sample, status) = self.sample();
+        let findings = ctx.render(judge::judge(&sample, &self.config.thresholds));
+        let metrics = self.metrics(&sample);
         let c = Collection {
             status,
             findings,

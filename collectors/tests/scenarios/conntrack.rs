@@ -95,7 +95,7 @@ fn insert_failed_rising_between_samples_is_the_dns_race() {
     let h = node("172.16.14.217", UDP_STUB_ONLY);
     h.write("/proc/1/net/stat/nf_conntrack", stat_6_18(3000, 40, 100, 2));
     let mut c = ConntrackCollector::new(h.host(), ConntrackConfig::default());
-    let first = c.collect(&ctx());
+    let first = crate::support::collect(&mut c, &ctx());
     assert_eq!(first.status, Status::Ok);
     assert!(
         first.findings.is_empty(),
@@ -105,7 +105,7 @@ fn insert_failed_rising_between_samples_is_the_dns_race() {
 
     std::thread::sleep(std::time::Duration::from_millis(50));
     h.write("/proc/1/net/stat/nf_conntrack", stat_6_18(3010, 52, 137, 5));
-    let second = c.collect(&ctx());
+    let second = crate::support::collect(&mut c, &ctx());
     assert_eq!(second.status, Status::Ok);
     let f = find(&second, "conntrack.insert_races").expect("race finding");
     assert_eq!(f.severity, Severity::Warning);
@@ -150,7 +150,10 @@ fn insert_failed_rising_between_samples_is_the_dns_race() {
 fn sustained_races_turn_critical_and_stop_when_counters_stop() {
     let h = node("10.96.0.10", UDP_STUB_ONLY);
     let cfg = ConntrackConfig {
-        races_critical_samples: 3,
+        thresholds: collectors::conntrack::Thresholds {
+            races_critical_samples: 3,
+            ..Default::default()
+        },
         ..ConntrackConfig::default()
     };
     let mut c = ConntrackCollector::new(h.host(), cfg);
@@ -159,7 +162,7 @@ fn sustained_races_turn_critical_and_stop_when_counters_stop() {
         "/proc/1/net/stat/nf_conntrack",
         stat_6_18(500, 0, failed, 0),
     );
-    assert!(c.collect(&ctx()).findings.is_empty());
+    assert!(crate::support::collect(&mut c, &ctx()).findings.is_empty());
     let mut severities = Vec::new();
     for _ in 0..3 {
         failed += 10;
@@ -167,7 +170,7 @@ fn sustained_races_turn_critical_and_stop_when_counters_stop() {
             "/proc/1/net/stat/nf_conntrack",
             stat_6_18(500, 0, failed, 0),
         );
-        let got = c.collect(&ctx());
+        let got = crate::support::collect(&mut c, &ctx());
         severities.push(find(&got, "conntrack.insert_races").map(|f| f.severity));
     }
     assert_eq!(
@@ -179,14 +182,14 @@ fn sustained_races_turn_critical_and_stop_when_counters_stop() {
         ]
     );
     // No change between samples: nothing, and the streak starts over.
-    let quiet = c.collect(&ctx());
+    let quiet = crate::support::collect(&mut c, &ctx());
     assert!(quiet.findings.is_empty(), "{:?}", quiet.findings);
     failed += 1;
     h.write(
         "/proc/1/net/stat/nf_conntrack",
         stat_6_18(500, 0, failed, 0),
     );
-    let again = c.collect(&ctx());
+    let again = crate::support::collect(&mut c, &ctx());
     assert_eq!(
         find(&again, "conntrack.insert_races").map(|f| f.severity),
         Some(Severity::Warning)
@@ -198,8 +201,8 @@ fn no_change_between_samples_gives_nothing() {
     let h = node("10.96.0.10", UDP_STUB_ONLY);
     h.write("/proc/1/net/stat/nf_conntrack", stat_6_18(3000, 40, 100, 2));
     let mut c = ConntrackCollector::new(h.host(), ConntrackConfig::default());
-    c.collect(&ctx());
-    let second = c.collect(&ctx());
+    crate::support::collect(&mut c, &ctx());
+    let second = crate::support::collect(&mut c, &ctx());
     assert_eq!(second.status, Status::Ok);
     assert!(second.findings.is_empty(), "{:?}", second.findings);
 }
@@ -210,7 +213,7 @@ fn table_at_92_percent_is_critical_with_the_sysctl_command() {
     // 60293 / 65536 = 92.0 %.
     h.write("/proc/1/net/stat/nf_conntrack", stat_6_18(60293, 0, 0, 0));
     let mut c = ConntrackCollector::new(h.host(), ConntrackConfig::default());
-    let got = c.collect(&ctx());
+    let got = crate::support::collect(&mut c, &ctx());
     let f = find(&got, "conntrack.table_full").expect("table finding");
     assert_eq!(f.severity, Severity::Critical);
     assert_eq!(num(f, "entries"), 60293.0);
@@ -250,12 +253,12 @@ fn table_at_80_percent_warns_and_below_75_is_quiet() {
     let h = node("10.96.0.10", UDP_STUB_ONLY);
     h.write("/proc/1/net/stat/nf_conntrack", stat_6_18(52429, 0, 0, 0));
     let mut c = ConntrackCollector::new(h.host(), ConntrackConfig::default());
-    let got = c.collect(&ctx());
+    let got = crate::support::collect(&mut c, &ctx());
     let f = find(&got, "conntrack.table_full").expect("table finding");
     assert_eq!(f.severity, Severity::Warning);
     assert_eq!(num(f, "used_percent"), 80.0);
     h.write("/proc/1/net/stat/nf_conntrack", stat_6_18(49000, 0, 0, 0));
-    assert!(c.collect(&ctx()).findings.is_empty());
+    assert!(crate::support::collect(&mut c, &ctx()).findings.is_empty());
 }
 
 #[test]
@@ -272,7 +275,7 @@ fn table_full_kernel_messages_are_critical_even_when_the_count_is_low() {
          6,9003,4400000200,-;eth0: link up\n",
     );
     let mut c = ConntrackCollector::new(h.host(), ConntrackConfig::default());
-    let got = c.collect(&ctx());
+    let got = crate::support::collect(&mut c, &ctx());
     assert_eq!(got.status, Status::Ok, "{:?}", got.status);
     let f = find(&got, "conntrack.table_full").expect("table finding");
     assert_eq!(f.severity, Severity::Critical);
@@ -290,13 +293,13 @@ fn nodelocal_dns_in_use_changes_the_advice() {
     let h = node("169.254.20.10", &format!("{UDP_STUB_ONLY}{UDP_NODELOCAL}"));
     h.write("/proc/1/net/stat/nf_conntrack", stat_6_18(100, 0, 10, 0));
     let mut c = ConntrackCollector::new(h.host(), ConntrackConfig::default());
-    let first = c.collect(&ctx());
+    let first = crate::support::collect(&mut c, &ctx());
     assert_eq!(
         metric(&first, "node_doctor_conntrack_nodelocal_dns"),
         Some(1.0)
     );
     h.write("/proc/1/net/stat/nf_conntrack", stat_6_18(100, 0, 14, 0));
-    let got = c.collect(&ctx());
+    let got = crate::support::collect(&mut c, &ctx());
     let f = find(&got, "conntrack.insert_races").expect("race finding");
     assert_eq!(text(f, "nodelocal_dns_listening"), "yes");
     assert_eq!(text(f, "nodelocal_dns_address"), "169.254.20.10:53");
@@ -321,9 +324,9 @@ fn nodelocal_dns_listening_but_pods_not_pointed_at_it() {
     let h = node("10.96.0.10", UDP_NODELOCAL);
     h.write("/proc/1/net/stat/nf_conntrack", stat_6_18(100, 0, 10, 0));
     let mut c = ConntrackCollector::new(h.host(), ConntrackConfig::default());
-    c.collect(&ctx());
+    crate::support::collect(&mut c, &ctx());
     h.write("/proc/1/net/stat/nf_conntrack", stat_6_18(100, 0, 11, 0));
-    let got = c.collect(&ctx());
+    let got = crate::support::collect(&mut c, &ctx());
     let f = find(&got, "conntrack.insert_races").expect("race finding");
     assert_eq!(text(f, "nodelocal_dns_listening"), "yes");
     let steps: String = f.remediation.steps.iter().map(|s| s.en.as_str()).collect();
@@ -347,9 +350,9 @@ fn kubelet_cluster_dns_from_its_config_file() {
     )
     .write("/proc/1/net/stat/nf_conntrack", stat_6_18(100, 0, 10, 0));
     let mut c = ConntrackCollector::new(h.host(), ConntrackConfig::default());
-    c.collect(&ctx());
+    crate::support::collect(&mut c, &ctx());
     h.write("/proc/1/net/stat/nf_conntrack", stat_6_18(100, 0, 11, 0));
-    let got = c.collect(&ctx());
+    let got = crate::support::collect(&mut c, &ctx());
     let f = find(&got, "conntrack.insert_races").expect("race finding");
     assert_eq!(text(f, "kubelet_cluster_dns"), "169.254.20.10");
 }
@@ -363,7 +366,7 @@ fn older_kernel_header_is_read_and_clash_resolution_reported_absent() {
         .write("/proc/sys/kernel/osrelease", "3.10.0-1160.el7.x86_64\n")
         .write("/proc/sys/net/netfilter/nf_conntrack_max", "131072\n");
     let mut c = ConntrackCollector::new(h.host(), ConntrackConfig::default());
-    let first = c.collect(&ctx());
+    let first = crate::support::collect(&mut c, &ctx());
     // 120000 / 131072 = 91.6 %: critical.
     let f = find(&first, "conntrack.table_full").expect("table finding");
     assert_eq!(f.severity, Severity::Critical);
@@ -382,7 +385,7 @@ fn older_kernel_header_is_read_and_clash_resolution_reported_absent() {
     // One more failed insert on CPU 0.
     let bumped = fixture.replacen(" 0000007b ", " 0000007c ", 1);
     h.write("/proc/1/net/stat/nf_conntrack", bumped);
-    let second = c.collect(&ctx());
+    let second = crate::support::collect(&mut c, &ctx());
     let r = find(&second, "conntrack.insert_races").expect("race finding");
     assert_eq!(num(r, "insert_failed_increase"), 1.0);
     assert_eq!(text(r, "kernel_counts_clash_resolution"), "no");
@@ -394,7 +397,7 @@ fn metrics_cover_every_stat_column_and_udp_counters() {
     let h = node("10.96.0.10", UDP_STUB_ONLY);
     h.write("/proc/1/net/stat/nf_conntrack", stat_6_18(777, 3, 8, 1));
     let mut c = ConntrackCollector::new(h.host(), ConntrackConfig::default());
-    let got = c.collect(&ctx());
+    let got = crate::support::collect(&mut c, &ctx());
     assert_eq!(metric(&got, "node_doctor_conntrack_entries"), Some(777.0));
     assert_eq!(metric(&got, "node_doctor_conntrack_buckets"), Some(65536.0));
     assert_eq!(
@@ -444,7 +447,7 @@ fn module_not_loaded_is_unavailable() {
     let h = node("10.96.0.10", UDP_STUB_ONLY);
     h.mkdir("/proc/1/net/stat");
     let mut c = ConntrackCollector::new(h.host(), ConntrackConfig::default());
-    let got = c.collect(&ctx());
+    let got = crate::support::collect(&mut c, &ctx());
     match &got.status {
         Status::Unavailable(reason) => {
             assert!(reason.contains("nf_conntrack is not loaded"), "{reason}")
@@ -462,7 +465,7 @@ fn netns_pid_not_visible_is_unavailable_with_hostpid_advice() {
         ..ConntrackConfig::default()
     };
     let mut c = ConntrackCollector::new(h.host(), cfg);
-    match c.collect(&ctx()).status {
+    match crate::support::collect(&mut c, &ctx()).status {
         Status::Unavailable(reason) => assert!(reason.contains("hostPID"), "{reason}"),
         other => panic!("expected unavailable, got {other:?}"),
     }
@@ -474,7 +477,7 @@ fn missing_side_files_degrade_but_rules_still_run() {
     h.write("/proc/1/net/stat/nf_conntrack", stat_6_18(60293, 0, 0, 0))
         .write("/proc/sys/net/netfilter/nf_conntrack_max", "65536\n");
     let mut c = ConntrackCollector::new(h.host(), ConntrackConfig::default());
-    let got = c.collect(&ctx());
+    let got = crate::support::collect(&mut c, &ctx());
     match &got.status {
         Status::Degraded(reason) => {
             assert!(reason.contains("nf_conntrack_buckets missing"), "{reason}");
@@ -492,7 +495,7 @@ fn garbage_stat_file_is_an_error_not_a_panic() {
     let h = node("10.96.0.10", UDP_STUB_ONLY);
     h.write("/proc/1/net/stat/nf_conntrack", "entries found\nzz qq\n");
     let mut c = ConntrackCollector::new(h.host(), ConntrackConfig::default());
-    match c.collect(&ctx()).status {
+    match crate::support::collect(&mut c, &ctx()).status {
         Status::Error(reason) => assert!(reason.contains("nf_conntrack"), "{reason}"),
         other => panic!("expected error, got {other:?}"),
     }

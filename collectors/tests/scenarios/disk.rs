@@ -57,7 +57,7 @@ fn fake_statfs(
 
 fn collect(h: &FakeHost, config: DiskConfig, table: &[(&str, FsUsage)]) -> Collection {
     let mut c = DiskCollector::new(h.host(), config).with_statfs(fake_statfs(h, table));
-    c.collect(&ctx())
+    crate::support::collect(&mut c, &ctx())
 }
 
 fn find<'a>(c: &'a Collection, id: &str, subject: &str) -> &'a Finding {
@@ -806,13 +806,13 @@ fn walk_resumes_within_budget_and_is_dropped_when_healthy() {
     };
     let mut c = DiskCollector::new(h.host(), config)
         .with_statfs(move |_| Ok(usage(100 * GIB, a.load(Ordering::SeqCst))));
-    let first = c.collect(&ctx());
+    let first = crate::support::collect(&mut c, &ctx());
     let f = find(&first, "disk.filesystem_full", "/var/lib/docker");
     assert!(ev_num(f, "walk_docker_data_complete_ratio") < 1.0);
     assert!(c.last_walk().entries <= 5);
     let mut cycles = 1;
     loop {
-        let out = c.collect(&ctx());
+        let out = crate::support::collect(&mut c, &ctx());
         assert!(c.last_walk().entries <= 5, "{:?}", c.last_walk());
         cycles += 1;
         let f = find(&out, "disk.filesystem_full", "/var/lib/docker");
@@ -827,7 +827,7 @@ fn walk_resumes_within_budget_and_is_dropped_when_healthy() {
     assert!(cycles >= 9, "finished in {cycles} cycles");
     assert_eq!(c.walker_count(), 1);
     avail.store(60 * GIB, Ordering::SeqCst);
-    let out = c.collect(&ctx());
+    let out = crate::support::collect(&mut c, &ctx());
     assert!(out.findings.is_empty(), "{:#?}", out.findings);
     assert_eq!(c.walker_count(), 0);
 }

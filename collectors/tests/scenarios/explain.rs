@@ -6,9 +6,10 @@
 //! list committed below, which was extracted the same way.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 
 use collectors::explain::{self, lookup, lookup_key, MatchKind};
+
+use crate::support::docs_dir;
 
 fn keys(q: &str) -> Vec<String> {
     lookup(q)
@@ -538,23 +539,6 @@ struct Codes {
     pod_states: BTreeSet<String>,
     /// ACK messages of 003, looked up as pasted text.
     messages_003: Vec<String>,
-}
-
-/// `shared/docs` beside the repository (`<repo>/../shared/docs`, as in CI and /work/main), or
-/// one level further up for a git worktree kept under a directory of worktrees; the
-/// `NODE_DOCTOR_DOCS` environment variable overrides both.
-fn docs_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("NODE_DOCTOR_DOCS") {
-        return PathBuf::from(d);
-    }
-    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let beside = repo.join("../shared/docs");
-    let above = repo.join("../../shared/docs");
-    if !beside.is_dir() && above.is_dir() {
-        above
-    } else {
-        beside
-    }
 }
 
 fn set(s: &str, sep: char) -> BTreeSet<String> {

@@ -16,7 +16,7 @@ use collectors::kernel::{KernelCollector, KernelConfig};
 use collectors::load::{LoadCollector, LoadConfig};
 use collectors::memory::{MemoryCollector, MemoryConfig};
 use collectors::sys::statvfs::FsUsage;
-use collectors::{CollectContext, Collection, Collector};
+use collectors::{CollectContext, Collection};
 
 use crate::sandbox::{hostile, hostile_word, Sandbox};
 use crate::support::FakeHost;
@@ -28,10 +28,7 @@ const CID: &str = "3f4e5d6c7b8a99887766554433221100ffeeddccbbaa00112233445566778
 
 /// A node named to break out of `kubectl drain <node>`.
 fn hostile_ctx() -> CollectContext {
-    CollectContext {
-        node_name: hostile("node"),
-        host_netns: collectors::HostNetns::NotProcfs,
-    }
+    CollectContext::new(hostile("node"), collectors::HostNetns::NotProcfs)
 }
 
 /// `/proc/<pid>/mountinfo` escaping (space, tab, newline, backslash as octal).
@@ -144,7 +141,7 @@ fn disk_commands_with_hostile_paths_are_inert() {
         );
     let mut c = DiskCollector::new(h.host(), DiskConfig::default())
         .with_statfs(statfs(&h, vec![data_root.clone(), "/".to_string()]));
-    let out = c.collect(&hostile_ctx());
+    let out = crate::support::collect(&mut c, &hostile_ctx());
     let cmds = commands(&out);
     for id in [
         "disk.filesystem_full",
@@ -284,9 +281,9 @@ fn load_commands_with_hostile_device_and_pod_names_are_inert() {
     };
     let mut c = LoadCollector::new(h.host(), LoadConfig::default());
     stage(false);
-    c.collect(&hostile_ctx());
+    crate::support::collect(&mut c, &hostile_ctx());
     stage(true);
-    let out = c.collect(&hostile_ctx());
+    let out = crate::support::collect(&mut c, &hostile_ctx());
     let cmds = commands(&out);
     assert!(
         ids(&out).contains(&"load.io_bound"),
@@ -372,7 +369,7 @@ fn kernel_commands_with_hostile_cgroups_and_mount_points_are_inert() {
                 files_free: 500,
             })
         });
-    let out = c.collect(&hostile_ctx());
+    let out = crate::support::collect(&mut c, &hostile_ctx());
     let cmds = commands(&out);
     for id in [
         "kernel.tiny_memory_limit",
@@ -415,7 +412,7 @@ fn iptables_commands_with_a_hostile_log_path_are_inert() {
         ..IptablesConfig::default()
     };
     let mut c = IptablesCollector::new(h.host(), config);
-    let out = c.collect(&hostile_ctx());
+    let out = crate::support::collect(&mut c, &hostile_ctx());
     let cmds = commands(&out);
     assert!(
         ids(&out).contains(&"iptables.kube_proxy_restore_failed"),
@@ -456,7 +453,7 @@ fn memory_commands_with_a_hostile_node_name_are_inert() {
         page_size_bytes: Some(4096),
         ..MemoryConfig::default()
     };
-    let out = MemoryCollector::new(h.host(), config).collect(&hostile_ctx());
+    let out = crate::support::collect(&mut MemoryCollector::new(h.host(), config), &hostile_ctx());
     let cmds = commands(&out);
     assert!(
         ids(&out).contains(&"memory.page_allocation_failure"),

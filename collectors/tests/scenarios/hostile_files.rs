@@ -76,15 +76,23 @@ fn fake_statfs(_: &std::path::Path) -> std::io::Result<FsUsage> {
 fn collect_within(mut c: Box<dyn Collector>, runs: usize) -> (Collection, Duration) {
     let name = c.name();
     let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let started = Instant::now();
-        let mut out = c.collect(&ctx());
-        for _ in 1..runs {
-            std::thread::sleep(Duration::from_millis(50));
-            out = c.collect(&ctx());
-        }
-        let _ = tx.send((out, started.elapsed()));
-    });
+    // Named after the test: support::collect keys its golden files by the thread name.
+    let test = std::thread::current().name().map(str::to_string);
+    let mut spawn = std::thread::Builder::new();
+    if let Some(t) = test {
+        spawn = spawn.name(t);
+    }
+    spawn
+        .spawn(move || {
+            let started = Instant::now();
+            let mut out = crate::support::collect(&mut *c, &ctx());
+            for _ in 1..runs {
+                std::thread::sleep(Duration::from_millis(50));
+                out = crate::support::collect(&mut *c, &ctx());
+            }
+            let _ = tx.send((out, started.elapsed()));
+        })
+        .expect("spawn a collect thread");
     rx.recv_timeout(Duration::from_secs(20))
         .unwrap_or_else(|_| panic!("the {name} collector did not return within 20 s: it blocked"))
 }

@@ -105,7 +105,7 @@ fn kmsg_cgroup_oom_new() -> String {
 #[test]
 fn cgroup_oom_new_format_names_pod_and_container() {
     let h = host(&kmsg_cgroup_oom_new());
-    let c = collector(&h).collect(&support::ctx());
+    let c = crate::support::collect(&mut collector(&h), &support::ctx());
     assert_eq!(c.status, Status::Ok, "{:?}", c.status);
     let f = find(&c, "kernel.oom_cgroup", UID).unwrap_or_else(|| panic!("{:?}", ids(&c)));
     assert_eq!(f.severity, Severity::Critical, "three kills in the window");
@@ -174,7 +174,7 @@ fn cgroup_oom_names_the_pod_from_the_nodes_metadata() {
         &format!("/var/log/containers/orders-7d4b9c-x2x8q_shop_java-{CID}.log"),
         "",
     );
-    let c = collector(&h).collect(&support::ctx());
+    let c = crate::support::collect(&mut collector(&h), &support::ctx());
     let f = find(&c, "kernel.oom_cgroup", UID).unwrap_or_else(|| panic!("{:?}", ids(&c)));
     assert_eq!(f.evidence["pod"].as_str(), Some("shop/orders-7d4b9c-x2x8q"));
     assert_eq!(f.evidence["container"].as_str(), Some("java"));
@@ -199,7 +199,7 @@ fn cgroup_oom_names_the_pod_from_the_nodes_metadata() {
 #[test]
 fn cgroup_oom_of_an_unnamed_pod_describes_it_through_its_uid() {
     let h = host(&kmsg_cgroup_oom_new());
-    let c = collector(&h).collect(&support::ctx());
+    let c = crate::support::collect(&mut collector(&h), &support::ctx());
     let f = find(&c, "kernel.oom_cgroup", UID).unwrap_or_else(|| panic!("{:?}", ids(&c)));
     assert!(!f.evidence.contains_key("pod"));
     assert_exact_describe(
@@ -220,7 +220,7 @@ fn cgroup_oom_old_format_single_kill_is_warning() {
          3,13,6000000300,-;Killed process 1240 (java) total-vm:4318240kB, anon-rss:1040000kB, file-rss:0kB\n"
     );
     let h = host(&kmsg);
-    let c = collector(&h).collect(&support::ctx());
+    let c = crate::support::collect(&mut collector(&h), &support::ctx());
     let f = find(&c, "kernel.oom_cgroup", UID_OLD).unwrap_or_else(|| panic!("{:?}", ids(&c)));
     assert_eq!(f.severity, Severity::Warning);
     assert_eq!(f.evidence["kills"].as_f64(), Some(1.0));
@@ -255,7 +255,7 @@ fn system_oom_handbook_line_compares_kubepods_limit_with_capacity() {
         "/sys/fs/cgroup/memory/kubepods/memory.limit_in_bytes",
         format!("{kubepods}\n"),
     );
-    let c = collector(&h).collect(&support::ctx());
+    let c = crate::support::collect(&mut collector(&h), &support::ctx());
     let f = find(&c, "kernel.oom_system", "").unwrap_or_else(|| panic!("{:?}", ids(&c)));
     assert_eq!(f.severity, Severity::Critical);
     assert_eq!(f.evidence["kills"].as_f64(), Some(2.0));
@@ -305,7 +305,7 @@ fn old_events_outside_the_window_are_not_findings() {
     // Uptime 7200 s, lookback 1 h: an OOM at 600 s is skipped by the reader; the same line
     // at 7000 s (inside the window) is read, so the first is dropped for its age, not its form.
     let old_only = host("3,1,600000000,-;Out of memory: Killed process 9 (x) total-vm:1kB\n");
-    let c = collector(&old_only).collect(&support::ctx());
+    let c = crate::support::collect(&mut collector(&old_only), &support::ctx());
     assert!(c.findings.is_empty(), "{:?}", ids(&c));
     assert_eq!(
         metric(&c, "node_doctor_kernel_events_total", Some("oom_system")),
@@ -316,7 +316,7 @@ fn old_events_outside_the_window_are_not_findings() {
         "3,1,600000000,-;Out of memory: Killed process 9 (x) total-vm:1kB\n\
          3,2,7000000000,-;Out of memory: Killed process 10 (y) total-vm:1kB\n",
     );
-    let c = collector(&both).collect(&support::ctx());
+    let c = crate::support::collect(&mut collector(&both), &support::ctx());
     let f = find(&c, "kernel.oom_system", "").unwrap_or_else(|| panic!("{:?}", ids(&c)));
     assert_eq!(f.evidence["kills"].as_f64(), Some(1.0));
     assert_eq!(f.evidence["last_pid"].as_f64(), Some(10.0));
@@ -337,7 +337,7 @@ fn tiny_limit_cgroup_v2_systemd_tree() {
         .write(&format!("{pod}/cri-containerd-{CID}.scope/memory.max"), "1\n")
         .write("/sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod11111111_2222_3333_4444_555555555555.slice/memory.max", "268435456\n")
         .write("/sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod11111111_2222_3333_4444_555555555555.slice/cri-containerd-aaaaaaaaaaaaaaaaaaaaaaaa.scope/memory.max", "max\n");
-    let c = collector(&h).collect(&support::ctx());
+    let c = crate::support::collect(&mut collector(&h), &support::ctx());
     let tiny: Vec<&Finding> = c
         .findings
         .iter()
@@ -370,7 +370,7 @@ fn tiny_limit_cgroup_v2_systemd_tree() {
 
     // Once the kubelet's pod log directory names the pod, the finding does too.
     h.mkdir(&format!("/var/log/pods/shop_cart-0_{UID}/app"));
-    let c = collector(&h).collect(&support::ctx());
+    let c = crate::support::collect(&mut collector(&h), &support::ctx());
     let f = find(&c, "kernel.tiny_memory_limit", UID).unwrap_or_else(|| panic!("{:?}", ids(&c)));
     assert_eq!(f.evidence["pod"].as_str(), Some("shop/cart-0"));
     assert!(
@@ -403,7 +403,7 @@ fn tiny_limit_cgroup_v1_cgroupfs_tree() {
             &format!("{base}/besteffort/pod{UID_OLD}/{CID}/memory.limit_in_bytes"),
             "1\n",
         );
-    let c = collector(&h).collect(&support::ctx());
+    let c = crate::support::collect(&mut collector(&h), &support::ctx());
     let f =
         find(&c, "kernel.tiny_memory_limit", UID_OLD).unwrap_or_else(|| panic!("{:?}", ids(&c)));
     assert_eq!(f.evidence["limit_bytes"].as_f64(), Some(1.0));
@@ -437,7 +437,7 @@ fn fs_errors_on_the_runtime_disk_are_critical() {
 3,34,6300000000,-;Buffer I/O error on dev sr0, logical block 0, async page read
 ";
     let h = docker_node(kmsg);
-    let c = collector(&h).collect(&support::ctx());
+    let c = crate::support::collect(&mut collector(&h), &support::ctx());
     let f = find(&c, "kernel.fs_error", "vdb").unwrap_or_else(|| panic!("{:?}", ids(&c)));
     assert_eq!(f.severity, Severity::Critical);
     assert_eq!(f.evidence["errors"].as_f64(), Some(2.0));
@@ -503,18 +503,17 @@ fn hung_runtime_task_on_a_full_disk_takes_the_disk_full_path() {
         "/proc/stat",
         "cpu  1 2 3 4 5 6 7 8 0 0\nprocs_running 2\nprocs_blocked 6\n",
     );
-    let c = collector(&h)
-        .with_statfs(|p: &Path| {
-            let full = p.ends_with("var/lib/docker");
-            Ok(FsUsage {
-                size_bytes: 100 << 30,
-                avail_bytes: if full { 3 << 30 } else { 60 << 30 },
-                free_bytes: if full { 3 << 30 } else { 60 << 30 },
-                files: 1000,
-                files_free: 500,
-            })
+    let mut k = collector(&h).with_statfs(|p: &Path| {
+        let full = p.ends_with("var/lib/docker");
+        Ok(FsUsage {
+            size_bytes: 100 << 30,
+            avail_bytes: if full { 3 << 30 } else { 60 << 30 },
+            free_bytes: if full { 3 << 30 } else { 60 << 30 },
+            files: 1000,
+            files_free: 500,
         })
-        .collect(&support::ctx());
+    });
+    let c = support::collect(&mut k, &support::ctx());
     let f = find(&c, "kernel.hung_task", "dockerd").unwrap_or_else(|| panic!("{:?}", ids(&c)));
     assert_eq!(f.severity, Severity::Critical);
     assert_eq!(f.evidence["reports"].as_f64(), Some(2.0));
@@ -556,17 +555,16 @@ fn hung_task_with_blocked_io_takes_the_io_path() {
         "/proc/stat",
         "cpu  1 2 3 4 5 6 7 8 0 0\nprocs_running 2\nprocs_blocked 9\n",
     );
-    let c = collector(&h)
-        .with_statfs(|_: &Path| {
-            Ok(FsUsage {
-                size_bytes: 100 << 30,
-                avail_bytes: 60 << 30,
-                free_bytes: 60 << 30,
-                files: 1000,
-                files_free: 500,
-            })
+    let mut k = collector(&h).with_statfs(|_: &Path| {
+        Ok(FsUsage {
+            size_bytes: 100 << 30,
+            avail_bytes: 60 << 30,
+            free_bytes: 60 << 30,
+            files: 1000,
+            files_free: 500,
         })
-        .collect(&support::ctx());
+    });
+    let c = support::collect(&mut k, &support::ctx());
     let f = find(&c, "kernel.hung_task", "kubelet").unwrap_or_else(|| panic!("{:?}", ids(&c)));
     assert_eq!(f.evidence["path"].as_str(), Some("io"));
     assert!(f.summary.en.contains("9 task(s)"), "{}", f.summary.en);
@@ -578,14 +576,14 @@ fn listen_drops_from_netstat_deltas() {
     let h = host("");
     h.write("/proc/1/net/netstat", netstat(1532, 1532, 77));
     let mut k = collector(&h);
-    let first = k.collect(&support::ctx());
+    let first = crate::support::collect(&mut k, &support::ctx());
     assert!(
         first.findings.iter().all(|f| f.id != "kernel.listen_drops"),
         "no rate at the first call"
     );
     std::thread::sleep(Duration::from_millis(200));
     h.write("/proc/1/net/netstat", netstat(1532 + 40, 1532 + 40, 77 + 5));
-    let c = k.collect(&support::ctx());
+    let c = crate::support::collect(&mut k, &support::ctx());
     let f = find(&c, "kernel.listen_drops", "").unwrap_or_else(|| panic!("{:?}", ids(&c)));
     assert_eq!(f.evidence["dropped"].as_f64(), Some(45.0));
     assert_eq!(f.evidence["listen_overflows"].as_f64(), Some(40.0));
@@ -603,11 +601,11 @@ fn listen_drops_from_netstat_deltas() {
         Some(45.0)
     );
     // No change: resolved.
-    let again = k.collect(&support::ctx());
+    let again = crate::support::collect(&mut k, &support::ctx());
     assert!(again.findings.iter().all(|f| f.id != "kernel.listen_drops"));
     // Missing netstat: degraded with the path, other rules still run.
     std::fs::remove_file(h.path("/proc/1/net/netstat")).unwrap();
-    let d = k.collect(&support::ctx());
+    let d = crate::support::collect(&mut k, &support::ctx());
     match &d.status {
         Status::Degraded(m) => assert!(m.contains("net/netstat"), "{m}"),
         s => panic!("{s:?}"),
@@ -627,7 +625,7 @@ fn sysctls_of_another_network_namespace_are_not_the_hosts() {
         ..support::ctx()
     };
     let mut k = collector(&h);
-    let first = k.collect(&ctx);
+    let first = crate::support::collect(&mut k, &ctx);
     let reason = match &first.status {
         Status::Degraded(m) => m.clone(),
         s => panic!("{s:?}"),
@@ -639,7 +637,7 @@ fn sysctls_of_another_network_namespace_are_not_the_hosts() {
     );
     std::thread::sleep(Duration::from_millis(200));
     h.write("/proc/1/net/netstat", netstat(1532 + 40, 1532 + 40, 77 + 5));
-    let c = k.collect(&ctx);
+    let c = crate::support::collect(&mut k, &ctx);
     assert_eq!(
         c.status,
         Status::Degraded(reason.clone()),
@@ -659,19 +657,22 @@ fn sysctls_of_another_network_namespace_are_not_the_hosts() {
         host_netns: HostNetns::Unknown,
         ..support::ctx()
     };
-    match collector(&h).collect(&unknown).status {
+    match crate::support::collect(&mut collector(&h), &unknown).status {
         Status::Degraded(m) => assert!(m.contains("cannot tell"), "{m}"),
         s => panic!("{s:?}"),
     }
     // The same host in the host's namespace: ok.
-    assert_eq!(collector(&h).collect(&support::ctx()).status, Status::Ok);
+    assert_eq!(
+        crate::support::collect(&mut collector(&h), &support::ctx()).status,
+        Status::Ok
+    );
 }
 
 #[test]
 fn pid_exhaustion_and_metrics() {
     let h = host("");
     h.write("/proc/loadavg", "3.79 4.83 4.27 3/31500 23120\n");
-    let c = collector(&h).collect(&support::ctx());
+    let c = crate::support::collect(&mut collector(&h), &support::ctx());
     let f = find(&c, "kernel.pid_exhaustion", "").unwrap_or_else(|| panic!("{:?}", ids(&c)));
     assert_eq!(f.severity, Severity::Critical);
     assert_eq!(f.evidence["tasks"].as_f64(), Some(31500.0));
@@ -700,7 +701,7 @@ fn pid_exhaustion_and_metrics() {
         );
     }
     // A healthy node: nothing.
-    let ok = collector(&host("")).collect(&support::ctx());
+    let ok = crate::support::collect(&mut collector(&host("")), &support::ctx());
     assert!(ok.findings.is_empty(), "{:?}", ids(&ok));
     assert_eq!(ok.status, Status::Ok);
 }
@@ -728,7 +729,7 @@ fn state_stays_bounded() {
             ..KernelConfig::default()
         },
     );
-    let c = k.collect(&support::ctx());
+    let c = crate::support::collect(&mut k, &support::ctx());
     let (oom, hung, fs) = k.state_sizes();
     assert_eq!((oom, hung, fs), (0, 50, 50));
     // The newest survive.
@@ -894,7 +895,7 @@ fn fs_errors_old_kernel_format() {
 3,52,6000000200,-;XFS (sdc): Please umount the filesystem and rectify the problem(s)
 ";
     let h = docker_node(kmsg);
-    let c = collector(&h).collect(&support::ctx());
+    let c = crate::support::collect(&mut collector(&h), &support::ctx());
     let f = find(&c, "kernel.fs_error", "vdb").unwrap_or_else(|| panic!("{:?}", ids(&c)));
     assert_eq!(f.severity, Severity::Critical, "vdb holds /var/lib/docker");
     assert_eq!(f.evidence["kinds"].as_str(), Some("buffer_io_error"));

@@ -253,7 +253,7 @@ fn handbook_atop_example_is_io_bound_on_sda_with_mysqld_on_the_host() {
 
     let mut c = LoadCollector::new(h.host(), LoadConfig::default());
     stage(false);
-    let first = c.collect(&ctx());
+    let first = crate::support::collect(&mut c, &ctx());
     assert!(
         first.findings.is_empty(),
         "no rates on the first run: {:?}",
@@ -270,7 +270,7 @@ fn handbook_atop_example_is_io_bound_on_sda_with_mysqld_on_the_host() {
         None
     );
     stage(true);
-    let out = c.collect(&ctx());
+    let out = crate::support::collect(&mut c, &ctx());
     assert_eq!(
         out.status,
         Status::Ok,
@@ -517,9 +517,9 @@ fn cpu_busy_pod_node(load_first: &str, load_later: &str) -> Collection {
     };
     let mut c = LoadCollector::new(h.host(), LoadConfig::default());
     stage(false);
-    c.collect(&ctx());
+    crate::support::collect(&mut c, &ctx());
     stage(true);
-    c.collect(&ctx())
+    crate::support::collect(&mut c, &ctx())
 }
 
 fn cpu_bound_assertions(out: &Collection) {
@@ -609,9 +609,9 @@ fn idle_node_yields_nothing() {
     };
     let mut c = LoadCollector::new(h.host(), LoadConfig::default());
     stage(false);
-    c.collect(&ctx());
+    crate::support::collect(&mut c, &ctx());
     stage(true);
-    let out = c.collect(&ctx());
+    let out = crate::support::collect(&mut c, &ctx());
     assert_eq!(out.status, Status::Ok);
     assert!(out.findings.is_empty(), "{:?}", out.findings);
     assert_eq!(
@@ -697,7 +697,7 @@ fn pids_that_exit_or_are_reused_between_samples_are_not_errors() {
             cgroup: "0::/user.slice\n",
         },
     );
-    let first = c.collect(&ctx());
+    let first = crate::support::collect(&mut c, &ctx());
     assert_eq!(first.status, Status::Ok);
     assert_eq!(c.tracked_processes(), 2);
 
@@ -724,7 +724,7 @@ fn pids_that_exit_or_are_reused_between_samples_are_not_errors() {
         "/proc/stat",
         stat_text([200, 0, 150, 2950, 0, 0, 0, 0], &[], 1, 0),
     );
-    let out = c.collect(&ctx());
+    let out = crate::support::collect(&mut c, &ctx());
     assert_eq!(out.status, Status::Ok, "vanished pids are not errors");
     assert!(out.findings.is_empty(), "{:?}", out.findings);
     assert_eq!(c.tracked_processes(), 2, "501 and 503 are not kept");
@@ -781,9 +781,9 @@ fn blocked_tasks_on_slow_storage_are_io_bound_without_a_busy_disk() {
     };
     let mut c = LoadCollector::new(h.host(), LoadConfig::default());
     stage(false);
-    c.collect(&ctx());
+    crate::support::collect(&mut c, &ctx());
     stage(true);
-    let out = c.collect(&ctx());
+    let out = crate::support::collect(&mut c, &ctx());
     let io = only(&out, "load.io_bound");
     assert_eq!(io.len(), 1, "{:?}", out.findings);
     assert_eq!(io[0].subject, "");
@@ -802,7 +802,7 @@ fn missing_proc_stat_is_unavailable() {
     let h = FakeHost::new();
     h.write("/proc/loadavg", "0.10 0.10 0.10 1/100 100\n");
     let mut c = LoadCollector::new(h.host(), LoadConfig::default());
-    let out = c.collect(&ctx());
+    let out = crate::support::collect(&mut c, &ctx());
     assert!(
         matches!(out.status, Status::Unavailable(ref m) if m.contains("stat")),
         "{:?}",
@@ -993,7 +993,7 @@ fn frozen_uptime_times_the_window_with_the_agents_clock() {
     let before = [9865, 0, 4229, 63419, 248, 0, 35, 38];
     h.write("/proc/stat", stat_text(before, &[], 1, 0));
     let mut c = LoadCollector::new(h.host(), LoadConfig::default());
-    let first = c.collect(&ctx());
+    let first = crate::support::collect(&mut c, &ctx());
     assert_eq!(
         metric(
             &first,
@@ -1008,7 +1008,7 @@ fn frozen_uptime_times_the_window_with_the_agents_clock() {
         "/proc/stat",
         stat_text(add(before, [60, 0, 0, 240, 0, 0, 0, 0]), &[], 1, 0),
     );
-    let second = c.collect(&ctx());
+    let second = crate::support::collect(&mut c, &ctx());
     let user = metric(
         &second,
         "node_doctor_load_cpu_percent",

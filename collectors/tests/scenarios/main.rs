@@ -5,6 +5,7 @@
 mod conntrack;
 mod disk;
 mod explain;
+mod golden;
 mod hostile;
 mod hostile_files;
 mod iptables;
@@ -12,6 +13,7 @@ mod kernel;
 mod kmsg;
 mod load;
 mod memory;
+mod rules;
 #[path = "../../../agent/tests/e2e/sandbox.rs"]
 mod sandbox;
 mod support;

@@ -89,7 +89,7 @@ fn metric(c: &Collection, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
 #[test]
 fn handbook_buddyinfo_is_fragmentation() {
     let h = host(HANDBOOK_BUDDYINFO, MEMINFO_OK, "");
-    let c = collector(&h).collect(&support::ctx());
+    let c = crate::support::collect(&mut collector(&h), &support::ctx());
     assert_eq!(c.status, Status::Ok);
     assert_eq!(c.findings.len(), 1, "{:#?}", c.findings);
     let f = find(&c, "memory.fragmentation").expect("fragmentation finding");
@@ -169,7 +169,7 @@ fn healthy_buddyinfo_yields_nothing() {
         "6,1,7000000000,-;eth0: link up\n",
     );
     let mut col = collector(&h);
-    let c = col.collect(&support::ctx());
+    let c = crate::support::collect(&mut col, &support::ctx());
     assert_eq!(c.status, Status::Ok);
     assert!(c.findings.is_empty(), "{:#?}", c.findings);
     assert_eq!(
@@ -200,7 +200,7 @@ fn healthy_buddyinfo_yields_nothing() {
 #[test]
 fn low_order0_and_low_mem_available_is_exhaustion_not_fragmentation() {
     let h = host(EXHAUSTED_BUDDYINFO, MEMINFO_LOW, "");
-    let c = collector(&h).collect(&support::ctx());
+    let c = crate::support::collect(&mut collector(&h), &support::ctx());
     assert!(
         find(&c, "memory.fragmentation").is_none(),
         "{:#?}",
@@ -240,7 +240,7 @@ fn low_order0_and_low_mem_available_is_exhaustion_not_fragmentation() {
 fn handbook_kernel_log_failures_are_critical_and_link_containercreating() {
     let h = host(HANDBOOK_BUDDYINFO, MEMINFO_OK, KMSG_FAILURES);
     let mut col = collector(&h);
-    let c = col.collect(&support::ctx());
+    let c = crate::support::collect(&mut col, &support::ctx());
     assert_eq!(c.status, Status::Ok);
     let f = find(&c, "memory.page_allocation_failure").expect("allocation failure finding");
     assert_eq!(f.severity, Severity::Critical);
@@ -320,7 +320,7 @@ fn handbook_kernel_log_failures_are_critical_and_link_containercreating() {
     );
 
     // Next cycle: no new records; the failures are still within the window, not recounted.
-    let c2 = col.collect(&support::ctx());
+    let c2 = crate::support::collect(&mut col, &support::ctx());
     let f2 = find(&c2, "memory.page_allocation_failure").expect("still reported");
     assert_eq!(f2.evidence["failures_in_window"].as_f64(), Some(2.0));
     assert_eq!(
@@ -340,7 +340,7 @@ fn handbook_kernel_log_failures_are_critical_and_link_containercreating() {
         "/dev/kmsg",
         format!("{KMSG_FAILURES}4,905,7100000000,-;runc:[1:CHILD]: page allocation failure: order:6, mode:0x10c0d0\n"),
     );
-    let c3 = col.collect(&support::ctx());
+    let c3 = crate::support::collect(&mut col, &support::ctx());
     let f3 = find(&c3, "memory.page_allocation_failure").unwrap();
     assert_eq!(
         f3.evidence["tasks"].as_str(),
@@ -364,7 +364,7 @@ fn failures_older_than_the_lookback_are_ignored() {
         MEMINFO_OK,
         "4,5,100000000,-;runc:[1:CHILD]: page allocation failure: order:6, mode:0x10c0d0\n",
     );
-    let c = collector(&h).collect(&support::ctx());
+    let c = crate::support::collect(&mut collector(&h), &support::ctx());
     assert!(c.findings.is_empty(), "{:#?}", c.findings);
     assert_eq!(
         metric(
@@ -380,7 +380,7 @@ fn failures_older_than_the_lookback_are_ignored() {
 fn compaction_deltas_are_evidence() {
     let h = host(HANDBOOK_BUDDYINFO, MEMINFO_OK, "");
     let mut col = collector(&h);
-    let first = col.collect(&support::ctx());
+    let first = crate::support::collect(&mut col, &support::ctx());
     assert!(!find(&first, "memory.fragmentation")
         .unwrap()
         .evidence
@@ -389,7 +389,7 @@ fn compaction_deltas_are_evidence() {
         "/proc/vmstat",
         "compact_stall 1600\ncompact_fail 1450\ncompact_success 150\n",
     );
-    let c = col.collect(&support::ctx());
+    let c = crate::support::collect(&mut col, &support::ctx());
     let f = find(&c, "memory.fragmentation").unwrap();
     assert_eq!(f.evidence["compact_stall_delta"].as_f64(), Some(80.0));
     assert_eq!(f.evidence["compact_fail_delta"].as_f64(), Some(73.0));
@@ -401,7 +401,7 @@ fn missing_kmsg_degrades_but_buddyinfo_still_judged() {
     h.write("/proc/buddyinfo", HANDBOOK_BUDDYINFO)
         .write("/proc/meminfo", MEMINFO_OK)
         .write("/proc/uptime", "7200.00 1.00\n");
-    let c = collector(&h).collect(&support::ctx());
+    let c = crate::support::collect(&mut collector(&h), &support::ctx());
     match &c.status {
         Status::Degraded(m) => assert!(m.contains("dev/kmsg"), "{m}"),
         s => panic!("expected degraded, got {s:?}"),
@@ -414,7 +414,7 @@ fn no_memory_source_at_all_is_unavailable() {
     // A host root without /proc or /dev mounted: nothing is judged, so the collector is
     // unavailable (not merely degraded), and the reason names every missing source.
     let h = FakeHost::new();
-    let c = collector(&h).collect(&support::ctx());
+    let c = crate::support::collect(&mut collector(&h), &support::ctx());
     match &c.status {
         Status::Unavailable(m) => {
             for want in ["proc/buddyinfo", "proc/meminfo", "dev/kmsg"] {
@@ -430,7 +430,7 @@ fn no_memory_source_at_all_is_unavailable() {
 fn garbage_sources_never_panic() {
     let h = host("Node x, zone\n", "nonsense", "\u{0}\u{1}garbage;;;\n1,2\n");
     h.write("/proc/vmstat", "");
-    let c = collector(&h).collect(&support::ctx());
+    let c = crate::support::collect(&mut collector(&h), &support::ctx());
     assert!(matches!(c.status, Status::Degraded(_)), "{:?}", c.status);
     assert!(c.findings.is_empty());
 }

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use collectors::{CollectContext, Collection, HostPaths, Metric};
+use collectors::{CollectContext, Collection, Collector, HostPaths, Metric};
 
 /// A fake host root in a temporary directory: `proc/`, `sys/`, `var/lib/docker/...` written by
 /// the test.
@@ -92,12 +92,30 @@ impl FakeHost {
     }
 }
 
+/// Runs one collection and checks what it tells operators against the calling test's golden
+/// file (`crate::golden`; `UPDATE_GOLDEN=1` re-records). Staged-host tests collect through
+/// this; real-kernel tests, whose findings depend on the machine, call `collect` directly.
+pub fn collect<C: Collector + ?Sized>(c: &mut C, ctx: &CollectContext) -> Collection {
+    collect_masked(c, ctx, &[])
+}
+
+/// [`collect`] for a collection whose text holds parts that vary from run to run (a count of
+/// samples a sampler thread took, a fake file's inode) with no evidence naming them: each mask
+/// is literal text with `#` where such a number stands (`"# consecutive samples"`), or literal
+/// text without `#`, replaced whole.
+pub fn collect_masked<C: Collector + ?Sized>(
+    c: &mut C,
+    ctx: &CollectContext,
+    masks: &[&str],
+) -> Collection {
+    let out = c.collect(ctx);
+    crate::golden::check(&out, masks);
+    out
+}
+
 pub fn ctx() -> CollectContext {
-    CollectContext {
-        node_name: "node-1".to_string(),
-        // Staged host roots: their files are what they are.
-        host_netns: collectors::HostNetns::NotProcfs,
-    }
+    // Staged host roots: their files are what they are.
+    CollectContext::new("node-1", collectors::HostNetns::NotProcfs)
 }
 
 /// True when running as root; otherwise prints why the calling test skips.
@@ -121,4 +139,21 @@ pub fn find_metric<'a>(
                 .iter()
                 .all(|(k, v)| m.labels.iter().any(|(mk, mv)| mk == k && mv == v))
     })
+}
+
+/// `shared/docs` beside the repository (`<repo>/../shared/docs`, as in CI and /work/main), or
+/// one level further up for a git worktree kept under a directory of worktrees; the
+/// `NODE_DOCTOR_DOCS` environment variable overrides both.
+pub fn docs_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("NODE_DOCTOR_DOCS") {
+        return PathBuf::from(d);
+    }
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let beside = repo.join("../shared/docs");
+    let above = repo.join("../../shared/docs");
+    if !beside.is_dir() && above.is_dir() {
+        above
+    } else {
+        beside
+    }
 }

@@ -1,0 +1,403 @@
+//! Rules as data: what node-doctor tells an operator about each finding, kept in reviewed
+//! rule files (`collectors/rules/<collector>.toml`, embedded at compile time), apart from the
+//! judges that decide when something is wrong.
+//!
+//! A judge returns a [`Draft`]: the rule id, severity, subject, typed evidence, the named
+//! conditions that select optional advice, and template values that are not evidence (lists,
+//! derived figures). [`RuleBook::render`] looks the id up and fills the rule's words:
+//!
+//! ```toml
+//! [[rule]]
+//! id = "memory.exhaustion"
+//! conditions = { order0_failures = "some order-0 page allocation failed in the window" }
+//! title = { en = "Node memory is exhausted", zh = "…" }
+//! summary = [
+//!   { en = "Only {mem_available_bytes:mib} MiB of {mem_total_bytes:mib} MiB is available", zh = "…" },
+//!   { when = "order0_failures", en = " and {order0_allocation_failures} order-0 …", zh = "…" },
+//!   { en = ".", zh = "。" },
+//! ]
+//! steps = [{ en = "…", zh = "…" }]
+//! commands = ["ps -eo pid,comm,rss --sort=-rss | head -n 15",
+//!             { run = "kubectl get pods -A -o wide --field-selector spec.nodeName={node}", when = "…" }]
+//! source = { doc = "002_af370464fa0f13dd.txt", section = "…" }
+//! see_also = ["kernel-oom-system"]
+//!
+//! [rule.example]            # the evidence and vars the rule expects, with believable values
+//! severity = "critical"
+//! evidence = { mem_available_bytes = 104857600, mem_total_bytes = 8589934592, … }
+//! ```
+//!
+//! The format, piece by piece (ARCHITECTURE.md "How to add a rule" walks through it):
+//! - **Text** (`title`, `summary`, each step): `{ en, zh }`, or a list of such pieces joined
+//!   together. A piece may carry `when`; a step whose pieces are all left out is left out. A
+//!   piece `{ each = "list", en, zh, sep = { en, zh } }` (or `parts = [...]` instead of
+//!   en/zh) repeats over a list of items the judge gives ([`Var::Items`]), joined with `sep`
+//!   (default `, ` / `、`); inside it, placeholders and conditions name the item's own fields
+//!   and conditions first (item conditions are declared in `conditions` like the others).
+//! - **Placeholders** `{name}` / `{name:format}` name evidence, vars, item fields or the
+//!   built-in `{node}`; formats are `.N`, `kib`/`mib`/`gib`/`min` (with optional `.N`) and
+//!   `bytes` ([`template`]). Words ([`Var::Words`]) join with `, ` / `、`.
+//! - **Conditions** `when = "a and not b and has x"`: `a` is a condition the rule declares
+//!   (`conditions = { a = "what it means" }`) and the judge sets, or the built-in `info`,
+//!   `warning`, `critical` (the finding's severity); `has x` holds when evidence or var `x`
+//!   is present. Evidence the judge sets only sometimes is listed in `optional`, and a
+//!   placeholder naming it must stand under a `has` of it: checked when the file loads.
+//! - **Commands**: a [`crate::shell`] template (`{name}` placeholders, `{{`/`}}` literal
+//!   braces), or `{ run, when, each, args }`. Every argument is quoted by the one shell
+//!   renderer; `args = { line = "net.netfilter.nf_conntrack_max = {recommended_max}" }` builds
+//!   one argument from a text template. With `each`, one command per item.
+//! - **source** `{ doc, section }` (or a list with `when`, first match; the last has none),
+//!   **see_also** keys of the explain catalogue (strings or `{ key, when }`).
+//! - **example**: severity, subject, evidence and vars (scalars, lists of strings, or lists
+//!   of tables for items, with `conditions = [...]`). It declares what placeholders exist,
+//!   and a test renders every rule from it in both languages under every condition.
+//!
+//! Operators override the words of a rule (`--rules-file`, [`RuleBook::with_overrides`]):
+//! `title`, `summary`, `steps`, `commands` replace, `add_steps`, `add_commands` append; the
+//! file is checked against the built-in rule's declarations at start-up.
+
+mod draft;
+mod load;
+mod render;
+pub mod template;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+
+pub use draft::{Draft, Item, Var};
+
+use crate::error::ReadError;
+use crate::finding::Finding;
+
+/// The built-in rule files, by file name.
+const FILES: &[(&str, &str)] = &[
+    ("memory.toml", include_str!("../../rules/memory.toml")),
+    ("conntrack.toml", include_str!("../../rules/conntrack.toml")),
+];
+
+/// Why rule files do not load.
+#[derive(Debug, thiserror::Error)]
+pub enum RulesError {
+    #[error("rule file {file}: {message}")]
+    Toml { file: String, message: String },
+    #[error("rule file {file}: rule {id}: {message}")]
+    Invalid {
+        file: String,
+        id: String,
+        message: String,
+    },
+    #[error("rule file {file}: no built-in rule has the id {id:?} (an override changes the words of an existing rule; ids: {known})")]
+    UnknownId {
+        file: String,
+        id: String,
+        known: String,
+    },
+    #[error("rule file: {0}")]
+    Read(#[from] ReadError),
+    #[error("rule file {file}: {message}")]
+    NotUtf8 { file: String, message: String },
+}
+
+/// A condition of a `when`: any of the alternatives (`or`), each a list of terms that must
+/// all hold (`and`). No alternative at all: always holds.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct Cond(pub Vec<Vec<Term>>);
+
+impl Cond {
+    pub(crate) fn terms(&self) -> impl Iterator<Item = &Term> {
+        self.0.iter().flatten()
+    }
+
+    pub(crate) fn is_always(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Names every alternative guarantees present (`has x` in each).
+    pub(crate) fn guards(&self) -> BTreeSet<String> {
+        let mut alts = self.0.iter().map(|alt| {
+            alt.iter()
+                .filter_map(|t| match t {
+                    Term::Has(n) => Some(n.clone()),
+                    _ => None,
+                })
+                .collect::<BTreeSet<String>>()
+        });
+        let Some(first) = alts.next() else {
+            return BTreeSet::new();
+        };
+        alts.fold(first, |acc, g| acc.intersection(&g).cloned().collect())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Term {
+    Flag(String),
+    NotFlag(String),
+    Has(String),
+    NotHas(String),
+}
+
+/// A text template: pieces joined.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct TextT(pub Vec<Piece>);
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Piece {
+    Text {
+        when: Cond,
+        en: Vec<template::Seg>,
+        zh: Vec<template::Seg>,
+    },
+    /// Pieces under one `when`, or repeated over a list's items (`each`), joined with `sep`.
+    Group {
+        when: Cond,
+        each: Option<String>,
+        sep: (String, String),
+        parts: Vec<Piece>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct CommandT {
+    pub when: Cond,
+    pub each: Option<String>,
+    pub run: String,
+    /// Arguments built from text templates.
+    pub args: Vec<(String, Vec<template::Seg>)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SourceT {
+    pub when: Cond,
+    /// Leaked once when the built-in files load (a [`crate::finding::Source`] holds
+    /// `&'static str`; overrides cannot change sources).
+    pub doc: &'static str,
+    pub section: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SeeAlsoT {
+    pub when: Cond,
+    pub key: String,
+}
+
+/// One rule: its words and what it declares (conditions, optional evidence, an example).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rule {
+    pub id: String,
+    /// The file(s) it comes from: `memory.toml`, or `memory.toml + /etc/x.toml`.
+    pub file: String,
+    pub(crate) conditions: BTreeMap<String, String>,
+    pub(crate) optional: BTreeSet<String>,
+    pub(crate) example: Draft,
+    pub(crate) title: TextT,
+    pub(crate) summary: TextT,
+    pub(crate) steps: Vec<TextT>,
+    pub(crate) commands: Vec<CommandT>,
+    pub(crate) sources: Vec<SourceT>,
+    pub(crate) see_also: Vec<SeeAlsoT>,
+}
+
+impl Rule {
+    /// The conditions the rule declares, with what each means.
+    pub fn conditions(&self) -> &BTreeMap<String, String> {
+        &self.conditions
+    }
+
+    /// The example draft the rule file gives.
+    pub fn example(&self) -> &Draft {
+        &self.example
+    }
+
+    /// Every command template of the rule (for the shell test).
+    pub fn command_templates(&self) -> impl Iterator<Item = &str> {
+        self.commands.iter().map(|c| c.run.as_str())
+    }
+
+    /// `(doc, section)` of every source the rule may cite.
+    pub fn sources(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.sources.iter().map(|s| (s.doc, s.section))
+    }
+
+    /// Every explain key the rule may link to.
+    pub fn see_also_keys(&self) -> impl Iterator<Item = &str> {
+        self.see_also.iter().map(|s| s.key.as_str())
+    }
+
+    /// Every condition name a `when` of the rule tests (built-ins included).
+    pub fn conditions_used(&self) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        let mut add = |c: &Cond| {
+            for t in c.terms() {
+                if let Term::Flag(n) | Term::NotFlag(n) = t {
+                    out.insert(n.clone());
+                }
+            }
+        };
+        fn pieces(ps: &[Piece], add: &mut dyn FnMut(&Cond)) {
+            for p in ps {
+                match p {
+                    Piece::Text { when, .. } => add(when),
+                    Piece::Group { when, parts, .. } => {
+                        add(when);
+                        pieces(parts, add);
+                    }
+                }
+            }
+        }
+        for t in [&self.title, &self.summary].into_iter().chain(&self.steps) {
+            pieces(&t.0, &mut add);
+        }
+        for c in &self.commands {
+            add(&c.when);
+        }
+        for s in &self.sources {
+            add(&s.when);
+        }
+        for s in &self.see_also {
+            add(&s.when);
+        }
+        out
+    }
+}
+
+/// The rules in force: the built-in files, with the operator's overrides applied.
+#[derive(Clone, Default)]
+pub struct RuleBook {
+    rules: BTreeMap<String, Rule>,
+    /// The override files applied, in order.
+    overrides: Vec<String>,
+}
+
+// Rules compare by content; their evidence floats come from `Evidence::from`, never NaN.
+impl PartialEq for RuleBook {
+    fn eq(&self, other: &RuleBook) -> bool {
+        self.rules == other.rules && self.overrides == other.overrides
+    }
+}
+impl Eq for RuleBook {}
+
+impl fmt::Debug for RuleBook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RuleBook")
+            .field("rules", &self.rules.len())
+            .field("overrides", &self.overrides)
+            .finish()
+    }
+}
+
+static BUILTIN: OnceLock<Arc<RuleBook>> = OnceLock::new();
+
+impl RuleBook {
+    /// Parses the built-in rule files (what [`RuleBook::builtin`] holds).
+    pub fn load_builtin() -> Result<RuleBook, RulesError> {
+        let mut rules = BTreeMap::new();
+        for (file, text) in FILES {
+            for r in load::builtin_file(file, text)? {
+                if let Some(old) = rules.insert(r.id.clone(), r) {
+                    return Err(RulesError::Invalid {
+                        file: file.to_string(),
+                        id: old.id.clone(),
+                        message: format!("also defined in {}", old.file),
+                    });
+                }
+            }
+        }
+        Ok(RuleBook {
+            rules,
+            overrides: Vec::new(),
+        })
+    }
+
+    /// The built-in rules, parsed once. If the embedded files were broken (the unit tests
+    /// guard against it), the error is logged and findings render with their ids only.
+    pub fn builtin() -> Arc<RuleBook> {
+        BUILTIN
+            .get_or_init(|| match RuleBook::load_builtin() {
+                Ok(b) => Arc::new(b),
+                Err(e) => {
+                    tracing::error!(error = %e, "the built-in rule files do not load; findings will carry their ids only");
+                    Arc::new(RuleBook::default())
+                }
+            })
+            .clone()
+    }
+
+    /// A rule by id.
+    pub fn get(&self, id: &str) -> Option<&Rule> {
+        self.rules.get(id)
+    }
+
+    pub fn rules(&self) -> impl Iterator<Item = &Rule> {
+        self.rules.values()
+    }
+
+    /// The override files applied, in order.
+    pub fn overrides(&self) -> &[String] {
+        &self.overrides
+    }
+
+    /// These rules with the overrides of `text` (an operator's rule file named `file`)
+    /// applied. Every overridden rule is rendered from its example under every condition:
+    /// a file that would print a broken finding is refused.
+    pub fn with_overrides(&self, file: &str, text: &str) -> Result<RuleBook, RulesError> {
+        let mut out = self.clone();
+        for rule in load::apply_overrides(file, text, &self.rules)? {
+            let problems = render::check(&rule);
+            if let Some(p) = problems.first() {
+                return Err(RulesError::Invalid {
+                    file: file.to_string(),
+                    id: rule.id.clone(),
+                    message: p.clone(),
+                });
+            }
+            out.rules.insert(rule.id.clone(), rule);
+        }
+        out.overrides.push(file.to_string());
+        Ok(out)
+    }
+
+    /// The built-in rules with the operator's files applied in order, each read with the
+    /// same caps as any configuration file (a regular file of at most 1 MiB,
+    /// [`crate::hostfs::cap::CONFIG`]).
+    pub fn with_override_files(&self, paths: &[impl AsRef<Path>]) -> Result<RuleBook, RulesError> {
+        let mut book = self.clone();
+        for p in paths {
+            let p = p.as_ref();
+            let bytes = crate::hostfs::read_bytes(p, crate::hostfs::cap::CONFIG)?;
+            let text = String::from_utf8(bytes).map_err(|e| RulesError::NotUtf8 {
+                file: p.display().to_string(),
+                message: e.to_string(),
+            })?;
+            book = book.with_overrides(&p.display().to_string(), &text)?;
+        }
+        Ok(book)
+    }
+
+    /// The finding `draft` describes, in the words of its rule, `{node}` being `node`.
+    ///
+    /// A draft whose rule is missing, or that lacks a value its rule's text names, is a
+    /// programming error the golden and scenario tests catch: debug builds panic; release
+    /// builds log it and print the gap visibly (`‹missing: name›`, the command left out).
+    pub fn render(&self, draft: Draft, node: &str) -> Finding {
+        render::render(self.rules.get(&draft.id), draft, node)
+    }
+
+    /// Problems rendering `rule` from its example under every combination of conditions
+    /// (for tests and override checks); empty when it renders cleanly.
+    pub fn check(rule: &Rule) -> Vec<String> {
+        render::check(rule)
+    }
+
+    /// Renders `rule`'s example once with exactly `conditions` set (for tests).
+    pub fn render_example(rule: &Rule, conditions: &[&str], node: &str) -> Finding {
+        let mut d = rule.example.clone();
+        d.conditions = conditions.iter().map(|c| c.to_string()).collect();
+        render::render(Some(rule), d, node)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,435 @@
+//! Tests of the rule format, the checks at load time and the renderer, on small rule files
+//! written here; the built-in files are tested in `collectors/tests/scenarios/rules.rs`.
+
+use super::*;
+use crate::finding::{Evidence, Severity};
+
+/// A rule exercising every feature the converters need: severity wording, conditions with
+/// `and`/`or`/`not`/`has`, optional evidence, words, items with their own conditions and a
+/// command per item, an argument built from text, a conditional source and see-also.
+const DEMO: &str = r#"
+collector = "demo"
+
+[[rule]]
+id = "demo.logs"
+conditions = { kube_proxy = "kube-proxy manages the limit", small_table = "the table is below the recommendation", pod = "(per log) the log belongs to a pod whose name is known" }
+optional = ["owner", "logs.namespace"]
+title = [
+  { when = "critical", en = "Logs fill the disk", zh = "日志写满磁盘" },
+  { when = "not critical", en = "Logs grow", zh = "日志增长" },
+]
+summary = [
+  { en = "{mount_point} is {used_percent:.1}% used ({avail_bytes:bytes} free); largest: ", zh = "{mount_point} 已用 {used_percent:.1}%（可用 {avail_bytes:bytes}）；最大的：" },
+  { each = "logs", sep = { en = "; ", zh = "；" }, parts = [
+      { en = "{file} ({size_bytes:mib.1} MiB", zh = "{file}（{size_bytes:mib.1} MiB" },
+      { when = "pod and has namespace", en = ", pod {namespace}/{pod}", zh = "，Pod {namespace}/{pod}" },
+      { en = ")", zh = "）" },
+  ] },
+  { when = "has owner", en = "; owner {owner}", zh = "；属主 {owner}" },
+  { en = "; runtimes {runtimes}.", zh = "；运行时 {runtimes}。" },
+]
+steps = [
+  { en = "Empty the logs on {node}.", zh = "清空 {node} 上的日志。" },
+  { when = "kube_proxy or small_table", en = "Raise the limit.", zh = "调大上限。" },
+  [
+    { when = "kube_proxy", en = "kube-proxy sets it; ", zh = "kube-proxy 会设置它；" },
+    { when = "kube_proxy", en = "change its flag.", zh = "修改其参数。" },
+  ],
+]
+commands = [
+  "df -h {mount_point}",
+  { each = "logs", run = "cat /dev/null > {file}" },
+  { each = "logs", when = "pod and has namespace", run = "kubectl -n {namespace} describe pod {pod}" },
+  { when = "small_table", run = "echo {line} > /etc/sysctl.d/x.conf", args = { line = "net.x = {avail_bytes}" } },
+  { run = "du -sh {runtimes}" },
+  "awk '{{print $1}}' /proc/locks",
+]
+source = [
+  { when = "kube_proxy", doc = "002_af370464fa0f13dd.txt", section = "集群 Kube-Proxy 异常排障处理" },
+  { doc = "002_af370464fa0f13dd.txt", section = "节点磁盘爆满排障处理" },
+]
+see_also = ["disk-full", { key = "pod-status:Terminating", when = "critical" }]
+
+[rule.example]
+severity = "critical"
+subject = "/var/lib/docker"
+evidence = { mount_point = "/var/lib/docker", used_percent = 97.25, avail_bytes = 3221225472, owner = "dockerd" }
+vars = { runtimes = ["docker", "containerd"], logs = [
+  { file = "/var/log/a.log", size_bytes = 2097152, namespace = "shop", pod = "web-1", conditions = ["pod"] },
+  { file = "/var/log/b.log", size_bytes = 1048576 },
+] }
+"#;
+
+fn demo() -> RuleBook {
+    let rules = load::builtin_file("demo.toml", DEMO).unwrap_or_else(|e| panic!("{e}"));
+    RuleBook {
+        rules: rules.into_iter().map(|r| (r.id.clone(), r)).collect(),
+        overrides: Vec::new(),
+    }
+}
+
+fn load_err(text: &str) -> String {
+    match load::builtin_file("bad.toml", text) {
+        Ok(_) => panic!("loaded: {text}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// DEMO with `from` replaced by `to` (which must occur).
+fn demo_with(from: &str, to: &str) -> String {
+    assert!(DEMO.contains(from), "{from}");
+    DEMO.replacen(from, to, 1)
+}
+
+#[test]
+fn the_demo_renders_every_feature() {
+    let b = demo();
+    let rule = b.get("demo.logs").unwrap();
+    assert_eq!(RuleBook::check(rule), Vec::<String>::new());
+    let d = rule.example.clone().when("kube_proxy").when("small_table");
+    let f = b.render(d, "node-7");
+    assert_eq!(f.title.en, "Logs fill the disk");
+    assert_eq!(
+        f.summary.en,
+        "/var/lib/docker is 97.2% used (3.0 GiB free); largest: /var/log/a.log (2.0 MiB, pod shop/web-1); /var/log/b.log (1.0 MiB); owner dockerd; runtimes docker, containerd."
+    );
+    assert_eq!(
+        f.summary.zh,
+        "/var/lib/docker 已用 97.2%（可用 3.0 GiB）；最大的：/var/log/a.log（2.0 MiB，Pod shop/web-1）；/var/log/b.log（1.0 MiB）；属主 dockerd；运行时 docker、containerd。"
+    );
+    let steps: Vec<&str> = f.remediation.steps.iter().map(|s| s.en.as_str()).collect();
+    assert_eq!(
+        steps,
+        [
+            "Empty the logs on node-7.",
+            "Raise the limit.",
+            "kube-proxy sets it; change its flag."
+        ]
+    );
+    assert_eq!(
+        f.remediation.commands,
+        [
+            "df -h /var/lib/docker",
+            "cat /dev/null > /var/log/a.log",
+            "cat /dev/null > /var/log/b.log",
+            "kubectl -n shop describe pod web-1",
+            "echo 'net.x = 3221225472' > /etc/sysctl.d/x.conf",
+            "du -sh docker containerd",
+            "awk '{print $1}' /proc/locks",
+        ]
+    );
+    let src = f.remediation.source.as_ref().unwrap();
+    assert_eq!(src.section, "集群 Kube-Proxy 异常排障处理");
+    assert_eq!(f.see_also, ["disk-full", "pod-status:Terminating"]);
+    assert_eq!(f.subject, "/var/lib/docker");
+    assert_eq!(f.evidence["owner"], Evidence::Str("dockerd".into()));
+
+    // No conditions, warning, no optional owner: the other wording, fewer steps and commands.
+    let mut d = rule.example.clone();
+    d.severity = Severity::Warning;
+    d.evidence.remove("owner");
+    let f = b.render(d, "node-7");
+    assert_eq!(f.title.zh, "日志增长");
+    assert!(!f.summary.en.contains("owner"), "{}", f.summary.en);
+    assert_eq!(f.remediation.steps.len(), 1);
+    assert_eq!(f.remediation.commands.len(), 6);
+    assert_eq!(
+        f.remediation.source.as_ref().unwrap().section,
+        "节点磁盘爆满排障处理"
+    );
+    assert_eq!(f.see_also, ["disk-full"]);
+}
+
+#[test]
+fn host_names_in_commands_are_quoted_by_the_one_renderer() {
+    let b = demo();
+    let mut d = b.get("demo.logs").unwrap().example.clone();
+    d.evidence.insert(
+        "mount_point".into(),
+        Evidence::Str("/mnt/x$(touch /tmp/p)".into()),
+    );
+    d.vars.insert(
+        "logs".into(),
+        Var::Items(vec![Item::new()
+            .value("file", "/var/log/a\nb;reboot")
+            .value("size_bytes", 1u64)
+            .value("namespace", "shop")
+            .value("pod", "web'1")
+            .when("pod")]),
+    );
+    let f = b.render(d, "n");
+    assert_eq!(
+        f.remediation.commands[..3],
+        [
+            "df -h '/mnt/x$(touch /tmp/p)'",
+            "cat /dev/null > $'/var/log/a\\x0ab;reboot'",
+            "kubectl -n shop describe pod 'web'\\''1'",
+        ]
+    );
+}
+
+#[test]
+fn load_time_checks_name_the_mistake() {
+    for (from, to, want) in [
+        (
+            "{mount_point} is",
+            "{mountpoint} is",
+            "unknown placeholder {mountpoint}",
+        ),
+        (
+            "when = \"kube_proxy or small_table\"",
+            "when = \"kube_prox\"",
+            "unknown condition \"kube_prox\"",
+        ),
+        (
+            "{ when = \"has owner\", en = \"; owner {owner}\"",
+            "{ en = \"; owner {owner}\"",
+            "{owner} is optional: put the text or command under when = \"has owner\"",
+        ),
+        (
+            "{ when = \"pod and has namespace\", en",
+            "{ when = \"pod\", en",
+            "{namespace} is optional",
+        ),
+        (
+            "\"df -h {mount_point}\"",
+            "\"grep '{mount_point}' /x\"",
+            "placeholder",
+        ),
+        (
+            "\"df -h {mount_point}\"",
+            "\"df -h {logs}\"",
+            "is a list of items",
+        ),
+        ("zh = \"清空 {node} 上的日志。\" }", "}", "en without zh"),
+        (
+            "{used_percent:.1}% used",
+            "{used_percent:.1}% used {mount_point:.2}",
+            "a number format does not apply",
+        ),
+        (
+            "args = { line = \"net.x = {avail_bytes}\" }",
+            "args = { lines = \"x\" }",
+            "has no {lines}",
+        ),
+        (
+            "see_also = [\"disk-full\"",
+            "see_also = [\"no-such-entry\"",
+            "not an entry of the explain catalogue",
+        ),
+        (
+            "{ doc = \"002_af370464fa0f13dd.txt\", section = \"节点磁盘爆满排障处理\" }",
+            "{ when = \"critical\", doc = \"x\", section = \"y\" }",
+            "the last source has no `when`",
+        ),
+        (
+            "id = \"demo.logs\"",
+            "id = \"other.logs\"",
+            "starts with `demo.`",
+        ),
+        ("{size_bytes:mib.1}", "{size_bytes:tb}", "unknown format"),
+        (
+            ", pod = \"(per log) the log belongs to a pod whose name is known\"",
+            "",
+            "item condition \"pod\" is not declared",
+        ),
+        ("title = [", "titel = [", "unknown key \"titel\""),
+        (
+            "when = \"critical\", en = \"Logs",
+            "when = \"critical and\", en = \"Logs",
+            "a term is",
+        ),
+    ] {
+        let e = load_err(&demo_with(from, to));
+        assert!(e.contains(want), "{from} -> {to}: {e}");
+        assert!(e.starts_with("rule file bad.toml"), "{e}");
+    }
+    let e = load_err("collector = \"demo\"\n[[rule]\n");
+    assert!(
+        e.contains("rule file bad.toml") && e.contains("line 2"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_draft_missing_a_value_is_caught_in_tests_and_visible_in_release() {
+    let b = demo();
+    let rule = b.get("demo.logs").unwrap();
+    let mut d = rule.example.clone();
+    d.evidence.remove("used_percent");
+    let mut problems = Vec::new();
+    let f = render::build(rule, &d, "n", &mut problems);
+    assert_eq!(problems, ["{used_percent} has no value"; 2]);
+    assert!(
+        f.summary.en.contains("‹missing: used_percent›"),
+        "{}",
+        f.summary.en
+    );
+    // A command whose value is missing is left out rather than printed with a hole.
+    let mut d = rule.example.clone();
+    d.vars.remove("runtimes");
+    let mut problems = Vec::new();
+    let f = render::build(rule, &d, "n", &mut problems);
+    assert!(
+        problems.iter().any(|p| p.contains("du -sh")),
+        "{problems:?}"
+    );
+    assert!(!f.remediation.commands.iter().any(|c| c.starts_with("du ")));
+}
+
+#[test]
+fn a_judge_setting_an_undeclared_condition_or_var_is_caught() {
+    let b = demo();
+    let rule = b.get("demo.logs").unwrap();
+    let d = rule.example.clone().when("kube_proxi").var("extra", 1u64);
+    let mut problems = Vec::new();
+    render::build(rule, &d, "n", &mut problems);
+    assert_eq!(
+        problems,
+        [
+            "the judge sets condition \"kube_proxi\", which the rule does not declare",
+            "the judge sets var \"extra\", which the rule's example does not declare",
+        ]
+    );
+}
+
+#[test]
+#[cfg(debug_assertions)]
+#[should_panic(expected = "does not render")]
+fn debug_builds_panic_on_a_draft_missing_a_value() {
+    let b = demo();
+    let mut d = b.get("demo.logs").unwrap().example.clone();
+    d.evidence.remove("mount_point");
+    b.render(d, "n");
+}
+
+const OVERRIDE: &str = r#"
+[[rule]]
+id = "demo.logs"
+title = { en = "Our runbook: logs fill {mount_point}", zh = "运行手册：日志写满 {mount_point}" }
+add_steps = [{ en = "Page the storage team (runbook RB-12).", zh = "通知存储团队（运行手册 RB-12）。" }]
+add_commands = ["/usr/local/bin/collect-logs {mount_point}"]
+"#;
+
+#[test]
+fn overrides_replace_and_add_words() {
+    let b = demo()
+        .with_overrides("/etc/nd/rules.toml", OVERRIDE)
+        .unwrap();
+    assert_eq!(b.overrides(), ["/etc/nd/rules.toml"]);
+    let rule = b.get("demo.logs").unwrap();
+    assert_eq!(rule.file, "demo.toml + /etc/nd/rules.toml");
+    let f = b.render(rule.example.clone(), "n");
+    assert_eq!(f.title.en, "Our runbook: logs fill /var/lib/docker");
+    assert_eq!(
+        f.remediation.steps.last().unwrap().en,
+        "Page the storage team (runbook RB-12)."
+    );
+    assert_eq!(
+        f.remediation.commands.last().unwrap(),
+        "/usr/local/bin/collect-logs /var/lib/docker"
+    );
+    // The built-in summary and source stay.
+    assert!(f.summary.en.starts_with("/var/lib/docker is 97.2% used"));
+    assert_eq!(f.see_also, ["disk-full", "pod-status:Terminating"]);
+    // Replacing steps drops the built-in ones.
+    let b = demo()
+        .with_overrides(
+            "o.toml",
+            "[[rule]]\nid = \"demo.logs\"\nsteps = [{ en = \"Only this.\", zh = \"仅此一步。\" }]\n",
+        )
+        .unwrap();
+    let f = b.render(b.get("demo.logs").unwrap().example.clone(), "n");
+    assert_eq!(f.remediation.steps.len(), 1);
+}
+
+#[test]
+fn overrides_are_checked_against_the_builtin_rule() {
+    let err = |text: &str| match demo().with_overrides("/etc/o.toml", text) {
+        Ok(_) => panic!("accepted: {text}"),
+        Err(e) => e.to_string(),
+    };
+    let e = err("[[rule]]\nid = \"demo.nope\"\ntitle = { en = \"x\", zh = \"y\" }\n");
+    assert!(
+        e.contains("no built-in rule has the id \"demo.nope\"") && e.contains("demo.logs"),
+        "{e}"
+    );
+    let e = err("[[rule]]\nid = \"demo.logs\"\ntitle = { en = \"{mountpoint}\", zh = \"y\" }\n");
+    assert!(e.contains("unknown placeholder {mountpoint}"), "{e}");
+    let e = err("[[rule]]\nid = \"demo.logs\"\nadd_commands = [\"echo '{x}'\"]\n");
+    assert!(e.contains("command template"), "{e}");
+    let e = err("[[rule]]\nid = \"demo.logs\"\nconditions = { x = \"y\" }\n");
+    assert!(e.contains("an override changes the words only"), "{e}");
+    let e = err("[[rule]]\nid = \"demo.logs\"\ntitle = { en = \"x\" }\n");
+    assert!(e.contains("en without zh"), "{e}");
+    let e = err("[rule]\nid = 1\n");
+    assert!(e.contains("write [[rule]]"), "{e}");
+    let e = err("[[rule]]\nid = \"demo.logs\"\ntitle = { en = \"{owner}\", zh = \"{owner}\" }\n");
+    assert!(e.contains("{owner} is optional"), "{e}");
+    let e = err("not toml at all");
+    assert!(e.starts_with("rule file /etc/o.toml: "), "{e}");
+    // The title renders empty under some severity: refused at start.
+    let e = err(
+        "[[rule]]\nid = \"demo.logs\"\ntitle = { when = \"critical\", en = \"x\", zh = \"y\" }\n",
+    );
+    assert!(e.contains("the title renders empty"), "{e}");
+}
+
+#[test]
+fn override_files_are_read_with_caps() {
+    let dir = tempfile::tempdir().unwrap();
+    let ok = dir.path().join("ok.toml");
+    std::fs::write(&ok, OVERRIDE).unwrap();
+    let b = demo().with_override_files(&[&ok]).unwrap();
+    assert_eq!(b.overrides(), [ok.display().to_string()]);
+    // A ConfigMap volume: rules.toml -> ..data/rules.toml, ..data -> ..2026_01_01/.
+    let cm = dir.path().join("cm");
+    std::fs::create_dir_all(cm.join("..2026_01_01")).unwrap();
+    std::fs::write(cm.join("..2026_01_01/rules.toml"), OVERRIDE).unwrap();
+    std::os::unix::fs::symlink("..2026_01_01", cm.join("..data")).unwrap();
+    std::os::unix::fs::symlink("..data/rules.toml", cm.join("rules.toml")).unwrap();
+    let b = demo()
+        .with_override_files(&[cm.join("rules.toml")])
+        .unwrap();
+    assert_eq!(b.overrides().len(), 1);
+    let missing = dir.path().join("missing.toml");
+    let e = demo().with_override_files(&[&missing]).unwrap_err();
+    assert!(e.to_string().contains("missing.toml"), "{e}");
+    let big = dir.path().join("big.toml");
+    let f = std::fs::File::create(&big).unwrap();
+    f.set_len(2 << 20).unwrap();
+    let e = demo().with_override_files(&[&big]).unwrap_err().to_string();
+    assert!(e.contains("big.toml") && e.contains("larger than"), "{e}");
+    let e = demo().with_override_files(&[dir.path()]).unwrap_err();
+    assert!(e.to_string().contains("not a regular file"), "{e}");
+    let latin1 = dir.path().join("latin1.toml");
+    std::fs::write(&latin1, b"# caf\xe9\n").unwrap();
+    let e = demo().with_override_files(&[&latin1]).unwrap_err();
+    assert!(e.to_string().contains("latin1.toml"), "{e}");
+}
+
+#[test]
+fn a_finding_without_a_rule_keeps_its_id_and_evidence() {
+    let d = Draft::new("demo.unknown", Severity::Info).evidence("x", 1u64);
+    let f = render::without_rule(d);
+    assert_eq!(f.title.en, "demo.unknown");
+    assert_eq!(f.evidence["x"], Evidence::Int(1));
+}
+
+#[test]
+fn conditions_parse_with_and_or_not_has() {
+    let c = load::parse_cond("a and not b or has c and not has d").unwrap();
+    assert_eq!(
+        c,
+        Cond(vec![
+            vec![Term::Flag("a".into()), Term::NotFlag("b".into())],
+            vec![Term::Has("c".into()), Term::NotHas("d".into())],
+        ])
+    );
+    assert!(c.guards().is_empty());
+    let c = load::parse_cond("has x and a or has x").unwrap();
+    assert_eq!(c.guards(), ["x".to_string()].into_iter().collect());
+    for bad in ["", "a and", "not", "has has", "A", "a or or b"] {
+        assert!(load::parse_cond(bad).is_err(), "{bad}");
+    }
+}
