@@ -11,7 +11,12 @@ fn s<'a>(v: &'a Value, ptr: &str) -> &'a str {
 fn table(rows: &[Vec<String>], indent: &str) -> String {
     let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..cols)
-        .map(|i| rows.iter().map(|r| r.get(i).map_or(0, |c| c.chars().count())).max().unwrap_or(0))
+        .map(|i| {
+            rows.iter()
+                .map(|r| r.get(i).map_or(0, |c| c.chars().count()))
+                .max()
+                .unwrap_or(0)
+        })
         .collect();
     let mut out = String::new();
     for r in rows {
@@ -32,14 +37,33 @@ fn table(rows: &[Vec<String>], indent: &str) -> String {
 /// The `Conditions:` block of `kubectl describe node`.
 pub fn conditions(node: &Value) -> String {
     let mut rows = vec![
-        ["Type", "Status", "LastHeartbeatTime", "LastTransitionTime", "Reason", "Message"]
-            .map(String::from)
-            .to_vec(),
-        ["----", "------", "-----------------", "------------------", "------", "-------"]
-            .map(String::from)
-            .to_vec(),
+        [
+            "Type",
+            "Status",
+            "LastHeartbeatTime",
+            "LastTransitionTime",
+            "Reason",
+            "Message",
+        ]
+        .map(String::from)
+        .to_vec(),
+        [
+            "----",
+            "------",
+            "-----------------",
+            "------------------",
+            "------",
+            "-------",
+        ]
+        .map(String::from)
+        .to_vec(),
     ];
-    for c in node.pointer("/status/conditions").and_then(Value::as_array).into_iter().flatten() {
+    for c in node
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         rows.push(vec![
             s(c, "/type").into(),
             s(c, "/status").into(),
@@ -54,9 +78,11 @@ pub fn conditions(node: &Value) -> String {
 
 /// `kubectl get events --field-selector involvedObject.kind=Node` (columns of kubectl 1.30).
 pub fn events(events: &[Value]) -> String {
-    let mut rows = vec![["LAST SEEN", "TYPE", "REASON", "OBJECT", "COUNT", "MESSAGE"]
-        .map(String::from)
-        .to_vec()];
+    let mut rows = vec![
+        ["LAST SEEN", "TYPE", "REASON", "OBJECT", "COUNT", "MESSAGE"]
+            .map(String::from)
+            .to_vec(),
+    ];
     let mut sorted: Vec<&Value> = events.iter().collect();
     sorted.sort_by_key(|e| s(e, "/lastTimestamp").to_string());
     for e in sorted {
@@ -65,7 +91,10 @@ pub fn events(events: &[Value]) -> String {
             s(e, "/type").into(),
             s(e, "/reason").into(),
             format!("node/{}", s(e, "/involvedObject/name")),
-            e.get("count").and_then(Value::as_i64).unwrap_or(1).to_string(),
+            e.get("count")
+                .and_then(Value::as_i64)
+                .unwrap_or(1)
+                .to_string(),
             s(e, "/message").into(),
         ]);
     }

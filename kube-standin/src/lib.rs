@@ -119,10 +119,7 @@ impl Record {
 #[derive(Debug, Clone)]
 pub enum FaultAction {
     /// Answer with this status (a Kubernetes `Status` body) and, when set, `Retry-After`.
-    Status {
-        code: u16,
-        retry_after: Option<u64>,
-    },
+    Status { code: u16, retry_after: Option<u64> },
     /// Wait this long, then handle the request normally.
     Stall(Duration),
 }
@@ -293,10 +290,7 @@ impl StandIn {
     }
 
     fn cluster(&self) -> std::sync::MutexGuard<'_, Cluster> {
-        self.inner
-            .cluster
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        self.inner.cluster.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Registers a node (as the kubelet would) with these conditions; returns its uid.
@@ -321,7 +315,11 @@ impl StandIn {
             panic!("add_node: the stand-in's own node is invalid: {e}");
         }
         let owners = c.owners.entry(name.to_string()).or_default();
-        for cond in node["status"]["conditions"].as_array().into_iter().flatten() {
+        for cond in node["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
             if let Some(t) = cond.get("type").and_then(Value::as_str) {
                 owners.insert(t.to_string(), "kubelet".to_string());
             }
@@ -522,18 +520,28 @@ fn verb_of(method: &Method, has_name: bool) -> &'static str {
     }
 }
 
-fn attributes(method: &Method, r: &Route) -> Option<Attributes> {
-    let (resource, ns, name) = match r {
-        Route::Node(n) => ("nodes", None, Some(n.clone())),
-        Route::NodeStatus(n) => ("nodes/status", None, Some(n.clone())),
-        Route::Events(ns) => ("events", Some(ns.clone()), None),
-        Route::Event(ns, n) => ("events", Some(ns.clone()), Some(n.clone())),
-        Route::Other => return None,
+/// The authorizer's view of any core-group path:
+/// `/api/v1/[namespaces/<ns>/]<resource>[/<name>[/<subresource>]]`.
+fn attributes(method: &Method, path: &str) -> Option<Attributes> {
+    let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let rest = match parts.as_slice() {
+        ["api", "v1", rest @ ..] => rest,
+        _ => return None,
+    };
+    let (ns, rest) = match rest {
+        ["namespaces", ns, rest @ ..] if !rest.is_empty() => (Some(ns.to_string()), rest),
+        _ => (None, rest),
+    };
+    let (resource, name) = match rest {
+        [r] => (r.to_string(), None),
+        [r, n] => (r.to_string(), Some(n.to_string())),
+        [r, n, sub] => (format!("{r}/{sub}"), Some(n.to_string())),
+        _ => return None,
     };
     Some(Attributes {
         verb: verb_of(method, name.is_some()).to_string(),
         api_group: String::new(),
-        resource: resource.to_string(),
+        resource,
         namespace: ns,
         name,
     })
@@ -561,7 +569,7 @@ async fn handle(inner: Arc<Inner>, req: Request<Incoming>) -> Resp {
     let user_agent = header(hyper::header::USER_AGENT);
     let auth = header(hyper::header::AUTHORIZATION);
     let r = route(&path);
-    let attrs = attributes(&method, &r);
+    let attrs = attributes(&method, &path);
 
     // A queued fault for this request?
     let fault = {
@@ -618,7 +626,15 @@ async fn handle(inner: Arc<Inner>, req: Request<Incoming>) -> Resp {
                 failure(401, "Unauthorized", "Unauthorized")
             } else if let (Some(rbac), Some(a)) = (&inner.opts.rbac, &attrs) {
                 if rbac.allows(a) {
-                    dispatch(&inner, &method, &r, &query, &content_type, &user_agent, &body)
+                    dispatch(
+                        &inner,
+                        &method,
+                        &r,
+                        &query,
+                        &content_type,
+                        &user_agent,
+                        &body,
+                    )
                 } else {
                     let resource = a.resource.replace('/', "\" in \"");
                     failure(
@@ -633,7 +649,15 @@ async fn handle(inner: Arc<Inner>, req: Request<Incoming>) -> Resp {
                     )
                 }
             } else {
-                dispatch(&inner, &method, &r, &query, &content_type, &user_agent, &body)
+                dispatch(
+                    &inner,
+                    &method,
+                    &r,
+                    &query,
+                    &content_type,
+                    &user_agent,
+                    &body,
+                )
             }
         }
     };
@@ -689,8 +713,16 @@ fn dispatch(
             c.counts.event_patches += 1;
             patch_event(inner, &mut c, ns, name, content_type, body)
         }
-        (_, Route::Other) => failure(404, "NotFound", "the server could not find the requested resource"),
-        _ => failure(405, "MethodNotAllowed", "the server does not allow this method on the requested resource"),
+        (_, Route::Other) => failure(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        ),
+        _ => failure(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        ),
     }
 }
 
@@ -714,7 +746,11 @@ fn manager_of(query: &str, user_agent: &str) -> String {
         .filter(|m| !m.is_empty())
         .unwrap_or_else(|| {
             // The real server derives an update's manager from the User-Agent's program name.
-            user_agent.split('/').next().unwrap_or("unknown").to_string()
+            user_agent
+                .split('/')
+                .next()
+                .unwrap_or("unknown")
+                .to_string()
         })
 }
 
@@ -761,8 +797,15 @@ fn patch_node_status(
         }
     };
     // A resourceVersion in the patch is a precondition.
-    if let Some(rv) = patch.pointer("/metadata/resourceVersion").and_then(Value::as_str) {
-        if Some(rv) != old.pointer("/metadata/resourceVersion").and_then(Value::as_str) {
+    if let Some(rv) = patch
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+    {
+        if Some(rv)
+            != old
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+        {
             return failure(
                 409,
                 "Conflict",
@@ -775,13 +818,29 @@ fn patch_node_status(
     match media {
         SMP => {
             if let Err(e) = patch::strategic(&mut new, &patch) {
-                return failure(e.code, if e.code == 400 { "BadRequest" } else { "Invalid" }, &e.message);
+                return failure(
+                    e.code,
+                    if e.code == 400 {
+                        "BadRequest"
+                    } else {
+                        "Invalid"
+                    },
+                    &e.message,
+                );
             }
         }
         MERGE => patch::merge(&mut new, &patch),
         JSON_PATCH => {
             if let Err(e) = patch::json_patch(&mut new, &patch) {
-                return failure(e.code, if e.code == 400 { "BadRequest" } else { "Invalid" }, &e.message);
+                return failure(
+                    e.code,
+                    if e.code == 400 {
+                        "BadRequest"
+                    } else {
+                        "Invalid"
+                    },
+                    &e.message,
+                );
             }
         }
         _ => {
@@ -796,7 +855,11 @@ fn patch_node_status(
             if patch.get("apiVersion").and_then(Value::as_str) != Some("v1")
                 || patch.get("kind").and_then(Value::as_str) != Some("Node")
             {
-                return failure(400, "BadRequest", "apply patch: apiVersion v1 and kind Node must be set");
+                return failure(
+                    400,
+                    "BadRequest",
+                    "apply patch: apiVersion v1 and kind Node must be set",
+                );
             }
             let force = query_param(query, "force").as_deref() == Some("true");
             let owners = c.owners.entry(name.to_string()).or_default();
@@ -813,9 +876,15 @@ fn patch_node_status(
                     let live = old
                         .pointer("/status/conditions")
                         .and_then(Value::as_array)
-                        .and_then(|l| l.iter().find(|x| x.get("type").and_then(Value::as_str) == Some(t)));
+                        .and_then(|l| {
+                            l.iter()
+                                .find(|x| x.get("type").and_then(Value::as_str) == Some(t))
+                        });
                     let differs = live.is_some_and(|l| {
-                        a.as_object().into_iter().flatten().any(|(k, v)| l.get(k) != Some(v))
+                        a.as_object()
+                            .into_iter()
+                            .flatten()
+                            .any(|(k, v)| l.get(k) != Some(v))
                     });
                     if owner != &manager && differs && !force {
                         return failure(
@@ -836,7 +905,10 @@ fn patch_node_status(
                 .filter(|(t, m)| **m == manager && !applied_types.contains(t))
                 .map(|(t, _)| t.clone())
                 .collect();
-            if let Some(list) = new.pointer_mut("/status/conditions").and_then(Value::as_array_mut) {
+            if let Some(list) = new
+                .pointer_mut("/status/conditions")
+                .and_then(Value::as_array_mut)
+            {
                 list.retain(|x| {
                     x.get("type")
                         .and_then(Value::as_str)
@@ -917,7 +989,10 @@ fn validate_conditions(node: &Value) -> Result<(), String> {
 }
 
 fn validate_event(ev: &Value) -> Result<(), String> {
-    let ns = ev.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("");
+    let ns = ev
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     let inv_ns = ev
         .pointer("/involvedObject/namespace")
         .and_then(Value::as_str)
@@ -961,13 +1036,11 @@ fn create_event(inner: &Inner, c: &mut Cluster, ns: &str, body: &[u8]) -> Resp {
         _ => return failure(400, "BadRequest", "the body is not an Event object"),
     };
     match ev.pointer("/metadata/namespace").and_then(Value::as_str) {
-        Some(b) if !b.is_empty() && b != ns => {
-            return failure(
-                400,
-                "BadRequest",
-                "the namespace of the provided object does not match the namespace sent on the request",
-            )
-        }
+        Some(b) if !b.is_empty() && b != ns => return failure(
+            400,
+            "BadRequest",
+            "the namespace of the provided object does not match the namespace sent on the request",
+        ),
         _ => ev["metadata"]["namespace"] = Value::String(ns.to_string()),
     }
     let name = match ev.pointer("/metadata/name").and_then(Value::as_str) {
@@ -987,7 +1060,11 @@ fn create_event(inner: &Inner, c: &mut Cluster, ns: &str, body: &[u8]) -> Resp {
         return failure(422, "Invalid", &format!("Event \"{name}\" is invalid: {e}"));
     }
     if c.events.contains_key(&(ns.to_string(), name.clone())) {
-        let mut b = status_body(409, "AlreadyExists", &format!("events \"{name}\" already exists"));
+        let mut b = status_body(
+            409,
+            "AlreadyExists",
+            &format!("events \"{name}\" already exists"),
+        );
         b["details"] = json!({"name": name, "kind": "events"});
         return respond(409, &b);
     }
@@ -1035,7 +1112,11 @@ fn patch_event(
             }
         }
         other => {
-            return failure(415, "UnsupportedMediaType", &format!("unsupported media type {other:?} for events"))
+            return failure(
+                415,
+                "UnsupportedMediaType",
+                &format!("unsupported media type {other:?} for events"),
+            )
         }
     }
     // Identity cannot change.

@@ -68,7 +68,9 @@ fn smp_map(target: &mut Value, patch: &Value, path: &mut Vec<String>) -> Result<
             continue;
         }
         if k.starts_with('$') {
-            return Err(invalid(format!("unsupported strategic merge directive {k}")));
+            return Err(invalid(format!(
+                "unsupported strategic merge directive {k}"
+            )));
         }
         if v.is_null() {
             t.remove(k);
@@ -78,7 +80,9 @@ fn smp_map(target: &mut Value, patch: &Value, path: &mut Vec<String>) -> Result<
         let p: Vec<&str> = path.iter().map(String::as_str).collect();
         match (v, merge_key(&p)) {
             (Value::Array(items), Some(key)) => {
-                let list = t.entry(k.clone()).or_insert_with(|| Value::Array(Vec::new()));
+                let list = t
+                    .entry(k.clone())
+                    .or_insert_with(|| Value::Array(Vec::new()));
                 if !list.is_array() {
                     *list = Value::Array(Vec::new());
                 }
@@ -331,7 +335,9 @@ pub fn apply_merge(target: &mut Value, applied: &Value) {
             let p: Vec<&str> = path.iter().map(String::as_str).collect();
             match (v, merge_key(&p)) {
                 (Value::Array(items), Some(key)) => {
-                    let list = t.entry(k.clone()).or_insert_with(|| Value::Array(Vec::new()));
+                    let list = t
+                        .entry(k.clone())
+                        .or_insert_with(|| Value::Array(Vec::new()));
                     if !list.is_array() {
                         *list = Value::Array(Vec::new());
                     }
@@ -392,7 +398,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(n["status"]["conditions"].as_array().unwrap().len(), 2);
-        let err = strategic(&mut n, &json!({"status": {"conditions": [{"status": "x"}]}}));
+        let err = strategic(
+            &mut n,
+            &json!({"status": {"conditions": [{"status": "x"}]}}),
+        );
         assert_eq!(err.unwrap_err().code, 422);
     }
 

@@ -128,7 +128,12 @@ impl Rbac {
         sa_namespace: &str,
         sa_name: &str,
     ) -> Rbac {
-        let kind = |d: &Value| d.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
+        let kind = |d: &Value| {
+            d.get("kind")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
         let ns_of = |d: &Value| {
             d.pointer("/metadata/namespace")
                 .and_then(Value::as_str)

@@ -7,10 +7,26 @@ use serde_json::Value;
 
 /// (Kubernetes version, kind, schema text).
 const SCHEMAS: &[(&str, &str, &str)] = &[
-    ("1.30.0", "Node", include_str!("../schemas/v1.30.0/node-v1.json")),
-    ("1.30.0", "Event", include_str!("../schemas/v1.30.0/event-v1.json")),
-    ("1.37.0", "Node", include_str!("../schemas/v1.37.0/node-v1.json")),
-    ("1.37.0", "Event", include_str!("../schemas/v1.37.0/event-v1.json")),
+    (
+        "1.30.0",
+        "Node",
+        include_str!("../schemas/v1.30.0/node-v1.json"),
+    ),
+    (
+        "1.30.0",
+        "Event",
+        include_str!("../schemas/v1.30.0/event-v1.json"),
+    ),
+    (
+        "1.37.0",
+        "Node",
+        include_str!("../schemas/v1.37.0/node-v1.json"),
+    ),
+    (
+        "1.37.0",
+        "Event",
+        include_str!("../schemas/v1.37.0/event-v1.json"),
+    ),
 ];
 
 pub struct Schemas {
@@ -45,7 +61,10 @@ impl Schemas {
                 .map(|e| format!("{} at {}", e, e.instance_path))
                 .collect();
             if !errors.is_empty() {
-                return Err(format!("Kubernetes {version} schema: {}", errors.join("; ")));
+                return Err(format!(
+                    "Kubernetes {version} schema: {}",
+                    errors.join("; ")
+                ));
             }
         }
         Ok(())
