@@ -734,3 +734,150 @@ fn every_mapped_id_is_a_rule_and_every_class_is_documented() {
         );
     }
 }
+
+/// The scale simulation (a bench, not a unit test: `scripts/bench-kube.sh`). N simulated
+/// nodes' reporters, each with its own planner and backoff, against one stand-in API server
+/// (HTTPS, RBAC from the shipped manifests, every object schema-checked) for a simulated
+/// hour in 15 s collector cycles: a tenth of the nodes with a steady problem (a full disk),
+/// a tenth with a flapping one (high load on every other cycle), a twentieth with an OOM kill
+/// every 2 minutes, the rest quiet. Every request is real; only the clock is simulated.
+/// Prints API writes per second per 1,000 nodes next to node-problem-detector's steady rate.
+#[test]
+#[ignore = "scale simulation: run scripts/bench-kube.sh"]
+fn scale_simulation() {
+    let nodes: usize = std::env::var("ND_SIM_NODES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    let seconds: i64 = std::env::var("ND_SIM_SECONDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3600);
+    let rbac = Rbac::from_manifests(
+        &kube_standin::shipped_manifests(),
+        kube_standin::SA_NAMESPACE,
+        kube_standin::SA_NAMESPACE,
+        kube_standin::SA_NAME,
+    )
+    .unwrap();
+    let s = StandIn::start(Options {
+        rbac: Some(rbac),
+        record_bodies: false,
+        workers: 2,
+        ..Options::default()
+    });
+    let names: Vec<String> = (0..nodes).map(|i| format!("sim-node-{i:05}")).collect();
+    for n in &names {
+        s.add_node(n, vec![kubelet_ready()]);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let wall = Instant::now();
+    rt.block_on(async {
+        let api = api_for(&s, dir.path(), kube_standin::DEFAULT_TOKEN).await;
+        let stats = Arc::new(Stats::default());
+        let mut reporters: Vec<Reporter<KubeApi>> = names
+            .iter()
+            .map(|n| {
+                Reporter::new(
+                    Settings {
+                        node: n.clone(),
+                        clear_after: Duration::from_secs(120),
+                        min_write_interval: Duration::from_secs(10),
+                        ..settings()
+                    },
+                    api.clone(),
+                    Arc::clone(&stats),
+                )
+            })
+            .collect();
+        let start = OffsetDateTime::now_utc();
+        let mono = Instant::now();
+        let mut startup = kube_standin::Counts::default();
+        for step in 0..=(seconds / 15) {
+            let secs = step * 15;
+            let now = start + time::Duration::seconds(secs);
+            let quiet = snapshot(now, &[("disk", with(Status::Ok, vec![]))]);
+            let steady = snapshot(now, &[("disk", with(Status::Ok, vec![disk_full()]))]);
+            let load = finding("load.high_load", "", Severity::Warning);
+            let flapping = snapshot(
+                now,
+                &[(
+                    "load",
+                    with(Status::Ok, if step % 2 == 0 { vec![load] } else { vec![] }),
+                )],
+            );
+            let kills = 1 + secs / 120;
+            let ooming = snapshot(
+                now,
+                &[("kernel", with(Status::Ok, vec![oom(kills.min(30), secs % 120)]))],
+            );
+            // On for 5 minutes, off for 5: real changes, each worth a write.
+            let slow = snapshot(
+                now,
+                &[(
+                    "load",
+                    with(
+                        Status::Ok,
+                        if (secs / 300) % 2 == 0 {
+                            vec![finding("load.high_load", "", Severity::Warning)]
+                        } else {
+                            vec![]
+                        },
+                    ),
+                )],
+            );
+            for (i, r) in reporters.iter_mut().enumerate() {
+                let snap = match i % 20 {
+                    0 | 1 => &steady,
+                    2 | 3 => &flapping,
+                    4 => &ooming,
+                    5 => &slow,
+                    _ => &quiet,
+                };
+                r.tick(now, mono + Duration::from_secs(secs as u64), Some(snap))
+                    .await;
+            }
+            if step == 0 {
+                startup = s.counts();
+            }
+        }
+        let c = s.counts();
+        let per_1000 = |n: u64| n as f64 / seconds as f64 / (nodes as f64 / 1000.0);
+        let npd_steady = 1000.0 / 300.0;
+        let status_after_start = c.status_patches - startup.status_patches;
+        let events = c.event_creates + c.event_patches;
+        println!(
+            "scale simulation: {nodes} nodes, {seconds} simulated seconds, {:.1} s of wall time",
+            wall.elapsed().as_secs_f64()
+        );
+        println!(
+            "  requests: {} GET node, {} status patches ({} in the first cycle), {} event creates, {} event patches, {} errors",
+            c.node_gets, c.status_patches, startup.status_patches, c.event_creates, c.event_patches, c.errors
+        );
+        println!(
+            "  status writes/s per 1000 nodes: {:.3} after the first cycle, {:.3} with it",
+            per_1000(status_after_start),
+            per_1000(c.status_patches)
+        );
+        println!("  event writes/s per 1000 nodes:  {:.3}", per_1000(events));
+        println!(
+            "  all writes/s per 1000 nodes:    {:.3} after the first cycle",
+            per_1000(status_after_start + events - startup.event_creates - startup.event_patches)
+        );
+        println!(
+            "  node-problem-detector: {npd_steady:.3} status writes/s per 1000 nodes steady (one per node per 5 minutes), plus one per change"
+        );
+        assert_eq!(c.errors, 0, "every request allowed and valid");
+        assert!(s.schema_errors().is_empty(), "{:?}", s.schema_errors());
+        // The slow flappers (1 in 20) change about 12 times an hour; everything else is steady.
+        let changes = (nodes as f64 / 20.0) * (seconds as f64 / 300.0);
+        assert!(
+            status_after_start as f64 <= npd_steady / 1000.0 * nodes as f64 * seconds as f64 + changes,
+            "status writes above NPD's steady rate plus changes"
+        );
+    });
+}
