@@ -407,11 +407,11 @@ pub struct KubeFlags {
     pub heartbeat: Duration,
 
     /// A condition clears (False) once its problem has been gone this long.
-    #[arg(long = "kube-clear-after", env = "NODE_DOCTOR_KUBE_CLEAR_AFTER", default_value = "2m", value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long = "kube-clear-after", env = "NODE_DOCTOR_KUBE_CLEAR_AFTER", default_value = "2m", value_parser = parse_duration_or_zero, value_name = "DURATION")]
     pub clear_after: Duration,
 
     /// Status writes are at least this far apart; changes in between are written together.
-    #[arg(long = "kube-write-interval", env = "NODE_DOCTOR_KUBE_WRITE_INTERVAL", default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long = "kube-write-interval", env = "NODE_DOCTOR_KUBE_WRITE_INTERVAL", default_value = "10s", value_parser = parse_duration_or_zero, value_name = "DURATION")]
     pub min_write_interval: Duration,
 
     /// How long one request to the API server may take.
@@ -429,6 +429,14 @@ impl KubeFlags {
             request_timeout: self.request_timeout,
             tick: Duration::from_secs(1),
         }
+    }
+}
+
+/// A duration that may be zero (`0`, `0s`): no hold-down, no spacing.
+fn parse_duration_or_zero(s: &str) -> Result<Duration, String> {
+    match s.trim() {
+        "0" | "0s" | "0ms" => Ok(Duration::ZERO),
+        _ => parse_duration(s),
     }
 }
 
@@ -559,6 +567,7 @@ mod tests {
                 assert!(!s.kube.npd_names);
                 assert_eq!(s.kube.heartbeat, Duration::from_secs(300));
                 assert_eq!(s.kube.clear_after, Duration::from_secs(120));
+                assert_eq!(s.kube.min_write_interval, Duration::from_secs(10));
             }
             _ => panic!("serve"),
         }

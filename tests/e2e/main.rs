@@ -7,6 +7,7 @@ mod deploy;
 mod explain;
 mod host_files;
 mod hostile;
+mod kube;
 mod real_disk;
 mod real_load;
 mod see_also;

@@ -116,6 +116,7 @@ impl KubeApi {
 
     /// From one kubeconfig file (tests and the scale simulation, which cannot share the
     /// process's `KUBECONFIG`).
+    #[cfg(test)]
     pub async fn from_kubeconfig(
         path: &std::path::Path,
         node: &str,

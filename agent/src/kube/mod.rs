@@ -82,6 +82,7 @@ pub fn view(snap: &Snapshot) -> View<'_> {
             .filter(|c| c.last_run.is_some() && !c.up())
             .map(|c| (c.name.as_str(), c.status.message().unwrap_or("")))
             .collect(),
+        running: snap.collectors.iter().map(|c| c.name.as_str()).collect(),
     }
 }
 

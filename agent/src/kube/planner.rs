@@ -61,6 +61,9 @@ pub struct View<'a> {
     pub findings: Vec<Observed<'a>>,
     /// (collector, why) for every collector whose latest run did not read the host.
     pub down: Vec<(&'a str, &'a str)>,
+    /// Every collector this agent runs (a class whose collectors are all missing here, as
+    /// with `--collector`, is not checked).
+    pub running: Vec<&'a str>,
 }
 
 /// A condition as node-doctor wrote (or found) it on the node.
@@ -393,17 +396,24 @@ impl Planner {
         view: &View<'_>,
     ) -> Option<(&'static str, String, String)> {
         let npd = self.s.npd_names;
-        let down: Vec<&(&str, &str)> = view
-            .down
+        let down: Vec<String> = class
+            .collectors
             .iter()
-            .filter(|(c, _)| class.collectors.contains(c))
+            .filter_map(|c| {
+                if !view.running.contains(c) {
+                    Some(format!(
+                        "collector {c}: not run by this agent (--collector)"
+                    ))
+                } else {
+                    view.down
+                        .iter()
+                        .find(|(d, _)| d == c)
+                        .map(|(_, r)| format!("collector {c}: {r}"))
+                }
+            })
             .collect();
         if down.len() == class.collectors.len() {
-            let why = down
-                .iter()
-                .map(|(c, r)| format!("collector {c}: {r}"))
-                .collect::<Vec<_>>()
-                .join("; ");
+            let why = down.join("; ");
             let prev_true = self
                 .desired
                 .get(class.ctype(npd))

@@ -696,6 +696,17 @@ fn a_collector_that_does_not_run_makes_its_conditions_unknown_not_healthy() {
         "{}",
         c.message
     );
+    // Collectors this agent does not run at all (as with --collector disk): not checked.
+    let c = p
+        .desired()
+        .find(|c| c.ctype == "NodeDoctorHighLoad")
+        .unwrap();
+    assert_eq!(c.status, "Unknown");
+    assert!(
+        c.message.contains("collector load: not run by this agent"),
+        "{}",
+        c.message
+    );
 }
 
 #[test]
