@@ -892,3 +892,189 @@ fn scale_simulation() {
         );
     });
 }
+
+/// A raw request with a content type; the answer's status and body.
+async fn send(
+    s: &StandIn,
+    dir: &std::path::Path,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: &[u8],
+) -> (u16, Value) {
+    use http_body_util::BodyExt;
+    let kc = s.kubeconfig(dir, kube_standin::DEFAULT_TOKEN);
+    let kc = kube::config::Kubeconfig::read_from(&kc).unwrap();
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .unwrap();
+    let client = kube::Client::try_from(cfg).unwrap();
+    let req = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("content-type", content_type)
+        .header("user-agent", "other-agent/1.0")
+        .body(kube::client::Body::from(body.to_vec()))
+        .unwrap();
+    let resp = client.send(req).await.unwrap();
+    let code = resp.status().as_u16();
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    (code, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+fn types(node: &Value) -> Vec<String> {
+    node["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["type"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The stand-in's node status patches behave as the API server's do, content type by
+/// content type: why node-doctor uses a strategic merge patch and not a merge patch.
+#[tokio::test]
+async fn the_standin_patches_node_status_like_the_api_server() {
+    let s = StandIn::start(Options::default());
+    s.add_node(NODE, vec![kubelet_ready(), npd_condition()]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = format!("/api/v1/nodes/{NODE}/status");
+    let mine = json!({"type": "Mine", "status": "True", "reason": "R", "message": "m",
+        "lastHeartbeatTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z"});
+    let body = serde_json::to_vec(&json!({"status": {"conditions": [mine]}})).unwrap();
+
+    // Strategic merge: merged by type, the others stay.
+    let (code, node) = send(
+        &s,
+        dir.path(),
+        "PATCH",
+        &path,
+        "application/strategic-merge-patch+json",
+        &body,
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(types(&node), ["Ready", "KernelDeadlock", "Mine"]);
+    // The same patch again changes nothing: the resourceVersion stays.
+    let rv = node["metadata"]["resourceVersion"].clone();
+    let (_, again) = send(
+        &s,
+        dir.path(),
+        "PATCH",
+        &path,
+        "application/strategic-merge-patch+json",
+        &body,
+    )
+    .await;
+    assert_eq!(again["metadata"]["resourceVersion"], rv);
+    // A stale resourceVersion in the patch is a conflict.
+    let stale =
+        serde_json::to_vec(&json!({"metadata": {"resourceVersion": "1"}, "status": {}})).unwrap();
+    let (code, st) = send(
+        &s,
+        dir.path(),
+        "PATCH",
+        &path,
+        "application/strategic-merge-patch+json",
+        &stale,
+    )
+    .await;
+    assert_eq!((code, st["reason"].as_str()), (409, Some("Conflict")));
+    // JSON patch on one item.
+    let jp = serde_json::to_vec(
+        &json!([{"op": "replace", "path": "/status/conditions/2/status", "value": "False"}]),
+    )
+    .unwrap();
+    let (code, node) = send(
+        &s,
+        dir.path(),
+        "PATCH",
+        &path,
+        "application/json-patch+json",
+        &jp,
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(node["status"]["conditions"][2]["status"], "False");
+    // Server-side apply: fieldManager required; another manager's field is a conflict.
+    let apply = serde_json::to_vec(
+        &json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE},
+        "status": {"conditions": [{"type": "Ready", "status": "False"}]}}),
+    )
+    .unwrap();
+    let (code, _) = send(
+        &s,
+        dir.path(),
+        "PATCH",
+        &path,
+        "application/apply-patch+yaml",
+        &apply,
+    )
+    .await;
+    assert_eq!(code, 422, "no fieldManager");
+    let with_mgr = format!("{path}?fieldManager=someone");
+    let (code, st) = send(
+        &s,
+        dir.path(),
+        "PATCH",
+        &with_mgr,
+        "application/apply-patch+yaml",
+        &apply,
+    )
+    .await;
+    assert_eq!(code, 409, "Ready is the kubelet's: {st}");
+    let forced = format!("{path}?fieldManager=someone&force=true");
+    let (code, node) = send(
+        &s,
+        dir.path(),
+        "PATCH",
+        &forced,
+        "application/apply-patch+yaml",
+        &apply,
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(node["status"]["conditions"][0]["status"], "False");
+    // A body that breaks the schema is refused and recorded.
+    let bad = serde_json::to_vec(
+        &json!({"status": {"conditions": [{"type": "Mine", "lastHeartbeatTime": "soon"}]}}),
+    )
+    .unwrap();
+    let (code, _) = send(
+        &s,
+        dir.path(),
+        "PATCH",
+        &path,
+        "application/strategic-merge-patch+json",
+        &bad,
+    )
+    .await;
+    assert_eq!(code, 422);
+    assert_eq!(s.schema_errors().len(), 1);
+    // An unknown content type.
+    let (code, _) = send(&s, dir.path(), "PATCH", &path, "application/json", &body).await;
+    assert_eq!(code, 415);
+    // Merge patch: the whole list is replaced — every other writer's condition is gone.
+    let (code, node) = send(
+        &s,
+        dir.path(),
+        "PATCH",
+        &path,
+        "application/merge-patch+json",
+        &body,
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(types(&node), ["Mine"]);
+    // Unknown node.
+    let (code, _) = send(
+        &s,
+        dir.path(),
+        "PATCH",
+        "/api/v1/nodes/nope/status",
+        "application/strategic-merge-patch+json",
+        &body,
+    )
+    .await;
+    assert_eq!(code, 404);
+}
