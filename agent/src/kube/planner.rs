@@ -226,6 +226,8 @@ pub struct Planner {
     pub events_dropped: u64,
     jitter: Jitter,
     observed_once: bool,
+    /// Makes event names unique among those created in the same instant.
+    seq: u64,
 }
 
 impl Planner {
@@ -248,6 +250,7 @@ impl Planner {
             events_dropped: 0,
             jitter,
             observed_once: false,
+            seq: 0,
         }
     }
 
@@ -675,6 +678,11 @@ impl Planner {
             .filter(|(_, e)| e.count > e.sent)
             .min_by_key(|(_, e)| e.last)?;
         let key = key.clone();
+        self.seq += 1;
+        let seq = self.seq;
+        let Some(e) = self.events.get(&key) else {
+            return None;
+        };
         let involved = json!({
             "kind": "Node",
             "apiVersion": "v1",
@@ -692,10 +700,12 @@ impl Planner {
                 }),
             },
             None => {
-                let stamp = e.first.unix_timestamp_nanos() as u64 + u64::from(e.collisions);
+                // client-go's form, `<object>.<hex nanoseconds>`, plus a sequence number
+                // and the collisions met: events created in the same tick get distinct names.
+                let stamp = e.first.unix_timestamp_nanos() as u64;
                 let mut node = self.s.node.clone();
                 node.truncate(200);
-                let name = format!("{node}.{stamp:x}");
+                let name = format!("{node}.{stamp:x}{seq:x}{:x}", e.collisions);
                 let mut instance = self.s.node.clone();
                 instance.truncate(128);
                 EventWrite::Create {
@@ -746,7 +756,11 @@ impl Planner {
                 e.name = None;
                 e.sent = 0;
             }
-            Err(409) => e.collisions += 1,
+            Err(409) => {
+                // The name is taken: another name next time, and the token comes back.
+                e.collisions += 1;
+                self.tokens = (self.tokens + 1.0).min(EVENT_BURST);
+            }
             Err(422) | Err(400) => {
                 // The server will never take it: drop it rather than retry forever.
                 self.events_dropped += e.count.saturating_sub(e.sent);

@@ -613,6 +613,31 @@ fn events_repeat_into_one_object_and_spend_a_per_node_budget() {
 }
 
 #[test]
+fn events_created_in_the_same_instant_get_distinct_names() {
+    let mut p = Planner::new(settings());
+    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0));
+    let ooms: Vec<Finding> = (0..30)
+        .map(|i| oom(1, 10).subject(format!("pod-{i}")))
+        .collect();
+    let snap = snapshot(t(0), &[("kernel", with(Status::Ok, ooms))]);
+    p.observe(t(0), &view(&snap));
+    let mut names = std::collections::BTreeSet::new();
+    while let Some(w) = p.next_event(t(0)) {
+        if let super::planner::EventWrite::Create { body, .. } = &w {
+            let name = body["metadata"]["name"].as_str().unwrap().to_string();
+            assert!(name.starts_with("worker-1."), "{name}");
+            assert!(names.insert(name.clone()), "{name} twice");
+            p.event_written(&w, Ok(name));
+        }
+    }
+    // The burst of 25, then the rest wait for tokens (one per 5 minutes).
+    assert_eq!(names.len(), 25);
+    assert_eq!(p.events_pending(), 5);
+    assert!(p.next_event(t(299)).is_none());
+    assert!(p.next_event(t(301)).is_some());
+}
+
+#[test]
 fn messages_name_the_finding_and_stay_bounded_and_printable() {
     let mut f = disk_full();
     f.summary.en = format!("\x1b[31mred{}", "x".repeat(5000));
