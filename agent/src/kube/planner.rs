@@ -672,17 +672,15 @@ impl Planner {
         if self.tokens < 1.0 {
             return None;
         }
-        let (key, e) = self
+        let key = self
             .events
             .iter()
             .filter(|(_, e)| e.count > e.sent)
-            .min_by_key(|(_, e)| e.last)?;
-        let key = key.clone();
+            .min_by_key(|(_, e)| e.last)
+            .map(|(k, _)| k.clone())?;
         self.seq += 1;
         let seq = self.seq;
-        let Some(e) = self.events.get(&key) else {
-            return None;
-        };
+        let e = self.events.get(&key)?;
         let involved = json!({
             "kind": "Node",
             "apiVersion": "v1",
