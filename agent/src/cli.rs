@@ -239,18 +239,21 @@ impl CollectorFlags {
         o.disk.runtime.containerd_config = self.containerd_config.clone();
         o.disk.runtime.kubelet_config = self.kubelet_config.clone();
         o.disk.walk_budget_entries = self.disk_walk_budget_entries.max(1);
-        o.load.load_warning_per_cpu = self.load_warning_per_cpu;
-        o.load.load_critical_per_cpu = self.load_critical_per_cpu;
+        o.load.thresholds.load_warning_per_cpu = self.load_warning_per_cpu;
+        o.load.thresholds.load_critical_per_cpu = self.load_critical_per_cpu;
         (
-            o.load.iowait_info_percent,
-            o.load.iowait_warning_percent,
-            o.load.iowait_critical_percent,
+            o.load.thresholds.iowait_info_percent,
+            o.load.thresholds.iowait_warning_percent,
+            o.load.thresholds.iowait_critical_percent,
         ) = self.iowait_percent;
-        o.load.disk_busy_percent = self.disk_busy_percent;
+        o.load.thresholds.disk_busy_percent = self.disk_busy_percent;
         o.memory.kmsg = kmsg.clone();
         o.iptables.lock_path = self.xtables_lock.clone();
         o.iptables.sample_period = self.xtables_sample_period;
-        (o.iptables.hold_warning, o.iptables.hold_critical) = self.xtables_hold;
+        (
+            o.iptables.thresholds.hold_warning,
+            o.iptables.thresholds.hold_critical,
+        ) = self.xtables_hold;
         o.conntrack.netns_pid = self.conntrack_netns_pid;
         (
             o.conntrack.thresholds.table_warning_percent,
@@ -649,14 +652,14 @@ mod tests {
         assert_eq!(o.kernel.kmsg.lookback, Duration::from_secs(600));
         assert_eq!(
             (
-                o.load.iowait_info_percent,
-                o.load.iowait_warning_percent,
-                o.load.iowait_critical_percent
+                o.load.thresholds.iowait_info_percent,
+                o.load.thresholds.iowait_warning_percent,
+                o.load.thresholds.iowait_critical_percent
             ),
             (2.0, 12.0, 40.0)
         );
-        assert_eq!(o.iptables.hold_warning, Duration::from_secs(1));
-        assert_eq!(o.iptables.hold_critical, Duration::from_secs(3));
+        assert_eq!(o.iptables.thresholds.hold_warning, Duration::from_secs(1));
+        assert_eq!(o.iptables.thresholds.hold_critical, Duration::from_secs(3));
         assert_eq!(o.iptables.lock_path, PathBuf::from("/var/run/xtables.lock"));
         assert_eq!(
             (
@@ -679,11 +682,14 @@ mod tests {
         let d = parse(&["check"]).unwrap().tuning.options();
         let base = crate::registry::CollectorOptions::default();
         assert_eq!(
-            d.load.iowait_warning_percent,
-            base.load.iowait_warning_percent
+            d.load.thresholds.iowait_warning_percent,
+            base.load.thresholds.iowait_warning_percent
         );
         assert_eq!(d.iptables.lock_path, base.iptables.lock_path);
-        assert_eq!(d.iptables.hold_critical, base.iptables.hold_critical);
+        assert_eq!(
+            d.iptables.thresholds.hold_critical,
+            base.iptables.thresholds.hold_critical
+        );
         assert_eq!(
             d.conntrack.nodelocal_dns_address,
             base.conntrack.nodelocal_dns_address

@@ -75,6 +75,8 @@ use crate::finding::Finding;
 const FILES: &[(&str, &str)] = &[
     ("memory.toml", include_str!("../../rules/memory.toml")),
     ("conntrack.toml", include_str!("../../rules/conntrack.toml")),
+    ("load.toml", include_str!("../../rules/load.toml")),
+    ("iptables.toml", include_str!("../../rules/iptables.toml")),
 ];
 
 /// Why rule files do not load.
