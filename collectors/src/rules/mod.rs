@@ -77,6 +77,7 @@ use crate::finding::Finding;
 const FILES: &[(&str, &str)] = &[
     ("memory.toml", include_str!("../../rules/memory.toml")),
     ("conntrack.toml", include_str!("../../rules/conntrack.toml")),
+    ("disk.toml", include_str!("../../rules/disk.toml")),
 ];
 
 /// Why rule files do not load.
