@@ -78,6 +78,7 @@ const FILES: &[(&str, &str)] = &[
     ("memory.toml", include_str!("../../rules/memory.toml")),
     ("conntrack.toml", include_str!("../../rules/conntrack.toml")),
     ("disk.toml", include_str!("../../rules/disk.toml")),
+    ("kernel.toml", include_str!("../../rules/kernel.toml")),
 ];
 
 /// Why rule files do not load.
