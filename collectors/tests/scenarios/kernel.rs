@@ -774,7 +774,10 @@ impl Drop for CgroupGuard {
 /// Real kernel: a memory cgroup named like a kubepods container cgroup, 16 MiB limit, a
 /// process with a unique name that reads /dev/zero into memory until the cgroup OOM killer
 /// stops it; the collector reading the real /dev/kmsg must report that process, that pod UID
-/// and container, and the limit.
+/// and container, and the limit. Then a burst: 25 such processes at once, more kills than the
+/// kernel reports in 5 s (it prints 10 reports, then only the kill lines), and one more kill
+/// 5 s later, which makes the kernel print `oom_kill_process: N callbacks suppressed`: still
+/// one finding for the pod, every kill counted once, the unreported ones among them.
 #[test]
 fn real_kernel_cgroup_oom_names_the_process() {
     if !support::root_or_skip("real_kernel_cgroup_oom_names_the_process") {
@@ -896,6 +899,93 @@ fn real_kernel_cgroup_oom_names_the_process() {
     );
     assert!(f.evidence["kills"].as_f64().unwrap() >= 1.0);
     assert!(f.summary.en.contains(&name));
+    let single = f.evidence["kills"].as_f64().unwrap();
+
+    // The burst, read by a second reader of the real kernel log for the suppressed count.
+    let mut log = collectors::kmsg::KmsgReader::new(
+        &HostPaths::new("/"),
+        collectors::kmsg::KmsgConfig {
+            lookback: Duration::from_secs(1),
+            ..Default::default()
+        },
+    );
+    let _ = log.read_new();
+    let run_in_cgroup = |script: String| {
+        let mut child = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "echo $$ > {} && {script}",
+                leaf.join("cgroup.procs").display()
+            ))
+            .spawn()
+            .expect("spawn");
+        let started = std::time::Instant::now();
+        loop {
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            if started.elapsed() > Duration::from_secs(30) {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("the burst did not end within 30 s");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let burst_started = std::time::Instant::now();
+    let link = link.display().to_string();
+    run_in_cgroup(format!(
+        "i=0; while [ $i -lt 25 ]; do {link} /dev/zero & i=$((i+1)); done; wait"
+    ));
+    // After the kernel's 5 s rate-limit interval, one more kill prints the suppressed count.
+    std::thread::sleep(Duration::from_secs(6).saturating_sub(burst_started.elapsed()));
+    run_in_cgroup(format!("exec {link} /dev/zero"));
+    let mut suppressed = 0u64;
+    for _ in 0..20 {
+        for r in log.read_new().records {
+            if let Some(n) = r
+                .message
+                .strip_prefix("oom_kill_process: ")
+                .and_then(|m| m.strip_suffix(" callbacks suppressed"))
+            {
+                suppressed += n.parse::<u64>().unwrap_or(0);
+            }
+        }
+        if suppressed > 0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let c = k.collect(&support::ctx());
+    let ours: Vec<&Finding> = c
+        .findings
+        .iter()
+        .filter(|f| {
+            f.id == "kernel.oom_cgroup"
+                && f.evidence.get("last_comm").and_then(|e| e.as_str()) == Some(name.as_str())
+        })
+        .collect();
+    assert_eq!(ours.len(), 1, "one finding for the pod: {:?}", ids(&c));
+    let f = ours[0];
+    assert_eq!(f.subject, uid);
+    let kills = f.evidence["kills"].as_f64().unwrap();
+    let unreported = f
+        .evidence
+        .get("unreported_kills")
+        .and_then(|e| e.as_f64())
+        .unwrap_or(0.0);
+    eprintln!(
+        "real OOM burst: {kills} kills of {name} ({single} before the burst), {unreported} tied by name; the kernel said {suppressed} reports were suppressed"
+    );
+    assert!(kills >= single + 26.0, "every kill counted: {kills}");
+    if suppressed > 0 {
+        assert!(
+            unreported >= 1.0,
+            "the rate-limited kills are the pod's: {f:?}"
+        );
+    } else {
+        eprintln!("the kernel did not rate-limit this burst: nothing to tie by name");
+    }
     drop(guard);
     assert!(!top.exists(), "test cgroup removed");
 }
@@ -1370,4 +1460,140 @@ fn xfs_shutdown_wordings_and_recovery() {
         assert_eq!(f.evidence["shut_down_now"].as_str(), Some("false"), "{dev}");
         assert_eq!(f.severity, Severity::Info, "{dev}: recovered");
     }
+}
+
+/// Unmounts and detaches a test's loop-device filesystem, even when the test fails.
+struct LoopMount {
+    mount_point: std::path::PathBuf,
+    device: Option<String>,
+}
+
+impl Drop for LoopMount {
+    fn drop(&mut self) {
+        let quiet = |c: &mut std::process::Command| {
+            let _ = c.stderr(std::process::Stdio::null()).status();
+        };
+        quiet(std::process::Command::new("umount").arg(&self.mount_point));
+        if let Some(d) = &self.device {
+            quiet(std::process::Command::new("losetup").args(["-d", d]));
+        }
+    }
+}
+
+/// Real kernel: an ext4 image on a loop device mounted `errors=remount-ro`, an error raised
+/// through `/sys/fs/ext4/<dev>/trigger_fs_error`: the kernel logs the error and the remount,
+/// and the collector reading the real kernel log and the real mountinfo sees the filesystem
+/// read-only now (6.6+ shows it as `emergency_ro` in the superblock options, keeping `rw`),
+/// with the error count ext4 keeps until fsck.
+#[test]
+fn real_kernel_ext4_error_is_read_only_now() {
+    if !support::root_or_skip("real_kernel_ext4_error_is_read_only_now") {
+        return;
+    }
+    let tools = ["mkfs.ext4", "losetup", "mount", "umount"];
+    if let Some(t) = tools.iter().find(|t| {
+        !std::process::Command::new("sh")
+            .args(["-c", &format!("command -v {t}")])
+            .stdout(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    }) {
+        eprintln!("SKIP real_kernel_ext4_error_is_read_only_now: {t} is not installed");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let image = tmp.path().join("ext4.img");
+    let mnt = tmp.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    std::fs::File::create(&image)
+        .unwrap()
+        .set_len(32 << 20)
+        .unwrap();
+    let ok = |cmd: &mut std::process::Command| cmd.status().is_ok_and(|s| s.success());
+    assert!(ok(std::process::Command::new("mkfs.ext4")
+        .args(["-q", "-F"])
+        .arg(&image)));
+    let out = std::process::Command::new("losetup")
+        .args(["-f", "--show"])
+        .arg(&image)
+        .output()
+        .unwrap();
+    let loop_dev = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if !out.status.success() || !loop_dev.starts_with("/dev/loop") {
+        eprintln!("SKIP real_kernel_ext4_error_is_read_only_now: no loop device ({loop_dev})");
+        return;
+    }
+    let mut guard = LoopMount {
+        mount_point: mnt.clone(),
+        device: Some(loop_dev.clone()),
+    };
+    let dev = loop_dev.trim_start_matches("/dev/").to_string();
+    assert!(ok(std::process::Command::new("mount")
+        .args(["-o", "errors=remount-ro", &loop_dev])
+        .arg(&mnt)));
+    let pid1_sees_it = std::fs::read_to_string("/proc/1/mountinfo")
+        .is_ok_and(|m| m.contains(&*mnt.to_string_lossy()));
+    if !pid1_sees_it {
+        eprintln!(
+            "SKIP real_kernel_ext4_error_is_read_only_now: pid 1 is in another mount namespace"
+        );
+        return;
+    }
+    let mut k = KernelCollector::new(
+        HostPaths::new("/"),
+        KernelConfig {
+            kmsg: collectors::kmsg::KmsgConfig {
+                lookback: Duration::from_secs(30),
+                ..Default::default()
+            },
+            ..KernelConfig::default()
+        },
+    );
+    let _ = k.collect(&support::ctx());
+    std::fs::write(
+        format!("/sys/fs/ext4/{dev}/trigger_fs_error"),
+        "node-doctor real-kernel test\n",
+    )
+    .expect("trigger_fs_error");
+    let mut found = None;
+    for _ in 0..30 {
+        let c = k.collect(&support::ctx());
+        if let Some(f) = c
+            .findings
+            .into_iter()
+            .find(|f| f.id == "kernel.fs_error" && f.subject == dev)
+        {
+            if f.evidence.get("read_only_now").and_then(|e| e.as_str()) == Some("true") {
+                found = Some(f);
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let f = found.unwrap_or_else(|| panic!("no read-only kernel.fs_error finding for {dev}"));
+    eprintln!("real ext4 error: {}", f.summary.en);
+    assert_eq!(f.evidence["phase"].as_str(), Some("ongoing"));
+    assert!(f.evidence["kinds"]
+        .as_str()
+        .unwrap()
+        .contains("remounted_read_only"));
+    assert!(f.evidence["errors_count_now"].as_f64().unwrap() >= 1.0);
+    assert_eq!(
+        f.evidence["mount_point"].as_str(),
+        Some(&*mnt.to_string_lossy())
+    );
+    // Unmounted: the device holds no mounted filesystem; the error is only recent now.
+    assert!(ok(std::process::Command::new("umount").arg(&mnt)));
+    let c = k.collect(&support::ctx());
+    let f = c
+        .findings
+        .iter()
+        .find(|f| f.id == "kernel.fs_error" && f.subject == dev)
+        .expect("still in the window");
+    assert_eq!(f.evidence["phase"].as_str(), Some("recent"));
+    assert!(!f.evidence.contains_key("read_only_now"));
+    guard.device.take();
+    assert!(ok(
+        std::process::Command::new("losetup").args(["-d", &loop_dev])
+    ));
 }
