@@ -9,6 +9,7 @@ mod explain_cmd;
 mod html;
 mod metrics;
 mod netns;
+mod probe;
 mod registry;
 mod scheduler;
 mod server;

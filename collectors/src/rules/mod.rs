@@ -75,6 +75,7 @@ use crate::finding::Finding;
 const FILES: &[(&str, &str)] = &[
     ("memory.toml", include_str!("../../rules/memory.toml")),
     ("conntrack.toml", include_str!("../../rules/conntrack.toml")),
+    ("runtime.toml", include_str!("../../rules/runtime.toml")),
 ];
 
 /// Why rule files do not load.
