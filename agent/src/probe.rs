@@ -562,8 +562,14 @@ async fn containerd(
             reply.tasks = Some(
                 list.tasks
                     .into_iter()
+                    // The tasks service names an init process by its task id, the
+                    // container's id (`ID`), and leaves `container_id` empty.
                     .map(|p| Task {
-                        container_id: p.container_id,
+                        container_id: if p.id.is_empty() {
+                            p.container_id
+                        } else {
+                            p.id
+                        },
                         status: TaskStatus::from_i32(p.status),
                     })
                     .collect(),

@@ -11,6 +11,7 @@ mod hostile;
 mod manifests;
 mod real_disk;
 mod real_load;
+mod real_runtime;
 mod rules_file;
 mod sandbox;
 mod see_also;

@@ -70,7 +70,7 @@ impl ProcessTable {
         let mut buf = std::mem::take(&mut self.buf);
         for procs in self.by_name.values_mut() {
             procs.retain_mut(|p| match pid::stat_with(host, p.pid, &mut buf) {
-                Some(st) if st.starttime == p.start_ticks => {
+                Some(st) if st.starttime == p.start_ticks && !is_dead(st.state) => {
                     p.cpu_ticks = st.utime.saturating_add(st.stime);
                     true
                 }
@@ -123,6 +123,9 @@ impl ProcessTable {
             let Some(st) = pid::stat_with(host, p, &mut buf) else {
                 continue;
             };
+            if is_dead(st.state) {
+                continue;
+            }
             let Some(args) = pid::args(host, p) else {
                 continue;
             };
@@ -140,6 +143,11 @@ impl ProcessTable {
         self.by_name = found;
         Ok(())
     }
+}
+
+/// A zombie (`Z`, exited and not reaped) or dead (`X`) process is not a running daemon.
+fn is_dead(state: char) -> bool {
+    matches!(state, 'Z' | 'X')
 }
 
 /// Clock ticks per second of `/proc/<pid>/stat` times (`sysconf(_SC_CLK_TCK)`; the host's
@@ -202,6 +210,18 @@ mod tests {
             .map(|p| (p.pid, p.start_ticks))
             .collect();
         assert_eq!(d, vec![(13, 800), (10, 900)]);
+        // A daemon that exited but was not reaped (a zombie) is gone.
+        let zombie = stat_line(13, "dockerd", 800).replace(") S ", ") Z ");
+        std::fs::write(t.path().join("proc/13/stat"), zombie).unwrap();
+        assert!(table.refresh(&host, &[], 20).scanned);
+        assert_eq!(
+            table
+                .get("dockerd")
+                .iter()
+                .map(|p| p.pid)
+                .collect::<Vec<_>>(),
+            vec![10]
+        );
         // Rescan every N refreshes.
         for _ in 0..2 {
             assert!(!table.refresh(&host, &[], 3).scanned);

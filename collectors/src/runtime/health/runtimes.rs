@@ -55,6 +55,17 @@ pub fn is_socket(host: &HostPaths, host_path: &str) -> bool {
     std::fs::symlink_metadata(host.resolve(host_path)).is_ok_and(|m| m.file_type().is_socket())
 }
 
+/// A path a daemon was given on its command line, as a host path: a relative one is relative
+/// to the daemon's working directory, which `/proc/<pid>/cwd` names (resolved under the
+/// host root like any host path).
+fn in_cwd(pid: u32, path: String) -> String {
+    if path.starts_with('/') {
+        path
+    } else {
+        format!("/proc/{pid}/cwd/{path}")
+    }
+}
+
 struct Found {
     list: Vec<Instance>,
 }
@@ -96,6 +107,7 @@ pub fn find(
 
     for p in inp.procs.get("dockerd") {
         let conf_path = flag_value(&p.args, "--config-file")
+            .map(|c| in_cwd(p.pid, c))
             .unwrap_or_else(|| inp.locations.daemon_json.clone());
         let conf = match docker::read_daemon_json(host, &conf_path) {
             Ok(c) => c,
@@ -130,6 +142,7 @@ pub fn find(
     for p in inp.procs.get("containerd") {
         let conf_path = flag_value(&p.args, "--config")
             .or_else(|| flag_value(&p.args, "-c"))
+            .map(|c| in_cwd(p.pid, c))
             .unwrap_or_else(|| inp.locations.containerd_config.clone());
         let conf = match containerd::read(host, &conf_path) {
             Ok(c) => c.unwrap_or_default(),
