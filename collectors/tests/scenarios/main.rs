@@ -14,6 +14,7 @@ mod kmsg;
 mod load;
 mod memory;
 mod rules;
+mod runtime;
 #[path = "../../../agent/tests/e2e/sandbox.rs"]
 mod sandbox;
 mod support;

@@ -329,6 +329,54 @@ pub struct Sample {
     pub kube_proxy: Option<KubeProxySample>,
 }
 
+/// What the probes know now, for the judge of the node's logs (the kubelet's PLEG and
+/// network lines are current only while nothing live contradicts them, and a PLEG finding
+/// names a full runtime disk as its cause).
+impl Sample {
+    /// Host paths of the runtimes' data directories at least `t.disk_full_percent` full.
+    pub fn full_runtime_dirs(&self, t: &Thresholds) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .runtimes
+            .iter()
+            .filter_map(|r| r.data_dir.as_ref())
+            .filter(|d| d.used_percent >= t.disk_full_percent)
+            .map(|d| d.path.clone())
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// Whether the CNI directory holds a valid configuration (`None`: not judged, no
+    /// kubelet or not a CNI node).
+    pub fn cni_config_present(&self) -> Option<bool> {
+        match self.cni.as_ref()?.dir {
+            CniDir::NotUsed => None,
+            CniDir::Valid { .. } => Some(true),
+            _ => Some(false),
+        }
+    }
+
+    /// The kubelet's runtime's CRI `NetworkReady` condition (`None`: not asked, or no answer).
+    pub fn cri_network_ready(&self) -> Option<bool> {
+        Some(self.cni.as_ref()?.network_ready.as_ref()?.status)
+    }
+
+    /// Whether every runtime this node uses answered (`None`: no runtime here, or one could
+    /// not be asked).
+    pub fn runtime_responding(&self) -> Option<bool> {
+        if self.runtimes.is_empty()
+            || self
+                .runtimes
+                .iter()
+                .any(|r| matches!(r.outcome, Outcome::Failed(_)))
+        {
+            return None;
+        }
+        Some(self.runtimes.iter().all(|r| r.outcome.answered()))
+    }
+}
+
 /// Judges one sample.
 pub fn judge(s: &Sample, t: &Thresholds) -> Vec<Draft> {
     let mut out = Vec::new();
@@ -652,7 +700,7 @@ fn kube_proxy(k: &KubeProxySample, t: &Thresholds) -> Option<Draft> {
         Draft::new(KUBE_PROXY_IPVS_SYNC, Severity::Warning)
             .subject("kube-proxy")
             .evidence("pid", k.pid)
-            .evidence("cpu_percent", (cpu * 1000.0).round() / 10.0)
+            .evidence("kube_proxy_cpu_percent", (cpu * 1000.0).round() / 10.0)
             .evidence("cpu_threshold_percent", t.kube_proxy_cpu_cores * 100.0)
             .evidence("sync_period_seconds", secs(sync))
             .evidence("recommended_sync_period_seconds", secs(t.ipvs_sync_period))
@@ -699,6 +747,50 @@ mod tests {
             .into_iter()
             .map(|f| (f.id, f.severity))
             .collect()
+    }
+
+    #[test]
+    fn live_facts_for_the_log_judge() {
+        let mut s = Sample::default();
+        assert_eq!(s.runtime_responding(), None);
+        assert_eq!(s.cni_config_present(), None);
+        assert_eq!(s.cri_network_ready(), None);
+        let mut full = rt(
+            Daemon::Dockerd,
+            Some(1),
+            Outcome::Answered {
+                latency: Duration::from_millis(1),
+            },
+        );
+        full.data_dir = Some(DiskFill {
+            path: "/data/docker".into(),
+            used_percent: 99.0,
+        });
+        let mut down = rt(Daemon::Containerd, None, Outcome::NoSocket);
+        down.data_dir = Some(DiskFill {
+            path: "/var/lib/containerd".into(),
+            used_percent: 40.0,
+        });
+        s.runtimes = vec![full, down];
+        assert_eq!(
+            s.full_runtime_dirs(&Thresholds::default()),
+            vec!["/data/docker"]
+        );
+        assert_eq!(s.runtime_responding(), Some(false));
+        s.runtimes.truncate(1);
+        assert_eq!(s.runtime_responding(), Some(true));
+        s.cni = Some(CniSample {
+            conf_dir: "/etc/cni/net.d".into(),
+            dir: CniDir::Empty,
+            network_ready: Some(CriCondition {
+                kind: "NetworkReady".into(),
+                status: true,
+                reason: String::new(),
+                message: String::new(),
+            }),
+        });
+        assert_eq!(s.cni_config_present(), Some(false));
+        assert_eq!(s.cri_network_ready(), Some(true));
     }
 
     #[test]

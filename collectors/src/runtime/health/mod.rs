@@ -46,6 +46,7 @@ use crate::pods::{PodDirectory, PodsConfig};
 use crate::proc::{cgroup, mountinfo, net_unix, uptime};
 use crate::runtime::discover::Locations;
 use crate::runtime::{flag_value, kubelet};
+use crate::sys::statvfs::StatFsFn;
 
 use judge::{
     CniSample, Daemon, DiskFill, Healthz, ImmutableFile, KubeProxySample, KubeletSample,
@@ -129,6 +130,7 @@ pub struct RuntimeCollector {
     owners: BTreeMap<u64, u32>,
     pods: Option<PodDirectory>,
     ticks: u64,
+    statfs: Box<StatFsFn>,
     transitions: TransitionLog,
 }
 
@@ -158,8 +160,18 @@ impl RuntimeCollector {
             owners: BTreeMap::new(),
             pods: None,
             ticks: procs::ticks_per_second(),
+            statfs: Box::new(crate::sys::statvfs::usage),
             transitions: TransitionLog::new("runtime"),
         }
+    }
+
+    /// Replaces `statvfs(2)` (fake hosts have no real disks to fill).
+    pub fn with_statfs(
+        mut self,
+        f: impl Fn(&std::path::Path) -> std::io::Result<crate::sys::statvfs::FsUsage> + Send + 'static,
+    ) -> Self {
+        self.statfs = Box::new(f);
+        self
     }
 
     /// The outcome without asking, when the socket is not there to ask.
@@ -356,7 +368,7 @@ impl RuntimeCollector {
                 self.remember(p.inst.daemon, &p.inst.socket, p.inst.data_dir.clone());
             }
             let data_dir = p.inst.data_dir.as_ref().and_then(|d| {
-                let u = crate::sys::statvfs::usage(&self.host.resolve(d)).ok()?;
+                let u = (self.statfs)(&self.host.resolve(d)).ok()?;
                 Some(DiskFill {
                     path: d.clone(),
                     used_percent: u.used_percent(),
@@ -734,7 +746,10 @@ impl RuntimeCollector {
             .filter(|l| groups.contains_key(&(l.protocol, l.local.port())))
             .collect();
         let inodes: HashSet<u64> = wanted.iter().map(|l| l.inode).collect();
-        self.owners.retain(|i, _| inodes.contains(i));
+        // A remembered owner holds while its socket listens and its process lives.
+        let host = &self.host;
+        self.owners
+            .retain(|i, pid| inodes.contains(i) && host.proc_pid(*pid).is_dir());
         let unknown: HashSet<u64> = inodes
             .iter()
             .filter(|i| !self.owners.contains_key(i))
