@@ -34,7 +34,7 @@ enum Kind {
 /// The daemons' answers, set by the test per (kind, socket file name or address); anything
 /// not set refuses the connection.
 #[derive(Debug, Default)]
-struct FakeProbe {
+pub struct FakeProbe {
     replies: Mutex<BTreeMap<(Kind, String), Reply>>,
     plans: Mutex<Vec<ProbePlan>>,
 }
@@ -161,7 +161,7 @@ fn stat(pid: u32, comm: &str, start: u64, cpu: u64) -> String {
 }
 
 /// Stages process `pid` in the fake `/proc`.
-fn process(h: &FakeHost, pid: u32, comm: &str, args: &str, start: u64) {
+pub fn process(h: &FakeHost, pid: u32, comm: &str, args: &str, start: u64) {
     h.write(&format!("/proc/{pid}/comm"), format!("{comm}\n"))
         .write(&format!("/proc/{pid}/stat"), stat(pid, comm, start, 10))
         .write(
@@ -747,5 +747,76 @@ fn an_immutable_file_in_a_docker_layer_and_a_pod_directory() {
     // The attribute cleared: gone at the next check, without another walk.
     drop(locks);
     let out = collect(&mut c, &ctx());
+    assert!(out.findings.is_empty(), "{:#?}", out.findings);
+}
+
+/// Hostile files (issue 14) where the runtime collector reads configuration: FIFOs and a
+/// huge file. Nothing blocks, each refusal is named, and no finding rests on refused text.
+#[test]
+fn fifos_and_huge_files_where_configuration_is_expected_block_nothing() {
+    let (h, probe) = docker_node();
+    let cid = "8f3e2a1b9c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f";
+    process(
+        &h,
+        200,
+        "dockerd",
+        "/usr/bin/dockerd --config-file /etc/docker/daemon.json",
+        4_500,
+    );
+    process(
+        &h,
+        800,
+        "kube-proxy",
+        "/usr/local/bin/kube-proxy --config=/var/lib/kube-proxy/config.conf",
+        6_000,
+    );
+    h.mkdir("/proc/800/root/var/lib/kube-proxy");
+    for p in [
+        "/etc/docker/daemon.json",
+        "/etc/containerd/config.toml",
+        "/etc/cni/net.d/05-first.conf",
+        "/etc/kubernetes/manifests/static.yaml",
+        "/proc/1/net/unix",
+        "/proc/800/root/var/lib/kube-proxy/config.conf",
+    ] {
+        h.fifo(p);
+    }
+    h.fifo(&format!("/var/lib/docker/containers/{cid}/config.v2.json"))
+        .write(
+            &format!("/var/lib/docker/containers/{cid}/hostconfig.json"),
+            r#"{"NetworkMode":"host"}"#,
+        )
+        .oversized(
+            "/var/lib/kubelet/config.yaml",
+            "kind: KubeletConfiguration\n",
+            200 << 20,
+        );
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut c = collector(&h, &probe, RuntimeConfig::default());
+    let root = h.root().to_path_buf();
+    std::thread::spawn(move || {
+        let started = std::time::Instant::now();
+        let out = collectors::Collector::collect(&mut c, &ctx());
+        let _ = tx.send((out, started.elapsed(), root));
+    });
+    let (out, took, root) = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the runtime collector blocked on a FIFO");
+    println!("runtime: {took:?}: {:?}", out.status);
+    let m = out.status.message().unwrap_or("").to_string();
+    let refused = |p: &str, why: &str| format!("refusing to read {}{p}: {why}", root.display());
+    assert!(
+        m.contains(&refused("/etc/docker/daemon.json", "it is a FIFO")),
+        "{m}"
+    );
+    assert!(
+        m.contains(&refused(
+            "/var/lib/kubelet/config.yaml",
+            "it is larger than"
+        )),
+        "{m}"
+    );
+    // The FIFO among the CNI files is passed over for the next valid one, as the runtime
+    // does; nothing else rests on refused text: no finding.
     assert!(out.findings.is_empty(), "{:#?}", out.findings);
 }
