@@ -75,6 +75,8 @@ use crate::finding::Finding;
 const FILES: &[(&str, &str)] = &[
     ("memory.toml", include_str!("../../rules/memory.toml")),
     ("conntrack.toml", include_str!("../../rules/conntrack.toml")),
+    // The runtime collector's log-derived findings (collectors/src/nodelog/judge.rs).
+    ("runtime_logs.toml", include_str!("../../rules/runtime_logs.toml")),
 ];
 
 /// Why rule files do not load.

@@ -238,7 +238,7 @@ fn agrees_with_journalctl_on_fresh_files() {
         seed ^= seed >> 7;
         seed ^= seed << 17;
         let len = (seed % 1500) as usize;
-        let word = ["pleg ", "x509 ", "Conflict. ", "日志 ", "\"q\" "][(seed % 5) as usize];
+        let word = ["pleg ", "x509 ", "Conflict. ", "ñü ", "\"q\" "][(seed % 5) as usize];
         let msg: String = word.repeat(len / word.len() + 1);
         let ident = ["kubelet", "dockerd", "containerd"][(i % 3) as usize];
         export.push_str(&format!(
