@@ -129,7 +129,9 @@ pub fn judge(sample: &LogSample, live: &LiveFacts, t: &Thresholds) -> Vec<Draft>
             .subject("kubelet")
             .when_if("disk_full", full);
         if !live.full_runtime_dirs.is_empty() {
-            d = d.evidence("full_runtime_dirs", live.full_runtime_dirs.join(", "));
+            d = d
+                .evidence("full_runtime_dirs", live.full_runtime_dirs.join(", "))
+                .words("full_dirs", &live.full_runtime_dirs);
         }
         if let Some(p) = no_space.first().and_then(|n| n.detail.path.clone()) {
             d = d.evidence("no_space_path", p);
@@ -195,6 +197,9 @@ pub fn judge(sample: &LogSample, live: &LiveFacts, t: &Thresholds) -> Vec<Draft>
                 .evidence_opt("runtime", runtime.map(Runtime::as_str))
                 .when_if("docker", docker)
                 .when_if("containerd", containerd);
+            if kind == EventKind::PullUnknownCa {
+                d = d.var("registry_address", with_port(&registry));
+            }
             if let Some(f) = facts {
                 d = match kind {
                     EventKind::PullHttpRegistry => d
@@ -221,6 +226,17 @@ pub fn judge(sample: &LogSample, live: &LiveFacts, t: &Thresholds) -> Vec<Draft>
         }
     }
     out
+}
+
+/// `host:port` of a registry for a TLS connection: its own port, else 443.
+fn with_port(registry: &str) -> String {
+    if registry.rsplit_once(':').is_some_and(|(_, p)| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())) {
+        registry.to_string()
+    } else if registry == "docker.io" {
+        "registry-1.docker.io:443".to_string()
+    } else {
+        format!("{registry}:443")
+    }
 }
 
 #[cfg(test)]

@@ -418,7 +418,7 @@ impl Incidents {
             inc.source = record.source;
             inc.file = record.file.clone();
             inc.ident = record.ident.clone();
-            inc.detail = event.detail;
+            inc.detail.merge(event.detail);
         }
         inc.first_seen = inc.first_seen.min(record.time);
     }

@@ -115,6 +115,25 @@ pub struct Detail {
     pub path: Option<String>,
 }
 
+impl Detail {
+    /// Takes what `newer` knows, keeping what it does not (kubelet's "container runtime is
+    /// down" has no reason; the "Container runtime not ready" line before it had one).
+    pub fn merge(&mut self, newer: Detail) {
+        fn take<T>(old: &mut Option<T>, new: Option<T>) {
+            if new.is_some() {
+                *old = new;
+            }
+        }
+        take(&mut self.runtime, newer.runtime);
+        take(&mut self.pod, newer.pod);
+        take(&mut self.namespace, newer.namespace);
+        take(&mut self.holder, newer.holder);
+        take(&mut self.registry, newer.registry);
+        take(&mut self.reason, newer.reason);
+        take(&mut self.path, newer.path);
+    }
+}
+
 /// One recognised problem in one line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
