@@ -553,11 +553,25 @@ impl<'a, R: ReadAt + ?Sized> JournalFile<'a, R> {
     /// after some entries keeps them (the position stays at the failing entry).
     pub fn read_forward(
         &mut self,
-        mut pos: Position,
+        pos: Position,
         max_entries: usize,
         max_bytes: u64,
         out: &mut Vec<Entry>,
     ) -> (Position, Option<JournalError>) {
+        self.read_forward_filtered(pos, max_entries, max_bytes, &|_| true, out)
+    }
+
+    /// [`JournalFile::read_forward`], keeping only the entries `keep` accepts (the others
+    /// count against `max_entries` all the same: it bounds the work, not the output).
+    pub fn read_forward_filtered(
+        &mut self,
+        mut pos: Position,
+        max_entries: usize,
+        max_bytes: u64,
+        keep: &dyn Fn(&Entry) -> bool,
+        out: &mut Vec<Entry>,
+    ) -> (Position, Option<JournalError>) {
+        let mut examined = 0usize;
         let mut arrays = 0;
         let start_bytes = self.stats.bytes_read;
         while pos.array != 0 {
@@ -570,7 +584,7 @@ impl<'a, R: ReadAt + ?Sized> JournalFile<'a, R> {
                 Err(e) => return (pos, Some(e)),
             };
             while pos.index < slots {
-                if out.len() >= max_entries || self.stats.bytes_read - start_bytes >= max_bytes {
+                if examined >= max_entries || self.stats.bytes_read - start_bytes >= max_bytes {
                     return (pos, None);
                 }
                 let n = (slots - pos.index).min(256);
@@ -583,9 +597,7 @@ impl<'a, R: ReadAt + ?Sized> JournalFile<'a, R> {
                         // Unused slot: the end of the entries written so far.
                         return (pos, None);
                     }
-                    if out.len() >= max_entries
-                        || self.stats.bytes_read - start_bytes >= max_bytes
-                    {
+                    if examined >= max_entries || self.stats.bytes_read - start_bytes >= max_bytes {
                         return (pos, None);
                     }
                     match self.entry(item) {
@@ -594,7 +606,10 @@ impl<'a, R: ReadAt + ?Sized> JournalFile<'a, R> {
                             // that went wrong, not a new entry.
                             if e.seqnum > pos.last_seqnum {
                                 pos.last_seqnum = e.seqnum;
-                                out.push(e);
+                                examined += 1;
+                                if keep(&e) {
+                                    out.push(e);
+                                }
                             }
                         }
                         Err(e) => return (pos, Some(e)),

@@ -28,6 +28,19 @@ pub struct JournalReport {
     pub errors: Vec<String>,
     /// A budget ran out before every file was read to its end.
     pub behind: bool,
+    /// Which file the entries appended to `out` came from: `(end, host path)`, the entries
+    /// before index `end` (and after the previous span's end) being that file's.
+    pub spans: Vec<(usize, String)>,
+}
+
+impl JournalReport {
+    /// The host path of the file entry `index` of `out` came from.
+    pub fn file_of(&self, index: usize) -> Option<&str> {
+        self.spans
+            .iter()
+            .find(|(end, _)| index < *end)
+            .map(|(_, p)| p.as_str())
+    }
 }
 
 #[derive(Debug, Default)]
@@ -54,6 +67,7 @@ impl JournalFollower {
     /// Reads new entries of every system journal file under `dirs` into `out`: entries at or
     /// after `since_usec` from files seen for the first time, everything new from known ones,
     /// at most `max_entries` and `max_bytes` in all.
+    #[allow(clippy::too_many_arguments)]
     pub fn read_new(
         &mut self,
         host: &HostPaths,
@@ -61,6 +75,7 @@ impl JournalFollower {
         since_usec: u64,
         max_entries: usize,
         max_bytes: u64,
+        keep: &dyn Fn(&Entry) -> bool,
         out: &mut Vec<Entry>,
     ) -> JournalReport {
         let mut report = JournalReport::default();
@@ -76,10 +91,10 @@ impl JournalFollower {
             (active(a), &a.path).cmp(&(active(b), &b.path))
         });
         let mut seen = Vec::new();
-        let start_len = out.len();
         for f in found {
             let used = report.stats.bytes_read;
-            if out.len() - start_len >= max_entries || used >= max_bytes {
+            let examined = report.stats.entries as usize;
+            if examined >= max_entries || used >= max_bytes {
                 report.behind = true;
                 break;
             }
@@ -112,10 +127,11 @@ impl JournalFollower {
                     continue;
                 }
             };
-            let (pos, err) = jf.read_forward(
+            let (pos, err) = jf.read_forward_filtered(
                 pos,
-                max_entries - (out.len() - start_len),
+                max_entries - examined,
                 max_bytes - used,
+                keep,
                 out,
             );
             self.positions.insert(id, pos);
@@ -123,6 +139,7 @@ impl JournalFollower {
                 report.errors.push(format!("{}: {e}", f.host_path));
             }
             report.stats = add(report.stats, jf.stats);
+            report.spans.push((out.len(), f.host_path.clone()));
             report.files.push(f.host_path);
         }
         self.positions.retain(|id, _| seen.contains(id));
@@ -211,13 +228,13 @@ mod tests {
         let dirs = vec!["/var/log/journal".to_string(), "/run/log/journal".to_string()];
         let mut out = Vec::new();
         // Window from 300 s: entries 31..40.
-        let r = f.read_new(&host, &dirs, BASE_USEC + 300_000_000, 10_000, 1 << 30, &mut out);
+        let r = f.read_new(&host, &dirs, BASE_USEC + 300_000_000, 10_000, 1 << 30, &|_| true, &mut out);
         assert_eq!(r.errors, Vec::<String>::new());
         assert_eq!(r.files, vec![format!("/var/log/journal/{MID}/system.journal")]);
         assert_eq!(out.iter().map(|e| e.seqnum).collect::<Vec<_>>(), (31..=40).collect::<Vec<_>>());
         // Nothing new next time.
         out.clear();
-        f.read_new(&host, &dirs, BASE_USEC + 300_000_000, 10_000, 1 << 30, &mut out);
+        f.read_new(&host, &dirs, BASE_USEC + 300_000_000, 10_000, 1 << 30, &|_| true, &mut out);
         assert!(out.is_empty());
         assert_eq!(f.tracked(), 1);
         // Rotation: the file is renamed (same file id) and a new one appears: the renamed one
@@ -225,14 +242,14 @@ mod tests {
         std::fs::rename(jd.join("system.journal"), jd.join("system@abc-1-2.journal")).unwrap();
         std::fs::write(jd.join("system.journal"), fixture_regular_plain()).unwrap();
         out.clear();
-        let r = f.read_new(&host, &dirs, BASE_USEC + 390_000_000, 10_000, 1 << 30, &mut out);
+        let r = f.read_new(&host, &dirs, BASE_USEC + 390_000_000, 10_000, 1 << 30, &|_| true, &mut out);
         assert_eq!(r.files.len(), 2, "{r:?}");
         assert_eq!(out.iter().map(|e| e.seqnum).collect::<Vec<_>>(), vec![40]);
         // Old files are positioned at their end, not read.
         std::fs::remove_file(jd.join("system@abc-1-2.journal")).unwrap();
         let mut g = JournalFollower::new();
         out.clear();
-        g.read_new(&host, &dirs, BASE_USEC + 3_600_000_000, 10_000, 1 << 30, &mut out);
+        g.read_new(&host, &dirs, BASE_USEC + 3_600_000_000, 10_000, 1 << 30, &|_| true, &mut out);
         assert!(out.is_empty());
         assert_eq!(g.tracked(), 1);
     }
@@ -249,7 +266,7 @@ mod tests {
         let mut all = Vec::new();
         for _ in 0..5 {
             let mut out = Vec::new();
-            f.read_new(&host, &dirs, 0, 9, 1 << 30, &mut out);
+            f.read_new(&host, &dirs, 0, 9, 1 << 30, &|_| true, &mut out);
             assert!(out.len() <= 9);
             all.extend(out);
         }
@@ -274,6 +291,7 @@ mod tests {
             0,
             10,
             1 << 20,
+            &|_| true,
             &mut out,
         );
         assert!(out.is_empty() && r.files.is_empty());

@@ -66,8 +66,8 @@ impl Default for NodeLogConfig {
             syslog_files: vec!["/var/log/messages".into(), "/var/log/syslog".into()],
             journal_dirs: vec!["/var/log/journal".into(), "/run/log/journal".into()],
             lookback: Duration::from_secs(3600),
-            // An hour of a busy node's syslog is a few MB; 8 MiB per file on the first read.
-            first_read_bytes: 8 << 20,
+            // An hour of a busy node's syslog (30 lines/s of ~140 B) is ~15 MB.
+            first_read_bytes: 16 << 20,
             max_bytes_per_cycle: 32 << 20,
             max_records_per_cycle: 200_000,
             idents: ["kubelet", "dockerd", "containerd", "docker", "crio"]
@@ -76,6 +76,9 @@ impl Default for NodeLogConfig {
         }
     }
 }
+
+/// Bytes of a syslog file read at once (a cycle reads as many pieces as its budget allows).
+const CHUNK: u64 = 1 << 20;
 
 /// Which kind of source a line came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -191,44 +194,31 @@ impl NodeLog {
                 report.behind = true;
                 continue;
             }
-            let chunk = match self
-                .files
-                .read_new(&path, self.config.first_read_bytes, budget)
-            {
-                Ok(c) => c,
-                Err(e) => {
-                    report.errors.push(e.to_string());
-                    continue;
-                }
-            };
-            report.files.push(f.clone());
-            budget = budget.saturating_sub(chunk.bytes_read);
-            *report.bytes_read.entry(SourceKind::Syslog).or_default() += chunk.bytes_read;
-            report.behind |= chunk.behind_bytes > 0;
-            for line in chunk.text.lines() {
-                *report.records_read.entry(SourceKind::Syslog).or_default() += 1;
-                // Cheap test before parsing: the line names one of the programs.
-                if !self.config.idents.iter().any(|i| line.contains(i.as_str())) {
-                    continue;
-                }
-                let Some(l) = syslog::parse(line, &zone.tz, now) else {
-                    report.unparsed += 1;
-                    continue;
+            // In pieces of at most CHUNK bytes: memory stays bounded whatever the budget.
+            let mut first = true;
+            loop {
+                let want = budget.min(CHUNK);
+                let chunk = match self.files.read_new(&path, self.config.first_read_bytes, want) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        report.errors.push(e.to_string());
+                        break;
+                    }
                 };
-                if !self.config.idents.iter().any(|i| i == l.ident) {
-                    continue;
+                if first {
+                    report.files.push(f.clone());
+                    first = false;
                 }
-                self.keep(
-                    &mut out,
-                    &mut report,
-                    since,
-                    l.time,
-                    SourceKind::Syslog,
-                    f,
-                    l.ident,
-                    l.pid,
-                    l.message,
-                );
+                budget = budget.saturating_sub(chunk.bytes_read);
+                *report.bytes_read.entry(SourceKind::Syslog).or_default() += chunk.bytes_read;
+                self.take_lines(&chunk.text, &zone, now, since, f, &mut out, &mut report);
+                if chunk.behind_bytes == 0 || chunk.bytes_read == 0 {
+                    break;
+                }
+                if budget == 0 || out.len() >= self.config.max_records_per_cycle {
+                    report.behind = true;
+                    break;
+                }
             }
         }
         self.files.retain(&live);
@@ -239,22 +229,25 @@ impl NodeLog {
             .config
             .max_records_per_cycle
             .saturating_sub(out.len());
+        let idents = self.config.idents.clone();
+        let wanted = |e: &journal::Entry| idents.iter().any(|i| i == e.ident());
         let jr = self.journal.read_new(
             &self.host,
             &self.config.journal_dirs,
             since.max(0) as u64 * 1_000_000,
             room,
             budget,
+            &wanted,
             &mut entries,
         );
         *report.bytes_read.entry(SourceKind::Journal).or_default() += jr.stats.bytes_read;
-        *report.records_read.entry(SourceKind::Journal).or_default() += entries.len() as u64;
+        *report.records_read.entry(SourceKind::Journal).or_default() += jr.stats.entries;
         report.undecodable_fields += jr.stats.undecodable_fields;
         report.behind |= jr.behind;
-        report.errors.extend(jr.errors);
-        let file = jr.files.first().cloned().unwrap_or_default();
-        report.files.extend(jr.files);
-        for e in entries {
+        report.errors.extend(jr.errors.iter().cloned());
+        report.files.extend(jr.files.iter().cloned());
+        for (n, e) in entries.into_iter().enumerate() {
+            let file = jr.file_of(n).unwrap_or_default().to_string();
             let ident = e.ident();
             if !self.config.idents.iter().any(|i| i == ident) {
                 continue;
@@ -277,6 +270,45 @@ impl NodeLog {
             );
         }
         (out, report)
+    }
+
+    /// The lines of the programs asked for in a chunk of a syslog file.
+    #[allow(clippy::too_many_arguments)]
+    fn take_lines(
+        &mut self,
+        text: &str,
+        zone: &tz::LocalZone,
+        now: i64,
+        since: i64,
+        file: &str,
+        out: &mut Vec<LogRecord>,
+        report: &mut ReadReport,
+    ) {
+        for line in text.lines() {
+            *report.records_read.entry(SourceKind::Syslog).or_default() += 1;
+            // Cheap test before parsing: the line names one of the programs.
+            if !self.config.idents.iter().any(|i| line.contains(i.as_str())) {
+                continue;
+            }
+            let Some(l) = syslog::parse(line, &zone.tz, now) else {
+                report.unparsed += 1;
+                continue;
+            };
+            if !self.config.idents.iter().any(|i| i == l.ident) {
+                continue;
+            }
+            self.keep(
+                out,
+                report,
+                since,
+                l.time,
+                SourceKind::Syslog,
+                file,
+                l.ident,
+                l.pid,
+                l.message,
+            );
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
