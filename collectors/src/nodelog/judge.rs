@@ -7,8 +7,16 @@
 //! line is at most `state_window` old; the runtimes' errors of one operation (a pull, a
 //! sandbox) are retried with back-off of up to five minutes, so they are current while their
 //! last line is at most `event_window` old. An older line is history: no finding. When the
-//! live state is known to be healthy (the CNI configuration is there, the runtime answers),
-//! a state clears `settle` after its last line without waiting for the window.
+//! live state is known to be healthy (the CNI configuration is there and the runtime's
+//! network is ready, the runtime answers), a state clears `settle` after its last line
+//! without waiting for the window.
+//!
+//! The collector also probes what the kubelet's lines describe: when the probes already show
+//! the runtime down (`runtime.not_running`, `runtime.hung`, …) or the network not ready
+//! (`runtime.cni_not_ready`, from the CNI directory and the CRI's `NetworkReady`), those
+//! findings say it, and the kubelet's lines add no second finding about the same thing. The
+//! log findings are for what only the logs show: the kubelet saying so while the probes see
+//! nothing wrong (or cannot tell).
 
 use std::collections::BTreeMap;
 
@@ -80,6 +88,8 @@ pub struct LiveFacts {
     pub full_runtime_dirs: Vec<String>,
     /// The CNI configuration directory holds a network configuration now.
     pub cni_config_present: Option<bool>,
+    /// The runtime's CRI `NetworkReady` condition now.
+    pub cri_network_ready: Option<bool>,
     /// The container runtime answers now.
     pub runtime_responding: Option<bool>,
     /// Registry configuration, by registry (see [`super::registry::facts`]).
@@ -139,7 +149,8 @@ pub fn judge(sample: &LogSample, live: &LiveFacts, t: &Thresholds) -> Vec<Draft>
         out.push(d);
     }
     if let Some(i) = of(EventKind::RuntimeNotReady).first() {
-        if !settled(i, live.runtime_responding) {
+        // A runtime the probes see down is reported from the probes.
+        if live.runtime_responding != Some(false) && !settled(i, live.runtime_responding) {
             out.push(
                 base("runtime.kubelet_runtime_not_ready", Severity::Critical, i)
                     .subject("kubelet")
@@ -148,12 +159,20 @@ pub fn judge(sample: &LogSample, live: &LiveFacts, t: &Thresholds) -> Vec<Draft>
         }
     }
     if let Some(i) = of(EventKind::NetworkNotReady).first() {
-        if !settled(i, live.cni_config_present) {
+        // A missing configuration or a CRI saying the network is not ready is reported from
+        // the probes (runtime.cni_not_ready).
+        let probes_show_it =
+            live.cni_config_present == Some(false) || live.cri_network_ready == Some(false);
+        let healthy = match (live.cni_config_present, live.cri_network_ready) {
+            (Some(true), Some(true)) | (Some(true), None) => Some(true),
+            _ => None,
+        };
+        if !probes_show_it && !settled(i, healthy) {
             out.push(
-                base("runtime.cni_not_ready", Severity::Critical, i)
+                base("runtime.kubelet_network_not_ready", Severity::Critical, i)
                     .subject("kubelet")
                     .evidence_opt("reason", i.detail.reason.clone())
-                    .when_if("no_cni_config", live.cni_config_present == Some(false)),
+                    .when_if("cni_config_present", live.cni_config_present == Some(true)),
             );
         }
     }
@@ -173,7 +192,7 @@ pub fn judge(sample: &LogSample, live: &LiveFacts, t: &Thresholds) -> Vec<Draft>
     }
     if let Some(i) = of(EventKind::Ttrpc).first() {
         out.push(
-            base("runtime.docker_duplicate_install", Severity::Warning, i).subject("dockerd"),
+            base("runtime.ttrpc_shim_errors", Severity::Warning, i).subject("dockerd"),
         );
     }
     for (kind, id) in [
@@ -288,7 +307,7 @@ mod tests {
         ]);
         let f = render(&s, &LiveFacts::default());
         let ids: Vec<&str> = f.iter().map(|f| f.id.as_str()).collect();
-        assert_eq!(ids, ["runtime.pleg_unhealthy", "runtime.cni_not_ready"]);
+        assert_eq!(ids, ["runtime.pleg_unhealthy", "runtime.kubelet_network_not_ready"]);
         assert_eq!(f[0].severity, Severity::Critical);
         assert_eq!(f[0].evidence["last_seen_seconds_ago"].as_f64(), Some(10.0));
     }
@@ -327,12 +346,23 @@ mod tests {
         // Still logging: still a finding, whatever the live state says.
         let s = sample(vec![inc(EventKind::NetworkNotReady, "", 5)]);
         assert_eq!(judge(&s, &live, &Thresholds::default()).len(), 1);
+        // What the probes already show is theirs to report.
         let missing = LiveFacts {
             cni_config_present: Some(false),
+            runtime_responding: Some(false),
             ..LiveFacts::default()
         };
-        let s = sample(vec![inc(EventKind::NetworkNotReady, "", 90)]);
-        assert!(judge(&s, &missing, &Thresholds::default())[0].is("no_cni_config"));
+        let s = sample(vec![
+            inc(EventKind::NetworkNotReady, "", 5),
+            inc(EventKind::RuntimeNotReady, "", 5),
+        ]);
+        assert!(judge(&s, &missing, &Thresholds::default()).is_empty());
+        let present = LiveFacts {
+            cni_config_present: Some(true),
+            ..LiveFacts::default()
+        };
+        let s = sample(vec![inc(EventKind::NetworkNotReady, "", 5)]);
+        assert!(judge(&s, &present, &Thresholds::default())[0].is("cni_config_present"));
     }
 
     #[test]

@@ -152,10 +152,13 @@ fn centos_messages_runtime_not_ready_until_the_runtime_answers() {
     assert!(c.findings.is_empty(), "{:?}", ids(&c));
 }
 
-/// An Ubuntu node (rsyslog's RFC 3339 format in /var/log/syslog): the network plugin never
-/// wrote its configuration; when it does and kubelet stops complaining, the finding clears.
+/// An Ubuntu node (rsyslog's RFC 3339 format in /var/log/syslog): kubelet says the network
+/// is not ready although a CNI configuration is in place (the plugin itself fails); once the
+/// CRI reports the network ready and kubelet has been quiet for a minute, the finding clears.
+/// With no configuration at all, the probes' `runtime.cni_not_ready` says it: no second
+/// finding from the log.
 #[test]
-fn ubuntu_syslog_cni_not_ready_until_the_config_appears() {
+fn ubuntu_syslog_kubelet_network_not_ready_until_it_stops() {
     let h = node();
     let mut text = String::new();
     for ago in [65, 35, 5] {
@@ -167,20 +170,37 @@ fn ubuntu_syslog_cni_not_ready_until_the_config_appears() {
     text += &format!("{} node-1 systemd[1]: Started Session 12 of User ubuntu.\n", iso(4));
     h.write("/var/log/syslog", text);
     let mut w = watcher(&h);
+    let config_present = LiveFacts {
+        cni_config_present: Some(true),
+        ..LiveFacts::default()
+    };
+    let c = collect(&h, &mut w, NOW, &config_present);
+    assert_eq!(ids(&c), ["runtime.kubelet_network_not_ready"]);
+    let f = &c.findings[0];
+    assert_eq!(f.evidence["lines_in_window"].as_f64(), Some(3.0));
+    assert_eq!(f.evidence["log_file"].as_str(), Some("/var/log/syslog"));
+    assert!(f.summary.en.contains("plugin itself"));
+    let ready = LiveFacts {
+        cni_config_present: Some(true),
+        cri_network_ready: Some(true),
+        ..LiveFacts::default()
+    };
+    let c = collect(&h, &mut w, NOW + 70, &ready);
+    assert!(c.findings.is_empty(), "{:?}", ids(&c));
+    // The same lines on a node without any CNI configuration: the probes' finding.
+    let h = node();
+    h.write(
+        "/var/log/syslog",
+        format!(
+            "{} node-1 kubelet[2054]: E1123 12:04:55.000000    2054 kubelet.go:2373] \"Container runtime network not ready\" networkReady=\"NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized\"\n",
+            iso(5)
+        ),
+    );
     let no_config = LiveFacts {
         cni_config_present: Some(false),
         ..LiveFacts::default()
     };
-    let c = collect(&h, &mut w, NOW, &no_config);
-    assert_eq!(ids(&c), ["runtime.cni_not_ready"]);
-    let f = &c.findings[0];
-    assert_eq!(f.evidence["lines_in_window"].as_f64(), Some(3.0));
-    assert!(f.summary.en.contains("holds no network configuration"));
-    let configured = LiveFacts {
-        cni_config_present: Some(true),
-        ..LiveFacts::default()
-    };
-    let c = collect(&h, &mut w, NOW + 70, &configured);
+    let c = collect(&h, &mut watcher(&h), NOW, &no_config);
     assert!(c.findings.is_empty(), "{:?}", ids(&c));
 }
 
@@ -203,7 +223,7 @@ fn same_name_container_and_duplicate_docker_from_the_handbook() {
     let c = collect(&h, &mut w, NOW, &LiveFacts::default());
     assert_eq!(
         ids(&c),
-        ["runtime.container_name_conflict", "runtime.docker_duplicate_install"]
+        ["runtime.container_name_conflict", "runtime.ttrpc_shim_errors"]
     );
     let f = &c.findings[0];
     assert_eq!(
