@@ -239,18 +239,21 @@ impl CollectorFlags {
         o.disk.runtime.containerd_config = self.containerd_config.clone();
         o.disk.runtime.kubelet_config = self.kubelet_config.clone();
         o.disk.walk_budget_entries = self.disk_walk_budget_entries.max(1);
-        o.load.load_warning_per_cpu = self.load_warning_per_cpu;
-        o.load.load_critical_per_cpu = self.load_critical_per_cpu;
+        o.load.thresholds.load_warning_per_cpu = self.load_warning_per_cpu;
+        o.load.thresholds.load_critical_per_cpu = self.load_critical_per_cpu;
         (
-            o.load.iowait_info_percent,
-            o.load.iowait_warning_percent,
-            o.load.iowait_critical_percent,
+            o.load.thresholds.iowait_info_percent,
+            o.load.thresholds.iowait_warning_percent,
+            o.load.thresholds.iowait_critical_percent,
         ) = self.iowait_percent;
-        o.load.disk_busy_percent = self.disk_busy_percent;
+        o.load.thresholds.disk_busy_percent = self.disk_busy_percent;
         o.memory.kmsg = kmsg.clone();
         o.iptables.lock_path = self.xtables_lock.clone();
         o.iptables.sample_period = self.xtables_sample_period;
-        (o.iptables.hold_warning, o.iptables.hold_critical) = self.xtables_hold;
+        (
+            o.iptables.thresholds.hold_warning,
+            o.iptables.thresholds.hold_critical,
+        ) = self.xtables_hold;
         o.conntrack.netns_pid = self.conntrack_netns_pid;
         (
             o.conntrack.thresholds.table_warning_percent,
@@ -394,6 +397,72 @@ pub struct ServeArgs {
     /// (/healthz and /readyz stay open).
     #[arg(long, env = "NODE_DOCTOR_AUTH_TOKEN_FILE", value_name = "FILE")]
     pub auth_token_file: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub kube: KubeFlags,
+}
+
+/// The Kubernetes reporter (docs/kubernetes.md): findings as NodeConditions and Events.
+#[derive(Debug, Args)]
+pub struct KubeFlags {
+    /// Report findings to the Kubernetes API server as NodeConditions and Events about this
+    /// node (off by default; the DaemonSet turns it on). The cluster is found through
+    /// KUBECONFIG, else the in-cluster ServiceAccount.
+    #[arg(long = "kube-report", env = "NODE_DOCTOR_KUBE_REPORT")]
+    pub report: bool,
+
+    /// Also use node-problem-detector's names where one fits (ReadonlyFilesystem,
+    /// KernelDeadlock, ContainerRuntimeUnhealthy, KubeletUnhealthy; events OOMKilling,
+    /// TaskHung, Ext4Error, ConntrackFull). Off by default: NPD may run on the same node.
+    #[arg(long = "kube-npd-names", env = "NODE_DOCTOR_KUBE_NPD_NAMES")]
+    pub npd_names: bool,
+
+    /// Rewrite unchanged conditions (a heartbeat) this often, plus up to 10% jitter; at least 5m.
+    #[arg(long = "kube-heartbeat", env = "NODE_DOCTOR_KUBE_HEARTBEAT", default_value = "5m", value_parser = parse_heartbeat, value_name = "DURATION")]
+    pub heartbeat: Duration,
+
+    /// A condition clears (False) once its problem has been gone this long.
+    #[arg(long = "kube-clear-after", env = "NODE_DOCTOR_KUBE_CLEAR_AFTER", default_value = "2m", value_parser = parse_duration_or_zero, value_name = "DURATION")]
+    pub clear_after: Duration,
+
+    /// Status writes are at least this far apart; changes in between are written together.
+    #[arg(long = "kube-write-interval", env = "NODE_DOCTOR_KUBE_WRITE_INTERVAL", default_value = "10s", value_parser = parse_duration_or_zero, value_name = "DURATION")]
+    pub min_write_interval: Duration,
+
+    /// How long one request to the API server may take.
+    #[arg(long = "kube-request-timeout", env = "NODE_DOCTOR_KUBE_REQUEST_TIMEOUT", default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
+    pub request_timeout: Duration,
+}
+
+impl KubeFlags {
+    pub fn config(&self) -> crate::kube::Config {
+        crate::kube::Config {
+            npd_names: self.npd_names,
+            heartbeat: self.heartbeat,
+            clear_after: self.clear_after,
+            min_write_interval: self.min_write_interval,
+            request_timeout: self.request_timeout,
+            tick: Duration::from_secs(1),
+        }
+    }
+}
+
+/// A duration that may be zero (`0`, `0s`): no hold-down, no spacing.
+fn parse_duration_or_zero(s: &str) -> Result<Duration, String> {
+    match s.trim() {
+        "0" | "0s" | "0ms" => Ok(Duration::ZERO),
+        _ => parse_duration(s),
+    }
+}
+
+fn parse_heartbeat(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d < Duration::from_secs(300) {
+        return Err(format!(
+            "{s:?}: at least 5m (one status write per node per 5 minutes keeps a large cluster's API server quiet)"
+        ));
+    }
+    Ok(d)
 }
 
 #[derive(Debug, Args)]
@@ -509,6 +578,11 @@ mod tests {
                 assert_eq!(s.listen, "0.0.0.0:9808".parse().unwrap());
                 assert_eq!(s.interval, Duration::from_secs(15));
                 assert!(s.auth_token_file.is_none());
+                assert!(!s.kube.report, "the reporter is off unless asked for");
+                assert!(!s.kube.npd_names);
+                assert_eq!(s.kube.heartbeat, Duration::from_secs(300));
+                assert_eq!(s.kube.clear_after, Duration::from_secs(120));
+                assert_eq!(s.kube.min_write_interval, Duration::from_secs(10));
             }
             _ => panic!("serve"),
         }
@@ -578,14 +652,14 @@ mod tests {
         assert_eq!(o.kernel.kmsg.lookback, Duration::from_secs(600));
         assert_eq!(
             (
-                o.load.iowait_info_percent,
-                o.load.iowait_warning_percent,
-                o.load.iowait_critical_percent
+                o.load.thresholds.iowait_info_percent,
+                o.load.thresholds.iowait_warning_percent,
+                o.load.thresholds.iowait_critical_percent
             ),
             (2.0, 12.0, 40.0)
         );
-        assert_eq!(o.iptables.hold_warning, Duration::from_secs(1));
-        assert_eq!(o.iptables.hold_critical, Duration::from_secs(3));
+        assert_eq!(o.iptables.thresholds.hold_warning, Duration::from_secs(1));
+        assert_eq!(o.iptables.thresholds.hold_critical, Duration::from_secs(3));
         assert_eq!(o.iptables.lock_path, PathBuf::from("/var/run/xtables.lock"));
         assert_eq!(
             (
@@ -608,11 +682,14 @@ mod tests {
         let d = parse(&["check"]).unwrap().tuning.options();
         let base = crate::registry::CollectorOptions::default();
         assert_eq!(
-            d.load.iowait_warning_percent,
-            base.load.iowait_warning_percent
+            d.load.thresholds.iowait_warning_percent,
+            base.load.thresholds.iowait_warning_percent
         );
         assert_eq!(d.iptables.lock_path, base.iptables.lock_path);
-        assert_eq!(d.iptables.hold_critical, base.iptables.hold_critical);
+        assert_eq!(
+            d.iptables.thresholds.hold_critical,
+            base.iptables.thresholds.hold_critical
+        );
         assert_eq!(
             d.conntrack.nodelocal_dns_address,
             base.conntrack.nodelocal_dns_address
@@ -682,6 +759,8 @@ mod tests {
             &["check", "--iowait-percent", "1,10"],
             &["check", "--conntrack-table-percent", "75,190"],
             &["check", "--xtables-hold", "5s,2s"],
+            &["serve", "--kube-heartbeat", "1m"],
+            &["check", "--kube-report"],
         ] {
             assert!(parse(args).is_err(), "{args:?}");
         }

@@ -7,6 +7,7 @@ mod engine;
 mod exit;
 mod explain_cmd;
 mod html;
+mod kube;
 mod metrics;
 mod netns;
 mod registry;
@@ -241,8 +242,17 @@ fn serve(
         auth = token.is_some(),
         "node-doctor serving"
     );
-    engine::spawn_schedulers(runners, ctx, Arc::clone(&shared), Arc::clone(&stop))
+    engine::spawn_schedulers(runners, ctx.clone(), Arc::clone(&shared), Arc::clone(&stop))
         .context("starting the scheduler threads")?;
+    if args.kube.report {
+        // Its own thread and runtime: the API server never slows collection or the HTTP server.
+        kube::spawn(
+            args.kube.config(),
+            ctx.node_name.clone(),
+            Arc::clone(&shared),
+        )
+        .context("starting the Kubernetes reporter")?;
+    }
 
     let app = Arc::new(server::App { shared, token });
     rt.block_on(server::serve(listener, app, shutdown_signal()));

@@ -167,6 +167,9 @@ pub fn encode_snapshot(snap: &Snapshot) -> String {
         }
     }
 
+    // The Kubernetes reporter's families, when it runs (`serve --kube-report`).
+    crate::kube::stats::register_metrics(&mut reg);
+
     let mut out = String::with_capacity(4096);
     if encode(&mut out, &reg).is_err() {
         // Writing into a String cannot fail.

@@ -139,8 +139,13 @@ pub fn handle(app: &App, req: &Request<Incoming>) -> Resp {
     match path {
         "/healthz" => text(StatusCode::OK, "ok\n"),
         "/readyz" => {
+            // The Kubernetes reporter's state is detail, not readiness: an unreachable API
+            // server must not take every agent of the cluster out of its Service.
+            let reporter = crate::kube::stats::readyz_detail()
+                .map(|l| format!("{l}\n"))
+                .unwrap_or_default();
             if published.snapshot.ready {
-                text(StatusCode::OK, "ready\n")
+                text(StatusCode::OK, format!("ready\n{reporter}"))
             } else {
                 let waiting: Vec<&str> = published
                     .snapshot
@@ -152,7 +157,7 @@ pub fn handle(app: &App, req: &Request<Incoming>) -> Resp {
                 text(
                     StatusCode::SERVICE_UNAVAILABLE,
                     format!(
-                        "not ready: waiting for the first run of {}\n",
+                        "not ready: waiting for the first run of {}\n{reporter}",
                         waiting.join(", ")
                     ),
                 )

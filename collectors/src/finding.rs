@@ -180,7 +180,7 @@ impl fmt::Display for Evidence {
 pub struct Source {
     /// File name under `shared/docs`, e.g. `002_af370464fa0f13dd.txt`.
     pub doc: &'static str,
-    /// The section title as the document spells it, e.g. `节点磁盘爆满排障处理`.
+    /// The section title as the document spells it (Chinese for the TKE handbook).
     pub section: &'static str,
 }
 

@@ -62,7 +62,7 @@ def selects(selector, labels):
 def test_every_namespaced_object_is_in_the_node_doctor_namespace():
     assert one("Namespace")["metadata"]["name"] == NAMESPACE
     for d in DOCS:
-        if d["kind"] != "Namespace":
+        if d["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding"):
             assert d["metadata"].get("namespace") == NAMESPACE, d["kind"]
 
 
@@ -85,11 +85,30 @@ def test_every_host_namespace_is_justified_in_a_comment():
         assert lines[idx[0] - 1].strip().startswith("#"), f"{key} has no justification comment"
 
 
-def test_no_api_access():
-    assert POD["automountServiceAccountToken"] is False
+def test_api_access_is_exactly_what_the_reporter_needs():
+    """get nodes, patch nodes/status, create/patch core events; nothing else, and only for
+    the agent's ServiceAccount, whose token only the DaemonSet's pods mount."""
+    assert "--kube-report" in CTR["args"]
+    assert POD["automountServiceAccountToken"] is True
+    assert POD["serviceAccountName"] == "node-doctor"
     assert one("ServiceAccount")["automountServiceAccountToken"] is False
-    kinds = {d["kind"] for d in DOCS}
-    assert not kinds & {"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"}
+    kinds = [d["kind"] for d in DOCS]
+    assert not {"Role", "RoleBinding"} & set(kinds)
+    role = one("ClusterRole")
+    granted = set()
+    for rule in role["rules"]:
+        assert rule["apiGroups"] == [""], rule
+        assert "resourceNames" not in rule
+        for res in rule["resources"]:
+            for verb in rule["verbs"]:
+                granted.add((res, verb))
+    assert granted == {("nodes", "get"), ("nodes/status", "patch"),
+                       ("events", "create"), ("events", "patch")}
+    binding = one("ClusterRoleBinding")
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                  "name": role["metadata"]["name"]}
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "node-doctor",
+                                    "namespace": NAMESPACE}]
 
 
 def test_runs_everywhere_even_on_failing_nodes():
@@ -251,11 +270,12 @@ def test_headless_service_selects_the_agent():
     assert svc["spec"]["ports"][0]["targetPort"] == "http"
 
 
-def test_network_policy_selects_the_agent_and_denies_egress():
+def test_network_policy_selects_the_agent_and_allows_only_the_api_server_ports_out():
     np = one("NetworkPolicy")
     assert selects(np["spec"]["podSelector"]["matchLabels"], POD_LABELS)
     assert set(np["spec"]["policyTypes"]) == {"Ingress", "Egress"}
-    assert np["spec"]["egress"] == []
+    assert np["spec"]["egress"] == [{"ports": [{"port": 443, "protocol": "TCP"},
+                                               {"port": 6443, "protocol": "TCP"}]}]
     assert np["spec"]["ingress"] == [{"ports": [{"port": "http", "protocol": "TCP"}]}]
 
 
@@ -282,6 +302,30 @@ def test_alerts_on_warning_and_critical_findings_carry_id_and_subject():
         assert "$labels.id" in r["annotations"]["summary"]
         assert r["annotations"]["finding_id"] == "{{ $labels.id }}"
         assert "/findings" in r["annotations"]["description"]
+
+
+def test_every_alert_links_to_its_runbook():
+    """An operator reaches the remediation from any alert: findings by their docs anchor."""
+    rules = [r for g in one("PrometheusRule")["spec"]["groups"] for r in g["rules"]]
+    findings_doc = open(os.path.join(ROOT, "docs/findings.md"), encoding="utf-8").read()
+    for r in rules:
+        url = r["annotations"]["runbook_url"]
+        assert url.startswith("https://"), r["alert"]
+        if "node_doctor_finding" in r["expr"]:
+            assert url.endswith("/docs/findings.md#{{ $labels.id }}"), url
+        anchor = url.rsplit("#", 1)[1]
+        if "findings.md" in url and "{{" not in anchor:
+            assert f'<a id="{anchor}"></a>' in findings_doc, url
+    # Every finding id the agent can report has its anchor there.
+    ids = set()
+    for md in os.listdir(os.path.join(ROOT, "docs/collectors")):
+        text = open(os.path.join(ROOT, "docs/collectors", md), encoding="utf-8").read()
+        # Rule ids are in the collector pages' rule tables (`| `id` |`) or headings (### `id`).
+        ids |= set(re.findall(r"^(?:\| |### )`((?:disk|load|memory|iptables|conntrack|kernel)\.[a-z_0-9]+)`",
+                              text, re.M))
+    assert len(ids) > 20, ids
+    for i in sorted(ids):
+        assert f'<a id="{i}"></a>' in findings_doc, f"docs/findings.md has no anchor for {i}"
 
 
 @pytest.mark.parametrize("kind", ["PodMonitor", "PrometheusRule"])

@@ -1,26 +1,19 @@
-//! The disk rules: typed samples in, findings out. No file access here.
-//!
-//! Handbook: `002_af370464fa0f13dd.txt`, 节点磁盘爆满排障处理 (lines 1–165), and the disk-full
-//! parts of the ContainerCreating and Terminating sections.
+//! The disk rules: a typed [`DiskSample`] -> drafts (id, severity, subject, evidence,
+//! conditions). Pure: no file access here. Their words, from the handbook's node-disk-full
+//! section (`002_af370464fa0f13dd.txt`, lines 1–165) and the disk-full parts of its
+//! ContainerCreating and Terminating sections, are in `collectors/rules/disk.toml`.
 
-use crate::cmd;
-use crate::collector::CollectContext;
-use crate::explain::see_also;
-use crate::finding::{Finding, Severity, Text, HANDBOOK};
+use crate::finding::Severity;
+use crate::rules::template::human_bytes;
+use crate::rules::{Draft, Item};
 use crate::runtime::discover::Role;
 use crate::runtime::docker::DaemonConfig;
 use crate::runtime::kubelet::{Settings, Threshold};
-use crate::shell::Cmd;
 use crate::sys::statvfs::FsUsage;
 
 use super::deleted::DeletedFile;
 use super::logs::LogFile;
 use super::walk::DirSizes;
-
-/// The handbook section every disk-full finding cites.
-pub const SECTION: &str = "节点磁盘爆满排障处理";
-/// The handbook's prevention subsection (cited by the prevention findings).
-pub const SECTION_PREVENT: &str = "如何规避磁盘爆满？";
 
 /// A directory serving a role, with its host-side path (symlinks resolved).
 #[derive(Debug, Clone, PartialEq)]
@@ -39,7 +32,7 @@ pub struct FsSample {
     pub dev: u64,
     pub roles: Vec<RoleDir>,
     pub usage: FsUsage,
-    /// The largest container logs on this filesystem, largest first.
+    /// The largest container logs on this filesystem, largest first (host-side paths).
     pub logs: Vec<LogFile>,
     /// Top-level directory sizes per walked role root (host path, figures).
     pub dirs: Vec<(Role, String, DirSizes)>,
@@ -68,9 +61,32 @@ impl FsSample {
     }
 }
 
-/// Fixed limits that apply besides the kubelet's own thresholds.
+/// Docker's logging setup, when docker's data root exists.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DockerSample {
+    /// The daemon config; `None` when the file does not exist (docker's defaults apply).
+    pub config: Option<DaemonConfig>,
+    /// Host path of `daemon.json`.
+    pub daemon_json: String,
+    /// Host path of the data root.
+    pub data_root: String,
+}
+
+/// Everything the disk rules look at.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DiskSample {
+    /// The filesystems of the runtime and kubelet directories whose usage could be read.
+    pub filesystems: Vec<FsSample>,
+    /// The kubelet's effective disk settings and its config path, when a kubelet is present.
+    pub kubelet: Option<(Settings, String)>,
+    pub docker: Option<DockerSample>,
+    /// The largest container logs of the node, largest first (host-side paths; a metric).
+    pub largest_logs: Vec<LogFile>,
+}
+
+/// Thresholds of the disk rules besides the kubelet's own (which come from its settings).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Limits {
+pub struct Thresholds {
     /// Critical under this many free bytes (only on filesystems larger than ten times it).
     pub min_free_bytes: u64,
     /// Critical at or above this used share.
@@ -83,14 +99,44 @@ pub struct Limits {
     pub deleted_min_percent: f64,
 }
 
-impl Default for Limits {
+impl Default for Thresholds {
     fn default() -> Self {
-        Limits {
+        Thresholds {
             min_free_bytes: 1 << 30,
             critical_used_percent: 95.0,
             warning_margin_percent: 5.0,
             deleted_min_bytes: 1 << 30,
             deleted_min_percent: 5.0,
+        }
+    }
+}
+
+/// Which threshold decided a verdict: the condition the rule file's summary tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Why {
+    /// At or past the kubelet's hard eviction threshold.
+    HardEviction,
+    /// Within the warning margin of it.
+    NearHardEviction,
+    /// Past the kubelet's soft eviction threshold.
+    SoftEviction,
+    /// Used share past the kubelet's image GC high threshold.
+    ImageGc,
+    /// At or above node-doctor's used limit.
+    UsedLimit,
+    /// Under node-doctor's free-space floor.
+    FreeLimit,
+}
+
+impl Why {
+    pub fn condition(self) -> &'static str {
+        match self {
+            Why::HardEviction => "hard_eviction",
+            Why::NearHardEviction => "near_hard_eviction",
+            Why::SoftEviction => "soft_eviction",
+            Why::ImageGc => "image_gc",
+            Why::UsedLimit => "used_limit",
+            Why::FreeLimit => "free_limit",
         }
     }
 }
@@ -103,8 +149,8 @@ pub struct Verdict {
     pub threshold: String,
     /// Where it came from, e.g. `kubelet default`, `evictionHard in /var/lib/kubelet/config.yaml`.
     pub origin: String,
-    /// Why, in a phrase (English / Chinese).
-    pub why: Text,
+    /// Which kind of threshold it is (`None` when nothing is wrong).
+    pub why: Option<Why>,
 }
 
 impl Verdict {
@@ -113,72 +159,117 @@ impl Verdict {
             severity: None,
             threshold: String::new(),
             origin: String::new(),
-            why: Text::default(),
+            why: None,
         }
     }
 
-    fn consider(&mut self, other: Verdict) {
-        if other.severity > self.severity {
-            *self = other;
+    fn consider(&mut self, severity: Severity, why: Why, threshold: String, origin: &str) {
+        if Some(severity) > self.severity {
+            *self = Verdict {
+                severity: Some(severity),
+                threshold,
+                origin: origin.to_string(),
+                why: Some(why),
+            };
         }
     }
 }
 
-/// The origin of a threshold for Chinese text (paths and flags stay as written).
-fn origin_zh(origin: &str) -> String {
-    match origin {
-        "kubelet default" => "kubelet 默认值".to_string(),
-        "kubelet default (none)" => "kubelet 默认无".to_string(),
-        "node-doctor limit" => "node-doctor 限值".to_string(),
-        o => o
-            .replace(
-                "flag of the running kubelet",
-                "（运行中 kubelet 的启动参数）",
-            )
-            .replace(" in ", " 位于 "),
-    }
+/// Where a kubelet threshold came from, as the rule file words it: the condition, and the
+/// parts of the origin a translation needs. `origin` is [`Settings`]' own phrase
+/// (`kubelet default`, `--eviction-hard flag of the running kubelet`,
+/// `evictionHard in /var/lib/kubelet/config.yaml`).
+struct Origin<'a> {
+    condition: &'static str,
+    /// The flag (`--eviction-hard`) of a flag of the running kubelet.
+    flag: Option<&'a str>,
+    /// The setting and the config file of a setting in a file.
+    setting_in: Option<(&'a str, &'a str)>,
 }
 
+fn origin(o: &str) -> Origin<'_> {
+    let none = Origin {
+        condition: "origin_other",
+        flag: None,
+        setting_in: None,
+    };
+    if o == "kubelet default" {
+        return Origin {
+            condition: "origin_default",
+            ..none
+        };
+    }
+    if let Some(flag) = o.strip_suffix(" flag of the running kubelet") {
+        return Origin {
+            condition: "origin_flag",
+            flag: Some(flag),
+            ..none
+        };
+    }
+    if let Some(parts) = o.split_once(" in ") {
+        return Origin {
+            condition: "origin_file",
+            setting_in: Some(parts),
+            ..none
+        };
+    }
+    none
+}
+
+/// The verdict's origin, for the summary's translation: its condition and parts.
+fn with_origin(d: Draft, o: &str) -> Draft {
+    let o = origin(o);
+    let mut d = d.when(o.condition);
+    if let Some(f) = o.flag {
+        d = d.var("origin_flag", f);
+    }
+    if let Some((setting, path)) = o.setting_in {
+        d = d.var("origin_setting", setting).var("origin_path", path);
+    }
+    d
+}
+
+/// An item about a setting that came from `o`: the origin as written, its condition and
+/// parts.
+fn item_origin(i: Item, o: &str) -> Item {
+    let parts = origin(o);
+    let mut i = i.value("origin", o).when(parts.condition);
+    if let Some(f) = parts.flag {
+        i = i.value("origin_flag", f);
+    }
+    if let Some((setting, path)) = parts.setting_in {
+        i = i
+            .value("origin_setting", setting)
+            .value("origin_path", path);
+    }
+    i
+}
+
+/// `10%`, or a quantity in bytes (`1.0 GiB`).
 fn fmt_threshold(t: &Threshold) -> String {
     match *t {
         Threshold::Percent(p) => format!("{p}%"),
-        Threshold::Quantity(q) => human_bytes(q as u64),
-    }
-}
-
-/// `1.5 GiB`, `512 MiB`, `10 KiB`, `12 B`.
-pub fn human_bytes(b: u64) -> String {
-    const UNITS: &[&str] = &["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    let mut v = b as f64;
-    let mut i = 0;
-    while v >= 1024.0 && i + 1 < UNITS.len() {
-        v /= 1024.0;
-        i += 1;
-    }
-    if i == 0 {
-        format!("{b} B")
-    } else {
-        format!("{v:.1} {}", UNITS[i])
+        Threshold::Quantity(q) => human_bytes(q.trunc()),
     }
 }
 
 /// Judges the space of a filesystem against the kubelet's thresholds for the signals its
 /// roles map to (nodefs for the kubelet root, imagefs for the runtime data root), the
 /// image GC high threshold (image roles) and the fixed limits.
-pub fn assess_space(fs: &FsSample, s: &Settings, l: &Limits) -> Verdict {
-    assess(fs, s, l, false)
+pub fn assess_space(fs: &FsSample, s: &Settings, t: &Thresholds) -> Verdict {
+    assess(fs, s, t, false)
 }
 
 /// Judges the inodes of a filesystem (`*.inodesFree`, and the fixed used share).
-pub fn assess_inodes(fs: &FsSample, s: &Settings, l: &Limits) -> Verdict {
+pub fn assess_inodes(fs: &FsSample, s: &Settings, t: &Thresholds) -> Verdict {
     if fs.usage.files == 0 {
         // btrfs and some network filesystems report no inode counts.
         return Verdict::ok();
     }
-    assess(fs, s, l, true)
+    assess(fs, s, t, true)
 }
 
-fn assess(fs: &FsSample, s: &Settings, l: &Limits, inodes: bool) -> Verdict {
+fn assess(fs: &FsSample, s: &Settings, t: &Thresholds, inodes: bool) -> Verdict {
     let u = &fs.usage;
     let (cap, free, used_pct) = if inodes {
         (u.files as f64, u.files_free as f64, u.inodes_used_percent())
@@ -190,126 +281,77 @@ fn assess(fs: &FsSample, s: &Settings, l: &Limits, inodes: bool) -> Verdict {
     let mut families: Vec<&str> = fs.roles.iter().filter_map(|r| r.role.signal()).collect();
     families.sort_unstable();
     families.dedup();
-    let margin = cap * l.warning_margin_percent / 100.0;
+    let margin = cap * t.warning_margin_percent / 100.0;
     for fam in &families {
         let signal = format!("{fam}.{suffix}");
-        if let Some(t) = s.eviction_hard.get(&signal).filter(|t| !t.is_zero()) {
-            let min_free = t.min_free(cap);
-            let thr = format!("{signal}<{}", fmt_threshold(t));
+        if let Some(th) = s.eviction_hard.get(&signal).filter(|t| !t.is_zero()) {
+            let min_free = th.min_free(cap);
+            let thr = format!("{signal}<{}", fmt_threshold(th));
             if free <= min_free {
-                v.consider(Verdict {
-                    severity: Some(Severity::Critical),
-                    threshold: thr.clone(),
-                    origin: s.hard_origin.clone(),
-                    why: Text::new(
-                        format!(
-                            "at or past the kubelet's hard eviction threshold {thr} ({})",
-                            s.hard_origin
-                        ),
-                        format!(
-                            "已达到 kubelet 硬驱逐阈值 {thr}（来源：{}）",
-                            origin_zh(&s.hard_origin)
-                        ),
-                    ),
-                });
+                v.consider(Severity::Critical, Why::HardEviction, thr, &s.hard_origin);
             } else if free <= min_free + margin {
-                v.consider(Verdict {
-                    severity: Some(Severity::Warning),
-                    threshold: thr.clone(),
-                    origin: s.hard_origin.clone(),
-                    why: Text::new(
-                        format!(
-                            "within {} points of the kubelet's hard eviction threshold {thr} ({})",
-                            l.warning_margin_percent, s.hard_origin
-                        ),
-                        format!(
-                            "距 kubelet 硬驱逐阈值 {thr} 不足 {} 个百分点（来源：{}）",
-                            l.warning_margin_percent,
-                            origin_zh(&s.hard_origin)
-                        ),
-                    ),
-                });
+                v.consider(
+                    Severity::Warning,
+                    Why::NearHardEviction,
+                    thr,
+                    &s.hard_origin,
+                );
             }
         }
-        if let Some(t) = s.eviction_soft.get(&signal).filter(|t| !t.is_zero()) {
-            let thr = format!("{signal}<{}", fmt_threshold(t));
-            if free <= t.min_free(cap) {
-                v.consider(Verdict {
-                    severity: Some(Severity::Warning),
-                    threshold: thr.clone(),
-                    origin: s.soft_origin.clone(),
-                    why: Text::new(
-                        format!(
-                            "past the kubelet's soft eviction threshold {thr} ({})",
-                            s.soft_origin
-                        ),
-                        format!(
-                            "已超过 kubelet 软驱逐阈值 {thr}（来源：{}）",
-                            origin_zh(&s.soft_origin)
-                        ),
-                    ),
-                });
+        if let Some(th) = s.eviction_soft.get(&signal).filter(|t| !t.is_zero()) {
+            if free <= th.min_free(cap) {
+                let thr = format!("{signal}<{}", fmt_threshold(th));
+                v.consider(Severity::Warning, Why::SoftEviction, thr, &s.soft_origin);
             }
         }
     }
     if !inodes && fs.roles.iter().any(|r| r.role.is_image()) {
         let gc = s.image_gc_high_percent;
         if gc < 100.0 && used_pct > gc {
-            v.consider(Verdict {
-                severity: Some(Severity::Warning),
-                threshold: format!("imageGCHighThresholdPercent={gc}"),
-                origin: s.gc_origin.clone(),
-                why: Text::new(
-                    format!(
-                        "past the kubelet's image GC high threshold {gc}% ({})",
-                        s.gc_origin
-                    ),
-                    format!(
-                        "已超过 kubelet 镜像回收高水位 {gc}%（来源：{}）",
-                        origin_zh(&s.gc_origin)
-                    ),
-                ),
-            });
+            let thr = format!("imageGCHighThresholdPercent={gc}");
+            v.consider(Severity::Warning, Why::ImageGc, thr, &s.gc_origin);
         }
     }
     // Fixed limits, whatever the kubelet says (it may not run, or not protect this disk).
-    let crit_pct = l.critical_used_percent;
+    let crit_pct = t.critical_used_percent;
     if used_pct >= crit_pct {
-        v.consider(Verdict {
-            severity: Some(Severity::Critical),
-            threshold: format!("used>={crit_pct}%"),
-            origin: "node-doctor limit".into(),
-            why: Text::new(
-                format!("at or above node-doctor's {crit_pct}% used limit"),
-                format!("使用率达到 node-doctor 的 {crit_pct}% 上限"),
-            ),
-        });
+        let thr = format!("used>={crit_pct}%");
+        v.consider(Severity::Critical, Why::UsedLimit, thr, "node-doctor limit");
     }
-    let min_free = l.min_free_bytes as f64;
+    let min_free = t.min_free_bytes as f64;
     if !inodes && cap >= 10.0 * min_free && free < min_free {
-        let thr = human_bytes(l.min_free_bytes);
-        v.consider(Verdict {
-            severity: Some(Severity::Critical),
-            threshold: format!("available<{thr}"),
-            origin: "node-doctor limit".into(),
-            why: Text::new(
-                format!("under node-doctor's {thr} free limit"),
-                format!("可用空间低于 node-doctor 的 {thr} 下限"),
-            ),
-        });
+        let thr = format!("available<{}", human_bytes(min_free));
+        v.consider(Severity::Critical, Why::FreeLimit, thr, "node-doctor limit");
     }
     v
 }
 
-fn drain(ctx: &CollectContext) -> Cmd {
-    cmd!(
-        "kubectl drain {node} --ignore-daemonsets --delete-emptydir-data",
-        node = &ctx.node_name
-    )
-}
-
-fn uncordon(ctx: &CollectContext) -> Cmd {
-    cmd!("kubectl uncordon {node}", node = &ctx.node_name)
+/// Applies all disk rules.
+pub fn judge(sample: &DiskSample, t: &Thresholds) -> Vec<Draft> {
+    let settings = sample
+        .kubelet
+        .as_ref()
+        .map(|k| k.0.clone())
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    for fs in &sample.filesystems {
+        let space = assess_space(fs, &settings, t);
+        let inodes = assess_inodes(fs, &settings, t);
+        out.extend(filesystem_full(fs, &space, &settings, t));
+        out.extend(inodes_exhausted(fs, &inodes, t));
+        out.extend(deleted_open_files(fs, space.severity, t));
+    }
+    if let Some((s, path)) = &sample.kubelet {
+        out.extend(kubelet_unprotected(s, path));
+    }
+    if let Some(d) = &sample.docker {
+        out.extend(docker_log_unbounded(
+            d.config.as_ref(),
+            &d.daemon_json,
+            &d.data_root,
+        ));
+    }
+    out
 }
 
 /// Rotated logs in the order the handbook empties them: oldest rotation first, then size.
@@ -326,75 +368,56 @@ fn truncation_order(logs: &[LogFile]) -> Vec<&LogFile> {
     rotated
 }
 
+/// The verdict's threshold and its origin, and the figures its wording names.
+fn verdict(d: Draft, v: &Verdict, t: &Thresholds) -> Draft {
+    let d = d
+        .evidence("threshold", v.threshold.as_str())
+        .evidence("threshold_source", v.origin.as_str())
+        .var("warning_margin_percent", t.warning_margin_percent)
+        .var("critical_used_percent", t.critical_used_percent);
+    let d = with_origin(d, &v.origin);
+    match v.why {
+        Some(w) => d.when(w.condition()),
+        None => d,
+    }
+}
+
 /// `disk.filesystem_full`: a runtime or kubelet filesystem at or near its limit, with what
 /// fills it and the handbook's recovery.
-pub fn filesystem_full(
-    fs: &FsSample,
-    verdict: &Verdict,
-    ctx: &CollectContext,
-    host_path: &dyn Fn(&std::path::Path) -> String,
-) -> Option<Finding> {
-    let severity = verdict.severity?;
+fn filesystem_full(fs: &FsSample, v: &Verdict, s: &Settings, t: &Thresholds) -> Option<Draft> {
+    let severity = v.severity?;
     let u = &fs.usage;
-    let used = u.used_percent();
-    let avail = human_bytes(u.avail_bytes);
-    let size = human_bytes(u.size_bytes);
-    let roles = fs.role_names();
-    let mut f = Finding::new(
-        "disk.filesystem_full",
-        severity,
-        Text::new(
-            "Container runtime or kubelet filesystem is filling up",
-            "容器运行时或 kubelet 所在磁盘即将写满",
-        ),
-        Text::new(
-            format!(
-                "{mp} ({roles}) is {used:.1}% used with {avail} available of {size}: {why}.",
-                mp = fs.mount_point,
-                why = verdict.why.en
-            ),
-            format!(
-                "{mp}（{roles}）已使用 {used:.1}%，可用 {avail}，总量 {size}：{why}。",
-                mp = fs.mount_point,
-                why = verdict.why.zh
-            ),
-        ),
-    )
-    .subject(fs.mount_point.clone())
-    .evidence("mount_point", fs.mount_point.as_str())
-    .evidence("device", fs.device.as_str())
-    .evidence("fstype", fs.fstype.as_str())
-    .evidence("roles", roles.as_str())
-    .evidence("size_bytes", u.size_bytes)
-    .evidence("available_bytes", u.avail_bytes)
-    .evidence("used_percent", used)
-    .evidence("threshold", verdict.threshold.as_str())
-    .evidence("threshold_source", verdict.origin.as_str());
+    let mut d = Draft::new("disk.filesystem_full", severity)
+        .subject(fs.mount_point.clone())
+        .evidence("mount_point", fs.mount_point.as_str())
+        .evidence("device", fs.device.as_str())
+        .evidence("fstype", fs.fstype.as_str())
+        .evidence("roles", fs.role_names())
+        .evidence("size_bytes", u.size_bytes)
+        .evidence("available_bytes", u.avail_bytes)
+        .evidence("used_percent", u.used_percent())
+        .var("image_gc_high_percent", s.image_gc_high_percent)
+        .var("min_free_bytes", t.min_free_bytes);
+    d = verdict(d, v, t);
 
     // What fills it: logs, top directories, deleted-but-open files.
     if let Some(top) = fs.logs.first() {
-        f = f
-            .evidence("largest_log_path", host_path(&top.path))
+        d = d
+            .evidence("largest_log_path", top.path.to_string_lossy().into_owned())
             .evidence("largest_log_bytes", top.size_bytes)
-            .evidence("largest_log_rotated", top.rotated);
-        // Owner names only when known: no empty evidence values.
-        for (key, value) in [
-            ("largest_log_namespace", &top.namespace),
-            ("largest_log_pod", &top.pod),
-            ("largest_log_container", &top.container),
-        ] {
-            if let Some(v) = value {
-                f = f.evidence(key, v.as_str());
-            }
-        }
+            .evidence("largest_log_rotated", top.rotated)
+            // Owner names only when known: no empty evidence values.
+            .evidence_opt("largest_log_namespace", top.namespace.as_deref())
+            .evidence_opt("largest_log_pod", top.pod.as_deref())
+            .evidence_opt("largest_log_container", top.container.as_deref());
         let total: u64 = fs.logs.iter().map(|l| l.size_bytes).sum();
-        f = f.evidence("top_logs_bytes", total);
+        d = d.evidence("top_logs_bytes", total);
     }
     for (role, _, sizes) in &fs.dirs {
         for (name, bytes) in sizes.entries.iter().take(5) {
-            f = f.evidence(&format!("dir_{}_{}_bytes", role.as_str(), name), *bytes);
+            d = d.evidence(&format!("dir_{}_{}_bytes", role.as_str(), name), *bytes);
         }
-        f = f
+        d = d
             .evidence(
                 &format!("walk_{}_complete_ratio", role.as_str()),
                 sizes.complete_ratio,
@@ -403,158 +426,70 @@ pub fn filesystem_full(
     }
     let held = super::deleted::total(&fs.deleted, fs.dev);
     if !fs.deleted.is_empty() {
-        f = f.evidence("deleted_open_bytes", held);
+        d = d.evidence("deleted_open_bytes", held);
     }
 
-    // Recovery, in the handbook's order.
-    f = f
-        .step(Text::new(
-            "Confirm which directories of the runtime and the kubelet sit on this filesystem.",
-            "先确认容器运行时和 kubelet 的目录是否位于这块已满的磁盘上。",
-        ))
-        .command(cmd!("df -h {mount_point}", mount_point = &fs.mount_point));
+    // The logs to empty first, the data root to look in, the holder of deleted files.
     let order = truncation_order(&fs.logs);
     if !order.is_empty() {
-        f = f.step(Text::new(
-            "Free some room first so the runtime can stop cleanly: empty the largest container logs with `cat /dev/null >`, oldest rotation (highest number) first. Do not `rm` them: a file the runtime still holds open keeps its space until it is closed.",
-            "先腾出少量空间，保证运行时能正常停止：用 `cat /dev/null >` 清空最大的容器日志，优先处理编号最大（最旧）的轮转文件。不要用 `rm`：被进程打开着的文件删除后空间并不会释放。",
-        ));
-        for l in order {
-            f = f.command(cmd!("cat /dev/null > {file}", file = host_path(&l.path)));
-        }
+        let logs = order
+            .into_iter()
+            .map(|l| Item::new().value("file", l.path.to_string_lossy().into_owned()))
+            .collect();
+        d = d.items("logs", logs);
     }
-    if let Some(d) = fs.path_of(Role::DockerData) {
-        f = f.command(cmd!(
-            "du -sh {data_root}/containers/* | sort -h | tail -n 20",
-            data_root = d
-        ));
+    if let Some(root) = fs.path_of(Role::DockerData) {
+        d = d.var("docker_data_root", root);
     }
     if held > 0 {
         if let Some((pid, _, _, fd)) = super::deleted::holders(&fs.deleted, fs.dev).first() {
-            f = f.command(cmd!("ls -l /proc/{pid}/fd | grep '(deleted)'", pid = pid));
-            f = f.command(cmd!(
-                "cat /dev/null > /proc/{pid}/fd/{fd}",
-                pid = pid,
-                fd = fd
-            ));
+            d = d.var("deleted_pid", *pid).var("deleted_fd", *fd);
         }
     }
-    f = f
-        .step(Text::new(
-            "Cordon the node and move its pods elsewhere, so the runtime drops their containers, logs and writable layers when it restarts.",
-            "将节点设为不可调度并驱逐其上的 Pod，使运行时重启时一并清除这些容器的日志和可写层。",
-        ))
-        .command(drain(ctx));
-    let runtime = if fs.has(Role::DockerData) || fs.has(Role::DockerExec) {
-        Some("docker")
+    // The runtime to restart once there is room.
+    if fs.has(Role::DockerData) || fs.has(Role::DockerExec) {
+        d = d.when("docker");
     } else if fs.has(Role::ContainerdRoot) || fs.has(Role::ContainerdState) {
-        Some("containerd")
-    } else {
-        None
-    };
-    if let Some(rt) = runtime {
-        f = f
-            .step(Text::new(
-                format!("Restart {rt} once some space is free; a runtime stuck on a full disk often hangs until then."),
-                format!("腾出空间后重启 {rt}；磁盘写满时运行时往往会卡住，需先清理再重启。"),
-            ))
-            .command(if rt == "docker" {
-                Cmd::fixed("systemctl restart docker")
-            } else {
-                Cmd::fixed("systemctl restart containerd")
-            });
+        d = d.when("containerd");
     }
-    f = f
-        .step(Text::new(
-            "When the pods have moved, find what filled the disk (the largest directories and logs above) and clean it up; then make sure kubelet image GC and eviction thresholds, docker log-opts max-size/max-file and kubelet containerLogMaxSize are set so it cannot recur.",
-            "Pod 迁走后，根据上面列出的最大目录和日志找出写满磁盘的原因并清理；再检查 kubelet 的镜像回收与驱逐阈值、docker 的 log-opts max-size/max-file、kubelet 的 containerLogMaxSize 是否配置，避免再次发生。",
-        ))
-        .step(Text::new(
-            "Make the node schedulable again.",
-            "恢复节点可调度。",
-        ))
-        .command(uncordon(ctx))
-        .source(HANDBOOK, SECTION)
-        .see_also(see_also::DISK_FULL);
-    Some(f)
+    Some(d)
 }
 
 /// `disk.inodes_exhausted`: a runtime or kubelet filesystem running out of inodes.
-pub fn inodes_exhausted(fs: &FsSample, verdict: &Verdict, ctx: &CollectContext) -> Option<Finding> {
-    let severity = verdict.severity?;
+fn inodes_exhausted(fs: &FsSample, v: &Verdict, t: &Thresholds) -> Option<Draft> {
+    let severity = v.severity?;
     let u = &fs.usage;
-    let used = u.inodes_used_percent();
-    let roles = fs.role_names();
-    let mut f = Finding::new(
-        "disk.inodes_exhausted",
-        severity,
-        Text::new(
-            "Container runtime or kubelet filesystem is running out of inodes",
-            "容器运行时或 kubelet 所在磁盘 inode 即将耗尽",
-        ),
-        Text::new(
-            format!(
-                "{mp} ({roles}) has {free} of {files} inodes free ({used:.1}% used): {why}.",
-                mp = fs.mount_point,
-                free = u.files_free,
-                files = u.files,
-                why = verdict.why.en
-            ),
-            format!(
-                "{mp}（{roles}）仅剩 {free}/{files} 个 inode（已用 {used:.1}%）：{why}。",
-                mp = fs.mount_point,
-                free = u.files_free,
-                files = u.files,
-                why = verdict.why.zh
-            ),
-        ),
-    )
-    .subject(fs.mount_point.clone())
-    .evidence("mount_point", fs.mount_point.as_str())
-    .evidence("device", fs.device.as_str())
-    .evidence("roles", roles.as_str())
-    .evidence("inodes", u.files)
-    .evidence("inodes_free", u.files_free)
-    .evidence("inodes_used_percent", used)
-    .evidence("threshold", verdict.threshold.as_str())
-    .evidence("threshold_source", verdict.origin.as_str())
-    .step(Text::new(
-        "Find the directories holding the most files on this filesystem; many small files (pod emptyDir volumes, image layers, leftover sockets or caches) exhaust inodes long before space.",
-        "找出这块磁盘上文件数最多的目录；大量小文件（Pod 的 emptyDir、镜像层、残留的缓存文件）会先于空间耗尽 inode。",
-    ))
-    .command(cmd!("df -i {mount_point}", mount_point = &fs.mount_point));
-    for r in &fs.roles {
-        f = f.command(cmd!(
-            "du --inodes -x -d 2 {dir} | sort -n | tail -n 20",
-            dir = &r.host_path
-        ));
-    }
-    f = f
-        .step(Text::new(
-            "Cordon and drain the node, remove the files (or the pods producing them), then make it schedulable again.",
-            "将节点设为不可调度并驱逐 Pod，清理这些文件（或产生它们的 Pod）后再恢复调度。",
-        ))
-        .command(drain(ctx))
-        .command(uncordon(ctx))
-        .source(HANDBOOK, SECTION)
-        .see_also(see_also::DISK_FULL);
-    Some(f)
+    let dirs = fs
+        .roles
+        .iter()
+        .map(|r| Item::new().value("dir", r.host_path.as_str()))
+        .collect();
+    let d = Draft::new("disk.inodes_exhausted", severity)
+        .subject(fs.mount_point.clone())
+        .evidence("mount_point", fs.mount_point.as_str())
+        .evidence("device", fs.device.as_str())
+        .evidence("roles", fs.role_names())
+        .evidence("inodes", u.files)
+        .evidence("inodes_free", u.files_free)
+        .evidence("inodes_used_percent", u.inodes_used_percent())
+        .items("role_dirs", dirs);
+    Some(verdict(d, v, t))
 }
 
 /// `disk.deleted_open_files`: space on a runtime/kubelet filesystem held by deleted files
 /// that a process keeps open.
-pub fn deleted_open_files(
+fn deleted_open_files(
     fs: &FsSample,
     fs_severity: Option<Severity>,
-    l: &Limits,
-) -> Option<Finding> {
+    t: &Thresholds,
+) -> Option<Draft> {
     let held = super::deleted::total(&fs.deleted, fs.dev);
     let share = if fs.usage.size_bytes == 0 {
         0.0
     } else {
         held as f64 * 100.0 / fs.usage.size_bytes as f64
     };
-    if held == 0 || (held < l.deleted_min_bytes && share < l.deleted_min_percent) {
+    if held == 0 || (held < t.deleted_min_bytes && share < t.deleted_min_percent) {
         return None;
     }
     let holders = super::deleted::holders(&fs.deleted, fs.dev);
@@ -571,200 +506,96 @@ pub fn deleted_open_files(
         .map(|d| d.path.clone())
         .next()
         .unwrap_or_default();
-    let mut f = Finding::new(
-        "disk.deleted_open_files",
-        severity,
-        Text::new(
-            "Deleted files still hold disk space",
-            "已删除的文件仍占用磁盘空间",
-        ),
-        Text::new(
-            format!(
-                "{h} ({share:.1}% of {mp}) is held by deleted files that processes keep open; the largest holder is pid {pid} ({comm}) with {b}. Removing a file with rm frees nothing while a process holds it.",
-                h = human_bytes(held),
-                mp = fs.mount_point,
-                b = human_bytes(bytes)
-            ),
-            format!(
-                "{mp} 上有 {h}（{share:.1}%）被已删除但仍被进程打开的文件占用；占用最多的是 pid {pid}（{comm}），共 {b}。进程仍持有的文件用 rm 删除并不会释放空间。",
-                h = human_bytes(held),
-                mp = fs.mount_point,
-                b = human_bytes(bytes)
-            ),
-        ),
-    )
-    .subject(fs.mount_point.clone())
-    .evidence("mount_point", fs.mount_point.as_str())
-    .evidence("deleted_open_bytes", held)
-    .evidence("deleted_open_percent", share)
-    .evidence("top_pid", pid)
-    .evidence("top_comm", comm.as_str())
-    .evidence("top_bytes", bytes)
-    .evidence("top_fd", fd)
-    .evidence("top_path", example.as_str())
-    .evidence("holders", holders.len());
+    let mut d = Draft::new("disk.deleted_open_files", severity)
+        .subject(fs.mount_point.clone())
+        .evidence("mount_point", fs.mount_point.as_str())
+        .evidence("deleted_open_bytes", held)
+        .evidence("deleted_open_percent", share)
+        .evidence("top_pid", pid)
+        .evidence("top_comm", comm)
+        .evidence("top_bytes", bytes)
+        .evidence("top_fd", fd)
+        .evidence("top_path", example)
+        .evidence("holders", holders.len());
     for (i, (p, c, b, _)) in holders.iter().enumerate().skip(1).take(4) {
-        f = f.evidence(&format!("holder_{}", i + 1), format!("{p} {c} {b}"));
+        d = d.evidence(&format!("holder_{}", i + 1), format!("{p} {c} {b}"));
     }
-    f = f
-        .step(Text::new(
-            "Look at the holder's open descriptors that point to deleted files.",
-            "查看该进程打开着的、已被删除的文件描述符。",
-        ))
-        .command(cmd!("ls -l /proc/{pid}/fd | grep '(deleted)'", pid = pid))
-        .step(Text::new(
-            "Release the space without stopping the process by emptying the file through its descriptor; or restart the holder (for dockerd or containerd, drain the node first). Next time empty logs with `cat /dev/null >` instead of `rm`.",
-            "可通过文件描述符清空该文件，在不停进程的情况下释放空间；或重启持有它的进程（若是 dockerd/containerd，先驱逐节点上的 Pod）。以后清理日志请用 `cat /dev/null >`，不要用 `rm`。",
-        ))
-        .command(cmd!("cat /dev/null > /proc/{pid}/fd/{fd}", pid = pid, fd = fd))
-        .source(HANDBOOK, SECTION)
-        .see_also(see_also::DISK_FULL);
-    Some(f)
+    Some(d)
 }
 
 /// `disk.kubelet_unprotected`: kubelet settings that leave the disk without eviction or
 /// image GC.
-pub fn kubelet_unprotected(s: &Settings, config_path: &str) -> Option<Finding> {
-    let mut problems: Vec<(String, String)> = Vec::new();
+fn kubelet_unprotected(s: &Settings, config_path: &str) -> Option<Draft> {
+    let mut issues = Vec::new();
     for signal in ["nodefs.available", "imagefs.available", "nodefs.inodesFree"] {
-        match s.eviction_hard.get(signal) {
-            None => problems.push((
-                format!(
-                    "no hard eviction threshold for {signal} ({})",
-                    s.hard_origin
-                ),
-                format!("{signal} 没有硬驱逐阈值（{}）", origin_zh(&s.hard_origin)),
-            )),
-            Some(t) if t.is_zero() => problems.push((
-                format!(
-                    "{signal} hard eviction threshold is 0, which disables it ({})",
-                    s.hard_origin
-                ),
-                format!(
-                    "{signal} 硬驱逐阈值为 0，等于关闭（{}）",
-                    origin_zh(&s.hard_origin)
-                ),
-            )),
-            Some(_) => {}
-        }
-    }
-    if s.image_gc_high_percent >= 100.0 {
-        problems.push((
-            format!(
-                "image GC high threshold is {}%, so images are never collected ({})",
-                s.image_gc_high_percent, s.gc_origin
-            ),
-            format!(
-                "镜像回收高水位为 {}%，镜像永远不会被回收（{}）",
-                s.image_gc_high_percent,
-                origin_zh(&s.gc_origin)
-            ),
+        let issue = match s.eviction_hard.get(signal) {
+            None => "no_hard_threshold",
+            Some(t) if t.is_zero() => "zero_hard_threshold",
+            Some(_) => continue,
+        };
+        issues.push(item_origin(
+            Item::new().value("signal", signal).when(issue),
+            &s.hard_origin,
         ));
     }
-    if problems.is_empty() {
+    if s.image_gc_high_percent >= 100.0 {
+        issues.push(item_origin(
+            Item::new().when("image_gc_never"),
+            &s.gc_origin,
+        ));
+    }
+    if issues.is_empty() {
         return None;
     }
-    let en: Vec<&str> = problems.iter().map(|p| p.0.as_str()).collect();
-    let zh: Vec<&str> = problems.iter().map(|p| p.1.as_str()).collect();
-    let mut f = Finding::new(
-        "disk.kubelet_unprotected",
-        Severity::Warning,
-        Text::new(
-            "Kubelet does not protect the node's disk",
-            "kubelet 未对节点磁盘做保护",
-        ),
-        Text::new(
-            format!("The kubelet will let the disk fill up: {}.", en.join("; ")),
-            format!("kubelet 不会阻止磁盘被写满：{}。", zh.join("；")),
-        ),
-    )
-    .subject("kubelet")
-    .evidence("config_path", config_path)
-    .evidence("eviction_hard_source", s.hard_origin.as_str())
-    .evidence("image_gc_high_threshold_percent", s.image_gc_high_percent)
-    .evidence("problems", problems.len());
+    let mut d = Draft::new("disk.kubelet_unprotected", Severity::Warning)
+        .subject("kubelet")
+        .evidence("config_path", config_path)
+        .evidence("eviction_hard_source", s.hard_origin.as_str())
+        .evidence("image_gc_high_threshold_percent", s.image_gc_high_percent)
+        .evidence("problems", issues.len());
     for (k, t) in &s.eviction_hard {
-        f = f.evidence(&format!("eviction_hard_{k}"), fmt_threshold(t));
+        d = d.evidence(&format!("eviction_hard_{k}"), fmt_threshold(t));
     }
-    f.step(Text::new(
-        "Give the kubelet disk eviction thresholds (for example nodefs.available<10%, nodefs.inodesFree<5%, imagefs.available<15%) and an image GC high threshold below 100 (85 is the default), in its config file or flags; when setting evictionHard list every signal, as the ones left out get no threshold.",
-        "在 kubelet 配置文件或启动参数中设置磁盘驱逐阈值（如 nodefs.available<10%、nodefs.inodesFree<5%、imagefs.available<15%）以及低于 100 的镜像回收高水位（默认 85）；配置 evictionHard 时要写全所有信号，未写出的信号将没有阈值。",
-    ))
-    .command(cmd!(
-        "grep -nE 'eviction|imageGC' {config}; ps -o args= -C kubelet",
-        config = config_path
-    ))
-    .step(Text::new(
-        "Restart the kubelet to apply the change.",
-        "重启 kubelet 使配置生效。",
-    ))
-    .command("systemctl restart kubelet")
-    .source(HANDBOOK, SECTION_PREVENT)
-    .into()
+    Some(d.items("issues", issues))
 }
 
 /// `disk.docker_log_unbounded`: docker's json-file logging without a size limit. `d` is
 /// `None` when the daemon config file does not exist (docker's defaults then apply: json-file
 /// without a size limit).
-pub fn docker_log_unbounded(
+fn docker_log_unbounded(
     d: Option<&DaemonConfig>,
     daemon_json: &str,
     data_root: &str,
-) -> Option<Finding> {
+) -> Option<Draft> {
     let defaults = DaemonConfig::default();
     let cfg = d.unwrap_or(&defaults);
     if cfg.log_driver() != "json-file" || cfg.log_max_size.is_some() {
         return None;
     }
-    let (why_en, why_zh) = if d.is_some() {
-        (
-            format!("{daemon_json} sets no log-opts max-size"),
-            format!("{daemon_json} 未设置 log-opts max-size"),
-        )
-    } else {
-        (
-            format!("there is no {daemon_json}, so docker's default applies: no size limit"),
-            format!("节点上没有 {daemon_json}，docker 默认不限制日志大小"),
-        )
-    };
-    let mut f = Finding::new(
-        "disk.docker_log_unbounded",
-        Severity::Warning,
-        Text::new(
-            "Docker container logs have no size limit",
-            "docker 容器日志没有大小限制",
-        ),
-        Text::new(
-            format!("Docker logs with json-file and {why_en}, so one chatty container can fill {data_root}."),
-            format!("docker 使用 json-file 日志驱动，但{why_zh}，单个容器的大量输出就可能写满 {data_root}。"),
-        ),
+    Some(
+        Draft::new("disk.docker_log_unbounded", Severity::Warning)
+            .subject("docker")
+            .evidence("daemon_json", daemon_json)
+            .evidence("daemon_json_exists", d.is_some())
+            .evidence("log_driver", cfg.log_driver())
+            .evidence_opt("log_max_file", cfg.log_max_file.as_deref())
+            .var("data_root", data_root)
+            .when_if("no_daemon_json", d.is_none()),
     )
-    .subject("docker")
-    .evidence("daemon_json", daemon_json)
-    .evidence("daemon_json_exists", d.is_some())
-    .evidence("log_driver", cfg.log_driver());
-    if let Some(n) = &cfg.log_max_file {
-        f = f.evidence("log_max_file", n.as_str());
-    }
-    f = f.step(Text::new(
-        "Add log-opts max-size and max-file to daemon.json (create the file if it does not exist) and restart docker; the limit applies to containers created afterwards.",
-        "在 daemon.json 中加入 log-opts 的 max-size 与 max-file（文件不存在时新建）并重启 docker；该限制只对之后新建的容器生效。",
-    ));
-    if d.is_some() {
-        f = f.command(cmd!("cat {daemon_json}", daemon_json = daemon_json));
-    }
-    f.command(r#"# in daemon.json: "log-driver": "json-file", "log-opts": {"max-size": "100m", "max-file": "5"}"#)
-        .command("systemctl restart docker")
-        .source(HANDBOOK, SECTION_PREVENT)
-        .into()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::finding::Finding;
     use crate::runtime::kubelet::{effective, parse_config};
 
     const GIB_U: u64 = 1 << 30;
+
+    /// Drafts in the built-in words.
+    fn render(d: Draft) -> Finding {
+        crate::rules::RuleBook::builtin().render(d, "node-1")
+    }
 
     fn fs(roles: &[Role], size: u64, avail: u64) -> FsSample {
         FsSample {
@@ -795,49 +626,74 @@ mod tests {
     #[test]
     fn default_thresholds_per_role() {
         let s = Settings::default();
-        let l = Limits::default();
+        let t = Thresholds::default();
         // 100 GiB imagefs with 14 GiB free: past imagefs.available<15% -> critical.
-        let v = assess_space(&fs(&[Role::DockerData], 100 * GIB_U, 14 * GIB_U), &s, &l);
+        let v = assess_space(&fs(&[Role::DockerData], 100 * GIB_U, 14 * GIB_U), &s, &t);
         assert_eq!(v.severity, Some(Severity::Critical));
         assert_eq!(v.threshold, "imagefs.available<15%");
         assert_eq!(v.origin, "kubelet default");
+        assert_eq!(v.why, Some(Why::HardEviction));
         // Same figures on a kubelet-only filesystem: nodefs 10% + 5 points -> warning.
-        let v = assess_space(&fs(&[Role::Kubelet], 100 * GIB_U, 14 * GIB_U), &s, &l);
+        let v = assess_space(&fs(&[Role::Kubelet], 100 * GIB_U, 14 * GIB_U), &s, &t);
         assert_eq!(v.severity, Some(Severity::Warning));
         assert_eq!(v.threshold, "nodefs.available<10%");
+        assert_eq!(v.why, Some(Why::NearHardEviction));
         // 20% free on imagefs: within 5 points of 15% -> warning.
-        let v = assess_space(&fs(&[Role::DockerData], 100 * GIB_U, 19 * GIB_U), &s, &l);
+        let v = assess_space(&fs(&[Role::DockerData], 100 * GIB_U, 19 * GIB_U), &s, &t);
         assert_eq!(v.severity, Some(Severity::Warning));
         // Healthy.
         let v = assess_space(
             &fs(&[Role::DockerData, Role::Kubelet], 100 * GIB_U, 50 * GIB_U),
             &s,
-            &l,
+            &t,
         );
         assert_eq!(v.severity, None);
+        assert_eq!(v.why, None);
     }
 
     #[test]
     fn exec_root_uses_fixed_limits_only() {
         let s = Settings::default();
-        let l = Limits::default();
+        let t = Thresholds::default();
         // A small tmpfs at 90%: no kubelet signal applies, below 95% -> fine.
-        let v = assess_space(&fs(&[Role::DockerExec], 512 << 20, 51 << 20), &s, &l);
+        let v = assess_space(&fs(&[Role::DockerExec], 512 << 20, 51 << 20), &s, &t);
         assert_eq!(v.severity, None);
-        let v = assess_space(&fs(&[Role::DockerExec], 512 << 20, 20 << 20), &s, &l);
+        let v = assess_space(&fs(&[Role::DockerExec], 512 << 20, 20 << 20), &s, &t);
         assert_eq!(v.severity, Some(Severity::Critical));
         assert_eq!(v.threshold, "used>=95%");
+        assert_eq!(v.why, Some(Why::UsedLimit));
     }
 
     #[test]
     fn under_one_gib_on_a_big_disk() {
         let mut s = Settings::default();
         s.eviction_hard.clear();
-        let l = Limits::default();
+        let t = Thresholds::default();
         // 10 GiB with 0.9 GiB free is 91% used: only the 1 GiB floor applies.
-        let v = assess_space(&fs(&[Role::DockerData], 10 * GIB_U, GIB_U * 9 / 10), &s, &l);
+        let f = fs(&[Role::DockerData], 10 * GIB_U, GIB_U * 9 / 10);
+        let v = assess_space(&f, &s, &t);
         assert_eq!(v.severity, Some(Severity::Critical));
         assert_eq!(v.threshold, "available<1.0 GiB");
+        assert_eq!(v.why, Some(Why::FreeLimit));
+        let sample = DiskSample {
+            filesystems: vec![f],
+            kubelet: Some((s, "/var/lib/kubelet/config.yaml".into())),
+            ..DiskSample::default()
+        };
+        let drafts = judge(&sample, &t);
+        assert_eq!(
+            drafts.iter().map(|d| d.id.as_str()).collect::<Vec<_>>(),
+            ["disk.filesystem_full", "disk.kubelet_unprotected"]
+        );
+        let f = render(drafts[0].clone());
+        assert!(
+            f.summary
+                .en
+                .ends_with(": under node-doctor's 1.0 GiB free limit."),
+            "{}",
+            f.summary.en
+        );
+        assert!(f.summary.zh.contains("node-doctor 的 1.0 GiB 下限"));
     }
 
     #[test]
@@ -847,32 +703,90 @@ mod tests {
         )
         .unwrap();
         let s = effective(&[], Some(&c), "/etc/kubelet.yaml");
-        let l = Limits::default();
-        let v = assess_space(&fs(&[Role::DockerData], 100 * GIB_U, 28 * GIB_U), &s, &l);
+        let t = Thresholds::default();
+        let f = fs(&[Role::DockerData], 100 * GIB_U, 28 * GIB_U);
+        let v = assess_space(&f, &s, &t);
         assert_eq!(v.severity, Some(Severity::Warning));
+        assert_eq!(v.why, Some(Why::ImageGc));
+        let d = filesystem_full(&f, &v, &s, &t).unwrap();
+        let r = render(d);
         assert!(
-            v.why.en.contains("image GC high threshold 70%"),
+            r.summary.en.contains(
+                "past the kubelet's image GC high threshold 70% (imageGCHighThresholdPercent in /etc/kubelet.yaml)"
+            ),
             "{}",
-            v.why.en
+            r.summary.en
         );
-        let v = assess_space(&fs(&[Role::DockerData], 100 * GIB_U, 24 * GIB_U), &s, &l);
+        assert!(
+            r.summary.zh.contains(
+                "镜像回收高水位 70%（来源：imageGCHighThresholdPercent 位于 /etc/kubelet.yaml）"
+            ),
+            "{}",
+            r.summary.zh
+        );
+        let v = assess_space(&fs(&[Role::DockerData], 100 * GIB_U, 24 * GIB_U), &s, &t);
         assert_eq!(v.severity, Some(Severity::Warning));
         assert_eq!(v.threshold, "imagefs.available<25%");
         assert_eq!(v.origin, "evictionSoft in /etc/kubelet.yaml");
+        assert_eq!(v.why, Some(Why::SoftEviction));
+    }
+
+    #[test]
+    fn origins_are_translated_by_kind() {
+        let o = origin("--eviction-hard flag of the running kubelet");
+        assert_eq!(
+            (o.condition, o.flag, o.setting_in),
+            ("origin_flag", Some("--eviction-hard"), None)
+        );
+        let o = origin("evictionHard in /var/lib/kubelet/config.yaml");
+        assert_eq!(
+            (o.condition, o.setting_in),
+            (
+                "origin_file",
+                Some(("evictionHard", "/var/lib/kubelet/config.yaml"))
+            )
+        );
+        assert_eq!(origin("kubelet default").condition, "origin_default");
+        assert_eq!(origin("node-doctor limit").condition, "origin_other");
+        // A flag verdict reads in Chinese as the flag of the running kubelet.
+        let s = effective(
+            &[
+                "kubelet".into(),
+                "--eviction-hard=imagefs.available<30%".into(),
+            ],
+            None,
+            "",
+        );
+        let t = Thresholds::default();
+        let f = fs(&[Role::DockerData], 100 * GIB_U, 29 * GIB_U);
+        let v = assess_space(&f, &s, &t);
+        let r = render(filesystem_full(&f, &v, &s, &t).unwrap());
+        assert!(
+            r.summary.zh.contains(
+                "imagefs.available<30%（来源：--eviction-hard （运行中 kubelet 的启动参数））"
+            ),
+            "{}",
+            r.summary.zh
+        );
     }
 
     #[test]
     fn inodes_use_inode_signals() {
         let s = Settings::default();
-        let l = Limits::default();
+        let t = Thresholds::default();
         let mut f = fs(&[Role::Kubelet], 100 * GIB_U, 50 * GIB_U);
         f.usage.files = 1_000_000;
         f.usage.files_free = 30_000;
-        let v = assess_inodes(&f, &s, &l);
+        let v = assess_inodes(&f, &s, &t);
         assert_eq!(v.severity, Some(Severity::Critical));
         assert_eq!(v.threshold, "nodefs.inodesFree<5%");
+        let r = render(inodes_exhausted(&f, &v, &t).unwrap());
+        assert_eq!(
+            r.remediation.commands[1],
+            "du --inodes -x -d 2 /var/lib/docker | sort -n | tail -n 20"
+        );
         f.usage.files = 0;
-        assert_eq!(assess_inodes(&f, &s, &l).severity, None);
+        assert_eq!(assess_inodes(&f, &s, &t).severity, None);
     }
 
     #[test]
@@ -882,7 +796,7 @@ mod tests {
         );
         let c = parse_config("evictionHard:\n  memory.available: 100Mi\n  nodefs.available: \"0%\"\nimageGCHighThresholdPercent: 100\n").unwrap();
         let s = effective(&[], Some(&c), "/var/lib/kubelet/config.yaml");
-        let f = kubelet_unprotected(&s, "/var/lib/kubelet/config.yaml").unwrap();
+        let f = render(kubelet_unprotected(&s, "/var/lib/kubelet/config.yaml").unwrap());
         assert_eq!(f.severity, Severity::Warning);
         assert_eq!(f.evidence["problems"].as_f64(), Some(4.0));
         assert!(f
@@ -894,13 +808,21 @@ mod tests {
             .en
             .contains("no hard eviction threshold for imagefs.available"));
         assert!(f.summary.en.contains("image GC high threshold is 100%"));
+        assert!(
+            f.summary.zh.contains(
+                "；镜像回收高水位为 100%，镜像永远不会被回收（imageGCHighThresholdPercent 位于 /var/lib/kubelet/config.yaml）。"
+            ),
+            "{}",
+            f.summary.zh
+        );
     }
 
     #[test]
     fn docker_log_limits() {
         let d = DaemonConfig::default();
-        let f =
-            docker_log_unbounded(Some(&d), "/etc/docker/daemon.json", "/var/lib/docker").unwrap();
+        let f = render(
+            docker_log_unbounded(Some(&d), "/etc/docker/daemon.json", "/var/lib/docker").unwrap(),
+        );
         assert_eq!(f.id, "disk.docker_log_unbounded");
         assert!(f
             .summary
@@ -934,7 +856,9 @@ mod tests {
     fn docker_log_limits_without_a_daemon_json() {
         // No daemon.json: docker's defaults (json-file, unlimited). The finding says the file
         // is missing instead of claiming it lacks a setting, and does not `cat` it.
-        let f = docker_log_unbounded(None, "/etc/docker/daemon.json", "/var/lib/docker").unwrap();
+        let f = render(
+            docker_log_unbounded(None, "/etc/docker/daemon.json", "/var/lib/docker").unwrap(),
+        );
         assert!(
             f.summary.en.contains("there is no /etc/docker/daemon.json"),
             "{}",
@@ -953,9 +877,9 @@ mod tests {
     }
 
     #[test]
-    fn human() {
-        assert_eq!(human_bytes(12), "12 B");
-        assert_eq!(human_bytes(5 * GIB_U), "5.0 GiB");
-        assert_eq!(human_bytes(1536), "1.5 KiB");
+    fn thresholds_print_as_the_kubelet_writes_them() {
+        assert_eq!(fmt_threshold(&Threshold::Percent(10.0)), "10%");
+        assert_eq!(fmt_threshold(&Threshold::Quantity(1536.0)), "1.5 KiB");
+        assert_eq!(fmt_threshold(&Threshold::Quantity(12.7)), "12 B");
     }
 }

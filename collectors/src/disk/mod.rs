@@ -1,12 +1,18 @@
 //! Collector `disk`: the filesystems under the container runtime's and the kubelet's
 //! directories, how full they are against the kubelet's own thresholds, what fills them
 //! (largest container logs, top directories from a bounded walk, deleted-but-open files),
-//! and the handbook's recovery (节点磁盘爆满排障处理).
+//! and the handbook's recovery (its node-disk-full section, whose title and words are in
+//! `collectors/rules/disk.toml`).
 //!
 //! Reads: `<root>/proc/1/mountinfo`; `/etc/docker/daemon.json`; `/etc/containerd/config.toml`;
 //! the kubelet's, dockerd's and containerd's `/proc/<pid>/cmdline`; the kubelet config file;
 //! `statvfs` of each directory; `<data-root>/containers/*/`; `/var/log/pods/*/*/`;
 //! `/proc/*/fd` (only when a filesystem needs attention).
+//!
+//! The shape of every collector: `DiskCollector::sample` reads the host into a typed
+//! [`DiskSample`]; [`judge::judge`] turns it into drafts under [`DiskConfig::thresholds`];
+//! `collect` renders them in the words of `collectors/rules/disk.toml`
+//! ([`CollectContext::render`]) and adds the metrics of the sample.
 
 pub mod deleted;
 pub mod judge;
@@ -19,14 +25,13 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::collector::{CollectContext, Collection, Collector, Status, TransitionLog};
-use crate::finding::Finding;
 use crate::host::HostPaths;
 use crate::metric::Metric;
 use crate::proc::mountinfo::{self, Mount};
 use crate::runtime::discover::{self, Discovery, Locations, Role};
 use crate::sys::statvfs::{self, FsUsage, StatFsFn};
 
-pub use judge::{FsSample, Limits, RoleDir};
+pub use judge::{DiskSample, DockerSample, FsSample, RoleDir, Thresholds};
 
 /// Settings of the disk collector.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,8 +40,8 @@ pub struct DiskConfig {
     pub runtime: Locations,
     /// CRI pod log directory (host path).
     pub pod_log_dir: String,
-    /// Fixed limits besides the kubelet's thresholds.
-    pub limits: Limits,
+    /// Thresholds besides the kubelet's own (which come from its settings).
+    pub thresholds: Thresholds,
     /// How many of the largest logs to report.
     pub top_logs: usize,
     /// Directory-walk budget per cycle: entries...
@@ -52,7 +57,7 @@ impl Default for DiskConfig {
         DiskConfig {
             runtime: Locations::default(),
             pod_log_dir: "/var/log/pods".to_string(),
-            limits: Limits::default(),
+            thresholds: Thresholds::default(),
             top_logs: 5,
             walk_budget_entries: 20_000,
             walk_budget: Duration::from_millis(20),
@@ -143,11 +148,14 @@ impl DiskCollector {
         hv.map(|m| (m, m.mount_point.to_string_lossy().into_owned()))
     }
 
-    fn run(&mut self, ctx: &CollectContext) -> Collection {
+    /// Reads everything the rules look at: the filesystems of the runtime and kubelet
+    /// directories with what fills them, the kubelet's settings, docker's logging. `Err` with
+    /// the reason when there is nothing to judge (no such directory).
+    fn sample(&mut self) -> Result<(DiskSample, Status), String> {
         let disc = self.discover();
         let mut notes = disc.notes.clone();
         if disc.dirs.is_empty() {
-            return Collection::unavailable(format!(
+            return Err(format!(
                 "no container runtime or kubelet directory under {}: looked for the docker data/exec roots, the containerd root/state and the kubelet root dir",
                 self.host.root().display()
             ));
@@ -271,35 +279,27 @@ impl DiskCollector {
         let mut overall = logs::largest(all_logs.into_iter().map(|x| x.1).collect(), top_n);
         self.labels.annotate(&mut overall);
 
-        // Judge space and inodes.
+        // Which filesystems need attention (a walk, an fd scan): those the rules will judge
+        // at warning or worse.
         let settings = disc
             .kubelet
             .as_ref()
             .map(|k| k.0.clone())
             .unwrap_or_default();
-        let limits = self.config.limits;
-        let mut verdicts: HashMap<String, (judge::Verdict, judge::Verdict)> = HashMap::new();
-        for key in &order {
-            if stat_failed.contains(key) {
-                continue;
-            }
-            if let Some(g) = groups.get(key) {
-                verdicts.insert(
-                    key.clone(),
-                    (
-                        judge::assess_space(g, &settings, &limits),
-                        judge::assess_inodes(g, &settings, &limits),
-                    ),
-                );
-            }
-        }
+        let thresholds = self.config.thresholds;
         let attention: Vec<String> = order
             .iter()
             .filter(|k| {
                 self.config.walk_when_healthy
-                    || verdicts
-                        .get(*k)
-                        .is_some_and(|(s, i)| s.severity.is_some() || i.severity.is_some())
+                    || !stat_failed.contains(*k)
+                        && groups.get(*k).is_some_and(|g| {
+                            judge::assess_space(g, &settings, &thresholds)
+                                .severity
+                                .is_some()
+                                || judge::assess_inodes(g, &settings, &thresholds)
+                                    .severity
+                                    .is_some()
+                        })
             })
             .cloned()
             .collect();
@@ -335,7 +335,7 @@ impl DiskCollector {
                     .or_insert_with(|| walk::Walker::new(agent.clone()));
                 let now = Instant::now();
                 if remaining > 0 && now < deadline {
-                    let spent = w.step(walk::Budget {
+                    let spent = w.advance(walk::Budget {
                         entries: remaining,
                         time: deadline - now,
                     });
@@ -384,37 +384,48 @@ impl DiskCollector {
             }
         }
 
-        // Findings.
-        let mut findings: Vec<Finding> = Vec::new();
-        let host = self.host.clone();
-        let host_path = move |p: &Path| -> String {
-            host.host_side(p)
-                .unwrap_or_else(|| p.to_path_buf())
-                .to_string_lossy()
-                .into_owned()
-        };
-        for key in &order {
-            let (Some(g), Some((space, inodes))) = (groups.get(key), verdicts.get(key)) else {
-                continue;
-            };
-            findings.extend(judge::filesystem_full(g, space, ctx, &host_path));
-            findings.extend(judge::inodes_exhausted(g, inodes, ctx));
-            findings.extend(judge::deleted_open_files(g, space.severity, &limits));
-        }
-        if let Some((s, path)) = &disc.kubelet {
-            findings.extend(judge::kubelet_unprotected(s, path));
-        }
-        if let Some((d, path, data_root)) = &disc.docker {
-            findings.extend(judge::docker_log_unbounded(d.as_ref(), path, data_root));
-        }
-
-        // Metrics.
-        let mut metrics = Vec::new();
-        for key in &order {
-            if stat_failed.contains(key) {
-                continue;
+        // The paths the findings print are the host's.
+        let host = &self.host;
+        let host_side = |l: &mut logs::LogFile| {
+            if let Some(p) = host.host_side(&l.path) {
+                l.path = p;
             }
-            let Some(g) = groups.get(key) else { continue };
+        };
+        overall.iter_mut().for_each(host_side);
+        let filesystems = order
+            .iter()
+            .filter(|k| !stat_failed.contains(*k))
+            .filter_map(|k| groups.remove(k))
+            .map(|mut g| {
+                g.logs.iter_mut().for_each(host_side);
+                g
+            })
+            .collect();
+        let sample = DiskSample {
+            filesystems,
+            kubelet: disc.kubelet,
+            docker: disc
+                .docker
+                .map(|(config, daemon_json, data_root)| DockerSample {
+                    config,
+                    daemon_json,
+                    data_root,
+                }),
+            largest_logs: overall,
+        };
+        let status = if notes.is_empty() {
+            Status::Ok
+        } else {
+            Status::Degraded(notes.join("; "))
+        };
+        Ok((sample, status))
+    }
+
+    /// The metrics of a sample: usage per filesystem and role, the walk's completeness, the
+    /// largest logs of the node.
+    fn metrics(sample: &DiskSample) -> Vec<Metric> {
+        let mut metrics = Vec::new();
+        for g in &sample.filesystems {
             let mut roles: Vec<Role> = g.roles.iter().map(|r| r.role).collect();
             roles.sort();
             roles.dedup();
@@ -447,30 +458,21 @@ impl DiskCollector {
                 );
             }
         }
-        for l in &overall {
+        for l in &sample.largest_logs {
             metrics.push(
                 Metric::gauge(
                     "node_doctor_disk_largest_log_bytes",
                     "Size in bytes of the largest container log files.",
                     l.size_bytes as f64,
                 )
-                .label("path", host_path(&l.path))
+                .label("path", l.path.to_string_lossy().into_owned())
                 .label("namespace", l.namespace.clone().unwrap_or_default())
                 .label("pod", l.pod.clone().unwrap_or_default())
                 .label("container", l.container.clone().unwrap_or_default()),
             );
         }
 
-        let status = if notes.is_empty() {
-            Status::Ok
-        } else {
-            Status::Degraded(notes.join("; "))
-        };
-        Collection {
-            status,
-            findings,
-            metrics,
-        }
+        metrics
     }
 }
 
@@ -479,8 +481,16 @@ impl Collector for DiskCollector {
         "disk"
     }
 
+    /// sample -> judge -> findings (in the rule file's words) + metrics.
     fn collect(&mut self, ctx: &CollectContext) -> Collection {
-        let c = self.run(ctx);
+        let c = match self.sample() {
+            Ok((sample, status)) => Collection {
+                status,
+                findings: ctx.render(judge::judge(&sample, &self.config.thresholds)),
+                metrics: Self::metrics(&sample),
+            },
+            Err(why) => Collection::unavailable(why),
+        };
         self.transitions.observe(&c);
         c
     }

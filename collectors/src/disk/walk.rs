@@ -31,7 +31,7 @@ pub struct Budget {
     pub time: Duration,
 }
 
-/// What one call to [`Walker::step`] spent.
+/// What one call to [`Walker::advance`] spent.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Spent {
     pub entries: usize,
@@ -91,7 +91,7 @@ impl Walker {
 
     /// Walks for at most `budget` (entries and time). Returns what it spent. A pass that
     /// completes publishes its figures; the next pass starts on the following call.
-    pub fn step(&mut self, budget: Budget) -> Spent {
+    pub fn advance(&mut self, budget: Budget) -> Spent {
         let start = Instant::now();
         let mut spent = 0usize;
         if !self.pass.started && !self.start_pass() {
@@ -267,7 +267,7 @@ mod tests {
     fn full_walk_sizes_top_dirs() {
         let t = tree();
         let mut w = Walker::new(t.path().to_path_buf());
-        w.step(BIG);
+        w.advance(BIG);
         let s = w.sizes().unwrap();
         assert_eq!(s.complete_ratio, 1.0);
         assert_eq!(w.passes, 1);
@@ -290,7 +290,7 @@ mod tests {
         };
         let mut cycles = 0;
         while w.passes == 0 {
-            let spent = w.step(b);
+            let spent = w.advance(b);
             assert!(spent.entries <= 7, "spent {}", spent.entries);
             cycles += 1;
             if cycles == 3 {
@@ -301,14 +301,14 @@ mod tests {
         }
         assert!(cycles > 20, "took {cycles} cycles");
         let mut full = Walker::new(t.path().to_path_buf());
-        full.step(BIG);
+        full.advance(BIG);
         assert_eq!(w.sizes(), full.sizes());
     }
 
     #[test]
     fn missing_root_yields_nothing() {
         let mut w = Walker::new(PathBuf::from("/nonexistent/node-doctor/x"));
-        assert_eq!(w.step(BIG), Spent::default());
+        assert_eq!(w.advance(BIG), Spent::default());
         assert_eq!(w.sizes(), None);
     }
 }

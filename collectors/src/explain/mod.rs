@@ -28,10 +28,12 @@
 
 pub mod catalogue;
 pub mod text;
+pub mod vocabulary;
 
 pub use catalogue::{catalogue, normalize, Catalogue, CatalogueError, Entry};
 
 use text::{CodeForm, Compact};
+use vocabulary::vocabulary;
 
 /// Keys node findings put in `Finding::see_also` to link to the catalogue entry that shares
 /// their cause. Each resolves with [`lookup_key`] (a test checks it).
@@ -678,21 +680,17 @@ fn tke_number_matches<'a>(cat: &'a Catalogue, digits: &str, score: u32, out: &mu
     }
 }
 
-/// `code: 4041`, `error code 4041`, `错误码 4041`: the prefix people put before a code.
+/// `code: 4041`, `error code 4041`: the prefix people put before a code (the list is
+/// `vocabulary.toml`'s `code_prefixes`).
 fn strip_code_prefix(q: &str) -> Option<&str> {
     let lower = q.to_ascii_lowercase();
-    for p in [
-        "error code",
-        "errorcode",
-        "err code",
-        "errcode",
-        "code",
-        "错误码",
-    ] {
+    for p in &vocabulary().code_prefixes {
+        let p = p.as_str();
         if lower.starts_with(p) {
             let rest = &q[p.len()..];
             let sep = rest.chars().next();
-            if sep.is_some_and(|c| !c.is_ascii_alphanumeric()) || p == "错误码" {
+            // A prefix in letters needs a separator after it; one in CJK does not.
+            if sep.is_some_and(|c| !c.is_ascii_alphanumeric()) || !p.is_ascii() {
                 let rest = rest.trim_start_matches(|c: char| !c.is_alphanumeric());
                 return (!rest.is_empty()).then_some(rest);
             }
@@ -837,11 +835,12 @@ fn text_matches<'a>(
         fixed.as_ref().map(|(c, p)| (c, p.as_slice())),
         out,
     );
-    // `code: 4041`, `错误码 4041`: a TKE code written without its letter.
+    // `code: 4041`: a TKE code written without its letter (`vocabulary.toml`'s `code_words`).
     let tokens = compact.tokens();
+    let code_words = &vocabulary().code_words;
     for w in tokens.windows(2) {
         let (a, b) = (compact.token_str(w[0]), compact.token_str(w[1]));
-        if matches!(a, "code" | "errcode" | "errorcode" | "码")
+        if code_words.iter().any(|c| c == a)
             && b.len() == 4
             && b.bytes().all(|c| c.is_ascii_digit())
         {
@@ -864,21 +863,17 @@ fn parse_int(s: &str) -> Option<i64> {
     s.parse().ok()
 }
 
-/// The number after `exit code` (`Exit Code: 137`, `exitCode: 143`, `exit code 1`,
-/// `退出状态码为137`) in normalized text.
+/// The number after `exit code` (`Exit Code: 137`, `exitCode: 143`, `exit code 1`, and the
+/// Chinese forms) in normalized text; the markers are `vocabulary.toml`'s
+/// `exit_code_markers`.
 fn exit_code_in_text(text: &str) -> Option<i64> {
-    for marker in [
-        "exit code",
-        "exitcode",
-        "exit_code",
-        "退出状态码为",
-        "退出状态码",
-        "退出码",
-    ] {
+    for marker in &vocabulary().exit_code_markers {
+        let marker = marker.as_str();
         let mut from = 0;
         while let Some(at) = text[from..].find(marker) {
             let start = from + at + marker.len();
-            let rest = text[start..].trim_start_matches([':', ' ', '=', '为', '：']);
+            // ASCII and full-width separators (U+FF1A FULLWIDTH COLON).
+            let rest = text[start..].trim_start_matches([':', ' ', '=', '\u{ff1a}']);
             let end = rest
                 .char_indices()
                 .find(|&(i, c)| !(c.is_ascii_digit() || (i == 0 && c == '-')))

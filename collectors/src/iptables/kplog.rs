@@ -1,5 +1,5 @@
 //! kube-proxy's own words: an incremental scanner of kube-proxy's container logs for the error
-//! messages of the handbook's section "集群 Kube-Proxy 异常排障处理".
+//! messages of the handbook's Kube-Proxy chapter (002, lines 1009–1336).
 //!
 //! Sources (all under the host root):
 //! - CRI logs `/var/log/pods/kube-system_kube-proxy-*/<container>/*.log`, lines

@@ -2,11 +2,14 @@
 //! who waits; pods in the host network namespace that do not share the host's lock file;
 //! kube-proxy's iptables errors from its container logs; and the iptables backend in use.
 //!
-//! Handbook: `002_af370464fa0f13dd.txt`, "集群 Kube-Proxy 异常排障处理" (lines 1009–1336).
+//! Handbook: `002_af370464fa0f13dd.txt`, the Kube-Proxy chapter (lines 1009–1336); the words
+//! and the sub-sections each finding cites are in `collectors/rules/iptables.toml`.
 //!
 //! Layout: [`sampler`] (the 250 ms `/proc/locks` thread and hold tracking), [`kplog`]
 //! (incremental kube-proxy log scanning), [`backend`] (legacy tables, iptables symlink target),
-//! [`judge`] (typed samples -> findings and metrics). This file wires them to the host.
+//! [`judge`] (a typed [`Sample`] -> drafts under [`IptablesConfig::thresholds`], and metrics).
+//! This file reads the host into a sample; `collect` renders the drafts in the rule file's
+//! words ([`CollectContext::render`]) and adds the metrics of the sample.
 
 pub mod backend;
 pub mod judge;
@@ -22,7 +25,9 @@ use crate::host::HostPaths;
 use crate::pods::{PodDirectory, PodsConfig};
 use crate::proc::{ns, pid};
 
-use judge::{BackendFacts, LockThresholds, MountGap};
+pub use judge::{Sample, Thresholds};
+
+use judge::{BackendFacts, LogCount, MountGap};
 use kplog::{LogScanner, ScanLimits};
 use sampler::{LockId, ProcInfo, Sampler, Tracker, Window};
 
@@ -33,12 +38,8 @@ pub struct IptablesConfig {
     pub lock_path: PathBuf,
     /// How often the sampler reads `/proc/locks`.
     pub sample_period: Duration,
-    /// A hold at least this long is a warning.
-    pub hold_warning: Duration,
-    /// A hold at least this long is critical (kube-proxy waits 5 s).
-    pub hold_critical: Duration,
-    /// Waiters seen on this many consecutive samples are a queue (warning).
-    pub waiter_streak_samples: u32,
+    /// What the lock rules judge by.
+    pub thresholds: Thresholds,
     /// Process names that run iptables: exact names, or prefixes ending in `*`. Matched against
     /// `comm` and the base name of `argv[0]`.
     pub iptables_users: Vec<String>,
@@ -63,9 +64,7 @@ impl Default for IptablesConfig {
         IptablesConfig {
             lock_path: PathBuf::from("/run/xtables.lock"),
             sample_period: Duration::from_millis(250),
-            hold_warning: Duration::from_secs(2),
-            hold_critical: Duration::from_secs(5),
-            waiter_streak_samples: 2,
+            thresholds: Thresholds::default(),
             iptables_users: [
                 "iptables*",
                 "ip6tables*",
@@ -268,12 +267,9 @@ fn display(p: &Path) -> String {
     p.to_string_lossy().into_owned()
 }
 
-impl Collector for IptablesCollector {
-    fn name(&self) -> &'static str {
-        "iptables"
-    }
-
-    fn collect(&mut self, ctx: &CollectContext) -> Collection {
+impl IptablesCollector {
+    /// Reads everything the rules look at; the status says what could not be read.
+    fn sample(&mut self) -> (Sample, Status) {
         let mut status = Status::Ok;
         let lock_path = display(&self.config.lock_path);
         let mut window = self.window();
@@ -285,12 +281,6 @@ impl Collector for IptablesCollector {
             };
             status = status.worst(Status::Degraded(reason));
         }
-        let th = LockThresholds {
-            hold_warning: self.config.hold_warning,
-            hold_critical: self.config.hold_critical,
-            waiter_streak_samples: self.config.waiter_streak_samples,
-            sample_period: self.config.sample_period,
-        };
         let host_lock = LockId::of_path(&self.lock_agent_path()).ok();
         let mut gaps = self.mount_gaps(host_lock);
         // Name the pods of the processes found (namespace/name), from the shared pod index.
@@ -308,15 +298,8 @@ impl Collector for IptablesCollector {
                 p.name_pod(&self.pods);
             }
         }
-
-        let mut findings = judge::lock_findings(&window, &lock_path, &th, &ctx.node_name);
-        match gaps {
+        let mount_gaps = match gaps {
             Ok(scan) => {
-                findings.extend(judge::mount_findings(
-                    &scan.gaps,
-                    &lock_path,
-                    &ctx.node_name,
-                ));
                 if !scan.unreadable.is_empty() {
                     status = status.worst(Status::Degraded(format!(
                         "cannot see the lock file inside {} process(es) ({}; node-doctor needs CAP_SYS_PTRACE)",
@@ -324,9 +307,13 @@ impl Collector for IptablesCollector {
                         scan.unreadable.join("; ")
                     )));
                 }
+                scan.gaps
             }
-            Err(reason) => status = status.worst(Status::Degraded(reason)),
-        }
+            Err(reason) => {
+                status = status.worst(Status::Degraded(reason));
+                Vec::new()
+            }
+        };
 
         let limits = ScanLimits {
             pod_log_dir: self.config.pod_log_dir.clone(),
@@ -343,16 +330,43 @@ impl Collector for IptablesCollector {
                 report.errors.join("; ")
             )));
         }
-        let facts = self.backend_facts();
-        findings.extend(judge::log_findings(
-            &self.logs.stats,
-            now.saturating_sub(limits.recent_seconds),
-            self.config.log_recent,
-            &facts,
-        ));
-        findings.extend(judge::backend_findings(&facts));
+        let since = now.saturating_sub(limits.recent_seconds);
+        let logs = self
+            .logs
+            .stats
+            .iter()
+            .map(|(kind, s)| LogCount {
+                kind: *kind,
+                recent: s.recent_count(since) as u64,
+                total: s.total,
+                last_time: s.last_time.clone(),
+                last_message: s.last_message.clone(),
+                last_file: s.last_file.clone(),
+            })
+            .collect();
+        let sample = Sample {
+            lock_path,
+            window,
+            sample_period: self.config.sample_period,
+            mount_gaps,
+            logs,
+            log_window: self.config.log_recent,
+            backend: self.backend_facts(),
+        };
+        (sample, status)
+    }
+}
 
-        let metrics = judge::metrics(&window, &self.logs.stats, &facts);
+/// sample -> judge -> findings (in the rule file's words) + metrics.
+impl Collector for IptablesCollector {
+    fn name(&self) -> &'static str {
+        "iptables"
+    }
+
+    fn collect(&mut self, ctx: &CollectContext) -> Collection {
+        let (sample, status) = self.sample();
+        let findings = ctx.render(judge::judge(&sample, &self.config.thresholds));
+        let metrics = judge::metrics(&sample);
         let c = Collection {
             status,
             findings,

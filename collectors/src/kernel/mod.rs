@@ -12,7 +12,13 @@
 //! - PID exhaustion: tasks against `kernel.pid_max` and `kernel.threads-max`.
 //!
 //! Handbook: the CrashLoopBackOff, exit-code, ContainerCreating, health-check and Terminating
-//! pages of `002_af370464fa0f13dd.txt`.
+//! pages of `002_af370464fa0f13dd.txt` (the words and section titles are in
+//! `collectors/rules/kernel.toml`).
+//!
+//! The shape of every collector: `KernelCollector::sample` reads the host into a typed
+//! [`KernelSample`]; [`judge::judge`] turns it into drafts under
+//! [`KernelConfig::thresholds`]; `collect` renders them in the rule file's words
+//! ([`CollectContext::render`]) and adds the metrics of the sample.
 
 pub mod fs_error;
 pub mod hung_task;
@@ -433,7 +439,8 @@ impl KernelCollector {
         self.active = now;
     }
 
-    fn metrics(&self, pids: Option<&PidUsage>) -> Vec<Metric> {
+    /// The metrics of a sample, plus the event counters and the kernel-log reader's.
+    fn metrics(&self, sample: &KernelSample) -> Vec<Metric> {
         let t = self.totals;
         let mut out: Vec<Metric> = [
             ("oom_system", t.oom_system),
@@ -452,7 +459,7 @@ impl KernelCollector {
             .label("kind", kind)
         })
         .collect();
-        if let Some(p) = pids {
+        if let Some(p) = &sample.pids {
             out.push(Metric::gauge(
                 "node_doctor_kernel_pids",
                 "Tasks (processes and threads) on the node, from /proc/loadavg.",
@@ -483,7 +490,24 @@ impl Collector for KernelCollector {
         "kernel"
     }
 
+    /// sample -> judge -> findings (in the rule file's words) + metrics.
     fn collect(&mut self, ctx: &CollectContext) -> Collection {
+        let (sample, status) = self.sample(ctx.host_netns);
+        let findings = ctx.render(judge::judge(&sample, &self.config.thresholds));
+        self.log_transitions(&findings);
+        Collection {
+            status,
+            findings,
+            metrics: self.metrics(&sample),
+        }
+    }
+}
+
+impl KernelCollector {
+    /// Reads everything the rules look at: new kernel-log records into the event groups, the
+    /// kubepods limits, and the counters and files the events are judged against. The status
+    /// says what could not be read.
+    fn sample(&mut self, host_netns: HostNetns) -> (KernelSample, Status) {
         let mut status = self.read_kernel_log();
         let host = self.host.clone();
 
@@ -549,16 +573,16 @@ impl Collector for KernelCollector {
             "node memory is not sized",
         );
         let kubepods = memcg::kubepods_limit(&host);
-        if let Some(reason) = net_sysctls_reason(ctx.host_netns) {
+        if let Some(reason) = net_sysctls_reason(host_netns) {
             status = status.worst(Status::Degraded(reason.to_string()));
         }
-        let listen = self.listen_delta(&mut status, ctx.host_netns);
+        let listen = self.listen_delta(&mut status, host_netns);
         let pids =
             unless_broken(tasks::tasks(&host), &mut status, "PID use is not judged").map(|t| {
                 PidUsage {
                     tasks: t,
-                    pid_max: tasks::sysctl(&host, "kernel/pid_max"),
-                    threads_max: tasks::sysctl(&host, "kernel/threads-max"),
+                    pid_max: tasks::sysctl(&host, tasks::PID_MAX),
+                    threads_max: tasks::sysctl(&host, tasks::THREADS_MAX),
                 }
             });
         let procs_blocked = unless_broken(
@@ -587,13 +611,7 @@ impl Collector for KernelCollector {
             pids,
             window_seconds: self.config.kmsg.lookback.as_secs(),
         };
-        let findings = judge::judge(&sample, &self.config.thresholds, &ctx.node_name);
-        self.log_transitions(&findings);
-        Collection {
-            status,
-            findings,
-            metrics: self.metrics(sample.pids.as_ref()),
-        }
+        (sample, status)
     }
 }
 

@@ -13,6 +13,15 @@ use crate::host::HostPaths;
 use crate::proc::{loadavg, stat};
 use crate::ReadError;
 
+/// The `/proc/sys` paths of the limits PID exhaustion is judged against.
+pub const PID_MAX: &str = "kernel/pid_max";
+pub const THREADS_MAX: &str = "kernel/threads-max";
+
+/// The sysctl(8) name of a `/proc/sys` path: `kernel/pid_max` -> `kernel.pid_max`.
+pub fn sysctl_name(path: &str) -> String {
+    path.replace('/', ".")
+}
+
 /// A single-integer file (sysctl) under `<root>/proc/sys`, `None` when absent or garbage.
 pub fn sysctl(host: &HostPaths, rest: &str) -> Option<u64> {
     let text =

@@ -1,192 +1,221 @@
-//! The rules of the `load` collector: a judged [`Observation`] -> findings, and metrics.
-//! Remediation text lives beside each rule; all of it comes from the handbook section
-//! 节点高负载排障处理 (002_af370464fa0f13dd.txt), in our own words.
+//! The rules of the `load` collector: a judged [`Observation`] -> drafts, and metrics.
+//!
+//! Everything here is pure: no files, no clock. The judge decides which findings a window
+//! raises, their severity, subject and evidence, and the conditions that pick the advice; the
+//! words (the handbook's high-load section, in our own words) are in
+//! `collectors/rules/load.toml`.
 
 use super::observation::{Culprit, Observation, Origin, Pressures};
-use super::LoadConfig;
-use crate::cmd;
-use crate::finding::{Finding, Severity, Text, HANDBOOK};
+use crate::finding::Severity;
 use crate::metric::Metric;
 use crate::proc::loadavg::Loadavg;
-use crate::proc::stat::Stat;
-use crate::shell::Cmd;
+use crate::rules::{Draft, Item};
 
-/// The handbook section every rule here cites.
-pub const SECTION: &str = "节点高负载排障处理";
+/// Rule id: load1 per online CPU over the limit on the last two samples.
+pub const HIGH_LOAD: &str = "load.high_load";
+/// Rule id: a saturated disk, or tasks stalled on IO without one.
+pub const IO_BOUND: &str = "load.io_bound";
+/// Rule id: CPUs busy running code while the run queue holds a task per CPU.
+pub const CPU_BOUND: &str = "load.cpu_bound";
+/// Rule id: the share of CPU time idle while IO is outstanding.
+pub const IOWAIT: &str = "load.iowait";
+/// Rule id: a process outside Kubernetes among the top consumers of a loaded node.
+pub const HOST_PROCESS: &str = "load.host_process";
+
+/// Processes a finding's text names (and `load.host_process` looks at), per list.
+const NAMED_IN_TEXT: usize = 3;
+/// Processes the `*_processes` evidence names.
+const NAMED_IN_EVIDENCE: usize = 5;
+/// D-state tasks the `blocked_tasks` evidence names.
+const BLOCKED_IN_EVIDENCE: usize = 10;
+
+/// Thresholds of the load rules.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Thresholds {
+    /// `load.high_load` warning when load1 ≥ this × online CPUs on the last two samples.
+    pub load_warning_per_cpu: f64,
+    /// `load.high_load` critical when load1 ≥ this × online CPUs on the last two samples.
+    pub load_critical_per_cpu: f64,
+    /// `load.iowait` info above this share of CPU time in iowait, sustained over two windows
+    /// (the handbook: `wa` normally 0%, steadily above 1% means storage cannot keep up).
+    pub iowait_info_percent: f64,
+    pub iowait_warning_percent: f64,
+    pub iowait_critical_percent: f64,
+    /// `load.io_bound` (at least warning) when a disk is busy ≥ this share of the window.
+    pub disk_busy_percent: f64,
+    /// `load.io_bound` without a saturated disk when `/proc/pressure/io` full avg10 ≥ this.
+    pub psi_io_full_percent: f64,
+    /// `load.io_bound` without a saturated disk when D-state tasks ≥ this × CPUs on two samples.
+    pub blocked_per_cpu: f64,
+    /// `load.cpu_bound` when user+nice+system+irq+softirq ≥ this share of all CPU time.
+    pub cpu_busy_percent: f64,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            load_warning_per_cpu: 2.0,
+            load_critical_per_cpu: 4.0,
+            iowait_info_percent: 1.0,
+            iowait_warning_percent: 10.0,
+            iowait_critical_percent: 30.0,
+            disk_busy_percent: 90.0,
+            psi_io_full_percent: 20.0,
+            blocked_per_cpu: 1.0,
+            cpu_busy_percent: 90.0,
+        }
+    }
+}
+
+/// One run's reading: the levels every sample has and, from the second run on, the window
+/// between this sample and the previous one (what the rules judge).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    pub load: Loadavg,
+    /// Online CPUs.
+    pub cpus: u32,
+    /// `procs_running` of `/proc/stat` (or loadavg's runnable count).
+    pub procs_running: u64,
+    /// `procs_blocked` of `/proc/stat`.
+    pub procs_blocked: u64,
+    pub pressures: Pressures,
+    /// `None` on the first run, or when no time passed since the previous one.
+    pub window: Option<Observation>,
+}
 
 /// Judges one window.
-pub fn judge(obs: &Observation, cfg: &LoadConfig, node: &str) -> Vec<Finding> {
+pub fn judge(obs: &Observation, th: &Thresholds) -> Vec<Draft> {
     let mut out = Vec::new();
-    out.extend(high_load(obs, cfg, node));
-    out.extend(io_bound(obs, cfg, node));
-    out.extend(cpu_bound(obs, cfg, node));
-    out.extend(iowait(obs, cfg));
+    out.extend(high_load(obs, th));
+    out.extend(io_bound(obs, th));
+    out.extend(cpu_bound(obs, th));
+    out.extend(iowait(obs, th));
     let pressing: Vec<(String, Severity)> =
-        out.iter().map(|f| (f.id.clone(), f.severity)).collect();
-    out.extend(host_processes(obs, cfg, &pressing));
+        out.iter().map(|d| (d.id.clone(), d.severity)).collect();
+    out.extend(host_processes(obs, &pressing));
     out
 }
 
-fn mib(bytes_per_second: f64) -> f64 {
-    bytes_per_second / (1024.0 * 1024.0)
-}
-
-fn list_en(cs: &[Culprit], k: usize) -> String {
-    cs.iter()
-        .take(k)
-        .map(Culprit::describe_en)
-        .collect::<Vec<_>>()
-        .join("; ")
-}
-
-fn list_zh(cs: &[Culprit], k: usize) -> String {
-    cs.iter()
-        .take(k)
-        .map(Culprit::describe_zh)
-        .collect::<Vec<_>>()
-        .join("；")
-}
-
 /// Adds `<prefix>_pid`, `_comm`, `_origin`, `_pod_uid` and the figures of a culprit.
-fn culprit_evidence(mut f: Finding, prefix: &str, c: &Culprit) -> Finding {
-    f = f
-        .evidence(&format!("{prefix}_pid"), c.pid)
-        .evidence(&format!("{prefix}_comm"), c.comm.as_str())
-        .evidence(&format!("{prefix}_origin"), c.origin.kind())
-        .evidence(&format!("{prefix}_cpu_percent"), c.cpu_percent)
-        .evidence(
-            &format!("{prefix}_read_bytes_per_second"),
-            c.read_bytes_per_second,
-        )
-        .evidence(
-            &format!("{prefix}_write_bytes_per_second"),
-            c.write_bytes_per_second,
-        );
+fn culprit_evidence(mut d: Draft, prefix: &str, c: &Culprit) -> Draft {
+    let name = |field: &str| format!("{prefix}_{field}");
+    d = d
+        .evidence(&name("pid"), c.pid)
+        .evidence(&name("comm"), c.comm.as_str())
+        .evidence(&name("origin"), c.origin.kind())
+        .evidence(&name("cpu_percent"), c.cpu_percent)
+        .evidence(&name("read_bytes_per_second"), c.read_bytes_per_second)
+        .evidence(&name("write_bytes_per_second"), c.write_bytes_per_second);
     match &c.origin {
         Origin::Pod {
             uid,
             namespace,
-            name,
+            name: pod,
             container_id,
             ..
         } => {
-            f = f.evidence(&format!("{prefix}_pod_uid"), uid.as_str());
-            if let (Some(ns), Some(n)) = (namespace, name) {
-                f = f.evidence(&format!("{prefix}_pod"), format!("{ns}/{n}"));
+            d = d.evidence(&name("pod_uid"), uid.as_str());
+            if let (Some(ns), Some(n)) = (namespace, pod) {
+                d = d.evidence(&name("pod"), format!("{ns}/{n}"));
             }
-            if let Some(id) = container_id {
-                f = f.evidence(&format!("{prefix}_container_id"), id.as_str());
-            }
+            d.evidence_opt(&name("container_id"), container_id.as_deref())
         }
-        Origin::Host { cgroup, .. } => {
-            f = f.evidence(&format!("{prefix}_cgroup"), cgroup.as_str());
-        }
-        _ => {}
+        Origin::Host { cgroup, .. } => d.evidence(&name("cgroup"), cgroup.as_str()),
+        _ => d,
     }
-    f
 }
 
-/// Commands that tell the owner of a culprit: the pod, or the host service.
-fn owner_commands(mut f: Finding, c: &Culprit) -> Finding {
-    match &c.origin {
-        Origin::Pod {
-            uid,
-            namespace: Some(ns),
-            name: Some(n),
-            ..
-        } => {
-            f = f.command(cmd!("kubectl -n {ns} describe pod {pod}", ns = ns, pod = n));
-            let _ = uid;
-        }
-        Origin::Pod { uid, .. } => {
-            f = f.command(cmd!(
-                "kubectl get pods -A -o custom-columns=NS:.metadata.namespace,NAME:.metadata.name,UID:.metadata.uid | grep {uid}",
-                uid = uid
-            ));
-        }
-        Origin::Host { .. } => {
-            f = f
-                .command(cmd!("systemctl status {pid}", pid = c.pid))
-                .command(cmd!("ps -o pid,user,etime,args -p {pid}", pid = c.pid));
-        }
-        _ => {}
-    }
-    f
+/// The first processes of a list as items the rule text names: `comm`, `pid`, `cpu_percent`
+/// and where each runs (one of the conditions `pod_named` with `namespace`, `name`, `uid` and
+/// maybe `container`; `pod` with `uid`; `host` with `cgroup`; `component`; `kernel`;
+/// `origin_unknown`). The first is the `heaviest`: the commands name its owner.
+fn culprit_items(cs: &[Culprit]) -> Vec<Item> {
+    cs.iter()
+        .take(NAMED_IN_TEXT)
+        .enumerate()
+        .map(|(i, c)| {
+            let item = Item::new()
+                .value("comm", c.comm.as_str())
+                .value("pid", c.pid)
+                .value("cpu_percent", c.cpu_percent)
+                .when_if("heaviest", i == 0);
+            match &c.origin {
+                Origin::Pod {
+                    uid,
+                    namespace: Some(ns),
+                    name: Some(n),
+                    container,
+                    ..
+                } => item
+                    .when("pod_named")
+                    .value("uid", uid.as_str())
+                    .value("namespace", ns.as_str())
+                    .value("name", n.as_str())
+                    .value_opt("container", container.as_deref()),
+                Origin::Pod { uid, .. } => item.when("pod").value("uid", uid.as_str()),
+                Origin::Host {
+                    cgroup,
+                    infrastructure: false,
+                } => item.when("host").value("cgroup", cgroup.as_str()),
+                Origin::Host {
+                    infrastructure: true,
+                    ..
+                } => item.when("component"),
+                Origin::Kernel => item.when("kernel"),
+                Origin::Unknown => item.when("origin_unknown"),
+            }
+        })
+        .collect()
 }
 
 /// `load.high_load`: load1 per online CPU over the limit on the last two samples.
-fn high_load(obs: &Observation, cfg: &LoadConfig, node: &str) -> Option<Finding> {
+fn high_load(obs: &Observation, th: &Thresholds) -> Option<Draft> {
     let cpus = f64::from(obs.cpus.max(1));
     let prev = obs.previous_load1?;
     let sustained = obs.load.load1.min(prev);
     let per_cpu = sustained / cpus;
-    let (severity, limit) = if per_cpu >= cfg.load_critical_per_cpu {
-        (Severity::Critical, cfg.load_critical_per_cpu)
-    } else if per_cpu >= cfg.load_warning_per_cpu {
-        (Severity::Warning, cfg.load_warning_per_cpu)
+    let (severity, limit) = if per_cpu >= th.load_critical_per_cpu {
+        (Severity::Critical, th.load_critical_per_cpu)
+    } else if per_cpu >= th.load_warning_per_cpu {
+        (Severity::Warning, th.load_warning_per_cpu)
     } else {
         return None;
     };
     let busy_disk = obs
         .disks
         .iter()
-        .filter(|d| d.busy_percent >= cfg.disk_busy_percent)
+        .filter(|d| d.busy_percent >= th.disk_busy_percent)
         .max_by(|a, b| a.busy_percent.total_cmp(&b.busy_percent));
-    let (cause, cause_en, cause_zh) = if busy_disk.is_some()
-        || obs.cpu.iowait >= cfg.iowait_warning_percent
+    let cause = if busy_disk.is_some()
+        || obs.cpu.iowait >= th.iowait_warning_percent
         || obs.procs_blocked as f64 >= cpus
     {
-        (
-            "io",
-            "tasks waiting for storage (iowait, D-state tasks) drive the load".to_string(),
-            "负载主要来自等待存储的任务（iowait、D 状态）".to_string(),
-        )
+        "io"
     } else if obs.cpu.busy() >= 50.0 {
-        (
-            "cpu",
-            "runnable tasks compete for the CPUs".to_string(),
-            "可运行任务在争抢 CPU".to_string(),
-        )
+        "cpu"
     } else {
-        (
-            "mixed",
-            "neither CPU nor disk is saturated over the window; look at blocked tasks and their wchan".to_string(),
-            "窗口内 CPU 与磁盘均未饱和，请查看阻塞任务及其 wchan".to_string(),
-        )
+        "mixed"
     };
-    let mut f = Finding::new(
-        "load.high_load",
-        severity,
-        Text::new("Load average is high for the number of CPUs", "节点负载相对 CPU 数过高"),
-        Text::new(
-            format!(
-                "load1 {:.2} (previous sample {:.2}) on {} online CPUs is {:.1}× the CPU count, at or above the {:.0}× limit; {}.",
-                obs.load.load1, prev, obs.cpus, per_cpu, limit, cause_en
-            ),
-            format!(
-                "load1 为 {:.2}（上次采样 {:.2}），在线 CPU {} 个，为 CPU 数的 {:.1} 倍，达到 {:.0} 倍阈值；{}。",
-                obs.load.load1, prev, obs.cpus, per_cpu, limit, cause_zh
-            ),
-        ),
-    )
-    .evidence("load1", obs.load.load1)
-    .evidence("load5", obs.load.load5)
-    .evidence("load15", obs.load.load15)
-    .evidence("previous_load1", prev)
-    .evidence("cpus", obs.cpus)
-    .evidence("load1_per_cpu", per_cpu)
-    .evidence("threshold_per_cpu", limit)
-    .evidence("procs_running", obs.procs_running)
-    .evidence("procs_blocked", obs.procs_blocked)
-    .evidence("cpu_user_percent", obs.cpu.user)
-    .evidence("cpu_system_percent", obs.cpu.system)
-    .evidence("cpu_idle_percent", obs.cpu.idle)
-    .evidence("cpu_iowait_percent", obs.cpu.iowait)
-    .evidence("cause", cause);
-    if let Some(d) = busy_disk {
-        f = f
-            .evidence("busiest_disk", d.name.as_str())
-            .evidence("busiest_disk_busy_percent", d.busy_percent);
+    let mut d = Draft::new(HIGH_LOAD, severity)
+        .evidence("load1", obs.load.load1)
+        .evidence("load5", obs.load.load5)
+        .evidence("load15", obs.load.load15)
+        .evidence("previous_load1", prev)
+        .evidence("cpus", obs.cpus)
+        .evidence("load1_per_cpu", per_cpu)
+        .evidence("threshold_per_cpu", limit)
+        .evidence("procs_running", obs.procs_running)
+        .evidence("procs_blocked", obs.procs_blocked)
+        .evidence("cpu_user_percent", obs.cpu.user)
+        .evidence("cpu_system_percent", obs.cpu.system)
+        .evidence("cpu_idle_percent", obs.cpu.idle)
+        .evidence("cpu_iowait_percent", obs.cpu.iowait)
+        .evidence("cause", cause)
+        .when(&format!("cause_{cause}"));
+    if let Some(disk) = busy_disk {
+        d = d
+            .evidence("busiest_disk", disk.name.as_str())
+            .evidence("busiest_disk_busy_percent", disk.busy_percent);
     }
     let top = if cause == "io" {
         &obs.top_io
@@ -194,178 +223,103 @@ fn high_load(obs: &Observation, cfg: &LoadConfig, node: &str) -> Option<Finding>
         &obs.top_cpu
     };
     if let Some(c) = top.first() {
-        f = culprit_evidence(f, "top", c);
+        d = culprit_evidence(d, "top", c);
     }
-    f.step(Text::new(
-        "Tell CPU load from IO load: in `top` compare us/sy with id and wa (press 1 for each CPU). Low us with high id and a high load means tasks wait for the disk.",
-        "先区分是 CPU 还是 IO 造成的负载：在 `top` 中对比 us/sy 与 id、wa（按 1 查看每个核）。us 低、id 高而负载高，说明任务在等磁盘。",
-    ))
-    .step(Text::new(
-        "Find who is behind it: `atop` then `d` for per-process disk use, `iotop -oPa` for accumulated IO per process; for CPU, the %CPU column of `top`.",
-        "找出背后的进程：`atop` 后按 `d` 查看各进程磁盘使用，`iotop -oPa` 查看各进程累计 IO；CPU 则看 `top` 的 %CPU 列。",
-    ))
-    .step(Text::new(
-        format!("Relieve the node: move or limit the heaviest workload (cordon {node} so no new pods land, then reschedule), and take services not managed by Kubernetes off the node."),
-        format!("为节点减负：迁移或限制最重的负载（先 cordon {node} 避免新 Pod 调度上来，再迁移），并把不受 Kubernetes 管理的服务移出该节点。"),
-    ))
-    .command("top")
-    .command("atop")
-    .command("iotop -oPa")
-    .command(cmd!("kubectl cordon {node}", node = node))
-    .source(HANDBOOK, SECTION)
-    .into()
+    Some(d)
 }
 
 /// `load.io_bound`: a saturated disk (one finding per disk), or PSI io / D-state tasks high
 /// without one.
-fn io_bound(obs: &Observation, cfg: &LoadConfig, node: &str) -> Vec<Finding> {
+fn io_bound(obs: &Observation, th: &Thresholds) -> Vec<Draft> {
     let cpus = f64::from(obs.cpus.max(1));
     let psi_full = obs.pressure.io.and_then(|p| p.full).map(|l| l.avg10);
-    let blocked_limit = (cpus * cfg.blocked_per_cpu).max(1.0);
+    let blocked_limit = (cpus * th.blocked_per_cpu).max(1.0);
     let blocked_sustained = obs.procs_blocked as f64 >= blocked_limit
         && obs
             .previous_procs_blocked
             .is_some_and(|b| b as f64 >= blocked_limit);
     let load_per_cpu = obs.load.load1 / cpus;
     let escalate =
-        obs.cpu.iowait >= cfg.iowait_critical_percent || load_per_cpu >= cfg.load_critical_per_cpu;
-    let top_en = if obs.top_io.is_empty() {
-        "no process showed storage IO in /proc/<pid>/io (kernel writeback or another host?)"
-            .to_string()
+        obs.cpu.iowait >= th.iowait_critical_percent || load_per_cpu >= th.load_critical_per_cpu;
+    let severity = if escalate {
+        Severity::Critical
     } else {
-        format!("top IO: {}", list_en(&obs.top_io, 3))
-    };
-    let top_zh = if obs.top_io.is_empty() {
-        "/proc/<pid>/io 中没有进程产生存储 IO（可能是内核回写或其他主机）".to_string()
-    } else {
-        format!("IO 最多的进程：{}", list_zh(&obs.top_io, 3))
+        Severity::Warning
     };
 
     let mut out = Vec::new();
     let busy: Vec<_> = obs
         .disks
         .iter()
-        .filter(|d| d.busy_percent >= cfg.disk_busy_percent)
+        .filter(|d| d.busy_percent >= th.disk_busy_percent)
         .collect();
-    for d in &busy {
-        let severity = if escalate {
-            Severity::Critical
-        } else {
-            Severity::Warning
-        };
-        let mut f = Finding::new(
-            "load.io_bound",
-            severity,
-            Text::new("A disk is saturated: IO is the bottleneck", "磁盘 IO 已饱和，成为瓶颈"),
-            Text::new(
-                format!(
-                    "Disk {} was busy {:.0}% of the last {:.1} s (limit {:.0}%): {:.0} r/s, {:.0} w/s, {:.2} MiB/s written, await {:.2} ms, queue {:.2}; iowait {:.1}%, load1 {:.2} on {} CPUs; {}.",
-                    d.label(), d.busy_percent, obs.elapsed_seconds, cfg.disk_busy_percent,
-                    d.reads_per_second, d.writes_per_second, mib(d.write_bytes_per_second),
-                    d.await_ms, d.queue_size, obs.cpu.iowait, obs.load.load1, obs.cpus, top_en
-                ),
-                format!(
-                    "磁盘 {} 在最近 {:.1} 秒内 {:.0}% 的时间处于忙碌（阈值 {:.0}%）：读 {:.0} 次/秒，写 {:.0} 次/秒，写入 {:.2} MiB/s，await {:.2} ms，队列 {:.2}；iowait {:.1}%，load1 {:.2}（{} 个 CPU）；{}。",
-                    d.label(), obs.elapsed_seconds, d.busy_percent, cfg.disk_busy_percent,
-                    d.reads_per_second, d.writes_per_second, mib(d.write_bytes_per_second),
-                    d.await_ms, d.queue_size, obs.cpu.iowait, obs.load.load1, obs.cpus, top_zh
-                ),
-            ),
-        )
-        .subject(d.name.as_str())
-        .evidence("device", d.name.as_str())
-        .evidence("busy_percent", d.busy_percent)
-        .evidence("threshold_busy_percent", cfg.disk_busy_percent)
-        .evidence("reads_per_second", d.reads_per_second)
-        .evidence("writes_per_second", d.writes_per_second)
-        .evidence("read_bytes_per_second", d.read_bytes_per_second)
-        .evidence("write_bytes_per_second", d.write_bytes_per_second)
-        .evidence("await_ms", d.await_ms)
-        .evidence("service_ms", d.service_ms)
-        .evidence("queue_size", d.queue_size)
-        .evidence("cpu_iowait_percent", obs.cpu.iowait)
-        .evidence("procs_blocked", obs.procs_blocked)
-        .evidence("load1", obs.load.load1)
-        .evidence("cpus", obs.cpus)
-        .evidence("window_seconds", obs.elapsed_seconds);
-        if let Some(n) = &d.dm_name {
-            f = f.evidence("dm_name", n.as_str());
-        }
-        if let Some(p) = psi_full {
-            f = f.evidence("psi_io_full_avg10_percent", p);
-        }
-        f = io_culprits(f, obs);
-        out.push(io_remediation(
-            f,
-            obs,
-            cmd!("iostat -dx 2 5 /dev/{device}", device = &d.name),
-            node,
-        ));
+    for disk in &busy {
+        let d = Draft::new(IO_BOUND, severity)
+            .subject(disk.name.as_str())
+            .when("disk_saturated")
+            .evidence("device", disk.name.as_str())
+            .evidence_opt("dm_name", disk.dm_name.as_deref())
+            .evidence("busy_percent", disk.busy_percent)
+            .evidence("threshold_busy_percent", th.disk_busy_percent)
+            .evidence("reads_per_second", disk.reads_per_second)
+            .evidence("writes_per_second", disk.writes_per_second)
+            .evidence("read_bytes_per_second", disk.read_bytes_per_second)
+            .evidence("write_bytes_per_second", disk.write_bytes_per_second)
+            .evidence("await_ms", disk.await_ms)
+            .evidence("service_ms", disk.service_ms)
+            .evidence("queue_size", disk.queue_size)
+            .evidence("cpu_iowait_percent", obs.cpu.iowait)
+            .evidence("procs_blocked", obs.procs_blocked)
+            .evidence("load1", obs.load.load1)
+            .evidence("cpus", obs.cpus)
+            .evidence("window_seconds", obs.elapsed_seconds)
+            .evidence_opt("psi_io_full_avg10_percent", psi_full);
+        out.push(io_culprits(d, obs));
     }
-    if busy.is_empty() {
-        let psi_high = psi_full.is_some_and(|p| p >= cfg.psi_io_full_percent);
-        if psi_high || blocked_sustained {
-            let severity = if escalate {
-                Severity::Critical
-            } else {
-                Severity::Warning
-            };
-            let mut f = Finding::new(
-                "load.io_bound",
-                severity,
-                Text::new("Tasks are stalled on IO", "任务因 IO 而停滞"),
-                Text::new(
-                    format!(
-                        "No local disk is ≥{:.0}% busy, yet {} tasks are in D state (limit {:.0}) and all non-idle tasks stalled on IO {:.1}% of the last 10 s (limit {:.0}%): slow or remote storage (NFS, cloud disk throttling) holds them; {}.",
-                        cfg.disk_busy_percent, obs.procs_blocked, blocked_limit, psi_full.unwrap_or(0.0), cfg.psi_io_full_percent, top_en
-                    ),
-                    format!(
-                        "没有本地磁盘忙碌度达到 {:.0}%，但有 {} 个任务处于 D 状态（阈值 {:.0}），最近 10 秒内全部非空闲任务因 IO 停滞的时间占 {:.1}%（阈值 {:.0}%）：慢速或远端存储（NFS、云盘限速）拖住了它们；{}。",
-                        cfg.disk_busy_percent, obs.procs_blocked, blocked_limit, psi_full.unwrap_or(0.0), cfg.psi_io_full_percent, top_zh
-                    ),
-                ),
-            )
+    let psi_high = psi_full.is_some_and(|p| p >= th.psi_io_full_percent);
+    if busy.is_empty() && (psi_high || blocked_sustained) {
+        let d = Draft::new(IO_BOUND, severity)
+            .when("tasks_stalled")
             .evidence("procs_blocked", obs.procs_blocked)
             .evidence("threshold_blocked", blocked_limit)
             .evidence("cpu_iowait_percent", obs.cpu.iowait)
             .evidence("load1", obs.load.load1)
-            .evidence("cpus", obs.cpus);
-            if let Some(p) = psi_full {
-                f = f.evidence("psi_io_full_avg10_percent", p);
-            }
-            f = io_culprits(f, obs);
-            out.push(io_remediation(f, obs, Cmd::fixed("iostat -dx 2 5"), node));
-        }
+            .evidence("cpus", obs.cpus)
+            .evidence_opt("psi_io_full_avg10_percent", psi_full)
+            .var("disk_busy_limit_percent", th.disk_busy_percent)
+            .var("psi_io_full_limit_percent", th.psi_io_full_percent);
+        out.push(io_culprits(d, obs));
     }
     out
 }
 
-fn io_culprits(mut f: Finding, obs: &Observation) -> Finding {
+/// The top IO processes (evidence and the text's list) and the D-state tasks.
+fn io_culprits(mut d: Draft, obs: &Observation) -> Draft {
     if let Some(c) = obs.top_io.first() {
-        f = culprit_evidence(f, "top_io", c);
-    }
-    if !obs.top_io.is_empty() {
-        f = f.evidence("top_io_processes", list_en(&obs.top_io, 5));
-        let outside: Vec<&Culprit> = obs
+        d = culprit_evidence(d, "top_io", c);
+        d = d.evidence(
+            "top_io_processes",
+            obs.top_io
+                .iter()
+                .take(NAMED_IN_EVIDENCE)
+                .map(Culprit::label)
+                .collect::<Vec<_>>()
+                .join("; "),
+        );
+        let outside: Vec<&str> = obs
             .top_io
             .iter()
             .filter(|c| c.origin.is_outside_kubernetes())
+            .map(|c| c.comm.as_str())
             .collect();
-        f = f.evidence(
-            "top_io_outside_kubernetes",
-            outside
-                .iter()
-                .map(|c| c.comm.as_str())
-                .collect::<Vec<_>>()
-                .join(","),
-        );
+        d = d.evidence("top_io_outside_kubernetes", outside.join(","));
     }
     if !obs.blocked.is_empty() {
-        f = f.evidence(
+        d = d.evidence(
             "blocked_tasks",
             obs.blocked
                 .iter()
-                .take(10)
+                .take(BLOCKED_IN_EVIDENCE)
                 .map(|c| match &c.wchan {
                     Some(w) => format!("{}({}) in {w}", c.comm, c.tid.unwrap_or(c.pid)),
                     None => format!("{}({})", c.comm, c.tid.unwrap_or(c.pid)),
@@ -374,144 +328,60 @@ fn io_culprits(mut f: Finding, obs: &Observation) -> Finding {
                 .join(", "),
         );
     }
-    f
-}
-
-fn io_remediation(mut f: Finding, obs: &Observation, iostat: Cmd, node: &str) -> Finding {
-    f = f
-        .step(Text::new(
-            "Confirm the disk is the limit: `top` then `1` shows wa for each CPU (it should sit near 0%); `atop` then `d` shows the disk's busy share and which processes use it; `iotop -oPa` adds up IO per process since it started.",
-            "确认瓶颈在磁盘：`top` 后按 `1` 查看每个核的 wa（正常应接近 0%）；`atop` 后按 `d` 查看磁盘忙碌度以及使用磁盘的进程；`iotop -oPa` 按进程累计启动以来的 IO。",
-        ))
-        .step(Text::new(
-            "If the heaviest writer runs in a pod, give it storage of its own (a dedicated volume or a faster disk type) or reschedule it to a node with spare IO; if it is a service installed on the node outside Kubernetes (a database, for example), move it off the Kubernetes node.",
-            "若写入最多的进程在 Pod 中，为其提供独立存储（单独的数据盘或更高性能的云盘）或迁移到 IO 富余的节点；若是节点上安装的、不受 Kubernetes 管理的服务（例如数据库），请将其迁出该节点。",
-        ))
-        .step(Text::new(
-            "If the load is legitimate and lasting, upgrade the disk (higher IOPS/throughput class) rather than letting health checks and network calls time out.",
-            "若负载合理且长期存在，应升级磁盘规格（更高 IOPS/吞吐），避免健康检查和网络请求超时。",
-        ))
-        .command("top")
-        .command("atop")
-        .command("iotop -oPa")
-        .command(iostat);
-    if let Some(c) = obs.top_io.first() {
-        f = f.command(cmd!("cat /proc/{pid}/io", pid = c.pid));
-        f = owner_commands(f, c);
-    }
-    f.command(cmd!("kubectl cordon {node}", node = node))
-        .source(HANDBOOK, SECTION)
+    d.items("top_io", culprit_items(&obs.top_io))
 }
 
 /// `load.cpu_bound`: CPUs busy running code most of the window while the run queue holds at
 /// least one task per CPU (saturated: load is what the handbook's rule explains). Busy CPUs
 /// with a short queue are a well-used node, not a problem.
-fn cpu_bound(obs: &Observation, cfg: &LoadConfig, node: &str) -> Option<Finding> {
+fn cpu_bound(obs: &Observation, th: &Thresholds) -> Option<Draft> {
     let busy = obs.cpu.busy();
     let cpus = f64::from(obs.cpus.max(1));
-    if busy < cfg.cpu_busy_percent || obs.load.load1 < cpus {
+    if busy < th.cpu_busy_percent || obs.load.load1 < cpus {
         return None;
     }
-    let severity = if obs.load.load1 / cpus >= cfg.load_critical_per_cpu {
+    let severity = if obs.load.load1 / cpus >= th.load_critical_per_cpu {
         Severity::Critical
     } else {
         Severity::Warning
     };
-    let top_en = if obs.top_cpu.is_empty() {
-        "no single process stands out".to_string()
-    } else {
-        format!(
-            "top CPU: {}",
-            obs.top_cpu
-                .iter()
-                .take(3)
-                .map(|c| format!("{} {:.0}%", c.describe_en(), c.cpu_percent))
-                .collect::<Vec<_>>()
-                .join("; ")
-        )
-    };
-    let top_zh = if obs.top_cpu.is_empty() {
-        "没有明显突出的进程".to_string()
-    } else {
-        format!(
-            "CPU 占用最多：{}",
-            obs.top_cpu
-                .iter()
-                .take(3)
-                .map(|c| format!("{} {:.0}%", c.describe_zh(), c.cpu_percent))
-                .collect::<Vec<_>>()
-                .join("；")
-        )
-    };
-    let mut f = Finding::new(
-        "load.cpu_bound",
-        severity,
-        Text::new("The CPUs are saturated", "CPU 已跑满"),
-        Text::new(
-            format!(
-                "CPUs spent {:.1}% of the last {:.1} s running code (us {:.1}%, sy {:.1}%; limit {:.0}%), load1 {:.2} on {} CPUs; {}.",
-                busy, obs.elapsed_seconds, obs.cpu.user, obs.cpu.system, cfg.cpu_busy_percent, obs.load.load1, obs.cpus, top_en
-            ),
-            format!(
-                "最近 {:.1} 秒内 CPU 有 {:.1}% 的时间在执行代码（us {:.1}%，sy {:.1}%；阈值 {:.0}%），load1 {:.2}（{} 个 CPU）；{}。",
-                obs.elapsed_seconds, busy, obs.cpu.user, obs.cpu.system, cfg.cpu_busy_percent, obs.load.load1, obs.cpus, top_zh
-            ),
-        ),
-    )
-    .evidence("cpu_busy_percent", busy)
-    .evidence("threshold_busy_percent", cfg.cpu_busy_percent)
-    .evidence("cpu_user_percent", obs.cpu.user)
-    .evidence("cpu_system_percent", obs.cpu.system)
-    .evidence("cpu_steal_percent", obs.cpu.steal)
-    .evidence("load1", obs.load.load1)
-    .evidence("cpus", obs.cpus)
-    .evidence("window_seconds", obs.elapsed_seconds);
+    let mut d = Draft::new(CPU_BOUND, severity)
+        .evidence("cpu_busy_percent", busy)
+        .evidence("threshold_busy_percent", th.cpu_busy_percent)
+        .evidence("cpu_user_percent", obs.cpu.user)
+        .evidence("cpu_system_percent", obs.cpu.system)
+        .evidence("cpu_steal_percent", obs.cpu.steal)
+        .evidence("load1", obs.load.load1)
+        .evidence("cpus", obs.cpus)
+        .evidence("window_seconds", obs.elapsed_seconds);
     if let Some(c) = obs.top_cpu.first() {
-        f = culprit_evidence(f, "top_cpu", c);
-        f = f.evidence(
+        d = culprit_evidence(d, "top_cpu", c);
+        d = d.evidence(
             "top_cpu_processes",
             obs.top_cpu
                 .iter()
-                .take(5)
-                .map(|c| format!("{} {:.0}%", c.describe_en(), c.cpu_percent))
+                .take(NAMED_IN_EVIDENCE)
+                .map(|c| format!("{} {:.0}%", c.label(), c.cpu_percent))
                 .collect::<Vec<_>>()
                 .join("; "),
         );
     }
-    f = f
-        .step(Text::new(
-            "Confirm in `top` (press 1 for each CPU) that us/sy dominate and see which processes lead the %CPU column.",
-            "在 `top` 中（按 1 查看每个核）确认 us/sy 占主导，并查看 %CPU 列排在前面的进程。",
-        ))
-        .step(Text::new(
-            "For a pod, check its CPU limits and requests and scale it out or move it to a less loaded node; for a service outside Kubernetes on the node, move it off or cap it, since the scheduler cannot see it.",
-            "若是 Pod，检查其 CPU limits/requests，扩容或迁移到负载较低的节点；若是节点上不受 Kubernetes 管理的服务，由于调度器看不到它，应将其迁出或限制其用量。",
-        ))
-        .command("top")
-        .command("atop");
-    if let Some(c) = obs.top_cpu.first() {
-        f = f.command(cmd!("top -p {pid}", pid = c.pid));
-        f = owner_commands(f, c);
-    }
-    Some(
-        f.command(cmd!("kubectl describe node {node}", node = node))
-            .source(HANDBOOK, SECTION),
-    )
+    Some(d.items("top_cpu", culprit_items(&obs.top_cpu)))
 }
 
 /// `load.iowait`: share of CPU time idle while IO is outstanding.
-fn iowait(obs: &Observation, cfg: &LoadConfig) -> Option<Finding> {
+fn iowait(obs: &Observation, th: &Thresholds) -> Option<Draft> {
     let wa = obs.cpu.iowait;
-    let (severity, limit) = if wa > cfg.iowait_critical_percent {
-        (Severity::Critical, cfg.iowait_critical_percent)
-    } else if wa > cfg.iowait_warning_percent {
-        (Severity::Warning, cfg.iowait_warning_percent)
-    } else if wa > cfg.iowait_info_percent
+    let (severity, limit) = if wa > th.iowait_critical_percent {
+        (Severity::Critical, th.iowait_critical_percent)
+    } else if wa > th.iowait_warning_percent {
+        (Severity::Warning, th.iowait_warning_percent)
+    } else if wa > th.iowait_info_percent
         && !obs
             .previous_iowait_percent
-            .is_some_and(|p| p <= cfg.iowait_info_percent)
+            .is_some_and(|p| p <= th.iowait_info_percent)
     {
-        (Severity::Info, cfg.iowait_info_percent)
+        (Severity::Info, th.iowait_info_percent)
     } else {
         return None;
     };
@@ -525,83 +395,39 @@ fn iowait(obs: &Observation, cfg: &LoadConfig) -> Option<Finding> {
     let hot: Vec<String> = obs
         .per_cpu
         .iter()
-        .filter(|(_, p)| p.iowait > cfg.iowait_warning_percent)
+        .filter(|(_, p)| p.iowait > th.iowait_warning_percent)
         .map(|(n, p)| format!("cpu{n} {:.1}%", p.iowait))
         .collect();
     let busiest = obs
         .disks
         .iter()
         .max_by(|a, b| a.busy_percent.total_cmp(&b.busy_percent));
-    let disk_en = busiest
-        .map(|d| {
-            format!(
-                "; busiest disk {} at {:.0}% busy",
-                d.label(),
-                d.busy_percent
-            )
-        })
-        .unwrap_or_default();
-    let disk_zh = busiest
-        .map(|d| format!("；最忙的磁盘 {} 忙碌度 {:.0}%", d.label(), d.busy_percent))
-        .unwrap_or_default();
-    let mut f = Finding::new(
-        "load.iowait",
-        severity,
-        Text::new("CPUs are waiting for IO", "CPU 在等待 IO"),
-        Text::new(
-            format!(
-                "iowait was {wa:.1}% over the last {:.1} s (above {limit:.0}%; it normally sits at 0%, and staying above 1% means storage cannot keep up), highest on cpu{max_cpu} at {max_wa:.1}%{disk_en}.",
-                obs.elapsed_seconds
-            ),
-            format!(
-                "最近 {:.1} 秒 iowait 为 {wa:.1}%（超过 {limit:.0}%；正常应为 0%，持续高于 1% 说明存储跟不上 CPU），最高的是 cpu{max_cpu}，为 {max_wa:.1}%{disk_zh}。",
-                obs.elapsed_seconds
-            ),
-        ),
-    )
-    .evidence("iowait_percent", wa)
-    .evidence("threshold_percent", limit)
-    .evidence("max_cpu_iowait_percent", max_wa)
-    .evidence("max_iowait_cpu", max_cpu)
-    .evidence("cpus_above_warning", hot.join(", "))
-    .evidence("window_seconds", obs.elapsed_seconds);
-    if let Some(p) = obs.previous_iowait_percent {
-        f = f.evidence("previous_iowait_percent", p);
-    }
-    if let Some(d) = busiest {
-        f = f
-            .evidence("busiest_disk", d.name.as_str())
-            .evidence("busiest_disk_busy_percent", d.busy_percent);
+    let mut d = Draft::new(IOWAIT, severity)
+        .evidence("iowait_percent", wa)
+        .evidence("threshold_percent", limit)
+        .evidence("max_cpu_iowait_percent", max_wa)
+        .evidence("max_iowait_cpu", max_cpu)
+        .evidence("cpus_above_warning", hot.join(", "))
+        .evidence("window_seconds", obs.elapsed_seconds)
+        .evidence_opt("previous_iowait_percent", obs.previous_iowait_percent);
+    if let Some(disk) = busiest {
+        d = d
+            .evidence("busiest_disk", disk.name.as_str())
+            .evidence("busiest_disk_busy_percent", disk.busy_percent);
+        if let Some(dm) = &disk.dm_name {
+            d = d.var("busiest_disk_dm_name", dm.as_str());
+        }
     }
     if let Some(c) = obs.top_io.first() {
-        f = culprit_evidence(f, "top_io", c);
+        d = culprit_evidence(d, "top_io", c);
     }
-    let mut f = f
-        .step(Text::new(
-            "Watch wa per CPU with `top` then `1`: a few CPUs far above the rest point at a few IO-heavy threads.",
-            "用 `top` 后按 `1` 观察每个核的 wa：个别核明显偏高，说明少数线程在做大量 IO。",
-        ))
-        .step(Text::new(
-            "Find the disk and the processes: `atop` then `d`, and `iotop -oPa`; then relieve that disk (move the writer, give it its own volume, or use a faster disk).",
-            "找出对应的磁盘和进程：`atop` 后按 `d`，以及 `iotop -oPa`；然后为该磁盘减负（迁移写入方、使用独立数据盘或更快的磁盘）。",
-        ))
-        .command("top")
-        .command("atop")
-        .command("iotop -oPa");
-    if let Some(d) = busiest {
-        f = f.command(cmd!("iostat -dx 2 5 /dev/{device}", device = &d.name));
-    }
-    Some(f.source(HANDBOOK, SECTION))
+    Some(d)
 }
 
 /// `load.host_process`: a process outside Kubernetes among the top consumers while the node
 /// is under load (the handbook's "other cause": a service such as a database installed on the
 /// node and not managed by Kubernetes).
-fn host_processes(
-    obs: &Observation,
-    cfg: &LoadConfig,
-    pressing: &[(String, Severity)],
-) -> Vec<Finding> {
+fn host_processes(obs: &Observation, pressing: &[(String, Severity)]) -> Vec<Draft> {
     let worst = |ids: &[&str]| {
         pressing
             .iter()
@@ -609,78 +435,62 @@ fn host_processes(
             .map(|(_, s)| *s)
             .max()
     };
-    let io_sev = worst(&["load.io_bound", "load.iowait", "load.high_load"]);
-    let cpu_sev = worst(&["load.cpu_bound", "load.high_load"]);
-    let mut seen: Vec<String> = Vec::new();
+    let io_sev = worst(&[IO_BOUND, IOWAIT, HIGH_LOAD]);
+    let cpu_sev = worst(&[CPU_BOUND, HIGH_LOAD]);
+    let mut seen: Vec<&str> = Vec::new();
     let mut out = Vec::new();
-    let k = cfg.top_processes.min(3);
-    let io = obs.top_io.iter().take(k).map(|c| (c, "io", io_sev));
-    let cpu = obs.top_cpu.iter().take(k).map(|c| (c, "cpu", cpu_sev));
-    for (c, what, sev) in io.chain(cpu) {
+    let io = obs
+        .top_io
+        .iter()
+        .take(NAMED_IN_TEXT)
+        .map(|c| (c, "io", io_sev));
+    let cpu = obs
+        .top_cpu
+        .iter()
+        .take(NAMED_IN_TEXT)
+        .map(|c| (c, "cpu", cpu_sev));
+    for (c, resource, sev) in io.chain(cpu) {
         let Some(sev) = sev else { continue };
-        if !c.origin.is_outside_kubernetes() || seen.contains(&c.comm) {
+        let Origin::Host {
+            cgroup,
+            infrastructure: false,
+        } = &c.origin
+        else {
+            continue;
+        };
+        if seen.contains(&c.comm.as_str()) {
             continue;
         }
-        seen.push(c.comm.clone());
-        let severity = sev.min(Severity::Warning);
-        let (fig_en, fig_zh) = if what == "io" {
-            (
-                format!("{:.2} MiB/s read+written", mib(c.io_bytes_per_second())),
-                format!("读写 {:.2} MiB/s", mib(c.io_bytes_per_second())),
-            )
-        } else {
-            (
-                format!("{:.0}% of a CPU", c.cpu_percent),
-                format!("占用 {:.0}% 个 CPU", c.cpu_percent),
-            )
-        };
-        let cgroup = match &c.origin {
-            Origin::Host { cgroup, .. } => cgroup.clone(),
-            _ => String::new(),
-        };
-        let f = Finding::new(
-            "load.host_process",
-            severity,
-            Text::new("A service outside Kubernetes is among the top consumers", "不受 Kubernetes 管理的服务是主要资源消耗者之一"),
-            Text::new(
-                format!(
-                    "{} is among the top {} consumers ({fig_en}) while the node is loaded; it runs directly on the host, so the scheduler neither sees nor limits it.",
-                    c.describe_en(), if what == "io" { "IO" } else { "CPU" }
-                ),
-                format!(
-                    "节点负载高时，{}是 {} 消耗最多的进程之一（{fig_zh}）；它直接运行在宿主机上，调度器既看不到也无法限制它。",
-                    c.describe_zh(), if what == "io" { "IO" } else { "CPU" }
-                ),
-            ),
-        )
-        .subject(c.comm.as_str())
-        .evidence("pid", c.pid)
-        .evidence("comm", c.comm.as_str())
-        .evidence("cgroup", cgroup.as_str())
-        .evidence("resource", what)
-        .evidence("cpu_percent", c.cpu_percent)
-        .evidence("read_bytes_per_second", c.read_bytes_per_second)
-        .evidence("write_bytes_per_second", c.write_bytes_per_second)
-        .step(Text::new(
-            "Identify the service and who owns it: its systemd unit and command line.",
-            "确认该服务及其负责人：查看它的 systemd 单元和命令行。",
-        ))
-        .step(Text::new(
-            "Move it to a machine outside the cluster (or run it as a workload Kubernetes schedules, with requests and limits); until then, cap it with its unit's CPUQuota/IOWeight settings.",
-            "将其迁移到集群外的机器（或改为由 Kubernetes 调度、设置了 requests/limits 的工作负载）；在此之前，可通过其 systemd 单元的 CPUQuota/IOWeight 限制用量。",
-        ))
-        .command(cmd!("systemctl status {pid}", pid = c.pid))
-        .command(cmd!("ps -o pid,user,etime,args -p {pid}", pid = c.pid))
-        .command(cmd!("cat /proc/{pid}/cgroup", pid = c.pid))
-        .command(if what == "io" { Cmd::fixed("iotop -oPa") } else { cmd!("top -p {pid}", pid = c.pid) })
-        .source(HANDBOOK, SECTION);
-        out.push(f);
+        seen.push(&c.comm);
+        out.push(
+            Draft::new(HOST_PROCESS, sev.min(Severity::Warning))
+                .subject(c.comm.as_str())
+                .evidence("pid", c.pid)
+                .evidence("comm", c.comm.as_str())
+                .evidence("cgroup", cgroup.as_str())
+                .evidence("resource", resource)
+                .evidence("cpu_percent", c.cpu_percent)
+                .evidence("read_bytes_per_second", c.read_bytes_per_second)
+                .evidence("write_bytes_per_second", c.write_bytes_per_second)
+                .var("io_bytes_per_second", c.io_bytes_per_second())
+                .when_if("io_consumer", resource == "io"),
+        );
     }
     out
 }
 
+/// The metrics of a sample: levels always, rates and shares once there is a window.
+pub fn metrics(s: &Sample) -> Vec<Metric> {
+    let mut m = level_metrics(s);
+    if let Some(obs) = &s.window {
+        m.extend(window_metrics(obs));
+    }
+    m
+}
+
 /// Metrics available from one sample (no window needed).
-pub fn level_metrics(load: &Loadavg, cpus: u32, stat: &Stat, psi: &Pressures) -> Vec<Metric> {
+fn level_metrics(s: &Sample) -> Vec<Metric> {
+    let load = &s.load;
     let mut m = vec![
         Metric::gauge(
             "node_doctor_load_load1",
@@ -697,18 +507,19 @@ pub fn level_metrics(load: &Loadavg, cpus: u32, stat: &Stat, psi: &Pressures) ->
             "15-minute load average.",
             load.load15,
         ),
-        Metric::gauge("node_doctor_load_cpus", "Online CPUs.", f64::from(cpus)),
+        Metric::gauge("node_doctor_load_cpus", "Online CPUs.", f64::from(s.cpus)),
         Metric::gauge(
             "node_doctor_load_procs_running",
             "Runnable tasks (procs_running of /proc/stat).",
-            stat.procs_running.unwrap_or(load.running) as f64,
+            s.procs_running as f64,
         ),
         Metric::gauge(
             "node_doctor_load_procs_blocked",
             "Tasks in uninterruptible sleep, D state (procs_blocked of /proc/stat).",
-            stat.procs_blocked.unwrap_or(0) as f64,
+            s.procs_blocked as f64,
         ),
     ];
+    let psi = &s.pressures;
     for (res, p) in [("cpu", psi.cpu), ("io", psi.io), ("memory", psi.memory)] {
         let Some(p) = p else { continue };
         let lines = std::iter::once(("some", p.some)).chain(p.full.map(|f| ("full", f)));
@@ -737,7 +548,7 @@ pub fn level_metrics(load: &Loadavg, cpus: u32, stat: &Stat, psi: &Pressures) ->
 }
 
 /// Metrics that need a window (rates and shares).
-pub fn window_metrics(obs: &Observation) -> Vec<Metric> {
+fn window_metrics(obs: &Observation) -> Vec<Metric> {
     let mut m = Vec::new();
     for (mode, v) in obs.cpu.modes() {
         m.push(
@@ -780,4 +591,364 @@ pub fn window_metrics(obs: &Observation) -> Vec<Metric> {
         ));
     }
     m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::finding::Finding;
+    use crate::load::{CpuPercent, DiskRates};
+    use crate::proc::cgroup::QosClass;
+    use crate::proc::pressure::{Pressure, PsiLine};
+
+    /// The drafts of the default thresholds, in the built-in words.
+    fn findings(obs: &Observation) -> Vec<Finding> {
+        let rules = crate::rules::RuleBook::builtin();
+        judge(obs, &Thresholds::default())
+            .into_iter()
+            .map(|d| rules.render(d, "node-1"))
+            .collect()
+    }
+
+    fn only<'a>(f: &'a [Finding], id: &str) -> Vec<&'a Finding> {
+        f.iter().filter(|f| f.id == id).collect()
+    }
+
+    fn quiet(cpus: u32) -> Observation {
+        Observation {
+            elapsed_seconds: 10.0,
+            cpus,
+            load: Loadavg {
+                load1: 0.5,
+                load5: 0.5,
+                load15: 0.5,
+                running: 1,
+                total: 200,
+            },
+            previous_load1: Some(0.5),
+            procs_running: 1,
+            procs_blocked: 0,
+            previous_procs_blocked: Some(0),
+            cpu: CpuPercent {
+                idle: 100.0,
+                ..CpuPercent::default()
+            },
+            previous_iowait_percent: Some(0.0),
+            per_cpu: Vec::new(),
+            disks: Vec::new(),
+            pressure: Pressures::default(),
+            top_io: Vec::new(),
+            top_cpu: Vec::new(),
+            blocked: Vec::new(),
+        }
+    }
+
+    fn culprit(pid: u32, comm: &str, origin: Origin) -> Culprit {
+        Culprit {
+            pid,
+            tid: None,
+            comm: comm.into(),
+            state: 'R',
+            cpu_percent: 150.0,
+            read_bytes_per_second: 0.0,
+            write_bytes_per_second: 4.0 * 1024.0 * 1024.0,
+            wchan: None,
+            origin,
+        }
+    }
+
+    fn pod(ns: Option<&str>, name: Option<&str>, container: Option<&str>) -> Origin {
+        Origin::Pod {
+            uid: "8f2a1c4e-3b7d-4e8f-9a0b-1c2d3e4f5a6b".into(),
+            qos: QosClass::Burstable,
+            container_id: None,
+            namespace: ns.map(str::to_string),
+            name: name.map(str::to_string),
+            container: container.map(str::to_string),
+        }
+    }
+
+    fn host(cgroup: &str) -> Origin {
+        Origin::Host {
+            cgroup: cgroup.into(),
+            infrastructure: false,
+        }
+    }
+
+    #[test]
+    fn a_quiet_node_yields_nothing() {
+        assert!(judge(&quiet(4), &Thresholds::default()).is_empty());
+    }
+
+    #[test]
+    fn high_load_names_its_cause_by_condition() {
+        let mut obs = quiet(4);
+        obs.load.load1 = 12.5;
+        obs.previous_load1 = Some(12.1);
+        obs.cpu = CpuPercent {
+            user: 70.0,
+            system: 20.0,
+            idle: 10.0,
+            ..CpuPercent::default()
+        };
+        let d = judge(&obs, &Thresholds::default());
+        let high = d.iter().find(|d| d.id == HIGH_LOAD).expect("high load");
+        assert_eq!(high.severity, Severity::Warning);
+        assert!(high.is("cause_cpu") && !high.is("cause_io") && !high.is("cause_mixed"));
+        let f = findings(&obs);
+        let f = only(&f, HIGH_LOAD)[0];
+        assert!(
+            f.summary
+                .en
+                .ends_with("is 3.0× the CPU count, at or above the 2× limit; runnable tasks compete for the CPUs."),
+            "{}",
+            f.summary.en
+        );
+        assert!(
+            f.summary.zh.contains("可运行任务在争抢 CPU"),
+            "{}",
+            f.summary.zh
+        );
+
+        // iowait at the warning level: the cause is IO.
+        obs.cpu.iowait = 15.0;
+        obs.cpu.user = 55.0;
+        let d = judge(&obs, &Thresholds::default());
+        assert!(d.iter().any(|d| d.id == HIGH_LOAD && d.is("cause_io")));
+    }
+
+    #[test]
+    fn io_bound_lists_the_top_three_and_names_the_owner_of_the_heaviest_only() {
+        let mut obs = quiet(4);
+        obs.disks = vec![DiskRates {
+            name: "dm-0".into(),
+            dm_name: Some("vg0-data".into()),
+            busy_percent: 99.0,
+            writes_per_second: 2000.0,
+            write_bytes_per_second: 8.0 * 1024.0 * 1024.0,
+            ..DiskRates::default()
+        }];
+        obs.top_io = vec![
+            culprit(4242, "java", pod(Some("shop"), Some("web-1"), Some("app"))),
+            culprit(9783, "mysqld", host("/system.slice/mysqld.service")),
+            culprit(5120, "fluentd", pod(None, None, None)),
+            culprit(1930, "flush-8:0", Origin::Kernel),
+        ];
+        let f = findings(&obs);
+        let io = only(&f, IO_BOUND);
+        assert_eq!(io.len(), 1);
+        let io = io[0];
+        assert_eq!(io.subject, "dm-0");
+        assert!(
+            io.summary
+                .en
+                .starts_with("Disk dm-0 (vg0-data) was busy 99% "),
+            "{}",
+            io.summary.en
+        );
+        assert!(
+            io.summary.en.ends_with(
+                "top IO: java (pid 4242, pod shop/web-1 container app uid 8f2a1c4e-3b7d-4e8f-9a0b-1c2d3e4f5a6b); \
+                 mysqld (pid 9783, host process outside Kubernetes, cgroup /system.slice/mysqld.service); \
+                 fluentd (pid 5120, pod uid 8f2a1c4e-3b7d-4e8f-9a0b-1c2d3e4f5a6b)."
+            ),
+            "{}",
+            io.summary.en
+        );
+        // Chinese names no container, joins with "；".
+        assert!(
+            io.summary.zh.contains(
+                "java（pid 4242，Pod shop/web-1，UID 8f2a1c4e-3b7d-4e8f-9a0b-1c2d3e4f5a6b）；mysqld（pid 9783，宿主机上未被 Kubernetes 管理的进程"
+            ),
+            "{}",
+            io.summary.zh
+        );
+        // The evidence list names five, in the fixed English form.
+        assert!(io.evidence["top_io_processes"]
+            .as_str()
+            .is_some_and(|s| s.ends_with("; flush-8:0 (pid 1930, kernel thread)")));
+        assert_eq!(
+            io.remediation.commands,
+            [
+                "top",
+                "atop",
+                "iotop -oPa",
+                "iostat -dx 2 5 /dev/dm-0",
+                "cat /proc/4242/io",
+                "kubectl -n shop describe pod web-1",
+                "kubectl cordon node-1",
+            ]
+        );
+        // mysqld, a host process among the top three, has its own finding.
+        let hp = only(&f, HOST_PROCESS);
+        assert_eq!(hp.len(), 1);
+        assert_eq!(hp[0].subject, "mysqld");
+        assert!(hp[0]
+            .summary
+            .en
+            .contains("top IO consumers (4.00 MiB/s read+written)"));
+        assert!(hp[0]
+            .remediation
+            .commands
+            .contains(&"iotop -oPa".to_string()));
+    }
+
+    #[test]
+    fn stalled_tasks_without_psi_say_it_is_unknown() {
+        let mut obs = quiet(2);
+        obs.procs_blocked = 5;
+        obs.previous_procs_blocked = Some(4);
+        let f = findings(&obs);
+        let io = only(&f, IO_BOUND);
+        assert_eq!(io.len(), 1, "{f:?}");
+        let io = io[0];
+        assert_eq!(io.title.en, "Tasks are stalled on IO");
+        assert!(
+            io.summary.en.starts_with(
+                "No local disk is ≥90% busy, yet 5 tasks are in D state (limit 2) (the kernel reports no IO pressure to say how long tasks stall): "
+            ),
+            "{}",
+            io.summary.en
+        );
+        assert!(!io.summary.en.contains("0.0%"), "{}", io.summary.en);
+        assert!(io.summary.en.ends_with(
+            "no process showed storage IO in /proc/<pid>/io (kernel writeback or another host?)."
+        ));
+        assert!(io
+            .remediation
+            .commands
+            .contains(&"iostat -dx 2 5".to_string()));
+
+        // With PSI, its share and limit.
+        obs.pressure.io = Some(Pressure {
+            some: PsiLine {
+                avg10: 60.0,
+                avg60: 50.0,
+                avg300: 40.0,
+                total_us: 1,
+            },
+            full: Some(PsiLine {
+                avg10: 48.5,
+                avg60: 40.0,
+                avg300: 30.0,
+                total_us: 1,
+            }),
+        });
+        let f = findings(&obs);
+        let io = only(&f, IO_BOUND)[0];
+        assert!(
+            io.summary.en.contains(
+                " and all non-idle tasks stalled on IO 48.5% of the last 10 s (limit 20%): "
+            ),
+            "{}",
+            io.summary.en
+        );
+    }
+
+    #[test]
+    fn cpu_bound_lists_processes_with_their_cpu_share() {
+        let mut obs = quiet(4);
+        obs.load.load1 = 20.0;
+        obs.previous_load1 = Some(3.0);
+        obs.cpu = CpuPercent {
+            user: 95.0,
+            system: 5.0,
+            ..CpuPercent::default()
+        };
+        obs.top_cpu = vec![
+            culprit(
+                812,
+                "kubelet",
+                Origin::Host {
+                    cgroup: "/kubepods".into(),
+                    infrastructure: true,
+                },
+            ),
+            culprit(17, "kworker/0:1", Origin::Unknown),
+        ];
+        let f = findings(&obs);
+        let c = only(&f, CPU_BOUND)[0];
+        assert_eq!(c.severity, Severity::Critical);
+        assert!(
+            c.summary.en.ends_with(
+                "top CPU: kubelet (pid 812, Kubernetes node component on the host) 150%; kworker/0:1 (pid 17, origin unknown) 150%."
+            ),
+            "{}",
+            c.summary.en
+        );
+        assert!(c
+            .summary
+            .zh
+            .contains("kubelet（pid 812，宿主机上的 Kubernetes 节点组件） 150%"));
+        // The owner of a node component is its unit: systemctl, ps; no pod commands.
+        assert!(c.remediation.commands.contains(&"top -p 812".to_string()));
+        assert!(c
+            .remediation
+            .commands
+            .contains(&"systemctl status 812".to_string()));
+        assert!(!c.remediation.commands.iter().any(|c| c.contains("17")));
+        // Node components are part of Kubernetes: no host_process finding.
+        assert!(only(&f, HOST_PROCESS).is_empty());
+    }
+
+    /// The process description is written out in io_bound and cpu_bound: the two copies say
+    /// the same (cpu_bound adds the CPU share).
+    #[test]
+    fn io_bound_and_cpu_bound_describe_processes_alike() {
+        let rules = crate::rules::RuleBook::builtin();
+        let origins = [
+            pod(Some("shop"), Some("web-1"), Some("app")),
+            pod(Some("shop"), Some("web-1"), None),
+            pod(None, None, None),
+            host("/system.slice/x.service"),
+            Origin::Host {
+                cgroup: "/".into(),
+                infrastructure: true,
+            },
+            Origin::Kernel,
+            Origin::Unknown,
+        ];
+        for o in origins {
+            let c = culprit(42, "p", o);
+            let mut obs = quiet(1);
+            obs.procs_blocked = 3;
+            obs.previous_procs_blocked = Some(3);
+            obs.load.load1 = 3.0;
+            obs.cpu = CpuPercent {
+                user: 100.0,
+                ..CpuPercent::default()
+            };
+            obs.top_io = vec![c.clone()];
+            obs.top_cpu = vec![c.clone()];
+            let f: Vec<Finding> = judge(&obs, &Thresholds::default())
+                .into_iter()
+                .map(|d| rules.render(d, "n"))
+                .collect();
+            let io = &only(&f, IO_BOUND)[0].summary;
+            let cpu = &only(&f, CPU_BOUND)[0].summary;
+            let en = io
+                .en
+                .split("top IO: ")
+                .nth(1)
+                .unwrap()
+                .trim_end_matches('.');
+            let zh = io
+                .zh
+                .split("IO 最多的进程：")
+                .nth(1)
+                .unwrap()
+                .trim_end_matches('。');
+            assert_eq!(en, c.label(), "{:?}", c.origin);
+            assert!(
+                cpu.en.ends_with(&format!("top CPU: {en} 150%.")),
+                "{}",
+                cpu.en
+            );
+            assert!(
+                cpu.zh.ends_with(&format!("CPU 占用最多：{zh} 150%。")),
+                "{}",
+                cpu.zh
+            );
+        }
+    }
 }

@@ -1,11 +1,16 @@
 //! The `load` collector: load and iowait explained — busy disks, blocked tasks, and the
-//! processes behind them (handbook 节点高负载排障处理).
+//! processes behind them (handbook 002, its high-load section; the words and the section
+//! title are in `collectors/rules/load.toml`).
 //!
 //! Each run reads `/proc/loadavg`, `/proc/stat`, `/proc/diskstats`, `/proc/pressure/*`,
 //! `/sys/devices/system/cpu/online` and, for every process, `/proc/<pid>/stat` and
 //! `/proc/<pid>/io`; only the top consumers get their `/proc/<pid>/cgroup` (and `wchan`) read.
 //! Rates come from the previous run's sample; the first run reports levels only.
-//! Judging lives in [`judge`], on a typed [`Observation`] that tests build without files.
+//!
+//! The collector shape: `LoadCollector::sample` reads the host into a typed [`Sample`] (whose
+//! window is an [`Observation`] that tests build without files); [`judge::judge`] turns the
+//! window into drafts under [`LoadConfig::thresholds`]; `collect` renders them in the rule
+//! file's words ([`CollectContext::render`]) and adds the metrics of the sample.
 
 pub mod judge;
 pub mod observation;
@@ -23,29 +28,15 @@ use crate::proc::stat::{self, Stat};
 use crate::proc::uptime;
 use crate::sys::{block, cpu_online};
 
+pub use judge::{Sample, Thresholds};
 pub use observation::{CpuPercent, Culprit, DiskRates, Observation, Origin, Pressures};
 use processes::ProcessTracker;
 
 /// Thresholds and limits of the `load` collector.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadConfig {
-    /// `load.high_load` warning when load1 ≥ this × online CPUs on the last two samples.
-    pub load_warning_per_cpu: f64,
-    /// `load.high_load` critical when load1 ≥ this × online CPUs on the last two samples.
-    pub load_critical_per_cpu: f64,
-    /// `load.iowait` info above this share of CPU time in iowait, sustained over two windows
-    /// (the handbook: `wa` normally 0%, steadily above 1% means storage cannot keep up).
-    pub iowait_info_percent: f64,
-    pub iowait_warning_percent: f64,
-    pub iowait_critical_percent: f64,
-    /// `load.io_bound` (at least warning) when a disk is busy ≥ this share of the window.
-    pub disk_busy_percent: f64,
-    /// `load.io_bound` without a saturated disk when `/proc/pressure/io` full avg10 ≥ this.
-    pub psi_io_full_percent: f64,
-    /// `load.io_bound` without a saturated disk when D-state tasks ≥ this × CPUs on two samples.
-    pub blocked_per_cpu: f64,
-    /// `load.cpu_bound` when user+nice+system+irq+softirq ≥ this share of all CPU time.
-    pub cpu_busy_percent: f64,
+    /// What the rules judge by.
+    pub thresholds: Thresholds,
     /// How many top IO and top CPU processes are named.
     pub top_processes: usize,
     /// At most this many D-state tasks are listed (and at most 16× this many threads read).
@@ -59,15 +50,7 @@ pub struct LoadConfig {
 impl Default for LoadConfig {
     fn default() -> Self {
         LoadConfig {
-            load_warning_per_cpu: 2.0,
-            load_critical_per_cpu: 4.0,
-            iowait_info_percent: 1.0,
-            iowait_warning_percent: 10.0,
-            iowait_critical_percent: 30.0,
-            disk_busy_percent: 90.0,
-            psi_io_full_percent: 20.0,
-            blocked_per_cpu: 1.0,
-            cpu_busy_percent: 90.0,
+            thresholds: Thresholds::default(),
             top_processes: 5,
             max_blocked_tasks: 20,
             infrastructure_processes: [
@@ -141,32 +124,53 @@ impl LoadCollector {
     }
 }
 
+/// sample -> judge -> findings (in the rule file's words) + metrics.
 impl Collector for LoadCollector {
     fn name(&self) -> &'static str {
         "load"
     }
 
     fn collect(&mut self, ctx: &CollectContext) -> Collection {
-        let out = self.collect_inner(ctx);
-        self.transitions.observe(&out);
-        out
+        let c = match self.sample() {
+            Ok((sample, status)) => {
+                let findings = match &sample.window {
+                    Some(obs) => ctx.render(judge::judge(obs, &self.config.thresholds)),
+                    None => Vec::new(),
+                };
+                let metrics = judge::metrics(&sample);
+                if let Some(obs) = sample.window {
+                    self.last = Some(obs);
+                }
+                Collection {
+                    status,
+                    findings,
+                    metrics,
+                }
+            }
+            Err(reason) => Collection::unavailable(reason),
+        };
+        self.transitions.observe(&c);
+        c
     }
 }
 
 impl LoadCollector {
-    fn collect_inner(&mut self, ctx: &CollectContext) -> Collection {
+    /// Reads the host into a sample (and keeps what the next window needs); the status says
+    /// what could not be read. `Err` says why nothing can be read (the collector is
+    /// unavailable).
+    fn sample(&mut self) -> Result<(Sample, Status), String> {
         let mut degraded: Vec<String> = Vec::new();
         let stat = match stat::read(&self.host.proc_file("stat")) {
             Ok(s) => s,
             Err(e) => {
-                return Collection::unavailable(format!(
+                return Err(format!(
                     "{e}; is the host's /proc mounted under the host root?"
                 ))
             }
         };
         let load = match loadavg::read(&self.host.proc_file("loadavg")) {
             Ok(l) => l,
-            Err(e) => return Collection::unavailable(e.to_string()),
+            Err(e) => return Err(e.to_string()),
         };
         let uptime_seconds = match uptime::read(&self.host) {
             Ok(u) => u.since_boot.as_secs_f64(),
@@ -219,9 +223,7 @@ impl LoadCollector {
             degraded.push(e.clone());
         }
 
-        let mut out = Collection::new(Status::Ok);
-        out.metrics = judge::level_metrics(&load, cpus, &stat, &pressures);
-
+        let mut window = None;
         if let Some(prev) = &self.previous {
             let elapsed = uptime_seconds - prev.uptime_seconds;
             if elapsed > 0.0 {
@@ -244,7 +246,7 @@ impl LoadCollector {
                     &self.pods,
                     stat.procs_blocked.unwrap_or(0),
                 );
-                let obs = Observation {
+                window = Some(Observation {
                     elapsed_seconds: elapsed,
                     cpus,
                     load,
@@ -260,13 +262,19 @@ impl LoadCollector {
                     top_io: culprits.top_io,
                     top_cpu: culprits.top_cpu,
                     blocked: culprits.blocked,
-                };
-                out.findings = judge::judge(&obs, &self.config, &ctx.node_name);
-                out.metrics.extend(judge::window_metrics(&obs));
-                self.last = Some(obs);
+                });
             }
         }
-        let iowait_percent = self.last.as_ref().map(|o| o.cpu.iowait);
+        // The next window's "previous iowait": this window's, or the last one judged.
+        let iowait_percent = window.as_ref().or(self.last.as_ref()).map(|o| o.cpu.iowait);
+        let sample = Sample {
+            load,
+            cpus,
+            procs_running: stat.procs_running.unwrap_or(load.running),
+            procs_blocked: stat.procs_blocked.unwrap_or(0),
+            pressures,
+            window,
+        };
         self.previous = Some(SystemSample {
             uptime_seconds,
             taken: Instant::now(),
@@ -275,10 +283,12 @@ impl LoadCollector {
             disks,
             iowait_percent,
         });
-        if !degraded.is_empty() {
-            out.status = Status::Degraded(degraded.join("; "));
-        }
-        out
+        let status = if degraded.is_empty() {
+            Status::Ok
+        } else {
+            Status::Degraded(degraded.join("; "))
+        };
+        Ok((sample, status))
     }
 }
 

@@ -229,8 +229,11 @@ impl Culprit {
         self.read_bytes_per_second + self.write_bytes_per_second
     }
 
-    /// A short English description: `mysqld (pid 9783, host process outside Kubernetes)`.
-    pub fn describe_en(&self) -> String {
+    /// How the evidence lists (`top_io_processes`, `top_cpu_processes`) name a process:
+    /// `mysqld (pid 9783, host process outside Kubernetes, cgroup /system.slice/mysqld.service)`.
+    /// A fixed English form that is part of the JSON contract, not advice: the findings' text
+    /// describes processes in both languages in `collectors/rules/load.toml`.
+    pub fn label(&self) -> String {
         let pid = match self.tid {
             Some(t) => format!("pid {} thread {t}", self.pid),
             None => format!("pid {}", self.pid),
@@ -264,36 +267,6 @@ impl Culprit {
             Origin::Unknown => "origin unknown".to_string(),
         };
         format!("{} ({pid}, {where_})", self.comm)
-    }
-
-    /// The same in Chinese.
-    pub fn describe_zh(&self) -> String {
-        let pid = match self.tid {
-            Some(t) => format!("pid {} 线程 {t}", self.pid),
-            None => format!("pid {}", self.pid),
-        };
-        let where_ = match &self.origin {
-            Origin::Pod {
-                uid,
-                namespace,
-                name,
-                ..
-            } => match (namespace, name) {
-                (Some(ns), Some(n)) => format!("Pod {ns}/{n}，UID {uid}"),
-                _ => format!("Pod UID {uid}"),
-            },
-            Origin::Host {
-                cgroup,
-                infrastructure: false,
-            } => format!("宿主机上未被 Kubernetes 管理的进程，cgroup {cgroup}"),
-            Origin::Host {
-                infrastructure: true,
-                ..
-            } => "宿主机上的 Kubernetes 节点组件".to_string(),
-            Origin::Kernel => "内核线程".to_string(),
-            Origin::Unknown => "来源未知".to_string(),
-        };
-        format!("{}（{pid}，{where_}）", self.comm)
     }
 }
 

@@ -785,7 +785,12 @@ fn command(rule: &Rule, v: &Toml, at: At) -> Result<CommandT, String> {
 
 fn sources(rule: &Rule, v: Option<&Toml>) -> Result<Vec<SourceT>, String> {
     let list: Vec<&Toml> = match v {
-        None => return Err("needs `source = { doc = \"…\", section = \"…\" }`".into()),
+        None => {
+            return Err(
+                "needs `source = { doc = \"…\", section = \"…\" }` (or `{ none = \"why no handbook section covers it\" }`)"
+                    .into(),
+            )
+        }
         Some(Toml::Array(a)) => a.iter().collect(),
         Some(t @ Toml::Table(_)) => vec![t],
         Some(_) => return Err("source: a table { doc, section } or a list of them".into()),
@@ -796,19 +801,26 @@ fn sources(rule: &Rule, v: Option<&Toml>) -> Result<Vec<SourceT>, String> {
         let Toml::Table(t) = s else {
             return Err(format!("{at}: a table {{ doc, section }}"));
         };
-        check_keys(t, &["doc", "section", "when"]).map_err(|m| format!("{at}: {m}"))?;
-        let (Some(Toml::String(doc)), Some(Toml::String(section))) =
-            (t.get("doc"), t.get("section"))
-        else {
-            return Err(format!("{at}: needs doc and section"));
+        check_keys(t, &["doc", "section", "when", "none"]).map_err(|m| format!("{at}: {m}"))?;
+        let cites = match (t.get("doc"), t.get("section"), t.get("none")) {
+            (Some(Toml::String(doc)), Some(Toml::String(section)), None) => {
+                Some((leak(doc), leak(section)))
+            }
+            (None, None, Some(Toml::String(why))) if !why.trim().is_empty() => None,
+            (None, None, Some(_)) => {
+                return Err(format!(
+                    "{at}.none: say why no handbook section covers the case, as a string"
+                ))
+            }
+            _ => {
+                return Err(format!(
+                    "{at}: needs doc and section, or none = \"why no section applies\""
+                ))
+            }
         };
         let when = cond(t.get("when"), &at)?;
         rule.check_cond(&when, &Scope::default(), &at)?;
-        out.push(SourceT {
-            when,
-            doc: leak(doc),
-            section: leak(section),
-        });
+        out.push(SourceT { when, cites });
     }
     if out.last().is_some_and(|s| !s.when.is_always()) {
         return Err(

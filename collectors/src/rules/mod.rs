@@ -46,8 +46,10 @@
 //!   braces), or `{ run, when, each, args }`. Every argument is quoted by the one shell
 //!   renderer; `args = { line = "net.netfilter.nf_conntrack_max = {recommended_max}" }` builds
 //!   one argument from a text template. With `each`, one command per item.
-//! - **source** `{ doc, section }` (or a list with `when`, first match; the last has none),
-//!   **see_also** keys of the explain catalogue (strings or `{ key, when }`).
+//! - **source** `{ doc, section }` (or a list with `when`, first match; the last has none);
+//!   `{ none = "why" }` instead says that no handbook section covers the case (the finding
+//!   then cites none, as when the handbook is silent on it), **see_also** keys of the
+//!   explain catalogue (strings or `{ key, when }`).
 //! - **example**: severity, subject, evidence and vars (scalars, lists of strings, or lists
 //!   of tables for items, with `conditions = [...]`). It declares what placeholders exist,
 //!   and a test renders every rule from it in both languages under every condition.
@@ -75,6 +77,10 @@ use crate::finding::Finding;
 const FILES: &[(&str, &str)] = &[
     ("memory.toml", include_str!("../../rules/memory.toml")),
     ("conntrack.toml", include_str!("../../rules/conntrack.toml")),
+    ("disk.toml", include_str!("../../rules/disk.toml")),
+    ("kernel.toml", include_str!("../../rules/kernel.toml")),
+    ("load.toml", include_str!("../../rules/load.toml")),
+    ("iptables.toml", include_str!("../../rules/iptables.toml")),
     // The runtime collector's log-derived findings (collectors/src/nodelog/judge.rs).
     ("runtime_logs.toml", include_str!("../../rules/runtime_logs.toml")),
 ];
@@ -173,10 +179,11 @@ pub(crate) struct CommandT {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct SourceT {
     pub when: Cond,
-    /// Leaked once when the built-in files load (a [`crate::finding::Source`] holds
-    /// `&'static str`; overrides cannot change sources).
-    pub doc: &'static str,
-    pub section: &'static str,
+    /// `(doc, section)`, leaked once when the built-in files load (a
+    /// [`crate::finding::Source`] holds `&'static str`; overrides cannot change sources).
+    /// `None` for `{ none = "why" }`: no handbook section covers the case, and the finding
+    /// cites none.
+    pub cites: Option<(&'static str, &'static str)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -220,7 +227,13 @@ impl Rule {
 
     /// `(doc, section)` of every source the rule may cite.
     pub fn sources(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.sources.iter().map(|s| (s.doc, s.section))
+        self.sources.iter().filter_map(|s| s.cites)
+    }
+
+    /// True when the rule says (`{ none = "why" }`) that under some conditions no handbook
+    /// section covers its finding, which then cites none.
+    pub fn may_cite_nothing(&self) -> bool {
+        self.sources.iter().any(|s| s.cites.is_none())
     }
 
     /// Every explain key the rule may link to.

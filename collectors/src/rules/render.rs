@@ -255,7 +255,11 @@ pub(crate) fn build(rule: &Rule, d: &Draft, node: &str, problems: &mut Vec<Strin
         }
     }
     match rule.sources.iter().find(|s| env.holds(&s.when)) {
-        Some(s) => f = f.source(s.doc, s.section),
+        Some(s) => {
+            if let Some((doc, section)) = s.cites {
+                f = f.source(doc, section);
+            }
+        }
         None => problems.push("no source applies".into()),
     }
     for s in rule.see_also.iter().filter(|s| env.holds(&s.when)) {

@@ -140,6 +140,64 @@ fn the_demo_renders_every_feature() {
     assert_eq!(f.see_also, ["disk-full"]);
 }
 
+/// `{ none = "why" }`: where the handbook has no section for a case, the finding cites none
+/// (rather than a section that does not cover it); the reason is required.
+#[test]
+fn a_source_may_say_that_no_section_applies() {
+    let text = demo_with(
+        "{ doc = \"002_af370464fa0f13dd.txt\", section = \"节点磁盘爆满排障处理\" }",
+        "{ none = \"the handbook covers logs only where kube-proxy writes them\" }",
+    );
+    let rules = load::builtin_file("demo.toml", &text).unwrap_or_else(|e| panic!("{e}"));
+    let rule = &rules[0];
+    assert_eq!(RuleBook::check(rule), Vec::<String>::new());
+    assert!(rule.may_cite_nothing());
+    assert!(!demo().get("demo.logs").unwrap().may_cite_nothing());
+    // Only the sections it does cite are listed (the handbook test checks those).
+    assert_eq!(
+        rule.sources().collect::<Vec<_>>(),
+        [("002_af370464fa0f13dd.txt", "集群 Kube-Proxy 异常排障处理")]
+    );
+    let f = RuleBook::render_example(rule, &["kube_proxy"], "n");
+    assert_eq!(
+        f.remediation.source.as_ref().map(|s| s.section),
+        Some("集群 Kube-Proxy 异常排障处理")
+    );
+    let f = RuleBook::render_example(rule, &[], "n");
+    assert!(f.remediation.source.is_none());
+    // A single `none`: a rule the handbook does not cover at all.
+    let start = DEMO.find("source = [").unwrap();
+    let end = start + DEMO[start..].find("]\n").unwrap() + 2;
+    let only = format!(
+        "{}source = {{ none = \"not in the handbook\" }}\n{}",
+        &DEMO[..start],
+        &DEMO[end..]
+    );
+    let rules = load::builtin_file("demo.toml", &only).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(RuleBook::check(&rules[0]), Vec::<String>::new());
+    assert_eq!(rules[0].sources().count(), 0);
+    let f = RuleBook::render_example(&rules[0], &["kube_proxy"], "n");
+    assert!(f.remediation.source.is_none());
+    for (to, want) in [
+        ("{ none = \"\" }", "say why"),
+        ("{ none = 3 }", "say why"),
+        (
+            "{ none = \"x\", doc = \"002_af370464fa0f13dd.txt\", section = \"y\" }",
+            "needs doc and section, or none",
+        ),
+        (
+            "{ doc = \"002_af370464fa0f13dd.txt\" }",
+            "needs doc and section",
+        ),
+    ] {
+        let e = load_err(&demo_with(
+            "{ doc = \"002_af370464fa0f13dd.txt\", section = \"节点磁盘爆满排障处理\" }",
+            to,
+        ));
+        assert!(e.contains(want), "{to}: {e}");
+    }
+}
+
 #[test]
 fn host_names_in_commands_are_quoted_by_the_one_renderer() {
     let b = demo();

@@ -594,7 +594,7 @@ fn deleted_open_file_held_by_dockerd_on_a_fake_host() {
     h.symlink(h.path(&gone).to_str().unwrap(), "/proc/4242/fd/17");
     h.symlink("/dev/null", "/proc/4242/fd/0");
     let mut config = DiskConfig::default();
-    config.limits.deleted_min_bytes = MIB;
+    config.thresholds.deleted_min_bytes = MIB;
     let c = collect(
         &h,
         config,

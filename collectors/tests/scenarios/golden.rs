@@ -45,15 +45,16 @@ const VOLATILE_FLOATS: &[&str] = &[
 ];
 
 /// Evidence strings and integers that differ between runs or machines: the pid the iptables
-/// sampler last saw holding the lock, timestamps the iptables tests write relative to now,
-/// and the inode numbers (and `/proc/locks` ids, `<dev>:<inode>`) of the fake hosts' lock
-/// files.
+/// sampler last saw holding the lock, how many consecutive samples its thread saw a waiter,
+/// timestamps the iptables tests write relative to now, and the inode numbers (and
+/// `/proc/locks` ids, `<dev>:<inode>`) of the fake hosts' lock files.
 const VOLATILE_VALUES: &[&str] = &[
     "holder_pid",
     "host_lock_inode",
     "last_seen",
     "lock_proc_locks_id",
     "pod_lock_inode",
+    "waiter_streak_samples",
 ];
 
 fn is_volatile(key: &str) -> bool {

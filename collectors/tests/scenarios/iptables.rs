@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use collectors::explain::see_also;
-use collectors::iptables::{IptablesCollector, IptablesConfig};
+use collectors::iptables::{IptablesCollector, IptablesConfig, Thresholds};
 use collectors::proc::locks::dev_major_minor;
 use collectors::{Collection, Collector, Evidence, Finding, Severity};
 
@@ -52,8 +52,11 @@ fn metric(c: &Collection, name: &str, label: Option<&str>) -> f64 {
 fn fast_config() -> IptablesConfig {
     IptablesConfig {
         sample_period: Duration::from_millis(40),
-        hold_warning: Duration::from_millis(300),
-        hold_critical: Duration::from_millis(700),
+        thresholds: Thresholds {
+            hold_warning: Duration::from_millis(300),
+            hold_critical: Duration::from_millis(700),
+            ..Thresholds::default()
+        },
         ..IptablesConfig::default()
     }
 }
@@ -192,9 +195,13 @@ fn hold_between_thresholds_is_a_warning() {
     );
     h.write("/proc/77/comm", "calico-node\n");
     h.write("/proc/77/cgroup", "0::/system.slice/calico.service\n");
+    let fast = fast_config();
     let cfg = IptablesConfig {
-        hold_critical: Duration::from_secs(60),
-        ..fast_config()
+        thresholds: Thresholds {
+            hold_critical: Duration::from_secs(60),
+            ..fast.thresholds.clone()
+        },
+        ..fast
     };
     let mut c = IptablesCollector::new(h.host(), cfg);
     std::thread::sleep(Duration::from_millis(600));

@@ -1,0 +1,1105 @@
+//! The reporter against the stand-in API server (`kube-standin`: HTTPS with a CA made here,
+//! bearer tokens, RBAC from the shipped manifests, the real server's patch and event rules,
+//! every stored object validated against the official schemas), and the planner's rules on a
+//! simulated clock.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use collectors::{Collection, Finding, Severity, Status, Text};
+use kube_standin::{Fault, FaultAction, Options, Rbac, StandIn};
+use serde_json::{json, Value};
+use time::OffsetDateTime;
+
+use super::classes;
+use super::client::{Api, ApiError, KubeApi};
+use super::planner::{message, Planner, Settings, MAX_MESSAGE_BYTES};
+use super::stats::Stats;
+use super::{view, Reporter};
+use crate::scheduler::fakes::{finding, with};
+use crate::scheduler::{Outcome, RunReport};
+use crate::state::{Snapshot, State};
+
+const NODE: &str = "worker-1";
+
+fn t(secs: i64) -> OffsetDateTime {
+    OffsetDateTime::from_unix_timestamp(1_800_000_000 + secs).unwrap()
+}
+
+fn settings() -> Settings {
+    Settings {
+        node: NODE.into(),
+        npd_names: false,
+        heartbeat: Duration::from_secs(300),
+        clear_after: Duration::ZERO,
+        min_write_interval: Duration::ZERO,
+        docs_base: super::DOCS_URL.into(),
+    }
+}
+
+/// A snapshot in which every collector of `runs` completed at `at` with these findings.
+fn snapshot(at: OffsetDateTime, runs: &[(&str, Collection)]) -> Snapshot {
+    let names: Vec<String> = runs.iter().map(|(n, _)| n.to_string()).collect();
+    let mut st = State::new(NODE, &names);
+    for (name, c) in runs {
+        st.apply(
+            name,
+            RunReport {
+                outcome: Outcome::Completed(c.clone()),
+                duration: Duration::ZERO,
+            },
+            at,
+        );
+    }
+    st.snapshot(at)
+}
+
+fn disk_full() -> Finding {
+    finding(
+        "disk.filesystem_full",
+        "/var/lib/containerd",
+        Severity::Critical,
+    )
+}
+
+fn oom(kills: i64, ago: i64) -> Finding {
+    Finding::new(
+        "kernel.oom_cgroup",
+        Severity::Warning,
+        Text::new("OOM", "OOM"),
+        Text::new(format!("{kills} kill(s)"), "x"),
+    )
+    .subject("0000abcd-0000-4000-8000-000000001072")
+    .evidence("kills", kills)
+    .evidence("last_seen_seconds_ago", ago)
+}
+
+fn kubelet_ready() -> Value {
+    json!({"type": "Ready", "status": "True", "reason": "KubeletReady",
+           "message": "kubelet is posting ready status",
+           "lastHeartbeatTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z"})
+}
+
+fn npd_condition() -> Value {
+    json!({"type": "KernelDeadlock", "status": "False", "reason": "KernelHasNoDeadlock",
+           "message": "kernel has no deadlock",
+           "lastHeartbeatTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z"})
+}
+
+fn standin_with_rbac() -> StandIn {
+    let rbac = Rbac::from_manifests(
+        &kube_standin::shipped_manifests(),
+        kube_standin::SA_NAMESPACE,
+        kube_standin::SA_NAMESPACE,
+        kube_standin::SA_NAME,
+    )
+    .expect("parse the shipped manifests");
+    assert!(
+        !rbac.sources.is_empty(),
+        "manifests/base binds no role to the node-doctor ServiceAccount"
+    );
+    StandIn::start(Options {
+        rbac: Some(rbac),
+        ..Options::default()
+    })
+}
+
+async fn api_for(s: &StandIn, dir: &std::path::Path, token: &str) -> KubeApi {
+    let kc = s.kubeconfig(dir, token);
+    KubeApi::from_kubeconfig(&kc, NODE, Duration::from_secs(5))
+        .await
+        .expect("client from the stand-in's kubeconfig")
+}
+
+fn our_condition(s: &StandIn, ctype: &str) -> Value {
+    s.condition(NODE, ctype)
+        .unwrap_or_else(|| panic!("no {ctype} on the node: {:#}", s.node(NODE).unwrap()))
+}
+
+#[tokio::test]
+async fn a_problem_sets_its_condition_and_a_warning_event_and_clearing_keeps_other_writers() {
+    let s = standin_with_rbac();
+    s.add_node(NODE, vec![kubelet_ready(), npd_condition()]);
+    let dir = tempfile::tempdir().unwrap();
+    let api = api_for(&s, dir.path(), kube_standin::DEFAULT_TOKEN).await;
+    let mut r = Reporter::new(settings(), api, Arc::new(Stats::default()));
+
+    // Quiet node: every class written False with its healthy reason, nothing else touched.
+    let quiet = snapshot(t(0), &[("disk", with(Status::Ok, vec![]))]);
+    r.tick(t(0), Instant::now(), Some(&quiet)).await;
+    let c = our_condition(&s, "NodeDoctorFilesystemFull");
+    assert_eq!(c["status"], "False");
+    assert_eq!(c["reason"], "FilesystemHasSpace");
+    let t0 = c["lastTransitionTime"].as_str().unwrap().to_string();
+
+    // One cycle with the problem: True, and a Warning event about the Node.
+    s.clear_requests();
+    let full = snapshot(t(15), &[("disk", with(Status::Ok, vec![disk_full()]))]);
+    r.tick(t(15), Instant::now(), Some(&full)).await;
+    let c = our_condition(&s, "NodeDoctorFilesystemFull");
+    assert_eq!(c["status"], "True");
+    assert_eq!(c["reason"], "FilesystemFull");
+    let msg = c["message"].as_str().unwrap();
+    assert!(
+        msg.starts_with("disk.filesystem_full (/var/lib/containerd): "),
+        "{msg}"
+    );
+    assert!(msg.contains("Fix: df -h /var/lib/containerd"), "{msg}");
+    assert!(
+        msg.contains("docs/findings.md#disk.filesystem_full"),
+        "{msg}"
+    );
+    let t1 = c["lastTransitionTime"].as_str().unwrap().to_string();
+    assert!(t1 > t0, "{t1} after {t0}");
+    let events = s.events();
+    let warning = events
+        .iter()
+        .find(|e| e["reason"] == "FilesystemFull")
+        .unwrap_or_else(|| panic!("no FilesystemFull event: {events:#?}"));
+    assert_eq!(warning["type"], "Warning");
+    assert_eq!(warning["metadata"]["namespace"], "default");
+    let uid = s.node(NODE).unwrap()["metadata"]["uid"].clone();
+    assert_eq!(
+        warning["involvedObject"],
+        json!({"kind": "Node", "apiVersion": "v1", "name": NODE, "uid": uid})
+    );
+    assert_eq!(warning["source"]["component"], "node-doctor");
+    // The writes of that cycle: one status patch, strategic merge, and the event.
+    let writes: Vec<_> = s.requests().into_iter().filter(|r| r.is_write()).collect();
+    assert_eq!(writes.len(), 2, "{writes:#?}");
+    assert_eq!(
+        writes[0].content_type,
+        "application/strategic-merge-patch+json"
+    );
+    assert!(
+        writes[0].user_agent.starts_with("node-doctor/"),
+        "{}",
+        writes[0].user_agent
+    );
+
+    // Nothing changed: no request at all.
+    s.clear_requests();
+    let still = snapshot(t(30), &[("disk", with(Status::Ok, vec![disk_full()]))]);
+    r.tick(t(30), Instant::now(), Some(&still)).await;
+    r.tick(t(45), Instant::now(), Some(&still)).await;
+    assert!(s.requests().is_empty(), "{:#?}", s.requests());
+
+    // It clears: False with a later transition time, a Normal event; the kubelet's and
+    // node-problem-detector's conditions are untouched.
+    let cleared = snapshot(t(60), &[("disk", with(Status::Ok, vec![]))]);
+    r.tick(t(60), Instant::now(), Some(&cleared)).await;
+    let c = our_condition(&s, "NodeDoctorFilesystemFull");
+    assert_eq!(c["status"], "False");
+    assert_eq!(c["reason"], "FilesystemHasSpace");
+    assert!(c["lastTransitionTime"].as_str().unwrap() > t1.as_str());
+    assert!(s
+        .events()
+        .iter()
+        .any(|e| e["reason"] == "FilesystemHasSpace" && e["type"] == "Normal"));
+    let node = s.node(NODE).unwrap();
+    let conds = node["status"]["conditions"].as_array().unwrap();
+    assert_eq!(conds[0], kubelet_ready());
+    assert_eq!(conds[1], npd_condition());
+    assert_eq!(conds.len(), 2 + classes::CONDITIONS.len());
+    assert!(s.schema_errors().is_empty(), "{:?}", s.schema_errors());
+    // Every request was allowed by the shipped RBAC.
+    assert!(s.requests().iter().all(|r| r.status < 300));
+}
+
+#[tokio::test]
+async fn a_restart_takes_over_the_conditions_and_repeats_nothing() {
+    let s = standin_with_rbac();
+    s.add_node(NODE, vec![kubelet_ready()]);
+    let dir = tempfile::tempdir().unwrap();
+    let now = OffsetDateTime::now_utc();
+    let at = |secs: i64| now + time::Duration::seconds(secs);
+    let snap = |secs| {
+        snapshot(
+            at(secs),
+            &[
+                ("disk", with(Status::Ok, vec![disk_full()])),
+                // The kill happened 30 s before the first instance started: the kernel
+                // log says so at every read, in seconds ago.
+                ("kernel", with(Status::Ok, vec![oom(1, 30 + secs)])),
+            ],
+        )
+    };
+    let mut first = Reporter::new(
+        settings(),
+        api_for(&s, dir.path(), kube_standin::DEFAULT_TOKEN).await,
+        Arc::new(Stats::default()),
+    );
+    first.tick(at(0), Instant::now(), Some(&snap(0))).await;
+    let before = our_condition(&s, "NodeDoctorFilesystemFull");
+    assert_eq!(before["status"], "True");
+    let events_before = s.events();
+    assert!(events_before
+        .iter()
+        .any(|e| e["reason"] == "NodeDoctorOOMKill"));
+
+    // A new instance a minute later, same findings (the kernel log read back at start).
+    s.clear_requests();
+    let mut second = Reporter::new(
+        settings(),
+        api_for(&s, dir.path(), kube_standin::DEFAULT_TOKEN).await,
+        Arc::new(Stats::default()),
+    );
+    second.tick(at(60), Instant::now(), Some(&snap(60))).await;
+    let reqs = s.requests();
+    assert_eq!(reqs.len(), 1, "only the take-over GET: {reqs:#?}");
+    assert_eq!(reqs[0].method, "GET");
+    assert_eq!(our_condition(&s, "NodeDoctorFilesystemFull"), before);
+    assert_eq!(s.events(), events_before, "no event repeated");
+
+    // A new OOM kill after the restart is an update of the same event (count 2).
+    second
+        .tick(
+            at(75),
+            Instant::now(),
+            Some(&snapshot(
+                at(75),
+                &[
+                    ("disk", with(Status::Ok, vec![disk_full()])),
+                    ("kernel", with(Status::Ok, vec![oom(2, 1)])),
+                ],
+            )),
+        )
+        .await;
+    let ooms: Vec<Value> = s
+        .events()
+        .into_iter()
+        .filter(|e| e["reason"] == "NodeDoctorOOMKill")
+        .collect();
+    assert_eq!(
+        ooms.len(),
+        2,
+        "a restart forgets the object; a new one counts the new kill"
+    );
+    assert_eq!(
+        ooms.iter()
+            .map(|e| e["count"].as_i64().unwrap())
+            .sum::<i64>(),
+        2
+    );
+    assert!(s.schema_errors().is_empty(), "{:?}", s.schema_errors());
+}
+
+#[tokio::test]
+async fn throttling_and_server_errors_back_off_and_retry() {
+    let s = standin_with_rbac();
+    s.add_node(NODE, vec![kubelet_ready()]);
+    let dir = tempfile::tempdir().unwrap();
+    let stats = Arc::new(Stats::default());
+    let mut r = Reporter::new(
+        settings(),
+        api_for(&s, dir.path(), kube_standin::DEFAULT_TOKEN).await,
+        Arc::clone(&stats),
+    );
+    let snap = snapshot(t(0), &[("disk", with(Status::Ok, vec![disk_full()]))]);
+    s.fault(Fault {
+        method: Some("GET".into()),
+        path_contains: "/nodes/".into(),
+        times: 1,
+        action: FaultAction::Status {
+            code: 429,
+            retry_after: Some(7),
+        },
+    });
+    let start = Instant::now();
+    r.tick(t(0), start, Some(&snap)).await;
+    assert!(!r.planner.took_over());
+    assert!(
+        !r.backoff.ready(start + Duration::from_secs(6)),
+        "Retry-After: 7 honoured"
+    );
+    r.tick(t(1), start + Duration::from_secs(1), Some(&snap))
+        .await;
+    assert_eq!(s.requests().len(), 1, "no request while backing off");
+    assert!(
+        stats.summary(0).contains("backing off"),
+        "{}",
+        stats.summary(0)
+    );
+
+    // 503 twice on the status patch: exponential backoff with jitter, then success.
+    s.fault(Fault {
+        method: Some("PATCH".into()),
+        path_contains: "/status".into(),
+        times: 2,
+        action: FaultAction::Status {
+            code: 503,
+            retry_after: None,
+        },
+    });
+    let mut now = start + Duration::from_secs(7);
+    r.tick(t(7), now, Some(&snap)).await;
+    assert!(r.planner.took_over());
+    let first_wait = (1..=60).find(|s| r.backoff.ready(now + Duration::from_millis(*s * 100)));
+    now += Duration::from_secs(6);
+    r.tick(t(13), now, Some(&snap)).await;
+    let second_wait = (1..=600).find(|s| r.backoff.ready(now + Duration::from_millis(*s * 100)));
+    assert!(
+        first_wait.unwrap() <= 10 && second_wait.unwrap() >= 10,
+        "1 s then 2 s, each jittered to half at least: {first_wait:?} {second_wait:?}"
+    );
+    now += Duration::from_secs(5);
+    r.tick(t(18), now, Some(&snap)).await;
+    assert_eq!(
+        our_condition(&s, "NodeDoctorFilesystemFull")["status"],
+        "True"
+    );
+    let text = {
+        let mut reg = prometheus_client::registry::Registry::default();
+        stats.register(&mut reg);
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &reg).unwrap();
+        out
+    };
+    for want in [
+        "node_doctor_kube_requests_total{request=\"get_node\",code=\"429\"} 1",
+        "node_doctor_kube_requests_total{request=\"patch_status\",code=\"503\"} 2",
+        "node_doctor_kube_requests_total{request=\"patch_status\",code=\"200\"} 1",
+    ] {
+        assert!(text.contains(want), "missing {want}:\n{text}");
+    }
+    assert!(stats.summary(0).contains("kubernetes reporter: ok"));
+}
+
+#[tokio::test]
+async fn a_server_with_a_certificate_from_another_ca_or_a_bad_token_is_refused() {
+    let s = StandIn::start(Options::default());
+    s.add_node(NODE, vec![]);
+    let other_ca = kube_standin::make_pki().unwrap().ca_pem;
+    let dir = tempfile::tempdir().unwrap();
+    let kc = kube_standin::write_kubeconfig(
+        dir.path(),
+        &s.url(),
+        &other_ca,
+        kube_standin::DEFAULT_TOKEN,
+    );
+    let api = KubeApi::from_kubeconfig(&kc, NODE, Duration::from_secs(5))
+        .await
+        .unwrap();
+    match api.get_node(NODE).await {
+        Err(ApiError::Transport(e)) => assert!(e.contains("invalid peer certificate"), "{e}"),
+        other => panic!("expected a TLS failure, got {other:?}"),
+    }
+    assert!(
+        s.requests().is_empty(),
+        "no request got through the handshake"
+    );
+
+    let api = api_for(&s, dir.path(), "not-the-token").await;
+    assert_eq!(api.get_node(NODE).await.unwrap_err().code(), Some(401));
+    let api = api_for(&s, dir.path(), kube_standin::DEFAULT_TOKEN).await;
+    assert!(api.get_node(NODE).await.is_ok());
+    assert_eq!(api.get_node("nope").await.unwrap_err().code(), Some(404));
+}
+
+#[tokio::test]
+async fn the_shipped_rbac_allows_exactly_what_the_reporter_does() {
+    let s = standin_with_rbac();
+    s.add_node(NODE, vec![]);
+    let dir = tempfile::tempdir().unwrap();
+    let api = api_for(&s, dir.path(), kube_standin::DEFAULT_TOKEN).await;
+    // Events about a Node belong in `default`: elsewhere the server's validation refuses them.
+    let mut ev = json!({"apiVersion": "v1", "kind": "Event",
+        "metadata": {"name": "x.1", "namespace": "default"},
+        "involvedObject": {"kind": "Node", "apiVersion": "v1", "name": NODE},
+        "reason": "R", "message": "m", "type": "Normal"});
+    assert!(api.create_event(&ev).await.is_ok());
+    assert_eq!(api.create_event(&ev).await.unwrap_err().code(), Some(409));
+    ev["metadata"]["name"] = json!("x.2");
+    ev["metadata"]["namespace"] = json!("kube-system");
+    assert_eq!(
+        api.create_event(&ev).await.unwrap_err().code(),
+        Some(400),
+        "object namespace differs from the request's"
+    );
+    let code = raw_body(
+        &s,
+        dir.path(),
+        "POST",
+        "/api/v1/namespaces/kube-system/events",
+        &ev,
+    )
+    .await;
+    assert_eq!(code, 422, "a Node event outside default");
+    assert_eq!(
+        api.patch_event("missing", &json!({"count": 2}))
+            .await
+            .unwrap_err()
+            .code(),
+        Some(404)
+    );
+    // What the reporter never does is forbidden: list nodes, patch the node object itself.
+    let forbidden = [
+        ("/api/v1/nodes", "GET"),
+        ("/api/v1/nodes/worker-1", "PATCH"),
+        ("/api/v1/namespaces/default/pods", "GET"),
+    ];
+    for (path, method) in forbidden {
+        let code = raw(&s, dir.path(), method, path).await;
+        assert_eq!(code, 403, "{method} {path}");
+    }
+}
+
+/// A raw request through the same client.
+async fn raw(s: &StandIn, dir: &std::path::Path, method: &str, path: &str) -> u16 {
+    raw_body(s, dir, method, path, &json!({})).await
+}
+
+async fn raw_body(
+    s: &StandIn,
+    dir: &std::path::Path,
+    method: &str,
+    path: &str,
+    body: &Value,
+) -> u16 {
+    let kc = s.kubeconfig(dir, kube_standin::DEFAULT_TOKEN);
+    let kc = kube::config::Kubeconfig::read_from(&kc).unwrap();
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .unwrap();
+    let client = kube::Client::try_from(cfg).unwrap();
+    let req = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header(
+            "content-type",
+            if method == "POST" {
+                "application/json"
+            } else {
+                "application/strategic-merge-patch+json"
+            },
+        )
+        .body(kube::client::Body::from(serde_json::to_vec(body).unwrap()))
+        .unwrap();
+    client.send(req).await.unwrap().status().as_u16()
+}
+
+#[test]
+fn heartbeats_are_at_least_five_minutes_apart_and_jittered() {
+    let mut p = Planner::new(settings());
+    p.take_over(
+        &json!({"metadata": {"uid": "u"}, "status": {"conditions": []}}),
+        t(0),
+    );
+    let quiet = snapshot(t(0), &[("disk", with(Status::Ok, vec![]))]);
+    let mut writes = Vec::new();
+    for s in (0..3600).step_by(15) {
+        p.observe(t(s), &view(&quiet));
+        if p.status_patch(t(s)).is_some() {
+            p.status_written(t(s));
+            writes.push(s);
+        }
+    }
+    // The first write, then one per heartbeat of 300-330 s (15 s ticks round up).
+    assert!(writes.len() >= 11 && writes.len() <= 13, "{writes:?}");
+    for w in writes.windows(2) {
+        assert!(w[1] - w[0] >= 300 && w[1] - w[0] <= 345, "{writes:?}");
+    }
+    // Two nodes do not beat in step.
+    let mut other = Planner::new(Settings {
+        node: "worker-2".into(),
+        ..settings()
+    });
+    other.take_over(&json!({"metadata": {"uid": "u"}}), t(0));
+    let mut w2 = Vec::new();
+    for s in (0..3600).step_by(15) {
+        other.observe(t(s), &view(&quiet));
+        if other.status_patch(t(s)).is_some() {
+            other.status_written(t(s));
+            w2.push(s);
+        }
+    }
+    assert_ne!(writes, w2);
+}
+
+#[test]
+fn a_flapping_finding_costs_one_pair_of_writes_per_clear_after() {
+    let mut p = Planner::new(Settings {
+        clear_after: Duration::from_secs(120),
+        min_write_interval: Duration::from_secs(10),
+        ..settings()
+    });
+    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0));
+    let mut writes = 0;
+    for i in 0..240 {
+        // Appears on every other 15 s run for an hour.
+        let s = i * 15;
+        let findings = if i % 2 == 0 {
+            vec![disk_full()]
+        } else {
+            vec![]
+        };
+        let snap = snapshot(t(s), &[("disk", with(Status::Ok, findings))]);
+        p.observe(t(s), &view(&snap));
+        if p.status_patch(t(s)).is_some() {
+            p.status_written(t(s));
+            writes += 1;
+        }
+    }
+    // It never stays away 2 minutes: True once, then heartbeats only.
+    assert!(writes <= 14, "{writes} status writes in an hour");
+    let c = p
+        .desired()
+        .find(|c| c.ctype == "NodeDoctorFilesystemFull")
+        .unwrap();
+    assert_eq!(c.status, "True");
+}
+
+#[test]
+fn stale_own_conditions_are_deleted_and_others_kept() {
+    let mut p = Planner::new(settings());
+    p.take_over(
+        &json!({"metadata": {"uid": "u"}, "status": {"conditions": [
+            kubelet_ready(),
+            {"type": "NodeDoctorRemovedRule", "status": "True", "reason": "Old"},
+        ]}}),
+        t(0),
+    );
+    let quiet = snapshot(t(0), &[("disk", with(Status::Ok, vec![]))]);
+    p.observe(t(0), &view(&quiet));
+    let body = p.status_patch(t(0)).unwrap();
+    let conds = body["status"]["conditions"].as_array().unwrap();
+    assert!(conds.contains(&json!({"type": "NodeDoctorRemovedRule", "$patch": "delete"})));
+    assert!(
+        conds.iter().all(|c| c["type"] != "Ready"),
+        "never the kubelet's"
+    );
+    let mut node = json!({"status": {"conditions": [kubelet_ready(),
+        {"type": "NodeDoctorRemovedRule", "status": "True"}]}});
+    kube_standin::patch::strategic(&mut node, &body).unwrap();
+    let types: Vec<&str> = node["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["type"].as_str().unwrap())
+        .collect();
+    assert!(types.contains(&"Ready") && !types.contains(&"NodeDoctorRemovedRule"));
+}
+
+#[test]
+fn events_repeat_into_one_object_and_spend_a_per_node_budget() {
+    let mut p = Planner::new(settings());
+    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0));
+    let mut creates = 0;
+    let mut patches = 0;
+    // A new OOM kill every 10 s for an hour.
+    for i in 0..360i64 {
+        let s = i * 10;
+        let snap = snapshot(t(s), &[("kernel", with(Status::Ok, vec![oom(i + 1, 0)]))]);
+        p.observe(t(s), &view(&snap));
+        while let Some(w) = p.next_event(t(s)) {
+            match &w {
+                super::planner::EventWrite::Create { body, .. } => {
+                    creates += 1;
+                    let name = body["metadata"]["name"].as_str().unwrap().to_string();
+                    p.event_written(&w, Ok(name));
+                }
+                super::planner::EventWrite::Patch { name, .. } => {
+                    patches += 1;
+                    let n = name.clone();
+                    p.event_written(&w, Ok(n));
+                }
+            }
+        }
+    }
+    assert_eq!(creates, 1, "one object");
+    // Burst 25, then one per 5 minutes: 25 + 12 in an hour at most.
+    assert!(creates + patches <= 37, "{creates} + {patches}");
+    assert!(p.events_pending() <= 1);
+}
+
+#[test]
+fn events_created_in_the_same_instant_get_distinct_names() {
+    let mut p = Planner::new(settings());
+    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0));
+    let ooms: Vec<Finding> = (0..30)
+        .map(|i| oom(1, 10).subject(format!("pod-{i}")))
+        .collect();
+    let snap = snapshot(t(0), &[("kernel", with(Status::Ok, ooms))]);
+    p.observe(t(0), &view(&snap));
+    let mut names = std::collections::BTreeSet::new();
+    while let Some(w) = p.next_event(t(0)) {
+        if let super::planner::EventWrite::Create { body, .. } = &w {
+            let name = body["metadata"]["name"].as_str().unwrap().to_string();
+            assert!(name.starts_with("worker-1."), "{name}");
+            assert!(names.insert(name.clone()), "{name} twice");
+            p.event_written(&w, Ok(name));
+        }
+    }
+    // The burst of 25, then the rest wait for tokens (one per 5 minutes).
+    assert_eq!(names.len(), 25);
+    assert_eq!(p.events_pending(), 5);
+    assert!(p.next_event(t(299)).is_none());
+    assert!(p.next_event(t(301)).is_some());
+}
+
+#[test]
+fn messages_name_the_finding_and_stay_bounded_and_printable() {
+    let mut f = disk_full();
+    f.summary.en = format!("\x1b[31mred{}", "x".repeat(5000));
+    f.see_also = vec!["disk-full".into()];
+    let m = message(&f, 2, super::DOCS_URL);
+    assert!(m.len() <= MAX_MESSAGE_BYTES);
+    assert!(!m.contains('\x1b'), "{m}");
+    assert!(m.starts_with("disk.filesystem_full (/var/lib/containerd): \\x1b[31mred"));
+    assert!(
+        m.ends_with("docs/findings.md#disk.filesystem_full (+2 more finding(s) in /findings)"),
+        "{m}"
+    );
+    assert!(m.contains("node-doctor explain disk-full;"), "{m}");
+}
+
+#[test]
+fn npd_names_are_opt_in() {
+    let hung = Finding::new(
+        "kernel.hung_task",
+        Severity::Critical,
+        Text::new("t", "t"),
+        Text::new("s", "s"),
+    )
+    .subject("dockerd")
+    .evidence("comm", "dockerd")
+    .evidence("runtime_or_kubelet", true)
+    .evidence("reports", 1)
+    .evidence("last_seen_seconds_ago", 1);
+    let snap = snapshot(t(0), &[("kernel", with(Status::Ok, vec![hung]))]);
+    for (npd, types) in [
+        (
+            false,
+            [
+                "NodeDoctorKernelDeadlock",
+                "NodeDoctorContainerRuntimeUnhealthy",
+            ],
+        ),
+        (true, ["KernelDeadlock", "ContainerRuntimeUnhealthy"]),
+    ] {
+        let mut p = Planner::new(Settings {
+            npd_names: npd,
+            ..settings()
+        });
+        p.take_over(&json!({"metadata": {"uid": "u"}}), t(0));
+        p.observe(t(0), &view(&snap));
+        for ty in types {
+            let c = p.desired().find(|c| c.ctype == ty).unwrap();
+            assert_eq!(c.status, "True", "{ty}");
+        }
+        let dl = p.desired().find(|c| c.ctype == types[0]).unwrap();
+        assert_eq!(dl.reason, "DockerHung");
+        let mut reasons = Vec::new();
+        while let Some(w) = p.next_event(t(0)) {
+            if let super::planner::EventWrite::Create { body, .. } = &w {
+                reasons.push(body["reason"].as_str().unwrap().to_string());
+            }
+            p.event_written(&w, Ok("e".into()));
+        }
+        let want = if npd {
+            "TaskHung"
+        } else {
+            "NodeDoctorTaskHung"
+        };
+        assert!(reasons.iter().any(|r| r == want), "{reasons:?}");
+    }
+}
+
+#[test]
+fn a_collector_that_does_not_run_makes_its_conditions_unknown_not_healthy() {
+    let mut p = Planner::new(settings());
+    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0));
+    let snap = snapshot(t(0), &[("disk", Collection::unavailable("no mountinfo"))]);
+    p.observe(t(0), &view(&snap));
+    let c = p
+        .desired()
+        .find(|c| c.ctype == "NodeDoctorFilesystemFull")
+        .unwrap();
+    assert_eq!(c.status, "Unknown");
+    assert!(
+        c.message.contains("collector disk: no mountinfo"),
+        "{}",
+        c.message
+    );
+    // Collectors this agent does not run at all (as with --collector disk): not checked.
+    let c = p
+        .desired()
+        .find(|c| c.ctype == "NodeDoctorHighLoad")
+        .unwrap();
+    assert_eq!(c.status, "Unknown");
+    assert!(
+        c.message.contains("collector load: not run by this agent"),
+        "{}",
+        c.message
+    );
+}
+
+#[test]
+fn every_mapped_id_is_a_rule_and_every_class_is_documented() {
+    let docs = [
+        include_str!("../../../docs/collectors/disk.md"),
+        include_str!("../../../docs/collectors/load.md"),
+        include_str!("../../../docs/collectors/memory.md"),
+        include_str!("../../../docs/collectors/iptables.md"),
+        include_str!("../../../docs/collectors/conntrack.md"),
+        include_str!("../../../docs/collectors/kernel.md"),
+    ]
+    .concat();
+    for id in classes::MAPPED_IDS {
+        assert!(
+            docs.contains(&format!("`{id}`")),
+            "{id} is not a documented rule"
+        );
+    }
+    let kdoc = include_str!("../../../docs/kubernetes.md");
+    for c in classes::CONDITIONS {
+        assert!(
+            kdoc.contains(c.ctype),
+            "{} missing in docs/kubernetes.md",
+            c.ctype
+        );
+        if let Some((t, r)) = c.npd {
+            assert!(kdoc.contains(t) && kdoc.contains(r));
+        }
+    }
+    for e in classes::EVENTS {
+        assert!(
+            kdoc.contains(e.reason),
+            "{} missing in docs/kubernetes.md",
+            e.reason
+        );
+    }
+}
+
+/// The scale simulation (a bench, not a unit test: `scripts/bench-kube.sh`). N simulated
+/// nodes' reporters, each with its own planner and backoff, against one stand-in API server
+/// (HTTPS, RBAC from the shipped manifests, every object schema-checked) for a simulated
+/// hour in 15 s collector cycles: a tenth of the nodes with a steady problem (a full disk),
+/// a tenth with a flapping one (high load on every other cycle), a twentieth with an OOM kill
+/// every 2 minutes, the rest quiet. Every request is real; only the clock is simulated.
+/// Prints API writes per second per 1,000 nodes next to node-problem-detector's steady rate.
+#[test]
+#[ignore = "scale simulation: run scripts/bench-kube.sh"]
+fn scale_simulation() {
+    let nodes: usize = std::env::var("ND_SIM_NODES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    let seconds: i64 = std::env::var("ND_SIM_SECONDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3600);
+    let rbac = Rbac::from_manifests(
+        &kube_standin::shipped_manifests(),
+        kube_standin::SA_NAMESPACE,
+        kube_standin::SA_NAMESPACE,
+        kube_standin::SA_NAME,
+    )
+    .unwrap();
+    let s = StandIn::start(Options {
+        rbac: Some(rbac),
+        record_bodies: false,
+        workers: 2,
+        ..Options::default()
+    });
+    let names: Vec<String> = (0..nodes).map(|i| format!("sim-node-{i:05}")).collect();
+    for n in &names {
+        s.add_node(n, vec![kubelet_ready()]);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let wall = Instant::now();
+    rt.block_on(async {
+        let api = api_for(&s, dir.path(), kube_standin::DEFAULT_TOKEN).await;
+        let stats = Arc::new(Stats::default());
+        let mut reporters: Vec<Reporter<KubeApi>> = names
+            .iter()
+            .map(|n| {
+                Reporter::new(
+                    Settings {
+                        node: n.clone(),
+                        clear_after: Duration::from_secs(120),
+                        min_write_interval: Duration::from_secs(10),
+                        ..settings()
+                    },
+                    api.clone(),
+                    Arc::clone(&stats),
+                )
+            })
+            .collect();
+        let start = OffsetDateTime::now_utc();
+        let mono = Instant::now();
+        let mut startup = kube_standin::Counts::default();
+        for step in 0..=(seconds / 15) {
+            let secs = step * 15;
+            let now = start + time::Duration::seconds(secs);
+            let quiet = snapshot(now, &[("disk", with(Status::Ok, vec![]))]);
+            let steady = snapshot(now, &[("disk", with(Status::Ok, vec![disk_full()]))]);
+            let load = finding("load.high_load", "", Severity::Warning);
+            let flapping = snapshot(
+                now,
+                &[(
+                    "load",
+                    with(Status::Ok, if step % 2 == 0 { vec![load] } else { vec![] }),
+                )],
+            );
+            let kills = 1 + secs / 120;
+            let ooming = snapshot(
+                now,
+                &[("kernel", with(Status::Ok, vec![oom(kills.min(30), secs % 120)]))],
+            );
+            // On for 5 minutes, off for 5: real changes, each worth a write.
+            let slow = snapshot(
+                now,
+                &[(
+                    "load",
+                    with(
+                        Status::Ok,
+                        if (secs / 300) % 2 == 0 {
+                            vec![finding("load.high_load", "", Severity::Warning)]
+                        } else {
+                            vec![]
+                        },
+                    ),
+                )],
+            );
+            for (i, r) in reporters.iter_mut().enumerate() {
+                let snap = match i % 20 {
+                    0 | 1 => &steady,
+                    2 | 3 => &flapping,
+                    4 => &ooming,
+                    5 => &slow,
+                    _ => &quiet,
+                };
+                r.tick(now, mono + Duration::from_secs(secs as u64), Some(snap))
+                    .await;
+            }
+            if step == 0 {
+                startup = s.counts();
+            }
+        }
+        let c = s.counts();
+        let per_1000 = |n: u64| n as f64 / seconds as f64 / (nodes as f64 / 1000.0);
+        let npd_steady = 1000.0 / 300.0;
+        let status_after_start = c.status_patches - startup.status_patches;
+        let events = c.event_creates + c.event_patches;
+        println!(
+            "scale simulation: {nodes} nodes, {seconds} simulated seconds, {:.1} s of wall time",
+            wall.elapsed().as_secs_f64()
+        );
+        println!(
+            "  requests: {} GET node, {} status patches ({} in the first cycle), {} event creates, {} event patches, {} errors",
+            c.node_gets, c.status_patches, startup.status_patches, c.event_creates, c.event_patches, c.errors
+        );
+        println!(
+            "  status writes/s per 1000 nodes: {:.3} after the first cycle, {:.3} with it",
+            per_1000(status_after_start),
+            per_1000(c.status_patches)
+        );
+        println!("  event writes/s per 1000 nodes:  {:.3}", per_1000(events));
+        println!(
+            "  all writes/s per 1000 nodes:    {:.3} after the first cycle",
+            per_1000(status_after_start + events - startup.event_creates - startup.event_patches)
+        );
+        println!(
+            "  node-problem-detector: {npd_steady:.3} status writes/s per 1000 nodes steady (one per node per 5 minutes), plus one per change"
+        );
+        assert_eq!(c.errors, 0, "every request allowed and valid");
+        assert!(s.schema_errors().is_empty(), "{:?}", s.schema_errors());
+        // The slow flappers (1 in 20) change about 12 times an hour; everything else is steady.
+        let changes = (nodes as f64 / 20.0) * (seconds as f64 / 300.0);
+        assert!(
+            status_after_start as f64 <= npd_steady / 1000.0 * nodes as f64 * seconds as f64 + changes,
+            "status writes above NPD's steady rate plus changes"
+        );
+    });
+}
+
+/// A raw request with a content type; the answer's status and body.
+async fn send(
+    s: &StandIn,
+    dir: &std::path::Path,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: &[u8],
+) -> (u16, Value) {
+    use http_body_util::BodyExt;
+    let kc = s.kubeconfig(dir, kube_standin::DEFAULT_TOKEN);
+    let kc = kube::config::Kubeconfig::read_from(&kc).unwrap();
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .unwrap();
+    let client = kube::Client::try_from(cfg).unwrap();
+    let req = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("content-type", content_type)
+        .header("user-agent", "other-agent/1.0")
+        .body(kube::client::Body::from(body.to_vec()))
+        .unwrap();
+    let resp = client.send(req).await.unwrap();
+    let code = resp.status().as_u16();
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    (code, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+fn types(node: &Value) -> Vec<String> {
+    node["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["type"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The stand-in's node status patches behave as the API server's do, content type by
+/// content type: why node-doctor uses a strategic merge patch and not a merge patch.
+#[tokio::test]
+async fn the_standin_patches_node_status_like_the_api_server() {
+    let s = StandIn::start(Options::default());
+    s.add_node(NODE, vec![kubelet_ready(), npd_condition()]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = format!("/api/v1/nodes/{NODE}/status");
+    let mine = json!({"type": "Mine", "status": "True", "reason": "R", "message": "m",
+        "lastHeartbeatTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z"});
+    let body = serde_json::to_vec(&json!({"status": {"conditions": [mine]}})).unwrap();
+
+    // Strategic merge: merged by type, the others stay.
+    let (code, node) = send(
+        &s,
+        dir.path(),
+        "PATCH",
+        &path,
+        "application/strategic-merge-patch+json",
+        &body,
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(types(&node), ["Ready", "KernelDeadlock", "Mine"]);
+    // The same patch again changes nothing: the resourceVersion stays.
+    let rv = node["metadata"]["resourceVersion"].clone();
+    let (_, again) = send(
+        &s,
+        dir.path(),
+        "PATCH",
+        &path,
+        "application/strategic-merge-patch+json",
+        &body,
+    )
+    .await;
+    assert_eq!(again["metadata"]["resourceVersion"], rv);
+    // A stale resourceVersion in the patch is a conflict.
+    let stale =
+        serde_json::to_vec(&json!({"metadata": {"resourceVersion": "1"}, "status": {}})).unwrap();
+    let (code, st) = send(
+        &s,
+        dir.path(),
+        "PATCH",
+        &path,
+        "application/strategic-merge-patch+json",
+        &stale,
+    )
+    .await;
+    assert_eq!((code, st["reason"].as_str()), (409, Some("Conflict")));
+    // JSON patch on one item.
+    let jp = serde_json::to_vec(
+        &json!([{"op": "replace", "path": "/status/conditions/2/status", "value": "False"}]),
+    )
+    .unwrap();
+    let (code, node) = send(
+        &s,
+        dir.path(),
+        "PATCH",
+        &path,
+        "application/json-patch+json",
+        &jp,
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(node["status"]["conditions"][2]["status"], "False");
+    // Server-side apply: fieldManager required; another manager's field is a conflict.
+    let apply = serde_json::to_vec(
+        &json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE},
+        "status": {"conditions": [{"type": "Ready", "status": "False"}]}}),
+    )
+    .unwrap();
+    let (code, _) = send(
+        &s,
+        dir.path(),
+        "PATCH",
+        &path,
+        "application/apply-patch+yaml",
+        &apply,
+    )
+    .await;
+    assert_eq!(code, 422, "no fieldManager");
+    let with_mgr = format!("{path}?fieldManager=someone");
+    let (code, st) = send(
+        &s,
+        dir.path(),
+        "PATCH",
+        &with_mgr,
+        "application/apply-patch+yaml",
+        &apply,
+    )
+    .await;
+    assert_eq!(code, 409, "Ready is the kubelet's: {st}");
+    let forced = format!("{path}?fieldManager=someone&force=true");
+    let (code, node) = send(
+        &s,
+        dir.path(),
+        "PATCH",
+        &forced,
+        "application/apply-patch+yaml",
+        &apply,
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(node["status"]["conditions"][0]["status"], "False");
+    // A body that breaks the schema is refused and recorded.
+    let bad = serde_json::to_vec(
+        &json!({"status": {"conditions": [{"type": "Mine", "lastHeartbeatTime": "soon"}]}}),
+    )
+    .unwrap();
+    let (code, _) = send(
+        &s,
+        dir.path(),
+        "PATCH",
+        &path,
+        "application/strategic-merge-patch+json",
+        &bad,
+    )
+    .await;
+    assert_eq!(code, 422);
+    assert_eq!(s.schema_errors().len(), 1);
+    // An unknown content type.
+    let (code, _) = send(&s, dir.path(), "PATCH", &path, "application/json", &body).await;
+    assert_eq!(code, 415);
+    // Merge patch: the whole list is replaced — every other writer's condition is gone.
+    let (code, node) = send(
+        &s,
+        dir.path(),
+        "PATCH",
+        &path,
+        "application/merge-patch+json",
+        &body,
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(types(&node), ["Mine"]);
+    // Unknown node.
+    let (code, _) = send(
+        &s,
+        dir.path(),
+        "PATCH",
+        "/api/v1/nodes/nope/status",
+        "application/strategic-merge-patch+json",
+        &body,
+    )
+    .await;
+    assert_eq!(code, 404);
+}

@@ -1,0 +1,179 @@
+//! The built binary's Kubernetes reporter (`serve --kube-report`) against the stand-in API
+//! server (`kube-standin`: HTTPS with a CA made here, a bearer token, RBAC read from the
+//! shipped manifests, the real server's rules for node status patches and events, every
+//! stored object validated against the official Kubernetes schemas).
+
+use std::time::{Duration, Instant};
+
+use kube_standin::{Fault, FaultAction, Options, Rbac, StandIn};
+use serde_json::{json, Value};
+
+use crate::support::{FakeRoot, Server};
+
+const NODE: &str = "fake-node";
+
+fn standin() -> StandIn {
+    let rbac = Rbac::from_manifests(
+        &kube_standin::shipped_manifests(),
+        kube_standin::SA_NAMESPACE,
+        kube_standin::SA_NAMESPACE,
+        kube_standin::SA_NAME,
+    )
+    .expect("the shipped RBAC");
+    let s = StandIn::start(Options {
+        rbac: Some(rbac),
+        ..Options::default()
+    });
+    s.add_node(
+        NODE,
+        vec![json!({"type": "Ready", "status": "True", "reason": "KubeletReady",
+            "message": "kubelet is posting ready status",
+            "lastHeartbeatTime": "2026-11-23T14:00:00Z", "lastTransitionTime": "2026-11-23T09:00:00Z"})],
+    );
+    s
+}
+
+fn serve(root: &FakeRoot, kubeconfig: &std::path::Path) -> Server {
+    Server::start_with(
+        root.root(),
+        &[
+            "--interval=1s",
+            "--collector=load",
+            "--node-name",
+            NODE,
+            "--kube-report",
+            "--kube-clear-after=0s",
+            "--kube-write-interval=0s",
+        ],
+        |c| {
+            c.env("KUBECONFIG", kubeconfig);
+        },
+    )
+}
+
+fn wait_for(secs: u64, what: &str, server: &Server, cond: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !cond() {
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}; logs:\n{}",
+            server.logs()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn status_of(s: &StandIn, ctype: &str) -> Option<String> {
+    s.condition(NODE, ctype)
+        .and_then(|c| c.get("status").and_then(Value::as_str).map(str::to_string))
+}
+
+#[test]
+fn kube_reporter_sets_and_clears_a_condition_with_events() {
+    let s = standin();
+    let root = FakeRoot::quiet();
+    // 2 CPUs, load1 9.5: high load on every sample.
+    root.write("/proc/loadavg", "9.50 8.00 7.00 9/300 21971\n");
+    let dir = tempfile::tempdir().unwrap();
+    let kc = s.kubeconfig(dir.path(), kube_standin::DEFAULT_TOKEN);
+    let server = serve(&root, &kc);
+
+    wait_for(30, "NodeDoctorHighLoad True", &server, || {
+        status_of(&s, "NodeDoctorHighLoad").as_deref() == Some("True")
+    });
+    let c = s.condition(NODE, "NodeDoctorHighLoad").unwrap();
+    assert_eq!(c["reason"], "LoadHigh");
+    let msg = c["message"].as_str().unwrap();
+    assert!(msg.starts_with("load.high_load: "), "{msg}");
+    assert!(msg.contains("docs/findings.md#load.high_load"), "{msg}");
+    let set_at = c["lastTransitionTime"].as_str().unwrap().to_string();
+    wait_for(10, "a Warning LoadHigh event", &server, || {
+        s.events()
+            .iter()
+            .any(|e| e["reason"] == "LoadHigh" && e["type"] == "Warning")
+    });
+    let ready = server.get("/readyz").text();
+    assert!(ready.contains("kubernetes reporter: ok"), "{ready}");
+    // What the cluster shows while the problem lasts (README "In the cluster").
+    println!("{ready}");
+    println!(
+        "{}",
+        kube_standin::describe::conditions(&s.node(NODE).unwrap())
+    );
+    println!("{}", kube_standin::describe::events(&s.events()));
+    // /metrics is rendered with each snapshot: it shows the write by the next collector run.
+    wait_for(10, "the status writes in /metrics", &server, || {
+        server
+            .get("/metrics")
+            .text()
+            .contains("node_doctor_kube_requests_total{request=\"patch_status\",code=\"200\"}")
+    });
+
+    // The load falls: the condition clears, with a later transition time.
+    root.write("/proc/loadavg", "0.10 0.50 1.00 1/300 21971\n");
+    wait_for(30, "NodeDoctorHighLoad False", &server, || {
+        status_of(&s, "NodeDoctorHighLoad").as_deref() == Some("False")
+    });
+    let c = s.condition(NODE, "NodeDoctorHighLoad").unwrap();
+    assert_eq!(c["reason"], "LoadIsNormal");
+    assert!(c["lastTransitionTime"].as_str().unwrap() >= set_at.as_str());
+    wait_for(10, "a Normal LoadIsNormal event", &server, || {
+        s.events().iter().any(|e| e["reason"] == "LoadIsNormal")
+    });
+    let node = s.node(NODE).unwrap();
+    assert_eq!(
+        node["status"]["conditions"][0]["type"], "Ready",
+        "the kubelet's condition stays"
+    );
+    assert!(s.schema_errors().is_empty(), "{:?}", s.schema_errors());
+    assert!(
+        s.requests().iter().all(|r| r.status < 400),
+        "every request allowed by the shipped RBAC: {:#?}",
+        s.requests()
+    );
+    // And once it cleared.
+    println!("{}", kube_standin::describe::conditions(&node));
+    println!("{}", kube_standin::describe::events(&s.events()));
+}
+
+#[test]
+fn kube_reporter_on_a_stalled_api_server_does_not_slow_findings() {
+    let s = standin();
+    // Every request stalls for 30 s (longer than the reporter's 10 s request timeout).
+    s.fault(Fault {
+        method: None,
+        path_contains: "/api/".into(),
+        times: 1000,
+        action: FaultAction::Stall(Duration::from_secs(30)),
+    });
+    let root = FakeRoot::quiet();
+    let dir = tempfile::tempdir().unwrap();
+    let kc = s.kubeconfig(dir.path(), kube_standin::DEFAULT_TOKEN);
+    let server = serve(&root, &kc);
+    server.wait_ready(30);
+    // While the reporter waits on the API server, /findings answers from the snapshot.
+    let mut slowest = Duration::ZERO;
+    for _ in 0..20 {
+        let t = Instant::now();
+        let r = server.get("/findings");
+        slowest = slowest.max(t.elapsed());
+        assert_eq!(r.status, 200);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // A generous bound on a loaded 2-core machine; the stall is 30 s.
+    assert!(
+        slowest < Duration::from_secs(3),
+        "/findings took {slowest:?}"
+    );
+    let ready = server.get("/readyz");
+    assert_eq!(
+        ready.status, 200,
+        "the API server's state is detail, not readiness"
+    );
+    assert!(
+        ready.text().contains("kubernetes reporter:"),
+        "{}",
+        ready.text()
+    );
+    assert!(s.condition(NODE, "NodeDoctorHighLoad").is_none());
+}
