@@ -39,6 +39,8 @@ APT_PACKAGES=(
     procps     # /proc tools (ps, free, vmstat) for reproducing a test's host situation by hand
     busybox-static # hostile-name tests: a static sh in a chroot runs every printed command
     dash       # shell tests: an older POSIX sh reads $'...' quoting as an inert literal
+    systemd-journal-remote # nodelog: writes fresh journal files (with systemd's journalctl,
+               # which it pulls in) that the journal reader must read as journalctl does
 )
 # scripts/validate-manifests.sh makes a virtualenv with `python3 -m venv`; Debian's own
 # python3 needs python3-venv for that (a pyenv/python.org build has it built in).
