@@ -53,8 +53,11 @@ fn main() {
     )
     .unwrap();
     std::fs::create_dir_all(root.join("etc")).unwrap();
-    std::os::unix::fs::symlink("/usr/share/zoneinfo/Asia/Shanghai", root.join("etc/localtime"))
-        .unwrap();
+    std::os::unix::fs::symlink(
+        "/usr/share/zoneinfo/Asia/Shanghai",
+        root.join("etc/localtime"),
+    )
+    .unwrap();
     std::fs::create_dir_all(root.join("var/log")).unwrap();
 
     // 1. Parsing: lines per second of the traditional format in a TZif zone.
@@ -88,7 +91,8 @@ fn main() {
     let mut f = std::fs::File::create(&path).unwrap();
     let total = 108_000i64;
     for i in 0..total {
-        f.write_all(line(i, 3600 - i * 3600 / total).as_bytes()).unwrap();
+        f.write_all(line(i, 3600 - i * 3600 / total).as_bytes())
+            .unwrap();
     }
     drop(f);
     let size = std::fs::metadata(&path).unwrap().len();
@@ -106,7 +110,10 @@ fn main() {
     );
 
     // 3. A 15 s cycle later: 450 new lines.
-    let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
     for i in 0..450 {
         f.write_all(line(i, -(i / 30)).as_bytes()).unwrap();
     }

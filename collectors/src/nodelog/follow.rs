@@ -84,7 +84,9 @@ impl Follower {
                                 {
                                     chunk.bytes_read += buf.len() as u64;
                                     budget = budget.saturating_sub(buf.len() as u64);
-                                    chunk.text.push_str(&String::from_utf8_lossy(&buf[..consumed]));
+                                    chunk
+                                        .text
+                                        .push_str(&String::from_utf8_lossy(&buf[..consumed]));
                                 }
                             }
                         }

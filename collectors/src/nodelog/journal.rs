@@ -179,7 +179,7 @@ impl Header {
             head_entry_realtime: le64(b, 184),
             tail_entry_realtime: le64(b, 192),
         };
-        if h.header_size < HEADER_MIN || h.header_size % 8 != 0 || h.header_size > 1 << 20 {
+        if h.header_size < HEADER_MIN || !h.header_size.is_multiple_of(8) || h.header_size > 1 << 20 {
             return Err(corrupt(format!("header size {}", h.header_size)));
         }
         Ok(h)
@@ -362,7 +362,7 @@ impl<'a, R: ReadAt + ?Sized> JournalFile<'a, R> {
 
     /// An object's header at `off`: its type, flags and size, checked.
     fn object_header(&mut self, off: u64, want_type: u8) -> Result<(u8, u64), JournalError> {
-        if off < self.header.header_size || off % 8 != 0 || off >= self.len {
+        if off < self.header.header_size || !off.is_multiple_of(8) || off >= self.len {
             return Err(corrupt(format!("object offset {off}")));
         }
         let h = self.read(off, 16)?;
@@ -401,7 +401,13 @@ impl<'a, R: ReadAt + ?Sized> JournalFile<'a, R> {
         let isz = self.item_size();
         let b = self.read(off + 24 + from * isz, (n * isz) as usize)?;
         Ok(b.chunks_exact(isz as usize)
-            .map(|c| if isz == 4 { le32(c, 0) as u64 } else { le64(c, 0) })
+            .map(|c| {
+                if isz == 4 {
+                    le32(c, 0) as u64
+                } else {
+                    le64(c, 0)
+                }
+            })
             .collect())
     }
 
@@ -430,7 +436,11 @@ impl<'a, R: ReadAt + ?Sized> JournalFile<'a, R> {
             ..Entry::default()
         };
         for c in items.chunks_exact(isz as usize) {
-            let d = if isz == 4 { le32(c, 0) as u64 } else { le64(c, 0) };
+            let d = if isz == 4 {
+                le32(c, 0) as u64
+            } else {
+                le64(c, 0)
+            };
             let Some((field, value)) = self.data(d)? else {
                 continue;
             };
@@ -462,7 +472,8 @@ impl<'a, R: ReadAt + ?Sized> JournalFile<'a, R> {
             None
         } else {
             let raw = self.read(off + payload_at, (size - payload_at) as usize)?;
-            let compression = flags & (OBJ_COMPRESSED_XZ | OBJ_COMPRESSED_LZ4 | OBJ_COMPRESSED_ZSTD);
+            let compression =
+                flags & (OBJ_COMPRESSED_XZ | OBJ_COMPRESSED_LZ4 | OBJ_COMPRESSED_ZSTD);
             let payload = if compression == 0 {
                 Some(raw)
             } else {

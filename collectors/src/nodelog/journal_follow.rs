@@ -127,13 +127,8 @@ impl JournalFollower {
                     continue;
                 }
             };
-            let (pos, err) = jf.read_forward_filtered(
-                pos,
-                max_entries - examined,
-                max_bytes - used,
-                keep,
-                out,
-            );
+            let (pos, err) =
+                jf.read_forward_filtered(pos, max_entries - examined, max_bytes - used, keep, out);
             self.positions.insert(id, pos);
             if let Some(e) = err {
                 report.errors.push(format!("{}: {e}", f.host_path));
@@ -225,16 +220,41 @@ mod tests {
         std::fs::write(jd.join("user-1000.journal"), fixture_regular_plain()).unwrap();
         std::fs::write(jd.join("system@0001.journal~"), b"junk").unwrap();
         let mut f = JournalFollower::new();
-        let dirs = vec!["/var/log/journal".to_string(), "/run/log/journal".to_string()];
+        let dirs = vec![
+            "/var/log/journal".to_string(),
+            "/run/log/journal".to_string(),
+        ];
         let mut out = Vec::new();
         // Window from 300 s: entries 31..40.
-        let r = f.read_new(&host, &dirs, BASE_USEC + 300_000_000, 10_000, 1 << 30, &|_| true, &mut out);
+        let r = f.read_new(
+            &host,
+            &dirs,
+            BASE_USEC + 300_000_000,
+            10_000,
+            1 << 30,
+            &|_| true,
+            &mut out,
+        );
         assert_eq!(r.errors, Vec::<String>::new());
-        assert_eq!(r.files, vec![format!("/var/log/journal/{MID}/system.journal")]);
-        assert_eq!(out.iter().map(|e| e.seqnum).collect::<Vec<_>>(), (31..=40).collect::<Vec<_>>());
+        assert_eq!(
+            r.files,
+            vec![format!("/var/log/journal/{MID}/system.journal")]
+        );
+        assert_eq!(
+            out.iter().map(|e| e.seqnum).collect::<Vec<_>>(),
+            (31..=40).collect::<Vec<_>>()
+        );
         // Nothing new next time.
         out.clear();
-        f.read_new(&host, &dirs, BASE_USEC + 300_000_000, 10_000, 1 << 30, &|_| true, &mut out);
+        f.read_new(
+            &host,
+            &dirs,
+            BASE_USEC + 300_000_000,
+            10_000,
+            1 << 30,
+            &|_| true,
+            &mut out,
+        );
         assert!(out.is_empty());
         assert_eq!(f.tracked(), 1);
         // Rotation: the file is renamed (same file id) and a new one appears: the renamed one
@@ -242,14 +262,30 @@ mod tests {
         std::fs::rename(jd.join("system.journal"), jd.join("system@abc-1-2.journal")).unwrap();
         std::fs::write(jd.join("system.journal"), fixture_regular_plain()).unwrap();
         out.clear();
-        let r = f.read_new(&host, &dirs, BASE_USEC + 390_000_000, 10_000, 1 << 30, &|_| true, &mut out);
+        let r = f.read_new(
+            &host,
+            &dirs,
+            BASE_USEC + 390_000_000,
+            10_000,
+            1 << 30,
+            &|_| true,
+            &mut out,
+        );
         assert_eq!(r.files.len(), 2, "{r:?}");
         assert_eq!(out.iter().map(|e| e.seqnum).collect::<Vec<_>>(), vec![40]);
         // Old files are positioned at their end, not read.
         std::fs::remove_file(jd.join("system@abc-1-2.journal")).unwrap();
         let mut g = JournalFollower::new();
         out.clear();
-        g.read_new(&host, &dirs, BASE_USEC + 3_600_000_000, 10_000, 1 << 30, &|_| true, &mut out);
+        g.read_new(
+            &host,
+            &dirs,
+            BASE_USEC + 3_600_000_000,
+            10_000,
+            1 << 30,
+            &|_| true,
+            &mut out,
+        );
         assert!(out.is_empty());
         assert_eq!(g.tracked(), 1);
     }

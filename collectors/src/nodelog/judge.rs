@@ -115,7 +115,11 @@ pub fn judge(sample: &LogSample, live: &LiveFacts, t: &Thresholds) -> Vec<Draft>
             .filter(|i| i.kind == k && current(i))
             .collect();
         // Most recent first, then by subject for a stable order.
-        v.sort_by(|a, b| b.last_seen.cmp(&a.last_seen).then(a.subject.cmp(&b.subject)));
+        v.sort_by(|a, b| {
+            b.last_seen
+                .cmp(&a.last_seen)
+                .then(a.subject.cmp(&b.subject))
+        });
         v
     };
     let base = |id: &str, sev: Severity, i: &Incident| {
@@ -126,10 +130,18 @@ pub fn judge(sample: &LogSample, live: &LiveFacts, t: &Thresholds) -> Vec<Draft>
             .evidence("log_file", i.file.as_str())
             .evidence("log_source", i.source.as_str())
             .evidence("last_line", i.example.as_str())
-            .var("window_seconds", if i.kind.is_state() { t.state_window_seconds } else { t.event_window_seconds })
+            .var(
+                "window_seconds",
+                if i.kind.is_state() {
+                    t.state_window_seconds
+                } else {
+                    t.event_window_seconds
+                },
+            )
             .when_if("journal", i.source == SourceKind::Journal)
     };
-    let settled = |i: &Incident, healthy: Option<bool>| healthy == Some(true) && age(i) > t.settle_seconds;
+    let settled =
+        |i: &Incident, healthy: Option<bool>| healthy == Some(true) && age(i) > t.settle_seconds;
     let mut out = Vec::new();
 
     if let Some(i) = of(EventKind::PlegUnhealthy).first() {
@@ -191,12 +203,13 @@ pub fn judge(sample: &LogSample, live: &LiveFacts, t: &Thresholds) -> Vec<Draft>
         );
     }
     if let Some(i) = of(EventKind::Ttrpc).first() {
-        out.push(
-            base("runtime.ttrpc_shim_errors", Severity::Warning, i).subject("dockerd"),
-        );
+        out.push(base("runtime.ttrpc_shim_errors", Severity::Warning, i).subject("dockerd"));
     }
     for (kind, id) in [
-        (EventKind::PullHttpRegistry, "runtime.image_pull_http_registry"),
+        (
+            EventKind::PullHttpRegistry,
+            "runtime.image_pull_http_registry",
+        ),
         (EventKind::PullUnknownCa, "runtime.image_pull_unknown_ca"),
         (EventKind::PullAuth, "runtime.image_pull_auth"),
         (EventKind::PullNotFound, "runtime.image_not_found"),
@@ -206,9 +219,11 @@ pub fn judge(sample: &LogSample, live: &LiveFacts, t: &Thresholds) -> Vec<Draft>
             let facts = live.registries.get(&registry);
             let runtime = i.detail.runtime;
             let docker = runtime == Some(Runtime::Docker)
-                || (runtime.is_none() && facts.is_some_and(|f| f.docker_config && !f.containerd_config));
+                || (runtime.is_none()
+                    && facts.is_some_and(|f| f.docker_config && !f.containerd_config));
             let containerd = runtime == Some(Runtime::Containerd)
-                || (runtime.is_none() && facts.is_some_and(|f| f.containerd_config && !f.docker_config));
+                || (runtime.is_none()
+                    && facts.is_some_and(|f| f.containerd_config && !f.docker_config));
             let mut d = base(id, Severity::Warning, i)
                 .subject(i.subject.as_str())
                 .evidence("image", i.subject.as_str())
@@ -224,8 +239,14 @@ pub fn judge(sample: &LogSample, live: &LiveFacts, t: &Thresholds) -> Vec<Draft>
                     EventKind::PullHttpRegistry => d
                         .when_if("docker_listed_insecure", docker && f.docker_insecure)
                         .when_if("docker_not_listed", docker && !f.docker_insecure)
-                        .when_if("containerd_http_configured", containerd && f.containerd_http)
-                        .when_if("containerd_not_configured", containerd && !f.containerd_http),
+                        .when_if(
+                            "containerd_http_configured",
+                            containerd && f.containerd_http,
+                        )
+                        .when_if(
+                            "containerd_not_configured",
+                            containerd && !f.containerd_http,
+                        ),
                     EventKind::PullUnknownCa => d
                         .when_if("docker_ca_present", docker && f.docker_ca)
                         .when_if("docker_ca_missing", docker && !f.docker_ca)
@@ -249,7 +270,10 @@ pub fn judge(sample: &LogSample, live: &LiveFacts, t: &Thresholds) -> Vec<Draft>
 
 /// `host:port` of a registry for a TLS connection: its own port, else 443.
 fn with_port(registry: &str) -> String {
-    if registry.rsplit_once(':').is_some_and(|(_, p)| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())) {
+    if registry
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+    {
         registry.to_string()
     } else if registry == "docker.io" {
         "registry-1.docker.io:443".to_string()
@@ -307,7 +331,13 @@ mod tests {
         ]);
         let f = render(&s, &LiveFacts::default());
         let ids: Vec<&str> = f.iter().map(|f| f.id.as_str()).collect();
-        assert_eq!(ids, ["runtime.pleg_unhealthy", "runtime.kubelet_network_not_ready"]);
+        assert_eq!(
+            ids,
+            [
+                "runtime.pleg_unhealthy",
+                "runtime.kubelet_network_not_ready"
+            ]
+        );
         assert_eq!(f[0].severity, Severity::Critical);
         assert_eq!(f[0].evidence["last_seen_seconds_ago"].as_f64(), Some(10.0));
     }
@@ -325,8 +355,15 @@ mod tests {
         };
         let s = sample(vec![inc(EventKind::PlegUnhealthy, "", 10)]);
         let f = render(&s, &live);
-        assert_eq!(f[0].evidence["full_runtime_dirs"].as_str(), Some("/var/lib/docker"));
-        assert!(f[0].summary.en.contains("/var/lib/docker"), "{}", f[0].summary.en);
+        assert_eq!(
+            f[0].evidence["full_runtime_dirs"].as_str(),
+            Some("/var/lib/docker")
+        );
+        assert!(
+            f[0].summary.en.contains("/var/lib/docker"),
+            "{}",
+            f[0].summary.en
+        );
         let s = sample(vec![inc(EventKind::PlegUnhealthy, "", 10)]);
         assert!(!judge(&s, &LiveFacts::default(), &Thresholds::default())[0].is("disk_full"));
     }
@@ -387,7 +424,10 @@ mod tests {
             .commands
             .iter()
             .any(|c| c.contains("daemon.json")));
-        live.registries.get_mut("10.0.0.5:5000").unwrap().docker_insecure = true;
+        live.registries
+            .get_mut("10.0.0.5:5000")
+            .unwrap()
+            .docker_insecure = true;
         let d = judge(&sample(vec![i.clone()]), &live, &Thresholds::default());
         assert!(d[0].is("docker_listed_insecure"));
         // An old failure is history.

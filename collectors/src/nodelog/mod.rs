@@ -44,7 +44,7 @@ pub use patterns::{classify, Event, EventKind};
 /// Where and how much to read.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeLogConfig {
-    /// Syslog files, host paths (`--node-log-file`).
+    /// Syslog files, host paths.
     pub syslog_files: Vec<String>,
     /// Journal directories, host paths.
     pub journal_dirs: Vec<String>,
@@ -198,7 +198,10 @@ impl NodeLog {
             let mut first = true;
             loop {
                 let want = budget.min(CHUNK);
-                let chunk = match self.files.read_new(&path, self.config.first_read_bytes, want) {
+                let chunk = match self
+                    .files
+                    .read_new(&path, self.config.first_read_bytes, want)
+                {
                     Ok(c) => c,
                     Err(e) => {
                         report.errors.push(e.to_string());
@@ -225,10 +228,7 @@ impl NodeLog {
 
         // The journal.
         let mut entries = Vec::new();
-        let room = self
-            .config
-            .max_records_per_cycle
-            .saturating_sub(out.len());
+        let room = self.config.max_records_per_cycle.saturating_sub(out.len());
         let idents = self.config.idents.clone();
         let wanted = |e: &journal::Entry| idents.iter().any(|i| i == e.ident());
         let jr = self.journal.read_new(

@@ -308,8 +308,7 @@ fn path_before_no_space(m: &str) -> Option<String> {
     let p = &head[start..];
     (p.starts_with('/')
         && p.len() <= 512
-        && p
-            .bytes()
+        && p.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"/._-:+@".contains(&b)))
     .then(|| p.to_string())
 }
@@ -463,9 +462,7 @@ pub fn is_image_ref(s: &str) -> bool {
 /// `localhost`, else Docker Hub.
 pub fn registry_of(image: &str) -> String {
     match image.split_once('/') {
-        Some((first, _)) if first.contains(['.', ':']) || first == "localhost" => {
-            first.to_string()
-        }
+        Some((first, _)) if first.contains(['.', ':']) || first == "localhost" => first.to_string(),
         _ => "docker.io".to_string(),
     }
 }
@@ -502,20 +499,35 @@ mod tests {
 
     #[test]
     fn kubelet_states() {
-        let e = one("kubelet", r#"E1123 12:00:00.000000    1234 kubelet.go:2059] "Skipping pod synchronization" err="PLEG is not healthy: pleg was last seen active 3m0s ago; threshold is 3m0s""#);
+        let e = one(
+            "kubelet",
+            r#"E1123 12:00:00.000000    1234 kubelet.go:2059] "Skipping pod synchronization" err="PLEG is not healthy: pleg was last seen active 3m0s ago; threshold is 3m0s""#,
+        );
         assert_eq!(e.kind, EventKind::PlegUnhealthy);
         // Old klog text.
         let e = one("kubelet", "E0927 14:37:21.922965 14109 kubelet.go:1803] skipping pod synchronization - [PLEG is not healthy: pleg was last seen active 3m5.30015447s ago; threshold is 3m0s]");
         assert_eq!(e.kind, EventKind::PlegUnhealthy);
-        let v = classify("kubelet", r#"I1123 12:00:00.1 1234 kubelet_node_status.go:600] "Node became not ready" node="10.0.0.1" condition={Type:Ready Status:False Reason:KubeletNotReady Message:container runtime is down,PLEG is not healthy: pleg was last seen active 3m10s ago; threshold is 3m0s}"#);
+        let v = classify(
+            "kubelet",
+            r#"I1123 12:00:00.1 1234 kubelet_node_status.go:600] "Node became not ready" node="10.0.0.1" condition={Type:Ready Status:False Reason:KubeletNotReady Message:container runtime is down,PLEG is not healthy: pleg was last seen active 3m10s ago; threshold is 3m0s}"#,
+        );
         let kinds: Vec<_> = v.iter().map(|e| e.kind).collect();
-        assert_eq!(kinds, [EventKind::PlegUnhealthy, EventKind::RuntimeNotReady]);
-        let e = one("kubelet", r#"E1123 12:00:00.1 1234 kubelet.go:2373] "Container runtime not ready" runtimeReady="RuntimeReady=false reason:DockerDaemonNotReady message:docker: failed to get docker version: Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?""#);
+        assert_eq!(
+            kinds,
+            [EventKind::PlegUnhealthy, EventKind::RuntimeNotReady]
+        );
+        let e = one(
+            "kubelet",
+            r#"E1123 12:00:00.1 1234 kubelet.go:2373] "Container runtime not ready" runtimeReady="RuntimeReady=false reason:DockerDaemonNotReady message:docker: failed to get docker version: Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?""#,
+        );
         assert_eq!(
             (e.kind, e.detail.reason.as_deref()),
             (EventKind::RuntimeNotReady, Some("DockerDaemonNotReady"))
         );
-        let e = one("kubelet", r#"E1123 12:00:00.1 1234 kubelet.go:2373] "Container runtime network not ready" networkReady="NetworkReady=false reason:NetworkPluginNotReady message:docker: network plugin is not ready: cni config uninitialized""#);
+        let e = one(
+            "kubelet",
+            r#"E1123 12:00:00.1 1234 kubelet.go:2373] "Container runtime network not ready" networkReady="NetworkReady=false reason:NetworkPluginNotReady message:docker: network plugin is not ready: cni config uninitialized""#,
+        );
         assert_eq!(
             (e.kind, e.detail.reason.as_deref()),
             (EventKind::NetworkNotReady, Some("NetworkPluginNotReady"))
@@ -550,9 +562,16 @@ mod tests {
         let kubelet = r#"E1123 12:00:10.1 1234 remote_runtime.go:116] "RunPodSandbox from runtime service failed" err="rpc error: code = Unknown desc = failed to create a sandbox for pod \"lomp-ext-d8c8b8c46-4v8tl\": Error response from daemon: Conflict. The container name \"/k8s_POD_lomp-ext-d8c8b8c46-4v8tl_default_65046a06-f795-11e9-9bb6-b67fb7a70bad_0\" is already in use by container \"30aa3f5847e0ce89e9d411e76783ba14accba7eb7743e605a10a9a862a72c1e2\". You have to remove (or rename) that container to be able to reuse that name.""#;
         assert_eq!(one("kubelet", kubelet).subject, e.subject);
         // containerd's form.
-        let c = one("containerd", r#"time="2026-11-23T12:00:10.1+08:00" level=error msg="RunPodSandbox for &PodSandboxMetadata{Name:web-0,Uid:65046a06-f795-11e9-9bb6-b67fb7a70bad,Namespace:shop,Attempt:1,} failed, error" error="failed to reserve sandbox name \"web-0_shop_65046a06-f795-11e9-9bb6-b67fb7a70bad_1\": name \"web-0_shop_65046a06-f795-11e9-9bb6-b67fb7a70bad_1\" is reserved for \"6c4f1e2b8a9d0c3e5f7a1b2c4d6e8f0a1b3c5d7e9f1a2b4c6d8e0f1a3b5c7d9e\"""#);
+        let c = one(
+            "containerd",
+            r#"time="2026-11-23T12:00:10.1+08:00" level=error msg="RunPodSandbox for &PodSandboxMetadata{Name:web-0,Uid:65046a06-f795-11e9-9bb6-b67fb7a70bad,Namespace:shop,Attempt:1,} failed, error" error="failed to reserve sandbox name \"web-0_shop_65046a06-f795-11e9-9bb6-b67fb7a70bad_1\": name \"web-0_shop_65046a06-f795-11e9-9bb6-b67fb7a70bad_1\" is reserved for \"6c4f1e2b8a9d0c3e5f7a1b2c4d6e8f0a1b3c5d7e9f1a2b4c6d8e0f1a3b5c7d9e\"""#,
+        );
         assert_eq!(
-            (c.detail.pod.as_deref(), c.detail.namespace.as_deref(), c.detail.runtime),
+            (
+                c.detail.pod.as_deref(),
+                c.detail.namespace.as_deref(),
+                c.detail.runtime
+            ),
             (Some("web-0"), Some("shop"), Some(Runtime::Containerd))
         );
         assert!(c.detail.holder.is_some());
@@ -578,8 +597,14 @@ mod tests {
 
     #[test]
     fn ttrpc_from_the_handbook() {
-        let e = one("kubelet", r#"E1123 12:00:00.1 1234 remote_runtime.go:116] "RunPodSandbox from runtime service failed" err="rpc error: code = Unknown desc = failed to start sandbox container for pod \"nginx-7db9fccd9b-2j6dh\": Error response from daemon: ttrpc: client shutting down: read unix @->@/containerd-shim/moby/de2bfeefc999af42783115acca62745e6798981dff75f4148fae8c086668f667/shim.sock: read: connection reset by peer: unknown""#);
-        assert_eq!((e.kind, e.detail.runtime), (EventKind::Ttrpc, Some(Runtime::Docker)));
+        let e = one(
+            "kubelet",
+            r#"E1123 12:00:00.1 1234 remote_runtime.go:116] "RunPodSandbox from runtime service failed" err="rpc error: code = Unknown desc = failed to start sandbox container for pod \"nginx-7db9fccd9b-2j6dh\": Error response from daemon: ttrpc: client shutting down: read unix @->@/containerd-shim/moby/de2bfeefc999af42783115acca62745e6798981dff75f4148fae8c086668f667/shim.sock: read: connection reset by peer: unknown""#,
+        );
+        assert_eq!(
+            (e.kind, e.detail.runtime),
+            (EventKind::Ttrpc, Some(Runtime::Docker))
+        );
     }
 
     #[test]
@@ -660,9 +685,16 @@ mod tests {
 
     #[test]
     fn no_space_with_the_handbooks_path() {
-        let e = one("dockerd", r#"time="2019-09-18T10:19:49.903943652+08:00" level=error msg="Failed to log msg \"\" for logger json-file: write /opt/docker/containers/54922ec8b1863bcc504f6dac41e40139047f7a84ff09175d2800100aaccbad1f/54922ec8b1863bcc504f6dac41e40139047f7a84ff09175d2800100aaccbad1f-json.log: no space left on device""#);
+        let e = one(
+            "dockerd",
+            r#"time="2019-09-18T10:19:49.903943652+08:00" level=error msg="Failed to log msg \"\" for logger json-file: write /opt/docker/containers/54922ec8b1863bcc504f6dac41e40139047f7a84ff09175d2800100aaccbad1f/54922ec8b1863bcc504f6dac41e40139047f7a84ff09175d2800100aaccbad1f-json.log: no space left on device""#,
+        );
         assert_eq!(e.kind, EventKind::NoSpace);
-        assert!(e.detail.path.unwrap().starts_with("/opt/docker/containers/"));
+        assert!(e
+            .detail
+            .path
+            .unwrap()
+            .starts_with("/opt/docker/containers/"));
     }
 
     #[test]

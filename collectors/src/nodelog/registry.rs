@@ -52,8 +52,7 @@ pub fn facts(
         registry: registry.to_string(),
         ..RegistryFacts::default()
     };
-    if let Ok(Some(text)) = hostfs::read_text_optional(&host.resolve(daemon_json), cap::CONFIG)
-    {
+    if let Ok(Some(text)) = hostfs::read_text_optional(&host.resolve(daemon_json), cap::CONFIG) {
         if let Some(list) = insecure_registries(&text) {
             f.docker_config = true;
             f.docker_insecure = is_insecure(registry, &list);
@@ -87,7 +86,11 @@ pub fn facts(
                     .and_then(|c| c.get(registry))
                     .and_then(|c| c.get("tls"))
                 {
-                    if tls.get("ca_file").and_then(|v| v.as_str()).is_some_and(|s| !s.is_empty()) {
+                    if tls
+                        .get("ca_file")
+                        .and_then(|v| v.as_str())
+                        .is_some_and(|s| !s.is_empty())
+                    {
                         f.containerd_ca = true;
                     }
                     if tls.get("insecure_skip_verify").and_then(|v| v.as_bool()) == Some(true) {
@@ -152,7 +155,7 @@ pub fn for_incidents(
             )
         })
         .collect();
-    pulls.sort_by(|a, b| b.last_seen.cmp(&a.last_seen));
+    pulls.sort_by_key(|i| std::cmp::Reverse(i.last_seen));
     let mut out = std::collections::BTreeMap::new();
     for i in pulls {
         let Some(r) = i.detail.registry.as_deref() else {
@@ -162,7 +165,10 @@ pub fn for_incidents(
             break;
         }
         if !out.contains_key(r) && super::patterns::is_registry_host(r) {
-            out.insert(r.to_string(), facts(host, r, daemon_json, containerd_config));
+            out.insert(
+                r.to_string(),
+                facts(host, r, daemon_json, containerd_config),
+            );
         }
     }
     out
@@ -229,7 +235,11 @@ pub fn is_insecure(registry: &str, list: &[String]) -> bool {
         if bits > 32 {
             return false;
         }
-        let mask = if bits == 0 { 0 } else { u32::MAX << (32 - bits) };
+        let mask = if bits == 0 {
+            0
+        } else {
+            u32::MAX << (32 - bits)
+        };
         (u32::from(ip) & mask) == (u32::from(net) & mask)
     })
 }
@@ -277,8 +287,16 @@ mod tests {
         assert_eq!(insecure_registries("not json"), None);
         let dir = tempfile::tempdir().unwrap();
         let host = HostPaths::new(dir.path());
-        write(dir.path(), "/etc/docker/daemon.json", r#"{"insecure-registries": ["10.0.0.5:5000"]}"#);
-        write(dir.path(), "/etc/docker/certs.d/harbor.example.com/ca.crt", "-----BEGIN CERTIFICATE-----");
+        write(
+            dir.path(),
+            "/etc/docker/daemon.json",
+            r#"{"insecure-registries": ["10.0.0.5:5000"]}"#,
+        );
+        write(
+            dir.path(),
+            "/etc/docker/certs.d/harbor.example.com/ca.crt",
+            "-----BEGIN CERTIFICATE-----",
+        );
         let (dj, cc) = default_paths();
         let f = facts(&host, "10.0.0.5:5000", dj, cc);
         assert!(f.docker_config && f.docker_insecure && !f.docker_ca);

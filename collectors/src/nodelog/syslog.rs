@@ -180,7 +180,11 @@ fn parse_5424(rest: &str) -> Option<SyslogLine<'_>> {
     };
     let nil = |s: &'static str, v: &str| v == s;
     Some(SyslogLine {
-        time: if nil("-", ts) { None } else { parse_rfc3339(ts) },
+        time: if nil("-", ts) {
+            None
+        } else {
+            parse_rfc3339(ts)
+        },
         host: if nil("-", host) { "" } else { host },
         ident: if nil("-", app) { "" } else { app },
         pid: procid.parse().ok(),
@@ -216,14 +220,22 @@ mod tests {
         )
         .unwrap();
         assert_eq!(l.time, Some(at("2026-09-27T14:37:21+08:00")));
-        assert_eq!((l.host, l.ident, l.pid), ("VM_0_7_centos", "kubelet", Some(14109)));
+        assert_eq!(
+            (l.host, l.ident, l.pid),
+            ("VM_0_7_centos", "kubelet", Some(14109))
+        );
         assert!(l.message.starts_with("E0927 14:37:21.922965"));
     }
 
     #[test]
     fn padded_day_and_tag_without_pid() {
         let now = at("2026-11-03T10:00:00Z");
-        let l = parse("Nov  3 09:00:00 node-1 containerd: msg", &TimeZone::UTC, now).unwrap();
+        let l = parse(
+            "Nov  3 09:00:00 node-1 containerd: msg",
+            &TimeZone::UTC,
+            now,
+        )
+        .unwrap();
         assert_eq!(l.time, Some(at("2026-11-03T09:00:00Z")));
         assert_eq!((l.ident, l.pid, l.message), ("containerd", None, "msg"));
         let l = parse(
@@ -250,7 +262,12 @@ mod tests {
         let l = parse("Feb 29 12:00:00 n k: x", &tz, at("2029-03-01T00:00:00Z")).unwrap();
         assert_eq!(l.time, Some(at("2028-02-29T12:00:00+08:00")));
         // The same day read later the same year is this year's.
-        let l = parse("Nov 23 12:00:00 n k: x", &tz, at("2026-11-23T13:00:00+08:00")).unwrap();
+        let l = parse(
+            "Nov 23 12:00:00 n k: x",
+            &tz,
+            at("2026-11-23T13:00:00+08:00"),
+        )
+        .unwrap();
         assert_eq!(l.time, Some(at("2026-11-23T12:00:00+08:00")));
     }
 
@@ -286,7 +303,10 @@ mod tests {
             0,
         )
         .unwrap();
-        assert_eq!((l.ident, l.pid, l.message), ("dockerd", Some(812), "level=error msg=x"));
+        assert_eq!(
+            (l.ident, l.pid, l.message),
+            ("dockerd", Some(812), "level=error msg=x")
+        );
         let l = parse("<30>1 - - - - - - plain", &TimeZone::UTC, 0).unwrap();
         assert_eq!((l.time, l.message), (None, "plain"));
     }

@@ -76,7 +76,10 @@ fn incidents_count_keep_the_latest_and_stay_bounded() {
     inc.add(&record(NOW - 30), e("a:1"));
     let l = inc.list();
     assert_eq!(l.len(), 1);
-    assert_eq!((l[0].count, l[0].first_seen, l[0].last_seen), (3, NOW - 50, NOW - 10));
+    assert_eq!(
+        (l[0].count, l[0].first_seen, l[0].last_seen),
+        (3, NOW - 50, NOW - 10)
+    );
     assert_eq!(l[0].example, format!("line at {}", NOW - 10));
     for n in 0..(MAX_INCIDENTS + 10) {
         inc.add(&record(NOW - 1000 + n as i64), e(&format!("img:{n}")));
@@ -94,7 +97,10 @@ fn metrics_name_the_collector_and_the_sources() {
     let s = w.sample(NOW);
     let m = w.metrics("runtime", &s);
     let names: Vec<&str> = m.iter().map(|m| m.name.as_str()).collect();
-    assert!(names.contains(&"node_doctor_runtime_node_log_bytes_read"), "{names:?}");
+    assert!(
+        names.contains(&"node_doctor_runtime_node_log_bytes_read"),
+        "{names:?}"
+    );
     assert!(names.contains(&"node_doctor_runtime_node_log_behind"));
     assert!(names.contains(&"node_doctor_runtime_node_log_matches_total"));
 }

@@ -82,7 +82,10 @@ const FILES: &[(&str, &str)] = &[
     ("load.toml", include_str!("../../rules/load.toml")),
     ("iptables.toml", include_str!("../../rules/iptables.toml")),
     // The runtime collector's log-derived findings (collectors/src/nodelog/judge.rs).
-    ("runtime_logs.toml", include_str!("../../rules/runtime_logs.toml")),
+    (
+        "runtime_logs.toml",
+        include_str!("../../rules/runtime_logs.toml"),
+    ),
 ];
 
 /// Why rule files do not load.

@@ -39,7 +39,8 @@ fn unxz(b: &[u8]) -> Vec<u8> {
 
 /// The civil time in UTC+8 of Unix seconds `t`.
 fn utc8(t: i64) -> jiff::civil::DateTime {
-    jiff::tz::TimeZone::fixed(jiff::tz::offset(8)).to_datetime(jiff::Timestamp::from_second(t).unwrap())
+    jiff::tz::TimeZone::fixed(jiff::tz::offset(8))
+        .to_datetime(jiff::Timestamp::from_second(t).unwrap())
 }
 
 /// A local (UTC+8) traditional syslog timestamp `secs_ago` before [`NOW`].
@@ -143,7 +144,10 @@ fn centos_messages_runtime_not_ready_until_the_runtime_answers() {
     let mut w = watcher(&h);
     let c = collect(&h, &mut w, NOW, &LiveFacts::default());
     assert_eq!(ids(&c), ["runtime.kubelet_runtime_not_ready"]);
-    assert_eq!(c.findings[0].evidence["reason"].as_str(), Some("DockerDaemonNotReady"));
+    assert_eq!(
+        c.findings[0].evidence["reason"].as_str(),
+        Some("DockerDaemonNotReady")
+    );
     let answering = LiveFacts {
         runtime_responding: Some(true),
         ..LiveFacts::default()
@@ -167,7 +171,10 @@ fn ubuntu_syslog_kubelet_network_not_ready_until_it_stops() {
             iso(ago)
         );
     }
-    text += &format!("{} node-1 systemd[1]: Started Session 12 of User ubuntu.\n", iso(4));
+    text += &format!(
+        "{} node-1 systemd[1]: Started Session 12 of User ubuntu.\n",
+        iso(4)
+    );
     h.write("/var/log/syslog", text);
     let mut w = watcher(&h);
     let config_present = LiveFacts {
@@ -223,7 +230,10 @@ fn same_name_container_and_duplicate_docker_from_the_handbook() {
     let c = collect(&h, &mut w, NOW, &LiveFacts::default());
     assert_eq!(
         ids(&c),
-        ["runtime.container_name_conflict", "runtime.ttrpc_shim_errors"]
+        [
+            "runtime.container_name_conflict",
+            "runtime.ttrpc_shim_errors"
+        ]
     );
     let f = &c.findings[0];
     assert_eq!(
@@ -232,11 +242,13 @@ fn same_name_container_and_duplicate_docker_from_the_handbook() {
     );
     assert!(f.remediation.commands.iter().any(|c| c
         == "docker ps -a --filter name='^/k8s_POD_lomp-ext-d8c8b8c46-4v8tl_default_65046a06-f795-11e9-9bb6-b67fb7a70bad_0$'"));
-    assert!(f
-        .remediation
-        .commands
-        .iter()
-        .any(|c| c == "docker rm 30aa3f5847e0ce89e9d411e76783ba14accba7eb7743e605a10a9a862a72c1e2"));
+    assert!(
+        f.remediation
+            .commands
+            .iter()
+            .any(|c| c
+                == "docker rm 30aa3f5847e0ce89e9d411e76783ba14accba7eb7743e605a10a9a862a72c1e2")
+    );
     assert!(c.findings[1]
         .remediation
         .commands
@@ -262,11 +274,26 @@ fn image_pulls_by_cause_confirmed_in_the_runtime_config() {
         "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"/etc/containerd/certs.d\"\n",
     );
     let lines = [
-        (300, r#"kubelet[1302]: E1123 12:00:00.000000    1302 remote_image.go:180] "PullImage from image service failed" err="rpc error: code = Unknown desc = Error response from daemon: Get \"https://10.0.0.5:5000/v2/\": http: server gave HTTP response to HTTPS client" image="10.0.0.5:5000/shop/web:v1""#),
-        (240, r#"kubelet[1302]: E1123 12:01:00.000000    1302 kuberuntime_image.go:53] "Failed to pull image" err="rpc error: code = Unknown desc = Error response from daemon: Get \"https://harbor.example.com/v2/\": x509: certificate signed by unknown authority" image="harbor.example.com/shop/api:v3""#),
-        (180, r#"kubelet[1302]: E1123 12:02:00.000000    1302 remote_image.go:180] "PullImage from image service failed" err="rpc error: code = Unknown desc = Error response from daemon: pull access denied for private/app, repository does not exist or may require 'docker login': denied: requested access to the resource is denied" image="private/app:v1""#),
-        (120, r#"kubelet[1302]: E1123 12:03:00.000000    1302 remote_image.go:113] PullImage "imroc/test:v0.2" from image service failed: rpc error: code = Unknown desc = Error response from daemon: manifest for imroc/test:v0.2 not found"#),
-        (60, r#"containerd[700]: time="2026-11-23T12:04:00.100000000+08:00" level=error msg="PullImage \"172.16.0.9:5000/batch/job:v2\" failed" error="failed to pull and unpack image \"172.16.0.9:5000/batch/job:v2\": failed to resolve reference \"172.16.0.9:5000/batch/job:v2\": failed to do request: Head \"https://172.16.0.9:5000/v2/batch/job/manifests/v2\": http: server gave HTTP response to HTTPS client""#),
+        (
+            300,
+            r#"kubelet[1302]: E1123 12:00:00.000000    1302 remote_image.go:180] "PullImage from image service failed" err="rpc error: code = Unknown desc = Error response from daemon: Get \"https://10.0.0.5:5000/v2/\": http: server gave HTTP response to HTTPS client" image="10.0.0.5:5000/shop/web:v1""#,
+        ),
+        (
+            240,
+            r#"kubelet[1302]: E1123 12:01:00.000000    1302 kuberuntime_image.go:53] "Failed to pull image" err="rpc error: code = Unknown desc = Error response from daemon: Get \"https://harbor.example.com/v2/\": x509: certificate signed by unknown authority" image="harbor.example.com/shop/api:v3""#,
+        ),
+        (
+            180,
+            r#"kubelet[1302]: E1123 12:02:00.000000    1302 remote_image.go:180] "PullImage from image service failed" err="rpc error: code = Unknown desc = Error response from daemon: pull access denied for private/app, repository does not exist or may require 'docker login': denied: requested access to the resource is denied" image="private/app:v1""#,
+        ),
+        (
+            120,
+            r#"kubelet[1302]: E1123 12:03:00.000000    1302 remote_image.go:113] PullImage "imroc/test:v0.2" from image service failed: rpc error: code = Unknown desc = Error response from daemon: manifest for imroc/test:v0.2 not found"#,
+        ),
+        (
+            60,
+            r#"containerd[700]: time="2026-11-23T12:04:00.100000000+08:00" level=error msg="PullImage \"172.16.0.9:5000/batch/job:v2\" failed" error="failed to pull and unpack image \"172.16.0.9:5000/batch/job:v2\": failed to resolve reference \"172.16.0.9:5000/batch/job:v2\": failed to do request: Head \"https://172.16.0.9:5000/v2/batch/job/manifests/v2\": http: server gave HTTP response to HTTPS client""#,
+        ),
     ];
     let text: String = lines
         .iter()
@@ -286,18 +313,39 @@ fn image_pulls_by_cause_confirmed_in_the_runtime_config() {
         [
             ("runtime.image_not_found", "imroc/test:v0.2"),
             ("runtime.image_pull_auth", "private/app:v1"),
-            ("runtime.image_pull_http_registry", "10.0.0.5:5000/shop/web:v1"),
-            ("runtime.image_pull_http_registry", "172.16.0.9:5000/batch/job:v2"),
-            ("runtime.image_pull_unknown_ca", "harbor.example.com/shop/api:v3"),
+            (
+                "runtime.image_pull_http_registry",
+                "10.0.0.5:5000/shop/web:v1"
+            ),
+            (
+                "runtime.image_pull_http_registry",
+                "172.16.0.9:5000/batch/job:v2"
+            ),
+            (
+                "runtime.image_pull_unknown_ca",
+                "harbor.example.com/shop/api:v3"
+            ),
         ]
     );
     let by = |subject: &str| c.findings.iter().find(|f| f.subject == subject).unwrap();
     let http = by("10.0.0.5:5000/shop/web:v1");
-    assert!(http.summary.en.contains("does not list 10.0.0.5:5000"), "{}", http.summary.en);
+    assert!(
+        http.summary.en.contains("does not list 10.0.0.5:5000"),
+        "{}",
+        http.summary.en
+    );
     let ctd = by("172.16.0.9:5000/batch/job:v2");
-    assert!(ctd.summary.en.contains("no http:// endpoint"), "{}", ctd.summary.en);
+    assert!(
+        ctd.summary.en.contains("no http:// endpoint"),
+        "{}",
+        ctd.summary.en
+    );
     let ca = by("harbor.example.com/shop/api:v3");
-    assert!(ca.summary.en.contains("holds no CA certificate"), "{}", ca.summary.en);
+    assert!(
+        ca.summary.en.contains("holds no CA certificate"),
+        "{}",
+        ca.summary.en
+    );
     assert!(ca
         .remediation
         .commands
@@ -315,7 +363,9 @@ fn journal_only_node() {
         let h = node();
         h.write(
             &format!("{dir}/{MID}/system.journal"),
-            unxz(include_bytes!("../fixtures/journal/compact-zstd.journal.xz")),
+            unxz(include_bytes!(
+                "../fixtures/journal/compact-zstd.journal.xz"
+            )),
         );
         let mut w = watcher(&h);
         // The fixture's entries run from 04:00:00Z to 04:06:30Z, one every 10 s.
@@ -332,7 +382,11 @@ fn journal_only_node() {
             ],
             "{dir}"
         );
-        let pleg = c.findings.iter().find(|f| f.id == "runtime.pleg_unhealthy").unwrap();
+        let pleg = c
+            .findings
+            .iter()
+            .find(|f| f.id == "runtime.pleg_unhealthy")
+            .unwrap();
         assert_eq!(pleg.evidence["lines_in_window"].as_f64(), Some(10.0));
         assert_eq!(pleg.evidence["log_source"].as_str(), Some("journal"));
         assert!(pleg.remediation.commands[0].starts_with("journalctl -u kubelet"));
@@ -346,7 +400,9 @@ fn a_line_in_the_journal_and_in_messages_counts_once() {
     let h = node();
     h.write(
         &format!("/run/log/journal/{MID}/system.journal"),
-        unxz(include_bytes!("../fixtures/journal/regular-plain.journal.xz")),
+        unxz(include_bytes!(
+            "../fixtures/journal/regular-plain.journal.xz"
+        )),
     );
     // The journal's ten PLEG lines (04:00:00Z + 40 s × k) as rsyslog wrote them, in UTC+8.
     let mut text = String::new();
@@ -359,7 +415,11 @@ fn a_line_in_the_journal_and_in_messages_counts_once() {
     h.write("/var/log/messages", text);
     let mut w = watcher(&h);
     let c = collect(&h, &mut w, 1_795_406_400 + 400, &LiveFacts::default());
-    let pleg = c.findings.iter().find(|f| f.id == "runtime.pleg_unhealthy").unwrap();
+    let pleg = c
+        .findings
+        .iter()
+        .find(|f| f.id == "runtime.pleg_unhealthy")
+        .unwrap();
     assert_eq!(pleg.evidence["lines_in_window"].as_f64(), Some(10.0));
 }
 
@@ -370,14 +430,38 @@ fn a_line_in_the_journal_and_in_messages_counts_once() {
 fn healthy_node_with_benign_lines_and_old_incidents() {
     let h = node();
     let lines = [
-        (7200, r#"kubelet[14109]: E1123 10:05:00.000000   14109 kubelet.go:2059] "Skipping pod synchronization" err="PLEG is not healthy: pleg was last seen active 3m0s ago; threshold is 3m0s""#),
-        (1200, r#"kubelet[14109]: E1123 11:45:00.000000   14109 remote_image.go:113] PullImage "imroc/test:v0.2" from image service failed: rpc error: code = Unknown desc = Error response from daemon: manifest for imroc/test:v0.2 not found"#),
-        (3000, r#"dockerd[4822]: time="2026-11-23T11:15:00+08:00" level=error msg="Handler for POST /v1.40/containers/create returned error: Conflict. The container name \"/k8s_POD_web-0_shop_65046a06-f795-11e9-9bb6-b67fb7a70bad_0\" is already in use by container \"30aa3f5847e0ce89e9d411e76783ba14accba7eb7743e605a10a9a862a72c1e2\". You have to remove (or rename) that container to be able to reuse that name.""#),
-        (400, r#"kubelet[14109]: I1123 11:58:20.000000   14109 kubelet.go:2000] "SyncLoop (PLEG): event for pod" pod="shop/web-0" event={ID:65046a06-f795-11e9-9bb6-b67fb7a70bad Type:ContainerStarted}"#),
-        (300, r#"containerd[700]: time="2026-11-23T12:00:00.000000000+08:00" level=info msg="StartContainer for \"6c4f1e2b\" returns successfully""#),
-        (200, r#"dockerd[4822]: time="2026-11-23T12:01:40.000000000+08:00" level=info msg="ignoring event" container=6c4f1e2b module=libcontainerd namespace=moby topic=/tasks/delete type="*events.TaskDelete""#),
-        (100, r#"kubelet[14109]: I1123 12:03:20.000000   14109 kuberuntime_manager.go:1000] "Container runtime network ready""#),
-        (50, r#"kubelet[14109]: I1123 12:04:10.000000   14109 image_gc_manager.go:300] "Disk usage on image filesystem is over the high threshold, trying to free bytes down to the low threshold""#),
+        (
+            7200,
+            r#"kubelet[14109]: E1123 10:05:00.000000   14109 kubelet.go:2059] "Skipping pod synchronization" err="PLEG is not healthy: pleg was last seen active 3m0s ago; threshold is 3m0s""#,
+        ),
+        (
+            1200,
+            r#"kubelet[14109]: E1123 11:45:00.000000   14109 remote_image.go:113] PullImage "imroc/test:v0.2" from image service failed: rpc error: code = Unknown desc = Error response from daemon: manifest for imroc/test:v0.2 not found"#,
+        ),
+        (
+            3000,
+            r#"dockerd[4822]: time="2026-11-23T11:15:00+08:00" level=error msg="Handler for POST /v1.40/containers/create returned error: Conflict. The container name \"/k8s_POD_web-0_shop_65046a06-f795-11e9-9bb6-b67fb7a70bad_0\" is already in use by container \"30aa3f5847e0ce89e9d411e76783ba14accba7eb7743e605a10a9a862a72c1e2\". You have to remove (or rename) that container to be able to reuse that name.""#,
+        ),
+        (
+            400,
+            r#"kubelet[14109]: I1123 11:58:20.000000   14109 kubelet.go:2000] "SyncLoop (PLEG): event for pod" pod="shop/web-0" event={ID:65046a06-f795-11e9-9bb6-b67fb7a70bad Type:ContainerStarted}"#,
+        ),
+        (
+            300,
+            r#"containerd[700]: time="2026-11-23T12:00:00.000000000+08:00" level=info msg="StartContainer for \"6c4f1e2b\" returns successfully""#,
+        ),
+        (
+            200,
+            r#"dockerd[4822]: time="2026-11-23T12:01:40.000000000+08:00" level=info msg="ignoring event" container=6c4f1e2b module=libcontainerd namespace=moby topic=/tasks/delete type="*events.TaskDelete""#,
+        ),
+        (
+            100,
+            r#"kubelet[14109]: I1123 12:03:20.000000   14109 kuberuntime_manager.go:1000] "Container runtime network ready""#,
+        ),
+        (
+            50,
+            r#"kubelet[14109]: I1123 12:04:10.000000   14109 image_gc_manager.go:300] "Disk usage on image filesystem is over the high threshold, trying to free bytes down to the low threshold""#,
+        ),
         (20, r#"systemd[1]: Started Session 40 of user root."#),
     ];
     let text: String = lines
@@ -432,10 +516,17 @@ fn rotation_between_cycles_loses_no_line() {
         .open(h.path("/var/log/messages"))
         .unwrap();
     std::io::Write::write_all(&mut f, before.as_bytes()).unwrap();
-    std::fs::rename(h.path("/var/log/messages"), h.path("/var/log/messages-20261123")).unwrap();
+    std::fs::rename(
+        h.path("/var/log/messages"),
+        h.path("/var/log/messages-20261123"),
+    )
+    .unwrap();
     h.write(
         "/var/log/messages",
-        format!("{} VM-0-7-centos rsyslogd: [origin software=\"rsyslogd\"] rsyslogd was HUPed\n", local(-12)),
+        format!(
+            "{} VM-0-7-centos rsyslogd: [origin software=\"rsyslogd\"] rsyslogd was HUPed\n",
+            local(-12)
+        ),
     );
     let c = collect(&h, &mut w, NOW + 15, &LiveFacts::default());
     assert_eq!(ids(&c), ["runtime.pleg_unhealthy"]);

@@ -4,7 +4,8 @@
 
 use super::*;
 
-const COMPACT_ZSTD: &[u8] = include_bytes!("../../../tests/fixtures/journal/compact-zstd.journal.xz");
+const COMPACT_ZSTD: &[u8] =
+    include_bytes!("../../../tests/fixtures/journal/compact-zstd.journal.xz");
 const REGULAR_PLAIN: &[u8] =
     include_bytes!("../../../tests/fixtures/journal/regular-plain.journal.xz");
 const ENTRIES_TXT: &str = include_str!("../../../tests/fixtures/journal/entries.txt");
@@ -66,9 +67,17 @@ fn reads_what_journalctl_reads_in_both_layouts() {
         let got = read_all(&bytes);
         assert_eq!(got.len(), 40, "{name}");
         for (i, (e, (ident, pid, msg))) in got.iter().zip(&want).enumerate() {
-            assert_eq!(e.realtime_usec, BASE_USEC + i as u64 * 10_000_000, "{name} #{i}");
+            assert_eq!(
+                e.realtime_usec,
+                BASE_USEC + i as u64 * 10_000_000,
+                "{name} #{i}"
+            );
             assert_eq!(e.seqnum, i as u64 + 1);
-            assert_eq!((e.ident(), e.pid), (ident.as_str(), Some(*pid)), "{name} #{i}");
+            assert_eq!(
+                (e.ident(), e.pid),
+                (ident.as_str(), Some(*pid)),
+                "{name} #{i}"
+            );
             assert_eq!(e.message.as_deref(), Some(msg.as_str()), "{name} #{i}");
             assert_eq!(e.unit.as_deref(), Some(format!("{ident}.service").as_str()));
         }
@@ -136,14 +145,24 @@ fn a_byte_budget_stops_the_read() {
 
 #[test]
 fn lz4_and_xz_data_objects_decode() {
-    let field = b"MESSAGE=".iter().copied().chain(b"abc ".repeat(300)).collect::<Vec<u8>>();
+    let field = b"MESSAGE="
+        .iter()
+        .copied()
+        .chain(b"abc ".repeat(300))
+        .collect::<Vec<u8>>();
     // systemd's LZ4 framing: le64 size, then the block.
     let mut lz4 = (field.len() as u64).to_le_bytes().to_vec();
     lz4.extend(lz4_flex::block::compress(&field));
-    assert_eq!(decompress(OBJ_COMPRESSED_LZ4, &lz4).as_deref(), Some(&field[..]));
+    assert_eq!(
+        decompress(OBJ_COMPRESSED_LZ4, &lz4).as_deref(),
+        Some(&field[..])
+    );
     let mut xz = Vec::new();
     lzma_rs::xz_compress(&mut &field[..], &mut xz).unwrap();
-    assert_eq!(decompress(OBJ_COMPRESSED_XZ, &xz).as_deref(), Some(&field[..]));
+    assert_eq!(
+        decompress(OBJ_COMPRESSED_XZ, &xz).as_deref(),
+        Some(&field[..])
+    );
     // A declared LZ4 size beyond the cap is refused, not allocated.
     let mut huge = (u64::MAX).to_le_bytes().to_vec();
     huge.extend(lz4_flex::block::compress(&field));
@@ -153,13 +172,19 @@ fn lz4_and_xz_data_objects_decode() {
     let big = vec![b'a'; MAX_PAYLOAD * 4];
     let mut xz = Vec::new();
     lzma_rs::xz_compress(&mut &big[..], &mut xz).unwrap();
-    assert_eq!(decompress(OBJ_COMPRESSED_XZ, &xz).unwrap().len(), MAX_PAYLOAD + 256);
+    assert_eq!(
+        decompress(OBJ_COMPRESSED_XZ, &xz).unwrap().len(),
+        MAX_PAYLOAD + 256
+    );
 }
 
 #[test]
 fn refuses_what_is_not_a_journal() {
     let zeros = vec![0u8; 4096];
-    assert_eq!(JournalFile::open(&zeros, 4096).err(), Some(JournalError::Signature));
+    assert_eq!(
+        JournalFile::open(&zeros, 4096).err(),
+        Some(JournalError::Signature)
+    );
     let mut b = fixture_compact_zstd();
     b[12] |= 0x80; // an incompatible flag this reader does not know
     assert!(matches!(
@@ -255,7 +280,10 @@ fn agrees_with_journalctl_on_fresh_files() {
         ("compact-plain", vec![], "no"),
         (
             "regular-zstd",
-            vec![("SYSTEMD_JOURNAL_COMPACT", "0"), ("SYSTEMD_JOURNAL_KEYED_HASH", "0")],
+            vec![
+                ("SYSTEMD_JOURNAL_COMPACT", "0"),
+                ("SYSTEMD_JOURNAL_KEYED_HASH", "0"),
+            ],
             "yes",
         ),
     ] {
@@ -291,7 +319,13 @@ fn agrees_with_journalctl_on_fresh_files() {
         let bytes = std::fs::read(&out).unwrap();
         let got: Vec<(u64, String, String)> = read_all(&bytes)
             .into_iter()
-            .map(|e| (e.realtime_usec, e.ident().to_string(), e.message.unwrap_or_default()))
+            .map(|e| {
+                (
+                    e.realtime_usec,
+                    e.ident().to_string(),
+                    e.message.unwrap_or_default(),
+                )
+            })
             .collect();
         assert_eq!(got, want, "{name}");
     }
