@@ -468,3 +468,72 @@ fn memory_commands_with_a_hostile_node_name_are_inert() {
         &[hostile("node")],
     );
 }
+
+/// The runtime collector: a dockerd whose configuration names a hostile socket path, a
+/// kubelet whose CNI directory is hostile, and (as root, where `chattr` works) an immutable
+/// file with a hostile name in a pod directory.
+#[test]
+fn runtime_commands_with_hostile_sockets_directories_and_files_are_inert() {
+    use crate::runtime::{process, FakeProbe};
+    use collectors::runtime::health::{RuntimeCollector, RuntimeConfig};
+    let test = "runtime_commands_with_hostile_sockets_directories_and_files_are_inert";
+    let h = FakeHost::new();
+    let conf = serde_json::json!({
+        "hosts": [format!("unix:///run/{}/docker.sock", hostile("sock"))],
+    });
+    h.write("/proc/uptime", "600.00 1100.00\n")
+        .write("/etc/docker/daemon.json", conf.to_string())
+        .write(
+            "/var/lib/kubelet/config.yaml",
+            "kind: KubeletConfiguration\n",
+        );
+    process(&h, 200, "dockerd", "/usr/bin/dockerd", 4_000);
+    // The CNI directory comes from the kubelet's flags (one argument, NUL-separated).
+    let cni = format!("/etc/{}", hostile("cni"));
+    let mut args = b"/usr/bin/kubelet\0--cni-conf-dir\0".to_vec();
+    args.extend_from_slice(cni.as_bytes());
+    args.push(0);
+    process(&h, 100, "kubelet", "/usr/bin/kubelet", 3_000);
+    h.write("/proc/100/cmdline", args);
+    let mut raw = vec![hostile("sock"), hostile("cni")];
+    let uid = UID;
+    let file = h.path(&format!("/var/lib/kubelet/pods/{uid}/{}", hostile("file")));
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, "x").unwrap();
+    let locked = std::process::Command::new("chattr")
+        .arg("+i")
+        .arg(&file)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    struct Unlock(std::path::PathBuf, bool);
+    impl Drop for Unlock {
+        fn drop(&mut self) {
+            if self.1 {
+                let _ = std::process::Command::new("chattr")
+                    .arg("-i")
+                    .arg(&self.0)
+                    .status();
+            }
+        }
+    }
+    let _unlock = Unlock(file.clone(), locked);
+    let probe: std::sync::Arc<FakeProbe> = std::sync::Arc::default();
+    let mut c = RuntimeCollector::new(h.host(), RuntimeConfig::default(), probe);
+    // Not recorded as a golden file: what is found depends on chattr working here.
+    let out = collectors::Collector::collect(&mut c, &hostile_ctx());
+    let cmds = commands(&out);
+    let got = ids(&out);
+    for want in ["runtime.unreachable", "runtime.cni_not_ready"] {
+        assert!(got.contains(&want), "{got:?} {:?}", out.status);
+    }
+    assert_reached(&cmds, "sock");
+    assert_reached(&cmds, "cni");
+    if locked {
+        assert!(got.contains(&"runtime.immutable_file"), "{got:?}");
+        assert_reached(&cmds, "file");
+        raw.push(hostile("file"));
+    } else {
+        println!("NOTE {test}: chattr +i did not work here; the immutable file is not staged");
+    }
+    assert_inert(test, &cmds, &raw);
+}

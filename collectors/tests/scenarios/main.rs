@@ -15,6 +15,7 @@ mod load;
 mod memory;
 mod nodelog;
 mod rules;
+mod runtime;
 #[path = "../../../agent/tests/e2e/sandbox.rs"]
 mod sandbox;
 mod support;
