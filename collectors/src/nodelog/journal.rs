@@ -179,7 +179,8 @@ impl Header {
             head_entry_realtime: le64(b, 184),
             tail_entry_realtime: le64(b, 192),
         };
-        if h.header_size < HEADER_MIN || !h.header_size.is_multiple_of(8) || h.header_size > 1 << 20 {
+        if h.header_size < HEADER_MIN || !h.header_size.is_multiple_of(8) || h.header_size > 1 << 20
+        {
             return Err(corrupt(format!("header size {}", h.header_size)));
         }
         Ok(h)
