@@ -76,6 +76,9 @@ pub struct RuntimeConfig {
     /// Entries and time the immutable-file walk may spend per collection.
     pub walk_entries: usize,
     pub walk_time: Duration,
+    /// A new pass of the immutable-file walk starts at most this often (files already found
+    /// are confirmed every collection).
+    pub walk_interval: Duration,
     /// At most this many flagged files are remembered and reported.
     pub max_immutable: usize,
     /// The containerd namespace of docker's containers.
@@ -100,6 +103,7 @@ impl Default for RuntimeConfig {
             rescan_samples: 20,
             walk_entries: 20_000,
             walk_time: Duration::from_millis(200),
+            walk_interval: Duration::from_secs(300),
             max_immutable: 32,
             docker_namespace: "moby".to_string(),
             fd_links: 200_000,
@@ -132,6 +136,8 @@ pub struct RuntimeCollector {
     sync_previous: BTreeSet<(String, bool)>,
     kube_proxy_previous: Option<(u32, u64, u64, Instant)>,
     walker: immutable::Walker,
+    /// When the current (or last) walk pass started.
+    walk_started: Option<Instant>,
     flagged: BTreeMap<PathBuf, immutable::Flagged>,
     /// Socket inode -> pid, for the listeners of declared ports.
     owners: BTreeMap<u64, u32>,
@@ -170,6 +176,7 @@ impl RuntimeCollector {
             sync_previous: BTreeSet::new(),
             kube_proxy_previous: None,
             walker: immutable::Walker::new(),
+            walk_started: None,
             flagged: BTreeMap::new(),
             owners: BTreeMap::new(),
             pods: None,
@@ -675,7 +682,11 @@ impl RuntimeCollector {
     }
 
     fn immutable(&mut self, probed: &[Probed], kubelet_root: Option<&str>) -> Vec<ImmutableFile> {
-        if self.walker.idle() {
+        let due = self
+            .walk_started
+            .is_none_or(|t| t.elapsed() >= self.config.walk_interval);
+        if self.walker.idle() && due {
+            self.walk_started = Some(Instant::now());
             let roots = self.walk_roots(probed, kubelet_root);
             let skip: BTreeSet<PathBuf> = mountinfo::read(&self.host, 1)
                 .map(|ms| ms.iter().map(|m| self.host.join(&m.mount_point)).collect())
