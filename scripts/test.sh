@@ -43,6 +43,8 @@ APT_PACKAGES=(
                # and runc) by hand in a temp dir; no service is started by the install
     e2fsprogs  # runtime: mkfs.ext4, chattr and lsattr for the immutable-file test on a real
                # ext4 loop filesystem
+    systemd-journal-remote # nodelog: writes fresh journal files (with systemd's journalctl,
+               # which it pulls in) that the journal reader must read as journalctl does
 )
 # scripts/validate-manifests.sh makes a virtualenv with `python3 -m venv`; Debian's own
 # python3 needs python3-venv for that (a pyenv/python.org build has it built in).

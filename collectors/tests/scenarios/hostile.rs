@@ -537,3 +537,58 @@ fn runtime_commands_with_hostile_sockets_directories_and_files_are_inert() {
     }
     assert_inert(test, &cmds, &raw);
 }
+
+/// The node's logs (the runtime collector's log findings): a syslog file with a hostile name
+/// (its path is printed in `grep … <file>` commands), a hostile node name, and log lines whose
+/// container, image and registry names are shell payloads. The payload names are not valid
+/// names of their kind, so they make no finding; the file and node names reach the commands,
+/// quoted.
+#[test]
+fn node_log_commands_with_hostile_file_node_and_line_names_are_inert() {
+    use collectors::nodelog::{judge, LiveFacts, NodeLogConfig, NodeLogWatcher, Thresholds};
+    let h = FakeHost::new();
+    let file = format!("/var/log/{}", hostile("logfile").replace('/', "_"));
+    let now = 1_795_406_700; // 2026-11-23T04:05:00Z; no etc/localtime: UTC
+    let lines = format!(
+        "Nov 23 04:04:50 node-1 kubelet[1]: E1123 04:04:50.000000 1 kubelet.go:2059] \"Skipping pod synchronization\" err=\"PLEG is not healthy: pleg was last seen active 3m0s ago; threshold is 3m0s\"\n\
+         Nov 23 04:04:51 node-1 dockerd[2]: level=error msg=\"Conflict. The container name \\\"/k8s_POD_{c}_default_{UID}_0\\\" is already in use by container \\\"{CID}\\\".\"\n\
+         Nov 23 04:04:52 node-1 kubelet[1]: E1123 04:04:52.000000 1 remote_image.go:180] \"PullImage from image service failed\" err=\"x509: certificate signed by unknown authority\" image=\"{img}\"\n\
+         Nov 23 04:04:53 node-1 dockerd[2]: level=error msg=\"Get \\\"https://{reg}/v2/\\\": http: server gave HTTP response to HTTPS client\"\n\
+         Nov 23 04:04:54 node-1 kubelet[1]: E1123 04:04:54.000000 1 remote_image.go:180] \"PullImage from image service failed\" err=\"Error response from daemon: pull access denied for private/app, repository does not exist or may require 'docker login'\" image=\"private/app:v1\"\n",
+        c = hostile_word("container"),
+        img = hostile_word("image"),
+        reg = hostile_word("registry"),
+    );
+    h.write(&file, lines);
+    let config = NodeLogConfig {
+        syslog_files: vec![file.clone()],
+        ..NodeLogConfig::default()
+    };
+    let mut w = NodeLogWatcher::new(h.host(), config);
+    let sample = w.sample(now);
+    let node = hostile("node");
+    let rules = collectors::rules::RuleBook::builtin();
+    let findings: Vec<_> = judge::judge(&sample, &LiveFacts::default(), &Thresholds::default())
+        .into_iter()
+        .map(|d| rules.render(d, &node))
+        .collect();
+    let out = Collection {
+        status: collectors::Status::Ok,
+        findings,
+        metrics: Vec::new(),
+    };
+    assert_eq!(
+        ids(&out),
+        ["runtime.pleg_unhealthy", "runtime.image_pull_auth"],
+        "{:?}",
+        sample.report
+    );
+    let cmds = commands(&out);
+    assert_reached(&cmds, "logfile");
+    assert_reached(&cmds, "node");
+    assert_inert(
+        "node_log_commands_with_hostile_file_node_and_line_names_are_inert",
+        &cmds,
+        &[hostile("node")],
+    );
+}

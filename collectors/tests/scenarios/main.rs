@@ -13,6 +13,7 @@ mod kernel;
 mod kmsg;
 mod load;
 mod memory;
+mod nodelog;
 mod rules;
 mod runtime;
 #[path = "../../../agent/tests/e2e/sandbox.rs"]

@@ -259,9 +259,14 @@ fn disk(full: bool) -> impl Fn(&std::path::Path) -> std::io::Result<FsUsage> + S
     }
 }
 
+/// The wall clock of the staged nodes: 2026-11-23T12:00:00Z (their `/var/log/messages` is in
+/// UTC, no `etc/localtime`; the PLEG incident at 03:05 is hours old).
+const NOW: i64 = 1_795_435_200;
+
 fn collector(h: &FakeHost, probe: &Arc<FakeProbe>, config: RuntimeConfig) -> RuntimeCollector {
     RuntimeCollector::new(h.host(), config, probe.clone() as Arc<dyn RuntimeProbe>)
         .with_statfs(disk(false))
+        .with_clock(|| NOW)
 }
 
 fn ids(c: &Collection) -> Vec<(String, String)> {
@@ -862,4 +867,83 @@ fn fifos_and_huge_files_where_configuration_is_expected_block_nothing() {
     // The FIFO among the CNI files is passed over for the next valid one, as the runtime
     // does; nothing else rests on refused text: no finding.
     assert!(out.findings.is_empty(), "{:#?}", out.findings);
+}
+
+/// The node's logs joined to the probes (collectors/src/runtime/health/logs.rs): kubelet's
+/// PLEG lines on a full docker disk name it; kubelet saying the network is not ready while the
+/// CNI configuration is there and the CRI says ready is a log finding until kubelet has been
+/// quiet for a minute; a same-name container is named; once the CRI itself reports the network
+/// not ready, that is the probes' `runtime.cni_not_ready`, with no second finding from the log.
+#[test]
+fn the_node_logs_join_the_probes() {
+    let (h, probe) = docker_node();
+    let clock = Arc::new(std::sync::atomic::AtomicI64::new(NOW));
+    let at = clock.clone();
+    let mut c = collector(&h, &probe, RuntimeConfig::default())
+        .with_statfs(disk(true))
+        .with_clock(move || at.load(std::sync::atomic::Ordering::Relaxed));
+    let mut lines = String::new();
+    for t in ["11:59:30", "11:59:40", "11:59:50"] {
+        lines += &format!("Nov 23 {t} node-1 kubelet[100]: E1123 {t}.000000     100 kubelet.go:2190] \"Skipping pod synchronization\" err=\"PLEG is not healthy: pleg was last seen active 3m10s ago; threshold is 3m0s\"\n");
+    }
+    lines += "Nov 23 11:59:55 node-1 kubelet[100]: E1123 11:59:55.000000     100 kubelet.go:2373] \"Container runtime network not ready\" networkReady=\"NetworkReady=false reason:NetworkPluginNotReady message:docker: network plugin is not ready: cni config uninitialized\"\n";
+    lines += "Nov 23 11:59:58 node-1 dockerd[200]: time=\"2026-11-23T11:59:58.000000000Z\" level=error msg=\"Handler for POST /v1.41/containers/create returned error: Conflict. The container name \\\"/k8s_POD_web-1_shop_5f0c6b4e-1d2a-4c3b-9e8f-0a1b2c3d4e5f_0\\\" is already in use by container \\\"e890c05ecd92d61fe2e4bb1898a2d78bd5b11b2794f47c805c4033feaa5974cf\\\". You have to remove (or rename) that container to be able to reuse that name.\"\n";
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(h.path("/var/log/messages"))
+        .unwrap();
+    std::io::Write::write_all(&mut f, lines.as_bytes()).unwrap();
+    let out = collect(&mut c, &ctx());
+    let got = ids(&out);
+    assert_eq!(
+        got,
+        vec![
+            ("runtime.pleg_unhealthy".to_string(), "kubelet".to_string()),
+            (
+                "runtime.kubelet_network_not_ready".to_string(),
+                "kubelet".to_string()
+            ),
+            (
+                "runtime.container_name_conflict".to_string(),
+                "k8s_POD_web-1_shop_5f0c6b4e-1d2a-4c3b-9e8f-0a1b2c3d4e5f_0".to_string()
+            ),
+        ],
+        "{:?}",
+        out.status
+    );
+    let pleg = &out.findings[0];
+    assert_eq!(
+        pleg.evidence["full_runtime_dirs"].as_str(),
+        Some("/var/lib/containerd, /var/lib/docker")
+    );
+    assert!(out
+        .metrics
+        .iter()
+        .any(|m| m.name == "node_doctor_runtime_node_log_matches_total"));
+    // Two minutes on, nothing new: the network lines have settled (configuration there, CRI
+    // ready); PLEG and the conflict are still current.
+    clock.store(NOW + 120, std::sync::atomic::Ordering::Relaxed);
+    let out = collect(&mut c, &ctx());
+    let got: Vec<String> = ids(&out).into_iter().map(|(i, _)| i).collect();
+    assert_eq!(
+        got,
+        ["runtime.pleg_unhealthy", "runtime.container_name_conflict"]
+    );
+    // The CRI now says the network is not ready and kubelet says so again: the probes' finding.
+    probe.set(Kind::Cri, "cri-dockerd.sock", cri(false));
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(h.path("/var/log/messages"))
+        .unwrap();
+    std::io::Write::write_all(&mut f, b"Nov 23 12:01:58 node-1 kubelet[100]: E1123 12:01:58.000000     100 kubelet.go:2373] \"Container runtime network not ready\" networkReady=\"NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized\"\n").unwrap();
+    let out = collect(&mut c, &ctx());
+    let got: Vec<String> = ids(&out).into_iter().map(|(i, _)| i).collect();
+    assert!(
+        got.contains(&"runtime.cni_not_ready".to_string()),
+        "{got:?}"
+    );
+    assert!(
+        !got.contains(&"runtime.kubelet_network_not_ready".to_string()),
+        "{got:?}"
+    );
 }

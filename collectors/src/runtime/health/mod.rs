@@ -21,14 +21,15 @@
 //!    rule file's words.
 //!
 //! The node logs' findings (PLEG, CNI and runtime-not-ready from the kubelet's log,
-//! same-name containers, image pulls, ttrpc) are judged from the node's logs by a separate
-//! judge in this directory, over `crate::nodelog`, and joined to this sample and judge.
+//! same-name containers, image pulls, ttrpc) are judged by `crate::nodelog`'s judge with
+//! what this sample knows live ([`logs`]), and joined to this judge's drafts.
 
 pub mod cni;
 pub mod immutable;
 pub mod install;
 pub mod judge;
 pub mod kube_proxy;
+pub mod logs;
 pub mod ports;
 pub mod probe;
 pub mod procs;
@@ -84,6 +85,10 @@ pub struct RuntimeConfig {
     pub docker_namespace: String,
     /// `/proc/<pid>/fd` links read per collection to find a port's process.
     pub fd_links: usize,
+    /// The node's logs: where, how much per collection, the window ([`logs`]).
+    pub node_log: crate::nodelog::NodeLogConfig,
+    /// When a log finding is current ([`crate::nodelog::judge`]).
+    pub log_thresholds: crate::nodelog::Thresholds,
 }
 
 impl Default for RuntimeConfig {
@@ -102,6 +107,8 @@ impl Default for RuntimeConfig {
             max_immutable: 32,
             docker_namespace: "moby".to_string(),
             fd_links: 200_000,
+            node_log: crate::nodelog::NodeLogConfig::default(),
+            log_thresholds: crate::nodelog::Thresholds::default(),
         }
     }
 }
@@ -137,6 +144,10 @@ pub struct RuntimeCollector {
     pods: Option<PodDirectory>,
     ticks: u64,
     statfs: Box<StatFsFn>,
+    /// The node's logs, followed across collections.
+    logs: crate::nodelog::NodeLogWatcher,
+    /// Unix seconds now (the wall clock; tests fix it).
+    clock: Box<dyn Fn() -> i64 + Send>,
     transitions: TransitionLog,
 }
 
@@ -149,7 +160,10 @@ struct Probed {
 
 impl RuntimeCollector {
     pub fn new(host: HostPaths, config: RuntimeConfig, probe: Arc<dyn RuntimeProbe>) -> Self {
+        let logs = crate::nodelog::NodeLogWatcher::new(host.clone(), config.node_log.clone());
         RuntimeCollector {
+            logs,
+            clock: Box::new(unix_now),
             host,
             config,
             probe,
@@ -170,6 +184,12 @@ impl RuntimeCollector {
             statfs: Box::new(crate::sys::statvfs::usage),
             transitions: TransitionLog::new("runtime"),
         }
+    }
+
+    /// Replaces the wall clock the node's log lines are dated against (Unix seconds).
+    pub fn with_clock(mut self, f: impl Fn() -> i64 + Send + 'static) -> Self {
+        self.clock = Box::new(f);
+        self
     }
 
     /// Replaces `statvfs(2)` (fake hosts have no real disks to fill).
@@ -916,6 +936,13 @@ pub fn metrics(s: &Sample) -> Vec<Metric> {
     out
 }
 
+/// Unix seconds of the wall clock.
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
 /// sample -> judge -> findings (in the rule file's words) + metrics.
 impl Collector for RuntimeCollector {
     fn name(&self) -> &'static str {
@@ -923,8 +950,18 @@ impl Collector for RuntimeCollector {
     }
 
     fn collect(&mut self, ctx: &CollectContext) -> Collection {
-        let (sample, notes) = self.sample(ctx.host_netns, &ctx.node_name);
-        let drafts = judge::judge(&sample, &self.config.thresholds);
+        let (sample, mut notes) = self.sample(ctx.host_netns, &ctx.node_name);
+        let mut drafts = judge::judge(&sample, &self.config.thresholds);
+        let log = self.logs.sample((self.clock)());
+        drafts.extend(logs::judge(
+            &self.host,
+            &sample,
+            &self.config.thresholds,
+            &log,
+            &self.config.log_thresholds,
+            &self.config.locations,
+        ));
+        notes.extend(logs::notes(&log));
         let status = if notes.is_empty() {
             Status::Ok
         } else {
@@ -936,6 +973,7 @@ impl Collector for RuntimeCollector {
             "Complete passes of the immutable-file walk over pod and container directories.",
             self.walker.passes as f64,
         ));
+        metrics.extend(self.logs.metrics("runtime", &log));
         let c = Collection {
             status,
             findings: ctx.render(drafts),
