@@ -81,6 +81,12 @@ const FILES: &[(&str, &str)] = &[
     ("kernel.toml", include_str!("../../rules/kernel.toml")),
     ("load.toml", include_str!("../../rules/load.toml")),
     ("iptables.toml", include_str!("../../rules/iptables.toml")),
+    ("runtime.toml", include_str!("../../rules/runtime.toml")),
+    // The runtime collector's log-derived findings (collectors/src/nodelog/judge.rs).
+    (
+        "runtime_logs.toml",
+        include_str!("../../rules/runtime_logs.toml"),
+    ),
 ];
 
 /// Why rule files do not load.

@@ -39,6 +39,7 @@ const VOLATILE_FLOATS: &[&str] = &[
     "insert_failed_per_second",
     "interval_seconds",
     "invalid_per_second",
+    "kube_proxy_cpu_percent",
     "longest_hold_seconds",
     "queued_seconds",
     "search_restart_per_second",

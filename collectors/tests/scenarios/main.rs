@@ -13,7 +13,9 @@ mod kernel;
 mod kmsg;
 mod load;
 mod memory;
+mod nodelog;
 mod rules;
+mod runtime;
 #[path = "../../../agent/tests/e2e/sandbox.rs"]
 mod sandbox;
 mod support;
