@@ -244,7 +244,7 @@ async fn docker(
     {
         reply.version = serde_json::from_slice::<serde_json::Value>(&body)
             .ok()
-            .and_then(|v| v.get("Version")?.as_str().map(|s| cut(s)));
+            .and_then(|v| v.get("Version")?.as_str().map(cut));
     }
     if list_running {
         if let Ok(Ok((200, body))) = timeout_at(

@@ -44,6 +44,15 @@ fn ping(sock: &Path) -> bool {
     out.starts_with("HTTP/1.0 200") && out.ends_with("OK")
 }
 
+/// Three pings in a row, each answered within 250 ms: dockerd is up and has caught up (after
+/// `SIGCONT` a stopped Go process first runs the timers and work that piled up).
+fn settled(sock: &Path) -> bool {
+    (0..3).all(|_| {
+        let t = Instant::now();
+        ping(sock) && t.elapsed() < Duration::from_millis(250)
+    })
+}
+
 fn wait_until(what: &str, secs: u64, mut ok: impl FnMut() -> bool) -> Duration {
     let start = Instant::now();
     while !ok() {
@@ -175,7 +184,9 @@ impl Daemons {
         self.dockerd = Some(child);
         let sock = self.docker_sock();
         wait_until("dockerd's /_ping", 30, || ping(&sock));
-        start.elapsed()
+        let up = start.elapsed();
+        wait_until("dockerd settles", 20, || settled(&sock));
+        up
     }
 
     fn docker(&self, args: &[&str]) -> std::process::Output {
@@ -433,9 +444,13 @@ fn real_dockerd_and_containerd_hung_stopped_crashed_and_restarted() {
         "{f:#}"
     );
     d.signal_dockerd(Signal::SIGCONT);
-    wait_until("dockerd answers after SIGCONT", 10, || {
+    let t = wait_until("dockerd answers after SIGCONT", 10, || {
         ping(&d.docker_sock())
     });
+    let s = wait_until("dockerd settles after SIGCONT", 20, || {
+        settled(&d.docker_sock())
+    });
+    println!("dockerd answered {t:?} after SIGCONT, settled {s:?} later");
     phase(&d, "dockerd continued (SIGCONT)", &[]);
 
     // SIGTERM: dockerd removes its socket and exits (live-restore keeps the container).

@@ -391,6 +391,49 @@ fn dockerd_hung_slow_stopped_crashed_and_restarted() {
 }
 
 #[test]
+fn cri_dockerd_crashed_while_dockerd_runs_on() {
+    let (h, probe) = docker_node();
+    process(
+        &h,
+        300,
+        "cri-dockerd",
+        "/usr/bin/cri-dockerd --container-runtime-endpoint fd://",
+        4_800,
+    );
+    let mut c = collector(&h, &probe, RuntimeConfig::default());
+    assert!(collect(&mut c, &ctx()).findings.is_empty());
+    // Killed: its socket left behind, refusing; the kubelet cannot reach docker through it.
+    gone(&h, 300);
+    probe.set(
+        Kind::Cri,
+        "cri-dockerd.sock",
+        Reply::Cri(CriReply {
+            version_call: Outcome::Refused,
+            runtime: None,
+            conditions: None,
+        }),
+    );
+    let out = collect(&mut c, &ctx());
+    only(&out, "runtime.crashed", "/var/run/cri-dockerd.sock");
+    let f = &out.findings[0];
+    assert_eq!(f.evidence["daemon"].as_str(), Some("cri-dockerd"));
+    assert!(f
+        .remediation
+        .commands
+        .contains(&"systemctl restart cri-docker".to_string()));
+    // Restarted.
+    process(
+        &h,
+        301,
+        "cri-dockerd",
+        "/usr/bin/cri-dockerd --container-runtime-endpoint fd://",
+        9_800,
+    );
+    probe.set(Kind::Cri, "cri-dockerd.sock", cri(true));
+    assert!(collect(&mut c, &ctx()).findings.is_empty());
+}
+
+#[test]
 fn a_containerd_node_without_its_kubelet_and_network() {
     let h = FakeHost::new();
     h.write("/proc/uptime", "600.00 1100.00\n")

@@ -72,11 +72,13 @@ impl Default for Thresholds {
     }
 }
 
-/// The two runtime daemons judged.
+/// The runtime daemons judged: the two runtimes, and cri-dockerd, the CRI shim between the
+/// kubelet (1.24+) and dockerd.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Daemon {
     Dockerd,
     Containerd,
+    CriDockerd,
 }
 
 impl Daemon {
@@ -84,6 +86,16 @@ impl Daemon {
         match self {
             Daemon::Dockerd => "dockerd",
             Daemon::Containerd => "containerd",
+            Daemon::CriDockerd => "cri-dockerd",
+        }
+    }
+
+    /// The condition the rule files test for this daemon's advice.
+    pub fn condition(self) -> &'static str {
+        match self {
+            Daemon::Dockerd => "dockerd",
+            Daemon::Containerd => "containerd",
+            Daemon::CriDockerd => "cri_dockerd",
         }
     }
 }
@@ -432,7 +444,7 @@ fn runtime(r: &RuntimeSample, t: &Thresholds) -> Option<Draft> {
                     .as_ref()
                     .map(|d| (d.used_percent * 10.0).round() / 10.0),
             )
-            .when(r.daemon.as_str())
+            .when(r.daemon.condition())
             .when_if("by_kubelet", r.why.contains(&Why::Kubelet))
             .when_if("disk_full", disk_full)
     };
@@ -732,6 +744,7 @@ mod tests {
             socket: match daemon {
                 Daemon::Dockerd => "/var/run/docker.sock".into(),
                 Daemon::Containerd => "/run/containerd/containerd.sock".into(),
+                Daemon::CriDockerd => "/var/run/cri-dockerd.sock".into(),
             },
             why: vec![Why::Kubelet],
             pid,

@@ -309,6 +309,7 @@ impl RuntimeCollector {
                                 .contains(inst.socket.as_str())
                                 .then(|| self.config.docker_namespace.clone()),
                         },
+                        Daemon::CriDockerd => Target::Cri { socket: agent },
                     });
                     Ok(plan.targets.len() - 1)
                 }
@@ -330,8 +331,16 @@ impl RuntimeCollector {
                     })
             })
             .flatten();
-        let cri_target = cri_socket.as_deref().and_then(|s| {
-            let agent = self.socket_precheck(s).ok()?;
+        // The kubelet's CRI endpoint, asked once: cri-dockerd's own target when it is that.
+        let shim = cri_socket.as_deref().and_then(|s| {
+            probed.iter().find_map(|p| {
+                (p.inst.daemon == Daemon::CriDockerd && p.inst.socket == s)
+                    .then_some(p.target.as_ref().ok().copied())
+                    .flatten()
+            })
+        });
+        let cri_target = shim.or_else(|| {
+            let agent = self.socket_precheck(cri_socket.as_deref()?).ok()?;
             plan.targets.push(Target::Cri { socket: agent });
             Some(plan.targets.len() - 1)
         });
@@ -380,6 +389,10 @@ impl RuntimeCollector {
                     },
                     (Daemon::Containerd, r) => match r.containerd(i) {
                         Some(c) => (c.version_call.clone(), c.version.clone()),
+                        None => (Outcome::Failed("no answer from the probe".into()), None),
+                    },
+                    (Daemon::CriDockerd, r) => match r.cri(i) {
+                        Some(c) => (c.version_call.clone(), c.runtime.clone().map(|v| v.1)),
                         None => (Outcome::Failed("no answer from the probe".into()), None),
                     },
                 },
@@ -676,6 +689,7 @@ impl RuntimeCollector {
                     format!("{data}/io.containerd.snapshotter.v1.overlayfs/snapshots"),
                     Owner::ContainerdSnapshots,
                 ),
+                Daemon::CriDockerd => {}
             }
         }
         roots

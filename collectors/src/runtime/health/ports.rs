@@ -54,11 +54,27 @@ fn protocol(p: &str) -> Option<Protocol> {
     }
 }
 
-/// The hostNetwork ports of a static pod manifest (YAML as kubeadm writes it, or JSON):
-/// `(namespace, name, [(protocol, port)])`, or `None` when the pod is not hostNetwork or the
-/// text is not a pod. A line scanner: each `- ` list item under `ports:` is one port, its
-/// `hostPort` (else `containerPort`) and `protocol` (default TCP).
-pub fn parse_manifest(text: &str) -> Option<(String, String, Vec<(Protocol, u16)>)> {
+/// A hostNetwork static pod: its namespace, name and ports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Manifest {
+    pub namespace: String,
+    pub name: String,
+    pub ports: Vec<(Protocol, u16)>,
+}
+
+/// The port item being read: `containerPort`, `hostPort`, `protocol`.
+#[derive(Debug, Default)]
+struct PortItem {
+    container: Option<u16>,
+    host: Option<u16>,
+    protocol: Option<Protocol>,
+}
+
+/// The hostNetwork ports of a static pod manifest (YAML as kubeadm writes it, or JSON), or
+/// `None` when the pod is not hostNetwork or the text is not a pod. A line scanner: each `- `
+/// list item under `ports:` is one port, its `hostPort` (else `containerPort`) and `protocol`
+/// (default TCP).
+pub fn parse_manifest(text: &str) -> Option<Manifest> {
     if text.trim_start().starts_with('{') {
         return parse_manifest_json(text);
     }
@@ -68,16 +84,13 @@ pub fn parse_manifest(text: &str) -> Option<(String, String, Vec<(Protocol, u16)
     let mut namespace = None;
     let mut in_metadata = false;
     let mut ports = Vec::new();
-    // The port item being read: (indent of its `-`, containerPort, hostPort, protocol).
-    let mut item: Option<(usize, Option<u16>, Option<u16>, Option<Protocol>)> = None;
+    let mut item: Option<PortItem> = None;
     let mut in_ports: Option<usize> = None;
-    let flush = |item: &mut Option<(usize, Option<u16>, Option<u16>, Option<Protocol>)>,
-                 ports: &mut Vec<(Protocol, u16)>| {
-        if let Some((_, c, h, p)) = item.take() {
-            if let (Some(port), Some(p)) = (h.or(c), p.or(Some(Protocol::Tcp))) {
-                if port > 0 {
-                    ports.push((p, port));
-                }
+    let flush = |item: &mut Option<PortItem>, ports: &mut Vec<(Protocol, u16)>| {
+        if let Some(i) = item.take() {
+            let p = i.protocol.unwrap_or(Protocol::Tcp);
+            if let Some(port) = i.host.or(i.container).filter(|p| *p > 0) {
+                ports.push((p, port));
             }
         }
     };
@@ -127,17 +140,17 @@ pub fn parse_manifest(text: &str) -> Option<(String, String, Vec<(Protocol, u16)
         if in_ports.is_some() {
             if dash {
                 flush(&mut item, &mut ports);
-                item = Some((indent, None, None, None));
+                item = Some(PortItem::default());
             }
             let mut unsupported = false;
-            if let Some((_, c, h, p)) = item.as_mut() {
+            if let Some(i) = item.as_mut() {
                 match key {
-                    "containerPort" => *c = value.parse().ok(),
-                    "hostPort" => *h = value.parse().ok(),
+                    "containerPort" => i.container = value.parse().ok(),
+                    "hostPort" => i.host = value.parse().ok(),
                     "protocol" => {
-                        *p = protocol(value);
+                        i.protocol = protocol(value);
                         // SCTP and unknown protocols are left out.
-                        unsupported = p.is_none();
+                        unsupported = i.protocol.is_none();
                     }
                     _ => {}
                 }
@@ -151,14 +164,14 @@ pub fn parse_manifest(text: &str) -> Option<(String, String, Vec<(Protocol, u16)
     if !kind_pod || !host_network {
         return None;
     }
-    Some((
-        namespace.unwrap_or_else(|| "default".to_string()),
-        name?,
+    Some(Manifest {
+        namespace: namespace.unwrap_or_else(|| "default".to_string()),
+        name: name?,
         ports,
-    ))
+    })
 }
 
-fn parse_manifest_json(text: &str) -> Option<(String, String, Vec<(Protocol, u16)>)> {
+fn parse_manifest_json(text: &str) -> Option<Manifest> {
     let v: serde_json::Value = serde_json::from_str(text).ok()?;
     if v.get("kind")?.as_str()? != "Pod" {
         return None;
@@ -194,7 +207,11 @@ fn parse_manifest_json(text: &str) -> Option<(String, String, Vec<(Protocol, u16
             }
         }
     }
-    Some((ns, name, ports))
+    Some(Manifest {
+        namespace: ns,
+        name,
+        ports,
+    })
 }
 
 /// The static pods' hostNetwork ports from the manifests in `dir` (agent-side), named as
@@ -213,7 +230,12 @@ pub fn static_pods(dir: &Path, host_dir: &str, node: &str) -> Vec<Declared> {
         let Ok(text) = hostfs::read_text(&dir.join(&n), cap::CONFIG) else {
             continue;
         };
-        let Some((ns, name, ports)) = parse_manifest(&text) else {
+        let Some(Manifest {
+            namespace: ns,
+            name,
+            ports,
+        }) = parse_manifest(&text)
+        else {
             continue;
         };
         let pod_name = format!("{name}-{node}");
@@ -422,13 +444,13 @@ spec:
 
     #[test]
     fn manifests_yaml_and_json() {
-        let (ns, name, ports) = parse_manifest(MANIFEST).unwrap();
+        let m = parse_manifest(MANIFEST).unwrap();
         assert_eq!(
-            (ns.as_str(), name.as_str()),
+            (m.namespace.as_str(), m.name.as_str()),
             ("monitoring", "node-exporter")
         );
         assert_eq!(
-            ports,
+            m.ports,
             vec![
                 (Protocol::Tcp, 9100),
                 (Protocol::Udp, 5353),
@@ -446,11 +468,11 @@ spec:
         let j = r#"{"kind":"Pod","metadata":{"name":"etcd"},"spec":{"hostNetwork":true,"containers":[{"name":"etcd","ports":[{"containerPort":2379},{"containerPort":70000},{"hostPort":53,"containerPort":53,"protocol":"UDP"}]}]}}"#;
         assert_eq!(
             parse_manifest(j),
-            Some((
-                "default".to_string(),
-                "etcd".to_string(),
-                vec![(Protocol::Tcp, 2379), (Protocol::Udp, 53)]
-            ))
+            Some(Manifest {
+                namespace: "default".to_string(),
+                name: "etcd".to_string(),
+                ports: vec![(Protocol::Tcp, 2379), (Protocol::Udp, 53)]
+            })
         );
         let t = tempfile::tempdir().unwrap();
         std::fs::write(t.path().join("node-exporter.yaml"), MANIFEST).unwrap();

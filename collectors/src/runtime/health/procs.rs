@@ -1,11 +1,12 @@
-//! The daemons' processes (`dockerd`, `containerd`, `kubelet`, `kube-proxy`), remembered
+//! The daemons' processes (`dockerd`, `containerd`, `cri-dockerd`, `kubelet`, `kube-proxy`),
+//! remembered
 //! between collections by pid and start time.
 //!
 //! A collection first confirms the remembered processes: one read of `/proc/<pid>/stat` each,
 //! the start time telling a live process from a recycled pid. It walks the whole process
 //! table only when a remembered process is gone, when the caller wants a daemon it does not
 //! know yet, or every `rescan` collections (to see new daemons). A healthy node therefore
-//! costs four small reads per collection.
+//! costs a small read per daemon per collection.
 
 use std::collections::BTreeMap;
 
@@ -13,7 +14,13 @@ use crate::host::HostPaths;
 use crate::proc::pid;
 
 /// The process names (`comm`) followed.
-pub const NAMES: &[&str] = &["dockerd", "containerd", "kubelet", "kube-proxy"];
+pub const NAMES: &[&str] = &[
+    "dockerd",
+    "containerd",
+    "cri-dockerd",
+    "kubelet",
+    "kube-proxy",
+];
 
 /// At most this many processes per name are kept (a node runs one of each; two containerd
 /// are a docker-managed one beside the system's).

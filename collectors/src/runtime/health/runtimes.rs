@@ -66,6 +66,9 @@ fn in_cwd(pid: u32, path: String) -> String {
     }
 }
 
+/// cri-dockerd's default socket.
+pub const CRI_DOCKERD_SOCKET: &str = "/var/run/cri-dockerd.sock";
+
 struct Found {
     list: Vec<Instance>,
 }
@@ -164,6 +167,17 @@ pub fn find(
         i.data_dir = Some(root);
     }
 
+    // cri-dockerd listens on its --container-runtime-endpoint (default
+    // unix:///var/run/cri-dockerd.sock) and talks to dockerd at its --docker-endpoint.
+    for p in inp.procs.get("cri-dockerd") {
+        let socket = flag_value(&p.args, "--container-runtime-endpoint")
+            .and_then(|e| endpoint_path(&e))
+            .unwrap_or_else(|| CRI_DOCKERD_SOCKET.to_string());
+        let i = f.get(Daemon::CriDockerd, &socket);
+        i.why.insert(Why::Running);
+        i.pid.get_or_insert(p.pid);
+    }
+
     if let Some(s) = inp.docker_socket {
         f.get(Daemon::Dockerd, s).why.insert(Why::Configured);
     }
@@ -188,6 +202,10 @@ pub fn find(
                 .and_then(endpoint_path)
                 .unwrap_or_else(|| docker::DEFAULT_SOCKET.to_string());
             f.get(Daemon::Dockerd, &d).why.insert(Why::Kubelet);
+            // cri-dockerd is a daemon of its own (dockershim lived inside the kubelet).
+            if name == "cri-dockerd.sock" {
+                f.get(Daemon::CriDockerd, &path).why.insert(Why::Kubelet);
+            }
         }
     }
 
@@ -231,18 +249,20 @@ pub fn find(
 
     // Data directories of runtimes known only by their socket: the defaults.
     for i in &mut f.list {
-        if i.data_dir.is_none() {
+        if i.data_dir.is_none() && i.daemon != Daemon::CriDockerd {
             i.data_dir = Some(match i.daemon {
                 Daemon::Dockerd => docker::read_daemon_json(host, &inp.locations.daemon_json)
                     .ok()
                     .flatten()
                     .and_then(|c| c.data_root)
                     .unwrap_or_else(|| docker::DEFAULT_DATA_ROOT.to_string()),
-                Daemon::Containerd => containerd::read(host, &inp.locations.containerd_config)
-                    .ok()
-                    .flatten()
-                    .and_then(|c| c.root)
-                    .unwrap_or_else(|| containerd::DEFAULT_ROOT.to_string()),
+                Daemon::Containerd | Daemon::CriDockerd => {
+                    containerd::read(host, &inp.locations.containerd_config)
+                        .ok()
+                        .flatten()
+                        .and_then(|c| c.root)
+                        .unwrap_or_else(|| containerd::DEFAULT_ROOT.to_string())
+                }
             });
         }
     }
@@ -313,7 +333,7 @@ mod tests {
             &BTreeMap::new(),
             None,
         );
-        assert_eq!(got.len(), 2, "{got:#?}");
+        assert_eq!(got.len(), 3, "{got:#?}");
         let d = &got[0];
         assert_eq!(
             (d.daemon, d.socket.as_str(), d.pid),
@@ -336,6 +356,13 @@ mod tests {
         );
         assert_eq!(c.why, BTreeSet::from([Why::Running, Why::UsedByDocker]));
         assert_eq!(c.data_dir.as_deref(), Some("/var/lib/containerd"));
+        // The kubelet's endpoint is cri-dockerd: a daemon of its own, not running here.
+        let s = &got[2];
+        assert_eq!(
+            (s.daemon, s.socket.as_str(), s.pid, s.data_dir.as_deref()),
+            (Daemon::CriDockerd, "/var/run/cri-dockerd.sock", None, None)
+        );
+        assert_eq!(s.why, BTreeSet::from([Why::Kubelet]));
     }
 
     #[test]
