@@ -47,9 +47,11 @@
 //!   renderer; `args = { line = "net.netfilter.nf_conntrack_max = {recommended_max}" }` builds
 //!   one argument from a text template. With `each`, one command per item.
 //! - **source** `{ doc, section }` (or a list with `when`, first match; the last has none);
-//!   `{ none = "why" }` instead says that no handbook section covers the case (the finding
-//!   then cites none, as when the handbook is silent on it), **see_also** keys of the
-//!   explain catalogue (strings or `{ key, when }`).
+//!   where no handbook section covers the case, external documentation
+//!   `{ doc, section, url = "https://…", why = "why no handbook section covers it" }` (the
+//!   kernel's, the component's; the finding carries the url), or `{ none = "why" }` (the
+//!   finding cites nothing); **see_also** keys of the explain catalogue (strings or
+//!   `{ key, when }`).
 //! - **example**: severity, subject, evidence and vars (scalars, lists of strings, or lists
 //!   of tables for items, with `conditions = [...]`). It declares what placeholders exist,
 //!   and a test renders every rule from it in both languages under every condition.

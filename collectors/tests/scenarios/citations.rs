@@ -108,7 +108,10 @@ fn every_finding_cites_an_existing_section_or_external_documentation() {
         return check_without_handbooks();
     };
     let (docs, sections) = read_index(&index_text);
-    assert!(!docs.is_empty() && !sections.is_empty(), "INDEX.md not understood");
+    assert!(
+        !docs.is_empty() && !sections.is_empty(),
+        "INDEX.md not understood"
+    );
     let book = RuleBook::load_builtin().unwrap_or_else(|e| panic!("{e}"));
     let mut handbook = 0;
     let mut external = 0;
@@ -176,10 +179,17 @@ fn every_finding_cites_an_existing_section_or_external_documentation() {
         let all: Vec<&str> = rule.conditions().keys().map(String::as_str).collect();
         for on in [all.clone(), Vec::new()] {
             let f = RuleBook::render_example(rule, &on, "node-1");
-            assert!(f.remediation.source.is_some(), "{}: renders no source", rule.id);
+            assert!(
+                f.remediation.source.is_some(),
+                "{}: renders no source",
+                rule.id
+            );
         }
     }
-    assert!(handbook >= 20 && external >= 4, "{handbook} handbook, {external} external");
+    assert!(
+        handbook >= 20 && external >= 4,
+        "{handbook} handbook, {external} external"
+    );
 }
 
 /// Without the handbooks checked out (a bare crate checkout), the external citations and the

@@ -1343,4 +1343,128 @@ mod real_kernel {
         // Gone once the last message left the 8 s window (with one polling step).
         assert!(gone_at <= 8.0 + 0.5, "{seen:?}");
     }
+
+    /// The 5-second DNS delay's mechanism on a real kernel: two threads send UDP from one
+    /// socket to a DNATed Service address at the same moment, port after port, so their
+    /// conntrack entries clash. This kernel (6.x) resolves such clashes: they count in
+    /// `clashres`, not in `insert_failed` or `drop`, no packet is lost, and the collector
+    /// raises no `conntrack.insert_races`.
+    #[test]
+    fn clashes_the_kernel_resolves_are_not_races() {
+        let test = "conntrack real_kernel clashes_the_kernel_resolves_are_not_races";
+        if !root_or_skip(test) {
+            return;
+        }
+        for tool in ["ip", "iptables"] {
+            if tool_missing(tool) {
+                eprintln!(
+                    "SKIP {test}: `{tool}` not installed (apt-get install iproute2 iptables)"
+                );
+                return;
+            }
+        }
+        let _lock = conntrack_lock();
+        let name = format!("nd-ctrace-{}", std::process::id());
+        let mut ns = Netns {
+            name: name.clone(),
+            sleeper: None,
+        };
+        run(&["ip", "netns", "add", &name]).expect("create netns");
+        for args in [
+            vec!["ip", "link", "set", "lo", "up"],
+            vec!["ip", "addr", "add", "10.96.0.10/32", "dev", "lo"],
+            vec!["ip", "addr", "add", "10.0.0.1/32", "dev", "lo"],
+        ] {
+            let mut all = vec!["ip", "netns", "exec", &name];
+            all.extend(args);
+            run(&all).expect("set up the namespace");
+        }
+        if let Err(e) = run(&[
+            "ip",
+            "netns",
+            "exec",
+            &name,
+            "iptables",
+            "-t",
+            "nat",
+            "-A",
+            "OUTPUT",
+            "-d",
+            "10.96.0.10",
+            "-p",
+            "udp",
+            "-j",
+            "DNAT",
+            "--to-destination",
+            "10.0.0.1",
+        ]) {
+            eprintln!("SKIP {test}: cannot add a DNAT rule in the namespace: {e}");
+            return;
+        }
+        let child = Command::new("ip")
+            .args(["netns", "exec", &name, "sleep", "60"])
+            .spawn()
+            .expect("spawn sleeper");
+        let pid = child.id();
+        ns.sleeper = Some(child);
+        let own = std::fs::read_link("/proc/self/ns/net").expect("own netns");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while std::fs::read_link(format!("/proc/{pid}/ns/net")).map_or(true, |t| t == own) {
+            assert!(
+                Instant::now() < deadline,
+                "sleeper {pid} never entered the namespace"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let cfg = ConntrackConfig {
+            netns_pid: pid,
+            ..ConntrackConfig::default()
+        };
+        let mut collector = ConntrackCollector::new(collectors::HostPaths::new("/"), cfg);
+        let before = collector.collect(&ctx());
+
+        let ns_file = std::fs::File::open(format!("/run/netns/{name}")).expect("open netns");
+        let sock = {
+            let ns_file = ns_file.try_clone().expect("dup");
+            std::thread::spawn(move || {
+                nix::sched::setns(ns_file.as_fd(), nix::sched::CloneFlags::CLONE_NEWNET)
+                    .expect("setns");
+                std::net::UdpSocket::bind("0.0.0.0:0").expect("bind")
+            })
+            .join()
+            .expect("socket thread")
+        };
+        let sock = std::sync::Arc::new(sock);
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let senders: Vec<_> = (0..2)
+            .map(|_| {
+                let (sock, barrier) = (sock.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    for port in 30000..33000u16 {
+                        barrier.wait();
+                        let _ = sock.send_to(b"q", ("10.96.0.10", port));
+                    }
+                })
+            })
+            .collect();
+        for s in senders {
+            s.join().expect("sender");
+        }
+        let after = collector.collect(&ctx());
+        let grew = |col: &str| stat_value(&after, col) - stat_value(&before, col);
+        eprintln!(
+            "{test}: 2 threads x 3000 ports: clashres +{}, insert_failed +{}, drop +{}, entries {}",
+            grew("clashres"),
+            grew("insert_failed"),
+            grew("drop"),
+            metric(&after, "node_doctor_conntrack_entries").unwrap_or(-1.0)
+        );
+        assert_eq!(grew("insert_failed"), 0.0);
+        assert_eq!(grew("drop"), 0.0);
+        assert!(
+            find(&after, "conntrack.insert_races").is_none(),
+            "{:#?}",
+            after.findings
+        );
+    }
 }
