@@ -589,3 +589,51 @@ impl ConntrackCollector {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proc::uptime::Uptime;
+    use std::time::SystemTime;
+
+    fn clock(uptime_secs: u64) -> BootClock {
+        BootClock::new(
+            Uptime {
+                since_boot: Duration::from_secs(uptime_secs),
+            },
+            SystemTime::now(),
+        )
+    }
+
+    /// Per-table message times stay bounded (16 tables, the oldest forgotten first), age out
+    /// of the window, and report the age of the last one.
+    #[test]
+    fn table_events_are_bounded_per_table_and_age_out() {
+        let mut ev = TableEvents::default();
+        for n in 0..17u64 {
+            ev.record(Table::Netns(n), (100 + n) * 1_000_000);
+        }
+        assert_eq!(ev.by_table.len(), MAX_TABLES);
+        assert!(!ev.by_table.contains_key(&Table::Netns(0)));
+        assert_eq!(ev.total, 17);
+        ev.record(Table::Unnamed, 1_000 * 1_000_000);
+        ev.record(Table::Unnamed, 1_990 * 1_000_000);
+        let c = clock(2_000);
+        let log = ev.log(Table::Unnamed, Some(&c));
+        assert_eq!(log.messages, 2);
+        assert_eq!(log.last_seconds_ago, Some(10.0));
+        assert_eq!(ev.log(Table::Netns(99), Some(&c)), TableLog::default());
+        // A 500 s window keeps the unnamed table's last message only.
+        ev.prune(&c, Duration::from_secs(500));
+        assert_eq!(ev.by_table.len(), 1);
+        assert_eq!(ev.log(Table::Unnamed, Some(&c)).messages, 1);
+        assert_eq!(ev.log(Table::Unnamed, None).last_seconds_ago, None);
+        for _ in 0..MAX_TABLE_FULL_EVENTS + 5 {
+            ev.record(Table::Unnamed, 1_995 * 1_000_000);
+        }
+        assert_eq!(
+            ev.log(Table::Unnamed, Some(&c)).messages,
+            MAX_TABLE_FULL_EVENTS as u64
+        );
+    }
+}
