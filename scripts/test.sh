@@ -31,6 +31,8 @@ APT_PACKAGES=(
     iptables   # conntrack: real-kernel NAT test in a network namespace; e2e as_deployed:
                # iptables-legacy (a legacy table and a conntrack rule in the staged node)
     iproute2   # conntrack: ip netns; e2e as_deployed: ip link (loopback of the namespaces)
+    conntrack  # conntrack: real-kernel table-full test, `conntrack -S` cross-checks the stat
+               # file's counters and `conntrack -F` empties the filled table (recovery)
     util-linux # iptables: flock holds the xtables lock, unshare; e2e deploy test: unshare,
                # mountpoint (read-only host root in a private mount namespace); e2e
                # as_deployed: unshare, nsenter, setpriv (the manifest's capabilities), findmnt

@@ -2,6 +2,7 @@
 //! plus real-kernel tests that skip (with the reason printed) when not root.
 //! One test binary for all collectors (each collector adds its module below).
 
+mod citations;
 mod conntrack;
 mod disk;
 mod explain;
