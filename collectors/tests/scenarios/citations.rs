@@ -22,6 +22,8 @@ const DOCUMENTATION_SITES: &[&str] = &[
     "https://docs.kernel.org/",
     "https://www.kernel.org/doc/",
     "https://kubernetes.io/docs/",
+    // The component's own rules where node-doctor follows them (FrequentKubeletRestart).
+    "https://github.com/kubernetes/node-problem-detector/",
 ];
 
 /// One row of INDEX.md's "Sections of 002 by line" table.
