@@ -31,6 +31,8 @@ APT_PACKAGES=(
     iptables   # conntrack: real-kernel NAT test in a network namespace; e2e as_deployed:
                # iptables-legacy (a legacy table and a conntrack rule in the staged node)
     iproute2   # conntrack: ip netns; e2e as_deployed: ip link (loopback of the namespaces)
+    conntrack  # conntrack: real-kernel table-full test, `conntrack -S` cross-checks the stat
+               # file's counters and `conntrack -F` empties the filled table (recovery)
     util-linux # iptables: flock holds the xtables lock, unshare; e2e deploy test: unshare,
                # mountpoint (read-only host root in a private mount namespace); e2e
                # as_deployed: unshare, nsenter, setpriv (the manifest's capabilities), findmnt
@@ -39,6 +41,12 @@ APT_PACKAGES=(
     procps     # /proc tools (ps, free, vmstat) for reproducing a test's host situation by hand
     busybox-static # hostile-name tests: a static sh in a chroot runs every printed command
     dash       # shell tests: an older POSIX sh reads $'...' quoting as an inert literal
+    docker.io  # runtime: e2e real_runtime starts dockerd (and, with the package, containerd
+               # and runc) by hand in a temp dir; no service is started by the install
+    e2fsprogs  # runtime: mkfs.ext4, chattr and lsattr for the immutable-file test on a real
+               # ext4 loop filesystem
+    systemd-journal-remote # nodelog: writes fresh journal files (with systemd's journalctl,
+               # which it pulls in) that the journal reader must read as journalctl does
 )
 # scripts/validate-manifests.sh makes a virtualenv with `python3 -m venv`; Debian's own
 # python3 needs python3-venv for that (a pyenv/python.org build has it built in).

@@ -67,11 +67,13 @@ pub struct RemediationJson<'a> {
     pub source: Option<SourceJson>,
 }
 
-/// Where in the handbooks a remediation comes from.
+/// Where a remediation comes from: a handbook section, or external documentation (`url`).
 #[derive(serde::Serialize)]
 pub struct SourceJson {
     pub doc: &'static str,
     pub section: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<&'static str>,
 }
 
 impl From<&Source> for SourceJson {
@@ -79,6 +81,7 @@ impl From<&Source> for SourceJson {
         SourceJson {
             doc: s.doc,
             section: s.section,
+            url: s.url,
         }
     }
 }
@@ -159,6 +162,34 @@ mod tests {
     use crate::view::Filter;
     use collectors::{Lang, Severity};
     use std::time::Duration;
+
+    /// A handbook source reads `{doc, section}` as it always did; external documentation adds
+    /// its address (`url`), so the contract only grows.
+    #[test]
+    fn source_json_adds_the_address_of_external_documentation() {
+        let handbook = Source {
+            doc: "002_af370464fa0f13dd.txt",
+            section: "节点磁盘爆满排障处理",
+            url: None,
+        };
+        assert_eq!(
+            serde_json::to_value(SourceJson::from(&handbook)).unwrap(),
+            serde_json::json!({"doc": "002_af370464fa0f13dd.txt", "section": "节点磁盘爆满排障处理"})
+        );
+        let external = Source {
+            doc: "Linux kernel documentation",
+            section: "Netfilter Conntrack Sysfs variables",
+            url: Some("https://docs.kernel.org/networking/nf_conntrack-sysctl.html"),
+        };
+        assert_eq!(
+            serde_json::to_value(SourceJson::from(&external)).unwrap(),
+            serde_json::json!({
+                "doc": "Linux kernel documentation",
+                "section": "Netfilter Conntrack Sysfs variables",
+                "url": "https://docs.kernel.org/networking/nf_conntrack-sysctl.html"
+            })
+        );
+    }
 
     fn json(snap: &crate::state::Snapshot, filter: &Filter) -> serde_json::Value {
         serde_json::from_slice(&to_json(&View::new(snap, filter))).unwrap()

@@ -107,7 +107,7 @@ pub struct CollectorFlags {
     )]
     pub kmsg_max_records: usize,
 
-    /// disk: docker's daemon.json on the host (data-root, exec-root, log-opts).
+    /// disk, runtime: docker's daemon.json on the host (data-root, exec-root, log-opts, hosts).
     #[arg(
         long,
         global = true,
@@ -117,7 +117,7 @@ pub struct CollectorFlags {
     )]
     pub docker_daemon_json: String,
 
-    /// disk: containerd's config.toml on the host (root, state).
+    /// disk, runtime: containerd's config.toml on the host (root, state, grpc address).
     #[arg(
         long,
         global = true,
@@ -127,7 +127,7 @@ pub struct CollectorFlags {
     )]
     pub containerd_config: String,
 
-    /// disk, conntrack, kernel: the kubelet config file on the host when the running kubelet
+    /// disk, conntrack, kernel, runtime: the kubelet config file on the host when the running kubelet
     /// has no --config (default /var/lib/kubelet/config.yaml).
     #[arg(
         long,
@@ -214,6 +214,42 @@ pub struct CollectorFlags {
     #[arg(long, global = true, env = "NODE_DOCTOR_CONNTRACK_TABLE_PERCENT", default_value = "75,90", value_parser = parse_two_percents, value_name = "WARN,CRIT")]
     pub conntrack_table_percent: (f64, f64),
 
+    /// runtime: dockerd's API socket on the host. Naming it says this node uses docker there
+    /// (default: found from the running dockerd, the kubelet's endpoint, /var/run/docker.sock).
+    #[arg(
+        long,
+        global = true,
+        env = "NODE_DOCTOR_DOCKER_SOCKET",
+        value_name = "PATH"
+    )]
+    pub docker_socket: Option<String>,
+
+    /// runtime: containerd's socket on the host; naming it says this node uses containerd there
+    /// (default: found from the running containerd, the kubelet's endpoint,
+    /// /run/containerd/containerd.sock).
+    #[arg(
+        long,
+        global = true,
+        env = "NODE_DOCTOR_CONTAINERD_SOCKET",
+        value_name = "PATH"
+    )]
+    pub containerd_socket: Option<String>,
+
+    /// runtime: how long each runtime, the CRI endpoint and the kubelet's /healthz may take to
+    /// answer (all of a daemon's calls together); longer is "hung".
+    #[arg(long, global = true, env = "NODE_DOCTOR_RUNTIME_PROBE_TIMEOUT", default_value = "2s", value_parser = parse_duration, value_name = "DURATION")]
+    pub runtime_probe_timeout: Duration,
+
+    /// runtime: the CNI configuration directory on the host (unless the kubelet's --cni-conf-dir).
+    #[arg(
+        long,
+        global = true,
+        env = "NODE_DOCTOR_CNI_CONF_DIR",
+        default_value = "/etc/cni/net.d",
+        value_name = "PATH"
+    )]
+    pub cni_conf_dir: String,
+
     /// conntrack: where a node-local DNS cache listens.
     #[arg(
         long,
@@ -265,6 +301,11 @@ impl CollectorFlags {
         }
         o.kernel.kmsg = kmsg.clone();
         o.kernel.runtime = o.disk.runtime.clone();
+        o.runtime.locations = o.disk.runtime.clone();
+        o.runtime.docker_socket = self.docker_socket.clone();
+        o.runtime.containerd_socket = self.containerd_socket.clone();
+        o.runtime.probe_timeout = self.runtime_probe_timeout.max(Duration::from_millis(10));
+        o.runtime.cni_conf_dir = self.cni_conf_dir.clone();
         o.conntrack.kmsg = kmsg;
         o
     }
@@ -644,6 +685,10 @@ mod tests {
             "42",
             "--kubelet-config",
             "/etc/kubernetes/kubelet.yaml",
+            "--docker-socket",
+            "/run/d/docker.sock",
+            "--runtime-probe-timeout",
+            "500ms",
         ])
         .unwrap();
         let o = cli.tuning.options();
@@ -674,6 +719,13 @@ mod tests {
             Some("/etc/kubernetes/kubelet.yaml")
         );
         assert_eq!(o.kernel.runtime, o.disk.runtime);
+        assert_eq!(o.runtime.locations, o.disk.runtime);
+        assert_eq!(
+            o.runtime.docker_socket.as_deref(),
+            Some("/run/d/docker.sock")
+        );
+        assert_eq!(o.runtime.containerd_socket, None);
+        assert_eq!(o.runtime.probe_timeout, Duration::from_millis(500));
         assert_eq!(
             o.conntrack.kubelet_config,
             PathBuf::from("/etc/kubernetes/kubelet.yaml")
@@ -697,6 +749,7 @@ mod tests {
         assert_eq!(d.memory.kmsg, base.memory.kmsg);
         assert_eq!(d.disk.runtime, base.disk.runtime);
         assert_eq!(d.disk.walk_budget_entries, base.disk.walk_budget_entries);
+        assert_eq!(d.runtime, base.runtime);
     }
 
     #[test]

@@ -35,14 +35,20 @@ pub fn runners(
     plan: &Plan,
 ) -> Result<Vec<Runner>, String> {
     let host = host.clone();
+    let min = opts.clone();
     let opts = opts.clone();
-    build(Arc::new(move || registry::all(&host, &opts)), plan)
+    build(
+        Arc::new(move || registry::all(&host, &opts)),
+        &move |name| registry::min_timeout(name, &min),
+        plan,
+    )
 }
 
 /// Builds the runners from a list of collectors; `make` is called again to re-create one
-/// after it panicked.
+/// after it panicked. `min_timeout` puts a floor under a collector's default timeout.
 pub fn build(
     make: Arc<dyn Fn() -> Vec<Box<dyn Collector>> + Send + Sync>,
+    min_timeout: &dyn Fn(&str) -> Option<Duration>,
     plan: &Plan,
 ) -> Result<Vec<Runner>, String> {
     let all = make();
@@ -79,9 +85,10 @@ pub fn build(
             .find(|(n, _)| n == name)
             .map(|(_, d)| *d)
             .unwrap_or(plan.interval);
-        let timeout = plan
-            .timeout
-            .unwrap_or_else(|| interval.min(MAX_DEFAULT_TIMEOUT));
+        let timeout = plan.timeout.unwrap_or_else(|| {
+            let t = interval.min(MAX_DEFAULT_TIMEOUT);
+            min_timeout(name).map_or(t, |m| t.max(m))
+        });
         let factory: Factory = {
             let make = Arc::clone(&make);
             Arc::new(move || make().into_iter().find(|c| c.name() == name))
@@ -281,7 +288,7 @@ mod tests {
 
     #[test]
     fn plan_filters_and_sets_intervals_and_timeouts() {
-        let rs = build(fakes(), &plan()).unwrap();
+        let rs = build(fakes(), &|_| None, &plan()).unwrap();
         let names: Vec<&str> = rs.iter().map(|r| r.name()).collect();
         assert_eq!(names, ["disk", "load", "memory"]);
         assert!(
@@ -298,7 +305,7 @@ mod tests {
             ],
             ..plan()
         };
-        let rs = build(fakes(), &p).unwrap();
+        let rs = build(fakes(), &|_| None, &p).unwrap();
         let got: Vec<(&str, u64, u64)> = rs
             .iter()
             .map(|r| (r.name(), r.interval.as_secs(), r.timeout.as_secs()))
@@ -310,7 +317,26 @@ mod tests {
             timeout: Some(Duration::from_millis(1500)),
             ..plan()
         };
-        assert!(build(fakes(), &p)
+        assert!(build(fakes(), &|_| None, &p)
+            .unwrap()
+            .iter()
+            .all(|r| r.timeout == Duration::from_millis(1500)));
+
+        // A collector with a floor under its default timeout (the runtime collector's probe
+        // deadline) keeps it under `check`'s 1 s interval; an explicit timeout still wins.
+        let floor = |n: &str| (n == "load").then_some(Duration::from_secs(4));
+        let p = Plan {
+            interval: Duration::from_secs(1),
+            ..plan()
+        };
+        let rs = build(fakes(), &floor, &p).unwrap();
+        let got: Vec<(&str, u64)> = rs.iter().map(|r| (r.name(), r.timeout.as_secs())).collect();
+        assert_eq!(got, [("disk", 1), ("load", 4), ("memory", 1)]);
+        let p = Plan {
+            timeout: Some(Duration::from_millis(1500)),
+            ..p
+        };
+        assert!(build(fakes(), &floor, &p)
             .unwrap()
             .iter()
             .all(|r| r.timeout == Duration::from_millis(1500)));
@@ -325,7 +351,7 @@ mod tests {
                 ..plan()
             },
         ] {
-            let err = build(fakes(), &bad).err().unwrap();
+            let err = build(fakes(), &|_| None, &bad).err().unwrap();
             assert!(err.contains("unknown collector \"nope\""), "{err}");
             assert!(err.contains("disk, load, memory"), "{err}");
         }

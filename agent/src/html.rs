@@ -122,13 +122,18 @@ td,th{{border:1px solid #ccc;padding:.2em .6em;text-align:left}}</style></head><
             let _ = writeln!(h, "<pre>{}</pre>", cmds.join("\n"));
         }
         if let Some(src) = f.source {
-            let _ = writeln!(
+            let _ = write!(
                 h,
-                "<p><small>{}: {} § {}</small></p>",
+                "<p><small>{}: {} § {}",
                 t("Source", "出处"),
                 escape(src.doc),
                 escape(src.section)
             );
+            // External documentation: the rule file's own https:// address, a link.
+            if let Some(url) = src.url {
+                let _ = write!(h, " (<a href=\"{0}\">{0}</a>)", escape(url));
+            }
+            h.push_str("</small></p>\n");
         }
         for s in &f.see_also {
             let _ = writeln!(

@@ -10,6 +10,7 @@ mod html;
 mod kube;
 mod metrics;
 mod netns;
+mod probe;
 mod registry;
 mod scheduler;
 mod server;

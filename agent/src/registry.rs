@@ -1,15 +1,22 @@
 //! The whole plugin system: the list of collectors the agent runs.
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use collectors::conntrack::{ConntrackCollector, ConntrackConfig};
 use collectors::disk::{DiskCollector, DiskConfig};
 use collectors::iptables::{IptablesCollector, IptablesConfig};
 use collectors::kernel::{KernelCollector, KernelConfig};
 use collectors::load::{LoadCollector, LoadConfig};
 use collectors::memory::{MemoryCollector, MemoryConfig};
+use collectors::runtime::health::probe::RuntimeProbe;
+use collectors::runtime::health::{RuntimeCollector, RuntimeConfig};
 use collectors::{Collector, HostPaths};
 
+use crate::probe::HostProbe;
+
 /// Every collector's configuration, built from the command line (`cli::CollectorFlags`).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct CollectorOptions {
     pub disk: DiskConfig,
     pub load: LoadConfig,
@@ -17,6 +24,36 @@ pub struct CollectorOptions {
     pub iptables: IptablesConfig,
     pub conntrack: ConntrackConfig,
     pub kernel: KernelConfig,
+    pub runtime: RuntimeConfig,
+    /// How the runtime collector asks the daemons (the agent's hyper/tokio probes).
+    pub runtime_probe: Arc<dyn RuntimeProbe>,
+}
+
+impl Default for CollectorOptions {
+    fn default() -> Self {
+        CollectorOptions {
+            disk: DiskConfig::default(),
+            load: LoadConfig::default(),
+            memory: MemoryConfig::default(),
+            iptables: IptablesConfig::default(),
+            conntrack: ConntrackConfig::default(),
+            kernel: KernelConfig::default(),
+            runtime: RuntimeConfig::default(),
+            runtime_probe: Arc::new(HostProbe),
+        }
+    }
+}
+
+/// The shortest default timeout of a collector's run, when its work needs more than the
+/// default (the smaller of its interval and 10 s; `check` samples 1 s apart): the runtime
+/// collector waits up to its probe timeout for a hung daemon, plus its bounded walks.
+pub fn min_timeout(name: &str, opts: &CollectorOptions) -> Option<Duration> {
+    match name {
+        "runtime" => {
+            Some(opts.runtime.probe_timeout + opts.runtime.walk_time + Duration::from_secs(2))
+        }
+        _ => None,
+    }
 }
 
 /// Every collector, constructed for this host.
@@ -34,6 +71,11 @@ pub fn all(host: &HostPaths, opts: &CollectorOptions) -> Vec<Box<dyn Collector>>
             opts.conntrack.clone(),
         )),
         Box::new(KernelCollector::new(host.clone(), opts.kernel.clone())),
+        Box::new(RuntimeCollector::new(
+            host.clone(),
+            opts.runtime.clone(),
+            Arc::clone(&opts.runtime_probe),
+        )),
     ]
 }
 
@@ -50,7 +92,15 @@ mod tests {
             .collect();
         assert_eq!(
             got,
-            ["disk", "load", "memory", "iptables", "conntrack", "kernel"]
+            [
+                "disk",
+                "load",
+                "memory",
+                "iptables",
+                "conntrack",
+                "kernel",
+                "runtime"
+            ]
         );
     }
 }

@@ -77,9 +77,10 @@ pub fn render(view: &View<'_>, colour: bool) -> String {
             }
         }
         if let Some(src) = f.source {
+            let url = src.url.map(|u| format!(" ({})", v(u))).unwrap_or_default();
             let _ = writeln!(
                 o,
-                "  {}: {} § {}",
+                "  {}: {} § {}{url}",
                 t("source", "出处"),
                 v(src.doc),
                 v(src.section)

@@ -175,13 +175,17 @@ impl fmt::Display for Evidence {
     }
 }
 
-/// Where in the handbooks a remediation comes from.
+/// Where a remediation comes from: a handbook section, or (where no handbook covers the case)
+/// the kernel's or the component's own documentation, with its address.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Source {
-    /// File name under `shared/docs`, e.g. `002_af370464fa0f13dd.txt`.
+    /// A handbook: the file name under `shared/docs`, e.g. `002_af370464fa0f13dd.txt`.
+    /// External documentation: its name (`Linux kernel documentation`).
     pub doc: &'static str,
     /// The section title as the document spells it (Chinese for the TKE handbook).
     pub section: &'static str,
+    /// External documentation only: the address of the page (`https://docs.kernel.org/…`).
+    pub url: Option<&'static str>,
 }
 
 /// The node handbook (TKE), the heart of the product.
@@ -311,7 +315,27 @@ impl Finding {
     }
 
     pub fn source(mut self, doc: &'static str, section: &'static str) -> Finding {
-        self.remediation.source = Some(Source { doc, section });
+        self.remediation.source = Some(Source {
+            doc,
+            section,
+            url: None,
+        });
+        self
+    }
+
+    /// Cites external documentation (the kernel's, a component's) where no handbook section
+    /// covers the case.
+    pub fn source_external(
+        mut self,
+        doc: &'static str,
+        section: &'static str,
+        url: &'static str,
+    ) -> Finding {
+        self.remediation.source = Some(Source {
+            doc,
+            section,
+            url: Some(url),
+        });
         self
     }
 

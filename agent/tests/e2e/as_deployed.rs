@@ -487,7 +487,15 @@ fn assert_statuses(doc: &Value, own_netns: bool, context: &str) {
         .iter()
         .filter_map(|c| c["name"].as_str())
         .collect();
-    for want in ["conntrack", "disk", "iptables", "kernel", "load", "memory"] {
+    for want in [
+        "conntrack",
+        "disk",
+        "iptables",
+        "kernel",
+        "load",
+        "memory",
+        "runtime",
+    ] {
         assert!(names.contains(&want), "{context}: no {want} in {names:?}");
     }
     for c in collectors {

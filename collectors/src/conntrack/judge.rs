@@ -1,20 +1,38 @@
 //! The conntrack rules: typed sample (+ deltas from the previous sample) -> drafts.
 //!
 //! Everything here is pure: no files, no clock. The collector builds a [`Sample`], computes
-//! [`Deltas`] against its previous sample and counts how many consecutive samples showed
-//! races; the rules decide severity, evidence and the conditions that pick the advice, whose
-//! words (the handbook's cluster DNS section) are in `collectors/rules/conntrack.toml`.
+//! [`Deltas`] against its previous sample and counts how many consecutive samples lost
+//! insert races; the rules decide severity, evidence and the conditions that pick the advice,
+//! whose words are in `collectors/rules/conntrack.toml`.
+//!
+//! **Which rule a dropped packet belongs to.** The kernel moves different counters for an
+//! insert race and for a full table (measured on 6.18, read in the kernel source for the
+//! others; docs/collectors/conntrack.md has the table): a full table raises `drop` (and
+//! `early_drop` for every entry it evicts to make room) and never `insert_failed`; a lost
+//! race raises `insert_failed`, and on kernels that resolve clashes also `drop`
+//! ([`RaceAccounting`]). So `conntrack.insert_races` is raised only from the races the
+//! kernel's own counters show were lost, and every other dropped packet is the table's
+//! (`conntrack.table_full`).
+//!
+//! **Lifetime of a finding from the kernel log.** A "table full" message is evidence about the
+//! past. `conntrack.table_full`'s severity is the worst of what is true now (the fill, packets
+//! dropped or entries evicted since the previous sample) and how old the last message is
+//! (critical up to `log_critical_seconds`, warning up to `log_warning_seconds`, info after
+//! that until the message leaves the kernel-log window): a table that recovered decays
+//! instead of staying critical for the whole window.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
+use super::kernel_log;
+use super::kube_proxy::{self, KubeProxy, Origin};
 use crate::finding::Severity;
 use crate::proc::nf_conntrack_stat::NfConntrackStat;
 use crate::proc::snmp::UdpCounters;
 use crate::rules::Draft;
 
-/// Rule id: insert_failed/drop rising (the 5-second DNS delay).
+/// Rule id: conntrack inserts lost to races (the 5-second DNS delay).
 pub const INSERT_RACES: &str = "conntrack.insert_races";
-/// Rule id: the table is (nearly) full.
+/// Rule id: the table is (nearly) full, or was full recently.
 pub const TABLE_FULL: &str = "conntrack.table_full";
 
 /// Approximate kernel memory per conntrack entry (`struct nf_conn` slab object, x86-64),
@@ -32,9 +50,17 @@ pub struct Thresholds {
     pub table_warning_percent: f64,
     /// Table fill at which it is critical.
     pub table_critical_percent: f64,
-    /// Consecutive samples with insert_failed/drop rising before `conntrack.insert_races`
-    /// turns critical (4 samples = one minute at the agent's 15 s interval).
+    /// Consecutive samples with lost insert races before `conntrack.insert_races` turns
+    /// critical (4 samples = one minute at the agent's 15 s interval).
     pub races_critical_samples: u32,
+    /// A "table full" kernel message at most this old keeps `conntrack.table_full`
+    /// critical, whatever the table looks like now (the kernel dropped packets that
+    /// recently; two minutes = eight samples at 15 s).
+    pub log_critical_seconds: f64,
+    /// A message at most this old (and older than `log_critical_seconds`) leaves a warning
+    /// when nothing else is wrong; older ones leave info until they leave the kernel-log
+    /// window (`--kmsg-lookback`).
+    pub log_warning_seconds: f64,
 }
 
 impl Default for Thresholds {
@@ -43,11 +69,37 @@ impl Default for Thresholds {
             table_warning_percent: 75.0,
             table_critical_percent: 90.0,
             races_critical_samples: 4,
+            log_critical_seconds: 120.0,
+            log_warning_seconds: 600.0,
         }
     }
 }
 
-/// One sample of the host namespace's conntrack state and the DNS facts around it.
+/// What the kernel log said about one table: "table full" messages within the kernel-log
+/// window and the age of the last one.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct TableLog {
+    pub messages: u64,
+    /// Seconds since the last message (`None`: no message in the window).
+    pub last_seconds_ago: Option<f64>,
+}
+
+/// Another network namespace's table that the kernel log says was full (6.17+ names it:
+/// `table full in netns N`). Its limit is the same global `nf_conntrack_max`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OtherTable {
+    /// The namespace's inode; `None` for the initial namespace (an unnamed message on 6.17+
+    /// while the collector reads another namespace).
+    pub netns: Option<u64>,
+    pub log: TableLog,
+    /// A process in that namespace, when one was found (none: the namespace is gone, e.g.
+    /// its pod was deleted).
+    pub pid: Option<u32>,
+    /// Its entries now, read through that process.
+    pub entries: Option<u64>,
+}
+
+/// One sample of the host namespace's conntrack state and the facts around it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sample {
     /// `/proc/sys/kernel/osrelease`.
@@ -68,9 +120,15 @@ pub struct Sample {
     pub cluster_dns: Vec<String>,
     /// Pods the kubelet has on this node (`/var/lib/kubelet/pods` entries), best effort.
     pub pods_on_node: Option<u64>,
-    /// "table full, dropping packet" kernel messages counted by the kernel-log reader
-    /// (`None` when no reader is wired in or it could not read the log).
-    pub table_full_messages: Option<u64>,
+    /// "table full" kernel messages about the table this collector reads (`None` when the
+    /// kernel log could not be read).
+    pub table_log: Option<TableLog>,
+    /// Other namespaces' tables the kernel log says were full.
+    pub other_tables: Vec<OtherTable>,
+    /// The node's kube-proxy, when the table needs advice (it may own the limit).
+    pub kube_proxy: KubeProxy,
+    /// Online CPUs (kube-proxy scales the limit by them).
+    pub cpus: Option<u64>,
     /// Where a node-local DNS cache would listen (`--nodelocal-dns`).
     pub nodelocal_dns_address: SocketAddr,
 }
@@ -87,7 +145,10 @@ impl Default for Sample {
             nodelocal_dns: None,
             cluster_dns: Vec::new(),
             pods_on_node: None,
-            table_full_messages: None,
+            table_log: None,
+            other_tables: Vec::new(),
+            kube_proxy: KubeProxy::NotFound,
+            cpus: None,
             nodelocal_dns_address: DEFAULT_NODELOCAL_DNS,
         }
     }
@@ -96,8 +157,61 @@ impl Default for Sample {
 impl Sample {
     /// Table fill in percent of `nf_conntrack_max`.
     pub fn used_percent(&self) -> Option<f64> {
+        self.percent_of_max(self.stat.entries)
+    }
+
+    fn percent_of_max(&self, entries: u64) -> Option<f64> {
         let max = self.max.filter(|m| *m > 0)?;
-        Some(self.stat.entries as f64 * 100.0 / max as f64)
+        Some(entries as f64 * 100.0 / max as f64)
+    }
+}
+
+/// How this kernel counts insert races in `/proc/net/stat/nf_conntrack` (kernel source,
+/// `__nf_conntrack_confirm` and `nf_ct_resolve_clash`):
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RaceAccounting {
+    /// The stat file has a `clashres` column (5.x and later): a clash the kernel resolved
+    /// counts in `clashres` only; one it could not resolve counts in `insert_failed` **and**
+    /// `drop` (the packet is dropped). On 6.x `insert_failed` also counts inserts refused for
+    /// a too-long hash chain (`chainlength` column), which are not races.
+    ClashColumn,
+    /// No `clashres` column, kernel 4.10 or later: every clash counts in `insert_failed`,
+    /// resolved or not; the unresolved ones (dropped) also in `drop`.
+    ClashInInsertFailed,
+    /// Kernels before 4.10 resolve no clash: every clash drops its packet and counts in
+    /// `insert_failed` only, not in `drop`. Also assumed when the release is unknown.
+    NoClashResolution,
+}
+
+impl RaceAccounting {
+    pub fn of(stat: &NfConntrackStat, kernel_release: Option<&str>) -> RaceAccounting {
+        if stat.has("clashres") {
+            return RaceAccounting::ClashColumn;
+        }
+        let version = kernel_release.and_then(|r| {
+            let mut p = r.trim().split(['.', '-', '+']);
+            Some((
+                p.next()?.parse::<u32>().ok()?,
+                p.next()?.parse::<u32>().ok()?,
+            ))
+        });
+        match version {
+            Some(v) if v >= (4, 10) => RaceAccounting::ClashInInsertFailed,
+            _ => RaceAccounting::NoClashResolution,
+        }
+    }
+
+    /// Evidence text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RaceAccounting::ClashColumn => "clashres: insert_failed counts dropped clashes",
+            RaceAccounting::ClashInInsertFailed => {
+                "no clashres: insert_failed counts every clash, drop the dropped ones"
+            }
+            RaceAccounting::NoClashResolution => {
+                "no clash resolution: insert_failed counts dropped clashes, drop does not"
+            }
+        }
     }
 }
 
@@ -110,6 +224,9 @@ pub struct Deltas {
     pub early_drop: u64,
     /// `clashres` (kernels that resolve UDP clashes count it); `None` when not printed.
     pub clash_resolve: Option<u64>,
+    /// `chainlength` (6.x: inserts refused for a too-long hash chain, `chaintoolong` in
+    /// `conntrack -S`); `None` when not printed.
+    pub chain_too_long: Option<u64>,
     pub search_restart: Option<u64>,
     pub invalid: Option<u64>,
 }
@@ -127,6 +244,7 @@ impl Deltas {
             drop: d("drop").unwrap_or(0),
             early_drop: d("early_drop").unwrap_or(0),
             clash_resolve: d("clashres"),
+            chain_too_long: d("chainlength"),
             search_restart: d("search_restart"),
             invalid: d("invalid"),
         }
@@ -141,28 +259,62 @@ impl Deltas {
         }
     }
 
-    /// True when this interval lost insert races (insert_failed or drop rose).
-    pub fn has_races(&self) -> bool {
-        self.insert_failed > 0 || self.drop > 0
+    /// Packets dropped because they lost an insert race in this interval.
+    pub fn lost_races(&self, acc: RaceAccounting) -> u64 {
+        match acc {
+            RaceAccounting::ClashColumn => self
+                .insert_failed
+                .saturating_sub(self.chain_too_long.unwrap_or(0)),
+            RaceAccounting::ClashInInsertFailed => self.insert_failed.min(self.drop),
+            RaceAccounting::NoClashResolution => self.insert_failed,
+        }
+    }
+
+    /// Packets conntrack dropped in this interval that were not lost races: it could not
+    /// create an entry for them (a full table, or no memory for one).
+    pub fn untracked_drops(&self, acc: RaceAccounting) -> u64 {
+        match acc {
+            RaceAccounting::NoClashResolution => self.drop,
+            _ => self.drop.saturating_sub(self.lost_races(acc)),
+        }
+    }
+
+    /// True when this interval lost insert races.
+    pub fn has_races(&self, acc: RaceAccounting) -> bool {
+        self.lost_races(acc) > 0
     }
 }
 
 /// Judges one sample. `deltas` is `None` on the first sample; `race_streak` is the number of
-/// consecutive samples, this one included, whose deltas had races.
+/// consecutive samples, this one included, that lost insert races.
 pub fn judge(
     sample: &Sample,
     deltas: Option<&Deltas>,
     race_streak: u32,
     t: &Thresholds,
 ) -> Vec<Draft> {
+    let acc = RaceAccounting::of(&sample.stat, sample.kernel_release.as_deref());
     let mut out = Vec::new();
     if let Some(d) = deltas {
-        if d.has_races() {
-            out.push(insert_races(sample, d, race_streak, t));
+        if d.has_races(acc) {
+            out.push(insert_races(sample, d, acc, race_streak, t));
         }
     }
-    out.extend(table_full(sample, deltas, t));
+    out.extend(table_full(sample, deltas, acc, t));
+    out.extend(
+        sample
+            .other_tables
+            .iter()
+            .filter_map(|o| other_table(sample, o, t)),
+    );
     out
+}
+
+/// True when `conntrack.table_full` will be raised for the table the collector reads or
+/// another namespace's: the collector then looks kube-proxy up for the advice.
+pub fn table_needs_advice(sample: &Sample, deltas: Option<&Deltas>, t: &Thresholds) -> bool {
+    let acc = RaceAccounting::of(&sample.stat, sample.kernel_release.as_deref());
+    table_state(sample, deltas, acc, t).is_some() || !sample.other_tables.is_empty()
 }
 
 fn yes_no_unknown(v: Option<bool>) -> &'static str {
@@ -186,16 +338,27 @@ fn local_dns(sample: &Sample) -> &'static str {
     }
 }
 
-/// `conntrack.insert_races`: insert_failed (or drop) rose between samples.
-fn insert_races(sample: &Sample, d: &Deltas, streak: u32, t: &Thresholds) -> Draft {
+/// `conntrack.insert_races`: packets lost to insert races between samples.
+fn insert_races(
+    sample: &Sample,
+    d: &Deltas,
+    acc: RaceAccounting,
+    streak: u32,
+    t: &Thresholds,
+) -> Draft {
     let stat = &sample.stat;
     let severity = if streak >= t.races_critical_samples {
         Severity::Critical
     } else {
         Severity::Warning
     };
+    let lost = d.lost_races(acc);
+    let untracked = d.untracked_drops(acc);
     let addr = sample.nodelocal_dns_address;
     let mut f = Draft::new(INSERT_RACES, severity)
+        .evidence("lost_races", lost)
+        .evidence("lost_races_per_second", d.rate(lost))
+        .evidence("race_accounting", acc.as_str())
         .evidence("insert_failed_per_second", d.rate(d.insert_failed))
         .evidence("insert_failed_increase", d.insert_failed)
         .evidence(
@@ -218,11 +381,15 @@ fn insert_races(sample: &Sample, d: &Deltas, streak: u32, t: &Thresholds) -> Dra
             yes_no_unknown(sample.nodelocal_dns),
         )
         .evidence("nodelocal_dns_address", addr.to_string())
+        .evidence_opt(
+            "untracked_drop_increase",
+            (untracked > 0).then_some(untracked),
+        )
         .var("nodelocal_dns_ip", addr.ip().to_string())
         .var("nodelocal_dns_port", u32::from(addr.port()))
         .when(local_dns(sample))
-        // Only drop rose: the kernel also counts packets it could not track at all.
-        .when_if("only_drop", d.insert_failed == 0);
+        // Other packets were dropped too, which were not races: the table's finding says why.
+        .when_if("drops_not_races", untracked > 0);
     // Kernels that resolve UDP clashes print `clashres`: report it so the reader sees how
     // many races the kernel already absorbed.
     match (stat.get("clashres"), d.clash_resolve) {
@@ -262,238 +429,241 @@ pub fn recommended_max(current_max: u64, mem_total_bytes: Option<u64>) -> u64 {
     target.div_ceil(STEP).saturating_mul(STEP)
 }
 
-/// `conntrack.table_full`: table >= warning % (warning), >= critical % or kernel "table full"
-/// messages (critical).
-fn table_full(sample: &Sample, deltas: Option<&Deltas>, t: &Thresholds) -> Option<Draft> {
-    let used = sample.used_percent();
-    let messages = sample.table_full_messages.unwrap_or(0);
-    let severity = if messages > 0 || used.is_some_and(|u| u >= t.table_critical_percent) {
+/// Severity by the age of the last "table full" message.
+fn log_severity(age: f64, t: &Thresholds) -> Severity {
+    if age <= t.log_critical_seconds {
         Severity::Critical
-    } else if used.is_some_and(|u| u >= t.table_warning_percent) {
+    } else if age <= t.log_warning_seconds {
         Severity::Warning
     } else {
-        return None;
-    };
+        Severity::Info
+    }
+}
+
+/// Why the table this collector reads is judged as it is.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct TableState {
+    severity: Severity,
+    used: Option<f64>,
+    /// Packets dropped since the previous sample that were not races.
+    untracked: u64,
+    /// Entries evicted to make room since the previous sample (the table hit its limit).
+    evicted: u64,
+    /// Age of the last "table full" message.
+    last_log_age: Option<f64>,
+    /// Nothing is wrong now; only the kernel log says it was full.
+    recovered: bool,
+    /// Drops that are not races, while neither the fill, evictions nor a recent message
+    /// show a full table.
+    drops_unexplained: bool,
+}
+
+fn table_state(
+    sample: &Sample,
+    deltas: Option<&Deltas>,
+    acc: RaceAccounting,
+    t: &Thresholds,
+) -> Option<TableState> {
+    let used = sample.used_percent();
+    let full_now = used.is_some_and(|u| u >= t.table_critical_percent);
+    let filling = used.is_some_and(|u| u >= t.table_warning_percent);
+    let untracked = deltas.map_or(0, |d| d.untracked_drops(acc));
+    let evicted = deltas.map_or(0, |d| d.early_drop);
+    let last_log_age = sample.table_log.and_then(|l| l.last_seconds_ago);
+    let log_now = last_log_age.is_some_and(|a| a <= t.log_critical_seconds);
+    let mut severity: Option<Severity> = None;
+    let mut raise = |s: Severity| severity = Some(severity.map_or(s, |cur| cur.max(s)));
+    if full_now {
+        raise(Severity::Critical);
+    } else if filling {
+        raise(Severity::Warning);
+    }
+    // Evicting entries means the count passed the limit in this interval.
+    if evicted > 0 {
+        raise(Severity::Critical);
+    }
+    let drops_unexplained = untracked > 0 && !full_now && evicted == 0 && !log_now;
+    if untracked > 0 {
+        raise(if drops_unexplained {
+            Severity::Warning
+        } else {
+            Severity::Critical
+        });
+    }
+    if let Some(age) = last_log_age {
+        raise(log_severity(age, t));
+    }
+    let recovered = last_log_age.is_some() && !filling && untracked == 0 && evicted == 0;
+    Some(TableState {
+        severity: severity?,
+        used,
+        untracked,
+        evicted,
+        last_log_age,
+        recovered,
+        drops_unexplained,
+    })
+}
+
+/// The kube-proxy evidence and conditions of a table-full finding (its advice on where the
+/// limit lives).
+fn with_kube_proxy(mut f: Draft, sample: &Sample, rec: u64) -> Draft {
+    match &sample.kube_proxy {
+        KubeProxy::NotFound => f.when("kube_proxy_absent"),
+        KubeProxy::Unreadable {
+            pid,
+            config,
+            reason,
+        } => {
+            f = f
+                .evidence("kube_proxy_pid", *pid)
+                .evidence("kube_proxy_settings_error", reason.as_str())
+                .evidence_opt(
+                    "kube_proxy_config",
+                    (!config.is_empty()).then(|| config.clone()),
+                );
+            f.when("kube_proxy_settings_unknown")
+        }
+        KubeProxy::Found(s) => {
+            f = f
+                .evidence("kube_proxy_pid", s.pid)
+                .evidence("kube_proxy_max_per_core", s.max_per_core)
+                .evidence("kube_proxy_min", s.min);
+            f = match &s.origin {
+                Origin::Flags => f.when("kube_proxy_flags"),
+                Origin::ConfigFile(path) => f
+                    .evidence("kube_proxy_config", path.as_str())
+                    .when("kube_proxy_config_file"),
+            };
+            match (s.max_per_core, sample.cpus) {
+                (0, _) => f.when("kube_proxy_leaves_limit"),
+                (_, Some(cpus)) => {
+                    let target = s.target(cpus).unwrap_or(0);
+                    f.evidence("cpus", cpus)
+                        .evidence("kube_proxy_sets_max", target)
+                        .when("kube_proxy_sets_limit")
+                        .when_if("kube_proxy_target_enough", target >= rec)
+                        .when_if("kube_proxy_capped", s.scaled(cpus) > kube_proxy::SCALED_CAP)
+                }
+                // CPUs unknown: kube-proxy sets the limit, to what cannot be computed.
+                (_, None) => f.when("kube_proxy_sets_limit"),
+            }
+        }
+    }
+}
+
+/// `conntrack.table_full` for the table the collector reads: its fill now, the packets it
+/// dropped or the entries it evicted since the previous sample, and the age of the last
+/// "table full" kernel message (decaying).
+fn table_full(
+    sample: &Sample,
+    deltas: Option<&Deltas>,
+    acc: RaceAccounting,
+    t: &Thresholds,
+) -> Option<Draft> {
+    let st = table_state(sample, deltas, acc, t)?;
     let rec = recommended_max(sample.max.unwrap_or(0), sample.mem_total_bytes);
-    Some(
-        Draft::new(TABLE_FULL, severity)
-            .evidence("entries", sample.stat.entries)
-            .evidence("warning_percent", t.table_warning_percent)
-            .evidence("critical_percent", t.table_critical_percent)
-            .evidence("recommended_max", rec)
-            .evidence(
-                "recommended_max_memory_bytes",
-                rec.saturating_mul(BYTES_PER_ENTRY),
-            )
-            .evidence_opt("entries_limit", sample.max)
-            .evidence_opt("used_percent", sample.max.map(|_| used.unwrap_or(0.0)))
-            .evidence_opt("buckets", sample.buckets)
-            .evidence_opt("table_full_messages", sample.table_full_messages)
-            .evidence_opt("mem_total_bytes", sample.mem_total_bytes)
-            .evidence_opt("drop_total", sample.stat.get("drop"))
-            .evidence_opt("early_drop_total", sample.stat.get("early_drop"))
-            // `drop` counts packets the kernel could not track (a full table among the
-            // causes); `early_drop` counts entries evicted to make room.
-            .evidence_opt("drop_increase", deltas.map(|d| d.drop))
-            .evidence_opt("early_drop_increase", deltas.map(|d| d.early_drop))
-            .var("bytes_per_entry", BYTES_PER_ENTRY)
-            // The hash table grows with the limit (the kernel's default: one bucket per entry).
-            .when_if(
-                "hashsize_below_recommended",
-                sample.buckets.is_some_and(|b| b < rec),
-            ),
-    )
+    let f = Draft::new(TABLE_FULL, st.severity)
+        .evidence("entries", sample.stat.entries)
+        .evidence("warning_percent", t.table_warning_percent)
+        .evidence("critical_percent", t.table_critical_percent)
+        .evidence("recommended_max", rec)
+        .evidence(
+            "recommended_max_memory_bytes",
+            rec.saturating_mul(BYTES_PER_ENTRY),
+        )
+        .evidence_opt("entries_limit", sample.max)
+        .evidence_opt("used_percent", sample.max.map(|_| st.used.unwrap_or(0.0)))
+        .evidence_opt("buckets", sample.buckets)
+        .evidence_opt("table_full_messages", sample.table_log.map(|l| l.messages))
+        .evidence_opt("last_table_full_seconds_ago", st.last_log_age)
+        .evidence_opt("mem_total_bytes", sample.mem_total_bytes)
+        .evidence_opt("drop_total", sample.stat.get("drop"))
+        .evidence_opt("early_drop_total", sample.stat.get("early_drop"))
+        // `drop` counts every packet conntrack dropped; `untracked_drop_increase` the ones
+        // that were not lost races (no entry could be created); `early_drop` counts entries
+        // evicted to make room.
+        .evidence_opt("drop_increase", deltas.map(|d| d.drop))
+        .evidence_opt("untracked_drop_increase", deltas.map(|_| st.untracked))
+        .evidence_opt("early_drop_increase", deltas.map(|_| st.evicted))
+        .var("bytes_per_entry", BYTES_PER_ENTRY)
+        .var("log_critical_seconds", t.log_critical_seconds)
+        .var("log_warning_seconds", t.log_warning_seconds)
+        .when_if("refusing_now", st.untracked > 0)
+        .when_if("evicting_now", st.evicted > 0)
+        .when_if("recovered", st.recovered)
+        .when_if("drops_unexplained", st.drops_unexplained)
+        .when_if(
+            "seen_seconds_ago",
+            st.last_log_age.is_some_and(|a| a < 120.0),
+        )
+        // The hash table grows with the limit (the kernel's default: one bucket per entry).
+        .when_if(
+            "hashsize_below_recommended",
+            sample.buckets.is_some_and(|b| b < rec),
+        );
+    Some(with_kube_proxy(f, sample, rec))
+}
+
+/// `conntrack.table_full` for another namespace's table (subject `netns <inode>`): what the
+/// kernel log said, and its fill now when a process in it was found.
+fn other_table(sample: &Sample, o: &OtherTable, t: &Thresholds) -> Option<Draft> {
+    let age = o.log.last_seconds_ago?;
+    let used = o.entries.and_then(|e| sample.percent_of_max(e));
+    let mut severity = log_severity(age, t);
+    if used.is_some_and(|u| u >= t.table_critical_percent) {
+        severity = Severity::Critical;
+    } else if used.is_some_and(|u| u >= t.table_warning_percent) {
+        severity = severity.max(Severity::Warning);
+    }
+    // The namespace is gone (its pod deleted): what the log said is history.
+    if o.pid.is_none() {
+        severity = Severity::Info;
+    }
+    let rec = recommended_max(sample.max.unwrap_or(0), sample.mem_total_bytes);
+    let (subject, netns) = match o.netns {
+        Some(n) => (format!("netns {n}"), n.to_string()),
+        None => ("initial netns".to_string(), "initial".to_string()),
+    };
+    let f = Draft::new(TABLE_FULL, severity)
+        .subject(subject)
+        .evidence("netns", netns)
+        .evidence("table_full_messages", o.log.messages)
+        .evidence("last_table_full_seconds_ago", age)
+        .evidence("recommended_max", rec)
+        .evidence(
+            "recommended_max_memory_bytes",
+            rec.saturating_mul(BYTES_PER_ENTRY),
+        )
+        .evidence("warning_percent", t.table_warning_percent)
+        .evidence("critical_percent", t.table_critical_percent)
+        .evidence_opt("netns_pid", o.pid)
+        .evidence_opt("entries", o.entries)
+        .evidence_opt("entries_limit", sample.max)
+        .evidence_opt("used_percent", used)
+        .evidence_opt("mem_total_bytes", sample.mem_total_bytes)
+        .var("bytes_per_entry", BYTES_PER_ENTRY)
+        .var("log_critical_seconds", t.log_critical_seconds)
+        .var("log_warning_seconds", t.log_warning_seconds)
+        .when("other_netns")
+        .when_if("netns_gone", o.pid.is_none())
+        .when_if("seen_seconds_ago", age < 120.0)
+        .when_if(
+            "recovered",
+            o.pid.is_some() && used.is_some_and(|u| u < t.table_warning_percent),
+        );
+    Some(with_kube_proxy(f, sample, rec))
+}
+
+/// Whether an unnamed "table full" message (no `in netns N`) is about the table the
+/// collector reads: always before 6.17 (the kernel named no namespace) and when the release
+/// is unknown; from 6.17 on only when the collector reads the initial namespace.
+pub fn unnamed_message_is_ours(kernel_release: Option<&str>, reads_initial_netns: bool) -> bool {
+    reads_initial_netns
+        || !kernel_release
+            .and_then(kernel_log::names_other_namespaces)
+            .unwrap_or(false)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::finding::Finding;
-
-    /// The drafts, in the built-in words.
-    fn judge(
-        s: &Sample,
-        d: Option<&Deltas>,
-        streak: u32,
-        t: &Thresholds,
-        node: &str,
-    ) -> Vec<Finding> {
-        let rules = crate::rules::RuleBook::builtin();
-        super::judge(s, d, streak, t)
-            .into_iter()
-            .map(|d| rules.render(d, node))
-            .collect()
-    }
-
-    fn stat(entries: u64, cols: &[(&str, u64)]) -> NfConntrackStat {
-        NfConntrackStat {
-            entries,
-            counters: cols.iter().map(|(n, v)| (n.to_string(), *v)).collect(),
-            cpus: 2,
-        }
-    }
-
-    fn sample(entries: u64, max: u64) -> Sample {
-        Sample {
-            kernel_release: Some("6.18.44".into()),
-            stat: stat(
-                entries,
-                &[
-                    ("clashres", 10),
-                    ("insert_failed", 100),
-                    ("drop", 4),
-                    ("early_drop", 0),
-                ],
-            ),
-            max: Some(max),
-            buckets: Some(max),
-            mem_total_bytes: Some(8 << 30),
-            nodelocal_dns: Some(false),
-            ..Sample::default()
-        }
-    }
-
-    #[test]
-    fn deltas_and_rates() {
-        let a = stat(5, &[("insert_failed", 10), ("drop", 1), ("clashres", 3)]);
-        let b = stat(9, &[("insert_failed", 40), ("drop", 1), ("clashres", 13)]);
-        let d = Deltas::between(&a, &b, 15.0);
-        assert_eq!(d.insert_failed, 30);
-        assert_eq!(d.drop, 0);
-        assert_eq!(d.clash_resolve, Some(10));
-        assert_eq!(d.search_restart, None);
-        assert!((d.rate(d.insert_failed) - 2.0).abs() < 1e-9);
-        assert!(d.has_races());
-        // A counter that went backwards (module reloaded) is not a race.
-        let d = Deltas::between(&b, &a, 15.0);
-        assert!(!d.has_races());
-        assert_eq!(Deltas::default().rate(5), 0.0);
-    }
-
-    #[test]
-    fn race_warning_then_critical_when_sustained() {
-        let cfg = Thresholds::default();
-        let s = sample(100, 262144);
-        let d = Deltas {
-            elapsed_seconds: 15.0,
-            insert_failed: 30,
-            drop: 3,
-            clash_resolve: Some(6),
-            ..Deltas::default()
-        };
-        let f = judge(&s, Some(&d), 1, &cfg, "node-1");
-        assert_eq!(f.len(), 1);
-        assert_eq!(f[0].id, INSERT_RACES);
-        assert_eq!(f[0].severity, Severity::Warning);
-        assert_eq!(
-            f[0].evidence["insert_failed_per_second"].as_f64(),
-            Some(2.0)
-        );
-        assert_eq!(f[0].evidence["drop_per_second"].as_f64(), Some(0.2));
-        assert_eq!(f[0].evidence["insert_failed_total"].as_f64(), Some(100.0));
-        assert_eq!(f[0].evidence["clash_resolve_total"].as_f64(), Some(10.0));
-        assert_eq!(
-            f[0].evidence["clash_resolve_per_second"].as_f64(),
-            Some(0.4)
-        );
-        assert_eq!(f[0].evidence["kernel_release"].as_str(), Some("6.18.44"));
-        assert!(f[0]
-            .remediation
-            .commands
-            .iter()
-            .any(|c| c.contains("spec.nodeName=node-1")));
-        let f = judge(&s, Some(&d), cfg.races_critical_samples, &cfg, "node-1");
-        assert_eq!(f[0].severity, Severity::Critical);
-        // No increase: nothing.
-        let quiet = Deltas {
-            elapsed_seconds: 15.0,
-            ..Deltas::default()
-        };
-        assert!(judge(&s, Some(&quiet), 0, &cfg, "node-1").is_empty());
-        assert!(judge(&s, None, 0, &cfg, "node-1").is_empty());
-    }
-
-    #[test]
-    fn older_kernel_without_clashres_says_so() {
-        let cfg = Thresholds::default();
-        let mut s = sample(100, 65536);
-        s.stat = stat(100, &[("searched", 1), ("insert_failed", 7), ("drop", 0)]);
-        let d = Deltas {
-            elapsed_seconds: 1.0,
-            insert_failed: 7,
-            ..Deltas::default()
-        };
-        let f = judge(&s, Some(&d), 1, &cfg, "n");
-        assert_eq!(
-            f[0].evidence["kernel_counts_clash_resolution"].as_str(),
-            Some("no")
-        );
-        assert!(!f[0].evidence.contains_key("clash_resolve_total"));
-    }
-
-    #[test]
-    fn drop_only_points_at_the_table() {
-        let cfg = Thresholds::default();
-        let s = sample(250000, 262144);
-        let d = Deltas {
-            elapsed_seconds: 15.0,
-            drop: 9,
-            early_drop: 4,
-            ..Deltas::default()
-        };
-        let f = judge(&s, Some(&d), 1, &cfg, "n");
-        let races = f.iter().find(|f| f.id == INSERT_RACES).unwrap();
-        assert!(races
-            .remediation
-            .steps
-            .iter()
-            .any(|t| t.en.starts_with("Only `drop` rose")));
-        let table = f.iter().find(|f| f.id == TABLE_FULL).unwrap();
-        assert_eq!(table.evidence["drop_increase"].as_f64(), Some(9.0));
-        assert_eq!(table.evidence["early_drop_increase"].as_f64(), Some(4.0));
-        // With insert_failed rising too, the drop-only hint is not given.
-        let d = Deltas {
-            insert_failed: 1,
-            ..d
-        };
-        let f = judge(&s, Some(&d), 1, &cfg, "n");
-        assert!(!f[0]
-            .remediation
-            .steps
-            .iter()
-            .any(|t| t.en.starts_with("Only `drop` rose")));
-    }
-
-    #[test]
-    fn table_thresholds() {
-        let cfg = Thresholds::default();
-        assert!(judge(&sample(196607, 262144), None, 0, &cfg, "n").is_empty()); // 74.99%
-        let f = judge(&sample(196608, 262144), None, 0, &cfg, "n"); // 75%
-        assert_eq!(f[0].id, TABLE_FULL);
-        assert_eq!(f[0].severity, Severity::Warning);
-        let f = judge(&sample(241173, 262144), None, 0, &cfg, "n"); // 92%
-        assert_eq!(f[0].severity, Severity::Critical);
-        assert_eq!(f[0].evidence["used_percent"].as_f64(), Some(92.0));
-        // Kernel log says full while the count is low (entries expired since): critical.
-        let mut s = sample(1000, 262144);
-        s.table_full_messages = Some(3);
-        let f = judge(&s, None, 0, &cfg, "n");
-        assert_eq!(f[0].severity, Severity::Critical);
-        assert_eq!(f[0].evidence["table_full_messages"].as_f64(), Some(3.0));
-        s.table_full_messages = Some(0);
-        assert!(judge(&s, None, 0, &cfg, "n").is_empty());
-    }
-
-    #[test]
-    fn sizing_formula() {
-        // 8 GiB: MemTotal/32768 = 262144, twice 65536 = 131072 -> 262144.
-        assert_eq!(recommended_max(65536, Some(8 << 30)), 262144);
-        // 24 GiB host with the 6.18 default limit 262144: 786432 by memory.
-        assert_eq!(recommended_max(262144, Some(24 << 30)), 786432);
-        // Limit already above the memory formula: double it.
-        assert_eq!(recommended_max(1_048_576, Some(8 << 30)), 2_097_152);
-        // Rounded up to a multiple of 65536; unknown memory.
-        assert_eq!(recommended_max(100_000, None), 262144);
-        assert_eq!(recommended_max(0, None), 65536);
-    }
-}
+mod tests;

@@ -27,32 +27,32 @@ pub struct KubeletDns {
     pub config_error: Option<String>,
 }
 
-/// Finds the kubelet among the host's processes and keeps its pid between samples, so the
-/// process list is walked only when the kubelet is not known (and then at most every
-/// `rescan_every` samples).
+/// Finds a process by its `comm` among the host's processes and keeps its pid between
+/// samples, so the process list is walked only when the process is not known (and then at
+/// most every `rescan_every` calls).
 #[derive(Debug)]
-pub struct KubeletFinder {
+pub struct PidFinder {
+    comm: &'static str,
     pid: Option<u32>,
     samples_since_scan: u32,
     rescan_every: u32,
-    default_config: PathBuf,
 }
 
-impl KubeletFinder {
-    pub fn new(default_config: PathBuf, rescan_every: u32) -> KubeletFinder {
-        KubeletFinder {
+impl PidFinder {
+    pub fn new(comm: &'static str, rescan_every: u32) -> PidFinder {
+        PidFinder {
+            comm,
             pid: None,
             samples_since_scan: u32::MAX,
             rescan_every: rescan_every.max(1),
-            default_config,
         }
     }
 
-    /// The kubelet's pid and arguments: the remembered pid while it is still the kubelet,
+    /// The process's pid and arguments: the remembered pid while it still has that `comm`,
     /// else a walk of the process table (throttled to every `rescan_every` calls).
-    fn find(&mut self, host: &HostPaths) -> Option<(u32, Vec<String>)> {
+    pub fn find(&mut self, host: &HostPaths) -> Option<(u32, Vec<String>)> {
         if let Some(p) = self.pid {
-            if pid::comm(host, p).is_some_and(|c| c == "kubelet") {
+            if pid::comm(host, p).is_some_and(|c| c == self.comm) {
                 return Some((p, pid::args(host, p).unwrap_or_default()));
             }
             self.pid = None;
@@ -63,14 +63,30 @@ impl KubeletFinder {
             return None;
         }
         self.samples_since_scan = 0;
-        let found = runtime::find_process(host, "kubelet");
+        let found = runtime::find_process(host, self.comm);
         self.pid = found.as_ref().map(|(p, _)| *p);
         found
+    }
+}
+
+/// Finds the kubelet among the host's processes ([`PidFinder`]) and reads its DNS setting.
+#[derive(Debug)]
+pub struct KubeletFinder {
+    finder: PidFinder,
+    default_config: PathBuf,
+}
+
+impl KubeletFinder {
+    pub fn new(default_config: PathBuf, rescan_every: u32) -> KubeletFinder {
+        KubeletFinder {
+            finder: PidFinder::new("kubelet", rescan_every),
+            default_config,
+        }
     }
 
     /// Looks up the kubelet's cluster DNS on the host.
     pub fn lookup(&mut self, host: &HostPaths) -> KubeletDns {
-        let (pid, args) = match self.find(host) {
+        let (pid, args) = match self.finder.find(host) {
             Some((p, a)) => (Some(p), a),
             None => (None, Vec::new()),
         };

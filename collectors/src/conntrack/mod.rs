@@ -8,26 +8,32 @@
 //! `nf_conntrack_max` and `nf_conntrack_buckets` are global and read from `<root>/proc/sys`.
 //!
 //! Layers: `proc::nf_conntrack_stat`, `proc::snmp`, `proc::net_udp` parse; [`kubelet`] finds
-//! the kubelet's cluster DNS; [`kernel_log`] counts "table full" messages; [`judge`] holds the
-//! rules. This module samples, keeps the previous sample for rates, and emits metrics.
+//! the kubelet's cluster DNS; [`kube_proxy`] reads kube-proxy's conntrack settings;
+//! [`kernel_log`] classifies "table full" messages by table; [`judge`] holds the rules. This
+//! module samples, keeps the previous sample for rates and the kernel-log events per table,
+//! and emits metrics.
 
 pub mod judge;
 pub mod kernel_log;
+pub mod kube_proxy;
 pub mod kubelet;
 
+use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::collector::{CollectContext, Collection, Collector, Status, TransitionLog};
 use crate::error::ReadError;
 use crate::host::HostPaths;
 use crate::hostfs::{self, cap, entries};
-use crate::kmsg::{KmsgConfig, KmsgReader, RecentEvents};
+use crate::kmsg::{KmsgConfig, KmsgReader};
 use crate::metric::Metric;
-use crate::proc::{meminfo, net_udp, nf_conntrack_stat, snmp};
+use crate::proc::uptime::BootClock;
+use crate::proc::{meminfo, net_udp, nf_conntrack_stat, ns, pid, snmp};
 
-pub use judge::{Deltas, Sample, Thresholds};
+pub use judge::{Deltas, OtherTable, RaceAccounting, Sample, TableLog, Thresholds};
+pub use kernel_log::Table;
 
 /// Thresholds and paths of the conntrack collector.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,8 +50,10 @@ pub struct ConntrackConfig {
     pub kubelet_pods_dir: PathBuf,
     /// When the kubelet process is not found, look for it again every this many samples.
     pub kubelet_rescan_samples: u32,
-    /// The kernel-log reader: "table full, dropping packet" messages within its lookback
-    /// window make `conntrack.table_full` critical.
+    /// The kernel-log reader: "table full" messages within its lookback window raise
+    /// `conntrack.table_full`, with a severity that decays with their age
+    /// (`thresholds.log_critical_seconds`, `log_warning_seconds`, then info until they leave
+    /// this window).
     pub kmsg: KmsgConfig,
 }
 
@@ -63,19 +71,80 @@ impl Default for ConntrackConfig {
     }
 }
 
-/// Most "table full" message times remembered (the kernel rate-limits the message anyway).
+/// Most "table full" message times remembered per table (the kernel rate-limits the
+/// message anyway).
 const MAX_TABLE_FULL_EVENTS: usize = 4096;
+/// Most tables (network namespaces) whose "table full" messages are remembered; beyond it the
+/// table whose last message is oldest is forgotten.
+const MAX_TABLES: usize = 16;
 
-/// The conntrack collector. Keeps the previous stat sample (for rates), the race streak and
-/// the kubelet pid between calls: a fixed amount of state.
+/// "table full" message times (µs since boot, oldest first) per table, within the kernel-log
+/// window.
+#[derive(Debug, Default)]
+struct TableEvents {
+    by_table: BTreeMap<Table, VecDeque<u64>>,
+    total: u64,
+}
+
+impl TableEvents {
+    fn record(&mut self, table: Table, usec: u64) {
+        if !self.by_table.contains_key(&table) && self.by_table.len() >= MAX_TABLES {
+            let oldest = self
+                .by_table
+                .iter()
+                .min_by_key(|(_, t)| t.back().copied().unwrap_or(0))
+                .map(|(k, _)| *k);
+            if let Some(k) = oldest {
+                self.by_table.remove(&k);
+            }
+        }
+        let times = self.by_table.entry(table).or_default();
+        if times.len() >= MAX_TABLE_FULL_EVENTS {
+            times.pop_front();
+        }
+        times.push_back(usec);
+        self.total = self.total.saturating_add(1);
+    }
+
+    /// Forgets messages older than `window`, and tables left without any.
+    fn prune(&mut self, clock: &BootClock, window: Duration) {
+        for times in self.by_table.values_mut() {
+            while times.front().is_some_and(|t| clock.age(*t) > window) {
+                times.pop_front();
+            }
+        }
+        self.by_table.retain(|_, t| !t.is_empty());
+    }
+
+    fn log(&self, table: Table, clock: Option<&BootClock>) -> TableLog {
+        let Some(times) = self.by_table.get(&table) else {
+            return TableLog::default();
+        };
+        TableLog {
+            messages: times.len() as u64,
+            last_seconds_ago: times
+                .back()
+                .and_then(|t| clock.map(|c| c.age(*t).as_secs_f64())),
+        }
+    }
+}
+
+/// The conntrack collector. Keeps the previous stat sample (for rates), the race streak,
+/// the kubelet's and kube-proxy's pids, the kernel-log events per table and a pid in each
+/// other namespace named by them: a bounded amount of state.
 pub struct ConntrackCollector {
     host: HostPaths,
     config: ConntrackConfig,
     previous: Option<(Instant, nf_conntrack_stat::NfConntrackStat)>,
     race_streak: u32,
     kubelet: kubelet::KubeletFinder,
+    kube_proxy: kube_proxy::KubeProxyFinder,
     kmsg: KmsgReader,
-    table_full: RecentEvents,
+    tables: TableEvents,
+    /// A process in each other namespace a message named (inode -> pid).
+    netns_pids: BTreeMap<u64, u32>,
+    /// Lookups left before the process table is walked again for namespaces not found.
+    netns_scan_wait: u32,
     transitions: TransitionLog,
 }
 
@@ -85,6 +154,7 @@ impl ConntrackCollector {
             config.kubelet_config.clone(),
             config.kubelet_rescan_samples,
         );
+        let kube_proxy = kube_proxy::KubeProxyFinder::new(config.kubelet_rescan_samples);
         let kmsg = KmsgReader::new(&host, config.kmsg.clone());
         ConntrackCollector {
             host,
@@ -92,30 +162,119 @@ impl ConntrackCollector {
             previous: None,
             race_streak: 0,
             kubelet,
+            kube_proxy,
             kmsg,
-            table_full: RecentEvents::new(MAX_TABLE_FULL_EVENTS),
+            tables: TableEvents::default(),
+            netns_pids: BTreeMap::new(),
+            netns_scan_wait: 0,
             transitions: TransitionLog::new("conntrack"),
         }
     }
 
-    /// Reads new kernel-log records and counts "table full, dropping packet" messages within
-    /// the lookback window. `None` when the kernel log cannot be read (the reason goes to
+    /// Reads new kernel-log records and keeps the "table full" messages within the lookback
+    /// window, per table. `false` when the kernel log cannot be read (the reason goes to
     /// `degraded`).
-    fn table_full_messages(&mut self, degraded: &mut Vec<String>) -> Option<u64> {
+    fn read_kernel_log(&mut self, degraded: &mut Vec<String>) -> bool {
         let batch = self.kmsg.read_new();
         for r in &batch.records {
-            if kernel_log::is_table_full(&r.message) {
-                self.table_full.record(r.usec);
+            if let Some(table) = kernel_log::table_full(&r.message) {
+                self.tables.record(table, r.usec);
             }
         }
         if let Some(clock) = self.kmsg.clock() {
-            self.table_full.prune(&clock, self.config.kmsg.lookback);
+            self.tables.prune(&clock, self.config.kmsg.lookback);
         }
         match batch.status {
-            Status::Ok => Some(self.table_full.recent()),
+            Status::Ok => true,
             other => {
                 degraded.extend(other.message().map(str::to_string));
-                None
+                false
+            }
+        }
+    }
+
+    /// The table this collector reads and the other tables the kernel log named, from the
+    /// events kept: an unnamed message is ours unless the kernel (6.17+) names every other
+    /// namespace and we read one of those; a named one is ours when it names our namespace.
+    fn table_logs(
+        &mut self,
+        kernel_release: Option<&str>,
+        readable: bool,
+    ) -> (Option<TableLog>, Vec<OtherTable>) {
+        let clock = self.kmsg.clock();
+        let netns_pid = self.config.netns_pid;
+        let ours = ns::inode(&self.host, netns_pid, "net");
+        let reads_initial =
+            netns_pid == 1 || ours.is_some_and(|o| ns::inode(&self.host, 1, "net") == Some(o));
+        let unnamed_ours = judge::unnamed_message_is_ours(kernel_release, reads_initial);
+        let mut mine = TableLog::default();
+        let mut others = Vec::new();
+        let tables: Vec<Table> = self.tables.by_table.keys().copied().collect();
+        for table in tables {
+            let log = self.tables.log(table, clock.as_ref());
+            match table {
+                Table::Unnamed if unnamed_ours => mine = merge(mine, log),
+                Table::Netns(n) if ours == Some(n) => mine = merge(mine, log),
+                Table::Unnamed => others.push(OtherTable {
+                    netns: None,
+                    log,
+                    pid: Some(1),
+                    entries: None,
+                }),
+                Table::Netns(n) => others.push(OtherTable {
+                    netns: Some(n),
+                    log,
+                    pid: None,
+                    entries: None,
+                }),
+            }
+        }
+        self.find_netns_pids(&others);
+        for o in &mut others {
+            if let Some(n) = o.netns {
+                o.pid = self.netns_pids.get(&n).copied();
+            }
+            o.entries = o.pid.and_then(|p| {
+                nf_conntrack_stat::read(&nf_conntrack_stat::path(&self.host, p))
+                    .ok()
+                    .map(|s| s.entries)
+            });
+        }
+        (readable.then_some(mine), others)
+    }
+
+    /// Keeps a process in each other namespace named by a message: the remembered one while
+    /// it is still there, else one walk of the process table for all missing (at most every
+    /// `kubelet_rescan_samples` lookups).
+    fn find_netns_pids(&mut self, others: &[OtherTable]) {
+        let wanted: Vec<u64> = others.iter().filter_map(|o| o.netns).collect();
+        let host = &self.host;
+        self.netns_pids
+            .retain(|n, p| wanted.contains(n) && ns::inode(host, *p, "net") == Some(*n));
+        let missing: Vec<u64> = wanted
+            .iter()
+            .copied()
+            .filter(|n| !self.netns_pids.contains_key(n))
+            .collect();
+        if missing.is_empty() {
+            return;
+        }
+        if self.netns_scan_wait > 0 {
+            self.netns_scan_wait -= 1;
+            return;
+        }
+        self.netns_scan_wait = self.config.kubelet_rescan_samples.saturating_sub(1);
+        let Ok(pids) = pid::list_pids(host) else {
+            return;
+        };
+        for p in pids {
+            if let Some(n) = ns::inode(host, p, "net") {
+                if missing.contains(&n) {
+                    self.netns_pids.entry(n).or_insert(p);
+                    if missing.iter().all(|m| self.netns_pids.contains_key(m)) {
+                        break;
+                    }
+                }
             }
         }
     }
@@ -202,12 +361,22 @@ impl ConntrackCollector {
         )
     }
 
+    /// The kernel release (`/proc/sys/kernel/osrelease`), best effort.
+    fn kernel_release(&self) -> Option<String> {
+        let osrelease = self.host.proc_file("sys/kernel/osrelease");
+        hostfs::read_text(&osrelease, cap::VALUE)
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+    }
+
     /// Reads everything but the conntrack stat file into a sample. The kubelet's cluster DNS
     /// and the pod count only serve the race finding, so they are looked up (walking the
     /// process table when the kubelet is not yet known) only when `races` is true.
     fn sample(
         &mut self,
         stat: nf_conntrack_stat::NfConntrackStat,
+        kernel_release: Option<String>,
         races: bool,
         degraded: &mut Vec<String>,
     ) -> Sample {
@@ -222,11 +391,6 @@ impl ConntrackCollector {
                 None
             }
         };
-        let osrelease = self.host.proc_file("sys/kernel/osrelease");
-        let kernel_release = hostfs::read_text(&osrelease, cap::VALUE)
-            .ok()
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty());
         let nodelocal_dns = self.nodelocal_listening(degraded);
         let (cluster_dns, pods_on_node) = if races {
             let dns = self.kubelet.lookup(&self.host);
@@ -237,7 +401,8 @@ impl ConntrackCollector {
         } else {
             (Vec::new(), None)
         };
-        let table_full_messages = self.table_full_messages(degraded);
+        let readable = self.read_kernel_log(degraded);
+        let (table_log, other_tables) = self.table_logs(kernel_release.as_deref(), readable);
         Sample {
             kernel_release,
             stat,
@@ -248,9 +413,23 @@ impl ConntrackCollector {
             nodelocal_dns,
             cluster_dns,
             pods_on_node,
-            table_full_messages,
+            table_log,
+            other_tables,
+            kube_proxy: kube_proxy::KubeProxy::NotFound,
+            cpus: None,
             nodelocal_dns_address: self.config.nodelocal_dns_address,
         }
+    }
+}
+
+/// Two logs of one table (an unnamed and a named message stream that are both ours).
+fn merge(a: TableLog, b: TableLog) -> TableLog {
+    TableLog {
+        messages: a.messages + b.messages,
+        last_seconds_ago: match (a.last_seconds_ago, b.last_seconds_ago) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, y) => x.or(y),
+        },
     }
 }
 
@@ -365,17 +544,29 @@ impl ConntrackCollector {
             }
         };
         let mut degraded = Vec::new();
+        let kernel_release = self.kernel_release();
+        let acc = RaceAccounting::of(&stat, kernel_release.as_deref());
         let deltas = self
             .previous
             .as_ref()
             .map(|(at, prev)| Deltas::between(prev, &stat, now.duration_since(*at).as_secs_f64()));
-        self.race_streak = match &deltas {
-            Some(d) if d.has_races() => self.race_streak.saturating_add(1),
-            _ => 0,
+        let races = deltas.as_ref().is_some_and(|d| d.has_races(acc));
+        self.race_streak = if races {
+            self.race_streak.saturating_add(1)
+        } else {
+            0
         };
         self.previous = Some((now, stat.clone()));
-        let races = deltas.as_ref().is_some_and(Deltas::has_races);
-        let sample = self.sample(stat, races, &mut degraded);
+        let mut sample = self.sample(stat, kernel_release, races, &mut degraded);
+        // kube-proxy owns the limit on most nodes: the table's advice needs its settings.
+        if judge::table_needs_advice(&sample, deltas.as_ref(), &self.config.thresholds) {
+            sample.kube_proxy = self.kube_proxy.lookup(&self.host);
+            if !matches!(sample.kube_proxy, kube_proxy::KubeProxy::NotFound) {
+                sample.cpus = crate::sys::cpu_online::read(&self.host)
+                    .ok()
+                    .map(|c| c.len() as u64);
+            }
+        }
         let status = if degraded.is_empty() {
             Status::Ok
         } else {
@@ -387,14 +578,62 @@ impl ConntrackCollector {
     /// The metrics of a sample, plus the kernel-log counters.
     fn metrics(&self, sample: &Sample) -> Vec<Metric> {
         let mut out = metrics(sample);
-        if sample.table_full_messages.is_some() {
+        if sample.table_log.is_some() {
             out.push(Metric::counter(
                 "node_doctor_conntrack_table_full_messages_total",
-                "Kernel log messages \"nf_conntrack: table full, dropping packet\" seen since the agent started (including its lookback).",
-                self.table_full.total() as f64,
+                "Kernel log messages \"nf_conntrack: table full, dropping packet\" (any wording, any network namespace) seen since the agent started (including its lookback).",
+                self.tables.total as f64,
             ));
         }
         out.extend(self.kmsg.metrics("conntrack"));
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proc::uptime::Uptime;
+    use std::time::SystemTime;
+
+    fn clock(uptime_secs: u64) -> BootClock {
+        BootClock::new(
+            Uptime {
+                since_boot: Duration::from_secs(uptime_secs),
+            },
+            SystemTime::now(),
+        )
+    }
+
+    /// Per-table message times stay bounded (16 tables, the oldest forgotten first), age out
+    /// of the window, and report the age of the last one.
+    #[test]
+    fn table_events_are_bounded_per_table_and_age_out() {
+        let mut ev = TableEvents::default();
+        for n in 0..17u64 {
+            ev.record(Table::Netns(n), (100 + n) * 1_000_000);
+        }
+        assert_eq!(ev.by_table.len(), MAX_TABLES);
+        assert!(!ev.by_table.contains_key(&Table::Netns(0)));
+        assert_eq!(ev.total, 17);
+        ev.record(Table::Unnamed, 1_000 * 1_000_000);
+        ev.record(Table::Unnamed, 1_990 * 1_000_000);
+        let c = clock(2_000);
+        let log = ev.log(Table::Unnamed, Some(&c));
+        assert_eq!(log.messages, 2);
+        assert_eq!(log.last_seconds_ago, Some(10.0));
+        assert_eq!(ev.log(Table::Netns(99), Some(&c)), TableLog::default());
+        // A 500 s window keeps the unnamed table's last message only.
+        ev.prune(&c, Duration::from_secs(500));
+        assert_eq!(ev.by_table.len(), 1);
+        assert_eq!(ev.log(Table::Unnamed, Some(&c)).messages, 1);
+        assert_eq!(ev.log(Table::Unnamed, None).last_seconds_ago, None);
+        for _ in 0..MAX_TABLE_FULL_EVENTS + 5 {
+            ev.record(Table::Unnamed, 1_995 * 1_000_000);
+        }
+        assert_eq!(
+            ev.log(Table::Unnamed, Some(&c)).messages,
+            MAX_TABLE_FULL_EVENTS as u64
+        );
     }
 }

@@ -787,7 +787,7 @@ fn sources(rule: &Rule, v: Option<&Toml>) -> Result<Vec<SourceT>, String> {
     let list: Vec<&Toml> = match v {
         None => {
             return Err(
-                "needs `source = { doc = \"…\", section = \"…\" }` (or `{ none = \"why no handbook section covers it\" }`)"
+                "needs `source = { doc = \"…\", section = \"…\" }` (or external documentation `{ doc, section, url, why }`, or `{ none = \"why no handbook section covers it\" }`)"
                     .into(),
             )
         }
@@ -801,10 +801,44 @@ fn sources(rule: &Rule, v: Option<&Toml>) -> Result<Vec<SourceT>, String> {
         let Toml::Table(t) = s else {
             return Err(format!("{at}: a table {{ doc, section }}"));
         };
-        check_keys(t, &["doc", "section", "when", "none"]).map_err(|m| format!("{at}: {m}"))?;
+        check_keys(t, &["doc", "section", "when", "none", "url", "why"])
+            .map_err(|m| format!("{at}: {m}"))?;
+        let external = match (t.get("url"), t.get("why")) {
+            (None, None) => None,
+            (Some(Toml::String(url)), Some(Toml::String(why))) => {
+                if !url.starts_with("https://") || url.contains(char::is_whitespace) {
+                    return Err(format!(
+                        "{at}.url: an https:// address of the documentation, got {url:?}"
+                    ));
+                }
+                if why.trim().is_empty() {
+                    return Err(format!(
+                        "{at}.why: say why no handbook section covers the case"
+                    ));
+                }
+                Some((leak(url), leak(why)))
+            }
+            _ => {
+                return Err(format!(
+                    "{at}: external documentation needs url = \"https://…\" and why = \"why no handbook section covers the case\""
+                ))
+            }
+        };
         let cites = match (t.get("doc"), t.get("section"), t.get("none")) {
-            (Some(Toml::String(doc)), Some(Toml::String(section)), None) => {
-                Some((leak(doc), leak(section)))
+            (Some(Toml::String(doc)), Some(Toml::String(section)), None)
+                if !doc.trim().is_empty() && !section.trim().is_empty() =>
+            {
+                Some(super::Cites {
+                    doc: leak(doc),
+                    section: leak(section),
+                    url: external.map(|(u, _)| u),
+                    why: external.map(|(_, w)| w),
+                })
+            }
+            (None, None, Some(_)) if external.is_some() => {
+                return Err(format!(
+                    "{at}: external documentation needs doc (its name) and section, not none"
+                ))
             }
             (None, None, Some(Toml::String(why))) if !why.trim().is_empty() => None,
             (None, None, Some(_)) => {

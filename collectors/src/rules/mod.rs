@@ -47,9 +47,11 @@
 //!   renderer; `args = { line = "net.netfilter.nf_conntrack_max = {recommended_max}" }` builds
 //!   one argument from a text template. With `each`, one command per item.
 //! - **source** `{ doc, section }` (or a list with `when`, first match; the last has none);
-//!   `{ none = "why" }` instead says that no handbook section covers the case (the finding
-//!   then cites none, as when the handbook is silent on it), **see_also** keys of the
-//!   explain catalogue (strings or `{ key, when }`).
+//!   where no handbook section covers the case, external documentation
+//!   `{ doc, section, url = "https://…", why = "why no handbook section covers it" }` (the
+//!   kernel's, the component's; the finding carries the url), or `{ none = "why" }` (the
+//!   finding cites nothing); **see_also** keys of the explain catalogue (strings or
+//!   `{ key, when }`).
 //! - **example**: severity, subject, evidence and vars (scalars, lists of strings, or lists
 //!   of tables for items, with `conditions = [...]`). It declares what placeholders exist,
 //!   and a test renders every rule from it in both languages under every condition.
@@ -81,6 +83,12 @@ const FILES: &[(&str, &str)] = &[
     ("kernel.toml", include_str!("../../rules/kernel.toml")),
     ("load.toml", include_str!("../../rules/load.toml")),
     ("iptables.toml", include_str!("../../rules/iptables.toml")),
+    ("runtime.toml", include_str!("../../rules/runtime.toml")),
+    // The runtime collector's log-derived findings (collectors/src/nodelog/judge.rs).
+    (
+        "runtime_logs.toml",
+        include_str!("../../rules/runtime_logs.toml"),
+    ),
 ];
 
 /// Why rule files do not load.
@@ -177,11 +185,24 @@ pub(crate) struct CommandT {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct SourceT {
     pub when: Cond,
-    /// `(doc, section)`, leaked once when the built-in files load (a
+    /// What the finding cites, leaked once when the built-in files load (a
     /// [`crate::finding::Source`] holds `&'static str`; overrides cannot change sources).
     /// `None` for `{ none = "why" }`: no handbook section covers the case, and the finding
     /// cites none.
-    pub cites: Option<(&'static str, &'static str)>,
+    pub cites: Option<Cites>,
+}
+
+/// One citation of a rule file: a handbook section (`url` is `None`), or external
+/// documentation (the kernel's, a component's) with its address and the reason no handbook
+/// section covers the case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cites {
+    pub doc: &'static str,
+    pub section: &'static str,
+    /// External documentation: `https://…`.
+    pub url: Option<&'static str>,
+    /// External documentation: why no handbook section covers the case.
+    pub why: Option<&'static str>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -223,8 +244,18 @@ impl Rule {
         self.commands.iter().map(|c| c.run.as_str())
     }
 
-    /// `(doc, section)` of every source the rule may cite.
+    /// `(doc, section)` of every handbook section the rule may cite.
     pub fn sources(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.sources
+            .iter()
+            .filter_map(|s| s.cites)
+            .filter(|c| c.url.is_none())
+            .map(|c| (c.doc, c.section))
+    }
+
+    /// Every citation the rule may make (handbook sections and external documentation), in
+    /// the order of its `source` list.
+    pub fn citations(&self) -> impl Iterator<Item = Cites> + '_ {
         self.sources.iter().filter_map(|s| s.cites)
     }
 

@@ -255,11 +255,16 @@ pub(crate) fn build(rule: &Rule, d: &Draft, node: &str, problems: &mut Vec<Strin
         }
     }
     match rule.sources.iter().find(|s| env.holds(&s.when)) {
-        Some(s) => {
-            if let Some((doc, section)) = s.cites {
-                f = f.source(doc, section);
-            }
-        }
+        Some(s) => match s.cites {
+            Some(super::Cites {
+                doc,
+                section,
+                url: Some(url),
+                ..
+            }) => f = f.source_external(doc, section, url),
+            Some(c) => f = f.source(c.doc, c.section),
+            None => {}
+        },
         None => problems.push("no source applies".into()),
     }
     for s in rule.see_also.iter().filter(|s| env.holds(&s.when)) {

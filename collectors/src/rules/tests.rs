@@ -491,3 +491,83 @@ fn conditions_parse_with_and_or_not_has() {
         assert!(load::parse_cond(bad).is_err(), "{bad}");
     }
 }
+
+/// `{ doc, section, url, why }`: where no handbook section covers a case, a rule cites the
+/// kernel's or the component's own documentation by its https:// address and says why the
+/// handbooks do not apply; the finding carries the address.
+#[test]
+fn a_source_may_cite_external_documentation() {
+    let external = "{ doc = \"Linux kernel documentation\", section = \"Netfilter Conntrack Sysfs variables\", url = \"https://docs.kernel.org/networking/nf_conntrack-sysctl.html\", why = \"the handbooks do not cover a full conntrack table\" }";
+    let text = demo_with(
+        "{ doc = \"002_af370464fa0f13dd.txt\", section = \"节点磁盘爆满排障处理\" }",
+        external,
+    );
+    let rules = load::builtin_file("demo.toml", &text).unwrap_or_else(|e| panic!("{e}"));
+    let rule = &rules[0];
+    assert_eq!(RuleBook::check(rule), Vec::<String>::new());
+    // Handbook sections only in `sources()`; every citation in `citations()`.
+    assert_eq!(
+        rule.sources().collect::<Vec<_>>(),
+        [("002_af370464fa0f13dd.txt", "集群 Kube-Proxy 异常排障处理")]
+    );
+    let all: Vec<_> = rule.citations().collect();
+    assert_eq!(all.len(), 2);
+    assert_eq!(
+        all[1].url,
+        Some("https://docs.kernel.org/networking/nf_conntrack-sysctl.html")
+    );
+    assert_eq!(
+        all[1].why,
+        Some("the handbooks do not cover a full conntrack table")
+    );
+    let f = RuleBook::render_example(rule, &[], "n");
+    let src = f.remediation.source.as_ref().unwrap();
+    assert_eq!(src.doc, "Linux kernel documentation");
+    assert_eq!(src.section, "Netfilter Conntrack Sysfs variables");
+    assert_eq!(
+        src.url,
+        Some("https://docs.kernel.org/networking/nf_conntrack-sysctl.html")
+    );
+    // The handbook citation carries no address.
+    let f = RuleBook::render_example(rule, &["kube_proxy"], "n");
+    assert_eq!(f.remediation.source.as_ref().unwrap().url, None);
+    for (to, want) in [
+        // An address without the reason, a reason without an address.
+        (
+            "{ doc = \"d\", section = \"s\", url = \"https://kubernetes.io/docs/\" }",
+            "needs url",
+        ),
+        ("{ doc = \"d\", section = \"s\", why = \"w\" }", "needs url"),
+        // Only https addresses, no blank reason, a name and a section.
+        (
+            "{ doc = \"d\", section = \"s\", url = \"http://kubernetes.io/\", why = \"w\" }",
+            "https://",
+        ),
+        (
+            "{ doc = \"d\", section = \"s\", url = \"https://kubernetes.io/ x\", why = \"w\" }",
+            "https://",
+        ),
+        (
+            "{ doc = \"d\", section = \"s\", url = \"https://kubernetes.io/\", why = \" \" }",
+            "say why",
+        ),
+        (
+            "{ section = \"s\", url = \"https://kubernetes.io/\", why = \"w\" }",
+            "needs doc and section",
+        ),
+        (
+            "{ doc = \"\", section = \"s\", url = \"https://kubernetes.io/\", why = \"w\" }",
+            "needs doc and section",
+        ),
+        (
+            "{ none = \"x\", url = \"https://kubernetes.io/\", why = \"w\" }",
+            "not none",
+        ),
+    ] {
+        let e = load_err(&demo_with(
+            "{ doc = \"002_af370464fa0f13dd.txt\", section = \"节点磁盘爆满排障处理\" }",
+            to,
+        ));
+        assert!(e.contains(want), "{to}: {e}");
+    }
+}

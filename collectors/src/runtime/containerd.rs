@@ -1,8 +1,10 @@
 //! `/etc/containerd/config.toml`: the top-level `root` (persistent data, default
-//! `/var/lib/containerd`) and `state` (runtime state, default `/run/containerd`).
+//! `/var/lib/containerd`) and `state` (runtime state, default `/run/containerd`), and the
+//! `[grpc]` table's `address` (the API socket, default `/run/containerd/containerd.sock`).
 //!
 //! A tiny reader, not a TOML parser: it reads `key = "value"` lines before the first table
-//! header, which is where containerd (v1 and v2 config versions) keeps these keys.
+//! header, which is where containerd (v1, v2 and v3 config versions) keeps `root` and
+//! `state`, and the same lines inside `[grpc]`.
 
 use crate::error::ReadError;
 use crate::host::HostPaths;
@@ -11,33 +13,42 @@ use crate::hostfs::{self, cap};
 pub const DEFAULT_ROOT: &str = "/var/lib/containerd";
 pub const DEFAULT_STATE: &str = "/run/containerd";
 pub const CONFIG_PATH: &str = "/etc/containerd/config.toml";
+pub const DEFAULT_SOCKET: &str = "/run/containerd/containerd.sock";
 
 /// The keys of containerd's config this product uses.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Config {
     pub root: Option<String>,
     pub state: Option<String>,
+    /// `[grpc] address`.
+    pub grpc_address: Option<String>,
 }
 
 /// Parses the top-level `root` and `state` of a containerd `config.toml`.
 pub fn parse(text: &str) -> Result<Config, String> {
     let mut cfg = Config::default();
+    // The table the lines belong to: "" before the first header.
+    let mut table = String::new();
     for line in text.lines() {
         let line = strip_comment(line).trim();
         if line.is_empty() {
             continue;
         }
-        if line.starts_with('[') {
-            break;
+        if let Some(header) = line.strip_prefix('[') {
+            table = header.trim_end_matches(']').trim().to_string();
+            continue;
         }
         let Some((key, value)) = line.split_once('=') else {
             continue;
         };
         let key = key.trim();
         let value = unquote(value.trim());
-        match key {
-            "root" => cfg.root = Some(value.ok_or("root is not a string")?),
-            "state" => cfg.state = Some(value.ok_or("state is not a string")?),
+        match (table.as_str(), key) {
+            ("", "root") => cfg.root = Some(value.ok_or("root is not a string")?),
+            ("", "state") => cfg.state = Some(value.ok_or("state is not a string")?),
+            ("grpc", "address") => {
+                cfg.grpc_address = Some(value.ok_or("grpc.address is not a string")?)
+            }
             _ => {}
         }
     }
@@ -100,8 +111,13 @@ version = 2
 [cgroup]
   path = ""
 
+[grpc]
+  address = "/run/containerd/containerd.sock"
+  uid = 0
+
 [plugins."io.containerd.grpc.v1.cri"]
   root = "/not/this/one"
+  address = "/not/this/either"
 "#;
 
     #[test]
@@ -109,6 +125,10 @@ version = 2
         let c = parse(V2_CONFIG).unwrap();
         assert_eq!(c.root.as_deref(), Some("/data/containerd"));
         assert_eq!(c.state.as_deref(), Some("/run/containerd"));
+        assert_eq!(
+            c.grpc_address.as_deref(),
+            Some("/run/containerd/containerd.sock")
+        );
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! Docker: `/etc/docker/daemon.json` (data and exec roots, logging options) and a container's
-//! `<data-root>/containers/<id>/config.v2.json` (the Kubernetes labels naming its pod).
+//! Docker: `/etc/docker/daemon.json` (data and exec roots, logging options, API sockets, the
+//! containerd it uses) and a container's `<data-root>/containers/<id>/config.v2.json` (the
+//! Kubernetes labels naming its pod).
 
 use std::path::Path;
 
@@ -10,6 +11,8 @@ use crate::hostfs::{self, cap};
 pub const DEFAULT_DATA_ROOT: &str = "/var/lib/docker";
 pub const DEFAULT_EXEC_ROOT: &str = "/var/run/docker";
 pub const DAEMON_JSON: &str = "/etc/docker/daemon.json";
+/// Where dockerd serves its API when neither `-H` nor `hosts` says otherwise.
+pub const DEFAULT_SOCKET: &str = "/var/run/docker.sock";
 
 /// The keys of `daemon.json` this product uses.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -23,6 +26,10 @@ pub struct DaemonConfig {
     pub log_max_size: Option<String>,
     /// `log-opts.max-file`, e.g. `3`.
     pub log_max_file: Option<String>,
+    /// `hosts`: where the API listens (`unix:///var/run/docker.sock`, `tcp://…`), as written.
+    pub hosts: Vec<String>,
+    /// `containerd`: the containerd socket dockerd uses instead of starting its own.
+    pub containerd: Option<String>,
 }
 
 impl DaemonConfig {
@@ -55,7 +62,65 @@ pub fn parse_daemon_json(text: &str) -> Result<DaemonConfig, String> {
         log_driver: s("log-driver"),
         log_max_size: opt("max-size"),
         log_max_file: opt("max-file"),
+        hosts: match obj.get("hosts") {
+            Some(serde_json::Value::Array(a)) => a
+                .iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect(),
+            Some(serde_json::Value::String(h)) => vec![h.clone()],
+            _ => Vec::new(),
+        },
+        containerd: s("containerd"),
     })
+}
+
+/// The unix socket path of a docker `-H`/`hosts` value (`unix:///run/docker.sock`, or a bare
+/// absolute path); `None` for `tcp://`, `fd://` (systemd socket activation) and others.
+pub fn unix_socket(host: &str) -> Option<String> {
+    let path = host.strip_prefix("unix://").unwrap_or(host);
+    (path.starts_with('/') && !path.contains("://")).then(|| path.to_string())
+}
+
+/// The unix sockets a dockerd serves its API on: its `-H`/`--host` flags (all of them), else
+/// `hosts` of its daemon config, else the default socket. `fd://` (systemd socket
+/// activation) stands for the default socket, where `docker.socket` listens.
+pub fn api_sockets(args: &[String], config: Option<&DaemonConfig>) -> Vec<String> {
+    let mut hosts = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        if let Some(v) = a.strip_prefix("--host=").or_else(|| a.strip_prefix("-H=")) {
+            hosts.push(v.to_string());
+        } else if a == "-H" || a == "--host" {
+            if let Some(v) = args.get(i + 1) {
+                hosts.push(v.clone());
+                i += 1;
+            }
+        } else if let Some(v) = a.strip_prefix("-H").filter(|v| !v.is_empty()) {
+            hosts.push(v.to_string());
+        }
+        i += 1;
+    }
+    if hosts.is_empty() {
+        hosts = config.map(|c| c.hosts.clone()).unwrap_or_default();
+    }
+    let mut out: Vec<String> = Vec::new();
+    for h in &hosts {
+        let s = if h.starts_with("fd://") {
+            Some(DEFAULT_SOCKET.to_string())
+        } else {
+            unix_socket(h)
+        };
+        if let Some(s) = s {
+            if !out.contains(&s) {
+                out.push(s);
+            }
+        }
+    }
+    if hosts.is_empty() {
+        out.push(DEFAULT_SOCKET.to_string());
+    }
+    out
 }
 
 /// Reads `daemon.json` under the host root; `Ok(None)` when it does not exist.
@@ -139,6 +204,38 @@ mod tests {
         assert_eq!(c.log_driver(), "json-file");
         assert_eq!(c.log_max_size.as_deref(), Some("100m"));
         assert_eq!(c.log_max_file.as_deref(), Some("10"));
+    }
+
+    #[test]
+    fn api_sockets_from_flags_config_and_default() {
+        let a = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+        assert_eq!(api_sockets(&a("dockerd"), None), vec![DEFAULT_SOCKET]);
+        // systemd's unit: `dockerd -H fd:// --containerd=/run/containerd/containerd.sock`.
+        assert_eq!(
+            api_sockets(
+                &a("/usr/bin/dockerd -H fd:// --containerd=/run/containerd/containerd.sock"),
+                None
+            ),
+            vec![DEFAULT_SOCKET]
+        );
+        assert_eq!(
+            api_sockets(
+                &a("dockerd -H unix:///tmp/d.sock --host=tcp://0.0.0.0:2375 -Hunix:///x.sock"),
+                None
+            ),
+            vec!["/tmp/d.sock", "/x.sock"]
+        );
+        let c = parse_daemon_json(r#"{"hosts": ["unix:///run/a.sock", "tcp://127.0.0.1:2375"], "containerd": "/run/c.sock"}"#).unwrap();
+        assert_eq!(api_sockets(&a("dockerd"), Some(&c)), vec!["/run/a.sock"]);
+        assert_eq!(c.containerd.as_deref(), Some("/run/c.sock"));
+        // Only tcp hosts: no unix socket to probe.
+        let c = parse_daemon_json(r#"{"hosts": "tcp://127.0.0.1:2375"}"#).unwrap();
+        assert!(api_sockets(&a("dockerd"), Some(&c)).is_empty());
+        assert_eq!(
+            unix_socket("/var/run/docker.sock").as_deref(),
+            Some("/var/run/docker.sock")
+        );
+        assert_eq!(unix_socket("npipe://x"), None);
     }
 
     #[test]

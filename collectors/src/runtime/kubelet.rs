@@ -38,6 +38,14 @@ pub struct Config {
     pub merge_default_eviction_settings: Option<bool>,
     /// `clusterDNS`: the DNS servers pods are given (empty when not set).
     pub cluster_dns: Vec<String>,
+    /// `containerRuntimeEndpoint` (kubelet 1.27+; earlier only the flag).
+    pub container_runtime_endpoint: Option<String>,
+    /// `healthzPort` (default 10248; 0 disables the endpoint).
+    pub healthz_port: Option<String>,
+    /// `healthzBindAddress` (default 127.0.0.1).
+    pub healthz_bind_address: Option<String>,
+    /// `staticPodPath`: the directory of static pod manifests.
+    pub static_pod_path: Option<String>,
 }
 
 /// Parses a kubelet config file (YAML, or JSON when it starts with `{`).
@@ -104,6 +112,10 @@ pub fn parse_config(text: &str) -> Result<Config, String> {
         merge_default_eviction_settings: scalar("mergeDefaultEvictionSettings")
             .map(|s| s.eq_ignore_ascii_case("true")),
         cluster_dns: cluster_dns_from_config(text),
+        container_runtime_endpoint: scalar("containerRuntimeEndpoint"),
+        healthz_port: scalar("healthzPort"),
+        healthz_bind_address: scalar("healthzBindAddress"),
+        static_pod_path: scalar("staticPodPath"),
     })
 }
 
@@ -136,6 +148,10 @@ fn parse_json(text: &str) -> Result<Config, String> {
             .get("mergeDefaultEvictionSettings")
             .and_then(|b| b.as_bool()),
         cluster_dns: cluster_dns_from_config(text),
+        container_runtime_endpoint: v.get("containerRuntimeEndpoint").and_then(scalar),
+        healthz_port: v.get("healthzPort").and_then(scalar),
+        healthz_bind_address: v.get("healthzBindAddress").and_then(scalar),
+        static_pod_path: v.get("staticPodPath").and_then(scalar),
     })
 }
 
@@ -470,6 +486,68 @@ pub fn cluster_dns(args: &[String], config: Option<&Config>) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The kubelet's default healthz port.
+pub const DEFAULT_HEALTHZ_PORT: u16 = 10248;
+/// Where kubeadm and most installers put static pod manifests.
+pub const DEFAULT_STATIC_POD_PATH: &str = "/etc/kubernetes/manifests";
+
+/// Where the kubelet's own health endpoint listens: `--healthz-port`/`--healthz-bind-address`,
+/// else `healthzPort`/`healthzBindAddress` of its config, else 127.0.0.1:10248. `Ok(None)`
+/// when the port is 0 (the endpoint is off); `Err` names a value that is not a port or an
+/// address.
+pub fn healthz(
+    args: &[String],
+    config: Option<&Config>,
+) -> Result<Option<std::net::SocketAddr>, String> {
+    let port = super::flag_value(args, "--healthz-port")
+        .or_else(|| config.and_then(|c| c.healthz_port.clone()));
+    let port = match port {
+        None => DEFAULT_HEALTHZ_PORT,
+        Some(p) => p
+            .trim()
+            .parse::<u16>()
+            .map_err(|_| format!("healthz port {p:?} is not a port number"))?,
+    };
+    if port == 0 {
+        return Ok(None);
+    }
+    let bind = super::flag_value(args, "--healthz-bind-address")
+        .or_else(|| config.and_then(|c| c.healthz_bind_address.clone()))
+        .unwrap_or_else(|| "127.0.0.1".to_string());
+    let ip: std::net::IpAddr = bind
+        .trim()
+        .parse()
+        .map_err(|_| format!("healthz bind address {bind:?} is not an IP address"))?;
+    // A wildcard bind answers on loopback too.
+    let ip = if ip.is_unspecified() {
+        match ip {
+            std::net::IpAddr::V4(_) => std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+            std::net::IpAddr::V6(_) => std::net::IpAddr::V6(std::net::Ipv6Addr::LOCALHOST),
+        }
+    } else {
+        ip
+    };
+    Ok(Some(std::net::SocketAddr::new(ip, port)))
+}
+
+/// The kubelet's container runtime endpoint as written (`unix:///run/containerd/containerd.sock`):
+/// `--container-runtime-endpoint`, else `containerRuntimeEndpoint` of its config. `None` when
+/// neither is set (the kubelet's default then depends on its version: dockershim before 1.24,
+/// containerd's socket from 1.27).
+pub fn runtime_endpoint(args: &[String], config: Option<&Config>) -> Option<String> {
+    super::flag_value(args, "--container-runtime-endpoint")
+        .or_else(|| config.and_then(|c| c.container_runtime_endpoint.clone()))
+        .filter(|e| !e.trim().is_empty())
+}
+
+/// Static pod manifests: `--pod-manifest-path`, else `staticPodPath` of the config. `None` when
+/// neither is set (the kubelet then runs no static pods).
+pub fn static_pod_path(args: &[String], config: Option<&Config>) -> Option<String> {
+    super::flag_value(args, "--pod-manifest-path")
+        .or_else(|| config.and_then(|c| c.static_pod_path.clone()))
+        .filter(|p| !p.trim().is_empty())
+}
+
 /// Reads a kubelet config file under the host root; `Ok(None)` when it does not exist.
 pub fn read_config(host: &HostPaths, host_path: &str) -> Result<Option<Config>, ReadError> {
     let path = host.resolve(host_path);
@@ -493,6 +571,10 @@ authentication:
   webhook:
     cacheTTL: 0s
 cgroupDriver: systemd
+containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+staticPodPath: /etc/kubernetes/manifests
 clusterDNS:
 - 10.96.0.10
 containerLogMaxSize: 50Mi   # rotate early
@@ -575,6 +657,53 @@ kind: KubeletConfiguration
             parse_config(KUBEADM_CONFIG).unwrap().cluster_dns,
             vec!["10.96.0.10".to_string()]
         );
+    }
+
+    #[test]
+    fn health_endpoint_runtime_endpoint_and_static_pods() {
+        let c = parse_config(KUBEADM_CONFIG).unwrap();
+        assert_eq!(
+            c.static_pod_path.as_deref(),
+            Some("/etc/kubernetes/manifests")
+        );
+        assert_eq!(
+            healthz(&[], Some(&c)).unwrap(),
+            Some("127.0.0.1:10248".parse().unwrap())
+        );
+        assert_eq!(
+            runtime_endpoint(&[], Some(&c)).as_deref(),
+            Some("unix:///run/containerd/containerd.sock")
+        );
+        let a = args("kubelet --healthz-port=10250 --healthz-bind-address=0.0.0.0 --container-runtime-endpoint unix:///var/run/cri-dockerd.sock --pod-manifest-path=/etc/k8s/static");
+        assert_eq!(
+            healthz(&a, Some(&c)).unwrap(),
+            Some("127.0.0.1:10250".parse().unwrap())
+        );
+        assert_eq!(
+            runtime_endpoint(&a, Some(&c)).as_deref(),
+            Some("unix:///var/run/cri-dockerd.sock")
+        );
+        assert_eq!(
+            static_pod_path(&a, Some(&c)).as_deref(),
+            Some("/etc/k8s/static")
+        );
+        assert_eq!(
+            healthz(&args("kubelet --healthz-port=0"), None).unwrap(),
+            None
+        );
+        assert!(healthz(&args("kubelet --healthz-port=http"), None).is_err());
+        assert!(healthz(&args("kubelet --healthz-bind-address=localhost"), None).is_err());
+        let j = parse_config(r#"{"healthzPort": 10249, "healthzBindAddress": "::1", "containerRuntimeEndpoint": "unix:///run/crio/crio.sock"}"#).unwrap();
+        assert_eq!(
+            healthz(&[], Some(&j)).unwrap(),
+            Some("[::1]:10249".parse().unwrap())
+        );
+        assert_eq!(
+            j.container_runtime_endpoint.as_deref(),
+            Some("unix:///run/crio/crio.sock")
+        );
+        assert_eq!(runtime_endpoint(&[], None), None);
+        assert_eq!(static_pod_path(&[], None), None);
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //! - [`containerd`]: `root` / `state` of `/etc/containerd/config.toml`;
 //! - [`kubelet`]: the running kubelet's flags and its config file (YAML or JSON);
 //! - [`discover`]: all of the above together: which runtime and kubelet directories this host
-//!   has, by role.
+//!   has, by role;
+//! - [`health`]: the `runtime` collector (container runtime and kubelet health), built on
+//!   the readers above.
 //!
 //! Each exposes a pure `parse` over the file's text and a thin reader taking [`HostPaths`].
 //!
@@ -14,6 +16,7 @@
 pub mod containerd;
 pub mod discover;
 pub mod docker;
+pub mod health;
 pub mod kubelet;
 
 /// The value of a command-line flag in `args`: `--name=value` or `--name value`. The last

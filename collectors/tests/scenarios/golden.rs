@@ -39,6 +39,8 @@ const VOLATILE_FLOATS: &[&str] = &[
     "insert_failed_per_second",
     "interval_seconds",
     "invalid_per_second",
+    "kube_proxy_cpu_percent",
+    "lost_races_per_second",
     "longest_hold_seconds",
     "queued_seconds",
     "search_restart_per_second",
@@ -208,7 +210,10 @@ fn render(c: &Collection, masks: &[&str]) -> Value {
                 "steps": f.remediation.steps.iter().map(both).collect::<Vec<_>>(),
                 "commands": f.remediation.commands.iter().map(|s| text(s)).collect::<Vec<_>>(),
                 "evidence": evidence,
-                "source": f.remediation.source.as_ref().map(|s| json!({ "doc": s.doc, "section": s.section })),
+                "source": f.remediation.source.as_ref().map(|s| match s.url {
+                    Some(url) => json!({ "doc": s.doc, "section": s.section, "url": url }),
+                    None => json!({ "doc": s.doc, "section": s.section }),
+                }),
                 "see_also": f.see_also,
             })
         })

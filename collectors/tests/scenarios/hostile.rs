@@ -468,3 +468,127 @@ fn memory_commands_with_a_hostile_node_name_are_inert() {
         &[hostile("node")],
     );
 }
+
+/// The runtime collector: a dockerd whose configuration names a hostile socket path, a
+/// kubelet whose CNI directory is hostile, and (as root, where `chattr` works) an immutable
+/// file with a hostile name in a pod directory.
+#[test]
+fn runtime_commands_with_hostile_sockets_directories_and_files_are_inert() {
+    use crate::runtime::{process, FakeProbe};
+    use collectors::runtime::health::{RuntimeCollector, RuntimeConfig};
+    let test = "runtime_commands_with_hostile_sockets_directories_and_files_are_inert";
+    let h = FakeHost::new();
+    let conf = serde_json::json!({
+        "hosts": [format!("unix:///run/{}/docker.sock", hostile("sock"))],
+    });
+    h.write("/proc/uptime", "600.00 1100.00\n")
+        .write("/etc/docker/daemon.json", conf.to_string())
+        .write(
+            "/var/lib/kubelet/config.yaml",
+            "kind: KubeletConfiguration\n",
+        );
+    process(&h, 200, "dockerd", "/usr/bin/dockerd", 4_000);
+    // The CNI directory comes from the kubelet's flags (one argument, NUL-separated).
+    let cni = format!("/etc/{}", hostile("cni"));
+    let mut args = b"/usr/bin/kubelet\0--cni-conf-dir\0".to_vec();
+    args.extend_from_slice(cni.as_bytes());
+    args.push(0);
+    process(&h, 100, "kubelet", "/usr/bin/kubelet", 3_000);
+    h.write("/proc/100/cmdline", args);
+    let mut raw = vec![hostile("sock"), hostile("cni")];
+    let uid = UID;
+    let file = h.path(&format!("/var/lib/kubelet/pods/{uid}/{}", hostile("file")));
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, "x").unwrap();
+    let locked = std::process::Command::new("chattr")
+        .arg("+i")
+        .arg(&file)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    struct Unlock(std::path::PathBuf, bool);
+    impl Drop for Unlock {
+        fn drop(&mut self) {
+            if self.1 {
+                let _ = std::process::Command::new("chattr")
+                    .arg("-i")
+                    .arg(&self.0)
+                    .status();
+            }
+        }
+    }
+    let _unlock = Unlock(file.clone(), locked);
+    let probe: std::sync::Arc<FakeProbe> = std::sync::Arc::default();
+    let mut c = RuntimeCollector::new(h.host(), RuntimeConfig::default(), probe);
+    // Not recorded as a golden file: what is found depends on chattr working here.
+    let out = collectors::Collector::collect(&mut c, &hostile_ctx());
+    let cmds = commands(&out);
+    let got = ids(&out);
+    for want in ["runtime.unreachable", "runtime.cni_not_ready"] {
+        assert!(got.contains(&want), "{got:?} {:?}", out.status);
+    }
+    assert_reached(&cmds, "sock");
+    assert_reached(&cmds, "cni");
+    if locked {
+        assert!(got.contains(&"runtime.immutable_file"), "{got:?}");
+        assert_reached(&cmds, "file");
+        raw.push(hostile("file"));
+    } else {
+        println!("NOTE {test}: chattr +i did not work here; the immutable file is not staged");
+    }
+    assert_inert(test, &cmds, &raw);
+}
+
+/// The node's logs (the runtime collector's log findings): a syslog file with a hostile name
+/// (its path is printed in `grep … <file>` commands), a hostile node name, and log lines whose
+/// container, image and registry names are shell payloads. The payload names are not valid
+/// names of their kind, so they make no finding; the file and node names reach the commands,
+/// quoted.
+#[test]
+fn node_log_commands_with_hostile_file_node_and_line_names_are_inert() {
+    use collectors::nodelog::{judge, LiveFacts, NodeLogConfig, NodeLogWatcher, Thresholds};
+    let h = FakeHost::new();
+    let file = format!("/var/log/{}", hostile("logfile").replace('/', "_"));
+    let now = 1_795_406_700; // 2026-11-23T04:05:00Z; no etc/localtime: UTC
+    let lines = format!(
+        "Nov 23 04:04:50 node-1 kubelet[1]: E1123 04:04:50.000000 1 kubelet.go:2059] \"Skipping pod synchronization\" err=\"PLEG is not healthy: pleg was last seen active 3m0s ago; threshold is 3m0s\"\n\
+         Nov 23 04:04:51 node-1 dockerd[2]: level=error msg=\"Conflict. The container name \\\"/k8s_POD_{c}_default_{UID}_0\\\" is already in use by container \\\"{CID}\\\".\"\n\
+         Nov 23 04:04:52 node-1 kubelet[1]: E1123 04:04:52.000000 1 remote_image.go:180] \"PullImage from image service failed\" err=\"x509: certificate signed by unknown authority\" image=\"{img}\"\n\
+         Nov 23 04:04:53 node-1 dockerd[2]: level=error msg=\"Get \\\"https://{reg}/v2/\\\": http: server gave HTTP response to HTTPS client\"\n\
+         Nov 23 04:04:54 node-1 kubelet[1]: E1123 04:04:54.000000 1 remote_image.go:180] \"PullImage from image service failed\" err=\"Error response from daemon: pull access denied for private/app, repository does not exist or may require 'docker login'\" image=\"private/app:v1\"\n",
+        c = hostile_word("container"),
+        img = hostile_word("image"),
+        reg = hostile_word("registry"),
+    );
+    h.write(&file, lines);
+    let config = NodeLogConfig {
+        syslog_files: vec![file.clone()],
+        ..NodeLogConfig::default()
+    };
+    let mut w = NodeLogWatcher::new(h.host(), config);
+    let sample = w.sample(now);
+    let node = hostile("node");
+    let rules = collectors::rules::RuleBook::builtin();
+    let findings: Vec<_> = judge::judge(&sample, &LiveFacts::default(), &Thresholds::default())
+        .into_iter()
+        .map(|d| rules.render(d, &node))
+        .collect();
+    let out = Collection {
+        status: collectors::Status::Ok,
+        findings,
+        metrics: Vec::new(),
+    };
+    assert_eq!(
+        ids(&out),
+        ["runtime.pleg_unhealthy", "runtime.image_pull_auth"],
+        "{:?}",
+        sample.report
+    );
+    let cmds = commands(&out);
+    assert_reached(&cmds, "logfile");
+    assert_reached(&cmds, "node");
+    assert_inert(
+        "node_log_commands_with_hostile_file_node_and_line_names_are_inert",
+        &cmds,
+        &[hostile("node")],
+    );
+}

@@ -2,6 +2,7 @@
 //! plus real-kernel tests that skip (with the reason printed) when not root.
 //! One test binary for all collectors (each collector adds its module below).
 
+mod citations;
 mod conntrack;
 mod disk;
 mod explain;
@@ -13,7 +14,9 @@ mod kernel;
 mod kmsg;
 mod load;
 mod memory;
+mod nodelog;
 mod rules;
+mod runtime;
 #[path = "../../../agent/tests/e2e/sandbox.rs"]
 mod sandbox;
 mod support;

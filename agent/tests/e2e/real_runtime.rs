@@ -1,0 +1,651 @@
+//! Issue 17 against real daemons (root; Debian's `docker.io`, `containerd` and `runc`, which
+//! `scripts/test.sh` installs): containerd and dockerd started by hand with every root,
+//! socket and pidfile in a temp dir (no systemd; `bridge: none`, iptables off,
+//! live-restore), a container run from an image imported from a tarball of the static
+//! busybox (no registry), then dockerd stopped (`SIGSTOP`: hung), terminated (`SIGTERM`:
+//! not running), killed (`SIGKILL`: its socket left behind) and containerd killed. Each state
+//! gives its finding in one `node-doctor check`, and each restart clears it.
+//!
+//! And a real ext4 filesystem (a loop device) under a staged host root's pod directory with
+//! a `chattr +i` file: `runtime.immutable_file` names it, and after `chattr -i` it is gone
+//! while the kubelet log line about it stays.
+//!
+//! Run with `--nocapture` to see the timings (daemon start, each phase).
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use serde_json::Value;
+
+use crate::support::{is_root, run};
+
+fn program(names: &[&str]) -> Option<PathBuf> {
+    names.iter().map(PathBuf::from).find(|p| p.is_file())
+}
+
+/// `GET /_ping` on a docker socket: true when it answers `OK` within a second.
+fn ping(sock: &Path) -> bool {
+    let Ok(mut s) = UnixStream::connect(sock) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
+    if s.write_all(b"GET /_ping HTTP/1.0\r\nHost: docker\r\n\r\n")
+        .is_err()
+    {
+        return false;
+    }
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out.starts_with("HTTP/1.0 200") && out.ends_with("OK")
+}
+
+/// Three pings in a row, each answered within 250 ms: dockerd is up and has caught up (after
+/// `SIGCONT` a stopped Go process first runs the timers and work that piled up).
+fn settled(sock: &Path) -> bool {
+    (0..3).all(|_| {
+        let t = Instant::now();
+        ping(sock) && t.elapsed() < Duration::from_millis(250)
+    })
+}
+
+fn wait_until(what: &str, secs: u64, mut ok: impl FnMut() -> bool) -> Duration {
+    let start = Instant::now();
+    while !ok() {
+        assert!(
+            start.elapsed() < Duration::from_secs(secs),
+            "{what}: not within {secs} s"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    start.elapsed()
+}
+
+fn alive(pid: u32) -> bool {
+    // A zombie is gone for us (its parent, this test, reaps it in `Child::wait`).
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s.rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
+}
+
+/// containerd and dockerd in a temp dir, and the container they run. Everything is stopped
+/// and unmounted on drop, even when an assertion failed.
+struct Daemons {
+    dir: tempfile::TempDir,
+    containerd: Option<Child>,
+    dockerd: Option<Child>,
+    docker_cli: PathBuf,
+    /// The container's process and its shim (live-restore keeps them past dockerd).
+    container_pid: Option<u32>,
+}
+
+impl Daemons {
+    fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+    fn containerd_sock(&self) -> PathBuf {
+        self.dir().join("c/containerd.sock")
+    }
+    fn docker_sock(&self) -> PathBuf {
+        self.dir().join("d/docker.sock")
+    }
+
+    fn new(docker_cli: PathBuf) -> Daemons {
+        // Short paths: unix socket paths are limited to 108 bytes.
+        let dir = tempfile::Builder::new()
+            .prefix("ndrt")
+            .tempdir_in("/tmp")
+            .expect("temp dir");
+        let d = Daemons {
+            dir,
+            containerd: None,
+            dockerd: None,
+            docker_cli,
+            container_pid: None,
+        };
+        let t = d.dir().to_path_buf();
+        for sub in ["c/root", "c/state", "d/data", "d/exec"] {
+            std::fs::create_dir_all(t.join(sub)).unwrap();
+        }
+        std::fs::write(
+            t.join("c/config.toml"),
+            format!(
+                "version = 2\nroot = \"{0}/c/root\"\nstate = \"{0}/c/state\"\n\n[grpc]\n  address = \"{0}/c/containerd.sock\"\n\n[ttrpc]\n  address = \"{0}/c/containerd.sock.ttrpc\"\n",
+                t.display()
+            ),
+        )
+        .unwrap();
+        std::fs::write(
+            t.join("d/daemon.json"),
+            serde_json::json!({
+                "bridge": "none",
+                "iptables": false,
+                "ip6tables": false,
+                "live-restore": true,
+                "storage-driver": "vfs",
+                "data-root": t.join("d/data"),
+                "exec-root": t.join("d/exec"),
+                "pidfile": t.join("d/docker.pid"),
+                "hosts": [format!("unix://{}", t.join("d/docker.sock").display())],
+                "containerd": t.join("c/containerd.sock"),
+            })
+            .to_string(),
+        )
+        .unwrap();
+        d
+    }
+
+    fn log(&self, name: &str) -> std::fs::File {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir().join(name))
+            .unwrap()
+    }
+
+    /// Starts containerd and waits for its socket; returns how long that took.
+    fn start_containerd(&mut self) -> Duration {
+        let start = Instant::now();
+        let child = Command::new("containerd")
+            .arg("--config")
+            .arg(self.dir().join("c/config.toml"))
+            .stdin(Stdio::null())
+            .stdout(self.log("c/log"))
+            .stderr(self.log("c/log"))
+            .spawn()
+            .expect("start containerd");
+        self.containerd = Some(child);
+        let sock = self.containerd_sock();
+        wait_until("containerd's socket", 20, || {
+            UnixStream::connect(&sock).is_ok()
+        });
+        start.elapsed()
+    }
+
+    /// Starts dockerd and waits until it answers `/_ping`; returns how long that took.
+    fn start_dockerd(&mut self) -> Duration {
+        let start = Instant::now();
+        let child = Command::new("dockerd")
+            .arg("--config-file")
+            .arg(self.dir().join("d/daemon.json"))
+            .stdin(Stdio::null())
+            .stdout(self.log("d/log"))
+            .stderr(self.log("d/log"))
+            .spawn()
+            .expect("start dockerd");
+        self.dockerd = Some(child);
+        let sock = self.docker_sock();
+        wait_until("dockerd's /_ping", 30, || ping(&sock));
+        let up = start.elapsed();
+        wait_until("dockerd settles", 20, || settled(&sock));
+        up
+    }
+
+    fn docker(&self, args: &[&str]) -> std::process::Output {
+        let out = Command::new(&self.docker_cli)
+            .arg("-H")
+            .arg(format!("unix://{}", self.docker_sock().display()))
+            .args(args)
+            .output()
+            .expect("run docker");
+        assert!(
+            out.status.success(),
+            "docker {args:?}: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            self.logs()
+        );
+        out
+    }
+
+    fn logs(&self) -> String {
+        let tail = |f: &str| {
+            let t = std::fs::read_to_string(self.dir().join(f)).unwrap_or_default();
+            let lines: Vec<&str> = t.lines().collect();
+            lines[lines.len().saturating_sub(15)..].join("\n")
+        };
+        format!(
+            "--- containerd\n{}\n--- dockerd\n{}",
+            tail("c/log"),
+            tail("d/log")
+        )
+    }
+
+    fn dockerd_pid(&self) -> Pid {
+        Pid::from_raw(self.dockerd.as_ref().expect("dockerd").id() as i32)
+    }
+
+    /// Signals dockerd; for a signal that ends it, waits for the exit.
+    fn signal_dockerd(&mut self, sig: Signal) {
+        kill(self.dockerd_pid(), sig).expect("signal dockerd");
+        if matches!(sig, Signal::SIGTERM | Signal::SIGKILL) {
+            let mut c = self.dockerd.take().expect("dockerd");
+            c.wait().expect("wait dockerd");
+        }
+    }
+
+    fn kill_containerd(&mut self) {
+        let mut c = self.containerd.take().expect("containerd");
+        c.kill().expect("kill containerd");
+        c.wait().expect("wait containerd");
+    }
+
+    /// `node-doctor check` of the runtime collector against these daemons (host root `/`).
+    fn check(&self) -> Value {
+        let (d, c) = (self.docker_sock(), self.containerd_sock());
+        let out = run(
+            &[
+                "check",
+                "--host-root",
+                "/",
+                "--collector",
+                "runtime",
+                "--format",
+                "json",
+                "--interval",
+                "200ms",
+                "--node-name",
+                "rt-1",
+                "--docker-socket",
+                d.to_str().unwrap(),
+                "--containerd-socket",
+                c.to_str().unwrap(),
+            ],
+            &[],
+        );
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "{e}: {}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+    }
+
+    /// Processes whose command line names this test's temp dir (shims), besides the daemons.
+    fn descendants(&self) -> Vec<i32> {
+        let needle = self.dir().to_string_lossy().into_owned();
+        let mut out = Vec::new();
+        for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            if pid == std::process::id() as i32 {
+                continue;
+            }
+            if let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) {
+                if String::from_utf8_lossy(&cmd).contains(&needle) {
+                    out.push(pid);
+                }
+            }
+        }
+        out
+    }
+}
+
+impl Drop for Daemons {
+    fn drop(&mut self) {
+        if let Some(pid) = self.container_pid {
+            let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
+        }
+        for c in [self.dockerd.take(), self.containerd.take()]
+            .into_iter()
+            .flatten()
+        {
+            let mut c = c;
+            let _ = kill(Pid::from_raw(c.id() as i32), Signal::SIGCONT);
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        for pid in self.descendants() {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+        // Mounts the daemons left under the temp dir (netns, shm, rootfs), deepest first.
+        let dir = self.dir().to_string_lossy().into_owned();
+        let mut mounts: Vec<String> = std::fs::read_to_string("/proc/self/mountinfo")
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.split(' ').nth(4).map(String::from))
+            .filter(|m| m.starts_with(&dir))
+            .collect();
+        mounts.sort_by_key(|m| std::cmp::Reverse(m.len()));
+        for m in mounts {
+            let _ = nix::mount::umount2(m.as_str(), nix::mount::MntFlags::MNT_DETACH);
+        }
+    }
+}
+
+/// The runtime findings of a check: (id, subject).
+fn findings(v: &Value) -> Vec<(String, String)> {
+    v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["id"].as_str().unwrap().to_string(),
+                f["subject"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn assert_complete(v: &Value) {
+    assert_eq!(v["complete"], true, "{v:#}");
+}
+
+#[test]
+fn real_dockerd_and_containerd_hung_stopped_crashed_and_restarted() {
+    let name = "real_dockerd_and_containerd_hung_stopped_crashed_and_restarted";
+    if !is_root() {
+        println!("SKIP {name}: needs root (starts containerd and dockerd)");
+        return;
+    }
+    let (Some(_), Some(_), Some(_), Some(busybox)) = (
+        program(&["/usr/bin/containerd", "/usr/local/bin/containerd"]),
+        program(&["/usr/sbin/dockerd", "/usr/bin/dockerd"]),
+        program(&["/usr/sbin/runc", "/usr/bin/runc"]),
+        program(&["/bin/busybox", "/usr/bin/busybox"]),
+    ) else {
+        println!("SKIP {name}: needs containerd, dockerd, runc and busybox-static (scripts/test.sh installs docker.io and busybox-static)");
+        return;
+    };
+    let Some(cli) = program(&["/usr/bin/docker", "/usr/local/bin/docker"]) else {
+        println!("SKIP {name}: no docker client");
+        return;
+    };
+    let mut d = Daemons::new(cli);
+    let t_containerd = d.start_containerd();
+    let t_dockerd = d.start_dockerd();
+    println!("containerd up in {t_containerd:?}, dockerd up in {t_dockerd:?}");
+
+    // An image made here: the static busybox and two applet links, imported from a tarball.
+    let img = d.dir().join("img");
+    std::fs::create_dir_all(img.join("bin")).unwrap();
+    std::fs::copy(&busybox, img.join("bin/busybox")).unwrap();
+    for applet in ["sh", "sleep"] {
+        std::os::unix::fs::symlink("busybox", img.join("bin").join(applet)).unwrap();
+    }
+    let tar = d.dir().join("img.tar");
+    let st = Command::new("tar")
+        .arg("-C")
+        .arg(&img)
+        .arg("-cf")
+        .arg(&tar)
+        .arg(".")
+        .status()
+        .expect("tar");
+    assert!(st.success());
+    let started = Instant::now();
+    d.docker(&["import", tar.to_str().unwrap(), "nd-busybox:test"]);
+    d.docker(&[
+        "run",
+        "-d",
+        "--name",
+        "nd-runtime-test",
+        "--network",
+        "none",
+        "nd-busybox:test",
+        "/bin/sleep",
+        "100000",
+    ]);
+    let pid = d.docker(&["inspect", "--format", "{{.State.Pid}}", "nd-runtime-test"]);
+    d.container_pid = String::from_utf8_lossy(&pid.stdout).trim().parse().ok();
+    println!(
+        "image imported and container running in {:?}",
+        started.elapsed()
+    );
+
+    let dsock = d.docker_sock().to_string_lossy().into_owned();
+    let csock = d.containerd_sock().to_string_lossy().into_owned();
+    let phase = |d: &Daemons, what: &str, want: &[(&str, &str)]| {
+        let t = Instant::now();
+        let v = d.check();
+        let took = t.elapsed();
+        assert_complete(&v);
+        let got = findings(&v);
+        let want: Vec<(String, String)> = want
+            .iter()
+            .map(|(i, s)| (i.to_string(), s.to_string()))
+            .collect();
+        assert_eq!(got, want, "{what}: {v:#}\n{}", d.logs());
+        println!("{what}: {got:?} in one check of {took:?}");
+        v
+    };
+
+    // Healthy: both answer, they agree on the running container.
+    let v = phase(&d, "healthy", &[]);
+    let metrics: Vec<&Value> = v["collectors"].as_array().unwrap().iter().collect();
+    assert_eq!(metrics[0]["status"], "ok", "{v:#}");
+
+    // SIGSTOP: the socket accepts, nothing answers.
+    d.signal_dockerd(Signal::SIGSTOP);
+    let v = phase(&d, "dockerd stopped (SIGSTOP)", &[("runtime.hung", &dsock)]);
+    let f = &v["findings"][0];
+    assert_eq!(f["severity"], "critical");
+    assert_eq!(f["evidence"]["daemon"], "dockerd");
+    assert_eq!(f["evidence"]["pid"], d.dockerd_pid().as_raw());
+    assert!(
+        f["remediation"]["commands"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c
+                .as_str()
+                .unwrap()
+                .contains(&format!("docker -H unix://{dsock} ps"))),
+        "{f:#}"
+    );
+    d.signal_dockerd(Signal::SIGCONT);
+    let t = wait_until("dockerd answers after SIGCONT", 10, || {
+        ping(&d.docker_sock())
+    });
+    let s = wait_until("dockerd settles after SIGCONT", 20, || {
+        settled(&d.docker_sock())
+    });
+    println!("dockerd answered {t:?} after SIGCONT, settled {s:?} later");
+    phase(&d, "dockerd continued (SIGCONT)", &[]);
+
+    // SIGTERM: dockerd removes its socket and exits (live-restore keeps the container).
+    d.signal_dockerd(Signal::SIGTERM);
+    assert!(!d.docker_sock().exists());
+    phase(
+        &d,
+        "dockerd terminated (SIGTERM)",
+        &[("runtime.not_running", &dsock)],
+    );
+    let t = d.start_dockerd();
+    println!("dockerd restarted in {t:?}");
+    phase(&d, "dockerd restarted", &[]);
+
+    // SIGKILL: the socket stays, nobody listens.
+    d.signal_dockerd(Signal::SIGKILL);
+    assert!(d.docker_sock().exists());
+    phase(
+        &d,
+        "dockerd killed (SIGKILL)",
+        &[("runtime.crashed", &dsock)],
+    );
+    let t = d.start_dockerd();
+    println!("dockerd restarted in {t:?}");
+    phase(&d, "dockerd restarted after SIGKILL", &[]);
+
+    // containerd killed: its socket stays; dockerd (live-restore) answers on.
+    d.kill_containerd();
+    phase(
+        &d,
+        "containerd killed (SIGKILL)",
+        &[("runtime.crashed", &csock)],
+    );
+    let t = d.start_containerd();
+    println!("containerd restarted in {t:?}");
+    // dockerd reconnects to containerd on its own; the container runs on.
+    wait_until("dockerd lists the container again", 30, || {
+        let out = Command::new(&d.docker_cli)
+            .arg("-H")
+            .arg(format!("unix://{dsock}"))
+            .args(["ps", "-q", "--filter", "name=nd-runtime-test"])
+            .output();
+        out.is_ok_and(|o| !o.stdout.is_empty())
+    });
+    phase(&d, "containerd restarted", &[]);
+    assert!(d.container_pid.is_some_and(alive), "the container survived");
+}
+
+/// A loop-mounted ext4 filesystem at `<root>/var/lib/kubelet/pods`; unmounted on drop.
+struct Ext4Pods {
+    root: tempfile::TempDir,
+    mnt: PathBuf,
+    locked: Option<PathBuf>,
+}
+
+impl Drop for Ext4Pods {
+    fn drop(&mut self) {
+        if let Some(f) = &self.locked {
+            let _ = Command::new("chattr").arg("-i").arg(f).status();
+        }
+        let _ = nix::mount::umount2(&self.mnt, nix::mount::MntFlags::MNT_DETACH);
+        let _ = self.root.path();
+    }
+}
+
+#[test]
+fn an_immutable_file_under_a_pod_directory_on_real_ext4() {
+    let name = "an_immutable_file_under_a_pod_directory_on_real_ext4";
+    if !is_root() {
+        println!("SKIP {name}: needs root (mounts a loop device)");
+        return;
+    }
+    let (Some(mkfs), Some(chattr)) = (
+        program(&["/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4"]),
+        program(&["/usr/bin/chattr", "/bin/chattr"]),
+    ) else {
+        println!("SKIP {name}: needs e2fsprogs (mkfs.ext4, chattr)");
+        return;
+    };
+    let root = tempfile::tempdir().unwrap();
+    let mnt = root.path().join("var/lib/kubelet/pods");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let image = root.path().join("pods.img");
+    let f = std::fs::File::create(&image).unwrap();
+    f.set_len(16 << 20).unwrap();
+    let st = Command::new(mkfs)
+        .args(["-q", "-F"])
+        .arg(&image)
+        .status()
+        .expect("mkfs.ext4");
+    assert!(st.success());
+    let st = Command::new("mount")
+        .args(["-o", "loop"])
+        .arg(&image)
+        .arg(&mnt)
+        .status()
+        .expect("mount -o loop");
+    if !st.success() {
+        println!("SKIP {name}: cannot mount a loop device here");
+        return;
+    }
+    let mut guard = Ext4Pods {
+        root,
+        mnt: mnt.clone(),
+        locked: None,
+    };
+    let root = guard.root.path().to_path_buf();
+    std::os::unix::fs::symlink("/proc", root.join("proc")).unwrap();
+    std::fs::write(
+        root.join("var/lib/kubelet/config.yaml"),
+        "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n",
+    )
+    .unwrap();
+    let uid = "65046a06-f795-11e9-9bb6-b67fb7a70bad";
+    let dir = mnt.join(format!("{uid}/volumes/kubernetes.io~empty-dir/data"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let locked = dir.join("locked.txt");
+    std::fs::write(&locked, "x").unwrap();
+    std::fs::write(dir.join("plain.txt"), "y").unwrap();
+    let st = Command::new(&chattr)
+        .arg("+i")
+        .arg(&locked)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    guard.locked = Some(locked.clone());
+    let host_path =
+        format!("/var/lib/kubelet/pods/{uid}/volumes/kubernetes.io~empty-dir/data/locked.txt");
+    // The kubelet's complaint about it stays in the log throughout.
+    let log = format!(
+        "Sep 27 14:37:21 node-1 kubelet[14109]: E0927 14:37:21.922965 14109 kubelet_pods.go:1120] failed to remove pod directory: unlinkat {host_path}: operation not permitted\n"
+    );
+    std::fs::create_dir_all(root.join("var/log")).unwrap();
+    std::fs::write(root.join("var/log/messages"), &log).unwrap();
+
+    let check = || {
+        let out = run(
+            &[
+                "check",
+                "--host-root",
+                root.to_str().unwrap(),
+                "--collector",
+                "runtime",
+                "--format",
+                "json",
+                "--interval",
+                "100ms",
+                "--node-name",
+                "node-1",
+            ],
+            &[],
+        );
+        let v: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["id"] == "runtime.immutable_file")
+            .cloned()
+            .collect::<Vec<Value>>()
+    };
+    let found = check();
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let f = &found[0];
+    assert_eq!(f["subject"], host_path.as_str());
+    assert_eq!(f["evidence"]["attributes"], "i");
+    assert_eq!(f["evidence"]["pod_uid"], uid);
+    let commands: Vec<&str> = f["remediation"]["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    // `~` is not a bare shell word: the path is one quoted argument.
+    assert!(
+        commands.contains(&format!("chattr -i '{host_path}'").as_str()),
+        "{commands:?}"
+    );
+    assert!(
+        commands.contains(&format!("lsattr -d '{host_path}'").as_str()),
+        "{commands:?}"
+    );
+
+    let st = Command::new(&chattr)
+        .arg("-i")
+        .arg(&locked)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    guard.locked = None;
+    assert!(check().is_empty());
+    assert_eq!(
+        std::fs::read_to_string(root.join("var/log/messages")).unwrap(),
+        log,
+        "the log is unchanged"
+    );
+}

@@ -1,0 +1,456 @@
+//! The log-derived findings of the `runtime` collector: typed incidents from the node's logs
+//! (plus what is known live about the node) -> drafts. Their words are
+//! `collectors/rules/runtime_logs.toml`. Pure: testable without files.
+//!
+//! Everything ends when the condition ends. kubelet repeats its readiness states (PLEG, the
+//! runtime, the network) every few seconds while they hold, so one is current while its last
+//! line is at most `state_window` old; the runtimes' errors of one operation (a pull, a
+//! sandbox) are retried with back-off of up to five minutes, so they are current while their
+//! last line is at most `event_window` old. An older line is history: no finding. When the
+//! live state is known to be healthy (the CNI configuration is there and the runtime's
+//! network is ready, the runtime answers), a state clears `settle` after its last line
+//! without waiting for the window.
+//!
+//! The collector also probes what the kubelet's lines describe: when the probes already show
+//! the runtime down (`runtime.not_running`, `runtime.hung`, …) or the network not ready
+//! (`runtime.cni_not_ready`, from the CNI directory and the CRI's `NetworkReady`), those
+//! findings say it, and the kubelet's lines add no second finding about the same thing. The
+//! log findings are for what only the logs show: the kubelet saying so while the probes see
+//! nothing wrong (or cannot tell).
+
+use std::collections::BTreeMap;
+
+use super::patterns::{EventKind, Runtime};
+use super::registry::RegistryFacts;
+use super::{ReadReport, SourceKind};
+use crate::finding::Severity;
+use crate::rules::Draft;
+
+/// Thresholds of the log rules.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Thresholds {
+    /// A readiness state is current while its last line is at most this old (seconds).
+    pub state_window_seconds: i64,
+    /// An operation's error is current while its last line is at most this old (seconds).
+    pub event_window_seconds: i64,
+    /// With the live state known healthy, a state clears this long after its last line.
+    pub settle_seconds: i64,
+    /// At most this many findings per rule with a subject (containers, images): the most
+    /// recent.
+    pub max_subjects: usize,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            state_window_seconds: 300,
+            event_window_seconds: 900,
+            settle_seconds: 60,
+            max_subjects: 20,
+        }
+    }
+}
+
+/// One kind of problem with one subject, as the logs showed it within the lookback.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Incident {
+    pub kind: EventKind,
+    pub subject: String,
+    /// Lines in the lookback window.
+    pub count: u64,
+    /// Unix seconds.
+    pub first_seen: i64,
+    pub last_seen: i64,
+    /// The latest line (cut).
+    pub example: String,
+    pub source: SourceKind,
+    /// Host path of the log file of the latest line.
+    pub file: String,
+    pub ident: String,
+    pub detail: super::patterns::Detail,
+}
+
+/// What the logs showed, at `now`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LogSample {
+    /// Unix seconds.
+    pub now: i64,
+    pub lookback_seconds: i64,
+    pub incidents: Vec<Incident>,
+    pub report: ReadReport,
+}
+
+/// What is known about the node now, from outside the logs (the `runtime` collector fills
+/// what it knows; `None` is unknown).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LiveFacts {
+    /// Runtime directories whose filesystem is full now (host paths).
+    pub full_runtime_dirs: Vec<String>,
+    /// The CNI configuration directory holds a network configuration now.
+    pub cni_config_present: Option<bool>,
+    /// The runtime's CRI `NetworkReady` condition now.
+    pub cri_network_ready: Option<bool>,
+    /// The container runtime answers now.
+    pub runtime_responding: Option<bool>,
+    /// Registry configuration, by registry (see [`super::registry::facts`]).
+    pub registries: BTreeMap<String, RegistryFacts>,
+}
+
+/// Applies the log rules.
+pub fn judge(sample: &LogSample, live: &LiveFacts, t: &Thresholds) -> Vec<Draft> {
+    let now = sample.now;
+    let age = |i: &Incident| (now - i.last_seen).max(0);
+    let current = |i: &Incident| {
+        let window = if i.kind.is_state() {
+            t.state_window_seconds
+        } else {
+            t.event_window_seconds
+        };
+        age(i) <= window
+    };
+    let of = |k: EventKind| -> Vec<&Incident> {
+        let mut v: Vec<&Incident> = sample
+            .incidents
+            .iter()
+            .filter(|i| i.kind == k && current(i))
+            .collect();
+        // Most recent first, then by subject for a stable order.
+        v.sort_by(|a, b| {
+            b.last_seen
+                .cmp(&a.last_seen)
+                .then(a.subject.cmp(&b.subject))
+        });
+        v
+    };
+    let base = |id: &str, sev: Severity, i: &Incident| {
+        Draft::new(id, sev)
+            .evidence("lines_in_window", i.count)
+            .evidence("last_seen_seconds_ago", age(i))
+            .evidence("first_seen_seconds_ago", (now - i.first_seen).max(0))
+            .evidence("log_file", i.file.as_str())
+            .evidence("log_source", i.source.as_str())
+            .evidence("last_line", i.example.as_str())
+            .var(
+                "window_seconds",
+                if i.kind.is_state() {
+                    t.state_window_seconds
+                } else {
+                    t.event_window_seconds
+                },
+            )
+            .when_if("journal", i.source == SourceKind::Journal)
+    };
+    let settled =
+        |i: &Incident, healthy: Option<bool>| healthy == Some(true) && age(i) > t.settle_seconds;
+    let mut out = Vec::new();
+
+    if let Some(i) = of(EventKind::PlegUnhealthy).first() {
+        let no_space = of(EventKind::NoSpace);
+        let full = !live.full_runtime_dirs.is_empty() || !no_space.is_empty();
+        let mut d = base("runtime.pleg_unhealthy", Severity::Critical, i)
+            .subject("kubelet")
+            .when_if("disk_full", full);
+        if !live.full_runtime_dirs.is_empty() {
+            d = d
+                .evidence("full_runtime_dirs", live.full_runtime_dirs.join(", "))
+                .words("full_dirs", &live.full_runtime_dirs);
+        }
+        if let Some(p) = no_space.first().and_then(|n| n.detail.path.clone()) {
+            d = d.evidence("no_space_path", p);
+        }
+        out.push(d);
+    }
+    if let Some(i) = of(EventKind::RuntimeNotReady).first() {
+        // A runtime the probes see down is reported from the probes.
+        if live.runtime_responding != Some(false) && !settled(i, live.runtime_responding) {
+            out.push(
+                base("runtime.kubelet_runtime_not_ready", Severity::Critical, i)
+                    .subject("kubelet")
+                    .evidence_opt("reason", i.detail.reason.clone()),
+            );
+        }
+    }
+    if let Some(i) = of(EventKind::NetworkNotReady).first() {
+        // A missing configuration or a CRI saying the network is not ready is reported from
+        // the probes (runtime.cni_not_ready).
+        let probes_show_it =
+            live.cni_config_present == Some(false) || live.cri_network_ready == Some(false);
+        let healthy = match (live.cni_config_present, live.cri_network_ready) {
+            (Some(true), Some(true)) | (Some(true), None) => Some(true),
+            _ => None,
+        };
+        if !probes_show_it && !settled(i, healthy) {
+            out.push(
+                base("runtime.kubelet_network_not_ready", Severity::Critical, i)
+                    .subject("kubelet")
+                    .evidence_opt("reason", i.detail.reason.clone())
+                    .when_if("cni_config_present", live.cni_config_present == Some(true)),
+            );
+        }
+    }
+    for i in of(EventKind::NameConflict).into_iter().take(t.max_subjects) {
+        let runtime = i.detail.runtime.unwrap_or(Runtime::Docker);
+        out.push(
+            base("runtime.container_name_conflict", Severity::Warning, i)
+                .subject(i.subject.as_str())
+                .evidence("container_name", i.subject.as_str())
+                .evidence("pod", i.detail.pod.clone().unwrap_or_default())
+                .evidence("namespace", i.detail.namespace.clone().unwrap_or_default())
+                .evidence("runtime", runtime.as_str())
+                .evidence_opt("holder_id", i.detail.holder.clone())
+                .when_if("docker", runtime == Runtime::Docker)
+                .when_if("containerd", runtime == Runtime::Containerd),
+        );
+    }
+    if let Some(i) = of(EventKind::Ttrpc).first() {
+        out.push(base("runtime.ttrpc_shim_errors", Severity::Warning, i).subject("dockerd"));
+    }
+    for (kind, id) in [
+        (
+            EventKind::PullHttpRegistry,
+            "runtime.image_pull_http_registry",
+        ),
+        (EventKind::PullUnknownCa, "runtime.image_pull_unknown_ca"),
+        (EventKind::PullAuth, "runtime.image_pull_auth"),
+        (EventKind::PullNotFound, "runtime.image_not_found"),
+    ] {
+        for i in of(kind).into_iter().take(t.max_subjects) {
+            let registry = i.detail.registry.clone().unwrap_or_default();
+            let facts = live.registries.get(&registry);
+            let runtime = i.detail.runtime;
+            let docker = runtime == Some(Runtime::Docker)
+                || (runtime.is_none()
+                    && facts.is_some_and(|f| f.docker_config && !f.containerd_config));
+            let containerd = runtime == Some(Runtime::Containerd)
+                || (runtime.is_none()
+                    && facts.is_some_and(|f| f.containerd_config && !f.docker_config));
+            let mut d = base(id, Severity::Warning, i)
+                .subject(i.subject.as_str())
+                .evidence("image", i.subject.as_str())
+                .evidence("registry", registry.as_str())
+                .evidence_opt("runtime", runtime.map(Runtime::as_str))
+                .when_if("docker", docker)
+                .when_if("containerd", containerd);
+            if kind == EventKind::PullUnknownCa {
+                d = d.var("registry_address", with_port(&registry));
+            }
+            if let Some(f) = facts {
+                d = match kind {
+                    EventKind::PullHttpRegistry => d
+                        .when_if("docker_listed_insecure", docker && f.docker_insecure)
+                        .when_if("docker_not_listed", docker && !f.docker_insecure)
+                        .when_if(
+                            "containerd_http_configured",
+                            containerd && f.containerd_http,
+                        )
+                        .when_if(
+                            "containerd_not_configured",
+                            containerd && !f.containerd_http,
+                        ),
+                    EventKind::PullUnknownCa => d
+                        .when_if("docker_ca_present", docker && f.docker_ca)
+                        .when_if("docker_ca_missing", docker && !f.docker_ca)
+                        .when_if(
+                            "containerd_ca_configured",
+                            containerd && (f.containerd_ca || f.containerd_skip_verify),
+                        )
+                        .when_if(
+                            "containerd_ca_missing",
+                            containerd && !f.containerd_ca && !f.containerd_skip_verify,
+                        ),
+                    _ => d,
+                };
+                d = d.evidence_opt("containerd_hosts_file", f.containerd_hosts_file.clone());
+            }
+            out.push(d);
+        }
+    }
+    out
+}
+
+/// `host:port` of a registry for a TLS connection: its own port, else 443.
+fn with_port(registry: &str) -> String {
+    if registry
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+    {
+        registry.to_string()
+    } else if registry == "docker.io" {
+        "registry-1.docker.io:443".to_string()
+    } else {
+        format!("{registry}:443")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::finding::Finding;
+    use crate::nodelog::patterns::Detail;
+
+    const NOW: i64 = 1_795_406_400;
+
+    fn inc(kind: EventKind, subject: &str, ago: i64) -> Incident {
+        Incident {
+            kind,
+            subject: subject.into(),
+            count: 3,
+            first_seen: NOW - ago - 120,
+            last_seen: NOW - ago,
+            example: "line".into(),
+            source: SourceKind::Syslog,
+            file: "/var/log/messages".into(),
+            ident: "kubelet".into(),
+            detail: Detail::default(),
+        }
+    }
+
+    fn sample(incidents: Vec<Incident>) -> LogSample {
+        LogSample {
+            now: NOW,
+            lookback_seconds: 3600,
+            incidents,
+            report: ReadReport::default(),
+        }
+    }
+
+    fn render(s: &LogSample, live: &LiveFacts) -> Vec<Finding> {
+        let rules = crate::rules::RuleBook::builtin();
+        judge(s, live, &Thresholds::default())
+            .into_iter()
+            .map(|d| rules.render(d, "node-1"))
+            .collect()
+    }
+
+    #[test]
+    fn recent_states_fire_old_ones_are_history() {
+        let s = sample(vec![
+            inc(EventKind::PlegUnhealthy, "", 10),
+            inc(EventKind::NetworkNotReady, "", 299),
+            inc(EventKind::RuntimeNotReady, "", 301),
+        ]);
+        let f = render(&s, &LiveFacts::default());
+        let ids: Vec<&str> = f.iter().map(|f| f.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "runtime.pleg_unhealthy",
+                "runtime.kubelet_network_not_ready"
+            ]
+        );
+        assert_eq!(f[0].severity, Severity::Critical);
+        assert_eq!(f[0].evidence["last_seen_seconds_ago"].as_f64(), Some(10.0));
+    }
+
+    #[test]
+    fn pleg_names_the_full_disk() {
+        let mut no_space = inc(EventKind::NoSpace, "", 30);
+        no_space.detail.path = Some("/var/lib/docker/containers/x-json.log".into());
+        let s = sample(vec![inc(EventKind::PlegUnhealthy, "", 10), no_space]);
+        let d = judge(&s, &LiveFacts::default(), &Thresholds::default());
+        assert!(d[0].is("disk_full"));
+        let live = LiveFacts {
+            full_runtime_dirs: vec!["/var/lib/docker".into()],
+            ..LiveFacts::default()
+        };
+        let s = sample(vec![inc(EventKind::PlegUnhealthy, "", 10)]);
+        let f = render(&s, &live);
+        assert_eq!(
+            f[0].evidence["full_runtime_dirs"].as_str(),
+            Some("/var/lib/docker")
+        );
+        assert!(
+            f[0].summary.en.contains("/var/lib/docker"),
+            "{}",
+            f[0].summary.en
+        );
+        let s = sample(vec![inc(EventKind::PlegUnhealthy, "", 10)]);
+        assert!(!judge(&s, &LiveFacts::default(), &Thresholds::default())[0].is("disk_full"));
+    }
+
+    #[test]
+    fn a_healthy_live_state_clears_after_settling() {
+        let live = LiveFacts {
+            cni_config_present: Some(true),
+            runtime_responding: Some(true),
+            ..LiveFacts::default()
+        };
+        let s = sample(vec![
+            inc(EventKind::NetworkNotReady, "", 90),
+            inc(EventKind::RuntimeNotReady, "", 90),
+        ]);
+        assert!(judge(&s, &live, &Thresholds::default()).is_empty());
+        // Still logging: still a finding, whatever the live state says.
+        let s = sample(vec![inc(EventKind::NetworkNotReady, "", 5)]);
+        assert_eq!(judge(&s, &live, &Thresholds::default()).len(), 1);
+        // What the probes already show is theirs to report.
+        let missing = LiveFacts {
+            cni_config_present: Some(false),
+            runtime_responding: Some(false),
+            ..LiveFacts::default()
+        };
+        let s = sample(vec![
+            inc(EventKind::NetworkNotReady, "", 5),
+            inc(EventKind::RuntimeNotReady, "", 5),
+        ]);
+        assert!(judge(&s, &missing, &Thresholds::default()).is_empty());
+        let present = LiveFacts {
+            cni_config_present: Some(true),
+            ..LiveFacts::default()
+        };
+        let s = sample(vec![inc(EventKind::NetworkNotReady, "", 5)]);
+        assert!(judge(&s, &present, &Thresholds::default())[0].is("cni_config_present"));
+    }
+
+    #[test]
+    fn pulls_confirm_their_cause_in_the_config() {
+        let mut i = inc(EventKind::PullHttpRegistry, "10.0.0.5:5000/shop/web:v1", 60);
+        i.detail.registry = Some("10.0.0.5:5000".into());
+        i.detail.runtime = Some(Runtime::Docker);
+        let mut live = LiveFacts::default();
+        live.registries.insert(
+            "10.0.0.5:5000".into(),
+            RegistryFacts {
+                registry: "10.0.0.5:5000".into(),
+                docker_config: true,
+                ..RegistryFacts::default()
+            },
+        );
+        let d = judge(&sample(vec![i.clone()]), &live, &Thresholds::default());
+        assert!(d[0].is("docker") && d[0].is("docker_not_listed"));
+        let f = render(&sample(vec![i.clone()]), &live);
+        assert!(f[0]
+            .remediation
+            .commands
+            .iter()
+            .any(|c| c.contains("daemon.json")));
+        live.registries
+            .get_mut("10.0.0.5:5000")
+            .unwrap()
+            .docker_insecure = true;
+        let d = judge(&sample(vec![i.clone()]), &live, &Thresholds::default());
+        assert!(d[0].is("docker_listed_insecure"));
+        // An old failure is history.
+        let old = inc(EventKind::PullNotFound, "imroc/test:v0.2", 901);
+        assert!(judge(&sample(vec![old]), &live, &Thresholds::default()).is_empty());
+    }
+
+    #[test]
+    fn conflicts_are_per_container_and_capped() {
+        let mut v = Vec::new();
+        for n in 0..30 {
+            let mut i = inc(
+                EventKind::NameConflict,
+                &format!("k8s_POD_web-{n}_default_65046a06-f795-11e9-9bb6-b67fb7a70bad_0"),
+                n,
+            );
+            i.detail.pod = Some(format!("web-{n}"));
+            i.detail.namespace = Some("default".into());
+            i.detail.runtime = Some(Runtime::Docker);
+            v.push(i);
+        }
+        let d = judge(&sample(v), &LiveFacts::default(), &Thresholds::default());
+        assert_eq!(d.len(), 20);
+        assert!(d[0].subject.contains("web-0_"));
+    }
+}

@@ -1,0 +1,724 @@
+//! What a line of kubelet, dockerd or containerd means: the handbook's messages, recognised in
+//! the forms these programs really print them (klog text and structured klog, logrus
+//! `level=error msg="…"` with its `\"` escapes, and the same nested inside kubelet's `err="…"`).
+//! Names a line carries (container, pod, namespace, image, registry) are taken only when they
+//! are valid names of their kind; a line whose name is not is not an event.
+//!
+//! Sources of the messages: handbook 002 (quoted in each kind's documentation), and the
+//! components' own code where the handbook only paraphrases (kubelet `kubelet.go`
+//! `updateRuntimeUp`/`runtimeState`, containerd's CRI `reserve … name`).
+
+/// The kinds of problem a line can show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum EventKind {
+    /// kubelet: `PLEG is not healthy: pleg was last seen active 3m0s ago; threshold is 3m0s`
+    /// (the handbook: kubelet logs "PLEG unhealthy" when the runtime's disk is full).
+    PlegUnhealthy,
+    /// kubelet: `container runtime is down`, `Container runtime not ready`
+    /// (`RuntimeReady=false reason:DockerDaemonNotReady …`).
+    RuntimeNotReady,
+    /// kubelet: `Container runtime network not ready` (`NetworkReady=false
+    /// reason:NetworkPluginNotReady message:docker: network plugin is not ready: cni config
+    /// uninitialized`).
+    NetworkNotReady,
+    /// Any of them: `no space left on device` (the handbook's dockerd line `Failed to log msg
+    /// … no space left on device`).
+    NoSpace,
+    /// dockerd: `Conflict. The container name "/k8s_POD_…" is already in use by container
+    /// "30aa3f…"`; containerd: `failed to reserve sandbox name "…": name "…" is reserved for
+    /// "…"`.
+    NameConflict,
+    /// `ttrpc: client shutting down: read unix @->@/containerd-shim/moby/…/shim.sock: read:
+    /// connection reset by peer` (handbook: two docker installations).
+    Ttrpc,
+    /// `http: server gave HTTP response to HTTPS client`.
+    PullHttpRegistry,
+    /// `x509: certificate signed by unknown authority`.
+    PullUnknownCa,
+    /// `pull access denied`, `unauthorized: authentication required`, `no basic auth
+    /// credentials`.
+    PullAuth,
+    /// `manifest for imroc/test:v0.2 not found`, `manifest unknown`, `failed to resolve
+    /// reference "…": … not found`.
+    PullNotFound,
+}
+
+impl EventKind {
+    pub const ALL: [EventKind; 10] = [
+        EventKind::PlegUnhealthy,
+        EventKind::RuntimeNotReady,
+        EventKind::NetworkNotReady,
+        EventKind::NoSpace,
+        EventKind::NameConflict,
+        EventKind::Ttrpc,
+        EventKind::PullHttpRegistry,
+        EventKind::PullUnknownCa,
+        EventKind::PullAuth,
+        EventKind::PullNotFound,
+    ];
+
+    /// The `kind` label of the match counter.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::PlegUnhealthy => "pleg_unhealthy",
+            EventKind::RuntimeNotReady => "runtime_not_ready",
+            EventKind::NetworkNotReady => "network_not_ready",
+            EventKind::NoSpace => "no_space",
+            EventKind::NameConflict => "name_conflict",
+            EventKind::Ttrpc => "ttrpc",
+            EventKind::PullHttpRegistry => "pull_http_registry",
+            EventKind::PullUnknownCa => "pull_unknown_ca",
+            EventKind::PullAuth => "pull_auth",
+            EventKind::PullNotFound => "pull_not_found",
+        }
+    }
+
+    /// A condition that repeats while it lasts (kubelet logs these every few seconds), as
+    /// opposed to an error of one operation retried with back-off.
+    pub fn is_state(self) -> bool {
+        matches!(
+            self,
+            EventKind::PlegUnhealthy | EventKind::RuntimeNotReady | EventKind::NetworkNotReady
+        )
+    }
+}
+
+/// Which runtime a line is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Runtime {
+    Docker,
+    Containerd,
+}
+
+impl Runtime {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Runtime::Docker => "docker",
+            Runtime::Containerd => "containerd",
+        }
+    }
+}
+
+/// What else a line names, each validated.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Detail {
+    pub runtime: Option<Runtime>,
+    /// Conflict: the pod, its namespace and the id of the container holding the name.
+    pub pod: Option<String>,
+    pub namespace: Option<String>,
+    pub holder: Option<String>,
+    /// Pulls: the registry (`host[:port]`, `docker.io` for Docker Hub names).
+    pub registry: Option<String>,
+    /// Readiness: kubelet's reason (`DockerDaemonNotReady`, `NetworkPluginNotReady`).
+    pub reason: Option<String>,
+    /// No space: the path the runtime failed to write.
+    pub path: Option<String>,
+}
+
+impl Detail {
+    /// Takes what `newer` knows, keeping what it does not (kubelet's "container runtime is
+    /// down" has no reason; the "Container runtime not ready" line before it had one).
+    pub fn merge(&mut self, newer: Detail) {
+        fn take<T>(old: &mut Option<T>, new: Option<T>) {
+            if new.is_some() {
+                *old = new;
+            }
+        }
+        take(&mut self.runtime, newer.runtime);
+        take(&mut self.pod, newer.pod);
+        take(&mut self.namespace, newer.namespace);
+        take(&mut self.holder, newer.holder);
+        take(&mut self.registry, newer.registry);
+        take(&mut self.reason, newer.reason);
+        take(&mut self.path, newer.path);
+    }
+}
+
+/// One recognised problem in one line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    pub kind: EventKind,
+    /// What it is about: the container name of a conflict, the image (or the registry) of a
+    /// pull; empty for node-wide states.
+    pub subject: String,
+    pub detail: Detail,
+}
+
+impl Event {
+    fn new(kind: EventKind) -> Event {
+        Event {
+            kind,
+            subject: String::new(),
+            detail: Detail::default(),
+        }
+    }
+}
+
+/// Removes the backslashes before quotes (logrus and klog escape nested quotes, sometimes
+/// twice: `\"`, `\\\"`), so names can be cut at quotes.
+fn unescape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut pending = 0usize;
+    for c in s.chars() {
+        if c == '\\' {
+            pending += 1;
+            continue;
+        }
+        if c != '"' {
+            out.extend(std::iter::repeat_n('\\', pending));
+        }
+        pending = 0;
+        out.push(c);
+    }
+    out.extend(std::iter::repeat_n('\\', pending));
+    out
+}
+
+/// The text inside the quotes right after `marker` (`marker` ends before the opening quote).
+fn quoted_after<'a>(s: &'a str, marker: &str) -> Option<&'a str> {
+    let i = s.find(marker)? + marker.len();
+    let rest = s[i..].strip_prefix('"')?;
+    let end = rest.find('"')?;
+    Some(&rest[..end])
+}
+
+/// Recognises the handbook's messages in a line of `ident` (`kubelet`, `dockerd`,
+/// `containerd`, …). Usually zero or one event; kubelet's node-status lines can carry two
+/// (`container runtime is down,PLEG is not healthy: …`).
+pub fn classify(ident: &str, message: &str) -> Vec<Event> {
+    let mut out = Vec::new();
+    // Cheap pre-filter: none of the phrases, no work.
+    const HINTS: [&str; 14] = [
+        "PLEG",
+        "pleg",
+        "untime",
+        "etwork",
+        "no space left",
+        "Conflict",
+        "reserve",
+        "ttrpc",
+        "HTTP response",
+        "x509",
+        "access denied",
+        "nauthorized",
+        "auth credentials",
+        "not found",
+    ];
+    if !HINTS.iter().any(|h| message.contains(h)) && !message.contains("manifest unknown") {
+        return out;
+    }
+    let m = unescape(message);
+    let kubelet = ident == "kubelet";
+    let runtime = runtime_of(ident, &m);
+
+    if kubelet
+        && (m.contains("PLEG is not healthy")
+            || m.contains("pleg was last seen active")
+            || m.contains("pleg has yet to be successful"))
+    {
+        out.push(Event::new(EventKind::PlegUnhealthy));
+    }
+    if kubelet
+        && (m.contains("container runtime is down")
+            || m.contains("Container runtime not ready")
+            || m.contains("RuntimeReady=false"))
+    {
+        let mut e = Event::new(EventKind::RuntimeNotReady);
+        e.detail.reason = reason_after(&m, "RuntimeReady=false reason:");
+        out.push(e);
+    }
+    if kubelet
+        && (m.contains("Container runtime network not ready")
+            || m.contains("NetworkReady=false")
+            || m.contains("network plugin is not ready")
+            || m.contains("cni plugin not initialized"))
+    {
+        let mut e = Event::new(EventKind::NetworkNotReady);
+        e.detail.reason = reason_after(&m, "NetworkReady=false reason:");
+        out.push(e);
+    }
+    if m.contains("no space left on device") {
+        let mut e = Event::new(EventKind::NoSpace);
+        e.detail.path = path_before_no_space(&m);
+        e.detail.runtime = runtime;
+        out.push(e);
+    }
+    if let Some(e) = name_conflict(&m, runtime) {
+        out.push(e);
+    }
+    if m.contains("ttrpc: client shutting down") || m.contains("ttrpc: closed") {
+        let mut e = Event::new(EventKind::Ttrpc);
+        e.detail.runtime = runtime;
+        out.push(e);
+    }
+    if let Some(kind) = pull_kind(&m) {
+        let image = image_of(&m);
+        let registry = image
+            .as_deref()
+            .map(registry_of)
+            .or_else(|| registry_from_url(&m));
+        // A pull failure names its image or at least its registry; one that names neither
+        // (dockerd's "Attempting next endpoint" follow-up lines) adds nothing.
+        if let Some(registry) = registry {
+            let mut e = Event::new(kind);
+            e.subject = image.clone().unwrap_or_else(|| registry.clone());
+            e.detail.registry = Some(registry);
+            e.detail.runtime = runtime;
+            out.push(e);
+        }
+    }
+    out
+}
+
+/// The runtime a line speaks for: its program, or docker's and containerd's own phrases in
+/// kubelet's relay of them.
+fn runtime_of(ident: &str, m: &str) -> Option<Runtime> {
+    match ident {
+        "dockerd" | "docker" => Some(Runtime::Docker),
+        "containerd" => Some(Runtime::Containerd),
+        _ if m.contains("Error response from daemon") || m.contains("containerd-shim/moby") => {
+            Some(Runtime::Docker)
+        }
+        _ if m.contains("failed to pull and unpack image")
+            || m.contains("failed to reserve")
+            || m.contains("failed to resolve reference") =>
+        {
+            Some(Runtime::Containerd)
+        }
+        _ => None,
+    }
+}
+
+/// `reason:DockerDaemonNotReady` -> `DockerDaemonNotReady` (letters only).
+fn reason_after(m: &str, marker: &str) -> Option<String> {
+    let i = m.find(marker)? + marker.len();
+    let r: String = m[i..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric())
+        .take(64)
+        .collect();
+    (!r.is_empty()).then_some(r)
+}
+
+/// `write /opt/docker/containers/…-json.log: no space left on device` -> the path.
+fn path_before_no_space(m: &str) -> Option<String> {
+    let end = m.find(": no space left on device")?;
+    let head = &m[..end];
+    let start = head.rfind(' ')? + 1;
+    let p = &head[start..];
+    (p.starts_with('/')
+        && p.len() <= 512
+        && p.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-:+@".contains(&b)))
+    .then(|| p.to_string())
+}
+
+fn name_conflict(m: &str, runtime: Option<Runtime>) -> Option<Event> {
+    // dockerd (also relayed by kubelet): Conflict. The container name "/k8s_…" is already in
+    // use by container "<id>".
+    if m.contains("is already in use by container") {
+        let name = quoted_after(m, "The container name ")?;
+        let holder = quoted_after(m, "is already in use by container ");
+        let name = name.strip_prefix('/').unwrap_or(name);
+        let (pod, namespace) = docker_k8s_name(name)?;
+        let mut e = Event::new(EventKind::NameConflict);
+        e.subject = name.to_string();
+        e.detail.pod = Some(pod);
+        e.detail.namespace = Some(namespace);
+        e.detail.holder = holder
+            .filter(|h| crate::pods::is_container_id(h))
+            .map(String::from);
+        e.detail.runtime = Some(Runtime::Docker);
+        return Some(e);
+    }
+    // containerd CRI: failed to reserve sandbox name "<pod>_<ns>_<uid>_<n>": name "…" is
+    // reserved for "<id>"; failed to reserve container name "<c>_<pod>_<ns>_<uid>_<n>": …
+    for (marker, sandbox) in [
+        ("failed to reserve sandbox name ", true),
+        ("failed to reserve container name ", false),
+    ] {
+        if let Some(name) = quoted_after(m, marker) {
+            let (pod, namespace) = cri_name(name, sandbox)?;
+            let mut e = Event::new(EventKind::NameConflict);
+            e.subject = name.to_string();
+            e.detail.pod = Some(pod);
+            e.detail.namespace = Some(namespace);
+            e.detail.holder = quoted_after(m, "is reserved for ")
+                .filter(|h| crate::pods::is_container_id(h))
+                .map(String::from);
+            e.detail.runtime = runtime.or(Some(Runtime::Containerd));
+            return Some(e);
+        }
+    }
+    None
+}
+
+/// dockershim's names: `k8s_<container>_<pod>_<namespace>_<uid>_<attempt>`, the sandbox's
+/// container being `POD`. Returns (pod, namespace) when every part is valid.
+fn docker_k8s_name(name: &str) -> Option<(String, String)> {
+    let parts: Vec<&str> = name.split('_').collect();
+    let [k8s, container, pod, ns, uid, attempt] = parts.as_slice() else {
+        return None;
+    };
+    let ok = *k8s == "k8s"
+        && (*container == "POD" || crate::pods::is_dns_label(container))
+        && crate::pods::is_dns_subdomain(pod)
+        && crate::pods::is_dns_label(ns)
+        && crate::pods::is_pod_uid(uid)
+        && !attempt.is_empty()
+        && attempt.len() <= 10
+        && attempt.bytes().all(|b| b.is_ascii_digit());
+    ok.then(|| (pod.to_string(), ns.to_string()))
+}
+
+/// containerd CRI's names: sandbox `<pod>_<namespace>_<uid>_<attempt>`, container
+/// `<container>_<pod>_<namespace>_<uid>_<attempt>`.
+fn cri_name(name: &str, sandbox: bool) -> Option<(String, String)> {
+    let parts: Vec<&str> = name.split('_').collect();
+    let (container, rest) = if sandbox {
+        (None, parts.as_slice())
+    } else {
+        let (c, r) = parts.split_first()?;
+        (Some(*c), r)
+    };
+    let [pod, ns, uid, attempt] = rest else {
+        return None;
+    };
+    let ok = container.is_none_or(crate::pods::is_dns_label)
+        && crate::pods::is_dns_subdomain(pod)
+        && crate::pods::is_dns_label(ns)
+        && crate::pods::is_pod_uid(uid)
+        && !attempt.is_empty()
+        && attempt.len() <= 10
+        && attempt.bytes().all(|b| b.is_ascii_digit());
+    ok.then(|| (pod.to_string(), ns.to_string()))
+}
+
+fn pull_kind(m: &str) -> Option<EventKind> {
+    if m.contains("server gave HTTP response to HTTPS client") {
+        return Some(EventKind::PullHttpRegistry);
+    }
+    if m.contains("x509: certificate signed by unknown authority") {
+        return Some(EventKind::PullUnknownCa);
+    }
+    if m.contains("pull access denied")
+        || m.contains("unauthorized: authentication required")
+        || m.contains("no basic auth credentials")
+        || (m.contains("401 Unauthorized") && m.contains("pull"))
+    {
+        return Some(EventKind::PullAuth);
+    }
+    let pulling = m.contains("ull") || m.contains("manifest");
+    if pulling
+        && (m.contains("manifest unknown")
+            || (m.contains("manifest for ") && m.contains(" not found"))
+            || (m.contains("failed to resolve reference") && m.contains(": not found")))
+    {
+        return Some(EventKind::PullNotFound);
+    }
+    None
+}
+
+/// The image a pull line names, validated.
+fn image_of(m: &str) -> Option<String> {
+    let quoted = [
+        "image=",
+        "PullImage ",
+        "Failed to pull image ",
+        "failed to pull and unpack image ",
+        "failed to resolve reference ",
+    ];
+    for marker in quoted {
+        if let Some(img) = quoted_after(m, marker).filter(|i| is_image_ref(i)) {
+            return Some(img.to_string());
+        }
+    }
+    // Unquoted: "pull access denied for foo/bar, repository …", "manifest for imroc/test:v0.2
+    // not found".
+    for (marker, end) in [("pull access denied for ", ','), ("manifest for ", ' ')] {
+        if let Some(i) = m.find(marker) {
+            let rest = &m[i + marker.len()..];
+            let img = rest.split(end).next().unwrap_or("");
+            if is_image_ref(img) {
+                return Some(img.to_string());
+            }
+        }
+    }
+    None
+}
+
+/// An image reference: `[registry[:port]/]path[:tag][@digest]` of the reference grammar's
+/// characters, at most 512 bytes.
+pub fn is_image_ref(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 512
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-:/@".contains(&b))
+        && s.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric())
+        && !s.contains("//")
+}
+
+/// The registry of an image reference: its first component when it has a `.` or `:` or is
+/// `localhost`, else Docker Hub.
+pub fn registry_of(image: &str) -> String {
+    match image.split_once('/') {
+        Some((first, _)) if first.contains(['.', ':']) || first == "localhost" => first.to_string(),
+        _ => "docker.io".to_string(),
+    }
+}
+
+/// `host[:port]`: DNS or IPv4 characters and an optional port.
+pub fn is_registry_host(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 255
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b".-:".contains(&b))
+        && s.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric())
+}
+
+/// `https://10.0.0.5:5000/v2/…` -> `10.0.0.5:5000`.
+fn registry_from_url(m: &str) -> Option<String> {
+    let i = m.find("https://")? + "https://".len();
+    let host: String = m[i..]
+        .chars()
+        .take_while(|c| !matches!(c, '/' | '"' | ' ' | '\''))
+        .take(256)
+        .collect();
+    is_registry_host(&host).then_some(host)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(ident: &str, m: &str) -> Event {
+        let mut v = classify(ident, m);
+        assert_eq!(v.len(), 1, "{m}: {v:?}");
+        v.remove(0)
+    }
+
+    #[test]
+    fn kubelet_states() {
+        let e = one(
+            "kubelet",
+            r#"E1123 12:00:00.000000    1234 kubelet.go:2059] "Skipping pod synchronization" err="PLEG is not healthy: pleg was last seen active 3m0s ago; threshold is 3m0s""#,
+        );
+        assert_eq!(e.kind, EventKind::PlegUnhealthy);
+        // Old klog text.
+        let e = one("kubelet", "E0927 14:37:21.922965 14109 kubelet.go:1803] skipping pod synchronization - [PLEG is not healthy: pleg was last seen active 3m5.30015447s ago; threshold is 3m0s]");
+        assert_eq!(e.kind, EventKind::PlegUnhealthy);
+        let v = classify(
+            "kubelet",
+            r#"I1123 12:00:00.1 1234 kubelet_node_status.go:600] "Node became not ready" node="10.0.0.1" condition={Type:Ready Status:False Reason:KubeletNotReady Message:container runtime is down,PLEG is not healthy: pleg was last seen active 3m10s ago; threshold is 3m0s}"#,
+        );
+        let kinds: Vec<_> = v.iter().map(|e| e.kind).collect();
+        assert_eq!(
+            kinds,
+            [EventKind::PlegUnhealthy, EventKind::RuntimeNotReady]
+        );
+        let e = one(
+            "kubelet",
+            r#"E1123 12:00:00.1 1234 kubelet.go:2373] "Container runtime not ready" runtimeReady="RuntimeReady=false reason:DockerDaemonNotReady message:docker: failed to get docker version: Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?""#,
+        );
+        assert_eq!(
+            (e.kind, e.detail.reason.as_deref()),
+            (EventKind::RuntimeNotReady, Some("DockerDaemonNotReady"))
+        );
+        let e = one(
+            "kubelet",
+            r#"E1123 12:00:00.1 1234 kubelet.go:2373] "Container runtime network not ready" networkReady="NetworkReady=false reason:NetworkPluginNotReady message:docker: network plugin is not ready: cni config uninitialized""#,
+        );
+        assert_eq!(
+            (e.kind, e.detail.reason.as_deref()),
+            (EventKind::NetworkNotReady, Some("NetworkPluginNotReady"))
+        );
+        // The same words from another program are not kubelet's state.
+        assert!(classify("dockerd", "PLEG is not healthy").is_empty());
+        // Benign kubelet lines.
+        for benign in [
+            r#"I1123 12:00:30.000000    1234 kubelet.go:2000] "SyncLoop (PLEG): event for pod" pod="default/web-0""#,
+            r#"I1123 12:00:30.000000    1234 kubelet_network.go:60] "Updating Pod CIDR" originalPodCIDR="" newPodCIDR="172.16.0.0/24""#,
+            r#"I1123 12:00:30.000000    1234 kuberuntime_manager.go:1000] "Container runtime network ready""#,
+        ] {
+            assert!(classify("kubelet", benign).is_empty(), "{benign}");
+        }
+    }
+
+    #[test]
+    fn the_handbooks_conflict_through_dockerd_and_kubelet() {
+        let line = r#"time="2026-11-23T12:00:10.000000000+08:00" level=error msg="Handler for POST /v1.41/containers/create returned error: Conflict. The container name \"/k8s_POD_lomp-ext-d8c8b8c46-4v8tl_default_65046a06-f795-11e9-9bb6-b67fb7a70bad_0\" is already in use by container \"30aa3f5847e0ce89e9d411e76783ba14accba7eb7743e605a10a9a862a72c1e2\". You have to remove (or rename) that container to be able to reuse that name.""#;
+        let e = one("dockerd", line);
+        assert_eq!(e.kind, EventKind::NameConflict);
+        assert_eq!(
+            e.subject,
+            "k8s_POD_lomp-ext-d8c8b8c46-4v8tl_default_65046a06-f795-11e9-9bb6-b67fb7a70bad_0"
+        );
+        assert_eq!(e.detail.pod.as_deref(), Some("lomp-ext-d8c8b8c46-4v8tl"));
+        assert_eq!(e.detail.namespace.as_deref(), Some("default"));
+        assert_eq!(
+            e.detail.holder.as_deref(),
+            Some("30aa3f5847e0ce89e9d411e76783ba14accba7eb7743e605a10a9a862a72c1e2")
+        );
+        let kubelet = r#"E1123 12:00:10.1 1234 remote_runtime.go:116] "RunPodSandbox from runtime service failed" err="rpc error: code = Unknown desc = failed to create a sandbox for pod \"lomp-ext-d8c8b8c46-4v8tl\": Error response from daemon: Conflict. The container name \"/k8s_POD_lomp-ext-d8c8b8c46-4v8tl_default_65046a06-f795-11e9-9bb6-b67fb7a70bad_0\" is already in use by container \"30aa3f5847e0ce89e9d411e76783ba14accba7eb7743e605a10a9a862a72c1e2\". You have to remove (or rename) that container to be able to reuse that name.""#;
+        assert_eq!(one("kubelet", kubelet).subject, e.subject);
+        // containerd's form.
+        let c = one(
+            "containerd",
+            r#"time="2026-11-23T12:00:10.1+08:00" level=error msg="RunPodSandbox for &PodSandboxMetadata{Name:web-0,Uid:65046a06-f795-11e9-9bb6-b67fb7a70bad,Namespace:shop,Attempt:1,} failed, error" error="failed to reserve sandbox name \"web-0_shop_65046a06-f795-11e9-9bb6-b67fb7a70bad_1\": name \"web-0_shop_65046a06-f795-11e9-9bb6-b67fb7a70bad_1\" is reserved for \"6c4f1e2b8a9d0c3e5f7a1b2c4d6e8f0a1b3c5d7e9f1a2b4c6d8e0f1a3b5c7d9e\"""#,
+        );
+        assert_eq!(
+            (
+                c.detail.pod.as_deref(),
+                c.detail.namespace.as_deref(),
+                c.detail.runtime
+            ),
+            (Some("web-0"), Some("shop"), Some(Runtime::Containerd))
+        );
+        assert!(c.detail.holder.is_some());
+    }
+
+    #[test]
+    fn hostile_names_are_not_events() {
+        for name in [
+            "/k8s_POD_$(reboot)_default_65046a06-f795-11e9-9bb6-b67fb7a70bad_0",
+            "/k8s_POD_web_default_not-a-uid_0",
+            "/k8s_POD_web_Default_65046a06-f795-11e9-9bb6-b67fb7a70bad_0",
+            "/k8s_POD_web_default_65046a06-f795-11e9-9bb6-b67fb7a70bad_0_extra",
+        ] {
+            let line = format!(
+                r#"level=error msg="Conflict. The container name \"{name}\" is already in use by container \"ab\".""#
+            );
+            assert!(classify("dockerd", &line).is_empty(), "{name}");
+        }
+        let bad_image = r#""Failed to pull image" err="x509: certificate signed by unknown authority" image="evil;rm -rf /""#;
+        // The image is refused; the line has no registry URL either.
+        assert!(classify("kubelet", bad_image).is_empty());
+    }
+
+    #[test]
+    fn ttrpc_from_the_handbook() {
+        let e = one(
+            "kubelet",
+            r#"E1123 12:00:00.1 1234 remote_runtime.go:116] "RunPodSandbox from runtime service failed" err="rpc error: code = Unknown desc = failed to start sandbox container for pod \"nginx-7db9fccd9b-2j6dh\": Error response from daemon: ttrpc: client shutting down: read unix @->@/containerd-shim/moby/de2bfeefc999af42783115acca62745e6798981dff75f4148fae8c086668f667/shim.sock: read: connection reset by peer: unknown""#,
+        );
+        assert_eq!(
+            (e.kind, e.detail.runtime),
+            (EventKind::Ttrpc, Some(Runtime::Docker))
+        );
+    }
+
+    #[test]
+    fn pulls_by_cause() {
+        let cases = [
+            (
+                "kubelet",
+                r#"E1123 12:00:00.1 1234 remote_image.go:180] "PullImage from image service failed" err="rpc error: code = Unknown desc = failed to pull and unpack image \"10.0.0.5:5000/shop/web:v1\": failed to resolve reference \"10.0.0.5:5000/shop/web:v1\": failed to do request: Head \"https://10.0.0.5:5000/v2/shop/web/manifests/v1\": http: server gave HTTP response to HTTPS client" image="10.0.0.5:5000/shop/web:v1""#,
+                EventKind::PullHttpRegistry,
+                "10.0.0.5:5000/shop/web:v1",
+                "10.0.0.5:5000",
+                Some(Runtime::Containerd),
+            ),
+            (
+                "dockerd",
+                r#"time="2026-11-23T12:00:00+08:00" level=error msg="Handler for POST /v1.41/images/create returned error: Get \"https://10.0.0.5:5000/v2/\": http: server gave HTTP response to HTTPS client""#,
+                EventKind::PullHttpRegistry,
+                "10.0.0.5:5000",
+                "10.0.0.5:5000",
+                Some(Runtime::Docker),
+            ),
+            (
+                "kubelet",
+                r#"E1123 12:00:00.1 1234 kuberuntime_image.go:53] "Failed to pull image" err="rpc error: code = Unknown desc = Error response from daemon: Get \"https://harbor.example.com/v2/\": x509: certificate signed by unknown authority" image="harbor.example.com/shop/web:v1""#,
+                EventKind::PullUnknownCa,
+                "harbor.example.com/shop/web:v1",
+                "harbor.example.com",
+                Some(Runtime::Docker),
+            ),
+            (
+                "kubelet",
+                r#"E1123 12:00:00.1 1234 remote_image.go:180] "PullImage from image service failed" err="rpc error: code = Unknown desc = Error response from daemon: pull access denied for private/app, repository does not exist or may require 'docker login': denied: requested access to the resource is denied" image="private/app:v1""#,
+                EventKind::PullAuth,
+                "private/app:v1",
+                "docker.io",
+                Some(Runtime::Docker),
+            ),
+            (
+                // The handbook's line.
+                "kubelet",
+                r#"E0101 00:00:00.1 1234 remote_image.go:113] PullImage "imroc/test:v0.2" from image service failed: rpc error: code = Unknown desc = Error response from daemon: manifest for imroc/test:v0.2 not found"#,
+                EventKind::PullNotFound,
+                "imroc/test:v0.2",
+                "docker.io",
+                Some(Runtime::Docker),
+            ),
+            (
+                "containerd",
+                r#"time="2026-11-23T12:00:00.1+08:00" level=error msg="PullImage \"ccr.ccs.tencentyun.com/shop/web:v9\" failed" error="rpc error: code = NotFound desc = failed to pull and unpack image \"ccr.ccs.tencentyun.com/shop/web:v9\": failed to resolve reference \"ccr.ccs.tencentyun.com/shop/web:v9\": ccr.ccs.tencentyun.com/shop/web:v9: not found""#,
+                EventKind::PullNotFound,
+                "ccr.ccs.tencentyun.com/shop/web:v9",
+                "ccr.ccs.tencentyun.com",
+                Some(Runtime::Containerd),
+            ),
+            (
+                "containerd",
+                r#"time="2026-11-23T12:00:00.1+08:00" level=error msg="PullImage \"registry.example.com/shop/web:v1\" failed" error="failed to pull and unpack image \"registry.example.com/shop/web:v1\": failed to resolve reference \"registry.example.com/shop/web:v1\": pulling from host registry.example.com failed with status code [manifests v1]: 401 Unauthorized""#,
+                EventKind::PullAuth,
+                "registry.example.com/shop/web:v1",
+                "registry.example.com",
+                Some(Runtime::Containerd),
+            ),
+        ];
+        for (ident, line, kind, subject, registry, runtime) in cases {
+            let e = one(ident, line);
+            assert_eq!(e.kind, kind, "{line}");
+            assert_eq!(e.subject, subject, "{line}");
+            assert_eq!(e.detail.registry.as_deref(), Some(registry), "{line}");
+            assert_eq!(e.detail.runtime, runtime, "{line}");
+        }
+        // dockerd's follow-up line names no image or registry: nothing to add.
+        assert!(classify(
+            "dockerd",
+            r#"level=info msg="Attempting next endpoint for pull after error: manifest unknown: manifest unknown""#
+        )
+        .is_empty());
+    }
+
+    #[test]
+    fn no_space_with_the_handbooks_path() {
+        let e = one(
+            "dockerd",
+            r#"time="2019-09-18T10:19:49.903943652+08:00" level=error msg="Failed to log msg \"\" for logger json-file: write /opt/docker/containers/54922ec8b1863bcc504f6dac41e40139047f7a84ff09175d2800100aaccbad1f/54922ec8b1863bcc504f6dac41e40139047f7a84ff09175d2800100aaccbad1f-json.log: no space left on device""#,
+        );
+        assert_eq!(e.kind, EventKind::NoSpace);
+        assert!(e
+            .detail
+            .path
+            .unwrap()
+            .starts_with("/opt/docker/containers/"));
+    }
+
+    #[test]
+    fn unescape_levels() {
+        assert_eq!(unescape(r#"a \"b\" \\\"c\\\" \n"#), r#"a "b" "c" \n"#);
+        assert_eq!(registry_of("nginx"), "docker.io");
+        assert_eq!(registry_of("localhost/x"), "localhost");
+        assert_eq!(registry_of("a.b:5000/x/y"), "a.b:5000");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics(ident in "(kubelet|dockerd|containerd|x)", s in "\\PC{0,300}") {
+            let _ = classify(&ident, &s);
+        }
+
+        #[test]
+        fn phrases_with_garbage_never_panic(
+            pre in "[ -~]{0,40}",
+            phrase in "(Conflict. The container name \\\\\"|failed to reserve sandbox name \"|image=\"|manifest for |pull access denied for |https://| no space left on device|RuntimeReady=false reason:)",
+            post in "[ -~]{0,80}",
+        ) {
+            let _ = classify("kubelet", &format!("{pre}{phrase}{post}"));
+            let _ = classify("dockerd", &format!("{pre}{phrase}{post}"));
+        }
+    }
+}

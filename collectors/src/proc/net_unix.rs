@@ -1,0 +1,98 @@
+//! `/proc/<pid>/net/unix`: the unix sockets of a network namespace, to tell whether anything
+//! listens on a socket path (a daemon's API socket left behind by a crash has no listener;
+//! one held by systemd for socket activation has one).
+//!
+//! Our own parser: `procfs-core`'s `UnixNetEntry` has no `Flags` column, which is where the
+//! kernel marks a listening socket (`__SO_ACCEPTCON`, `00010000`), and it cuts a path at its
+//! first space.
+
+use std::path::Path;
+
+use crate::host::HostPaths;
+use crate::ReadError;
+
+/// `__SO_ACCEPTCON`: the socket is listening.
+const ACCEPTCON: u32 = 0x0001_0000;
+
+/// The paths (as the binding process named them) of the listening unix sockets in `text`;
+/// abstract sockets (`@name`) and unbound ones are left out. Lines that do not parse are
+/// skipped: one odd line never hides the others.
+pub fn listening_paths(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        // Num: RefCount Protocol Flags Type St Inode Path
+        let mut f = line.split_whitespace();
+        let (Some(num), Some(_refs), Some(_proto), Some(flags), Some(_ty), Some(_st), Some(_ino)) = (
+            f.next(),
+            f.next(),
+            f.next(),
+            f.next(),
+            f.next(),
+            f.next(),
+            f.next(),
+        ) else {
+            continue;
+        };
+        if !num.ends_with(':') {
+            continue;
+        }
+        let Ok(flags) = u32::from_str_radix(flags, 16) else {
+            continue;
+        };
+        let path: Vec<&str> = f.collect();
+        let path = path.join(" ");
+        if flags & ACCEPTCON != 0 && path.starts_with('/') {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// `<root>/proc/<pid>/net/unix`.
+pub fn path(host: &HostPaths, pid: u32) -> std::path::PathBuf {
+    host.proc_pid(pid).join("net/unix")
+}
+
+/// Reads the listening paths of one table (at most [`crate::hostfs::cap::UDP_TABLE`]
+/// bytes: a line per socket, like the UDP table).
+pub fn read(path: &Path) -> Result<Vec<String>, ReadError> {
+    let text = crate::hostfs::read_text(path, crate::hostfs::cap::UDP_TABLE)?;
+    Ok(listening_paths(&text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Linux 6.18 with dockerd and containerd running, an abstract socket and a connection.
+    const UNIX_6_18: &str = "Num       RefCount Protocol Flags    Type St Inode Path
+ffff8f0c41d4a000: 00000002 00000000 00010000 0001 01 62231 /run/containerd/containerd.sock
+ffff8f0c41d4b000: 00000002 00000000 00010000 0001 01 62233 /run/containerd/containerd.sock.ttrpc
+ffff8f0c41d4c800: 00000002 00000000 00010000 0001 01 63302 /var/run/docker.sock
+ffff8f0c41d4d000: 00000002 00000000 00010000 0001 01 19201 @/containerd-shim/de2bfeef.sock
+ffff8f0c41d4e000: 00000003 00000000 00000000 0001 03 90210 /run/containerd/containerd.sock
+ffff8f0c41d4f000: 00000002 00000000 00010000 0001 01 70001 /tmp/dir with space/d.sock
+";
+
+    #[test]
+    fn listening_path_sockets_only() {
+        assert_eq!(
+            listening_paths(UNIX_6_18),
+            vec![
+                "/run/containerd/containerd.sock",
+                "/run/containerd/containerd.sock.ttrpc",
+                "/var/run/docker.sock",
+                "/tmp/dir with space/d.sock",
+            ]
+        );
+        assert!(listening_paths("").is_empty());
+        assert!(listening_paths("garbage\nffff: 1 2 zz 1 1 1 /x\n").is_empty());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics(s in "\\PC*") {
+            let _ = listening_paths(&s);
+        }
+    }
+}
