@@ -88,14 +88,19 @@ fn fake_root() -> tempfile::TempDir {
 
 fn main() {
     // 1. Matchers.
-    let msgs: Vec<String> = (0..RECORDS).map(message).collect();
+    let records: Vec<collectors::kmsg::Record> = (0..RECORDS)
+        .map(|i| {
+            collectors::kmsg::parse_record(&format!("6,{i},{i},-;{}", message(i)))
+                .expect("bench record")
+        })
+        .collect();
     let (c0, w0) = (cpu(), Instant::now());
     let mut asm = oom::Assembler::default();
     let (mut kills, mut hung, mut fs) = (0usize, 0usize, 0usize);
-    for (i, m) in msgs.iter().enumerate() {
-        kills += asm.feed(m, i as u64).len();
-        hung += usize::from(hung_task::parse(m).is_some());
-        fs += usize::from(fs_error::parse(m).is_some());
+    for r in &records {
+        kills += asm.feed(r).len();
+        hung += usize::from(hung_task::parse(&r.message).is_some());
+        fs += usize::from(fs_error::parse(&r.message).is_some());
     }
     let (c1, w1) = (cpu(), w0.elapsed());
     println!(

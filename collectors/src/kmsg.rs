@@ -36,6 +36,7 @@ use crate::host::HostPaths;
 use crate::metric::Metric;
 use crate::proc::uptime::BootClock;
 
+pub mod decay;
 mod syslog;
 pub use syslog::{parse_syslog_line, SyslogLine, SyslogParseError};
 
@@ -68,6 +69,12 @@ pub struct Record {
     /// Continuation lines (`SUBSYSTEM=acpi`, `DEVICE=+acpi:...`), leading space removed.
     /// Always empty in [`KmsgMode::Syslog`] (`syslog(2)` does not carry them).
     pub continuation: Vec<String>,
+    /// The header's flags field is `c` or `+`: since 4.9 `c` marks text a `pr_cont()` added
+    /// after another message had come in between, so the kernel stored it as a record of its
+    /// own (e.g. the rest of an `oom-kill:` summary); before 4.9 `c` marked a line's first
+    /// fragment and `+` the following ones. A hint for joining a line's pieces, never proof:
+    /// readers check the text too. Always false in [`KmsgMode::Syslog`] (no flags).
+    pub fragment: bool,
     /// Wall-clock estimate from `/proc/uptime`; `None` when uptime could not be read (and
     /// always `None` from [`parse_record`], which is pure).
     pub timestamp: Option<SystemTime>,
@@ -108,6 +115,7 @@ pub fn parse_record(text: &str) -> Result<Record, KmsgParseError> {
     let prio: u32 = number("prio", prio)?;
     let seq: u64 = number("seq", seq)?;
     let usec: u64 = number("usec", usec)?;
+    let fragment = matches!(fields.next().map(str::trim), Some("c" | "+"));
     let continuation = lines
         .filter_map(|l| l.strip_prefix(' '))
         .map(str::to_string)
@@ -119,6 +127,7 @@ pub fn parse_record(text: &str) -> Result<Record, KmsgParseError> {
         facility: prio >> 3,
         message: unescape(message),
         continuation,
+        fragment,
         timestamp: None,
     })
 }
@@ -753,9 +762,18 @@ mod tests {
         assert!(r
             .message
             .starts_with("runc:[1:CHILD]: page allocation failure"));
+        assert!(r.fragment, "3.10 marks a first fragment 'c'");
         // Kernel 5.10+ with CONFIG_PRINTK_CALLER adds a fifth header field.
         let r = parse_record("6,1000,123,-,caller=T1;hello").unwrap();
         assert_eq!((r.seq, r.message.as_str()), (1000, "hello"));
+        assert!(!r.fragment);
+        // Kernel 4.9+: the rest of an `oom-kill:` summary that another CPU's message cut off,
+        // stored as its own record with flag 'c' at the default level 4 (KERN_CONT).
+        let r = parse_record("4,7593,9479996125,c;,oom_memcg=/kubepods/burstable/pod1,task_memcg=/kubepods/burstable/pod1/c1,task=java,pid=42,uid=0").unwrap();
+        assert!(r.fragment);
+        assert!(r.message.starts_with(",oom_memcg="));
+        // Kernel 3.10: '+' marks the following fragments of a line.
+        assert!(parse_record("4,2818,5012345679,+;more").unwrap().fragment);
         // A ';' inside the message belongs to the message.
         let r = parse_record("6,1,2,-;a;b").unwrap();
         assert_eq!(r.message, "a;b");

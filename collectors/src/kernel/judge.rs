@@ -7,6 +7,7 @@ use crate::finding::Severity;
 use crate::kernel::fs_error::FsErrorKind;
 use crate::kernel::oom::OomKind;
 use crate::kernel::tasks::{sysctl_name, PID_MAX, THREADS_MAX};
+use crate::kmsg::decay::{self, Phase};
 use crate::pods::PodNames;
 use crate::proc::cgroup::QosClass;
 use crate::rules::{Draft, Item};
@@ -26,9 +27,17 @@ const RUNTIME_COMMS: &[&str] = &[
 /// Thresholds of the kernel rules.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Thresholds {
-    /// A container OOM-killed this many times within the window is critical (it is crash
-    /// looping), fewer times a warning.
+    /// A container OOM-killed this many times within the window, the last time within
+    /// `recent_seconds`, is critical (it is crash looping); fewer times, or longer ago, less.
     pub oom_cgroup_critical_kills: u64,
+    /// System OOM kills within the window that make it critical (with the last one recent).
+    pub oom_system_critical_kills: u64,
+    /// MemAvailable below this share of MemTotal (percent) means the node is short of memory
+    /// now: a system OOM in the window is then critical however old.
+    pub oom_system_available_percent: f64,
+    /// A kernel-log event at most this old (seconds) is recent: it keeps (most of) its
+    /// severity even when its condition is not true now; older events are history (info).
+    pub recent_seconds: u64,
     /// Container or pod memory limits below this cannot run anything (4 MiB).
     pub tiny_limit_bytes: u64,
     /// A runtime or kubelet filesystem at least this full (percent) puts a hung task on the
@@ -47,6 +56,9 @@ impl Default for Thresholds {
     fn default() -> Self {
         Thresholds {
             oom_cgroup_critical_kills: 3,
+            oom_system_critical_kills: 2,
+            oom_system_available_percent: 5.0,
+            recent_seconds: decay::DEFAULT_RECENT_SECONDS,
             tiny_limit_bytes: 4 << 20,
             hung_disk_used_percent: 90.0,
             listen_drops_min: 1,
@@ -70,7 +82,19 @@ pub struct OomGroup {
     pub task_memcg: Option<String>,
     /// The cgroup whose limit was hit (cgroup OOM).
     pub oom_memcg: Option<String>,
+    /// OOM kills (decisions of the OOM killer) within the window.
     pub kills: u64,
+    /// Processes those kills ended (more than `kills` when memory.oom.group killed whole
+    /// containers).
+    pub processes_killed: u64,
+    /// Kills whose report the kernel suppressed (rate limit), tied here by their task name.
+    pub unreported_kills: u64,
+    /// True when no line of these kills says where they ran (the kernel suppressed their
+    /// report and no logged kill of the same task names one cgroup).
+    pub report_missing: bool,
+    /// Whether the pod is still on the node (its cgroup exists), when the kubepods tree was
+    /// walked to the end.
+    pub pod_present: Option<bool>,
     pub last_pid: u32,
     pub last_comm: String,
     pub last_seen_seconds_ago: Option<u64>,
@@ -82,6 +106,8 @@ pub struct OomGroup {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct NodeMemory {
     pub mem_total_bytes: Option<u64>,
+    /// MemAvailable now.
+    pub mem_available_bytes: Option<u64>,
     /// Limit of the kubepods cgroup; `None` when absent or unlimited.
     pub kubepods_limit_bytes: Option<u64>,
     /// Host path of the file it came from.
@@ -108,6 +134,11 @@ pub struct HungGroup {
     pub reports: u64,
     pub max_blocked_seconds: u64,
     pub last_seen_seconds_ago: Option<u64>,
+    /// A reported task of this name still in uninterruptible sleep (D) now, when its
+    /// `/proc/<pid>/stat` could be read (`Some(false)`: every reported pid has exited or runs).
+    pub blocked_now: Option<bool>,
+    /// The pid found in D state now.
+    pub blocked_now_pid: Option<u32>,
 }
 
 /// A runtime or kubelet directory and how full its filesystem is.
@@ -128,8 +159,15 @@ pub struct FsErrorGroup {
     pub last_seen_seconds_ago: Option<u64>,
     pub mount_point: Option<String>,
     pub fstype: Option<String>,
-    /// True when mountinfo shows the filesystem mounted read-only now.
+    /// True when mountinfo shows the filesystem read-only now: the mount or the superblock
+    /// `ro`, or ext4's `emergency_ro` (6.6+ keeps `rw` in the options after an error).
     pub read_only_now: Option<bool>,
+    /// XFS only: true when the mounted filesystem answers with EIO now (shut down), false when
+    /// it answers; `None` when it was not probed or the agent does not see that mount.
+    pub shut_down_now: Option<bool>,
+    /// ext4 only: errors recorded in the superblock and not repaired yet
+    /// (`/sys/fs/ext4/<dev>/errors_count`; 0 after fsck).
+    pub errors_count_now: Option<u64>,
     /// Runtime/kubelet directories on this filesystem: (role, host path).
     pub roles: Vec<(&'static str, String)>,
 }
@@ -183,7 +221,7 @@ pub struct KernelSample {
 /// Applies all kernel rules.
 pub fn judge(s: &KernelSample, t: &Thresholds) -> Vec<Draft> {
     let mut out = Vec::new();
-    out.extend(oom_system(s));
+    out.extend(oom_system(s, t));
     out.extend(
         s.oom
             .iter()
@@ -192,7 +230,7 @@ pub fn judge(s: &KernelSample, t: &Thresholds) -> Vec<Draft> {
     );
     out.extend(s.tiny.iter().map(|p| tiny_limit(p, t)));
     out.extend(s.hung.iter().map(|h| hung_task(h, s, t)));
-    out.extend(s.fs_errors.iter().map(|e| fs_error(e, s.window_seconds)));
+    out.extend(s.fs_errors.iter().map(|e| fs_error(e, s.window_seconds, t)));
     out.extend(s.listen.as_ref().and_then(|l| listen_drops(l, t)));
     out.extend(s.pids.as_ref().and_then(|p| pid_exhaustion(p, t)));
     out
@@ -226,7 +264,12 @@ fn short(id: &str) -> &str {
 }
 
 /// `kernel.oom_system`: the node ran out of memory and the kernel killed processes.
-fn oom_system(s: &KernelSample) -> Option<Draft> {
+///
+/// Still true now: the node is short of memory (MemAvailable below
+/// `oom_system_available_percent` of MemTotal): critical however old the kill. Otherwise a
+/// past event: critical while repeating (`oom_system_critical_kills` in the window, the last
+/// one recent), warning while recent, then info until it leaves the window.
+fn oom_system(s: &KernelSample, t: &Thresholds) -> Option<Draft> {
     let mut groups: Vec<&OomGroup> = s.oom.iter().filter(|g| g.kind == OomKind::System).collect();
     // Most recent first (unknown ages last).
     groups.sort_by_key(|g| g.last_seen_seconds_ago.unwrap_or(u64::MAX));
@@ -240,6 +283,12 @@ fn oom_system(s: &KernelSample) -> Option<Draft> {
         .filter(|g| g.pod_uid.is_some())
         .map(|g| g.kills)
         .sum();
+    let unreported: u64 = groups.iter().map(|g| g.unreported_kills).sum::<u64>()
+        + groups
+            .iter()
+            .filter(|g| g.report_missing)
+            .map(|g| g.kills)
+            .sum::<u64>();
     let victims: Vec<String> = groups
         .iter()
         .take(8)
@@ -249,21 +298,45 @@ fn oom_system(s: &KernelSample) -> Option<Draft> {
         })
         .collect();
     let m = &s.node_memory;
+    let available_percent = match (m.mem_available_bytes, m.mem_total_bytes) {
+        (Some(a), Some(t)) if t > 0 => Some(a as f64 * 100.0 / t as f64),
+        _ => None,
+    };
+    let short_now = available_percent.map(|p| p < t.oom_system_available_percent);
+    let phase = Phase::of(short_now, last.last_seen_seconds_ago, t.recent_seconds);
+    let repeating = kills >= t.oom_system_critical_kills.max(1);
+    let severity = match phase {
+        Phase::Ongoing => Severity::Critical,
+        Phase::Recent if repeating => Severity::Critical,
+        Phase::Recent => Severity::Warning,
+        Phase::Past => Severity::Info,
+    };
     let limit_file = m
         .kubepods_limit_file
         .clone()
         .unwrap_or_else(|| "/sys/fs/cgroup/memory/kubepods/memory.limit_in_bytes".to_string());
-    let mut d = Draft::new("kernel.oom_system", Severity::Critical)
+    let mut d = Draft::new("kernel.oom_system", severity)
         .evidence("kills", kills)
         .evidence("pod_victims", pod_kills)
         .evidence("last_pid", last.last_pid)
         .evidence("last_comm", last.last_comm.as_str())
         .evidence("victims", victims.join(", "))
         .evidence("window_seconds", s.window_seconds)
+        .evidence("phase", phase.as_str())
         .evidence_opt("last_seen_seconds_ago", last.last_seen_seconds_ago)
         .evidence_opt("mem_total_bytes", m.mem_total_bytes)
+        .evidence_opt("mem_available_percent_now", available_percent)
         .evidence_opt("kubepods_limit_bytes", m.kubepods_limit_bytes)
+        .evidence_opt("unreported_kills", (unreported > 0).then_some(unreported))
         .var("limit_file", limit_file)
+        .var("recent_seconds", t.recent_seconds)
+        .var(
+            "available_threshold_percent",
+            t.oom_system_available_percent,
+        )
+        .var("critical_kills", t.oom_system_critical_kills)
+        .when(phase.as_str())
+        .when_if("repeating", repeating)
         .when_if("victims_in_pods", pod_kills > 0);
     // What kube-reserved, system-reserved and the eviction threshold leave to the rest.
     if let (Some(total), Some(pods)) = (m.mem_total_bytes, m.kubepods_limit_bytes) {
@@ -277,11 +350,28 @@ fn oom_system(s: &KernelSample) -> Option<Draft> {
 }
 
 /// `kernel.oom_cgroup`: a container (or other memory cgroup) hit its memory limit.
+///
+/// An OOM kill is a past event; what is still true now is a crash loop: at least
+/// `oom_cgroup_critical_kills` kills in the window with the last one recent (critical). A
+/// recent kill is a warning, an older one history (info); so is any kill of a pod that is no
+/// longer on the node (its cgroup is gone).
 fn oom_cgroup(g: &OomGroup, window: u64, t: &Thresholds) -> Draft {
-    let severity = if g.kills >= t.oom_cgroup_critical_kills {
-        Severity::Critical
+    let repeating = g.kills >= t.oom_cgroup_critical_kills;
+    let recent = decay::is_recent(g.last_seen_seconds_ago, t.recent_seconds);
+    let pod_gone = g.pod_present == Some(false);
+    let phase = if pod_gone {
+        Phase::Past
     } else {
-        Severity::Warning
+        Phase::of(
+            Some(repeating && recent),
+            g.last_seen_seconds_ago,
+            t.recent_seconds,
+        )
+    };
+    let severity = match phase {
+        Phase::Ongoing => Severity::Critical,
+        Phase::Recent => Severity::Warning,
+        Phase::Past => Severity::Info,
     };
     let subject = g
         .pod_uid
@@ -295,7 +385,17 @@ fn oom_cgroup(g: &OomGroup, window: u64, t: &Thresholds) -> Draft {
         .evidence("last_pid", g.last_pid)
         .evidence("last_comm", g.last_comm.as_str())
         .evidence("window_seconds", window)
+        .evidence("phase", phase.as_str())
         .evidence_opt("last_seen_seconds_ago", g.last_seen_seconds_ago)
+        .evidence_opt(
+            "processes_killed",
+            (g.processes_killed > g.kills).then_some(g.processes_killed),
+        )
+        .evidence_opt(
+            "unreported_kills",
+            (g.unreported_kills > 0).then_some(g.unreported_kills),
+        )
+        .evidence_opt("pod_present_now", g.pod_present)
         .evidence_opt("container", g.names.container.as_deref())
         .evidence_opt("qos_class", g.qos.map(QosClass::as_str))
         .evidence_opt("container_id", g.container_id.as_deref())
@@ -303,7 +403,12 @@ fn oom_cgroup(g: &OomGroup, window: u64, t: &Thresholds) -> Draft {
         .evidence_opt("task_memcg", g.task_memcg.as_deref())
         .evidence_opt("limit_bytes", g.limit_bytes)
         .evidence_opt("usage_bytes", g.usage_bytes)
-        .var("critical_kills", t.oom_cgroup_critical_kills);
+        .var("critical_kills", t.oom_cgroup_critical_kills)
+        .var("recent_seconds", t.recent_seconds)
+        .when(phase.as_str())
+        .when_if("pod_gone", pod_gone)
+        .when_if("report_missing", g.report_missing)
+        .when_if("limit_above_pod", limit_above_pod(g));
     d = pod_ref(d, &g.names, g.pod_uid.as_deref());
     // Who was killed: a container of a pod (named, or by its short id), a pod, or a cgroup.
     match (&g.pod_uid, &g.container_id) {
@@ -319,6 +424,16 @@ fn oom_cgroup(g: &OomGroup, window: u64, t: &Thresholds) -> Draft {
         }
     }
     d
+}
+
+/// True when the limit hit is a cgroup above the victim's pod (`kubepods`, a QoS class): the
+/// pods together went over what that cgroup allows (node allocatable), the container was
+/// only the victim the kernel chose there.
+fn limit_above_pod(g: &OomGroup) -> bool {
+    g.pod_uid.is_some()
+        && g.oom_memcg
+            .as_deref()
+            .is_some_and(|m| crate::proc::cgroup::pod_from_path(m).is_none())
 }
 
 /// `kernel.tiny_memory_limit`: a pod or container limit too small to start anything.
@@ -356,12 +471,23 @@ fn is_runtime(comm: &str) -> bool {
 }
 
 /// `kernel.hung_task`: a task stayed in uninterruptible sleep past the hung-task timeout.
+///
+/// Still true now: a reported task of that name is in D state now (its `/proc/<pid>/stat`):
+/// the full severity (critical for the runtime or the kubelet, else warning), however old the
+/// report (the kernel stops reporting after `kernel.hung_task_warnings` reports). Otherwise
+/// one step less while recent, then info.
 fn hung_task(h: &HungGroup, s: &KernelSample, t: &Thresholds) -> Draft {
     let runtime = is_runtime(&h.comm);
-    let severity = if runtime {
+    let base = if runtime {
         Severity::Critical
     } else {
         Severity::Warning
+    };
+    let phase = Phase::of(h.blocked_now, h.last_seen_seconds_ago, t.recent_seconds);
+    let severity = match phase {
+        Phase::Ongoing => base,
+        Phase::Recent => decay::lower(base),
+        Phase::Past => Severity::Info,
     };
     let fullest = s
         .role_fs
@@ -372,7 +498,7 @@ fn hung_task(h: &HungGroup, s: &KernelSample, t: &Thresholds) -> Draft {
     // Which path the stall takes: a full runtime/kubelet disk, IO, or neither any more.
     let (path, condition) = if fullest.is_some() {
         ("disk_full", "path_disk_full")
-    } else if blocked > 0 {
+    } else if blocked > 0 || h.blocked_now == Some(true) {
         ("io", "path_io")
     } else {
         ("none", "path_none")
@@ -386,10 +512,15 @@ fn hung_task(h: &HungGroup, s: &KernelSample, t: &Thresholds) -> Draft {
         .evidence("path", path)
         .evidence("runtime_or_kubelet", runtime)
         .evidence("window_seconds", s.window_seconds)
+        .evidence("phase", phase.as_str())
         .evidence_opt("last_seen_seconds_ago", h.last_seen_seconds_ago)
+        .evidence_opt("blocked_now", h.blocked_now)
+        .evidence_opt("blocked_now_pid", h.blocked_now_pid)
         .evidence_opt("procs_blocked", s.procs_blocked)
         .var("hung_disk_used_percent", t.hung_disk_used_percent)
+        .var("recent_seconds", t.recent_seconds)
         .when(condition)
+        .when(phase.as_str())
         .when_if("runtime", runtime);
     if let Some(r) = fullest {
         d = d
@@ -405,22 +536,51 @@ fn hung_task(h: &HungGroup, s: &KernelSample, t: &Thresholds) -> Draft {
 }
 
 /// `kernel.fs_error`: filesystem or block-device errors on one device.
-fn fs_error(e: &FsErrorGroup, window: u64) -> Draft {
+///
+/// Still true now: the filesystem refuses writes (read-only or XFS shut down, by the mount
+/// options and a probe of the mount now): the full severity however old. A filesystem the log
+/// took read-only (or shut down) that accepts writes again has recovered: info. Otherwise the
+/// full severity while recent, one step less while ext4 still records unrepaired errors, then
+/// info.
+fn fs_error(e: &FsErrorGroup, window: u64, t: &Thresholds) -> Draft {
     let backs = !e.roles.is_empty();
     // I/O errors on a device that holds no mounted filesystem (an empty CD-ROM drive, a
     // detached volume) do not affect pods: information only.
     let unmounted_io_only =
         e.mount_point.is_none() && e.kinds.iter().all(|k| *k == FsErrorKind::BufferIo);
-    let severity = if backs {
+    let base = if backs {
         Severity::Critical
     } else if unmounted_io_only {
         Severity::Info
     } else {
         Severity::Warning
     };
+    let stopped_now = e.read_only_now == Some(true) || e.shut_down_now == Some(true);
+    // Recovered: what the log stopped accepts writes again, as far as the host shows (an XFS
+    // shutdown needs the probe's answer: the mount options do not change).
+    let logged_ro = e.kinds.contains(&FsErrorKind::ReadOnly);
+    let logged_shutdown = e.kinds.contains(&FsErrorKind::XfsShutdown);
+    let recovered = !stopped_now
+        && (logged_ro || logged_shutdown)
+        && (!logged_ro || e.read_only_now == Some(false))
+        && (!logged_shutdown || e.shut_down_now == Some(false));
+    let unrepaired = e.errors_count_now.is_some_and(|n| n > 0);
+    let phase = if recovered {
+        Phase::Past
+    } else {
+        Phase::of(Some(stopped_now), e.last_seen_seconds_ago, t.recent_seconds)
+    };
+    let severity = match phase {
+        Phase::Ongoing => base,
+        Phase::Recent => base,
+        Phase::Past if unrepaired && !recovered => decay::lower(base),
+        Phase::Past => Severity::Info,
+    };
     let kinds: Vec<&str> = e.kinds.iter().map(|k| k.as_str()).collect();
-    let stops = e.kinds.iter().any(|k| k.stops_writes()) || e.read_only_now == Some(true);
-    let xfs = e.fstype.as_deref() == Some("xfs") || e.kinds.contains(&FsErrorKind::XfsShutdown);
+    let xfs = e.fstype.as_deref() == Some("xfs")
+        || e.kinds
+            .iter()
+            .any(|k| matches!(k, FsErrorKind::XfsShutdown | FsErrorKind::XfsCorruption));
     let mut d = Draft::new("kernel.fs_error", severity)
         .subject(e.device.clone())
         .evidence("device", e.device.as_str())
@@ -428,12 +588,20 @@ fn fs_error(e: &FsErrorGroup, window: u64) -> Draft {
         .evidence("kinds", kinds.join(","))
         .evidence("backs_runtime_or_kubelet", backs)
         .evidence("window_seconds", window)
+        .evidence("phase", phase.as_str())
         .evidence_opt("mount_point", e.mount_point.as_deref())
         .evidence_opt("fstype", e.fstype.as_deref())
         .evidence_opt("read_only_now", e.read_only_now)
+        .evidence_opt("shut_down_now", e.shut_down_now)
+        .evidence_opt("errors_count_now", e.errors_count_now)
         .evidence_opt("last_seen_seconds_ago", e.last_seen_seconds_ago)
         .var("kind_list", kinds.join(", "))
-        .when_if("stops_writes", stops)
+        .var("recent_seconds", t.recent_seconds)
+        .when(phase.as_str())
+        .when_if("stops_writes", stopped_now)
+        .when_if("recovered", recovered)
+        .when_if("logged_stop", logged_ro || logged_shutdown)
+        .when_if("unrepaired", unrepaired && !stopped_now)
         .when_if("xfs", xfs);
     if backs {
         let roles: Vec<String> = e.roles.iter().map(|(r, p)| format!("{r} {p}")).collect();
@@ -620,12 +788,24 @@ mod tests {
             reports: 2,
             max_blocked_seconds: 120,
             last_seen_seconds_ago: Some(60),
+            blocked_now: Some(true),
+            blocked_now_pid: Some(1234),
         };
         let mut s = sample();
         s.procs_blocked = Some(0);
         let f = render(hung_task(&h, &s, &t));
         assert_eq!(f.severity, Severity::Critical);
-        assert_eq!(f.evidence["path"].as_str(), Some("none"));
+        // The task itself is in D state: the IO path even when procs_blocked (IO wait) is 0.
+        assert_eq!(f.evidence["path"].as_str(), Some("io"));
+        let passed = HungGroup {
+            blocked_now: Some(false),
+            blocked_now_pid: None,
+            ..h.clone()
+        };
+        assert_eq!(
+            hung_task(&passed, &s, &t).evidence["path"].as_str(),
+            Some("none")
+        );
         s.procs_blocked = Some(5);
         assert_eq!(hung_task(&h, &s, &t).evidence["path"].as_str(), Some("io"));
         assert!(hung_task(&h, &s, &t).is("path_io"));
@@ -661,6 +841,10 @@ mod tests {
             kills: 1,
             last_pid: 5,
             last_comm: "agent".into(),
+            processes_killed: 1,
+            unreported_kills: 0,
+            report_missing: false,
+            pod_present: None,
             last_seen_seconds_ago: None,
             limit_bytes: None,
             usage_bytes: None,
@@ -676,11 +860,11 @@ mod tests {
         let f = render(oom_cgroup(&g, 3600, &t));
         assert_eq!(
             f.summary.en,
-            "The memory cgroup OOM killer killed agent (pid 5) of cgroup (not logged) 1 time(s) in the last 3600 s, last recently: its pod shows OOMKilled / exit code 137 (3 kills make this critical)."
+            "The memory cgroup OOM killer killed agent (pid 5) of cgroup (not logged) 1 time(s) in the last 3600 s, last recently: its pod shows OOMKilled / exit code 137 (3 kills make this critical). Recent, not a crash loop: fewer than 3 kills."
         );
         assert_eq!(
             f.summary.zh,
-            "最近 3600 秒内 cgroup （日志未给出） 的进程 agent（pid 5）因达到内存上限被 cgroup OOM 杀死 1 次，最后一次：最近。Pod 会显示 OOMKilled / 退出码 137（达到 3 次为严重）。"
+            "最近 3600 秒内 cgroup （日志未给出） 的进程 agent（pid 5）因达到内存上限被 cgroup OOM 杀死 1 次，最后一次：最近。Pod 会显示 OOMKilled / 退出码 137（达到 3 次为严重）。最近发生，但未形成崩溃循环：少于 3 次。"
         );
         // No pod: no kubectl command.
         assert_eq!(
@@ -729,5 +913,141 @@ mod tests {
             f.remediation.commands,
             ["cat /sys/fs/cgroup/memory/kubepods/burstable/x/memory.limit_in_bytes"]
         );
+    }
+
+    /// Each kernel-log rule's decay: the full severity while what the log said is still true
+    /// now, less while it is recent, information when it is history.
+    #[test]
+    fn kernel_log_findings_decay_when_no_longer_true() {
+        let t = Thresholds::default();
+        // kernel.oom_system: one kill, memory fine now.
+        let mut s = sample();
+        s.node_memory.mem_total_bytes = Some(16 << 30);
+        s.node_memory.mem_available_bytes = Some(8 << 30);
+        let mut g = oom_group(OomKind::System);
+        g.last_seen_seconds_ago = Some(60);
+        s.oom = vec![g.clone()];
+        let sev = |s: &KernelSample| oom_system(s, &t).unwrap().severity;
+        assert_eq!(sev(&s), Severity::Warning);
+        s.oom[0].kills = 2;
+        assert_eq!(sev(&s), Severity::Critical, "repeating");
+        s.oom[0].last_seen_seconds_ago = Some(3000);
+        let f = render(oom_system(&s, &t).unwrap());
+        assert_eq!(f.severity, Severity::Info);
+        assert!(
+            f.summary.en.ends_with("; MemAvailable is 50.0% now. None in the last 15 min: history, kept until it leaves the window."),
+            "{}",
+            f.summary.en
+        );
+        s.node_memory.mem_available_bytes = Some(400 << 20);
+        assert_eq!(sev(&s), Severity::Critical, "short of memory now");
+
+        // kernel.oom_cgroup: a crash loop, a single kill, history, a pod gone.
+        let mut g = oom_group(OomKind::Cgroup);
+        g.kills = 3;
+        g.last_seen_seconds_ago = Some(120);
+        assert_eq!(oom_cgroup(&g, 3600, &t).severity, Severity::Critical);
+        g.last_seen_seconds_ago = Some(1800);
+        assert_eq!(oom_cgroup(&g, 3600, &t).severity, Severity::Info);
+        g.kills = 1;
+        g.last_seen_seconds_ago = Some(120);
+        assert_eq!(oom_cgroup(&g, 3600, &t).severity, Severity::Warning);
+        g.kills = 5;
+        g.pod_present = Some(false);
+        let f = render(oom_cgroup(&g, 3600, &t));
+        assert_eq!(f.severity, Severity::Info);
+        assert!(
+            f.summary
+                .en
+                .contains("The pod is no longer on this node: history."),
+            "{}",
+            f.summary.en
+        );
+
+        // kernel.hung_task: still in D state an hour later, recovered recently, recovered long ago.
+        let h = HungGroup {
+            comm: "containerd".into(),
+            last_pid: 900,
+            reports: 1,
+            max_blocked_seconds: 120,
+            last_seen_seconds_ago: Some(3500),
+            blocked_now: Some(true),
+            blocked_now_pid: Some(900),
+        };
+        let s = sample();
+        let f = render(hung_task(&h, &s, &t));
+        assert_eq!(f.severity, Severity::Critical);
+        assert!(
+            f.summary
+                .en
+                .contains("Still true now: pid 900 of that name is in uninterruptible sleep (D)."),
+            "{}",
+            f.summary.en
+        );
+        let gone = HungGroup {
+            blocked_now: Some(false),
+            blocked_now_pid: None,
+            last_seen_seconds_ago: Some(300),
+            ..h.clone()
+        };
+        assert_eq!(hung_task(&gone, &s, &t).severity, Severity::Warning);
+        let old = HungGroup {
+            last_seen_seconds_ago: Some(3500),
+            ..gone
+        };
+        assert_eq!(hung_task(&old, &s, &t).severity, Severity::Info);
+
+        // kernel.fs_error on the runtime's disk.
+        let e = FsErrorGroup {
+            device: "vdb".into(),
+            kinds: vec![FsErrorKind::Ext4Error, FsErrorKind::ReadOnly],
+            errors: 2,
+            last_seen_seconds_ago: Some(3500),
+            mount_point: Some("/var/lib/docker".into()),
+            fstype: Some("ext4".into()),
+            read_only_now: Some(true),
+            shut_down_now: None,
+            errors_count_now: Some(2),
+            roles: vec![("docker_data", "/var/lib/docker".into())],
+        };
+        assert_eq!(fs_error(&e, 3600, &t).severity, Severity::Critical);
+        let remounted = FsErrorGroup {
+            read_only_now: Some(false),
+            ..e.clone()
+        };
+        let f = render(fs_error(&remounted, 3600, &t));
+        assert_eq!(f.severity, Severity::Info);
+        assert!(
+            f.summary.en.contains("it accepts writes again now"),
+            "{}",
+            f.summary.en
+        );
+        // An ext4 error that never took the filesystem read-only, repaired or not.
+        let error_only = FsErrorGroup {
+            kinds: vec![FsErrorKind::Ext4Error],
+            read_only_now: Some(false),
+            ..e.clone()
+        };
+        assert_eq!(fs_error(&error_only, 3600, &t).severity, Severity::Warning);
+        let repaired = FsErrorGroup {
+            errors_count_now: Some(0),
+            ..error_only.clone()
+        };
+        assert_eq!(fs_error(&repaired, 3600, &t).severity, Severity::Info);
+        let fresh = FsErrorGroup {
+            last_seen_seconds_ago: Some(60),
+            ..repaired
+        };
+        assert_eq!(fs_error(&fresh, 3600, &t).severity, Severity::Critical);
+        // A shut-down XFS keeps its severity while every access fails.
+        let xfs = FsErrorGroup {
+            kinds: vec![FsErrorKind::XfsShutdown],
+            fstype: Some("xfs".into()),
+            read_only_now: Some(false),
+            shut_down_now: Some(true),
+            errors_count_now: None,
+            ..e
+        };
+        assert_eq!(fs_error(&xfs, 3600, &t).severity, Severity::Critical);
     }
 }

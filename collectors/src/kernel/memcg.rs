@@ -6,7 +6,7 @@
 //! - cgroup v1: `<root>/sys/fs/cgroup/memory/kubepods{.slice,}/**/memory.limit_in_bytes`;
 //!   unlimited is a huge number (`9223372036854771712` on x86-64).
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::path::PathBuf;
 
 use crate::host::HostPaths;
@@ -79,6 +79,15 @@ pub struct Scan {
     pub truncated: bool,
     /// True when at least one kubepods root exists.
     pub found_root: bool,
+    /// UIDs of the pods whose cgroups the walk visited (the pods on the node now).
+    pub pods: BTreeSet<String>,
+}
+
+impl Scan {
+    /// Whether a pod is on the node now: known only when a kubepods tree was walked to the end.
+    pub fn pod_present(&self, uid: &str) -> Option<bool> {
+        (self.found_root && !self.truncated).then(|| self.pods.contains(uid))
+    }
 }
 
 /// Walks the kubepods trees breadth-first (at most `max_groups` directories, `max_depth`
@@ -104,11 +113,14 @@ pub fn scan(host: &HostPaths, threshold_bytes: u64, max_groups: usize, max_depth
                 return out;
             }
             out.groups += 1;
+            let rel = dir.strip_prefix(&hierarchy).unwrap_or(&dir);
+            if let Some(pod) = crate::proc::cgroup::pod_from_path(&rel.to_string_lossy()) {
+                out.pods.insert(pod.uid);
+            }
             let limit_file = dir.join(file);
             if let Ok(text) = hostfs::read_text(&limit_file, cap::VALUE) {
                 if let Ok(Some(v)) = parse_limit(&text) {
                     if v < threshold_bytes {
-                        let rel = dir.strip_prefix(&hierarchy).unwrap_or(&dir);
                         out.tiny.push(TinyLimit {
                             cgroup: format!("/{}", rel.to_string_lossy()),
                             limit_bytes: v,

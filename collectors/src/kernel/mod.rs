@@ -90,6 +90,12 @@ struct OomStat {
     task_memcg: Option<String>,
     oom_memcg: Option<String>,
     kills: u64,
+    /// Processes killed, memory.oom.group members included.
+    processes: u64,
+    /// Kills whose report the kernel suppressed, tied here by their task name.
+    unreported: u64,
+    /// No line says where these kills ran.
+    report_missing: bool,
     last_pid: u32,
     last_comm: String,
     last_usec: u64,
@@ -100,9 +106,15 @@ struct OomStat {
 #[derive(Debug, Clone)]
 struct HungStat {
     last_pid: u32,
+    /// The most recent reported pids (at most [`HUNG_PIDS_KEPT`]), checked for D state now.
+    pids: Vec<u32>,
     reports: u64,
     max_blocked_seconds: u64,
     last_usec: u64,
+    /// The pid in D state at the last sample (kept past the window while it is).
+    blocked_now: Option<u32>,
+    /// Whether the last sample could tell (every pid read, or one found in D state).
+    live_known: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -110,7 +122,18 @@ struct FsStat {
     kinds: BTreeSet<fs_error::FsErrorKind>,
     errors: u64,
     last_usec: u64,
+    /// The filesystem refused writes at the last sample (kept past the window while it does).
+    stops_writes_now: bool,
 }
+
+/// Pids of one hung task name checked for D state.
+const HUNG_PIDS_KEPT: usize = 8;
+
+/// `EIO`: what a shut-down XFS answers to any access.
+const EIO: i32 = 5;
+
+/// Probes a mount point: its device number (`st_dev`), or the error.
+type ProbeFn = dyn Fn(&Path) -> std::io::Result<u64> + Send;
 
 /// Counters of kernel-log events seen since start (for `/metrics`).
 #[derive(Debug, Clone, Copy, Default)]
@@ -128,8 +151,11 @@ pub struct KernelCollector {
     config: KernelConfig,
     kmsg: KmsgReader,
     statfs: Box<StatFsFn>,
+    probe: Box<ProbeFn>,
     assembler: oom::Assembler,
     ooms: BTreeMap<(oom::OomKind, String), OomStat>,
+    /// The group of the last kill, for the memory.oom.group members that follow it.
+    last_oom: Option<(oom::OomKind, String)>,
     hung: BTreeMap<String, HungStat>,
     fs: BTreeMap<String, FsStat>,
     totals: Totals,
@@ -149,8 +175,13 @@ impl KernelCollector {
             config,
             kmsg,
             statfs: Box::new(statvfs::usage),
+            probe: Box::new(|p: &Path| {
+                use std::os::unix::fs::MetadataExt;
+                std::fs::symlink_metadata(p).map(|m| m.dev())
+            }),
             assembler: oom::Assembler::default(),
             ooms: BTreeMap::new(),
+            last_oom: None,
             hung: BTreeMap::new(),
             fs: BTreeMap::new(),
             totals: Totals::default(),
@@ -169,6 +200,16 @@ impl KernelCollector {
         self
     }
 
+    /// Replaces the probe of a mount point (`lstat`, giving `st_dev`): tests stage a shut-down
+    /// XFS (EIO) with it.
+    pub fn with_mount_probe(
+        mut self,
+        f: impl Fn(&Path) -> std::io::Result<u64> + Send + 'static,
+    ) -> Self {
+        self.probe = Box::new(f);
+        self
+    }
+
     /// Groups remembered (OOM, hung-task, filesystem), for checking that state stays bounded.
     pub fn state_sizes(&self) -> (usize, usize, usize) {
         (self.ooms.len(), self.hung.len(), self.fs.len())
@@ -179,8 +220,11 @@ impl KernelCollector {
         let batch = self.kmsg.read_new();
         for record in &batch.records {
             let msg = record.message.as_str();
-            for kill in self.assembler.feed(msg, record.usec) {
-                self.note_oom(kill);
+            for event in self.assembler.feed(record) {
+                match event {
+                    oom::OomEvent::Kill(kill) => self.note_oom(kill),
+                    oom::OomEvent::Member { .. } => self.note_oom_member(),
+                }
             }
             if let Some(h) = hung_task::parse(msg) {
                 self.note_hung(h, record.usec);
@@ -189,14 +233,13 @@ impl KernelCollector {
                 self.note_fs(e, record.usec);
             }
         }
-        // At the end of what the kernel holds, a decision line without its victim line is
-        // final (kernels before 4.19 print them back to back).
+        // At the end of what the kernel holds, the last kill is final, and so is a decision
+        // line without its victim line (kernels before 5.0 print them back to back).
         if !batch.truncated_by_budget {
-            if let Some(kill) = self.assembler.flush() {
+            for kill in self.assembler.flush() {
                 self.note_oom(kill);
             }
         }
-        self.prune();
         batch.status
     }
 
@@ -211,6 +254,7 @@ impl KernelCollector {
             oom::OomKind::Cgroup => self.totals.oom_cgroup += 1,
         }
         let comm = cut(&kill.comm, MAX_COMM_BYTES);
+        let missing = kill.report == oom::Report::Missing;
         let key = match (&pod, kill.kind) {
             (Some(p), _) => p.uid.clone(),
             // System OOM victims outside pods: one group per task name.
@@ -221,9 +265,11 @@ impl KernelCollector {
                 .or_else(|| kill.task_memcg.clone())
                 .unwrap_or_else(|| format!("comm:{comm}")),
         };
+        let key = (kill.kind, cut(&key, 512));
+        self.last_oom = Some(key.clone());
         let stat = self
             .ooms
-            .entry((kill.kind, cut(&key, 512)))
+            .entry(key)
             .or_insert_with(|| {
                 // Logged once per group in the window, not per kill: OOM storms stay quiet.
                 tracing::info!(kind = kill.kind.as_str(), pid = kill.pid, comm = comm.as_str(), memcg = ?kill.task_memcg, "kernel OOM killer killed a process");
@@ -232,6 +278,9 @@ impl KernelCollector {
                 task_memcg: None,
                 oom_memcg: None,
                 kills: 0,
+                processes: 0,
+                unreported: 0,
+                report_missing: false,
                 last_pid: 0,
                 last_comm: String::new(),
                 last_usec: 0,
@@ -240,6 +289,11 @@ impl KernelCollector {
             }
             });
         stat.kills += 1;
+        stat.processes += 1;
+        if kill.report == oom::Report::SameTaskRecently {
+            stat.unreported += 1;
+        }
+        stat.report_missing |= missing;
         if kill.usec >= stat.last_usec {
             stat.last_usec = kill.usec;
             stat.last_pid = kill.pid;
@@ -249,6 +303,13 @@ impl KernelCollector {
             stat.oom_memcg = kill.oom_memcg.map(|s| cut(&s, 512));
             stat.limit_bytes = kill.limit_bytes.or(stat.limit_bytes);
             stat.usage_bytes = kill.usage_bytes.or(stat.usage_bytes);
+        }
+    }
+
+    /// Another process of the last kill (memory.oom.group): the same kill, one more process.
+    fn note_oom_member(&mut self) {
+        if let Some(stat) = self.last_oom.as_ref().and_then(|k| self.ooms.get_mut(k)) {
+            stat.processes += 1;
         }
     }
 
@@ -264,13 +325,21 @@ impl KernelCollector {
             );
             HungStat {
                 last_pid: h.pid,
+                pids: Vec::new(),
                 reports: 0,
                 max_blocked_seconds: 0,
                 last_usec: usec,
+                blocked_now: None,
+                live_known: false,
             }
         });
         stat.reports += 1;
         stat.max_blocked_seconds = stat.max_blocked_seconds.max(h.blocked_seconds);
+        stat.pids.retain(|p| *p != h.pid);
+        if stat.pids.len() == HUNG_PIDS_KEPT {
+            stat.pids.remove(0);
+        }
+        stat.pids.push(h.pid);
         if usec >= stat.last_usec {
             stat.last_usec = usec;
             stat.last_pid = h.pid;
@@ -289,6 +358,7 @@ impl KernelCollector {
                 kinds: BTreeSet::new(),
                 errors: 0,
                 last_usec: usec,
+                stops_writes_now: false,
             }
         });
         stat.kinds.insert(e.kind);
@@ -296,14 +366,17 @@ impl KernelCollector {
         stat.last_usec = stat.last_usec.max(usec);
     }
 
-    /// Drops groups older than the window, then the stalest beyond the cap.
+    /// Drops groups older than the window (except a hung task still blocked and a
+    /// filesystem still refusing writes: still true now), then the stalest beyond the cap.
     fn prune(&mut self) {
         let window = self.config.kmsg.lookback;
         let cap = self.config.max_groups.max(1);
         if let Some(clock) = self.kmsg.clock() {
             self.ooms.retain(|_, s| clock.age(s.last_usec) <= window);
-            self.hung.retain(|_, s| clock.age(s.last_usec) <= window);
-            self.fs.retain(|_, s| clock.age(s.last_usec) <= window);
+            self.hung
+                .retain(|_, s| clock.age(s.last_usec) <= window || s.blocked_now.is_some());
+            self.fs
+                .retain(|_, s| clock.age(s.last_usec) <= window || s.stops_writes_now);
         }
         cap_map(&mut self.ooms, cap, |s| s.last_usec);
         cap_map(&mut self.hung, cap, |s| s.last_usec);
@@ -314,7 +387,7 @@ impl KernelCollector {
         self.kmsg.clock().map(|c| c.age(usec).as_secs())
     }
 
-    fn oom_groups(&self) -> Vec<OomGroup> {
+    fn oom_groups(&self, scan: &memcg::Scan) -> Vec<OomGroup> {
         self.ooms
             .iter()
             .map(|((kind, _), s)| OomGroup {
@@ -329,6 +402,10 @@ impl KernelCollector {
                 task_memcg: s.task_memcg.clone(),
                 oom_memcg: s.oom_memcg.clone(),
                 kills: s.kills,
+                processes_killed: s.processes,
+                unreported_kills: s.unreported,
+                report_missing: s.report_missing,
+                pod_present: s.pod.as_ref().and_then(|p| scan.pod_present(&p.uid)),
                 last_pid: s.last_pid,
                 last_comm: s.last_comm.clone(),
                 last_seen_seconds_ago: self.age(s.last_usec),
@@ -336,6 +413,27 @@ impl KernelCollector {
                 usage_bytes: s.usage_bytes,
             })
             .collect()
+    }
+
+    /// Checks, per hung task name, whether one of its reported pids is in D state now (same
+    /// name: a reused pid is another task). A pid without `/proc/<pid>` has exited.
+    fn refresh_hung(&mut self) {
+        for (comm, s) in self.hung.iter_mut() {
+            let mut known = true;
+            s.blocked_now = None;
+            for &pid in s.pids.iter().rev() {
+                match crate::proc::pid::stat(&self.host, pid) {
+                    Some(st) if st.state == 'D' && st.comm == *comm => {
+                        s.blocked_now = Some(pid);
+                        break;
+                    }
+                    Some(_) => {}
+                    None if crate::proc::pid::exists(&self.host.proc_pid(pid)) => known = false,
+                    None => {}
+                }
+            }
+            s.live_known = known || s.blocked_now.is_some();
+        }
     }
 
     fn hung_groups(&self) -> Vec<HungGroup> {
@@ -347,43 +445,56 @@ impl KernelCollector {
                 reports: s.reports,
                 max_blocked_seconds: s.max_blocked_seconds,
                 last_seen_seconds_ago: self.age(s.last_usec),
+                blocked_now: s.live_known.then_some(s.blocked_now.is_some()),
+                blocked_now_pid: s.blocked_now,
             })
             .collect()
     }
 
-    /// Filesystem error groups placed on the host's mounts and the runtime/kubelet dirs.
+    /// Filesystem error groups placed on the host's mounts and the runtime/kubelet dirs, with
+    /// what the filesystem shows now: read-only, shut down (XFS), unrepaired errors (ext4).
     fn fs_groups(
-        &self,
+        &mut self,
         mounts: &[mountinfo::Mount],
         dirs: &[(&'static str, String)],
     ) -> Vec<FsErrorGroup> {
-        self.fs
-            .iter()
-            .map(|(dev, s)| {
-                let mount = mount_of_device(&self.host, mounts, dev);
-                let roles = match mount {
-                    Some(m) => dirs
-                        .iter()
-                        .filter(|(_, p)| {
-                            mountinfo::containing(mounts, Path::new(p))
-                                .is_some_and(|c| (c.major, c.minor) == (m.major, m.minor))
-                        })
-                        .cloned()
-                        .collect(),
-                    None => Vec::new(),
-                };
-                FsErrorGroup {
-                    device: dev.clone(),
-                    kinds: s.kinds.iter().copied().collect(),
-                    errors: s.errors,
-                    last_seen_seconds_ago: self.age(s.last_usec),
-                    mount_point: mount.map(|m| m.mount_point.to_string_lossy().into_owned()),
-                    fstype: mount.map(|m| m.fstype.clone()),
-                    read_only_now: mount.map(|m| m.mount_options.split(',').any(|o| o == "ro")),
-                    roles,
-                }
-            })
-            .collect()
+        let mut out = Vec::new();
+        for (dev, s) in self.fs.iter_mut() {
+            let mount = mount_of_device(&self.host, mounts, dev);
+            let roles = match mount {
+                Some(m) => dirs
+                    .iter()
+                    .filter(|(_, p)| {
+                        mountinfo::containing(mounts, Path::new(p))
+                            .is_some_and(|c| (c.major, c.minor) == (m.major, m.minor))
+                    })
+                    .cloned()
+                    .collect(),
+                None => Vec::new(),
+            };
+            let read_only_now = mount.map(read_only);
+            let is_xfs = mount.is_some_and(|m| m.fstype == "xfs");
+            let shut_down_now = mount
+                .filter(|_| is_xfs)
+                .and_then(|m| shut_down(&self.host, &*self.probe, m));
+            let errors_count_now = mount
+                .filter(|m| m.fstype == "ext4")
+                .and_then(|_| ext4_errors_count(&self.host, dev));
+            s.stops_writes_now = read_only_now == Some(true) || shut_down_now == Some(true);
+            out.push(FsErrorGroup {
+                device: dev.clone(),
+                kinds: s.kinds.iter().copied().collect(),
+                errors: s.errors,
+                last_seen_seconds_ago: self.kmsg.clock().map(|c| c.age(s.last_usec).as_secs()),
+                mount_point: mount.map(|m| m.mount_point.to_string_lossy().into_owned()),
+                fstype: mount.map(|m| m.fstype.clone()),
+                read_only_now,
+                shut_down_now,
+                errors_count_now,
+                roles,
+            });
+        }
+        out
     }
 
     /// Listen-queue counter deltas since the previous call (none at the first). The SYN
@@ -511,7 +622,7 @@ impl KernelCollector {
         let mut status = self.read_kernel_log();
         let host = self.host.clone();
 
-        // Tiny limits: a bounded walk of the kubepods tree.
+        // Tiny limits (and the pods on the node): a bounded walk of the kubepods tree.
         let th = self.config.thresholds.tiny_limit_bytes;
         let scan = memcg::scan(
             &host,
@@ -529,12 +640,14 @@ impl KernelCollector {
         if !scan.tiny.is_empty() || self.ooms.values().any(|s| s.pod.is_some()) {
             self.pods.refresh_if_stale(Instant::now());
         }
-        let tiny = group_tiny(&host, &self.pods, scan.tiny);
+        let tiny = group_tiny(&host, &self.pods, scan.tiny.clone());
 
-        // Runtime/kubelet directories: only when a hung task or a filesystem error needs them.
+        // What is still true now of the hung tasks and filesystem errors in the log.
+        self.refresh_hung();
         let mut role_fs = Vec::new();
         let mut fs_errors = Vec::new();
         if !self.hung.is_empty() || !self.fs.is_empty() {
+            // Runtime/kubelet directories: only when a hung task or a filesystem error needs them.
             let disc = discover::discover(&host, &self.config.runtime);
             let dirs: Vec<(&'static str, String)> = disc
                 .dirs
@@ -566,6 +679,9 @@ impl KernelCollector {
                 fs_errors = self.fs_groups(&mounts, &dirs);
             }
         }
+        // Events past the window are dropped now, unless still true.
+        self.prune();
+        fs_errors.retain(|g| self.fs.contains_key(&g.device));
 
         let mem = unless_broken(
             meminfo::read(&host),
@@ -593,9 +709,10 @@ impl KernelCollector {
         .flatten();
 
         let sample = KernelSample {
-            oom: self.oom_groups(),
+            oom: self.oom_groups(&scan),
             node_memory: NodeMemory {
                 mem_total_bytes: mem.as_ref().and_then(|m| m.mem_total_bytes()),
+                mem_available_bytes: mem.as_ref().and_then(|m| m.mem_available_bytes()),
                 kubepods_limit_bytes: kubepods.as_ref().map(|k| k.0),
                 kubepods_limit_file: kubepods
                     .as_ref()
@@ -705,6 +822,39 @@ fn mount_of_device<'m>(
     }
     let source = format!("/dev/{dev}");
     mounts.iter().find(|m| m.source == source)
+}
+
+/// True when a mount refuses writes by its options: the mount's own `ro`, the superblock's
+/// `ro` (an ext4 `errors=remount-ro` remount before 6.6 sets it there, leaving the mount
+/// `rw`), or ext4's `emergency_ro` (6.6+ keeps `rw` in both and says this instead, as
+/// 6.18 shows after `Remounting filesystem read-only`).
+fn read_only(m: &mountinfo::Mount) -> bool {
+    let has = |opts: &str, want: &str| opts.split(',').any(|o| o == want);
+    has(&m.mount_options, "ro")
+        || has(&m.super_options, "ro")
+        || has(&m.super_options, "emergency_ro")
+}
+
+/// Whether a mounted XFS is shut down now: any access to it fails with EIO (6.18: `statfs`
+/// still answers, `lstat` of the mount point does not). `None` when the agent does not see
+/// that mount at its path (the probe answers for another device) or fails otherwise.
+fn shut_down(host: &HostPaths, probe: &ProbeFn, m: &mountinfo::Mount) -> Option<bool> {
+    match probe(&host.join(&m.mount_point)) {
+        Ok(dev) => (dev == m.dev()).then_some(false),
+        Err(e) if e.raw_os_error() == Some(EIO) => Some(true),
+        Err(_) => None,
+    }
+}
+
+/// `<root>/sys/fs/ext4/<dev>/errors_count`: errors recorded in the superblock since the last
+/// fsck (0 once repaired).
+fn ext4_errors_count(host: &HostPaths, dev: &str) -> Option<u64> {
+    let path = host.sys_file("fs/ext4").join(dev).join("errors_count");
+    crate::hostfs::read_text(&path, crate::hostfs::cap::VALUE)
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// Removes the entries with the smallest `key` until at most `cap` remain.

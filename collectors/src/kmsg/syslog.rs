@@ -360,6 +360,7 @@ impl SyslogCursor {
             facility: prio >> 3,
             message: message.to_string(),
             continuation: Vec::new(),
+            fragment: false,
             timestamp: None,
         });
     }

@@ -61,6 +61,17 @@ pub fn parse(message: &str) -> Option<AllocFailure> {
     })
 }
 
+/// `warn_alloc: N callbacks suppressed` (4.10+; `warn_alloc_failed:` before): the kernel
+/// rate-limits failure reports (10 per 5 s) and says later how many it did not print.
+pub fn parse_suppressed(message: &str) -> Option<u64> {
+    let rest = message
+        .trim()
+        .strip_prefix("warn_alloc: ")
+        .or_else(|| message.trim().strip_prefix("warn_alloc_failed: "))?;
+    let (n, tail) = rest.split_once(' ')?;
+    (tail == "callbacks suppressed").then(|| n.parse().ok())?
+}
+
 /// True for a task of a container runtime: its allocation failures leave pods stuck in
 /// ContainerCreating (creating the sandbox's network namespace needs high-order pages).
 pub fn is_container_runtime(comm: &str) -> bool {
@@ -120,6 +131,25 @@ mod tests {
         assert_eq!(parse("Out of memory: Killed process 1234 (java)"), None);
         assert_eq!(parse("page allocation failure: order:x"), None);
         assert_eq!(parse("warn_alloc: 3 callbacks suppressed"), None);
+    }
+
+    #[test]
+    fn suppressed_reports() {
+        // 4.10+ (mm/page_alloc.c warn_alloc's nopage_rs) and 3.x .. 4.9 (warn_alloc_failed).
+        assert_eq!(
+            parse_suppressed("warn_alloc: 3 callbacks suppressed"),
+            Some(3)
+        );
+        assert_eq!(
+            parse_suppressed("warn_alloc_failed: 41 callbacks suppressed"),
+            Some(41)
+        );
+        assert_eq!(
+            parse_suppressed("net_ratelimit: 3 callbacks suppressed"),
+            None
+        );
+        assert_eq!(parse_suppressed("warn_alloc: x callbacks suppressed"), None);
+        assert_eq!(parse_suppressed("warn_alloc: 3 callbacks"), None);
     }
 
     proptest::proptest! {

@@ -4,6 +4,7 @@
 //! Pure: testable without files.
 
 use crate::finding::Severity;
+use crate::kmsg::decay::{self, Phase};
 use crate::proc::buddyinfo::ZoneFree;
 use crate::rules::Draft;
 
@@ -24,6 +25,9 @@ pub struct Thresholds {
     pub fragmentation_min_free_bytes: u64,
     /// Memory is exhausted when MemAvailable is below this share of MemTotal (percent).
     pub exhaustion_available_percent: f64,
+    /// A page allocation failure at most this old (seconds) whose condition is not true now
+    /// is a warning; older ones are history (info).
+    pub recent_seconds: u64,
 }
 
 impl Default for Thresholds {
@@ -33,6 +37,7 @@ impl Default for Thresholds {
             fragmentation_unusable_percent: 99.0,
             fragmentation_min_free_bytes: 16 << 20,
             exhaustion_available_percent: 5.0,
+            recent_seconds: decay::DEFAULT_RECENT_SECONDS,
         }
     }
 }
@@ -68,6 +73,9 @@ pub struct MemorySample {
     pub compaction: Option<CompactionDelta>,
     /// Failures within the lookback window.
     pub failures: Vec<FailureGroup>,
+    /// Failure reports the kernel rate-limited within the window (`warn_alloc: N callbacks
+    /// suppressed`): failures that happened but are not in `failures`.
+    pub suppressed_failures: u64,
     pub lookback_seconds: u64,
 }
 
@@ -81,8 +89,36 @@ pub fn judge(sample: &MemorySample, t: &Thresholds) -> Vec<Draft> {
         Some(d) => out.push(d),
         None => out.extend(fragmentation(sample, t)),
     }
-    out.extend(allocation_failures(sample));
+    out.extend(allocation_failures(sample, t));
     out
+}
+
+/// Per NUMA node, the highest order with a free block in its general zones (`None`: no free
+/// block at all); the smallest of those over the nodes, and whether any node lacks a block of
+/// `order` or more. `None` when buddyinfo gave nothing.
+fn largest_free_order_now(sample: &MemorySample, order: u32) -> Option<(Option<usize>, bool)> {
+    let mut nodes: Vec<u32> = sample.zones.iter().map(|z| z.node).collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    let per_node: Vec<Option<usize>> = nodes
+        .iter()
+        .map(|n| {
+            sample
+                .zones
+                .iter()
+                .filter(|z| z.node == *n && GENERAL_ZONES.contains(&z.zone.as_str()))
+                .filter_map(|z| z.highest_free_order())
+                .max()
+        })
+        .collect();
+    if per_node.is_empty() {
+        return None;
+    }
+    let smallest = per_node.iter().min().copied().flatten();
+    let lacking = per_node
+        .iter()
+        .any(|o| o.is_none_or(|o| (o as u64) < u64::from(order)));
+    Some((smallest, lacking))
 }
 
 fn order0_failures(sample: &MemorySample) -> u64 {
@@ -215,7 +251,13 @@ fn fragmentation(sample: &MemorySample, t: &Thresholds) -> Vec<Draft> {
 
 /// `memory.page_allocation_failure`: the kernel log shows page allocation failures within
 /// the lookback window.
-fn allocation_failures(sample: &MemorySample) -> Option<Draft> {
+///
+/// Still true now: for failures above order 0, some NUMA node has no free block of the
+/// largest failed order or more (buddyinfo now); for order-0 failures, memory is exhausted
+/// now (MemAvailable below `exhaustion_available_percent`). Critical while still true;
+/// otherwise a warning while the last failure is at most `recent_seconds` old, then info
+/// until it leaves the window.
+fn allocation_failures(sample: &MemorySample, t: &Thresholds) -> Option<Draft> {
     if sample.failures.is_empty() {
         return None;
     }
@@ -237,14 +279,60 @@ fn allocation_failures(sample: &MemorySample) -> Option<Draft> {
         .collect();
     runtimes.dedup();
     let last_ago = groups.iter().filter_map(|g| g.last_seen_seconds_ago).min();
-    let mut d = Draft::new("memory.page_allocation_failure", Severity::Critical)
+    // What the host shows now.
+    let buddy = largest_free_order_now(sample, max_order);
+    let fragmented_now = if high > 0 {
+        buddy.map(|(_, lacking)| lacking)
+    } else {
+        None
+    };
+    let available_percent = match (sample.mem_available_bytes, sample.mem_total_bytes) {
+        (Some(a), Some(total)) if total > 0 => Some(a as f64 * 100.0 / total as f64),
+        _ => None,
+    };
+    let exhausted_now = if order0 > 0 {
+        available_percent.map(|p| p < t.exhaustion_available_percent)
+    } else {
+        None
+    };
+    let still_true = match (fragmented_now, exhausted_now) {
+        (Some(true), _) | (_, Some(true)) => Some(true),
+        (None, None) => None,
+        _ => Some(false),
+    };
+    let phase = Phase::of(still_true, last_ago, t.recent_seconds);
+    let severity = match phase {
+        Phase::Ongoing => Severity::Critical,
+        Phase::Recent => Severity::Warning,
+        Phase::Past => Severity::Info,
+    };
+    let mut d = Draft::new("memory.page_allocation_failure", severity)
         .evidence("failures_in_window", total)
         .evidence("max_order", max_order)
         .evidence("order0_failures", order0)
         .evidence("high_order_failures", high)
         .evidence("tasks", listed)
         .evidence("lookback_seconds", sample.lookback_seconds)
+        .evidence("phase", phase.as_str())
         .evidence_opt("last_failure_seconds_ago", last_ago)
+        .evidence_opt(
+            "largest_free_order_now",
+            buddy.and_then(|(o, _)| o).map(|o| o as u64),
+        )
+        .evidence_opt(
+            "mem_available_percent_now",
+            available_percent.filter(|_| order0 > 0),
+        )
+        .evidence_opt(
+            "suppressed_failures",
+            (sample.suppressed_failures > 0).then_some(sample.suppressed_failures),
+        )
+        .var("recent_seconds", t.recent_seconds)
+        .var("exhaustion_percent", t.exhaustion_available_percent)
+        .when(phase.as_str())
+        .when_if("fragmented_now", fragmented_now == Some(true))
+        .when_if("exhausted_now", exhausted_now == Some(true))
+        .when_if("no_free_block_now", buddy.is_some_and(|(o, _)| o.is_none()))
         .when_if("high_order_failures", high > 0)
         .when_if("order0_failures", order0 > 0);
     if !runtimes.is_empty() {
@@ -287,6 +375,7 @@ mod tests {
             mem_available_bytes: Some(4 << 30),
             compaction: None,
             failures: Vec::new(),
+            suppressed_failures: 0,
             lookback_seconds: 3600,
         }
     }
@@ -353,7 +442,12 @@ mod tests {
 
     #[test]
     fn failures_group_and_flag_the_runtime() {
-        let mut s = sample(vec![]);
+        // Little free memory, none of it above order 3: the order-6 failure still holds.
+        let mut s = sample(vec![zone(
+            0,
+            "Normal",
+            &[1000, 500, 100, 10, 0, 0, 0, 0, 0, 0, 0],
+        )]);
         s.failures = vec![
             FailureGroup {
                 comm: "runc:[1:CHILD]".into(),
@@ -390,6 +484,102 @@ mod tests {
         assert_eq!(
             f.see_also,
             vec![see_also::MEMORY_FRAGMENTATION, see_also::CONTAINER_CREATING]
+        );
+        assert_eq!(f.evidence["phase"].as_str(), Some("ongoing"));
+        assert_eq!(f.evidence["largest_free_order_now"].as_f64(), Some(3.0));
+        assert!(
+            f.summary
+                .en
+                .contains("Still true now: the largest free block on the worst NUMA node is order 3, below the order 6 that failed"),
+            "{}",
+            f.summary.en
+        );
+    }
+
+    fn failure(order: u32, ago: u64) -> FailureGroup {
+        FailureGroup {
+            comm: "runc:[1:CHILD]".into(),
+            order,
+            count: 1,
+            last_seen_seconds_ago: Some(ago),
+            mode: None,
+        }
+    }
+
+    /// An order-6 failure: critical while no order-6 block is free on some NUMA node, however
+    /// old; with large blocks free again, a warning while recent and information after.
+    #[test]
+    fn a_page_allocation_failure_decays_when_large_blocks_are_back() {
+        let healthy = zone(
+            0,
+            "Normal",
+            &[2431, 1434, 901, 1074, 574, 355, 392, 249, 135, 112, 1490],
+        );
+        let fragmented = zone(0, "Normal", &[1163, 1101, 932, 222, 0, 0, 0, 0, 0, 0, 0]);
+        let judge_one = |z: ZoneFree, ago: u64| {
+            let mut s = sample(vec![z]);
+            s.failures = vec![failure(6, ago)];
+            findings(&s, "n")
+                .into_iter()
+                .find(|f| f.id == "memory.page_allocation_failure")
+                .unwrap()
+        };
+        let f = judge_one(healthy.clone(), 3480);
+        assert_eq!(f.severity, Severity::Info);
+        assert_eq!(f.evidence["phase"].as_str(), Some("past"));
+        assert_eq!(f.evidence["largest_free_order_now"].as_f64(), Some(10.0));
+        assert!(
+            f.summary.en.contains("the last 3480 s ago. Not true now: blocks of order 10 are free on every NUMA node; no failure in the last 15 min: history"),
+            "{}",
+            f.summary.en
+        );
+        assert_eq!(judge_one(healthy, 300).severity, Severity::Warning);
+        let f = judge_one(fragmented.clone(), 3480);
+        assert_eq!(f.severity, Severity::Critical);
+        assert_eq!(f.evidence["largest_free_order_now"].as_f64(), Some(3.0));
+        // A second NUMA node with large blocks does not help the fragmented one.
+        let mut s = sample(vec![
+            fragmented,
+            zone(1, "Normal", &[10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 500]),
+        ]);
+        s.failures = vec![failure(6, 3480)];
+        let f = &findings(&s, "n")[..];
+        let f = f
+            .iter()
+            .find(|f| f.id == "memory.page_allocation_failure")
+            .unwrap();
+        assert_eq!(f.severity, Severity::Critical);
+        // Without buddyinfo nothing confirms it now: it decays by age.
+        let mut s = sample(vec![]);
+        s.failures = vec![failure(6, 3480)];
+        assert_eq!(findings(&s, "n")[0].severity, Severity::Info);
+    }
+
+    /// Order-0 failures are still true while memory is exhausted now.
+    #[test]
+    fn an_order0_failure_is_critical_while_memory_is_exhausted() {
+        let mut s = sample(vec![]);
+        s.failures = vec![failure(0, 3000)];
+        let f = findings(&s, "n");
+        let f = f
+            .iter()
+            .find(|f| f.id == "memory.page_allocation_failure")
+            .unwrap();
+        assert_eq!(f.severity, Severity::Info);
+        assert_eq!(f.evidence["mem_available_percent_now"].as_f64(), Some(50.0));
+        s.mem_available_bytes = Some(100 << 20);
+        let f = findings(&s, "n");
+        let f = f
+            .iter()
+            .find(|f| f.id == "memory.page_allocation_failure")
+            .unwrap();
+        assert_eq!(f.severity, Severity::Critical);
+        assert!(
+            f.summary
+                .en
+                .contains("Still true now: MemAvailable is 1.2% of MemTotal, below 5%"),
+            "{}",
+            f.summary.en
         );
     }
 }

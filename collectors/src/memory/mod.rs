@@ -29,6 +29,8 @@ pub use judge::{CompactionDelta, FailureGroup, MemorySample, Thresholds};
 const MAX_FAILURE_ORDER: u32 = 15;
 /// Longest task name kept from a log line (the kernel's comm is 16 bytes; runc adds a suffix).
 const MAX_COMM_BYTES: usize = 64;
+/// `callbacks suppressed` notes of failure reports remembered.
+const MAX_SUPPRESSED_NOTES: usize = 64;
 
 /// Configuration of the memory collector.
 #[derive(Debug, Clone, PartialEq)]
@@ -70,6 +72,9 @@ pub struct MemoryCollector {
     kmsg: KmsgReader,
     page_size_bytes: u64,
     failures: BTreeMap<(String, u32), FailureStat>,
+    /// Failure reports the kernel suppressed (`warn_alloc: N callbacks suppressed`): (record
+    /// time, N), at most [`MAX_SUPPRESSED_NOTES`], dropped with the window.
+    suppressed: std::collections::VecDeque<(u64, u64)>,
     /// Failures seen since start, by order (a counter for `/metrics`).
     failures_by_order: BTreeMap<u32, u64>,
     previous_compaction: Option<(Instant, u64, u64)>,
@@ -87,6 +92,7 @@ impl MemoryCollector {
             kmsg,
             page_size_bytes,
             failures: BTreeMap::new(),
+            suppressed: std::collections::VecDeque::new(),
             failures_by_order: BTreeMap::new(),
             previous_compaction: None,
             transitions: TransitionLog::new("memory"),
@@ -97,6 +103,13 @@ impl MemoryCollector {
     fn read_kernel_log(&mut self) -> Status {
         let batch = self.kmsg.read_new();
         for record in &batch.records {
+            if let Some(n) = alloc_failure::parse_suppressed(&record.message) {
+                if self.suppressed.len() == MAX_SUPPRESSED_NOTES {
+                    self.suppressed.pop_front();
+                }
+                self.suppressed.push_back((record.usec, n));
+                continue;
+            }
             let Some(f) = alloc_failure::parse(&record.message) else {
                 continue;
             };
@@ -132,6 +145,8 @@ impl MemoryCollector {
         if let Some(clock) = self.kmsg.clock() {
             self.failures
                 .retain(|_, s| clock.age(s.last_usec) <= lookback);
+            self.suppressed
+                .retain(|(usec, _)| clock.age(*usec) <= lookback);
         }
         while self.failures.len() > self.config.max_failure_groups {
             let stalest = self
@@ -215,6 +230,10 @@ impl MemoryCollector {
             mem_available_bytes: mem.as_ref().and_then(|m| m.mem_available_bytes()),
             compaction,
             failures: self.failure_groups(),
+            suppressed_failures: self
+                .suppressed
+                .iter()
+                .fold(0, |acc: u64, (_, n)| acc.saturating_add(*n)),
             lookback_seconds: self.config.kmsg.lookback.as_secs(),
         };
         (sample, status)

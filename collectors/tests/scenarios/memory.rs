@@ -466,3 +466,121 @@ fn real_host_memory_collects_cleanly() {
         );
     }
 }
+
+/// A runc order-6 failure logged 58 minutes before now (uptime 7200 s).
+const KMSG_FAILURE_58_MIN_AGO: &str =
+    "4,905,3720000000,-;runc:[1:CHILD]: page allocation failure: order:6, mode:0x10c0d0\n";
+
+/// The failure an hour old with large blocks free again now: history, not critical; the
+/// finding says why (the largest free block now) and how old it is.
+#[test]
+fn an_hour_old_failure_with_healthy_buddyinfo_now_is_not_critical() {
+    let h = host(HEALTHY_BUDDYINFO, MEMINFO_OK, KMSG_FAILURE_58_MIN_AGO);
+    let c = crate::support::collect(&mut collector(&h), &support::ctx());
+    let f = find(&c, "memory.page_allocation_failure").expect("still in the window");
+    assert_eq!(f.severity, Severity::Info);
+    assert_eq!(f.evidence["phase"].as_str(), Some("past"));
+    assert_eq!(
+        f.evidence["last_failure_seconds_ago"].as_f64(),
+        Some(3480.0)
+    );
+    assert_eq!(f.evidence["largest_free_order_now"].as_f64(), Some(10.0));
+    assert!(
+        f.summary.en.contains(
+            "the last 3480 s ago. Not true now: blocks of order 10 are free on every NUMA node; no failure in the last 15 min: history"
+        ),
+        "{}",
+        f.summary.en
+    );
+    assert!(find(&c, "memory.fragmentation").is_none());
+}
+
+/// The same failure with the node still fragmented now: still critical, however old.
+#[test]
+fn an_hour_old_failure_with_fragmented_buddyinfo_now_is_still_critical() {
+    let h = host(HANDBOOK_BUDDYINFO, MEMINFO_OK, KMSG_FAILURE_58_MIN_AGO);
+    let c = crate::support::collect(&mut collector(&h), &support::ctx());
+    let f = find(&c, "memory.page_allocation_failure").unwrap();
+    assert_eq!(f.severity, Severity::Critical);
+    assert_eq!(f.evidence["phase"].as_str(), Some("ongoing"));
+    assert_eq!(f.evidence["largest_free_order_now"].as_f64(), Some(3.0));
+    assert!(
+        f.summary.en.contains(
+            "Still true now: the largest free block on the worst NUMA node is order 3, below the order 6 that failed"
+        ),
+        "{}",
+        f.summary.en
+    );
+    // A recent failure with large blocks back: a warning.
+    let h = host(
+        HEALTHY_BUDDYINFO,
+        MEMINFO_OK,
+        "4,905,7000000000,-;runc:[1:CHILD]: page allocation failure: order:6, mode:0x10c0d0\n",
+    );
+    let c = crate::support::collect(&mut collector(&h), &support::ctx());
+    let f = find(&c, "memory.page_allocation_failure").unwrap();
+    assert_eq!(f.severity, Severity::Warning);
+    assert_eq!(f.evidence["phase"].as_str(), Some("recent"));
+}
+
+/// One fixture per kernel version's wording (tests/fixtures/kmsg/README.md), 10 minutes old,
+/// on the handbook's fragmented node: the task and order are read from each.
+#[test]
+fn page_allocation_failure_wordings_of_each_kernel_version() {
+    for (fixture, tasks, suppressed) in [
+        (
+            include_str!("../fixtures/kmsg/page-alloc-failure.linux-2.6.32.kmsg"),
+            "mysqld order 4 x1",
+            None,
+        ),
+        (
+            include_str!("../fixtures/kmsg/page-alloc-failure.linux-3.10.kmsg"),
+            "runc:[1:CHILD] order 6 x1",
+            None,
+        ),
+        (
+            include_str!("../fixtures/kmsg/page-alloc-failure.linux-4.14.kmsg"),
+            "dd order 0 x1",
+            None,
+        ),
+        (
+            include_str!("../fixtures/kmsg/page-alloc-failure.linux-5.0.kmsg"),
+            "kworker/u8:4 order 0 x1",
+            None,
+        ),
+        (
+            include_str!("../fixtures/kmsg/page-alloc-failure.linux-5.10.kmsg"),
+            "clinfo order 9 x1",
+            None,
+        ),
+        (
+            include_str!("../fixtures/kmsg/page-alloc-failure.linux-6.5.kmsg"),
+            "kswapd0 order 0 x1",
+            Some(3.0),
+        ),
+    ] {
+        let h = host(HANDBOOK_BUDDYINFO, MEMINFO_OK, fixture);
+        let c = collector(&h).collect(&support::ctx());
+        let f = find(&c, "memory.page_allocation_failure").unwrap_or_else(|| panic!("{tasks}"));
+        assert_eq!(f.evidence["tasks"].as_str(), Some(tasks));
+        assert_eq!(
+            f.evidence
+                .get("suppressed_failures")
+                .and_then(|e| e.as_f64()),
+            suppressed,
+            "{tasks}"
+        );
+        // Order 0 with 51% of memory available is not true now; above order 0 on this
+        // fragmented node it is.
+        let order0 = tasks.contains("order 0");
+        assert_eq!(
+            f.severity,
+            if order0 {
+                Severity::Warning
+            } else {
+                Severity::Critical
+            },
+            "{tasks}"
+        );
+    }
+}
