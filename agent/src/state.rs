@@ -600,8 +600,8 @@ mod tests {
         let c = counts(&st, "disk.filesystem_full");
         assert_eq!((c.raised, c.cleared, c.suppressed), (1, 1, 10));
 
-        // A rule without settings (disk.inodes_exhausted states 1/1 or the default): as
-        // reported.
+        // A rule raised at once (disk.inodes_exhausted: raise_after 1): shown on its first
+        // report.
         let mut st = State::new("n", &names).with_hysteresis(tuned());
         let h = RuleBook::builtin().hysteresis("disk.inodes_exhausted");
         for i in 0..h.raise_after {
