@@ -395,6 +395,7 @@ fn io_culprits(mut d: Draft, obs: &Observation, io: &[&Culprit], th: &Thresholds
         .evidence("io_wait_method", obs.io_wait_method.as_str())
         .when(match obs.io_wait_method {
             IoWaitMethod::DelayAcct => "by_delayacct",
+            IoWaitMethod::DelayAcctAndSampling => "by_delayacct_and_samples",
             IoWaitMethod::DStateSampling => "by_d_state_samples",
             IoWaitMethod::BytesOnly => "by_bytes",
         })
@@ -589,7 +590,10 @@ fn host_processes(
                 .when_if(
                     "waits_delayacct",
                     resource == "io"
-                        && method == IoWaitMethod::DelayAcct
+                        && matches!(
+                            method,
+                            IoWaitMethod::DelayAcct | IoWaitMethod::DelayAcctAndSampling
+                        )
                         && c.io_wait_percent >= th.culprit_min_io_wait_percent,
                 )
                 .when_if(

@@ -10,8 +10,10 @@
 //! for block IO, from delay accounting: `/proc/<pid>/stat` field 42 (`delayacct_blkio_ticks`)
 //! of the main thread, added up over the threads of a multi-threaded process that did IO in
 //! two windows in a row (the kernel does not add them up in the process's own `stat`).
-//! Delay accounting is off by default since Linux 5.14 (`kernel.task_delayacct`); then, and
-//! when it shows no delay while tasks sit in D state, the IO wait is estimated by sampling:
+//! Delay accounting is off by default since Linux 5.14 (`kernel.task_delayacct`), and turned
+//! on at run time it covers only the tasks forked afterwards; without it, when it shows no
+//! delay while tasks sit in D state, and for D-state tasks it does not cover, the IO wait is
+//! estimated by sampling:
 //! the states of the candidate tasks (in D state, or with IO bytes) are read
 //! [`IoWaitPlan::samples`] more times, [`IoWaitPlan::interval`] apart, and each process's
 //! share of samples in D is its IO wait. [`IoWaitMethod`] says which was used.
@@ -240,6 +242,9 @@ impl ProcessTracker {
 pub enum IoWaitMethod {
     /// Delay accounting: the time each process's tasks spent waiting for block IO.
     DelayAcct,
+    /// Delay accounting, and D-state samples for the tasks it does not cover (in D state with
+    /// no delay: forked before `kernel.task_delayacct` was turned on).
+    DelayAcctAndSampling,
     /// Delay accounting is off (or showed nothing while tasks were in D state): the share of
     /// samples in which each process's tasks were in D state.
     DStateSampling,
@@ -254,6 +259,7 @@ impl IoWaitMethod {
     pub fn as_str(self) -> &'static str {
         match self {
             IoWaitMethod::DelayAcct => "delayacct",
+            IoWaitMethod::DelayAcctAndSampling => "delayacct_and_d_state_sampling",
             IoWaitMethod::DStateSampling => "d_state_sampling",
             IoWaitMethod::BytesOnly => "bytes_only",
         }
@@ -336,9 +342,16 @@ pub fn culprits(
         .map(|d| d.blkio_ticks.unwrap_or(0))
         .sum();
     let someone_waited = !blocked_tasks.is_empty() || procs_blocked > 0;
+    let observations = f64::from(plan.samples) + 1.0;
+    let sampled = |tasks: &[(u32, Option<u32>)]| -> HashMap<u32, f64> {
+        sample_d_states(host, tasks, plan.samples, plan.interval)
+            .into_iter()
+            .map(|(pid, count)| (pid, f64::from(count) * 100.0 / observations))
+            .collect()
+    };
     let (method, io_wait): (IoWaitMethod, HashMap<u32, f64>) = if plan.delayacct && total_blkio > 0
     {
-        let per = sample
+        let mut per: HashMap<u32, f64> = sample
             .procs
             .iter()
             .filter_map(|d| {
@@ -346,7 +359,21 @@ pub fn culprits(
                 Some((d.pid, t as f64 / USER_HZ / elapsed * 100.0))
             })
             .collect();
-        (IoWaitMethod::DelayAcct, per)
+        // A task the kernel does not account (forked before kernel.task_delayacct was turned
+        // on: the kernel gives delay accounting only to tasks created while it is on) shows no
+        // delay while it sits in D state: sampled like without delay accounting.
+        let mut unaccounted: Vec<(u32, Option<u32>)> = blocked_tasks
+            .iter()
+            .filter(|(d, _, _)| !per.contains_key(&d.pid))
+            .map(|(d, tid, _)| (d.pid, *tid))
+            .collect();
+        unaccounted.truncate(plan.max_candidates);
+        if unaccounted.is_empty() {
+            (IoWaitMethod::DelayAcct, per)
+        } else {
+            per.extend(sampled(&unaccounted));
+            (IoWaitMethod::DelayAcctAndSampling, per)
+        }
     } else if someone_waited {
         let mut candidates: Vec<(u32, Option<u32>)> = Vec::new();
         for (d, tid, _) in &blocked_tasks {
@@ -361,13 +388,7 @@ pub fn culprits(
             }
         }
         candidates.truncate(plan.max_candidates);
-        let in_d = sample_d_states(host, &candidates, plan.samples, plan.interval);
-        let observations = f64::from(plan.samples) + 1.0;
-        let per = in_d
-            .into_iter()
-            .map(|(pid, count)| (pid, f64::from(count) * 100.0 / observations))
-            .collect();
-        (IoWaitMethod::DStateSampling, per)
+        (IoWaitMethod::DStateSampling, sampled(&candidates))
     } else {
         (IoWaitMethod::BytesOnly, HashMap::new())
     };

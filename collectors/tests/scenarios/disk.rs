@@ -90,7 +90,10 @@ fn metric<'a>(c: &'a Collection, name: &str, labels: &[(&str, &str)]) -> &'a Met
 fn running(h: &FakeHost, daemons: &[(&str, u32)]) {
     for (name, pid) in daemons {
         h.write(&format!("/proc/{pid}/comm"), format!("{name}\n"))
-            .write(&format!("/proc/{pid}/cmdline"), format!("/usr/bin/{name}\0"));
+            .write(
+                &format!("/proc/{pid}/cmdline"),
+                format!("/usr/bin/{name}\0"),
+            );
     }
 }
 
@@ -396,7 +399,7 @@ fn containerd_with_cri_pod_logs() {
 fn custom_eviction_hard_changes_the_threshold() {
     let build = |with_config: bool| {
         let h = FakeHost::new();
-    running(&h, &[("dockerd", 1200)]);
+        running(&h, &[("dockerd", 1200)]);
         h.write("/proc/1/mountinfo", MOUNTINFO_DOCKER_DISK)
             .write("/etc/docker/daemon.json", r#"{"log-opts":{"max-size":"50m"}}"#)
             .mkdir("/var/lib/docker/containers")
@@ -915,18 +918,26 @@ fn log_of_an_unknown_owner_and_no_daemon_json_leave_no_empty_evidence() {
 fn an_empty_var_lib_docker_without_dockerd_is_not_docker() {
     let h = FakeHost::new();
     running(&h, CONTAINERD_NODE);
-    h.write("/proc/1/mountinfo", "22 1 253:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n")
-        .mkdir("/var/lib/docker")
-        .mkdir("/var/lib/containerd/io.containerd.content.v1.content")
-        .mkdir("/var/lib/kubelet/pods");
+    h.write(
+        "/proc/1/mountinfo",
+        "22 1 253:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n",
+    )
+    .mkdir("/var/lib/docker")
+    .mkdir("/var/lib/containerd/io.containerd.content.v1.content")
+    .mkdir("/var/lib/kubelet/pods");
     h.symlink("/run", "/var/run");
     h.mkdir("/run/containerd");
     let table = [("/", usage(100 * GIB, 3 * GIB))];
     let c = collect(&h, DiskConfig::default(), &table);
     let f = find(&c, "disk.filesystem_full", "/");
-    assert_eq!(ev_str(f, "roles"), "containerd_root,containerd_state,kubelet");
+    assert_eq!(
+        ev_str(f, "roles"),
+        "containerd_root,containerd_state,kubelet"
+    );
     assert!(
-        c.findings.iter().all(|f| f.id != "disk.docker_log_unbounded"),
+        c.findings
+            .iter()
+            .all(|f| f.id != "disk.docker_log_unbounded"),
         "{:#?}",
         c.findings
     );
@@ -962,17 +973,13 @@ fn an_empty_var_lib_docker_without_dockerd_is_not_docker() {
         .remediation
         .commands
         .contains(&"systemctl restart docker".to_string()));
-    assert!(f
-        .remediation
-        .steps
-        .iter()
-        .any(|s| s.en.starts_with("docker is not running (no dockerd process")));
+    assert!(f.remediation.steps.iter().any(|s| s
+        .en
+        .starts_with("docker is not running (no dockerd process")));
     let logs = find(&c, "disk.docker_log_unbounded", "docker");
-    assert!(logs
-        .remediation
-        .steps
-        .iter()
-        .any(|s| s.en.contains("docker is not running now (no dockerd process)")));
+    assert!(logs.remediation.steps.iter().any(|s| s
+        .en
+        .contains("docker is not running now (no dockerd process)")));
     assert!(logs
         .remediation
         .commands
@@ -1012,12 +1019,17 @@ fn runtime_and_kubelet_not_running_are_said() {
             .position(|c| c == cmd)
             .unwrap_or_else(|| panic!("no {cmd:?} in {cmds:?}"))
     };
-    assert!(pos("kubectl drain node-1 --ignore-daemonsets --delete-emptydir-data") < pos("systemctl status kubelet"));
+    assert!(
+        pos("kubectl drain node-1 --ignore-daemonsets --delete-emptydir-data")
+            < pos("systemctl status kubelet")
+    );
     assert!(pos("systemctl start docker") < pos("kubectl uncordon node-1"));
     assert!(!cmds.contains(&"systemctl restart docker".to_string()));
     let steps: Vec<&str> = f.remediation.steps.iter().map(|s| s.en.as_str()).collect();
     assert!(
-        steps.iter().any(|s| s.starts_with("No kubelet process runs on this node: a drain")),
+        steps
+            .iter()
+            .any(|s| s.starts_with("No kubelet process runs on this node: a drain")),
         "{steps:#?}"
     );
     assert!(

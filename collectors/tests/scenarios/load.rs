@@ -866,17 +866,38 @@ fn blocked_tasks_on_slow_storage_are_io_bound_without_a_busy_disk() {
         .any(|s| s.en.starts_with("No kubelet process runs on this node")));
 }
 
+/// How the kernel accounts IO wait in [`throttled_storage`].
+#[derive(Clone, Copy, PartialEq)]
+enum Accounting {
+    /// `kernel.task_delayacct=1` before the jobs started: field 42 tells their wait.
+    On,
+    /// Off: D states are sampled.
+    Off,
+    /// Turned on after the fio jobs started: the kernel accounts only the `dd` forked later
+    /// (a little delay), the jobs show none while they sit in D state.
+    OnAfterTheJobsStarted,
+}
+
 /// Slow storage as in the issue: four fio jobs blocked in D state on a throttled disk, a few
-/// KiB/s each, and a `dd` writing 1.6 MB/s through the page cache. `delayacct` says whether
-/// `kernel.task_delayacct` is on (then field 42 tells the wait) or off (then D states are
-/// sampled). Returns the second collection.
-fn throttled_storage(delayacct: bool) -> Collection {
+/// KiB/s each, and a `dd` writing 1.6 MB/s through the page cache. Returns the second
+/// collection.
+fn throttled_storage(accounting: Accounting) -> Collection {
+    let delayacct = accounting == Accounting::On;
     let h = FakeHost::new();
     h.write("/sys/devices/system/cpu/online", "0-1\n");
     h.write(
         "/proc/sys/kernel/task_delayacct",
-        if delayacct { "1\n" } else { "0\n" },
+        if accounting == Accounting::Off {
+            "0\n"
+        } else {
+            "1\n"
+        },
     );
+    let dd_blkio = if accounting == Accounting::OnAfterTheJobsStarted {
+        5
+    } else {
+        0
+    };
     let stage = |later: bool| {
         let k = u64::from(later);
         h.write("/proc/uptime", format!("{}.00 1.00\n", 500 + 10 * k));
@@ -917,7 +938,7 @@ fn throttled_storage(delayacct: bool) -> Collection {
                 ticks: (10 + 20 * k, 10 + 150 * k),
                 io: (0, 16_000_000 * k),
                 cgroup: "0::/user.slice\n",
-                blkio: 0,
+                blkio: dd_blkio * k,
             },
             Proc {
                 pid: 812,
@@ -959,7 +980,7 @@ fn throttled_storage(delayacct: bool) -> Collection {
 
 #[test]
 fn delay_accounting_names_the_blocked_fio_jobs_over_a_page_cache_writer() {
-    let out = throttled_storage(true);
+    let out = throttled_storage(Accounting::On);
     let io = only(&out, "load.io_bound");
     assert_eq!(io.len(), 1, "{:?}", out.findings);
     let f = io[0];
@@ -1005,7 +1026,7 @@ fn delay_accounting_names_the_blocked_fio_jobs_over_a_page_cache_writer() {
 
 #[test]
 fn without_delay_accounting_d_state_samples_name_the_blocked_fio_jobs() {
-    let out = throttled_storage(false);
+    let out = throttled_storage(Accounting::Off);
     let f = only(&out, "load.io_bound")[0];
     assert_eq!(text(f, "io_wait_method"), "d_state_sampling");
     assert_eq!(text(f, "top_io_comm"), "fio");
@@ -1319,4 +1340,25 @@ fn frozen_uptime_times_the_window_with_the_agents_clock() {
         "{:?}",
         second.metrics
     );
+}
+
+/// Delay accounting turned on after the jobs started covers only the `dd` forked later: the
+/// jobs in D state without any delay are sampled, and still named first.
+#[test]
+fn tasks_delay_accounting_does_not_cover_are_sampled() {
+    let out = throttled_storage(Accounting::OnAfterTheJobsStarted);
+    let f = only(&out, "load.io_bound")[0];
+    assert_eq!(text(f, "io_wait_method"), "delayacct_and_d_state_sampling");
+    assert_eq!(text(f, "top_io_comm"), "fio");
+    assert_eq!(num(f, "top_io_io_wait_percent"), 100.0);
+    assert!(
+        f.summary.en.contains(
+            "top IO by time waiting for IO (delay accounting, as iotop's IO> column, and D-state samples for the tasks it does not cover): fio (pid 801,"
+        ),
+        "{}",
+        f.summary.en
+    );
+    assert!(f.remediation.steps.iter().any(|s| s
+        .en
+        .starts_with("Delay accounting covers only the tasks forked after it was turned on")));
 }
