@@ -12,6 +12,7 @@ mod kube;
 mod manifests;
 mod real_disk;
 mod real_load;
+mod real_throttled;
 mod rules_file;
 mod sandbox;
 mod see_also;
