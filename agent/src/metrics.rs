@@ -4,7 +4,8 @@
 //! (1 per shown finding, active or clearing; `subject` keeps series unique when a rule fires
 //! for several mount points or pids),
 //! `node_doctor_finding_transitions_total{collector,id,transition}` (`raised`, `cleared`,
-//! `suppressed` per rule since start: the flap counter), `node_doctor_collector_up{collector}`,
+//! `suppressed`, `reraised` per rule since start: `reraised` counts flaps),
+//! `node_doctor_collector_up{collector}`,
 //! `node_doctor_collector_duration_seconds{collector}`, and every [`collectors::Metric`] the
 //! collectors returned, grouped by name. A family whose samples disagree on the kind, or
 //! whose name or label names are not valid Prometheus names, is dropped (and logged once
@@ -101,6 +102,7 @@ pub fn encode_snapshot(snap: &Snapshot) -> String {
             ("raised", t.raised),
             ("cleared", t.cleared),
             ("suppressed", t.suppressed),
+            ("reraised", t.reraised),
         ] {
             transitions
                 .get_or_create(&vec![
@@ -113,7 +115,7 @@ pub fn encode_snapshot(snap: &Snapshot) -> String {
     }
     reg.register(
         "node_doctor_finding_transitions",
-        "Findings raised (shown after their rule's raise_after runs), cleared (after clear_after runs without them) and suppressed (gone before they were raised) since the agent started, per rule",
+        "Findings raised (shown after their rule's raise_after runs), cleared (after clear_after runs without them), suppressed (gone before they were raised) and reraised (raised again after they were cleared: flaps) since the agent started, per rule",
         transitions,
     );
 
@@ -482,6 +484,7 @@ mod tests {
             "node_doctor_finding_transitions_total{collector=\"disk\",id=\"disk.filesystem_full\",transition=\"raised\"} 2.0",
             "node_doctor_finding_transitions_total{collector=\"disk\",id=\"disk.filesystem_full\",transition=\"cleared\"} 0.0",
             "node_doctor_finding_transitions_total{collector=\"disk\",id=\"disk.filesystem_full\",transition=\"suppressed\"} 0.0",
+            "node_doctor_finding_transitions_total{collector=\"disk\",id=\"disk.filesystem_full\",transition=\"reraised\"} 0.0",
             "node_doctor_collector_up{collector=\"disk\"} 1.0",
             "node_doctor_collector_up{collector=\"load\"} 0.0",
             "node_doctor_collector_duration_seconds{collector=\"disk\"} 0.25",

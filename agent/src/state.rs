@@ -16,8 +16,10 @@
 //! and its `last_seen`, and marked ([`FindingState::Clearing`]), until `clear_after` runs in
 //! a row have not reported it. Reported again meanwhile, it is simply active again (no new
 //! raise). `check` builds its state without hysteresis: it shows what its second sample sees.
-//! Every raise, clear and pending finding dropped before its raise is counted per rule id
-//! ([`Transitions`], the `/metrics` family `node_doctor_finding_transitions_total`).
+//! Every raise, clear and pending finding dropped before its raise is counted per rule id, and
+//! so is every raise of a finding (same collector, id and subject) that had been cleared
+//! before: a flap ([`Transitions`], the `/metrics` family
+//! `node_doctor_finding_transitions_total`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -84,7 +86,15 @@ pub struct Transitions {
     pub cleared: u64,
     /// Findings reported, then absent before they were raised: what hysteresis kept quiet.
     pub suppressed: u64,
+    /// Raises of a finding (same collector, id and subject) that had been cleared before
+    /// since the agent started: flaps. Counted while the finding is among the last
+    /// [`REMEMBERED_CLEARS`] cleared ones.
+    pub reraised: u64,
 }
+
+/// How many cleared findings (collector, id, subject) the state remembers to count a finding
+/// that comes back as a flap ([`Transitions::reraised`]).
+pub const REMEMBERED_CLEARS: usize = 4096;
 
 /// Where a tracked finding stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,6 +146,9 @@ pub struct State {
     rules: Option<Arc<RuleBook>>,
     /// (collector, id) -> transitions since start.
     transitions: BTreeMap<(String, String), Transitions>,
+    /// The last cleared findings, oldest first (at most [`REMEMBERED_CLEARS`]).
+    cleared: std::collections::VecDeque<(String, String, String)>,
+    cleared_set: BTreeSet<(String, String, String)>,
 }
 
 impl std::fmt::Debug for State {
@@ -188,6 +201,8 @@ impl State {
             pending: collector_names.iter().cloned().collect(),
             rules: None,
             transitions: BTreeMap::new(),
+            cleared: std::collections::VecDeque::new(),
+            cleared_set: BTreeSet::new(),
         }
     }
 
@@ -341,7 +356,15 @@ impl State {
                     "finding appeared"
                 );
             }
-            self.count(&key.0, &key.1).raised += 1;
+            let again = self.cleared_set.remove(&key);
+            if again {
+                self.cleared.retain(|k| k != &key);
+            }
+            let c = self.count(&key.0, &key.1);
+            c.raised += 1;
+            if again {
+                c.reraised += 1;
+            }
         }
     }
 
@@ -384,6 +407,14 @@ impl State {
         );
         self.tracked.remove(&key);
         self.count(&key.0, &key.1).cleared += 1;
+        if self.cleared_set.insert(key.clone()) {
+            self.cleared.push_back(key);
+            if self.cleared.len() > REMEMBERED_CLEARS {
+                if let Some(old) = self.cleared.pop_front() {
+                    self.cleared_set.remove(&old);
+                }
+            }
+        }
     }
 
     pub fn ready(&self) -> bool {
@@ -589,7 +620,10 @@ mod tests {
         run(&mut st, 105, vec![]);
         assert!(st.snapshot(t(106)).findings.is_empty());
         let c = counts(&st, "disk.filesystem_full");
-        assert_eq!((c.raised, c.cleared, c.suppressed), (1, 1, 0));
+        assert_eq!(
+            (c.raised, c.cleared, c.suppressed, c.reraised),
+            (1, 1, 0, 0)
+        );
 
         // Flapping on every other run never reaches 3 in a row: never shown, each counted.
         for i in 0..20 {
@@ -598,7 +632,23 @@ mod tests {
             assert!(st.snapshot(t(0)).findings.is_empty(), "run {i}");
         }
         let c = counts(&st, "disk.filesystem_full");
-        assert_eq!((c.raised, c.cleared, c.suppressed), (1, 1, 10));
+        assert_eq!(
+            (c.raised, c.cleared, c.suppressed, c.reraised),
+            (1, 1, 10, 0)
+        );
+        // Three reports in a row: the same finding is back, a flap.
+        for i in 0..3 {
+            run(&mut st, 600 + i * 15, vec![full(96.0)]);
+        }
+        let c = counts(&st, "disk.filesystem_full");
+        assert_eq!((c.raised, c.reraised), (2, 1));
+        // Another subject of the same rule is another finding: raised, not re-raised.
+        let other = || finding("disk.filesystem_full", "/data", Severity::Warning);
+        for i in 0..3 {
+            run(&mut st, 700 + i * 15, vec![full(96.0), other()]);
+        }
+        let c = counts(&st, "disk.filesystem_full");
+        assert_eq!((c.raised, c.reraised), (3, 1));
 
         // A rule raised at once (disk.inodes_exhausted: raise_after 1): shown on its first
         // report.
@@ -628,6 +678,27 @@ mod tests {
         assert!(st.snapshot(t(3)).findings.is_empty());
         let c = counts(&st, "disk.filesystem_full");
         assert_eq!((c.raised, c.cleared, c.suppressed), (1, 1, 0));
+        st.apply("disk", done(with(Status::Ok, vec![f()])), t(4));
+        assert_eq!(counts(&st, "disk.filesystem_full").reraised, 1);
+    }
+
+    #[test]
+    fn remembered_clears_are_bounded() {
+        let names = vec!["kernel".to_string()];
+        let mut st = State::new("n", &names);
+        let n = REMEMBERED_CLEARS + 10;
+        for i in 0..n {
+            let f = finding("kernel.oom_cgroup", &format!("pod {i}"), Severity::Warning);
+            st.apply("kernel", done(with(Status::Ok, vec![f])), t(2 * i as i64));
+            st.apply(
+                "kernel",
+                done(with(Status::Ok, vec![])),
+                t(2 * i as i64 + 1),
+            );
+        }
+        assert_eq!(st.cleared.len(), REMEMBERED_CLEARS);
+        assert_eq!(st.cleared_set.len(), REMEMBERED_CLEARS);
+        assert_eq!(counts(&st, "kernel.oom_cgroup").reraised, 0);
     }
 
     #[test]

@@ -18,4 +18,5 @@ mod sandbox;
 mod see_also;
 mod serve;
 mod server_limits;
+mod soak;
 mod support;
