@@ -8,6 +8,7 @@ mod deploy;
 mod explain;
 mod host_files;
 mod hostile;
+mod hysteresis;
 mod kube;
 mod manifests;
 mod real_disk;

@@ -211,8 +211,11 @@ pub fn daemon_advice(drafts: Vec<Draft>, daemons: &Daemons) -> Vec<Draft> {
             if !advises || !daemons.known {
                 return d;
             }
-            d.when_if("runtime_not_running", !daemons.dockerd && !daemons.containerd)
-                .when_if("kubelet_not_running", !daemons.kubelet)
+            d.when_if(
+                "runtime_not_running",
+                !daemons.dockerd && !daemons.containerd,
+            )
+            .when_if("kubelet_not_running", !daemons.kubelet)
         })
         .collect()
 }
