@@ -41,6 +41,9 @@ pub struct FindingJson<'a> {
     pub see_also: Vec<&'a str>,
     pub first_seen: &'a str,
     pub last_seen: &'a str,
+    /// `active`, or `clearing` (`serve` only): no longer reported by its collector and shown,
+    /// with the evidence of `last_seen`, until its rule's `clear_after` runs have passed.
+    pub state: &'static str,
 }
 
 /// Evidence by name: a number (integer or float) or a string.
@@ -117,6 +120,7 @@ pub fn document<'a>(view: &'a View<'_>) -> Document<'a> {
             see_also: f.see_also.iter().map(|s| s.key).collect(),
             first_seen: &f.first_seen,
             last_seen: &f.last_seen,
+            state: f.state.as_str(),
         })
         .collect();
     let collectors = view
@@ -227,6 +231,7 @@ mod tests {
         assert_eq!(f["subject"], "/var/lib/docker");
         assert_eq!(f["severity"], "critical");
         assert_eq!(f["title"], "disk.filesystem_full title");
+        assert_eq!(f["state"], "active");
         // Evidence: an integer, a float and a string, as they are.
         assert_eq!(
             f["evidence"],

@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use collectors::{Lang, Severity};
 
-use crate::view::View;
+use crate::view::{FindingState, View};
 
 /// Percent-encodes a query value (RFC 3986 unreserved characters pass).
 fn query_escape(s: &str) -> String {
@@ -98,6 +98,20 @@ td,th{{border:1px solid #ccc;padding:.2em .6em;text-align:left}}</style></head><
             t("last seen", "最近确认"),
             f.last_seen,
         );
+        if let FindingState::Clearing {
+            missing,
+            clear_after,
+        } = f.state
+        {
+            let _ = writeln!(
+                h,
+                "<p><small>{} {missing}/{clear_after}</small></p>",
+                t(
+                    "clearing: not reported by the latest runs; the evidence is from the last run that reported it; runs without it",
+                    "正在消除：最近的采集未再报告；以下为最后一次报告时的证据；未报告的次数"
+                ),
+            );
+        }
         if !f.evidence.is_empty() {
             h.push_str("<table>");
             for (k, v) in f.evidence {

@@ -209,7 +209,9 @@ fn serve(
         }
     };
     let names: Vec<String> = runners.iter().map(|r| r.name().to_string()).collect();
-    let shared = Arc::new(Shared::new(State::new(ctx.node_name.clone(), &names)));
+    // serve applies each rule's hysteresis (raise_after/clear_after of its rule file).
+    let state = State::new(ctx.node_name.clone(), &names).with_hysteresis(Arc::clone(&ctx.rules));
+    let shared = Arc::new(Shared::new(state));
     let stop = Arc::new(Stop::default());
 
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -287,6 +289,7 @@ fn check(
     only: &[String],
 ) -> u8 {
     let names: Vec<String> = runners.iter().map(|r| r.name().to_string()).collect();
+    // No hysteresis: check shows what its second sample sees.
     let shared = Shared::new(State::new(ctx.node_name.clone(), &names));
     engine::run_all_once(runners, ctx, &shared);
     std::thread::sleep(args.interval);

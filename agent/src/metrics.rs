@@ -1,8 +1,11 @@
 //! `/metrics`: one snapshot encoded once with `prometheus-client` (OpenMetrics text).
 //!
 //! Families: `node_doctor_build_info{version}`, `node_doctor_finding{collector,id,severity,subject}`
-//! (1 per active finding; `subject` keeps series unique when a rule fires for several mount
-//! points or pids), `node_doctor_collector_up{collector}`,
+//! (1 per shown finding, active or clearing; `subject` keeps series unique when a rule fires
+//! for several mount points or pids),
+//! `node_doctor_finding_transitions_total{collector,id,transition}` (`raised`, `cleared`,
+//! `suppressed`, `reraised` per rule since start: `reraised` counts flaps),
+//! `node_doctor_collector_up{collector}`,
 //! `node_doctor_collector_duration_seconds{collector}`, and every [`collectors::Metric`] the
 //! collectors returned, grouped by name. A family whose samples disagree on the kind, or
 //! whose name or label names are not valid Prometheus names, is dropped (and logged once
@@ -90,6 +93,30 @@ pub fn encode_snapshot(snap: &Snapshot) -> String {
         "node_doctor_finding",
         "Active finding (1 per finding; subject tells apart several findings of one rule)",
         finding,
+    );
+
+    // Raises and clears per rule: how often each finding came and went (a flap counter).
+    let transitions = CounterFamily::default();
+    for ((collector, id), t) in &snap.transitions {
+        for (kind, n) in [
+            ("raised", t.raised),
+            ("cleared", t.cleared),
+            ("suppressed", t.suppressed),
+            ("reraised", t.reraised),
+        ] {
+            transitions
+                .get_or_create(&vec![
+                    ("collector".to_string(), collector.clone()),
+                    ("id".to_string(), id.clone()),
+                    ("transition".to_string(), kind.to_string()),
+                ])
+                .inc_by(n as f64);
+        }
+    }
+    reg.register(
+        "node_doctor_finding_transitions",
+        "Findings raised (shown after their rule's raise_after runs), cleared (after clear_after runs without them), suppressed (gone before they were raised) and reraised (raised again after they were cleared: flaps) since the agent started, per rule",
+        transitions,
     );
 
     let up = GaugeFamily::default();
@@ -453,6 +480,11 @@ mod tests {
             ),
             "node_doctor_finding{collector=\"disk\",id=\"disk.filesystem_full\",severity=\"critical\",subject=\"/\"} 1.0",
             "node_doctor_finding{collector=\"disk\",id=\"disk.filesystem_full\",severity=\"warning\",subject=\"/var/lib/docker\"} 1.0",
+            "# TYPE node_doctor_finding_transitions counter",
+            "node_doctor_finding_transitions_total{collector=\"disk\",id=\"disk.filesystem_full\",transition=\"raised\"} 2.0",
+            "node_doctor_finding_transitions_total{collector=\"disk\",id=\"disk.filesystem_full\",transition=\"cleared\"} 0.0",
+            "node_doctor_finding_transitions_total{collector=\"disk\",id=\"disk.filesystem_full\",transition=\"suppressed\"} 0.0",
+            "node_doctor_finding_transitions_total{collector=\"disk\",id=\"disk.filesystem_full\",transition=\"reraised\"} 0.0",
             "node_doctor_collector_up{collector=\"disk\"} 1.0",
             "node_doctor_collector_up{collector=\"load\"} 0.0",
             "node_doctor_collector_duration_seconds{collector=\"disk\"} 0.25",

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use collectors::{Evidence, Lang, Severity, Source};
 
+pub use crate::state::FindingState;
 use crate::state::{Active, CollectorState, Snapshot};
 use crate::timefmt::rfc3339;
 
@@ -141,6 +142,8 @@ pub struct FindingView<'a> {
     /// RFC 3339.
     pub first_seen: String,
     pub last_seen: String,
+    /// Active, or clearing: no longer reported, shown until its rule's `clear_after`.
+    pub state: FindingState,
 }
 
 /// A `see_also` key and the title of the catalogue entry it names (`None`: the catalogue
@@ -266,6 +269,7 @@ fn finding_view(a: &Active, lang: Lang) -> FindingView<'_> {
             .collect(),
         first_seen: rfc3339(a.first_seen),
         last_seen: rfc3339(a.last_seen),
+        state: a.state,
     }
 }
 

@@ -46,6 +46,10 @@ impl TmpfsRoot {
         )
         .map_err(|e| format!("mount tmpfs at {}: {e}", mnt.display()))?;
         let root = TmpfsRoot { dir, mnt };
+        // docker's own layout: a data root without it (no dockerd runs here) is not docker.
+        for d in ["containers", "image"] {
+            std::fs::create_dir_all(root.mnt.join(d)).map_err(|e| e.to_string())?;
+        }
         std::os::unix::fs::symlink("/proc", root.dir.path().join("proc"))
             .map_err(|e| e.to_string())?;
         Ok(root)

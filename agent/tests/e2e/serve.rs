@@ -59,6 +59,11 @@ pub fn assert_contract(v: &Value, node: &str) {
         assert!(is_rfc3339_utc(f["first_seen"].as_str().unwrap()));
         assert!(is_rfc3339_utc(f["last_seen"].as_str().unwrap()));
         assert!(f["first_seen"].as_str() <= f["last_seen"].as_str());
+        assert!(
+            matches!(f["state"].as_str(), Some("active" | "clearing")),
+            "state: {}",
+            f["state"]
+        );
         // Sorted by severity (most severe first), then id.
         let key = (2 - rank(sev), id.to_string());
         if let Some(p) = &prev {

@@ -6,7 +6,7 @@
 use crate::finding::Severity;
 use crate::rules::template::human_bytes;
 use crate::rules::{Draft, Item};
-use crate::runtime::discover::Role;
+use crate::runtime::discover::{Daemons, Role};
 use crate::runtime::docker::DaemonConfig;
 use crate::runtime::kubelet::{Settings, Threshold};
 use crate::sys::statvfs::FsUsage;
@@ -82,6 +82,9 @@ pub struct DiskSample {
     pub docker: Option<DockerSample>,
     /// The largest container logs of the node, largest first (host-side paths; a metric).
     pub largest_logs: Vec<LogFile>,
+    /// Which of the kubelet, dockerd and containerd run: the advice to restart a runtime or
+    /// drain the node says so when they do not.
+    pub daemons: Daemons,
 }
 
 /// Thresholds of the disk rules besides the kubelet's own (which come from its settings).
@@ -351,7 +354,45 @@ pub fn judge(sample: &DiskSample, t: &Thresholds) -> Vec<Draft> {
             &d.data_root,
         ));
     }
-    out
+    out.into_iter()
+        .map(|d| daemon_advice(d, &sample.daemons))
+        .collect()
+}
+
+/// What the advice of a draft needs to know about the daemons it names: whether the kubelet
+/// runs (drain and kubelet advice: condition `kubelet_not_running`, evidence
+/// `kubelet_running`) and whether the runtime it restarts runs (`docker_not_running`,
+/// `containerd_not_running`, evidence `runtime_running`). Nothing is said when the process
+/// list could not be read.
+fn daemon_advice(mut d: Draft, daemons: &Daemons) -> Draft {
+    if !daemons.known {
+        return d;
+    }
+    let drains = matches!(
+        d.id.as_str(),
+        "disk.filesystem_full"
+            | "disk.inodes_exhausted"
+            | "disk.deleted_open_files"
+            | "disk.kubelet_unprotected"
+    );
+    if drains {
+        d = d
+            .evidence("kubelet_running", daemons.kubelet)
+            .when_if("kubelet_not_running", !daemons.kubelet);
+    }
+    let runtime = if d.id == "disk.docker_log_unbounded" || d.is("docker") {
+        Some(("docker_not_running", daemons.dockerd))
+    } else if d.is("containerd") {
+        Some(("containerd_not_running", daemons.containerd))
+    } else {
+        None
+    };
+    if let Some((condition, running)) = runtime {
+        d = d
+            .evidence("runtime_running", running)
+            .when_if(condition, !running);
+    }
+    d
 }
 
 /// Rotated logs in the order the handbook empties them: oldest rotation first, then size.

@@ -412,6 +412,7 @@ impl DiskCollector {
                     data_root,
                 }),
             largest_logs: overall,
+            daemons: disc.daemons,
         };
         let status = if notes.is_empty() {
             Status::Ok

@@ -11,6 +11,7 @@ use crate::kmsg::decay::{self, Phase};
 use crate::pods::PodNames;
 use crate::proc::cgroup::QosClass;
 use crate::rules::{Draft, Item};
+use crate::runtime::discover::Daemons;
 
 /// Processes of the container runtime and the kubelet (by comm prefix): a hang in one of them
 /// stops pods from being created or deleted.
@@ -234,6 +235,27 @@ pub fn judge(s: &KernelSample, t: &Thresholds) -> Vec<Draft> {
     out.extend(s.listen.as_ref().and_then(|l| listen_drops(l, t)));
     out.extend(s.pids.as_ref().and_then(|p| pid_exhaustion(p, t)));
     out
+}
+
+/// What the runtime advice of a hung task or a filesystem error needs to know: whether a
+/// container runtime (dockerd or containerd) and the kubelet run, as conditions
+/// `runtime_not_running` and `kubelet_not_running` (only when the process list was read).
+pub fn daemon_advice(drafts: Vec<Draft>, daemons: &Daemons) -> Vec<Draft> {
+    drafts
+        .into_iter()
+        .map(|d| {
+            let advises = (d.id == "kernel.hung_task" && d.is("runtime"))
+                || (d.id == "kernel.fs_error" && d.is("runtime_disk"));
+            if !advises || !daemons.known {
+                return d;
+            }
+            d.when_if(
+                "runtime_not_running",
+                !daemons.dockerd && !daemons.containerd,
+            )
+            .when_if("kubelet_not_running", !daemons.kubelet)
+        })
+        .collect()
 }
 
 /// `namespace/name` of a pod when known.
@@ -1049,5 +1071,38 @@ mod tests {
             ..e
         };
         assert_eq!(fs_error(&xfs, 3600, &t).severity, Severity::Critical);
+    }
+}
+
+#[cfg(test)]
+mod daemon_advice_tests {
+    use super::*;
+
+    #[test]
+    fn runtime_advice_says_which_daemons_do_not_run() {
+        let hung = || Draft::new("kernel.hung_task", Severity::Critical).when("runtime");
+        let other = || Draft::new("kernel.hung_task", Severity::Warning);
+        let stopped = Daemons {
+            known: true,
+            kubelet: false,
+            dockerd: false,
+            containerd: false,
+        };
+        let out = daemon_advice(vec![hung(), other()], &stopped);
+        assert!(out[0].is("runtime_not_running") && out[0].is("kubelet_not_running"));
+        assert!(!out[1].is("runtime_not_running"), "not a runtime task");
+        let out = daemon_advice(vec![hung()], &Daemons::all_running());
+        assert!(!out[0].is("runtime_not_running") && !out[0].is("kubelet_not_running"));
+        // containerd alone is a runtime.
+        let containerd = Daemons {
+            containerd: true,
+            ..stopped
+        };
+        assert!(!daemon_advice(vec![hung()], &containerd)[0].is("runtime_not_running"));
+        // Unknown: nothing said.
+        let out = daemon_advice(vec![hung()], &Daemons::default());
+        assert!(!out[0].is("runtime_not_running") && !out[0].is("kubelet_not_running"));
+        let fs = Draft::new("kernel.fs_error", Severity::Critical).when("runtime_disk");
+        assert!(daemon_advice(vec![fs], &stopped)[0].is("kubelet_not_running"));
     }
 }

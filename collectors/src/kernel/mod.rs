@@ -164,6 +164,9 @@ pub struct KernelCollector {
     pods: PodDirectory,
     /// Finding keys of the last run, to log transitions.
     active: BTreeSet<(String, String)>,
+    /// Which daemons ran when the runtime directories were last looked up in this run
+    /// (unknown unless a hung task or a filesystem error needed them).
+    daemons: discover::Daemons,
 }
 
 impl KernelCollector {
@@ -188,6 +191,7 @@ impl KernelCollector {
             previous_netstat: None,
             pods,
             active: BTreeSet::new(),
+            daemons: discover::Daemons::default(),
         }
     }
 
@@ -604,7 +608,8 @@ impl Collector for KernelCollector {
     /// sample -> judge -> findings (in the rule file's words) + metrics.
     fn collect(&mut self, ctx: &CollectContext) -> Collection {
         let (sample, status) = self.sample(ctx.host_netns);
-        let findings = ctx.render(judge::judge(&sample, &self.config.thresholds));
+        let drafts = judge::judge(&sample, &self.config.thresholds);
+        let findings = ctx.render(judge::daemon_advice(drafts, &self.daemons));
         self.log_transitions(&findings);
         Collection {
             status,
@@ -646,9 +651,11 @@ impl KernelCollector {
         self.refresh_hung();
         let mut role_fs = Vec::new();
         let mut fs_errors = Vec::new();
+        self.daemons = discover::Daemons::default();
         if !self.hung.is_empty() || !self.fs.is_empty() {
             // Runtime/kubelet directories: only when a hung task or a filesystem error needs them.
             let disc = discover::discover(&host, &self.config.runtime);
+            self.daemons = disc.daemons;
             let dirs: Vec<(&'static str, String)> = disc
                 .dirs
                 .iter()

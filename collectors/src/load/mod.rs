@@ -3,8 +3,11 @@
 //! title are in `collectors/rules/load.toml`).
 //!
 //! Each run reads `/proc/loadavg`, `/proc/stat`, `/proc/diskstats`, `/proc/pressure/*`,
-//! `/sys/devices/system/cpu/online` and, for every process, `/proc/<pid>/stat` and
-//! `/proc/<pid>/io`; only the top consumers get their `/proc/<pid>/cgroup` (and `wchan`) read.
+//! `/sys/devices/system/cpu/online`, `/proc/sys/kernel/task_delayacct` and, for every
+//! process, `/proc/<pid>/stat` (with its block-IO delay) and `/proc/<pid>/io`; only the top
+//! consumers get their `/proc/<pid>/cgroup` (and `wchan`) read, and only multi-threaded
+//! processes doing IO their threads' `stat`. When tasks wait in D state and delay accounting
+//! is off, the candidates' states are sampled a few more times (see [`processes`]).
 //! Rates come from the previous run's sample; the first run reports levels only.
 //!
 //! The collector shape: `LoadCollector::sample` reads the host into a typed [`Sample`] (whose
@@ -16,11 +19,12 @@ pub mod judge;
 pub mod observation;
 pub mod processes;
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::collector::{CollectContext, Collection, Collector, Status, TransitionLog};
 use crate::host::HostPaths;
 use crate::pods::{PodDirectory, PodsConfig};
+use crate::proc::delayacct;
 use crate::proc::diskstats::{self, DiskStat};
 use crate::proc::loadavg;
 use crate::proc::pressure;
@@ -29,8 +33,10 @@ use crate::proc::uptime;
 use crate::sys::{block, cpu_online};
 
 pub use judge::{Sample, Thresholds};
-pub use observation::{CpuPercent, Culprit, DiskRates, Observation, Origin, Pressures};
-use processes::ProcessTracker;
+pub use observation::{
+    CpuPercent, Culprit, DiskRates, IoWaitMethod, Observation, Origin, Pressures,
+};
+use processes::{IoWaitPlan, ProcessTracker};
 
 /// Thresholds and limits of the `load` collector.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,6 +47,14 @@ pub struct LoadConfig {
     pub top_processes: usize,
     /// At most this many D-state tasks are listed (and at most 16× this many threads read).
     pub max_blocked_tasks: usize,
+    /// Without delay accounting, while tasks wait in D state: how many more times the
+    /// candidates' states are read, how far apart, and at most how many candidates.
+    pub io_wait_samples: u32,
+    pub io_wait_sample_interval: Duration,
+    pub io_wait_max_candidates: usize,
+    /// With delay accounting: at most this many thread `stat` files are read per run to add
+    /// up the IO wait of multi-threaded processes.
+    pub max_thread_reads: usize,
     /// Host processes that are part of Kubernetes itself (not "outside Kubernetes").
     pub infrastructure_processes: Vec<String>,
     /// Where pod names come from.
@@ -53,6 +67,10 @@ impl Default for LoadConfig {
             thresholds: Thresholds::default(),
             top_processes: 5,
             max_blocked_tasks: 20,
+            io_wait_samples: 10,
+            io_wait_sample_interval: Duration::from_millis(20),
+            io_wait_max_candidates: 64,
+            max_thread_reads: 1024,
             infrastructure_processes: [
                 "kubelet",
                 "containerd",
@@ -215,7 +233,20 @@ impl LoadCollector {
             }
         }
 
-        let procs = self.tracker.sample(&self.host, uptime_seconds);
+        let delayacct = match delayacct::read(&self.host) {
+            Ok(d) => d.is_on(),
+            Err(e) => {
+                degraded.push(format!(
+                    "{e}; IO wait is measured by sampling D states instead of delay accounting"
+                ));
+                false
+            }
+        };
+        let mut procs = self.tracker.sample(&self.host, uptime_seconds);
+        if delayacct {
+            self.tracker
+                .sum_threads(&self.host, &mut procs, self.config.max_thread_reads);
+        }
         if procs.io_denied > 0 {
             degraded.push(io_denied_reason(procs.io_denied, &procs.io_denied_examples));
         }
@@ -238,6 +269,12 @@ impl LoadCollector {
                     })
                     .collect();
                 let disk_rates = disk_windows(&self.host, &prev.disks, &disks, elapsed);
+                let plan = IoWaitPlan {
+                    delayacct,
+                    samples: self.config.io_wait_samples,
+                    interval: self.config.io_wait_sample_interval,
+                    max_candidates: self.config.io_wait_max_candidates,
+                };
                 let culprits = processes::culprits(
                     &self.host,
                     &procs,
@@ -245,6 +282,7 @@ impl LoadCollector {
                     &self.config,
                     &self.pods,
                     stat.procs_blocked.unwrap_or(0),
+                    &plan,
                 );
                 window = Some(Observation {
                     elapsed_seconds: elapsed,
@@ -262,6 +300,14 @@ impl LoadCollector {
                     top_io: culprits.top_io,
                     top_cpu: culprits.top_cpu,
                     blocked: culprits.blocked,
+                    io_wait_method: culprits.io_wait_method,
+                    total_io_wait_percent: culprits.total_io_wait_percent,
+                    total_io_bytes_per_second: culprits.total_io_bytes_per_second,
+                    total_cpu_percent: culprits.total_cpu_percent,
+                    kubelet_running: procs
+                        .list_error
+                        .is_none()
+                        .then(|| procs.procs.iter().any(|d| d.comm == "kubelet")),
                 });
             }
         }

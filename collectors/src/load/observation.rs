@@ -7,6 +7,8 @@ use crate::proc::loadavg::Loadavg;
 use crate::proc::pressure::Pressure;
 use crate::proc::stat::CpuTimes;
 
+pub use super::processes::IoWaitMethod;
+
 /// CPU time per mode over a window, in percent of all CPU time (0–100, modes sum to 100).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct CpuPercent {
@@ -219,6 +221,10 @@ pub struct Culprit {
     pub cpu_percent: f64,
     pub read_bytes_per_second: f64,
     pub write_bytes_per_second: f64,
+    /// Time its tasks waited for block IO, as iotop's `IO>` column: in percent of the window
+    /// (delay accounting), or of the samples that found it in D state (see
+    /// [`Observation::io_wait_method`]); 0 when it did not wait or nothing was measured.
+    pub io_wait_percent: f64,
     /// The kernel function a D-state task waits in, when readable.
     pub wchan: Option<String>,
     pub origin: Origin,
@@ -289,12 +295,24 @@ pub struct Observation {
     pub per_cpu: Vec<(u32, CpuPercent)>,
     pub disks: Vec<DiskRates>,
     pub pressure: Pressures,
-    /// Top processes by storage bytes read+written over the window (most first, non-zero).
+    /// Candidates for top IO: the top processes by IO wait (most first, non-zero), then
+    /// those of the top by storage bytes read+written not among them. The judge names the
+    /// material ones ([`super::judge::material_io`]).
     pub top_io: Vec<Culprit>,
     /// Top processes by CPU time over the window (most first, non-zero).
     pub top_cpu: Vec<Culprit>,
     /// Tasks in D state now.
     pub blocked: Vec<Culprit>,
+    /// How `io_wait_percent` was measured.
+    pub io_wait_method: IoWaitMethod,
+    /// Sums over every process of the window: IO wait (in the unit of the method), storage
+    /// bytes per second, CPU percent of one CPU. What a culprit's share is a share of.
+    pub total_io_wait_percent: f64,
+    pub total_io_bytes_per_second: f64,
+    pub total_cpu_percent: f64,
+    /// Whether a `kubelet` process runs (`None`: the process list could not be read). The
+    /// advice to cordon the node says so when it does not.
+    pub kubelet_running: Option<bool>,
 }
 
 #[cfg(test)]

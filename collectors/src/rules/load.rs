@@ -9,7 +9,7 @@ use toml::{Table, Value as Toml};
 
 use super::draft::{Draft, Item, Var};
 use super::template::{self, is_name, Seg};
-use super::{CommandT, Cond, Piece, Rule, RulesError, SeeAlsoT, SourceT, Term, TextT};
+use super::{CommandT, Cond, Hysteresis, Piece, Rule, RulesError, SeeAlsoT, SourceT, Term, TextT};
 use crate::finding::{Evidence, Severity};
 
 /// Placeholders every rule may use: the node's name.
@@ -153,6 +153,8 @@ const RULE_KEYS: &[&str] = &[
     "source",
     "see_also",
     "example",
+    "raise_after",
+    "clear_after",
 ];
 
 const OVERRIDE_KEYS: &[&str] = &[
@@ -163,6 +165,8 @@ const OVERRIDE_KEYS: &[&str] = &[
     "commands",
     "add_steps",
     "add_commands",
+    "raise_after",
+    "clear_after",
 ];
 
 fn full_rule(file: &str, id: &str, raw: &Table) -> Result<Rule, RulesError> {
@@ -203,6 +207,7 @@ fn full_rule(file: &str, id: &str, raw: &Table) -> Result<Rule, RulesError> {
         commands: Vec::new(),
         sources: Vec::new(),
         see_also: Vec::new(),
+        hysteresis: hysteresis(raw, Hysteresis::DEFAULT).map_err(e)?,
     };
     for c in rule.item_conditions() {
         if !rule.conditions.contains_key(c) {
@@ -235,11 +240,12 @@ fn override_rule(file: &str, base: &Rule, raw: &Table) -> Result<Rule, RulesErro
     let e = |m: String| err(file, id, m);
     check_keys(raw, OVERRIDE_KEYS).map_err(|m| {
         e(format!(
-            "{m}; an override changes the words only (conditions, evidence, source and see_also are the built-in rule's)"
+            "{m}; an override changes the words and the hysteresis only (conditions, evidence, source and see_also are the built-in rule's)"
         ))
     })?;
     let mut rule = base.clone();
     rule.file = format!("{} + {file}", base.file);
+    rule.hysteresis = hysteresis(raw, base.hysteresis).map_err(e)?;
     if raw.contains_key("title") {
         rule.title = required_text(base, raw, "title").map_err(e)?;
     }
@@ -260,6 +266,26 @@ fn override_rule(file: &str, base: &Rule, raw: &Table) -> Result<Rule, RulesErro
         return Err(e("the rule would have no step left".into()));
     }
     Ok(rule)
+}
+
+/// `raise_after` / `clear_after` of a rule table, each replacing the one of `base` when given.
+fn hysteresis(raw: &Table, base: Hysteresis) -> Result<Hysteresis, String> {
+    let cycles = |key: &str, base: u32| -> Result<u32, String> {
+        match raw.get(key) {
+            None => Ok(base),
+            Some(Toml::Integer(n)) if (1..=i64::from(Hysteresis::MAX_CYCLES)).contains(n) => {
+                Ok(*n as u32)
+            }
+            Some(_) => Err(format!(
+                "{key}: a number of collection cycles from 1 to {} (1: as the judge reports)",
+                Hysteresis::MAX_CYCLES
+            )),
+        }
+    };
+    Ok(Hysteresis {
+        raise_after: cycles("raise_after", base.raise_after)?,
+        clear_after: cycles("clear_after", base.clear_after)?,
+    })
 }
 
 fn strings(v: Option<&Toml>, at: At) -> Result<BTreeSet<String>, String> {

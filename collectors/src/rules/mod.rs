@@ -56,9 +56,16 @@
 //!   of tables for items, with `conditions = [...]`). It declares what placeholders exist,
 //!   and a test renders every rule from it in both languages under every condition.
 //!
+//! - **raise_after**, **clear_after** (cycles, 1–100): the rule's hysteresis, applied by the
+//!   agent's state in `serve` ([`Hysteresis`]): a finding is raised once its judge has
+//!   reported it on `raise_after` successful runs in a row, and cleared once it has been
+//!   absent from `clear_after` of them in a row. A rule that omits them gets
+//!   [`Hysteresis::DEFAULT`] (1 and 1: raised and cleared as the judge reports).
+//!
 //! Operators override the words of a rule (`--rules-file`, [`RuleBook::with_overrides`]):
-//! `title`, `summary`, `steps`, `commands` replace, `add_steps`, `add_commands` append; the
-//! file is checked against the built-in rule's declarations at start-up.
+//! `title`, `summary`, `steps`, `commands` replace, `add_steps`, `add_commands` append,
+//! `raise_after`, `clear_after` replace; the file is checked against the built-in rule's
+//! declarations at start-up.
 
 mod draft;
 mod load;
@@ -211,6 +218,32 @@ pub(crate) struct SeeAlsoT {
     pub key: String,
 }
 
+/// How many successful runs in a row a finding must be reported to be raised, and absent to
+/// be cleared (the agent's state applies it in `serve`; `check` shows what it sees now).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hysteresis {
+    pub raise_after: u32,
+    pub clear_after: u32,
+}
+
+impl Hysteresis {
+    /// What a rule that states no `raise_after`/`clear_after` gets: raised on the first run
+    /// that reports it, cleared on the first that does not (the judge's word as it is). Rules
+    /// judging rates or top-N lists state their own.
+    pub const DEFAULT: Hysteresis = Hysteresis {
+        raise_after: 1,
+        clear_after: 1,
+    };
+    /// The largest number of cycles a rule may state.
+    pub const MAX_CYCLES: u32 = 100;
+}
+
+impl Default for Hysteresis {
+    fn default() -> Self {
+        Hysteresis::DEFAULT
+    }
+}
+
 /// One rule: its words and what it declares (conditions, optional evidence, an example).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rule {
@@ -226,9 +259,15 @@ pub struct Rule {
     pub(crate) commands: Vec<CommandT>,
     pub(crate) sources: Vec<SourceT>,
     pub(crate) see_also: Vec<SeeAlsoT>,
+    pub(crate) hysteresis: Hysteresis,
 }
 
 impl Rule {
+    /// Its hysteresis: stated in its file, or [`Hysteresis::DEFAULT`].
+    pub fn hysteresis(&self) -> Hysteresis {
+        self.hysteresis
+    }
+
     /// The conditions the rule declares, with what each means.
     pub fn conditions(&self) -> &BTreeMap<String, String> {
         &self.conditions
@@ -372,6 +411,13 @@ impl RuleBook {
     /// A rule by id.
     pub fn get(&self, id: &str) -> Option<&Rule> {
         self.rules.get(id)
+    }
+
+    /// The hysteresis of the rule `id` ([`Hysteresis::DEFAULT`] for an id without a rule).
+    pub fn hysteresis(&self, id: &str) -> Hysteresis {
+        self.rules
+            .get(id)
+            .map_or(Hysteresis::DEFAULT, Rule::hysteresis)
     }
 
     pub fn rules(&self) -> impl Iterator<Item = &Rule> {

@@ -417,7 +417,10 @@ fn overrides_are_checked_against_the_builtin_rule() {
     let e = err("[[rule]]\nid = \"demo.logs\"\nadd_commands = [\"echo '{x}'\"]\n");
     assert!(e.contains("command template"), "{e}");
     let e = err("[[rule]]\nid = \"demo.logs\"\nconditions = { x = \"y\" }\n");
-    assert!(e.contains("an override changes the words only"), "{e}");
+    assert!(
+        e.contains("an override changes the words and the hysteresis only"),
+        "{e}"
+    );
     let e = err("[[rule]]\nid = \"demo.logs\"\ntitle = { en = \"x\" }\n");
     assert!(e.contains("en without zh"), "{e}");
     let e = err("[rule]\nid = 1\n");
@@ -570,4 +573,71 @@ fn a_source_may_cite_external_documentation() {
         ));
         assert!(e.contains(want), "{to}: {e}");
     }
+}
+
+#[test]
+fn hysteresis_is_stated_per_rule_with_a_default_and_operators_may_tune_it() {
+    // DEMO states none: the documented default (raised and cleared as the judge reports).
+    let b = demo();
+    assert_eq!(b.hysteresis("demo.logs"), Hysteresis::DEFAULT);
+    assert_eq!(
+        Hysteresis::DEFAULT,
+        Hysteresis {
+            raise_after: 1,
+            clear_after: 1
+        }
+    );
+    // An id without a rule: the default too.
+    assert_eq!(b.hysteresis("demo.unknown"), Hysteresis::DEFAULT);
+
+    let stated = demo_with(
+        "id = \"demo.logs\"\n",
+        "id = \"demo.logs\"\nraise_after = 3\nclear_after = 4\n",
+    );
+    let rules = load::builtin_file("demo.toml", &stated).unwrap();
+    assert_eq!(
+        rules[0].hysteresis(),
+        Hysteresis {
+            raise_after: 3,
+            clear_after: 4
+        }
+    );
+    for bad in [
+        "raise_after = 0",
+        "clear_after = 101",
+        "raise_after = \"2\"",
+        "clear_after = 1.5",
+    ] {
+        let e = load_err(&demo_with(
+            "id = \"demo.logs\"\n",
+            &format!("id = \"demo.logs\"\n{bad}\n"),
+        ));
+        assert!(
+            e.contains("a number of collection cycles from 1 to 100"),
+            "{bad}: {e}"
+        );
+    }
+
+    // An override replaces one of them and keeps the other.
+    let o = b
+        .with_overrides(
+            "/etc/o.toml",
+            "[[rule]]\nid = \"demo.logs\"\nclear_after = 6\n",
+        )
+        .unwrap();
+    assert_eq!(
+        o.hysteresis("demo.logs"),
+        Hysteresis {
+            raise_after: 1,
+            clear_after: 6
+        }
+    );
+    let e = b
+        .with_overrides(
+            "/etc/o.toml",
+            "[[rule]]\nid = \"demo.logs\"\nraise_after = -1\n",
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("rule demo.logs: raise_after"), "{e}");
 }

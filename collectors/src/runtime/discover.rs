@@ -68,6 +68,70 @@ impl Role {
     }
 }
 
+/// Which of the node's daemons run (one pass over `<root>/proc`, by `comm`). When `/proc`
+/// cannot be listed, nothing is known and advice says nothing about them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Daemons {
+    /// `<root>/proc` was listed: the flags below are answers, not guesses.
+    pub known: bool,
+    pub kubelet: bool,
+    pub dockerd: bool,
+    pub containerd: bool,
+}
+
+impl Daemons {
+    /// All three running (tests; a node as most findings assume it).
+    pub fn all_running() -> Daemons {
+        Daemons {
+            known: true,
+            kubelet: true,
+            dockerd: true,
+            containerd: true,
+        }
+    }
+
+    /// The kubelet is known not to run.
+    pub fn kubelet_stopped(&self) -> bool {
+        self.known && !self.kubelet
+    }
+
+    /// dockerd is known not to run.
+    pub fn dockerd_stopped(&self) -> bool {
+        self.known && !self.dockerd
+    }
+
+    /// containerd is known not to run.
+    pub fn containerd_stopped(&self) -> bool {
+        self.known && !self.containerd
+    }
+}
+
+/// Where docker's socket is unless dockerd's flags say otherwise (`/var/run` is a link to
+/// `/run` on current distributions; both are looked at).
+pub const DOCKER_SOCKETS: &[&str] = &["/run/docker.sock", "/var/run/docker.sock"];
+
+/// Subdirectories dockerd creates in its data root when it first starts: a data root holding
+/// one of them is docker's; an empty one (a leftover, a mount point made by provisioning) is
+/// not.
+pub const DOCKER_LAYOUT: &[&str] = &["containers", "image"];
+
+/// Whether docker is on this node: dockerd runs, its socket exists (socket-activated docker
+/// starts on the first request), or its data root holds docker's own layout
+/// ([`DOCKER_LAYOUT`]). An empty `/var/lib/docker` is not docker.
+pub fn docker_present(host: &HostPaths, dockerd_running: bool, data_root: &str) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    if dockerd_running {
+        return true;
+    }
+    let socket = DOCKER_SOCKETS.iter().any(|p| {
+        std::fs::symlink_metadata(host.resolve(p)).is_ok_and(|m| m.file_type().is_socket())
+    });
+    socket
+        || DOCKER_LAYOUT
+            .iter()
+            .any(|d| host.resolve(data_root).join(d).is_dir())
+}
+
 /// What [`discover`] found about the container runtimes and the kubelet.
 pub struct Discovery {
     /// Directories that exist: role, host-side path (symlinks resolved), agent-side path.
@@ -80,6 +144,11 @@ pub struct Discovery {
     pub docker: Option<(Option<docker::DaemonConfig>, String, String)>,
     /// Why some configuration could not be read.
     pub notes: Vec<String>,
+    /// Which daemons run.
+    pub daemons: Daemons,
+    /// Docker is on this node ([`docker_present`]); without it, docker's directories are not
+    /// listed in `dirs` and `docker` is `None`.
+    pub docker_present: bool,
 }
 
 /// Finds the container runtimes' and the kubelet's directories on the host: from the running
@@ -89,6 +158,12 @@ pub struct Discovery {
 pub fn discover(host: &HostPaths, config: &Locations) -> Discovery {
     let mut notes = Vec::new();
     let procs = find_processes(host, &["kubelet", "dockerd", "containerd"]);
+    let daemons = Daemons {
+        known: crate::proc::pid::list_pids(host).is_ok(),
+        kubelet: procs.contains_key("kubelet"),
+        dockerd: procs.contains_key("dockerd"),
+        containerd: procs.contains_key("containerd"),
+    };
     let none: Vec<String> = Vec::new();
     let args = |name: &str| procs.get(name).map_or(&none, |(_, a)| a);
     let k_args = args("kubelet");
@@ -154,6 +229,7 @@ pub fn discover(host: &HostPaths, config: &Locations) -> Discovery {
         notes.push(format!("kubelet setting {e}"));
     }
 
+    let docker_present = docker_present(host, daemons.dockerd, &data_root);
     let mut dirs = Vec::new();
     for (role, p) in [
         (Role::DockerData, data_root.clone()),
@@ -162,6 +238,9 @@ pub fn discover(host: &HostPaths, config: &Locations) -> Discovery {
         (Role::ContainerdState, c_state),
         (Role::Kubelet, k_root),
     ] {
+        if matches!(role, Role::DockerData | Role::DockerExec) && !docker_present {
+            continue;
+        }
         let agent = host.resolve(&p);
         if agent.is_dir() {
             let host_side = host
@@ -184,5 +263,7 @@ pub fn discover(host: &HostPaths, config: &Locations) -> Discovery {
             .map(|dr| (daemon, daemon_json, dr)),
         dirs,
         notes,
+        daemons,
+        docker_present,
     }
 }

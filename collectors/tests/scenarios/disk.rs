@@ -86,6 +86,22 @@ fn metric<'a>(c: &'a Collection, name: &str, labels: &[(&str, &str)]) -> &'a Met
         .unwrap_or_else(|| panic!("no metric {name} {labels:?}: {:#?}", c.metrics))
 }
 
+/// Stages running daemons: `/proc/<pid>/comm` and `cmdline` for each (name, pid).
+fn running(h: &FakeHost, daemons: &[(&str, u32)]) {
+    for (name, pid) in daemons {
+        h.write(&format!("/proc/{pid}/comm"), format!("{name}\n"))
+            .write(
+                &format!("/proc/{pid}/cmdline"),
+                format!("/usr/bin/{name}\0"),
+            );
+    }
+}
+
+/// A docker node's daemons.
+const DOCKER_NODE: &[(&str, u32)] = &[("kubelet", 812), ("dockerd", 1200), ("containerd", 1100)];
+/// A containerd node's daemons.
+const CONTAINERD_NODE: &[(&str, u32)] = &[("kubelet", 812), ("containerd", 1100)];
+
 fn config_v2(ns: &str, pod: &str, container: &str) -> String {
     format!(
         r#"{{"ID":"{CID}","Config":{{"Labels":{{"io.kubernetes.pod.namespace":"{ns}","io.kubernetes.pod.name":"{pod}","io.kubernetes.container.name":"{container}","io.kubernetes.docker.type":"container"}}}}}}"#
@@ -97,6 +113,7 @@ fn config_v2(ns: &str, pod: &str, container: &str) -> String {
 #[test]
 fn docker_root_97_percent_with_rotated_log_of_a_named_pod() {
     let h = FakeHost::new();
+    running(&h, DOCKER_NODE);
     h.write("/proc/1/mountinfo", MOUNTINFO_DOCKER_DISK)
         .write(
             "/etc/docker/daemon.json",
@@ -237,6 +254,7 @@ fn docker_root_97_percent_with_rotated_log_of_a_named_pod() {
 #[test]
 fn kubelet_root_on_its_own_filesystem_nearly_out_of_inodes() {
     let h = FakeHost::new();
+    running(&h, CONTAINERD_NODE);
     h.write(
         "/proc/1/mountinfo",
         "22 1 253:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n\
@@ -296,6 +314,7 @@ fn kubelet_root_on_its_own_filesystem_nearly_out_of_inodes() {
 #[test]
 fn containerd_with_cri_pod_logs() {
     let h = FakeHost::new();
+    running(&h, CONTAINERD_NODE);
     h.write(
         "/proc/1/mountinfo",
         "22 1 253:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n",
@@ -380,6 +399,7 @@ fn containerd_with_cri_pod_logs() {
 fn custom_eviction_hard_changes_the_threshold() {
     let build = |with_config: bool| {
         let h = FakeHost::new();
+        running(&h, &[("dockerd", 1200)]);
         h.write("/proc/1/mountinfo", MOUNTINFO_DOCKER_DISK)
             .write("/etc/docker/daemon.json", r#"{"log-opts":{"max-size":"50m"}}"#)
             .mkdir("/var/lib/docker/containers")
@@ -443,6 +463,7 @@ fn custom_eviction_hard_changes_the_threshold() {
 #[test]
 fn custom_data_root_from_daemon_json() {
     let h = FakeHost::new();
+    running(&h, DOCKER_NODE);
     h.write(
         "/proc/1/mountinfo",
         "22 1 253:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n\
@@ -500,6 +521,7 @@ fn custom_data_root_from_daemon_json() {
 #[test]
 fn healthy_node_yields_no_disk_finding() {
     let h = FakeHost::new();
+    running(&h, DOCKER_NODE);
     h.write("/proc/1/mountinfo", MOUNTINFO_DOCKER_DISK)
         .write(
             "/etc/docker/daemon.json",
@@ -546,6 +568,7 @@ fn healthy_node_yields_no_disk_finding() {
 #[test]
 fn kubelet_config_that_leaves_the_disk_unprotected() {
     let h = FakeHost::new();
+    running(&h, CONTAINERD_NODE);
     h.write("/proc/1/mountinfo", "22 1 253:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n")
         .write(
             "/var/lib/kubelet/config.yaml",
@@ -582,6 +605,7 @@ fn kubelet_config_that_leaves_the_disk_unprotected() {
 #[test]
 fn deleted_open_file_held_by_dockerd_on_a_fake_host() {
     let h = FakeHost::new();
+    running(&h, &[("kubelet", 812)]);
     h.write("/proc/1/mountinfo", MOUNTINFO_DOCKER_DISK)
         .write(
             "/etc/docker/daemon.json",
@@ -683,6 +707,9 @@ impl TmpfsRoot {
             Some(format!("size={size_mib}m").as_str()),
         )
         .expect("mount tmpfs");
+        // docker's own layout: a data root without it (no dockerd runs here) is not docker.
+        std::fs::create_dir_all(mnt.join("containers")).unwrap();
+        std::fs::create_dir_all(mnt.join("image")).unwrap();
         std::os::unix::fs::symlink("/proc", dir.path().join("proc")).unwrap();
         TmpfsRoot { dir, mnt }
     }
@@ -837,6 +864,7 @@ fn log_of_an_unknown_owner_and_no_daemon_json_leave_no_empty_evidence() {
     // A docker root at 97% whose largest log has no config.v2.json (a container docker
     // started outside Kubernetes), on a node without /etc/docker/daemon.json.
     let h = FakeHost::new();
+    running(&h, DOCKER_NODE);
     h.write("/proc/1/mountinfo", MOUNTINFO_DOCKER_DISK)
         .mkdir("/run/docker");
     h.symlink("/run", "/var/run");
@@ -880,4 +908,150 @@ fn log_of_an_unknown_owner_and_no_daemon_json_leave_no_empty_evidence() {
         .commands
         .iter()
         .all(|c| c != "cat /etc/docker/daemon.json"));
+}
+
+/// The issue's node: no docker, but an empty `/var/lib/docker` (left by provisioning). It is
+/// not docker: no docker role, no docker finding, no docker command. A docker socket makes
+/// docker present (socket-activated: installed, not running), and then the advice says that
+/// dockerd does not run.
+#[test]
+fn an_empty_var_lib_docker_without_dockerd_is_not_docker() {
+    let h = FakeHost::new();
+    running(&h, CONTAINERD_NODE);
+    h.write(
+        "/proc/1/mountinfo",
+        "22 1 253:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n",
+    )
+    .mkdir("/var/lib/docker")
+    .mkdir("/var/lib/containerd/io.containerd.content.v1.content")
+    .mkdir("/var/lib/kubelet/pods");
+    h.symlink("/run", "/var/run");
+    h.mkdir("/run/containerd");
+    let table = [("/", usage(100 * GIB, 3 * GIB))];
+    let c = collect(&h, DiskConfig::default(), &table);
+    let f = find(&c, "disk.filesystem_full", "/");
+    assert_eq!(
+        ev_str(f, "roles"),
+        "containerd_root,containerd_state,kubelet"
+    );
+    assert!(
+        c.findings
+            .iter()
+            .all(|f| f.id != "disk.docker_log_unbounded"),
+        "{:#?}",
+        c.findings
+    );
+    for f in &c.findings {
+        for cmd in &f.remediation.commands {
+            assert!(!cmd.contains("docker"), "{}: {cmd}", f.id);
+        }
+    }
+    assert!(f
+        .remediation
+        .commands
+        .contains(&"systemctl restart containerd".to_string()));
+    assert!(!c
+        .metrics
+        .iter()
+        .any(|m| m.labels.iter().any(|(_, v)| v == "docker_data")));
+
+    // docker's socket (socket activation): docker is installed, and dockerd does not run.
+    let sock = h.path("/run/docker.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&sock).expect("bind docker.sock");
+    let c = collect(&h, DiskConfig::default(), &table);
+    let f = find(&c, "disk.filesystem_full", "/");
+    assert_eq!(
+        ev_str(f, "roles"),
+        "docker_data,containerd_root,containerd_state,kubelet"
+    );
+    assert_eq!(ev_str(f, "runtime_running"), "false");
+    assert!(f
+        .remediation
+        .commands
+        .contains(&"systemctl start docker".to_string()));
+    assert!(!f
+        .remediation
+        .commands
+        .contains(&"systemctl restart docker".to_string()));
+    assert!(f.remediation.steps.iter().any(|s| s
+        .en
+        .starts_with("docker is not running (no dockerd process")));
+    let logs = find(&c, "disk.docker_log_unbounded", "docker");
+    assert!(logs.remediation.steps.iter().any(|s| s
+        .en
+        .contains("docker is not running now (no dockerd process)")));
+    assert!(logs
+        .remediation
+        .commands
+        .contains(&"systemctl status docker".to_string()));
+}
+
+/// A docker node where nothing runs: dockerd stopped (its data root holds containers) and no
+/// kubelet. The advice starts what is stopped instead of restarting it, and says that a drain
+/// stops nothing here while the kubelet is down.
+#[test]
+fn runtime_and_kubelet_not_running_are_said() {
+    let h = FakeHost::new();
+    h.write("/proc/1/mountinfo", MOUNTINFO_DOCKER_DISK)
+        .write(
+            "/var/lib/kubelet/config.yaml",
+            "kind: KubeletConfiguration\nimageGCHighThresholdPercent: 100\n",
+        )
+        .mkdir("/var/lib/docker/image/overlay2");
+    h.sparse(
+        &format!("/var/lib/docker/containers/{CID}/{CID}-json.log.1"),
+        2 * GIB,
+    );
+    let c = collect(
+        &h,
+        DiskConfig::default(),
+        &[
+            ("/", usage(50 * GIB, 30 * GIB)),
+            ("/var/lib/docker", usage(100 * GIB, 3 * GIB)),
+        ],
+    );
+    let f = find(&c, "disk.filesystem_full", "/var/lib/docker");
+    assert_eq!(ev_str(f, "kubelet_running"), "false");
+    assert_eq!(ev_str(f, "runtime_running"), "false");
+    let cmds = &f.remediation.commands;
+    let pos = |cmd: &str| {
+        cmds.iter()
+            .position(|c| c == cmd)
+            .unwrap_or_else(|| panic!("no {cmd:?} in {cmds:?}"))
+    };
+    assert!(
+        pos("kubectl drain node-1 --ignore-daemonsets --delete-emptydir-data")
+            < pos("systemctl status kubelet")
+    );
+    assert!(pos("systemctl start docker") < pos("kubectl uncordon node-1"));
+    assert!(!cmds.contains(&"systemctl restart docker".to_string()));
+    let steps: Vec<&str> = f.remediation.steps.iter().map(|s| s.en.as_str()).collect();
+    assert!(
+        steps
+            .iter()
+            .any(|s| s.starts_with("No kubelet process runs on this node: a drain")),
+        "{steps:#?}"
+    );
+    assert!(
+        f.remediation
+            .steps
+            .iter()
+            .any(|s| s.zh.starts_with("docker 当前没有运行（没有 dockerd 进程")),
+        "{:#?}",
+        f.remediation.steps
+    );
+    let k = find(&c, "disk.kubelet_unprotected", "kubelet");
+    assert!(k
+        .remediation
+        .commands
+        .contains(&"systemctl start kubelet".to_string()));
+    assert!(!k
+        .remediation
+        .commands
+        .contains(&"systemctl restart kubelet".to_string()));
+    assert!(k
+        .remediation
+        .steps
+        .iter()
+        .any(|s| s.en.starts_with("No kubelet process runs on this node")));
 }

@@ -520,7 +520,11 @@ fn hung_runtime_task_on_a_full_disk_takes_the_disk_full_path() {
     )
     // Both are still in uninterruptible sleep now.
     .write("/proc/1234/stat", task_stat(1234, "dockerd", 'D'))
-    .write("/proc/287/stat", task_stat(287, "jbd2/vdb-8", 'D'));
+    .write("/proc/1234/comm", "dockerd\n")
+    .write("/proc/1234/cmdline", "dockerd\0")
+    .write("/proc/287/stat", task_stat(287, "jbd2/vdb-8", 'D'))
+    .write("/proc/287/comm", "jbd2/vdb-8\n")
+    .write("/proc/287/cmdline", "");
     let mut k = collector(&h).with_statfs(|p: &Path| {
         let full = p.ends_with("var/lib/docker");
         Ok(FsUsage {
@@ -573,7 +577,9 @@ fn hung_task_with_blocked_io_takes_the_io_path() {
         "/proc/stat",
         "cpu  1 2 3 4 5 6 7 8 0 0\nprocs_running 2\nprocs_blocked 9\n",
     )
-    .write("/proc/900/stat", task_stat(900, "kubelet", 'D'));
+    .write("/proc/900/stat", task_stat(900, "kubelet", 'D'))
+    .write("/proc/900/comm", "kubelet\n")
+    .write("/proc/900/cmdline", "kubelet\0");
     let mut k = collector(&h).with_statfs(|_: &Path| {
         Ok(FsUsage {
             size_bytes: 100 << 30,
@@ -1328,7 +1334,9 @@ fn hung_task_wordings_and_decay() {
     ] {
         let h = host(fixture);
         h.write("/proc/uptime", format!("{uptime} 1.00\n"))
-            .write(&format!("/proc/{pid}/stat"), task_stat(pid, comm, 'D'));
+            .write(&format!("/proc/{pid}/stat"), task_stat(pid, comm, 'D'))
+            .write(&format!("/proc/{pid}/comm"), format!("{comm}\n"))
+            .write(&format!("/proc/{pid}/cmdline"), format!("{comm}\0"));
         let mut k = collector(&h);
         let c = k.collect(&support::ctx());
         let f =
@@ -1355,7 +1363,9 @@ fn hung_task_wordings_and_decay() {
     // dockerd (the runtime): critical while blocked, warning once it runs, info when old.
     let h = host(include_str!("../fixtures/kmsg/hung-task.linux-3.10.kmsg"));
     h.write("/proc/uptime", "6060.00 1.00\n")
-        .write("/proc/1234/stat", task_stat(1234, "dockerd", 'D'));
+        .write("/proc/1234/stat", task_stat(1234, "dockerd", 'D'))
+        .write("/proc/1234/comm", "dockerd\n")
+        .write("/proc/1234/cmdline", "dockerd\0");
     let mut k = collector(&h);
     let sev = |k: &mut KernelCollector| {
         crate::support::collect(k, &support::ctx())

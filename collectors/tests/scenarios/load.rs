@@ -48,8 +48,21 @@ fn pid_stat(
     stime: u64,
     start: u64,
 ) -> String {
+    pid_stat_blkio(pid, comm, state, ppid, (utime, stime), start, 0)
+}
+
+/// Like [`pid_stat`], with field 42 (`delayacct_blkio_ticks`) set.
+fn pid_stat_blkio(
+    pid: u32,
+    comm: &str,
+    state: char,
+    ppid: u32,
+    (utime, stime): (u64, u64),
+    start: u64,
+    blkio: u64,
+) -> String {
     format!(
-        "{pid} ({comm}) {state} {ppid} {pid} {pid} 0 -1 4194560 100 0 0 0 {utime} {stime} 0 0 20 0 1 0 {start} 1000000 100 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n"
+        "{pid} ({comm}) {state} {ppid} {pid} {pid} 0 -1 4194560 100 0 0 0 {utime} {stime} 0 0 20 0 1 0 {start} 1000000 100 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 {blkio} 0 0\n"
     )
 }
 
@@ -65,13 +78,15 @@ struct Proc<'a> {
     ticks: (u64, u64),
     io: (u64, u64),
     cgroup: &'a str,
+    /// Block-IO delay of the main thread (`stat` field 42), clock ticks.
+    blkio: u64,
 }
 
 fn write_proc(h: &FakeHost, p: &Proc) {
     let dir = format!("/proc/{}", p.pid);
     h.write(
         &format!("{dir}/stat"),
-        pid_stat(p.pid, p.comm, p.state, p.ppid, p.ticks.0, p.ticks.1, 4321),
+        pid_stat_blkio(p.pid, p.comm, p.state, p.ppid, p.ticks, 4321, p.blkio),
     );
     h.write(&format!("{dir}/io"), pid_io(p.io.0, p.io.1));
     h.write(&format!("{dir}/comm"), format!("{}\n", p.comm));
@@ -152,6 +167,7 @@ fn handbook_atop_example_is_io_bound_on_sda_with_mysqld_on_the_host() {
                 ticks: (500, 300),
                 io: (10_000, 20_000),
                 cgroup: "1:name=systemd:/init.scope\n",
+                blkio: 0,
             },
             Proc {
                 pid: 9783,
@@ -161,6 +177,7 @@ fn handbook_atop_example_is_io_bound_on_sda_with_mysqld_on_the_host() {
                 ticks: (981_254 + 1944 * k, 131_002 + 21 * k),
                 io: (7_618_420_736 + 4096 * k, 224_365_039_616 + 1_376_256 * k),
                 cgroup: mysqld_cg,
+                blkio: 50_000 + 400 * k,
             },
             Proc {
                 pid: 1930,
@@ -170,6 +187,7 @@ fn handbook_atop_example_is_io_bound_on_sda_with_mysqld_on_the_host() {
                 ticks: (0, 9000 + 3 * k),
                 io: (0, 50_000 + 217_088 * k),
                 cgroup: "",
+                blkio: 10_000 + 833 * k,
             },
             Proc {
                 pid: 880,
@@ -179,6 +197,7 @@ fn handbook_atop_example_is_io_bound_on_sda_with_mysqld_on_the_host() {
                 ticks: (0, 4000 + k),
                 io: (0, 0),
                 cgroup: "",
+                blkio: 20_000 + 350 * k,
             },
             Proc {
                 pid: 5896,
@@ -188,6 +207,7 @@ fn handbook_atop_example_is_io_bound_on_sda_with_mysqld_on_the_host() {
                 ticks: (2000 + 20 * k, 500 + 4 * k),
                 io: (100_000, 300_000 + 155_648 * k),
                 cgroup: nginx_cg,
+                blkio: 1000 + 69 * k,
             },
             Proc {
                 pid: 5596,
@@ -197,6 +217,18 @@ fn handbook_atop_example_is_io_bound_on_sda_with_mysqld_on_the_host() {
                 ticks: (1000 + 62 * k, 200 + 10 * k),
                 io: (0, 0),
                 cgroup: "1:name=systemd:/system.slice/php-fpm.service\n",
+                blkio: 0,
+            },
+            // A Kubernetes node: its kubelet runs.
+            Proc {
+                pid: 812,
+                comm: "kubelet",
+                state: 'S',
+                ppid: 1,
+                ticks: (40_000 + 30 * k, 20_000 + 10 * k),
+                io: (0, 4096),
+                cgroup: "1:name=systemd:/system.slice/kubelet.service\n",
+                blkio: 0,
             },
         ]
     };
@@ -299,8 +331,19 @@ fn handbook_atop_example_is_io_bound_on_sda_with_mysqld_on_the_host() {
     assert_eq!(text(f, "top_io_origin"), "host");
     assert_eq!(text(f, "top_io_cgroup"), "/system.slice/mysqld.service");
     assert_eq!(num(f, "top_io_write_bytes_per_second"), 137625.6);
-    assert_eq!(text(f, "top_io_outside_kubernetes"), "mysqld,nginx");
-    assert!(text(f, "top_io_processes").contains("flush-8:0 (pid 1930, kernel thread)"));
+    // A 4.14 kernel has no task_delayacct sysctl: delay accounting is on, and ranks by the
+    // time each process waited for IO (iotop's IO>): mysqld 40%, then the kernel threads
+    // flush-8:0 83.3% and jbd2 35% (named after the processes); nginx's 6.9% and 15 KB/s
+    // are not material.
+    assert_eq!(text(f, "io_wait_method"), "delayacct");
+    assert_eq!(num(f, "top_io_io_wait_percent"), 40.0);
+    assert_eq!(text(f, "top_io_outside_kubernetes"), "mysqld");
+    assert_eq!(
+        text(f, "top_io_processes"),
+        "mysqld (pid 9783, host process outside Kubernetes, cgroup /system.slice/mysqld.service); \
+         flush-8:0 (pid 1930, kernel thread); jbd2/sda5-8 (pid 880, kernel thread)"
+    );
+    assert_eq!(text(f, "kubelet_running"), "true");
     assert_eq!(text(f, "blocked_tasks"), "jbd2/sda5-8(880) in io_schedule");
     assert!(
         f.summary.en.contains("Disk sda was busy 100%"),
@@ -488,6 +531,7 @@ fn cpu_busy_pod_node(load_first: &str, load_later: &str) -> Collection {
                 ticks: (50_000 + 2700 * k, 5000 + 300 * k),
                 io: (0, 0),
                 cgroup: &cg,
+                blkio: 0,
             },
         );
         write_proc(
@@ -500,6 +544,7 @@ fn cpu_busy_pod_node(load_first: &str, load_later: &str) -> Collection {
                 ticks: (100 + 5 * k, 100),
                 io: (0, 0),
                 cgroup: "0::/system.slice/containerd.service\n",
+                blkio: 0,
             },
         );
         write_proc(
@@ -512,6 +557,7 @@ fn cpu_busy_pod_node(load_first: &str, load_later: &str) -> Collection {
                 ticks: (9000 + 40 * k, 3000 + 10 * k),
                 io: (0, 4096 * k),
                 cgroup: "0::/system.slice/kubelet.service\n",
+                blkio: 0,
             },
         );
     };
@@ -592,6 +638,7 @@ fn idle_node_yields_nothing() {
                 ticks: (100 + k, 50),
                 io: (0, 0),
                 cgroup: "0::/init.scope\n",
+                blkio: 0,
             },
         );
         write_proc(
@@ -604,6 +651,7 @@ fn idle_node_yields_nothing() {
                 ticks: (20 + 2 * k, 10),
                 io: (0, 8192 * k),
                 cgroup: "0::/system.slice/ssh.service\n",
+                blkio: 0,
             },
         );
     };
@@ -683,6 +731,7 @@ fn pids_that_exit_or_are_reused_between_samples_are_not_errors() {
             ticks: (9000, 9000),
             io: (1 << 30, 1 << 30),
             cgroup: "0::/user.slice\n",
+            blkio: 0,
         },
     );
     write_proc(
@@ -695,6 +744,7 @@ fn pids_that_exit_or_are_reused_between_samples_are_not_errors() {
             ticks: (10, 10),
             io: (0, 0),
             cgroup: "0::/user.slice\n",
+            blkio: 0,
         },
     );
     let first = crate::support::collect(&mut c, &ctx());
@@ -715,6 +765,7 @@ fn pids_that_exit_or_are_reused_between_samples_are_not_errors() {
             ticks: (50, 0),
             io: (0, 8192),
             cgroup: "0::/user.slice\n",
+            blkio: 0,
         },
     );
     // A pid listed but gone before its files are read: a directory without files.
@@ -774,6 +825,7 @@ fn blocked_tasks_on_slow_storage_are_io_bound_without_a_busy_disk() {
                     ticks: (10, 10),
                     io: (0, 0),
                     cgroup: "0::/system.slice/backup.service\n",
+                    blkio: 0,
                 },
             );
             h.write(&format!("/proc/{pid}/wchan"), "nfs_wait_bit_killable");
@@ -795,6 +847,268 @@ fn blocked_tasks_on_slow_storage_are_io_bound_without_a_busy_disk() {
     assert_eq!(only(&out, "load.iowait")[0].severity, Severity::Warning);
     let hl = only(&out, "load.high_load");
     assert_eq!(text(hl[0], "cause"), "io");
+    // No task_delayacct sysctl (a pre-5.14 kernel: delay accounting on by default), yet no
+    // delay at all while five tasks sit in D state (NFS waits are not block IO): the IO wait
+    // is sampled instead, and the rsyncs, in D state in every sample, are named.
+    assert_eq!(text(io[0], "io_wait_method"), "d_state_sampling");
+    assert_eq!(text(io[0], "top_io_comm"), "rsync");
+    assert_eq!(num(io[0], "top_io_io_wait_percent"), 100.0);
+    // No kubelet process on this host: the cordon advice says so.
+    assert_eq!(text(io[0], "kubelet_running"), "false");
+    assert!(io[0].remediation.commands.ends_with(&[
+        "kubectl cordon node-1".to_string(),
+        "systemctl status kubelet".to_string()
+    ]));
+    assert!(io[0]
+        .remediation
+        .steps
+        .iter()
+        .any(|s| s.en.starts_with("No kubelet process runs on this node")));
+}
+
+/// How the kernel accounts IO wait in [`throttled_storage`].
+#[derive(Clone, Copy, PartialEq)]
+enum Accounting {
+    /// `kernel.task_delayacct=1` before the jobs started: field 42 tells their wait.
+    On,
+    /// Off: D states are sampled.
+    Off,
+    /// Turned on after the fio jobs started: the kernel accounts only the `dd` forked later
+    /// (a little delay), the jobs show none while they sit in D state.
+    OnAfterTheJobsStarted,
+}
+
+/// Slow storage as in the issue: four fio jobs blocked in D state on a throttled disk, a few
+/// KiB/s each, and a `dd` writing 1.6 MB/s through the page cache. Returns the second
+/// collection.
+fn throttled_storage(accounting: Accounting) -> Collection {
+    let delayacct = accounting == Accounting::On;
+    let h = FakeHost::new();
+    h.write("/sys/devices/system/cpu/online", "0-1\n");
+    h.write(
+        "/proc/sys/kernel/task_delayacct",
+        if accounting == Accounting::Off {
+            "0\n"
+        } else {
+            "1\n"
+        },
+    );
+    let dd_blkio = if accounting == Accounting::OnAfterTheJobsStarted {
+        5
+    } else {
+        0
+    };
+    let stage = |later: bool| {
+        let k = u64::from(later);
+        h.write("/proc/uptime", format!("{}.00 1.00\n", 500 + 10 * k));
+        h.write("/proc/loadavg", "5.20 4.80 3.00 1/200 900\n");
+        // 2 CPUs over 10 s: 2000 ticks, 81% iowait.
+        h.write(
+            "/proc/stat",
+            stat_text(
+                add(
+                    [1000, 0, 500, 10_000, 5000, 0, 0, 0],
+                    [40 * k, 0, 40 * k, 300 * k, 1620 * k, 0, 0, 0],
+                ),
+                &[],
+                1,
+                4,
+            ),
+        );
+        h.write(
+            "/proc/diskstats",
+            " 253 0 vda 100 0 800 10 500 0 4000 100 0 300 200\n",
+        );
+        let mut procs = vec![
+            Proc {
+                pid: 1,
+                comm: "init",
+                state: 'S',
+                ppid: 0,
+                ticks: (100 + k, 100),
+                io: (0, 4096 + 4096 * k),
+                cgroup: "0::/init.scope\n",
+                blkio: 0,
+            },
+            Proc {
+                pid: 700,
+                comm: "dd",
+                state: 'R',
+                ppid: 1,
+                ticks: (10 + 20 * k, 10 + 150 * k),
+                io: (0, 16_000_000 * k),
+                cgroup: "0::/user.slice\n",
+                blkio: dd_blkio * k,
+            },
+            Proc {
+                pid: 812,
+                comm: "kubelet",
+                state: 'S',
+                ppid: 1,
+                ticks: (4000 + 5 * k, 2000 + 2 * k),
+                io: (0, 0),
+                cgroup: "0::/system.slice/kubelet.service\n",
+                blkio: 0,
+            },
+        ];
+        for pid in 801..=804u32 {
+            procs.push(Proc {
+                pid,
+                comm: "fio",
+                state: 'D',
+                ppid: 800,
+                ticks: (5 + k, 5 + k),
+                io: (0, 655_360 * k),
+                cgroup: "0::/user.slice\n",
+                // 9.8 s of the 10 s waiting for block IO, when delay accounting counts it.
+                blkio: if delayacct { 100 + 980 * k } else { 0 },
+            });
+        }
+        for p in procs {
+            write_proc(&h, &p);
+            if p.comm == "fio" {
+                h.write(&format!("/proc/{}/wchan", p.pid), "blkdev_direct_IO");
+            }
+        }
+    };
+    let mut c = LoadCollector::new(h.host(), LoadConfig::default());
+    stage(false);
+    crate::support::collect(&mut c, &ctx());
+    stage(true);
+    crate::support::collect(&mut c, &ctx())
+}
+
+#[test]
+fn delay_accounting_names_the_blocked_fio_jobs_over_a_page_cache_writer() {
+    let out = throttled_storage(Accounting::On);
+    let io = only(&out, "load.io_bound");
+    assert_eq!(io.len(), 1, "{:?}", out.findings);
+    let f = io[0];
+    assert_eq!(text(f, "io_wait_method"), "delayacct");
+    assert_eq!(text(f, "top_io_comm"), "fio");
+    assert_eq!(num(f, "top_io_pid"), 801.0);
+    assert_eq!(num(f, "top_io_io_wait_percent"), 98.0);
+    // dd (1.6 MB/s, no wait) is named after the four fio jobs; pid 1 (410 B/s) not at all.
+    let named = text(f, "top_io_processes");
+    assert!(named.starts_with("fio (pid 801, "), "{named}");
+    assert!(
+        named.ends_with("dd (pid 700, host process outside Kubernetes, cgroup /user.slice)"),
+        "{named}"
+    );
+    assert!(!named.contains("init"), "{named}");
+    assert!(text(f, "blocked_tasks").contains("fio(801) in blkdev_direct_IO"));
+    assert!(
+        f.summary.en.contains(
+            "top IO by time waiting for IO (delay accounting, as iotop's IO> column): fio (pid 801, host process outside Kubernetes, cgroup /user.slice, waiting for IO 98% of the time, 64.0 KiB/s)"
+        ),
+        "{}",
+        f.summary.en
+    );
+    assert!(f
+        .remediation
+        .commands
+        .contains(&"cat /proc/801/io".to_string()));
+    // The iowait finding and the high-load finding point at the same process.
+    assert_eq!(num(only(&out, "load.iowait")[0], "top_io_pid"), 801.0);
+    assert_eq!(num(only(&out, "load.high_load")[0], "top_pid"), 801.0);
+    // Host processes: fio for its IO; dd only for its CPU (17% of a CPU while the load is
+    // high), never as an IO culprit; init not at all.
+    let hp: Vec<(String, String)> = only(&out, "load.host_process")
+        .iter()
+        .map(|f| (f.subject.clone(), text(f, "resource")))
+        .collect();
+    assert_eq!(
+        hp,
+        [("fio".into(), "io".into()), ("dd".into(), "cpu".into())],
+        "{hp:?}"
+    );
+}
+
+#[test]
+fn without_delay_accounting_d_state_samples_name_the_blocked_fio_jobs() {
+    let out = throttled_storage(Accounting::Off);
+    let f = only(&out, "load.io_bound")[0];
+    assert_eq!(text(f, "io_wait_method"), "d_state_sampling");
+    assert_eq!(text(f, "top_io_comm"), "fio");
+    assert_eq!(
+        num(f, "top_io_io_wait_percent"),
+        100.0,
+        "in D state in every sample"
+    );
+    assert!(
+        f.summary
+            .en
+            .contains("top IO by time in D state (sampled, as delay accounting is off or counted no delay): fio (pid 801,"),
+        "{}",
+        f.summary.en
+    );
+    assert!(f
+        .remediation
+        .commands
+        .contains(&"sysctl -w kernel.task_delayacct=1".to_string()));
+    assert_eq!(text(f, "kubelet_running"), "true");
+}
+
+/// The issue's idle VM: iowait just over 1% on two windows in a row, and the only IO is
+/// pid 1's, a few KiB/s: no culprit is named, and no host-process finding.
+#[test]
+fn pid_1_with_near_zero_io_is_never_named() {
+    let h = FakeHost::new();
+    h.write("/sys/devices/system/cpu/online", "0-1\n");
+    h.write("/proc/sys/kernel/task_delayacct", "0\n");
+    let stage = |n: u64| {
+        h.write("/proc/uptime", format!("{}.00 1.00\n", 1000 + 10 * n));
+        h.write("/proc/loadavg", "0.40 0.30 0.20 1/120 900\n");
+        // 2000 ticks per window: 3% iowait.
+        h.write(
+            "/proc/stat",
+            stat_text(
+                add(
+                    [1000, 0, 500, 10_000, 300, 0, 0, 0],
+                    [20 * n, 0, 20 * n, 1900 * n, 60 * n, 0, 0, 0],
+                ),
+                &[],
+                1,
+                0,
+            ),
+        );
+        h.write(
+            "/proc/diskstats",
+            " 253 0 vda 100 0 800 10 500 0 4000 100 0 300 200\n",
+        );
+        write_proc(
+            &h,
+            &Proc {
+                pid: 1,
+                comm: "process_api",
+                state: 'S',
+                ppid: 0,
+                ticks: (100 + 3 * n, 100 + 2 * n),
+                io: (0, 40_960 * n),
+                cgroup: "0::/\n",
+                blkio: 0,
+            },
+        );
+    };
+    let mut c = LoadCollector::new(h.host(), LoadConfig::default());
+    for n in 0..3 {
+        stage(n);
+        let out = crate::support::collect(&mut c, &ctx());
+        if n == 2 {
+            let wa = only(&out, "load.iowait");
+            assert_eq!(wa.len(), 1, "{:?}", out.findings);
+            assert!(
+                !wa[0].evidence.contains_key("top_io_pid"),
+                "{:?}",
+                wa[0].evidence
+            );
+            assert!(
+                only(&out, "load.host_process").is_empty(),
+                "{:?}",
+                out.findings
+            );
+        }
+    }
 }
 
 #[test]
@@ -1026,4 +1340,25 @@ fn frozen_uptime_times_the_window_with_the_agents_clock() {
         "{:?}",
         second.metrics
     );
+}
+
+/// Delay accounting turned on after the jobs started covers only the `dd` forked later: the
+/// jobs in D state without any delay are sampled, and still named first.
+#[test]
+fn tasks_delay_accounting_does_not_cover_are_sampled() {
+    let out = throttled_storage(Accounting::OnAfterTheJobsStarted);
+    let f = only(&out, "load.io_bound")[0];
+    assert_eq!(text(f, "io_wait_method"), "delayacct_and_d_state_sampling");
+    assert_eq!(text(f, "top_io_comm"), "fio");
+    assert_eq!(num(f, "top_io_io_wait_percent"), 100.0);
+    assert!(
+        f.summary.en.contains(
+            "top IO by time waiting for IO (delay accounting, as iotop's IO> column, and D-state samples for the tasks it does not cover): fio (pid 801,"
+        ),
+        "{}",
+        f.summary.en
+    );
+    assert!(f.remediation.steps.iter().any(|s| s
+        .en
+        .starts_with("Delay accounting covers only the tasks forked after it was turned on")));
 }

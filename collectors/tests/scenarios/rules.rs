@@ -280,3 +280,65 @@ fn every_judge_is_converted_and_no_chinese_is_left_in_the_code() {
         }
     }
 }
+
+/// Each collector page's "Raise, clear and hysteresis" table lists every rule of its
+/// collector with the `raise_after` / `clear_after` its rule file states (or the default), and
+/// names no rule that does not exist. A page without the section (a collector documented
+/// before it had one) is not checked.
+#[test]
+fn collector_pages_state_each_rules_hysteresis() {
+    let book = book();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/collectors");
+    let mut pages = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let Some(collector) = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .map(str::to_string)
+        else {
+            continue;
+        };
+        let text = std::fs::read_to_string(&path).unwrap();
+        let Some(section) = text.split("\n## Raise, clear and hysteresis\n").nth(1) else {
+            continue;
+        };
+        pages += 1;
+        let section = section.split("\n## ").next().unwrap_or("");
+        let mut listed = BTreeSet::new();
+        for row in section.lines().filter(|l| l.starts_with("| `")) {
+            let cells: Vec<&str> = row.trim_matches('|').split(" | ").map(str::trim).collect();
+            let id = cells[0].trim_matches('`');
+            let rule = book
+                .get(id)
+                .unwrap_or_else(|| panic!("{}: {id} is not a rule", path.display()));
+            let h = rule.hysteresis();
+            assert_eq!(
+                (cells[cells.len() - 2], cells[cells.len() - 1]),
+                (
+                    h.raise_after.to_string().as_str(),
+                    h.clear_after.to_string().as_str()
+                ),
+                "{}: {id}: the table says raise/clear {} / {}, its rule file {} / {}",
+                path.display(),
+                cells[cells.len() - 2],
+                cells[cells.len() - 1],
+                h.raise_after,
+                h.clear_after
+            );
+            listed.insert(id.to_string());
+        }
+        let rules: BTreeSet<String> = book
+            .rules()
+            .filter(|r| r.id.starts_with(&format!("{collector}.")))
+            .map(|r| r.id.clone())
+            .collect();
+        assert_eq!(
+            listed,
+            rules,
+            "{}: the table lists other rules than the rule file",
+            path.display()
+        );
+    }
+    assert!(pages >= 6, "only {pages} collector pages have the table");
+}
