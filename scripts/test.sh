@@ -14,7 +14,8 @@
 #      cargo build --release -p node-doctor
 #                                      (the binary the image ships; the e2e tests that run the
 #                                       agent as deployed take it from NODE_DOCTOR_BIN)
-#      cargo test --workspace          (last, so its result lines close the output)
+#      cargo test --workspace
+#      README figures                  (README's "**N tests**" is this run's count)
 # 3. prints a table of the steps and one closing line with cargo test's totals, and exits
 #    non-zero when any step failed.
 #
@@ -109,6 +110,23 @@ step "cargo build release" cargo build --release -p node-doctor
 NODE_DOCTOR_BIN="$(realpath -m "${CARGO_TARGET_DIR:-target}")/release/node-doctor"
 export NODE_DOCTOR_BIN
 step "cargo test" cargo_test
+
+# README's "Test" section states how many tests there are (**N tests**): it must be this run's
+# count (passed + failed + ignored over every test binary), so the figure a newcomer reads is
+# the one the command shows.
+readme_figures() {
+    local total stated
+    total=$(awk '/^test result: / {
+            for (i = 1; i <= NF; i++) if ($(i + 1) ~ /^(passed|failed|ignored)/) t += $i
+        } END { print t + 0 }' "$TEST_LOG")
+    stated=$(grep -oE '\*\*[0-9,]+ tests\*\*' README.md | head -n 1 | tr -dc '0-9')
+    if [[ "$total" != "$stated" ]]; then
+        echo "test.sh: README.md says ${stated:-no} tests, this run has $total: update README's Test section" >&2
+        return 1
+    fi
+    echo "test.sh: README.md says $stated tests, as this run has"
+}
+step "README figures" readme_figures
 
 printf '\n=== test.sh: summary (%ds)\n' $((SECONDS - T0))
 printf '%s\n' "${STEPS[@]}"

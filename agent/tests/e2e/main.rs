@@ -11,6 +11,7 @@ mod hostile;
 mod hysteresis;
 mod kube;
 mod manifests;
+mod readme;
 mod real_disk;
 mod real_load;
 mod real_runtime;

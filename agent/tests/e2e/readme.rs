@@ -1,0 +1,291 @@
+//! README.md, tried as a new user would: every `$ node-doctor …` example in it is run with
+//! this build and must print what the README shows (and exit as it says), and the commands it
+//! gives a newcomer exist as written. A README that drifts from the product fails here, not
+//! in a user's terminal.
+//!
+//! An example is a line `$ node-doctor <args>` in a fenced block, followed by its output up to
+//! the next `$ ` line or the end of the block. In the output, `…` on a line of its own skips
+//! any number of lines; timestamps, durations and the staged root's path are masked on both
+//! sides. `check` examples run against the root `scripts/demo-root.sh` stages (the README
+//! names where it was staged; the test stages its own and substitutes the path).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn readme() -> String {
+    std::fs::read_to_string(repo().join("README.md")).expect("README.md")
+}
+
+/// One `$ node-doctor …` example: its arguments and the output the README shows.
+#[derive(Debug)]
+struct Example {
+    line: usize,
+    command: String,
+    output: Vec<String>,
+}
+
+fn examples(text: &str) -> Vec<Example> {
+    let mut out: Vec<Example> = Vec::new();
+    let mut in_block = false;
+    let mut current: Option<Example> = None;
+    for (i, line) in text.lines().enumerate() {
+        if line.starts_with("```") {
+            in_block = !in_block;
+            out.extend(current.take());
+            continue;
+        }
+        if !in_block {
+            continue;
+        }
+        if let Some(cmd) = line.strip_prefix("$ ") {
+            out.extend(current.take());
+            if cmd.starts_with("node-doctor ") {
+                current = Some(Example {
+                    line: i + 1,
+                    command: cmd.to_string(),
+                    output: Vec::new(),
+                });
+            }
+        } else if let Some(e) = current.as_mut() {
+            e.output.push(line.to_string());
+        }
+    }
+    out.extend(current);
+    out
+}
+
+/// Timestamps (`2026-11-23T15:53:59Z`) become `<time>`, durations (`1.8 ms`) `<ms>`, runs of
+/// spaces one space (the collectors' table is aligned to its widest cell).
+fn mask(line: &str) -> String {
+    let b: Vec<char> = line.chars().collect();
+    let mut out = String::new();
+    let mut i = 0;
+    let is_ts = |s: &[char]| {
+        s.len() >= 20
+            && s[..20].iter().enumerate().all(|(k, c)| match k {
+                4 | 7 => *c == '-',
+                10 => *c == 'T',
+                13 | 16 => *c == ':',
+                19 => *c == 'Z',
+                _ => c.is_ascii_digit(),
+            })
+    };
+    while i < b.len() {
+        if is_ts(&b[i..]) {
+            out.push_str("<time>");
+            i += 20;
+            continue;
+        }
+        if b[i].is_ascii_digit() && (i == 0 || !b[i - 1].is_ascii_alphanumeric()) {
+            let mut j = i;
+            while j < b.len() && (b[j].is_ascii_digit() || b[j] == '.') {
+                j += 1;
+            }
+            let rest: String = b[j..].iter().take(3).collect();
+            if rest == " ms" {
+                out.push_str("<ms>");
+                i = j + 3;
+                continue;
+            }
+        }
+        if b[i] == ' ' && out.ends_with(' ') {
+            i += 1;
+            continue;
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    out.trim_end().to_string()
+}
+
+/// The README's lines, in order, are found in `got`; `…` skips lines.
+fn matches(want: &[String], got: &[String]) -> Result<(), String> {
+    let mut g = 0;
+    let mut skipping = false;
+    for w in want {
+        if w.trim() == "…" {
+            skipping = true;
+            continue;
+        }
+        let w = mask(w);
+        if skipping {
+            while g < got.len() && mask(&got[g]) != w {
+                g += 1;
+            }
+        }
+        match got.get(g) {
+            Some(l) if mask(l) == w => g += 1,
+            other => {
+                return Err(format!(
+                    "README line\n  {w}\nthis build printed\n  {}",
+                    other
+                        .map(|l| mask(l))
+                        .unwrap_or_else(|| "<end of output>".into())
+                ))
+            }
+        }
+        skipping = false;
+    }
+    if g < got.len() && !skipping {
+        return Err(format!(
+            "this build printed more than the README shows, from\n  {}",
+            mask(&got[g])
+        ));
+    }
+    Ok(())
+}
+
+/// Splits a README command line the way a shell would for the plain words it uses (no quotes
+/// are needed by any example; one would fail the test, to be added here).
+fn words(cmd: &str) -> Vec<String> {
+    assert!(
+        !cmd.contains(['\'', '"', '`', '\\', '|', '>', '<', '&']),
+        "README example needs a shell: {cmd}"
+    );
+    cmd.split_whitespace().map(String::from).collect()
+}
+
+#[test]
+fn every_node_doctor_example_in_the_readme_prints_what_it_shows() {
+    let text = readme();
+    let examples = examples(&text);
+    assert!(
+        examples
+            .iter()
+            .any(|e| e.command.starts_with("node-doctor check"))
+            && examples
+                .iter()
+                .any(|e| e.command.starts_with("node-doctor explain")),
+        "README lost its check and explain examples: {examples:?}"
+    );
+    let staged = tempfile::tempdir().expect("tempdir");
+    let demo = Command::new("bash")
+        .arg(repo().join("scripts/demo-root.sh"))
+        .arg(staged.path())
+        .output()
+        .expect("scripts/demo-root.sh");
+    assert!(demo.status.success(), "{demo:?}");
+    let root = staged.path().join("root");
+    let mut failures = Vec::new();
+    for e in &examples {
+        let mut cmd = e.command.clone();
+        // `; echo $?` prints the exit status as the output's last line.
+        let echo_status = cmd.ends_with("; echo $?");
+        if echo_status {
+            cmd.truncate(cmd.len() - "; echo $?".len());
+        }
+        let mut args = words(&cmd);
+        args.remove(0);
+        // The README's staged root (`…/root`) is the test's own.
+        let mut readme_root = None;
+        for a in args.iter_mut() {
+            if a.ends_with("/root") && a.starts_with('/') {
+                readme_root = Some(a.trim_end_matches("/root").to_string());
+                *a = root.display().to_string();
+            }
+        }
+        let run = Command::new(crate::support::node_doctor_bin())
+            .args(&args)
+            .env("NO_COLOR", "1")
+            .env_remove("NODE_NAME")
+            .env_remove("NODE_DOCTOR_HOST_ROOT")
+            .output()
+            .expect("node-doctor");
+        let stdout = String::from_utf8_lossy(&run.stdout);
+        let mut got: Vec<String> = stdout
+            .lines()
+            .map(|l| match &readme_root {
+                Some(r) => l.replace(&staged.path().display().to_string(), r),
+                None => l.to_string(),
+            })
+            .collect();
+        if echo_status {
+            got.push(run.status.code().map(|c| c.to_string()).unwrap_or_default());
+        }
+        if let Err(why) = matches(&e.output, &got) {
+            failures.push(format!(
+                "README.md:{}: $ {}\n{why}\n(stderr: {})",
+                e.line,
+                e.command,
+                String::from_utf8_lossy(&run.stderr)
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// The quick start's two commands exist as written: the run command is a cargo invocation of
+/// this package's binary, the test command the script CI runs (`.ci/run`).
+#[test]
+fn the_readmes_two_commands_are_the_ones_that_work() {
+    let text = readme();
+    let quick = text
+        .split("\n## Quick start\n")
+        .nth(1)
+        .expect("README has a Quick start section")
+        .split("\n## ")
+        .next()
+        .unwrap_or("");
+    assert!(
+        quick.contains("\ncargo run --release -- check\n"),
+        "quick start lost the run command:\n{quick}"
+    );
+    assert!(
+        quick.contains("\nscripts/test.sh\n"),
+        "quick start lost the test command:\n{quick}"
+    );
+    let ci = std::fs::read_to_string(repo().join(".ci/run")).expect(".ci/run");
+    assert!(
+        ci.lines().any(
+            |l| l.trim_start().starts_with("exec") && l.contains("scripts/test.sh")
+                || l.trim() == "scripts/test.sh"
+        ),
+        ".ci/run does not run scripts/test.sh:\n{ci}"
+    );
+    let script = repo().join("scripts/test.sh");
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&script)
+            .expect("scripts/test.sh")
+            .permissions(),
+    );
+    assert!(mode & 0o111 != 0, "scripts/test.sh is not executable");
+    // `cargo run` at the workspace root needs exactly one binary in the workspace: node-doctor.
+    let mut bins = Vec::new();
+    for member in ["agent", "collectors", "kube-standin"] {
+        let dir = repo().join(member);
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).expect("member manifest");
+        let declared: Vec<String> = manifest
+            .split("[[bin]]")
+            .skip(1)
+            .map(|b| format!("{member}: {}", b.lines().nth(1).unwrap_or("").trim()))
+            .collect();
+        let implicit = dir.join("src/main.rs").exists() || dir.join("src/bin").exists();
+        bins.extend(declared.iter().cloned());
+        if declared.is_empty() && implicit {
+            bins.push(format!("{member}: src/main.rs or src/bin"));
+        }
+    }
+    assert_eq!(bins, ["agent: name = \"node-doctor\""], "{bins:?}");
+}
+
+#[test]
+fn masking_and_skipping() {
+    assert_eq!(
+        mask("  conntrack  ok              1.8 ms"),
+        " conntrack ok <ms>"
+    );
+    assert_eq!(
+        mask("node-doctor 0.1.0 · node worker-1 · 2026-11-23T15:53:59Z"),
+        "node-doctor 0.1.0 · node worker-1 · <time>"
+    );
+    let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    assert!(matches(&v(&["a", "…", "d"]), &v(&["a", "b", "c", "d"])).is_ok());
+    assert!(matches(&v(&["a", "…"]), &v(&["a", "b"])).is_ok());
+    assert!(matches(&v(&["a", "c"]), &v(&["a", "b", "c"])).is_err());
+    assert!(matches(&v(&["a"]), &v(&["a", "b"])).is_err());
+    assert!(matches(&v(&["a", "b"]), &v(&["a"])).is_err());
+}
