@@ -321,7 +321,7 @@ def test_every_alert_links_to_its_runbook():
     for md in os.listdir(os.path.join(ROOT, "docs/collectors")):
         text = open(os.path.join(ROOT, "docs/collectors", md), encoding="utf-8").read()
         # Rule ids are in the collector pages' rule tables (`| `id` |`) or headings (### `id`).
-        ids |= set(re.findall(r"^(?:\| |### )`((?:disk|load|memory|iptables|conntrack|kernel)\.[a-z_0-9]+)`",
+        ids |= set(re.findall(r"^(?:\| |### )`((?:disk|load|memory|iptables|conntrack|kernel|runtime)\.[a-z_0-9]+)`",
                               text, re.M))
     assert len(ids) > 20, ids
     for i in sorted(ids):

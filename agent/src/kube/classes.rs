@@ -46,16 +46,28 @@ pub const KERNEL_DEADLOCK: ConditionClass = ConditionClass {
 pub const RUNTIME_UNHEALTHY: ConditionClass = ConditionClass {
     ctype: "NodeDoctorContainerRuntimeUnhealthy",
     healthy_reason: "ContainerRuntimeIsHealthy",
-    healthy_message: "node-doctor: no container runtime task is hung",
+    healthy_message:
+        "node-doctor: the container runtimes the node uses run and answer, and none of their tasks is hung",
     npd: Some(("ContainerRuntimeUnhealthy", "ContainerRuntimeIsHealthy")),
-    collectors: &["kernel"],
+    collectors: &["kernel", "runtime"],
 };
 pub const KUBELET_UNHEALTHY: ConditionClass = ConditionClass {
     ctype: "NodeDoctorKubeletUnhealthy",
     healthy_reason: "KubeletIsHealthy",
-    healthy_message: "node-doctor: no kubelet task is hung",
+    healthy_message:
+        "node-doctor: the kubelet runs, its /healthz answers ok and none of its tasks is hung",
     npd: Some(("KubeletUnhealthy", "KubeletIsHealthy")),
-    collectors: &["kernel"],
+    collectors: &["kernel", "runtime"],
+};
+/// node-problem-detector's `FrequentKubeletRestart` (its systemd monitor counts kubelet starts
+/// in the journal); node-doctor counts the kubelet's process start-time changes instead
+/// (`runtime.kubelet_restarts`, `serve` only — the reporter runs only there).
+pub const FREQUENT_KUBELET_RESTART: ConditionClass = ConditionClass {
+    ctype: "NodeDoctorFrequentKubeletRestart",
+    healthy_reason: "NoFrequentKubeletRestart",
+    healthy_message: "node-doctor: the kubelet has not restarted repeatedly in the last 30 minutes",
+    npd: Some(("FrequentKubeletRestart", "NoFrequentKubeletRestart")),
+    collectors: &["runtime"],
 };
 pub const MEMORY_PRESSURE: ConditionClass = ConditionClass {
     ctype: "NodeDoctorMemoryPressure",
@@ -100,6 +112,7 @@ pub const CONDITIONS: &[&ConditionClass] = &[
     &KERNEL_DEADLOCK,
     &RUNTIME_UNHEALTHY,
     &KUBELET_UNHEALTHY,
+    &FREQUENT_KUBELET_RESTART,
     &MEMORY_PRESSURE,
     &PID_PRESSURE,
     &HIGH_LOAD,
@@ -220,6 +233,13 @@ pub const MAPPED_IDS: &[&str] = &[
     "iptables.backend_mixed",
     "iptables.kube_proxy_lock_error",
     "iptables.kube_proxy_restore_failed",
+    "runtime.not_running",
+    "runtime.crashed",
+    "runtime.hung",
+    "runtime.unreachable",
+    "runtime.kubelet_not_running",
+    "runtime.kubelet_unhealthy",
+    "runtime.kubelet_restarts",
 ];
 
 fn text<'a>(f: &'a Finding, key: &str) -> Option<&'a str> {
@@ -277,6 +297,15 @@ pub fn conditions_of(f: &Finding) -> Vec<(&'static ConditionClass, &'static str)
                 out.push((&RUNTIME_UNHEALTHY, "ContainerRuntimeHung"));
             }
             out
+        }
+        "runtime.not_running" => vec![(&RUNTIME_UNHEALTHY, "ContainerRuntimeNotRunning")],
+        "runtime.crashed" => vec![(&RUNTIME_UNHEALTHY, "ContainerRuntimeCrashed")],
+        "runtime.hung" => vec![(&RUNTIME_UNHEALTHY, "ContainerRuntimeHung")],
+        "runtime.unreachable" => vec![(&RUNTIME_UNHEALTHY, "ContainerRuntimeUnreachable")],
+        "runtime.kubelet_not_running" => vec![(&KUBELET_UNHEALTHY, "KubeletNotRunning")],
+        "runtime.kubelet_unhealthy" => vec![(&KUBELET_UNHEALTHY, "KubeletHealthzFailed")],
+        "runtime.kubelet_restarts" => {
+            vec![(&FREQUENT_KUBELET_RESTART, "FrequentKubeletRestart")]
         }
         "kernel.pid_exhaustion" => vec![(&PID_PRESSURE, "PIDsExhausted")],
         "memory.exhaustion" => vec![(&MEMORY_PRESSURE, "MemoryExhausted")],

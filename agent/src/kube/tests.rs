@@ -743,6 +743,7 @@ fn every_mapped_id_is_a_rule_and_every_class_is_documented() {
         include_str!("../../../docs/collectors/iptables.md"),
         include_str!("../../../docs/collectors/conntrack.md"),
         include_str!("../../../docs/collectors/kernel.md"),
+        include_str!("../../../docs/collectors/runtime.md"),
     ]
     .concat();
     for id in classes::MAPPED_IDS {
@@ -1102,4 +1103,100 @@ async fn the_standin_patches_node_status_like_the_api_server() {
     )
     .await;
     assert_eq!(code, 404);
+}
+
+/// The runtime collector's probes feed the runtime and kubelet conditions next to the kernel's
+/// hung tasks, and kubelet restarts become NPD's FrequentKubeletRestart class; a healthy
+/// runtime run keeps them False, and a node without the runtime collector leaves the restart
+/// class Unknown.
+#[test]
+fn runtime_findings_set_the_runtime_kubelet_and_restart_conditions() {
+    for (id, ctype, reason) in [
+        (
+            "runtime.not_running",
+            "NodeDoctorContainerRuntimeUnhealthy",
+            "ContainerRuntimeNotRunning",
+        ),
+        (
+            "runtime.crashed",
+            "NodeDoctorContainerRuntimeUnhealthy",
+            "ContainerRuntimeCrashed",
+        ),
+        (
+            "runtime.hung",
+            "NodeDoctorContainerRuntimeUnhealthy",
+            "ContainerRuntimeHung",
+        ),
+        (
+            "runtime.unreachable",
+            "NodeDoctorContainerRuntimeUnhealthy",
+            "ContainerRuntimeUnreachable",
+        ),
+        (
+            "runtime.kubelet_not_running",
+            "NodeDoctorKubeletUnhealthy",
+            "KubeletNotRunning",
+        ),
+        (
+            "runtime.kubelet_unhealthy",
+            "NodeDoctorKubeletUnhealthy",
+            "KubeletHealthzFailed",
+        ),
+        (
+            "runtime.kubelet_restarts",
+            "NodeDoctorFrequentKubeletRestart",
+            "FrequentKubeletRestart",
+        ),
+    ] {
+        let f = finding(id, "dockerd", Severity::Warning);
+        let snap = snapshot(
+            t(0),
+            &[
+                ("runtime", with(Status::Ok, vec![f])),
+                ("kernel", with(Status::Ok, vec![])),
+            ],
+        );
+        let mut p = Planner::new(settings());
+        p.take_over(&json!({"metadata": {"uid": "u"}}), t(0));
+        p.observe(t(0), &view(&snap));
+        let c = p.desired().find(|c| c.ctype == ctype).unwrap();
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("True", reason),
+            "{id}"
+        );
+        // The other runtime classes stay healthy.
+        for other in [
+            "NodeDoctorContainerRuntimeUnhealthy",
+            "NodeDoctorKubeletUnhealthy",
+            "NodeDoctorFrequentKubeletRestart",
+        ] {
+            if other != ctype {
+                let c = p.desired().find(|c| c.ctype == other).unwrap();
+                assert_eq!(c.status, "False", "{id}: {other}");
+            }
+        }
+    }
+    // Without the runtime collector the restart class is not checked: Unknown.
+    let snap = snapshot(t(0), &[("kernel", with(Status::Ok, vec![]))]);
+    let mut p = Planner::new(settings());
+    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0));
+    p.observe(t(0), &view(&snap));
+    let c = p
+        .desired()
+        .find(|c| c.ctype == "NodeDoctorFrequentKubeletRestart")
+        .unwrap();
+    assert_eq!(c.status, "Unknown");
+    // With NPD's names, the restart class is written as NPD's type.
+    let f = finding("runtime.kubelet_restarts", "kubelet", Severity::Warning);
+    let snap = snapshot(t(0), &[("runtime", with(Status::Ok, vec![f]))]);
+    let mut p = Planner::new(Settings {
+        npd_names: true,
+        ..settings()
+    });
+    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0));
+    p.observe(t(0), &view(&snap));
+    assert!(p
+        .desired()
+        .any(|c| c.ctype == "FrequentKubeletRestart" && c.status == "True"));
 }
