@@ -299,10 +299,11 @@ mod tests {
     fn a_quiet_window_needs_no_detail_and_each_bar_escalates() {
         let th = Thresholds::default();
         assert_eq!(needs_detail(&Signals::of(&quiet()), &th), None);
-        let cases: [(fn(&mut Observation), Reason); 7] = [
-            (|o| o.load.load1 = 2.0, Reason::Load),
-            (|o| o.cpu.iowait = 0.5, Reason::Iowait),
-            (|o| o.disks[0].busy_percent = 45.0, Reason::DiskBusy),
+        type Stage = fn(&mut Observation);
+        let cases: [(Stage, Option<Reason>); 7] = [
+            (|o| o.load.load1 = 2.0, Some(Reason::Load)),
+            (|o| o.cpu.iowait = 0.5, Some(Reason::Iowait)),
+            (|o| o.disks[0].busy_percent = 45.0, Some(Reason::DiskBusy)),
             (
                 |o| {
                     o.pressure.io = Some(Pressure {
@@ -310,7 +311,7 @@ mod tests {
                         full: Some(line(10.0)),
                     })
                 },
-                Reason::PsiIoFull,
+                Some(Reason::PsiIoFull),
             ),
             (
                 |o| {
@@ -319,14 +320,14 @@ mod tests {
                         full: None,
                     })
                 },
-                Reason::PsiSome,
+                Some(Reason::PsiSome),
             ),
             (
                 |o| {
                     o.procs_blocked = 1;
                     o.previous_procs_blocked = Some(2);
                 },
-                Reason::ProcsBlocked,
+                Some(Reason::ProcsBlocked),
             ),
             // Just under every bar: still quiet.
             (
@@ -340,19 +341,30 @@ mod tests {
                     });
                     o.procs_blocked = 3;
                 },
-                Reason::FindingReported, // not returned: checked below
+                None,
             ),
         ];
-        for (i, (stage, reason)) in cases.into_iter().enumerate() {
+        for (stage, reason) in cases {
             let mut o = quiet();
             stage(&mut o);
-            let got = needs_detail(&Signals::of(&o), &th);
-            if i == 6 {
-                assert_eq!(got, None, "{o:?}");
-            } else {
-                assert_eq!(got, Some(reason), "{o:?}");
-            }
+            assert_eq!(needs_detail(&Signals::of(&o), &th), reason, "{o:?}");
         }
+        // With the load limits raised (6× per CPU), a saturated run queue at 2.5 per CPU is
+        // under the load bar (3.0) but CPU-bound territory: busy 50% ≥ half of 90%.
+        let raised = Thresholds {
+            load_warning_per_cpu: 6.0,
+            load_critical_per_cpu: 8.0,
+            ..Thresholds::default()
+        };
+        let mut o = quiet();
+        o.load.load1 = 5.0;
+        o.cpu.user = 50.0;
+        assert_eq!(
+            needs_detail(&Signals::of(&o), &raised),
+            Some(Reason::CpuBusy)
+        );
+        o.cpu.user = 44.0;
+        assert_eq!(needs_detail(&Signals::of(&o), &raised), None);
         // A single sample of D-state tasks is not sustained.
         let mut o = quiet();
         o.procs_blocked = 4;
@@ -390,36 +402,71 @@ mod tests {
         );
     }
 
+    /// A share in percent: often 0 (a quiet signal) or small, often near a default limit.
     fn percent() -> impl Strategy<Value = f64> {
-        prop_oneof![Just(0.0), 0.0..100.0f64, Just(100.0)]
+        prop_oneof![
+            Just(0.0),
+            0.0..5.0f64,
+            5.0..40.0f64,
+            0.0..100.0f64,
+            85.0..100.0f64,
+            Just(100.0)
+        ]
     }
 
-    fn limit() -> impl Strategy<Value = f64> {
-        prop_oneof![Just(0.0), 0.01..200.0f64]
+    /// load1 per CPU: often under 1, else up to 8.
+    fn per_cpu() -> impl Strategy<Value = f64> {
+        prop_oneof![0.0..1.0f64, 0.0..8.0f64]
+    }
+
+    /// A rule limit: its default half the time, else anything (0 included).
+    fn limit(default: f64) -> impl Strategy<Value = f64> {
+        prop_oneof![Just(default), Just(0.0), 0.01..200.0f64]
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(4000))]
+        #![proptest_config(ProptestConfig::with_cases(10_000))]
 
         /// Why no finding can be missed: whatever the window and the rule limits, a window the
         /// judge raises anything on has a whole-node signal at its escalation bar (at the
         /// default shares), so its run read the processes that finding names.
         #[test]
         fn every_finding_implies_escalation(
-            cpus in 1u32..64,
-            load1 in 0.0..300.0f64,
-            previous_load1 in proptest::option::of(0.0..300.0f64),
-            blocked in 0u64..200,
-            previous_blocked in proptest::option::of(0u64..200),
+            cpus in prop_oneof![1u32..4, 1u32..64],
+            load_per_cpu in per_cpu(),
+            (previous_per_cpu, load_sustained) in (proptest::option::of(per_cpu()), any::<bool>()),
+            blocked in prop_oneof![Just(0u64), 0u64..8, 0u64..200],
+            (previous_blocked, blocked_sustained) in (
+                proptest::option::of(prop_oneof![Just(0u64), 0u64..8, 0u64..200]),
+                any::<bool>(),
+            ),
             busy in percent(),
             iowait in percent(),
             previous_iowait in proptest::option::of(percent()),
             disk_busy in proptest::option::of(percent()),
-            psi_io in proptest::option::of((percent(), percent())),
+            psi_io in proptest::option::of((percent(), prop_oneof![Just(0.0), percent()])),
+            // The PSI `some` bar feeds no rule: the others must do without it.
+            psi_some_bar in prop_oneof![Just(10.0), Just(f64::INFINITY)],
             psi_cpu in proptest::option::of(percent()),
-            limits in (limit(), limit(), limit(), limit(), limit(), limit(), limit(), limit()),
+            limits in (
+                limit(2.0), limit(4.0), limit(1.0), limit(10.0), limit(30.0), limit(90.0),
+                limit(20.0), limit(90.0), limit(1.0),
+            ),
         ) {
-            let (warn, crit, info, wa_warn, wa_crit, disk, psi, cpu_busy) = limits;
+            let (warn, crit, info, wa_warn, wa_crit, disk, psi, cpu_busy, blocked_per_cpu) =
+                limits;
+            // Sustained signals are as common as changing ones.
+            let load1 = load_per_cpu * f64::from(cpus);
+            let previous_load1 = if load_sustained {
+                Some(load1)
+            } else {
+                previous_per_cpu.map(|p| p * f64::from(cpus))
+            };
+            let previous_blocked = if blocked_sustained {
+                Some(blocked)
+            } else {
+                previous_blocked
+            };
             let th = Thresholds {
                 load_warning_per_cpu: warn,
                 load_critical_per_cpu: crit,
@@ -429,8 +476,15 @@ mod tests {
                 disk_busy_percent: disk,
                 psi_io_full_percent: psi,
                 cpu_busy_percent: cpu_busy,
+                blocked_per_cpu,
+                escalation: Escalation {
+                    psi_some_avg10_percent: psi_some_bar,
+                    ..Escalation::default()
+                },
                 ..Thresholds::default()
             };
+            // As the kernel reports it: `some` is at least `full`.
+            let psi_io = psi_io.map(|(full, more)| ((full + more).min(100.0), full));
             let busy = busy.min(100.0 - iowait);
             let obs = window(
                 cpus,

@@ -2,13 +2,17 @@
 //! processes behind them (handbook 002, its high-load section; the words and the section
 //! title are in `collectors/rules/load.toml`).
 //!
-//! Each run reads `/proc/loadavg`, `/proc/stat`, `/proc/diskstats`, `/proc/pressure/*`,
-//! `/sys/devices/system/cpu/online`, `/proc/sys/kernel/task_delayacct` and, for every
-//! process, `/proc/<pid>/stat` (with its block-IO delay) and `/proc/<pid>/io`; only the top
-//! consumers get their `/proc/<pid>/cgroup` (and `wchan`) read, and only multi-threaded
-//! processes doing IO their threads' `stat`. When tasks wait in D state and delay accounting
-//! is off, the candidates' states are sampled a few more times (see [`processes`]).
-//! Rates come from the previous run's sample; the first run reports levels only.
+//! Each run reads `/proc/loadavg`, `/proc/stat`, `/proc/uptime`, `/proc/diskstats`,
+//! `/proc/pressure/*` and `/sys/devices/system/cpu/online`. Only when one of those
+//! whole-node signals is at its escalation bar ([`escalation`]) does it read
+//! `/proc/sys/kernel/task_delayacct` and, for every process, `/proc/<pid>/stat` (with its
+//! block-IO delay) and `/proc/<pid>/io`; then only the top consumers get their
+//! `/proc/<pid>/cgroup` (and `wchan`) read, and only multi-threaded processes doing IO their
+//! threads' `stat`. When tasks wait in D state and delay accounting is off, the candidates'
+//! states are sampled a few more times (see [`processes`]). Rates come from the previous
+//! run's sample; the first run reports levels only. A run that escalates after one that did
+//! not reads the processes twice, [`Escalation::catch_up`] apart, and measures the culprits
+//! over that span.
 //!
 //! The collector shape: `LoadCollector::sample` reads the host into a typed [`Sample`] (whose
 //! window is an [`Observation`] that tests build without files); [`judge::judge`] turns the

@@ -2,7 +2,7 @@
 //! situations (two samples 10 s apart, timed by /proc/uptime), plus the real-kernel fio test.
 
 use collectors::finding::{Evidence, Severity};
-use collectors::load::{Escalation, LoadCollector, LoadConfig, Origin, Thresholds};
+use collectors::load::{Escalation, LoadCollector, LoadConfig, Thresholds};
 use collectors::{Collection, Collector, Finding, Status};
 
 use crate::support::{ctx, root_or_skip, FakeHost};
@@ -1635,7 +1635,7 @@ fn the_onset_run_names_the_process_over_a_catch_up_span() {
     assert_eq!(text(f[0], "top_cpu_comm"), "sh");
     let cpu = num(f[0], "top_cpu_cpu_percent");
     assert!(
-        cpu >= 10.0 && cpu <= 105.0,
+        (10.0..=105.0).contains(&cpu),
         "cpu {cpu}% over the catch-up span"
     );
     drop(burner);
