@@ -42,7 +42,8 @@ pub struct Escalation {
     pub procs_blocked: u64,
     /// How long the catch-up pass waits: when a run escalates and the previous one read no
     /// per-process detail (the onset of trouble within one interval), the processes are
-    /// read twice this far apart, and the culprits are measured over that span.
+    /// read twice this far apart (at most a quarter of the window), and the culprits are
+    /// measured over that span.
     pub catch_up: std::time::Duration,
 }
 

@@ -121,6 +121,8 @@ pub struct LoadCollector {
     detail_last_run: bool,
     /// Whether the judge reported anything on the previous window.
     reported: bool,
+    /// How long the last catch-up waited (`None` when the last run made none).
+    catch_up_span: Option<Duration>,
     /// Why the last pass over the processes was incomplete (kept while no pass is made, so
     /// the status does not change with escalation).
     detail_problems: Vec<String>,
@@ -140,6 +142,7 @@ impl LoadCollector {
             tracker: ProcessTracker::default(),
             detail_last_run: false,
             reported: false,
+            catch_up_span: None,
             detail_problems: Vec::new(),
             pods,
             last: None,
@@ -150,6 +153,12 @@ impl LoadCollector {
     /// The last window judged (None before the second run).
     pub fn last_observation(&self) -> Option<&Observation> {
         self.last.as_ref()
+    }
+
+    /// How long the last run waited between its two passes over the processes (the onset of
+    /// trouble after a quiet run); `None` when it made no catch-up.
+    pub fn catch_up_span(&self) -> Option<Duration> {
+        self.catch_up_span
     }
 
     /// Number of processes whose previous counters are kept (bounded by live pids).
@@ -289,6 +298,7 @@ impl LoadCollector {
 
         // Per-process detail, only when a whole-node signal is at its bar.
         let mut detail = None;
+        self.catch_up_span = None;
         if reason.is_some() {
             let delayacct = match delayacct::read(&self.host) {
                 Ok(d) => d.is_on(),
@@ -301,13 +311,17 @@ impl LoadCollector {
             };
             let (procs, span) = match &window_parts {
                 // The previous run read no process: the onset of trouble within one interval.
-                // Read them now and again after `catch_up`, and measure over that span.
-                Some(_) if !self.detail_last_run => {
+                // Read them now and again after `catch_up` (at most a quarter of the window,
+                // so that a run stays well within a timeout of one interval, `check`'s
+                // default), and measure over that span.
+                Some((elapsed, ..)) if !self.detail_last_run => {
                     self.tracker.clear();
                     self.pass(uptime_seconds, delayacct);
-                    let wait = self.config.thresholds.escalation.catch_up;
+                    let wait = (self.config.thresholds.escalation.catch_up)
+                        .min(Duration::from_secs_f64(elapsed / 4.0));
                     let t = Instant::now();
                     std::thread::sleep(wait);
+                    self.catch_up_span = Some(wait);
                     let span = t.elapsed().as_secs_f64().max(1e-3);
                     (self.pass(uptime_seconds + span, delayacct), span)
                 }

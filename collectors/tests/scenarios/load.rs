@@ -1638,5 +1638,43 @@ fn the_onset_run_names_the_process_over_a_catch_up_span() {
         (10.0..=105.0).contains(&cpu),
         "cpu {cpu}% over the catch-up span"
     );
+    assert_eq!(
+        c.catch_up_span(),
+        Some(std::time::Duration::from_millis(500))
+    );
+    // The next run follows one that read the processes: no catch-up.
+    stage(3, "2.60 1.10 0.60", 95);
+    c.collect(&ctx());
+    assert_eq!(c.catch_up_span(), None);
     drop(burner);
+}
+
+/// `check` samples 1 s apart by default, with a collector timeout of that interval: the
+/// catch-up of an onset in its second sample waits a quarter of the window, not 1 s.
+#[test]
+fn the_catch_up_wait_is_at_most_a_quarter_of_the_window() {
+    let h = FakeHost::new();
+    h.write("/sys/devices/system/cpu/online", "0-1\n");
+    let stage = |uptime: &str, iowait: u64| {
+        h.write("/proc/uptime", format!("{uptime} 1.00\n"));
+        h.write("/proc/loadavg", "0.20 0.20 0.20 1/150 4000\n");
+        let t: Ticks = [10_000, 0, 5000, 100_000 + 200 - iowait, iowait, 0, 0, 0];
+        h.write("/proc/stat", stat_text(t, &[], 1, 0));
+    };
+    let mut c = LoadCollector::new(h.host(), LoadConfig::default());
+    stage("1000.00", 0);
+    c.collect(&ctx());
+    assert_eq!(
+        c.catch_up_span(),
+        None,
+        "a first run has nothing to catch up"
+    );
+    // One second later, 15% iowait over that second.
+    stage("1001.00", 30);
+    let out = c.collect(&ctx());
+    assert_eq!(only(&out, "load.iowait").len(), 1, "{:?}", out.findings);
+    assert_eq!(
+        c.catch_up_span(),
+        Some(std::time::Duration::from_millis(250))
+    );
 }
