@@ -161,7 +161,8 @@ impl LoadCollector {
         self.catch_up_span
     }
 
-    /// Number of processes whose previous counters are kept (bounded by live pids).
+    /// Number of processes whose previous counters are kept (bounded by live pids; none after
+    /// a run that read no process).
     pub fn tracked_processes(&self) -> usize {
         self.tracker.len()
     }
