@@ -6,20 +6,46 @@
 //! so that they never escape to the agent's own filesystem.
 
 use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// Maximum number of symlinks followed while resolving one host path (as the kernel's 40).
 const MAX_SYMLINKS: usize = 40;
 
 /// Where the host's filesystem is visible to the agent.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Clones share one count of the per-process paths built ([`HostPaths::per_process_paths`]):
+/// every read of a `<root>/proc/<pid>/…` file goes through [`HostPaths::proc_pid`], so the
+/// count is what the escalation tests assert on (a quiet node reads no per-process file).
+#[derive(Debug, Clone)]
 pub struct HostPaths {
     root: PathBuf,
+    per_process: Arc<AtomicU64>,
 }
+
+/// Two hosts are the same host when their roots are; the shared count is bookkeeping.
+impl PartialEq for HostPaths {
+    fn eq(&self, other: &Self) -> bool {
+        self.root == other.root
+    }
+}
+
+impl Eq for HostPaths {}
 
 impl HostPaths {
     /// A host whose `/` is visible at `root` (`/` on the node, `/host` in a pod).
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        HostPaths { root: root.into() }
+        HostPaths {
+            root: root.into(),
+            per_process: Arc::default(),
+        }
+    }
+
+    /// How many `<root>/proc/<pid>` paths this host and its clones have built since it was
+    /// made: one per per-process file read (or directory listed) — what a collector's
+    /// escalation costs. Relaxed: a statistic, not a synchronisation point.
+    pub fn per_process_paths(&self) -> u64 {
+        self.per_process.load(Ordering::Relaxed)
     }
 
     /// The host root itself.
@@ -58,6 +84,7 @@ impl HostPaths {
 
     /// `<root>/proc/<pid>`.
     pub fn proc_pid(&self, pid: u32) -> PathBuf {
+        self.per_process.fetch_add(1, Ordering::Relaxed);
         self.proc().join(pid.to_string())
     }
 
@@ -129,6 +156,22 @@ fn push_components(stack: &mut Vec<std::ffi::OsString>, p: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clones_share_the_count_of_per_process_paths() {
+        let h = HostPaths::new("/host");
+        let c = h.clone();
+        assert_eq!(h.per_process_paths(), 0);
+        assert_eq!(c.proc_pid(42), Path::new("/host/proc/42"));
+        let _ = h.proc_pid(7);
+        let _ = h.proc_file("loadavg");
+        assert_eq!(h.per_process_paths(), 2);
+        assert_eq!(c.per_process_paths(), 2);
+        // A new host counts from zero and is equal by its root alone.
+        let other = HostPaths::new("/host");
+        assert_eq!(other.per_process_paths(), 0);
+        assert_eq!(other, h);
+    }
 
     #[test]
     fn join_never_escapes_root() {

@@ -5,6 +5,7 @@
 //! words (the handbook's high-load section, in our own words) are in
 //! `collectors/rules/load.toml`.
 
+use super::escalation::{Escalation, Reason};
 use super::observation::{Culprit, IoWaitMethod, Observation, Origin, Pressures};
 use crate::finding::Severity;
 use crate::metric::Metric;
@@ -60,6 +61,9 @@ pub struct Thresholds {
     pub culprit_min_io_bytes_per_second: f64,
     /// ...or, for CPU, this share of one CPU.
     pub culprit_min_cpu_percent: f64,
+    /// The low bars of the whole-node signals above which a run reads per-process detail
+    /// (which processes are behind a finding); below all of them no rule can fire.
+    pub escalation: Escalation,
 }
 
 impl Default for Thresholds {
@@ -78,6 +82,7 @@ impl Default for Thresholds {
             culprit_min_io_wait_percent: 10.0,
             culprit_min_io_bytes_per_second: 64.0 * 1024.0,
             culprit_min_cpu_percent: 10.0,
+            escalation: Escalation::default(),
         }
     }
 }
@@ -94,6 +99,9 @@ pub struct Sample {
     /// `procs_blocked` of `/proc/stat`.
     pub procs_blocked: u64,
     pub pressures: Pressures,
+    /// Why this run read per-process detail (`None`: every whole-node signal was under its
+    /// bar, no process file was read).
+    pub process_detail: Option<Reason>,
     /// `None` on the first run, or when no time passed since the previous one.
     pub window: Option<Observation>,
 }
@@ -653,6 +661,11 @@ fn level_metrics(s: &Sample) -> Vec<Metric> {
             "node_doctor_load_procs_blocked",
             "Tasks in uninterruptible sleep, D state (procs_blocked of /proc/stat).",
             s.procs_blocked as f64,
+        ),
+        Metric::gauge(
+            "node_doctor_load_process_detail",
+            "1 when this run read per-process detail (a whole-node signal reached its escalation bar), 0 when it read no process file.",
+            if s.process_detail.is_some() { 1.0 } else { 0.0 },
         ),
     ];
     let psi = &s.pressures;

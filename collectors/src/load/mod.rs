@@ -2,19 +2,24 @@
 //! processes behind them (handbook 002, its high-load section; the words and the section
 //! title are in `collectors/rules/load.toml`).
 //!
-//! Each run reads `/proc/loadavg`, `/proc/stat`, `/proc/diskstats`, `/proc/pressure/*`,
-//! `/sys/devices/system/cpu/online`, `/proc/sys/kernel/task_delayacct` and, for every
-//! process, `/proc/<pid>/stat` (with its block-IO delay) and `/proc/<pid>/io`; only the top
-//! consumers get their `/proc/<pid>/cgroup` (and `wchan`) read, and only multi-threaded
-//! processes doing IO their threads' `stat`. When tasks wait in D state and delay accounting
-//! is off, the candidates' states are sampled a few more times (see [`processes`]).
-//! Rates come from the previous run's sample; the first run reports levels only.
+//! Each run reads `/proc/loadavg`, `/proc/stat`, `/proc/uptime`, `/proc/diskstats`,
+//! `/proc/pressure/*` and `/sys/devices/system/cpu/online`. Only when one of those
+//! whole-node signals is at its escalation bar ([`escalation`]) does it read
+//! `/proc/sys/kernel/task_delayacct` and, for every process, `/proc/<pid>/stat` (with its
+//! block-IO delay) and `/proc/<pid>/io`; then only the top consumers get their
+//! `/proc/<pid>/cgroup` (and `wchan`) read, and only multi-threaded processes doing IO their
+//! threads' `stat`. When tasks wait in D state and delay accounting is off, the candidates'
+//! states are sampled a few more times (see [`processes`]). Rates come from the previous
+//! run's sample; the first run reports levels only. A run that escalates after one that did
+//! not reads the processes twice, [`Escalation::catch_up`] apart, and measures the culprits
+//! over that span.
 //!
 //! The collector shape: `LoadCollector::sample` reads the host into a typed [`Sample`] (whose
 //! window is an [`Observation`] that tests build without files); [`judge::judge`] turns the
 //! window into drafts under [`LoadConfig::thresholds`]; `collect` renders them in the rule
 //! file's words ([`CollectContext::render`]) and adds the metrics of the sample.
 
+pub mod escalation;
 pub mod judge;
 pub mod observation;
 pub mod processes;
@@ -32,6 +37,7 @@ use crate::proc::stat::{self, Stat};
 use crate::proc::uptime;
 use crate::sys::{block, cpu_online};
 
+pub use escalation::{Escalation, Reason, Signals};
 pub use judge::{Sample, Thresholds};
 pub use observation::{
     CpuPercent, Culprit, DiskRates, IoWaitMethod, Observation, Origin, Pressures,
@@ -111,6 +117,15 @@ pub struct LoadCollector {
     started: Instant,
     previous: Option<SystemSample>,
     tracker: ProcessTracker,
+    /// Whether the previous run read per-process detail (the tracker holds its counters).
+    detail_last_run: bool,
+    /// Whether the judge reported anything on the previous window.
+    reported: bool,
+    /// How long the last catch-up waited (`None` when the last run made none).
+    catch_up_span: Option<Duration>,
+    /// Why the last pass over the processes was incomplete (kept while no pass is made, so
+    /// the status does not change with escalation).
+    detail_problems: Vec<String>,
     pods: PodDirectory,
     last: Option<Observation>,
     transitions: TransitionLog,
@@ -125,6 +140,10 @@ impl LoadCollector {
             started: Instant::now(),
             previous: None,
             tracker: ProcessTracker::default(),
+            detail_last_run: false,
+            reported: false,
+            catch_up_span: None,
+            detail_problems: Vec::new(),
             pods,
             last: None,
             transitions: TransitionLog::new("load"),
@@ -136,7 +155,14 @@ impl LoadCollector {
         self.last.as_ref()
     }
 
-    /// Number of processes whose previous counters are kept (bounded by live pids).
+    /// How long the last run waited between its two passes over the processes (the onset of
+    /// trouble after a quiet run); `None` when it made no catch-up.
+    pub fn catch_up_span(&self) -> Option<Duration> {
+        self.catch_up_span
+    }
+
+    /// Number of processes whose previous counters are kept (bounded by live pids; none after
+    /// a run that read no process).
     pub fn tracked_processes(&self) -> usize {
         self.tracker.len()
     }
@@ -151,10 +177,12 @@ impl Collector for LoadCollector {
     fn collect(&mut self, ctx: &CollectContext) -> Collection {
         let c = match self.sample() {
             Ok((sample, status)) => {
-                let findings = match &sample.window {
-                    Some(obs) => ctx.render(judge::judge(obs, &self.config.thresholds)),
+                let drafts = match &sample.window {
+                    Some(obs) => judge::judge(obs, &self.config.thresholds),
                     None => Vec::new(),
                 };
+                self.reported = !drafts.is_empty();
+                let findings = ctx.render(drafts);
                 let metrics = judge::metrics(&sample);
                 if let Some(obs) = sample.window {
                     self.last = Some(obs);
@@ -233,34 +261,14 @@ impl LoadCollector {
             }
         }
 
-        let delayacct = match delayacct::read(&self.host) {
-            Ok(d) => d.is_on(),
-            Err(e) => {
-                degraded.push(format!(
-                    "{e}; IO wait is measured by sampling D states instead of delay accounting"
-                ));
-                false
-            }
-        };
-        let mut procs = self.tracker.sample(&self.host, uptime_seconds);
-        if delayacct {
-            self.tracker
-                .sum_threads(&self.host, &mut procs, self.config.max_thread_reads);
-        }
-        if procs.io_denied > 0 {
-            degraded.push(io_denied_reason(procs.io_denied, &procs.io_denied_examples));
-        }
-        if let Some(e) = &procs.list_error {
-            degraded.push(e.clone());
-        }
-
-        let mut window = None;
+        // The window's whole-node part: CPU shares and disk rates since the previous run.
+        let previous_procs_blocked = self.previous.as_ref().and_then(|p| p.stat.procs_blocked);
+        let mut window_parts = None;
         if let Some(prev) = &self.previous {
             let elapsed = uptime_seconds - prev.uptime_seconds;
             if elapsed > 0.0 {
-                self.pods.refresh_if_stale(Instant::now());
                 let cpu = CpuPercent::between(&prev.stat.total, &stat.total).unwrap_or_default();
-                let per_cpu = stat
+                let per_cpu: Vec<(u32, CpuPercent)> = stat
                     .cpus
                     .iter()
                     .filter_map(|(n, now)| {
@@ -269,47 +277,123 @@ impl LoadCollector {
                     })
                     .collect();
                 let disk_rates = disk_windows(&self.host, &prev.disks, &disks, elapsed);
+                window_parts = Some((elapsed, prev.load1, cpu, per_cpu, disk_rates));
+            }
+        }
+        let procs_blocked = stat.procs_blocked.unwrap_or(0);
+        let signals = Signals {
+            cpus,
+            load1: load.load1,
+            procs_blocked,
+            previous_procs_blocked,
+            cpu_busy_percent: window_parts.as_ref().map(|w| w.2.busy()),
+            iowait_percent: window_parts.as_ref().map(|w| w.2.iowait),
+            max_disk_busy_percent: window_parts
+                .as_ref()
+                .and_then(|w| w.4.iter().map(|d| d.busy_percent).max_by(f64::total_cmp)),
+            pressure: pressures,
+        };
+        let reason = escalation::needs_detail(&signals, &self.config.thresholds)
+            .or(self.reported.then_some(Reason::FindingReported));
+        self.log_escalation(reason);
+
+        // Per-process detail, only when a whole-node signal is at its bar.
+        let mut detail = None;
+        self.catch_up_span = None;
+        if reason.is_some() {
+            let delayacct = match delayacct::read(&self.host) {
+                Ok(d) => d.is_on(),
+                Err(e) => {
+                    degraded.push(format!(
+                        "{e}; IO wait is measured by sampling D states instead of delay accounting"
+                    ));
+                    false
+                }
+            };
+            let (procs, span) = match &window_parts {
+                // The previous run read no process: the onset of trouble within one interval.
+                // Read them now and again after `catch_up` (at most a quarter of the window,
+                // so that a run stays well within a timeout of one interval, `check`'s
+                // default), and measure over that span.
+                Some((elapsed, ..)) if !self.detail_last_run => {
+                    self.tracker.clear();
+                    self.pass(uptime_seconds, delayacct);
+                    let wait = (self.config.thresholds.escalation.catch_up)
+                        .min(Duration::from_secs_f64(elapsed / 4.0));
+                    let t = Instant::now();
+                    std::thread::sleep(wait);
+                    self.catch_up_span = Some(wait);
+                    let span = t.elapsed().as_secs_f64().max(1e-3);
+                    (self.pass(uptime_seconds + span, delayacct), span)
+                }
+                Some((elapsed, ..)) => (self.pass(uptime_seconds, delayacct), *elapsed),
+                // The first run: a baseline for the next window.
+                None => (self.pass(uptime_seconds, delayacct), 0.0),
+            };
+            self.detail_problems.clear();
+            if procs.io_denied > 0 {
+                self.detail_problems
+                    .push(io_denied_reason(procs.io_denied, &procs.io_denied_examples));
+            }
+            if let Some(e) = &procs.list_error {
+                self.detail_problems.push(e.clone());
+            }
+            detail = Some((procs, span, delayacct));
+        } else {
+            // Counters of an earlier pass would make the next window's deltas span the gap.
+            self.tracker.clear();
+        }
+        self.detail_last_run = reason.is_some();
+        degraded.extend(self.detail_problems.iter().cloned());
+
+        let mut window = None;
+        if let Some((elapsed, previous_load1, cpu, per_cpu, disk_rates)) = window_parts {
+            let mut culprits = processes::Culprits::default();
+            let mut kubelet_running = None;
+            if let Some((procs, span, delayacct)) = &detail {
+                self.pods.refresh_if_stale(Instant::now());
                 let plan = IoWaitPlan {
-                    delayacct,
+                    delayacct: *delayacct,
                     samples: self.config.io_wait_samples,
                     interval: self.config.io_wait_sample_interval,
                     max_candidates: self.config.io_wait_max_candidates,
                 };
-                let culprits = processes::culprits(
+                culprits = processes::culprits(
                     &self.host,
-                    &procs,
-                    elapsed,
+                    procs,
+                    *span,
                     &self.config,
                     &self.pods,
-                    stat.procs_blocked.unwrap_or(0),
+                    procs_blocked,
                     &plan,
                 );
-                window = Some(Observation {
-                    elapsed_seconds: elapsed,
-                    cpus,
-                    load,
-                    previous_load1: Some(prev.load1),
-                    procs_running: stat.procs_running.unwrap_or(load.running),
-                    procs_blocked: stat.procs_blocked.unwrap_or(0),
-                    previous_procs_blocked: prev.stat.procs_blocked,
-                    cpu,
-                    previous_iowait_percent: prev.iowait_percent,
-                    per_cpu,
-                    disks: disk_rates,
-                    pressure: pressures,
-                    top_io: culprits.top_io,
-                    top_cpu: culprits.top_cpu,
-                    blocked: culprits.blocked,
-                    io_wait_method: culprits.io_wait_method,
-                    total_io_wait_percent: culprits.total_io_wait_percent,
-                    total_io_bytes_per_second: culprits.total_io_bytes_per_second,
-                    total_cpu_percent: culprits.total_cpu_percent,
-                    kubelet_running: procs
-                        .list_error
-                        .is_none()
-                        .then(|| procs.procs.iter().any(|d| d.comm == "kubelet")),
-                });
+                kubelet_running = procs
+                    .list_error
+                    .is_none()
+                    .then(|| procs.procs.iter().any(|d| d.comm == "kubelet"));
             }
+            window = Some(Observation {
+                elapsed_seconds: elapsed,
+                cpus,
+                load,
+                previous_load1: Some(previous_load1),
+                procs_running: stat.procs_running.unwrap_or(load.running),
+                procs_blocked,
+                previous_procs_blocked,
+                cpu,
+                previous_iowait_percent: self.previous.as_ref().and_then(|p| p.iowait_percent),
+                per_cpu,
+                disks: disk_rates,
+                pressure: pressures,
+                top_io: culprits.top_io,
+                top_cpu: culprits.top_cpu,
+                blocked: culprits.blocked,
+                io_wait_method: culprits.io_wait_method,
+                total_io_wait_percent: culprits.total_io_wait_percent,
+                total_io_bytes_per_second: culprits.total_io_bytes_per_second,
+                total_cpu_percent: culprits.total_cpu_percent,
+                kubelet_running,
+            });
         }
         // The next window's "previous iowait": this window's, or the last one judged.
         let iowait_percent = window.as_ref().or(self.last.as_ref()).map(|o| o.cpu.iowait);
@@ -317,8 +401,9 @@ impl LoadCollector {
             load,
             cpus,
             procs_running: stat.procs_running.unwrap_or(load.running),
-            procs_blocked: stat.procs_blocked.unwrap_or(0),
+            procs_blocked,
             pressures,
+            process_detail: reason,
             window,
         };
         self.previous = Some(SystemSample {
@@ -335,6 +420,35 @@ impl LoadCollector {
             Status::Degraded(degraded.join("; "))
         };
         Ok((sample, status))
+    }
+}
+
+impl LoadCollector {
+    /// One pass over every process (`now`: host uptime, seconds), with the threads' IO wait
+    /// added up when delay accounting is on.
+    fn pass(&mut self, now: f64, delayacct: bool) -> processes::ProcSample {
+        let mut procs = self.tracker.sample(&self.host, now);
+        if delayacct {
+            self.tracker
+                .sum_threads(&self.host, &mut procs, self.config.max_thread_reads);
+        }
+        procs
+    }
+
+    /// Logs when per-process reading starts (with the signal that asked for it) and stops.
+    fn log_escalation(&self, reason: Option<Reason>) {
+        match (self.detail_last_run, reason) {
+            (false, Some(r)) => tracing::debug!(
+                collector = "load",
+                reason = r.as_str(),
+                "a whole-node signal reached its bar: reading per-process detail"
+            ),
+            (true, None) => tracing::debug!(
+                collector = "load",
+                "whole-node signals under their bars: per-process detail stops"
+            ),
+            _ => {}
+        }
     }
 }
 

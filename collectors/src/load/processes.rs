@@ -112,6 +112,12 @@ impl ProcessTracker {
         self.prev.is_empty()
     }
 
+    /// Forgets every process (a pass that does not follow the previous run's starts over).
+    pub fn clear(&mut self) {
+        self.prev = HashMap::new();
+        self.thread_blkio = HashMap::new();
+    }
+
     /// Reads every live process once (`now` is the host uptime in seconds); keeps only the
     /// live processes' counters for the next pass.
     pub fn sample(&mut self, host: &HostPaths, now: f64) -> ProcSample {

@@ -2,7 +2,7 @@
 //! situations (two samples 10 s apart, timed by /proc/uptime), plus the real-kernel fio test.
 
 use collectors::finding::{Evidence, Severity};
-use collectors::load::{LoadCollector, LoadConfig, Origin};
+use collectors::load::{Escalation, LoadCollector, LoadConfig, Thresholds};
 use collectors::{Collection, Collector, Finding, Status};
 
 use crate::support::{ctx, root_or_skip, FakeHost};
@@ -655,7 +655,8 @@ fn idle_node_yields_nothing() {
             },
         );
     };
-    let mut c = LoadCollector::new(h.host(), LoadConfig::default());
+    let host = h.host();
+    let mut c = LoadCollector::new(host.clone(), LoadConfig::default());
     stage(false);
     crate::support::collect(&mut c, &ctx());
     stage(true);
@@ -697,15 +698,17 @@ fn idle_node_yields_nothing() {
             .count(),
         6
     );
+    // Every whole-node signal under its bar: no process file was read on either run (sshd's
+    // 8 KiB are not looked at), and the metric says so.
+    assert_eq!(host.per_process_paths(), 0);
+    assert_eq!(
+        metric(&out, "node_doctor_load_process_detail", None),
+        Some(0.0)
+    );
     let obs = c.last_observation().unwrap();
-    assert_eq!(obs.top_io.len(), 1, "only sshd did IO: {:?}", obs.top_io);
-    assert!(matches!(
-        obs.top_io[0].origin,
-        Origin::Host {
-            infrastructure: false,
-            ..
-        }
-    ));
+    assert!(obs.top_io.is_empty(), "{:?}", obs.top_io);
+    assert_eq!(obs.kubelet_running, None);
+    assert_eq!(c.tracked_processes(), 0);
 }
 
 /// A pid that exits between samples, one that appears, and a pid reused by a new process.
@@ -715,7 +718,8 @@ fn pids_that_exit_or_are_reused_between_samples_are_not_errors() {
     h.write("/sys/devices/system/cpu/online", "0-1\n");
     h.write("/proc/loadavg", "0.10 0.10 0.10 1/100 100\n");
     h.write("/proc/diskstats", "");
-    let mut c = LoadCollector::new(h.host(), LoadConfig::default());
+    // An idle node: the passes over the processes this test is about are made on every run.
+    let mut c = LoadCollector::new(h.host(), always_read_processes());
     h.write("/proc/uptime", "100.00 1.00\n");
     h.write(
         "/proc/stat",
@@ -1361,4 +1365,316 @@ fn tasks_delay_accounting_does_not_cover_are_sampled() {
     assert!(f.remediation.steps.iter().any(|s| s
         .en
         .starts_with("Delay accounting covers only the tasks forked after it was turned on")));
+}
+
+/// A config that reads every process on every run, as before escalation.
+fn always_read_processes() -> LoadConfig {
+    LoadConfig {
+        thresholds: Thresholds {
+            escalation: Escalation::always(),
+            ..Thresholds::default()
+        },
+        ..LoadConfig::default()
+    }
+}
+
+/// A 2-CPU node whose whole-node files a test advances 10 s per step, with three processes
+/// that keep running: `stress` (a host service using 1.5 CPUs whenever `stress_runs`), `sshd`
+/// (idle, a little IO) and the kubelet.
+struct Node {
+    h: FakeHost,
+    step: u64,
+    ticks: Ticks,
+    disk_ms: u64,
+    stress_ticks: u64,
+}
+
+impl Node {
+    fn new() -> Node {
+        let h = FakeHost::new();
+        h.write("/sys/devices/system/cpu/online", "0-1\n");
+        h.write("/proc/sys/kernel/task_delayacct", "0\n");
+        Node {
+            h,
+            step: 0,
+            ticks: [10_000, 0, 5000, 100_000, 100, 0, 10, 0],
+            disk_ms: 5000,
+            stress_ticks: 1000,
+        }
+    }
+
+    /// The next 10 s: load1, the window's user and iowait shares of the 2000 CPU ticks (the
+    /// rest idle), `procs_blocked`, and the disk's busy share of the window (percent).
+    fn advance(&mut self, load1: f64, user: u64, iowait: u64, blocked: u64, busy: u64) {
+        let h = &self.h;
+        self.step += 1;
+        let delta: Ticks = [
+            20 * user,
+            0,
+            0,
+            20 * (100 - user - iowait),
+            20 * iowait,
+            0,
+            0,
+            0,
+        ];
+        self.ticks = add(self.ticks, delta);
+        self.disk_ms += 100 * busy;
+        h.write(
+            "/proc/uptime",
+            format!("{}.00 1.00\n", 1000 + 10 * self.step),
+        );
+        h.write(
+            "/proc/loadavg",
+            format!("{load1:.2} {load1:.2} {load1:.2} 1/150 4000\n"),
+        );
+        h.write("/proc/stat", stat_text(self.ticks, &[], 1, blocked));
+        h.write(
+            "/proc/diskstats",
+            format!(
+                " 253 0 vda 100 0 800 10 {} 0 {} {} 0 {} {}\n",
+                500 + self.step * busy,
+                4000 + 8 * self.step * busy,
+                self.disk_ms,
+                self.disk_ms,
+                self.disk_ms
+            ),
+        );
+        // stress uses 15 s of CPU per 10 s window while the CPUs are busy.
+        if user >= 50 {
+            self.stress_ticks += 1500;
+        }
+        let n = self.step;
+        for p in [
+            Proc {
+                pid: 4100,
+                comm: "stress",
+                state: 'R',
+                ppid: 1,
+                ticks: (self.stress_ticks, 0),
+                io: (0, 0),
+                cgroup: "0::/system.slice/stress.service\n",
+                blkio: 0,
+            },
+            Proc {
+                pid: 733,
+                comm: "sshd",
+                state: 'S',
+                ppid: 1,
+                ticks: (20 + n, 10),
+                io: (0, 8192 * n),
+                cgroup: "0::/system.slice/ssh.service\n",
+                blkio: 0,
+            },
+            Proc {
+                pid: 812,
+                comm: "kubelet",
+                state: 'S',
+                ppid: 1,
+                ticks: (4000 + 5 * n, 2000 + 2 * n),
+                io: (0, 0),
+                cgroup: "0::/system.slice/kubelet.service\n",
+                blkio: 0,
+            },
+        ] {
+            write_proc(h, &p);
+        }
+    }
+}
+
+/// (id, severity, top culprit pid) of every finding, sorted: what a run detected.
+fn detected(c: &Collection) -> Vec<(String, Severity, String)> {
+    let mut v: Vec<(String, Severity, String)> = c
+        .findings
+        .iter()
+        .map(|f| {
+            let top = ["top_pid", "top_cpu_pid", "top_io_pid"]
+                .iter()
+                .find_map(|k| f.evidence.get(*k).map(|e| e.to_string()))
+                .unwrap_or_default();
+            (format!("{} {}", f.id, f.subject), f.severity, top)
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Escalation on a staged node: while every whole-node signal is under its bar no process
+/// file is read (the per-process paths counted by `HostPaths`); a run whose load1 reaches
+/// half the warning limit reads them, the runs after it judge with culprits; a finding keeps
+/// the next run escalated, and the run after that is quiet again. A collector that reads
+/// every process on every run, fed the same files, detects the same findings on the same
+/// runs, naming the same processes.
+#[test]
+fn a_quiet_node_reads_no_process_file_until_a_signal_reaches_its_bar() {
+    let mut node = Node::new();
+    let host = node.h.host();
+    let config = LoadConfig {
+        thresholds: Thresholds {
+            escalation: Escalation {
+                catch_up: std::time::Duration::ZERO,
+                ..Escalation::default()
+            },
+            ..Thresholds::default()
+        },
+        ..LoadConfig::default()
+    };
+    let mut c = LoadCollector::new(host.clone(), config);
+    let mut every_run = LoadCollector::new(node.h.host(), always_read_processes());
+    // (load1, user %, iowait %, procs_blocked, disk busy %), whether this run reads the
+    // processes, and what it detects.
+    type Step = ((f64, u64, u64, u64, u64), bool, &'static [&'static str]);
+    let steps: [Step; 9] = [
+        // First run and a quiet window: 0.3 on 2 CPUs, 5% user, a few D-state flickers.
+        ((0.30, 5, 0, 0, 1), false, &[]),
+        ((0.35, 5, 0, 1, 1), false, &[]),
+        // load1 1.2 per CPU: at its bar (half the 2× warning); nothing to report yet.
+        ((2.40, 60, 0, 0, 2), true, &[]),
+        // 2.3 per CPU, CPUs 95% busy: cpu_bound now (high_load needs two samples), naming
+        // stress, a service outside Kubernetes.
+        (
+            (4.60, 95, 0, 0, 2),
+            true,
+            &["load.cpu_bound", "load.host_process"],
+        ),
+        (
+            (4.80, 95, 0, 0, 2),
+            true,
+            &["load.cpu_bound", "load.high_load", "load.host_process"],
+        ),
+        // Quiet again: the run after a finding still reads the processes...
+        ((0.50, 5, 0, 0, 1), true, &[]),
+        // ...and the next one does not.
+        ((0.40, 5, 0, 0, 1), false, &[]),
+        // iowait 15% in one window: iowait warning on the same run, read on that run.
+        ((0.40, 5, 15, 0, 30), true, &["load.iowait"]),
+        ((0.40, 5, 0, 0, 1), true, &[]),
+    ];
+    for (i, ((load1, user, iowait, blocked, busy), reads, expect)) in steps.iter().enumerate() {
+        node.advance(*load1, *user, *iowait, *blocked, *busy);
+        let before = host.per_process_paths();
+        let out = c.collect(&ctx());
+        let built = host.per_process_paths() - before;
+        assert_eq!(built > 0, *reads, "step {i}: {built} per-process paths");
+        assert_eq!(
+            metric(&out, "node_doctor_load_process_detail", None),
+            Some(if *reads { 1.0 } else { 0.0 }),
+            "step {i}"
+        );
+        if !reads {
+            assert_eq!(c.tracked_processes(), 0, "step {i}: nothing kept");
+        }
+        let mut ids: Vec<&str> = out.findings.iter().map(|f| f.id.as_str()).collect();
+        ids.sort();
+        assert_eq!(ids, *expect, "step {i}: {:?}", out.findings);
+        let reference = every_run.collect(&ctx());
+        assert_eq!(out.status, reference.status, "step {i}");
+        assert_eq!(detected(&out), detected(&reference), "step {i}");
+    }
+}
+
+/// The onset of trouble within one interval: the previous run read no process, so the run
+/// that sees CPUs saturated reads them twice, `catch_up` apart, and names the process that
+/// burns a CPU over that span, on that run. The node's whole-node files are staged; its one
+/// process is real (a shell busy loop, `<root>/proc/<pid>` a link to the real `/proc/<pid>`).
+#[test]
+fn the_onset_run_names_the_process_over_a_catch_up_span() {
+    let h = FakeHost::new();
+    h.write("/sys/devices/system/cpu/online", "0-1\n");
+    h.write("/proc/sys/kernel/task_delayacct", "0\n");
+    let burner = KillOnDrop(
+        std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn sh"),
+    );
+    let pid = burner.0.id();
+    h.symlink(&format!("/proc/{pid}"), &format!("/proc/{pid}"));
+    let stage = |n: u64, load1: &str, busy: u64| {
+        h.write("/proc/uptime", format!("{}.00 1.00\n", 1000 + 10 * n));
+        h.write("/proc/loadavg", format!("{load1} 1/150 4000\n"));
+        let t: Ticks = [
+            10_000 + 20 * busy * n,
+            0,
+            5000,
+            100_000 + 20 * (100 - busy) * n,
+            0,
+            0,
+            0,
+            0,
+        ];
+        h.write("/proc/stat", stat_text(t, &[], 1, 0));
+    };
+    let host = h.host();
+    let config = LoadConfig {
+        thresholds: Thresholds {
+            escalation: Escalation {
+                catch_up: std::time::Duration::from_millis(500),
+                ..Escalation::default()
+            },
+            ..Thresholds::default()
+        },
+        ..LoadConfig::default()
+    };
+    let mut c = LoadCollector::new(host.clone(), config);
+    stage(0, "0.20 0.20 0.20", 5);
+    c.collect(&ctx());
+    stage(1, "0.20 0.20 0.20", 5);
+    let quiet = c.collect(&ctx());
+    assert!(quiet.findings.is_empty(), "{:?}", quiet.findings);
+    assert_eq!(host.per_process_paths(), 0, "quiet runs read no process");
+    // 2.5 on 2 CPUs, 95% busy over the last 10 s: CPU-bound, decided on this run.
+    stage(2, "2.50 1.00 0.50", 95);
+    let out = c.collect(&ctx());
+    assert!(host.per_process_paths() > 0);
+    let f = only(&out, "load.cpu_bound");
+    assert_eq!(f.len(), 1, "{:?}", out.findings);
+    assert_eq!(num(f[0], "top_cpu_pid"), f64::from(pid));
+    assert_eq!(text(f[0], "top_cpu_comm"), "sh");
+    let cpu = num(f[0], "top_cpu_cpu_percent");
+    assert!(
+        (10.0..=105.0).contains(&cpu),
+        "cpu {cpu}% over the catch-up span"
+    );
+    assert_eq!(
+        c.catch_up_span(),
+        Some(std::time::Duration::from_millis(500))
+    );
+    // The next run follows one that read the processes: no catch-up.
+    stage(3, "2.60 1.10 0.60", 95);
+    c.collect(&ctx());
+    assert_eq!(c.catch_up_span(), None);
+    drop(burner);
+}
+
+/// `check` samples 1 s apart by default, with a collector timeout of that interval: the
+/// catch-up of an onset in its second sample waits a quarter of the window, not 1 s.
+#[test]
+fn the_catch_up_wait_is_at_most_a_quarter_of_the_window() {
+    let h = FakeHost::new();
+    h.write("/sys/devices/system/cpu/online", "0-1\n");
+    let stage = |uptime: &str, iowait: u64| {
+        h.write("/proc/uptime", format!("{uptime} 1.00\n"));
+        h.write("/proc/loadavg", "0.20 0.20 0.20 1/150 4000\n");
+        let t: Ticks = [10_000, 0, 5000, 100_000 + 200 - iowait, iowait, 0, 0, 0];
+        h.write("/proc/stat", stat_text(t, &[], 1, 0));
+    };
+    let mut c = LoadCollector::new(h.host(), LoadConfig::default());
+    stage("1000.00", 0);
+    c.collect(&ctx());
+    assert_eq!(
+        c.catch_up_span(),
+        None,
+        "a first run has nothing to catch up"
+    );
+    // One second later, 15% iowait over that second.
+    stage("1001.00", 30);
+    let out = c.collect(&ctx());
+    assert_eq!(only(&out, "load.iowait").len(), 1, "{:?}", out.findings);
+    assert_eq!(
+        c.catch_up_span(),
+        Some(std::time::Duration::from_millis(250))
+    );
 }

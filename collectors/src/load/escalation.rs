@@ -1,0 +1,509 @@
+//! When the `load` collector pays for per-process detail.
+//!
+//! Every run reads a few whole-node files (`loadavg`, `stat`, `diskstats`, PSI): a dozen reads
+//! whatever the number of processes. The pass over `/proc/<pid>/stat` and `io` (and thread
+//! `stat`s, `wchan`, D-state samples) costs about 8 µs of CPU per process, most of it in the
+//! kernel, and only names *which* processes are behind a finding; every finding of the
+//! collector is decided by the whole-node signals alone. So the pass is made only when those
+//! signals are at a low bar, well below the limits the rules fire at ([`Escalation`], in the
+//! collector's thresholds): at the default bars no rule can fire while every signal is under
+//! its bar ([`needs_detail`] is implied by any finding; a property test checks it).
+//!
+//! Pure: no files, no clock. The collector asks [`needs_detail`] on every run with the
+//! [`Signals`] it read, before any per-process file.
+
+use super::judge::Thresholds;
+use super::observation::{Observation, Pressures};
+
+/// The low bars of the whole-node signals above which a run reads per-process detail. Each is
+/// a share of the limit of the rule the signal feeds (so lowering a rule's limit lowers its
+/// bar), except the PSI `some` bar, which no rule uses (an early sign of contention).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Escalation {
+    /// load1 per online CPU ≥ this share of [`Thresholds::load_warning_per_cpu`] (`high_load`;
+    /// the lower of the warning and critical limits, should they be set the wrong way round).
+    pub load_share: f64,
+    /// load1 ≥ the CPU count while the CPUs are busy ≥ this share of
+    /// [`Thresholds::cpu_busy_percent`] (`cpu_bound`; at the default limits the load bar,
+    /// 1.0 per CPU, is reached first).
+    pub cpu_busy_share: f64,
+    /// iowait over the window ≥ this share of [`Thresholds::iowait_info_percent`] (`iowait`;
+    /// the lowest of its three limits).
+    pub iowait_share: f64,
+    /// A whole disk busy ≥ this share of [`Thresholds::disk_busy_percent`] (`io_bound`).
+    pub disk_busy_share: f64,
+    /// PSI io `full` avg10 ≥ this share of [`Thresholds::psi_io_full_percent`] (`io_bound`).
+    pub psi_io_full_share: f64,
+    /// PSI cpu or io `some` avg10 ≥ this many percent (no rule: tasks already wait for a CPU
+    /// or for IO a tenth of the time, before load1, a one-minute average, shows it).
+    pub psi_some_avg10_percent: f64,
+    /// `procs_blocked` ≥ this on this sample and the previous one (`io_bound` without a busy
+    /// disk needs D-state tasks ≥ the CPU count, at least 1, on both).
+    pub procs_blocked: u64,
+    /// How long the catch-up pass waits: when a run escalates and the previous one read no
+    /// per-process detail (the onset of trouble within one interval), the processes are
+    /// read twice this far apart (at most a quarter of the window), and the culprits are
+    /// measured over that span.
+    pub catch_up: std::time::Duration,
+}
+
+impl Default for Escalation {
+    fn default() -> Self {
+        Escalation {
+            load_share: 0.5,
+            cpu_busy_share: 0.5,
+            iowait_share: 0.5,
+            disk_busy_share: 0.5,
+            psi_io_full_share: 0.5,
+            psi_some_avg10_percent: 10.0,
+            procs_blocked: 1,
+            catch_up: std::time::Duration::from_secs(1),
+        }
+    }
+}
+
+impl Escalation {
+    /// Bars no host reaches: per-process detail is never read (benches of the quiet path).
+    pub fn never() -> Self {
+        Escalation {
+            load_share: f64::INFINITY,
+            cpu_busy_share: f64::INFINITY,
+            iowait_share: f64::INFINITY,
+            disk_busy_share: f64::INFINITY,
+            psi_io_full_share: f64::INFINITY,
+            psi_some_avg10_percent: f64::INFINITY,
+            procs_blocked: u64::MAX,
+            ..Escalation::default()
+        }
+    }
+
+    /// Bars every host reaches: per-process detail on every run, as before escalation.
+    pub fn always() -> Self {
+        Escalation {
+            load_share: 0.0,
+            ..Escalation::default()
+        }
+    }
+}
+
+/// Why a run reads per-process detail: the first bar a signal reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    Load,
+    CpuBusy,
+    Iowait,
+    DiskBusy,
+    PsiIoFull,
+    PsiSome,
+    ProcsBlocked,
+    /// The previous window raised a finding (its culprits are kept current until it stops).
+    FindingReported,
+}
+
+impl Reason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Load => "load",
+            Reason::CpuBusy => "cpu_busy",
+            Reason::Iowait => "iowait",
+            Reason::DiskBusy => "disk_busy",
+            Reason::PsiIoFull => "psi_io_full",
+            Reason::PsiSome => "psi_some",
+            Reason::ProcsBlocked => "procs_blocked",
+            Reason::FindingReported => "finding_reported",
+        }
+    }
+}
+
+/// The whole-node signals of one run. The window's shares (iowait, disk busy) are `None` on
+/// the first run, which has no window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Signals {
+    pub cpus: u32,
+    pub load1: f64,
+    pub procs_blocked: u64,
+    pub previous_procs_blocked: Option<u64>,
+    /// us+ni+sy+hi+si over the window.
+    pub cpu_busy_percent: Option<f64>,
+    pub iowait_percent: Option<f64>,
+    /// The busiest whole disk's busy share over the window.
+    pub max_disk_busy_percent: Option<f64>,
+    pub pressure: Pressures,
+}
+
+impl Signals {
+    /// The signals of a judged window (its culprits are not looked at).
+    pub fn of(obs: &Observation) -> Signals {
+        Signals {
+            cpus: obs.cpus,
+            load1: obs.load.load1,
+            procs_blocked: obs.procs_blocked,
+            previous_procs_blocked: obs.previous_procs_blocked,
+            cpu_busy_percent: Some(obs.cpu.busy()),
+            iowait_percent: Some(obs.cpu.iowait),
+            max_disk_busy_percent: obs
+                .disks
+                .iter()
+                .map(|d| d.busy_percent)
+                .max_by(f64::total_cmp),
+            pressure: obs.pressure,
+        }
+    }
+}
+
+/// Whether this run reads per-process detail, and why: the first whole-node signal at its
+/// bar, else `None` (nothing of the collector's rules can fire).
+pub fn needs_detail(s: &Signals, th: &Thresholds) -> Option<Reason> {
+    let e = &th.escalation;
+    let cpus = f64::from(s.cpus.max(1));
+    let load_limit = th.load_warning_per_cpu.min(th.load_critical_per_cpu);
+    if s.load1 / cpus >= e.load_share * load_limit {
+        return Some(Reason::Load);
+    }
+    if s.load1 >= cpus
+        && s.cpu_busy_percent
+            .is_some_and(|b| b >= e.cpu_busy_share * th.cpu_busy_percent)
+    {
+        return Some(Reason::CpuBusy);
+    }
+    let iowait_limit = th
+        .iowait_info_percent
+        .min(th.iowait_warning_percent)
+        .min(th.iowait_critical_percent);
+    if s.iowait_percent
+        .is_some_and(|w| w >= e.iowait_share * iowait_limit)
+    {
+        return Some(Reason::Iowait);
+    }
+    if s.max_disk_busy_percent
+        .is_some_and(|b| b >= e.disk_busy_share * th.disk_busy_percent)
+    {
+        return Some(Reason::DiskBusy);
+    }
+    let io = s.pressure.io;
+    if io
+        .and_then(|p| p.full)
+        .is_some_and(|f| f.avg10 >= e.psi_io_full_share * th.psi_io_full_percent)
+    {
+        return Some(Reason::PsiIoFull);
+    }
+    if [s.pressure.cpu, io]
+        .iter()
+        .flatten()
+        .any(|p| p.some.avg10 >= e.psi_some_avg10_percent)
+    {
+        return Some(Reason::PsiSome);
+    }
+    if s.procs_blocked >= e.procs_blocked
+        && s.previous_procs_blocked
+            .is_some_and(|b| b >= e.procs_blocked)
+    {
+        return Some(Reason::ProcsBlocked);
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::judge::judge;
+    use crate::load::observation::{CpuPercent, DiskRates, IoWaitMethod};
+    use crate::proc::loadavg::Loadavg;
+    use crate::proc::pressure::{Pressure, PsiLine};
+    use proptest::prelude::*;
+
+    fn line(avg10: f64) -> PsiLine {
+        PsiLine {
+            avg10,
+            avg60: avg10,
+            avg300: avg10,
+            total_us: 0,
+        }
+    }
+
+    /// A window of whole-node signals (no processes: the judge decides on the signals).
+    #[allow(clippy::too_many_arguments)]
+    fn window(
+        cpus: u32,
+        (load1, previous_load1): (f64, Option<f64>),
+        (blocked, previous_blocked): (u64, Option<u64>),
+        (busy, iowait, previous_iowait): (f64, f64, Option<f64>),
+        disk_busy: Option<f64>,
+        psi_io: Option<(f64, f64)>,
+        psi_cpu_some: Option<f64>,
+    ) -> Observation {
+        Observation {
+            elapsed_seconds: 15.0,
+            cpus,
+            load: Loadavg {
+                load1,
+                load5: load1,
+                load15: load1,
+                running: 1,
+                total: 100,
+            },
+            previous_load1,
+            procs_running: 1,
+            procs_blocked: blocked,
+            previous_procs_blocked: previous_blocked,
+            cpu: CpuPercent {
+                user: busy,
+                iowait,
+                idle: (100.0 - busy - iowait).max(0.0),
+                ..CpuPercent::default()
+            },
+            previous_iowait_percent: previous_iowait,
+            per_cpu: Vec::new(),
+            disks: disk_busy
+                .map(|b| DiskRates {
+                    name: "vda".into(),
+                    busy_percent: b,
+                    ..DiskRates::default()
+                })
+                .into_iter()
+                .collect(),
+            pressure: Pressures {
+                io: psi_io.map(|(some, full)| Pressure {
+                    some: line(some),
+                    full: Some(line(full)),
+                }),
+                cpu: psi_cpu_some.map(|some| Pressure {
+                    some: line(some),
+                    full: None,
+                }),
+                memory: None,
+            },
+            top_io: Vec::new(),
+            top_cpu: Vec::new(),
+            blocked: Vec::new(),
+            io_wait_method: IoWaitMethod::BytesOnly,
+            total_io_wait_percent: 0.0,
+            total_io_bytes_per_second: 0.0,
+            total_cpu_percent: 0.0,
+            kubelet_running: Some(true),
+        }
+    }
+
+    fn quiet() -> Observation {
+        window(
+            2,
+            (0.3, Some(0.3)),
+            (0, Some(0)),
+            (5.0, 0.0, Some(0.0)),
+            Some(1.0),
+            Some((0.1, 0.0)),
+            Some(0.5),
+        )
+    }
+
+    #[test]
+    fn a_quiet_window_needs_no_detail_and_each_bar_escalates() {
+        let th = Thresholds::default();
+        assert_eq!(needs_detail(&Signals::of(&quiet()), &th), None);
+        type Stage = fn(&mut Observation);
+        let cases: [(Stage, Option<Reason>); 7] = [
+            (|o| o.load.load1 = 2.0, Some(Reason::Load)),
+            (|o| o.cpu.iowait = 0.5, Some(Reason::Iowait)),
+            (|o| o.disks[0].busy_percent = 45.0, Some(Reason::DiskBusy)),
+            (
+                |o| {
+                    o.pressure.io = Some(Pressure {
+                        some: line(9.0),
+                        full: Some(line(10.0)),
+                    })
+                },
+                Some(Reason::PsiIoFull),
+            ),
+            (
+                |o| {
+                    o.pressure.cpu = Some(Pressure {
+                        some: line(10.0),
+                        full: None,
+                    })
+                },
+                Some(Reason::PsiSome),
+            ),
+            (
+                |o| {
+                    o.procs_blocked = 1;
+                    o.previous_procs_blocked = Some(2);
+                },
+                Some(Reason::ProcsBlocked),
+            ),
+            // Just under every bar: still quiet.
+            (
+                |o| {
+                    o.load.load1 = 1.99;
+                    o.cpu.iowait = 0.49;
+                    o.disks[0].busy_percent = 44.9;
+                    o.pressure.io = Some(Pressure {
+                        some: line(9.9),
+                        full: Some(line(9.9)),
+                    });
+                    o.procs_blocked = 3;
+                },
+                None,
+            ),
+        ];
+        for (stage, reason) in cases {
+            let mut o = quiet();
+            stage(&mut o);
+            assert_eq!(needs_detail(&Signals::of(&o), &th), reason, "{o:?}");
+        }
+        // With the load limits raised (6× per CPU), a saturated run queue at 2.5 per CPU is
+        // under the load bar (3.0) but CPU-bound territory: busy 50% ≥ half of 90%.
+        let raised = Thresholds {
+            load_warning_per_cpu: 6.0,
+            load_critical_per_cpu: 8.0,
+            ..Thresholds::default()
+        };
+        let mut o = quiet();
+        o.load.load1 = 5.0;
+        o.cpu.user = 50.0;
+        assert_eq!(
+            needs_detail(&Signals::of(&o), &raised),
+            Some(Reason::CpuBusy)
+        );
+        o.cpu.user = 44.0;
+        assert_eq!(needs_detail(&Signals::of(&o), &raised), None);
+        // A single sample of D-state tasks is not sustained.
+        let mut o = quiet();
+        o.procs_blocked = 4;
+        assert_eq!(needs_detail(&Signals::of(&o), &th), None);
+        // A lowered rule limit lowers its bar: --disk-busy-percent 1 escalates at 0.5%.
+        let lowered = Thresholds {
+            disk_busy_percent: 1.0,
+            ..Thresholds::default()
+        };
+        let mut o = quiet();
+        o.disks[0].busy_percent = 0.6;
+        assert_eq!(
+            needs_detail(&Signals::of(&o), &lowered),
+            Some(Reason::DiskBusy)
+        );
+        assert_eq!(
+            needs_detail(
+                &Signals::of(&o),
+                &Thresholds {
+                    escalation: Escalation::never(),
+                    ..lowered
+                }
+            ),
+            None
+        );
+        assert_eq!(
+            needs_detail(
+                &Signals::of(&quiet()),
+                &Thresholds {
+                    escalation: Escalation::always(),
+                    ..Thresholds::default()
+                }
+            ),
+            Some(Reason::Load)
+        );
+    }
+
+    /// A share in percent: often 0 (a quiet signal) or small, often near a default limit.
+    fn percent() -> impl Strategy<Value = f64> {
+        prop_oneof![
+            Just(0.0),
+            0.0..5.0f64,
+            5.0..40.0f64,
+            0.0..100.0f64,
+            85.0..100.0f64,
+            Just(100.0)
+        ]
+    }
+
+    /// load1 per CPU: often under 1, else up to 8.
+    fn per_cpu() -> impl Strategy<Value = f64> {
+        prop_oneof![0.0..1.0f64, 0.0..8.0f64]
+    }
+
+    /// A rule limit: its default half the time, else anything (0 included).
+    fn limit(default: f64) -> impl Strategy<Value = f64> {
+        prop_oneof![Just(default), Just(0.0), 0.01..200.0f64]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(10_000))]
+
+        /// Why no finding can be missed: whatever the window and the rule limits, a window the
+        /// judge raises anything on has a whole-node signal at its escalation bar (at the
+        /// default shares), so its run read the processes that finding names.
+        #[test]
+        fn every_finding_implies_escalation(
+            cpus in prop_oneof![1u32..4, 1u32..64],
+            load_per_cpu in per_cpu(),
+            (previous_per_cpu, load_sustained) in (proptest::option::of(per_cpu()), any::<bool>()),
+            blocked in prop_oneof![Just(0u64), 0u64..8, 0u64..200],
+            (previous_blocked, blocked_sustained) in (
+                proptest::option::of(prop_oneof![Just(0u64), 0u64..8, 0u64..200]),
+                any::<bool>(),
+            ),
+            busy in percent(),
+            iowait in percent(),
+            previous_iowait in proptest::option::of(percent()),
+            disk_busy in proptest::option::of(percent()),
+            psi_io in proptest::option::of((percent(), prop_oneof![Just(0.0), percent()])),
+            // The PSI `some` bar feeds no rule: the others must do without it.
+            psi_some_bar in prop_oneof![Just(10.0), Just(f64::INFINITY)],
+            psi_cpu in proptest::option::of(percent()),
+            limits in (
+                limit(2.0), limit(4.0), limit(1.0), limit(10.0), limit(30.0), limit(90.0),
+                limit(20.0), limit(90.0), limit(1.0),
+            ),
+        ) {
+            let (warn, crit, info, wa_warn, wa_crit, disk, psi, cpu_busy, blocked_per_cpu) =
+                limits;
+            // Sustained signals are as common as changing ones.
+            let load1 = load_per_cpu * f64::from(cpus);
+            let previous_load1 = if load_sustained {
+                Some(load1)
+            } else {
+                previous_per_cpu.map(|p| p * f64::from(cpus))
+            };
+            let previous_blocked = if blocked_sustained {
+                Some(blocked)
+            } else {
+                previous_blocked
+            };
+            let th = Thresholds {
+                load_warning_per_cpu: warn,
+                load_critical_per_cpu: crit,
+                iowait_info_percent: info,
+                iowait_warning_percent: wa_warn,
+                iowait_critical_percent: wa_crit,
+                disk_busy_percent: disk,
+                psi_io_full_percent: psi,
+                cpu_busy_percent: cpu_busy,
+                blocked_per_cpu,
+                escalation: Escalation {
+                    psi_some_avg10_percent: psi_some_bar,
+                    ..Escalation::default()
+                },
+                ..Thresholds::default()
+            };
+            // As the kernel reports it: `some` is at least `full`.
+            let psi_io = psi_io.map(|(full, more)| ((full + more).min(100.0), full));
+            let busy = busy.min(100.0 - iowait);
+            let obs = window(
+                cpus,
+                (load1, previous_load1),
+                (blocked, previous_blocked),
+                (busy, iowait, previous_iowait),
+                disk_busy,
+                psi_io,
+                psi_cpu,
+            );
+            let drafts = judge(&obs, &th);
+            if !drafts.is_empty() {
+                prop_assert!(
+                    needs_detail(&Signals::of(&obs), &th).is_some(),
+                    "{:?} raised without escalation: {obs:?} {th:?}",
+                    drafts.iter().map(|d| d.id.as_str()).collect::<Vec<_>>()
+                );
+            }
+        }
+    }
+}
