@@ -30,7 +30,8 @@ use crate::hostfs::{self, cap, entries};
 use crate::kmsg::{KmsgConfig, KmsgReader};
 use crate::metric::Metric;
 use crate::proc::uptime::BootClock;
-use crate::proc::{meminfo, net_udp, nf_conntrack_stat, ns, pid, snmp};
+use crate::proc::table::Ns;
+use crate::proc::{meminfo, net_udp, nf_conntrack_stat, ns, snmp};
 
 pub use judge::{Deltas, OtherTable, RaceAccounting, Sample, TableLog, Thresholds};
 pub use kernel_log::Table;
@@ -264,13 +265,15 @@ impl ConntrackCollector {
             return;
         }
         self.netns_scan_wait = self.config.kubelet_rescan_samples.saturating_sub(1);
-        let Ok(pids) = pid::list_pids(host) else {
+        let procs = host.processes();
+        let Ok(snap) = procs.snapshot("conntrack.netns") else {
             return;
         };
-        for p in pids {
-            if let Some(n) = ns::inode(host, p, "net") {
+        for p in &snap.procs {
+            // The table remembers each process's namespace: a second search reads nothing.
+            if let Some(n) = procs.ns(p, Ns::Net) {
                 if missing.contains(&n) {
-                    self.netns_pids.entry(n).or_insert(p);
+                    self.netns_pids.entry(n).or_insert(p.pid);
                     if missing.iter().all(|m| self.netns_pids.contains_key(m)) {
                         break;
                     }
