@@ -2,8 +2,8 @@
 //! `runtime`, `conntrack`) cost per cycle on this machine's real `/`, with `PROC_SCANS_IDLE`
 //! (default 2,000) extra idle processes (`sleep 3600`, children of the bench, killed when it
 //! ends). Prints, per collector, the CPU of the first cycle and the median CPU of the steady
-//! cycles (this thread's `getrusage`, so the iptables lock sampler's own thread is not
-//! counted), and the per-process paths (`<root>/proc/<pid>/…`) built per steady cycle.
+//! and mean CPU of the steady cycles (this thread's CPU clock, so the iptables lock sampler's
+//! own thread is not counted), and the per-process paths (`<root>/proc/<pid>/…`) built per steady cycle.
 //!
 //! Run it in a pid namespace of its own, where pid 1 is readable and the idle processes are
 //! the node's (as with hostPID):
@@ -24,21 +24,22 @@ use collectors::iptables::{IptablesCollector, IptablesConfig};
 use collectors::runtime::health::probe::{ProbePlan, ProbeReport, RuntimeProbe};
 use collectors::runtime::health::{RuntimeCollector, RuntimeConfig};
 use collectors::{CollectContext, Collector, HostNetns, HostPaths};
-use nix::sys::resource::{getrusage, UsageWho};
 
 const CYCLES: usize = 30;
 
-/// CPU time of this thread.
+/// CPU time of this thread (`CLOCK_THREAD_CPUTIME_ID`: the scheduler's count brought up to
+/// date; `getrusage` and `/proc/thread-self/schedstat` lag by up to a scheduler tick).
 fn cpu() -> Duration {
-    match getrusage(UsageWho::RUSAGE_THREAD) {
-        Ok(u) => {
-            let t = |tv: nix::sys::time::TimeVal| {
-                Duration::from_secs(tv.tv_sec() as u64) + Duration::from_micros(tv.tv_usec() as u64)
-            };
-            t(u.user_time()) + t(u.system_time())
-        }
-        Err(_) => Duration::ZERO,
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return Duration::ZERO;
     }
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 /// No daemon answers (the probe is the agent's; its cost is the network's).
@@ -140,20 +141,25 @@ fn main() {
         "proc_scans: {listed} processes listed in /proc ({} idle started), {CYCLES} steady cycles",
         idle.0.len()
     );
-    let mut total = Duration::ZERO;
+    let (mut total_median, mut total_mean) = (Duration::ZERO, Duration::ZERO);
     for (i, c) in collectors.iter().enumerate() {
         steady[i].sort();
         let median = steady[i][steady[i].len() / 2];
-        total += median;
+        let mean = steady[i].iter().sum::<Duration>() / CYCLES as u32;
+        total_median += median;
+        total_mean += mean;
         println!(
-            "  {:<10} first {:>10.3?}  steady median {:>10.3?}  max {:>10.3?}  per-process paths/cycle {:.1}",
+            "  {:<10} first {:>10.3?}  steady median {:>10.3?}  mean {:>10.3?}  max {:>10.3?}  per-process paths/cycle {:.1}",
             c.name(),
             first[i],
             median,
+            mean,
             steady[i][steady[i].len() - 1],
             paths[i] as f64 / CYCLES as f64
         );
     }
-    println!("  sum of steady medians: {total:.3?} CPU per cycle");
+    println!(
+        "  all four, steady: median {total_median:.3?}, mean {total_mean:.3?} CPU per cycle"
+    );
     drop(idle);
 }

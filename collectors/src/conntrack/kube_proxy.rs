@@ -276,7 +276,7 @@ impl KubeProxyFinder {
         KubeProxyFinder {
             finder: super::kubelet::PidFinder::new(
                 "kube-proxy",
-                "conntrack.kube-proxy",
+                "conntrack/kube-proxy",
                 rescan_every,
             ),
         }

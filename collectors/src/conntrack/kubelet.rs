@@ -91,7 +91,7 @@ pub struct KubeletFinder {
 impl KubeletFinder {
     pub fn new(default_config: PathBuf, rescan_every: u32) -> KubeletFinder {
         KubeletFinder {
-            finder: PidFinder::new("kubelet", "conntrack.kubelet", rescan_every),
+            finder: PidFinder::new("kubelet", "conntrack/kubelet", rescan_every),
             default_config,
         }
     }

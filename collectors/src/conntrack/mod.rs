@@ -266,7 +266,7 @@ impl ConntrackCollector {
         }
         self.netns_scan_wait = self.config.kubelet_rescan_samples.saturating_sub(1);
         let procs = host.processes();
-        let Ok(snap) = procs.snapshot("conntrack.netns") else {
+        let Ok(snap) = procs.snapshot("conntrack/netns") else {
             return;
         };
         for p in &snap.procs {

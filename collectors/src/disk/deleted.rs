@@ -44,7 +44,7 @@ pub fn deleted_target(link: &str) -> Option<&str> {
 pub fn scan(host: &HostPaths, devs: &HashSet<u64>) -> Result<Scan, crate::ReadError> {
     let mut out = Scan::default();
     let mut seen: HashSet<(u64, u64)> = HashSet::new();
-    let snap = host.processes().snapshot("disk.deleted")?;
+    let snap = host.processes().snapshot("disk/deleted")?;
     for proc in &snap.procs {
         let p = proc.pid;
         let fd_dir = host.proc_pid(p).join("fd");

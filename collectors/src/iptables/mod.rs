@@ -177,7 +177,7 @@ impl IptablesCollector {
             .ok_or_else(|| format!("cannot read /proc/{r}/ns/mnt ({hint})"))?;
         let procs = host.processes();
         let snap = procs
-            .snapshot("iptables.mount_gaps")
+            .snapshot("iptables/mount_gaps")
             .map_err(|e| e.to_string())?;
         let rel = self
             .config

@@ -21,7 +21,8 @@
 //! What the table hands out comes from the last listing; a caller that acts on a process
 //! (names a daemon, reads its configuration) confirms it first with [`Processes::reread`]: one
 //! read of its `stat` now. Fake host roots whose processes have a `comm` and no `stat` are
-//! examined by `comm` alone, every listing, and nothing about them is remembered.
+//! examined by `comm` alone, every listing, and nothing about them is remembered; a pid with
+//! neither stays listed with an empty `comm` (it exited since the listing).
 //!
 //! [`HostPaths::processes`]: crate::HostPaths::processes
 
@@ -268,9 +269,14 @@ impl ProcessTable {
                 reexamine -= 1;
             }
             inner.examined += 1;
-            let Some(proc) = examine(host, p, &mut buf) else {
-                continue;
-            };
+            // A pid whose `stat` and `comm` cannot be read (it exited since the listing, or a
+            // fake root without them) stays listed with no name: descriptor scans still see it.
+            let proc = examine(host, p, &mut buf).unwrap_or_else(|| Proc {
+                pid: p,
+                start: None,
+                comm: Arc::from(""),
+                state: None,
+            });
             let settled = is_settled(&proc, uptime, ticks);
             let mut entry = Entry::new(proc, ino, settled, now);
             if let Some(prev) = previous {

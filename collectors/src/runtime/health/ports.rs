@@ -361,7 +361,7 @@ pub fn socket_owners(
     if inodes.is_empty() {
         return out;
     }
-    let Ok(snap) = host.processes().snapshot("runtime.ports") else {
+    let Ok(snap) = host.processes().snapshot("runtime/ports") else {
         return out;
     };
     let mut budget = max_links;

@@ -117,7 +117,7 @@ impl ProcessTable {
     /// (`stat`: its start time, state and CPU) and its arguments come from the table.
     fn scan(&mut self, host: &HostPaths) -> Result<(), crate::ReadError> {
         let procs = host.processes();
-        let snap = procs.snapshot("runtime.procs")?;
+        let snap = procs.snapshot("runtime/procs")?;
         let mut found: BTreeMap<&'static str, Vec<Proc>> = BTreeMap::new();
         let mut buf = std::mem::take(&mut self.buf);
         for p in &snap.procs {
