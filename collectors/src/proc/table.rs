@@ -22,7 +22,8 @@
 //! (names a daemon, reads its configuration) confirms it first with [`Processes::reread`]: one
 //! read of its `stat` now. Fake host roots whose processes have a `comm` and no `stat` are
 //! examined by `comm` alone, every listing, and nothing about them is remembered; a pid with
-//! neither stays listed with an empty `comm` (it exited since the listing).
+//! neither stays listed with an empty `comm` (it exited since the listing) and is not read
+//! again while its directory stays.
 //!
 //! [`HostPaths::processes`]: crate::HostPaths::processes
 
@@ -125,6 +126,12 @@ impl Entry {
             args: None,
             ns: [None, None],
         }
+    }
+
+    /// Neither `stat` nor `comm` could be read: nothing to examine again in the same
+    /// directory (on procfs such a pid is gone by the next listing).
+    fn nameless(&self) -> bool {
+        self.proc.start.is_none() && self.proc.comm.is_empty()
     }
 
     /// Takes what was remembered from `old` when it is the same process and both are
@@ -253,7 +260,7 @@ impl ProcessTable {
             let previous = old.remove(&p);
             let keep = previous.as_ref().is_some_and(|e| {
                 e.ino == ino
-                    && e.settled
+                    && (e.settled || e.nameless())
                     && (now.saturating_duration_since(e.examined) < REEXAMINE || reexamine == 0)
             });
             if keep {

@@ -113,8 +113,9 @@ impl ProcessTable {
     }
 
     /// Every process whose `comm` is one of [`NAMES`], from the shared process table
-    /// ([`crate::proc::table`]): no file is read for other processes; each match is read once
-    /// (`stat`: its start time, state and CPU) and its arguments come from the table.
+    /// ([`crate::proc::table`]): no file is read for other processes; each match not confirmed
+    /// by this refresh is read once (`stat`: its start time, state and CPU) and its arguments
+    /// come from the table.
     fn scan(&mut self, host: &HostPaths) -> Result<(), crate::ReadError> {
         let procs = host.processes();
         let snap = procs.snapshot("runtime/procs")?;
@@ -126,6 +127,15 @@ impl ProcessTable {
             };
             let list = found.entry(name).or_default();
             if list.len() >= MAX_PER_NAME {
+                continue;
+            }
+            // Confirmed by this refresh already: no second read.
+            if let Some(known) = self
+                .by_name
+                .get(name)
+                .and_then(|l| l.iter().find(|k| k.pid == p.pid && Some(k.start_ticks) == p.start))
+            {
+                list.push(known.clone());
                 continue;
             }
             let Some(st) = pid::stat_with(host, p.pid, &mut buf) else {
