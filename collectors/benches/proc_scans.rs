@@ -94,7 +94,11 @@ fn main() {
     let listed = std::fs::read_dir("/proc")
         .map(|d| {
             d.filter_map(Result::ok)
-                .filter(|e| e.file_name().to_str().is_some_and(|s| s.parse::<u32>().is_ok()))
+                .filter(|e| {
+                    e.file_name()
+                        .to_str()
+                        .is_some_and(|s| s.parse::<u32>().is_ok())
+                })
                 .count()
         })
         .unwrap_or(0);
@@ -158,8 +162,6 @@ fn main() {
             paths[i] as f64 / CYCLES as f64
         );
     }
-    println!(
-        "  all four, steady: median {total_median:.3?}, mean {total_mean:.3?} CPU per cycle"
-    );
+    println!("  all four, steady: median {total_median:.3?}, mean {total_mean:.3?} CPU per cycle");
     drop(idle);
 }

@@ -29,8 +29,8 @@ use crate::host::HostPaths;
 use crate::hostfs::{self, cap, entries};
 use crate::kmsg::{KmsgConfig, KmsgReader};
 use crate::metric::Metric;
-use crate::proc::uptime::BootClock;
 use crate::proc::table::Ns;
+use crate::proc::uptime::BootClock;
 use crate::proc::{meminfo, net_udp, nf_conntrack_stat, ns, snmp};
 
 pub use judge::{Deltas, OtherTable, RaceAccounting, Sample, TableLog, Thresholds};

@@ -23,8 +23,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use crate::collector::{CollectContext, Collection, Collector, Status, TransitionLog};
 use crate::host::HostPaths;
 use crate::pods::{PodDirectory, PodsConfig};
-use crate::proc::table::Ns;
 use crate::proc::ns;
+use crate::proc::table::Ns;
 
 pub use judge::{Sample, Thresholds};
 

@@ -269,10 +269,7 @@ impl ProcessTable {
                 }
                 continue;
             }
-            if previous
-                .as_ref()
-                .is_some_and(|e| e.ino == ino && e.settled)
-            {
+            if previous.as_ref().is_some_and(|e| e.ino == ino && e.settled) {
                 reexamine -= 1;
             }
             inner.examined += 1;
@@ -458,8 +455,11 @@ mod tests {
         std::fs::write(d.join("comm"), format!("{comm}\n")).unwrap();
         std::fs::write(d.join("cmdline"), args.replace(' ', "\0") + "\0").unwrap();
         let _ = std::fs::remove_file(d.join("ns/net"));
-        std::os::unix::fs::symlink(format!("net:[{}]", 4026531840u64 + u64::from(pid)), d.join("ns/net"))
-            .unwrap();
+        std::os::unix::fs::symlink(
+            format!("net:[{}]", 4026531840u64 + u64::from(pid)),
+            d.join("ns/net"),
+        )
+        .unwrap();
     }
 
     fn fake() -> (tempfile::TempDir, HostPaths) {
@@ -519,7 +519,11 @@ mod tests {
         // inode, as procfs gives a new process; made before the old one goes, so that the
         // filesystem cannot hand out the same inode again), a new start time.
         proc_dir(t.path(), 21, "dockerd", 200, "/usr/bin/dockerd -H fd://");
-        std::fs::write(t.path().join("proc/21/stat"), stat_line(20, "dockerd", 'S', 200)).unwrap();
+        std::fs::write(
+            t.path().join("proc/21/stat"),
+            stat_line(20, "dockerd", 'S', 200),
+        )
+        .unwrap();
         std::fs::remove_dir_all(t.path().join("proc/20")).unwrap();
         std::fs::rename(t.path().join("proc/21"), t.path().join("proc/20")).unwrap();
         let s = procs.snapshot("a").unwrap();
@@ -540,9 +544,16 @@ mod tests {
         std::fs::write(t.path().join("proc/30/stat"), stat_line(30, "sh", 'S', 300)).unwrap();
         assert!(procs.named("a", &["dockerd"]).unwrap().is_empty());
         let s = procs.snapshot("b").unwrap();
-        assert_eq!(&*s.procs[0].comm, "sh", "the table learnt it from the re-read");
+        assert_eq!(
+            &*s.procs[0].comm, "sh",
+            "the table learnt it from the re-read"
+        );
         // A zombie daemon is not a running one.
-        std::fs::write(t.path().join("proc/30/stat"), stat_line(30, "dockerd", 'Z', 300)).unwrap();
+        std::fs::write(
+            t.path().join("proc/30/stat"),
+            stat_line(30, "dockerd", 'Z', 300),
+        )
+        .unwrap();
         assert!(procs.named("a", &["dockerd"]).unwrap().is_empty());
         std::fs::remove_dir_all(t.path().join("proc/30")).unwrap();
         assert_eq!(procs.reread(30), None);
@@ -614,7 +625,11 @@ mod tests {
         let procs = host.processes();
         let me = std::process::id();
         let s = procs.snapshot("a").unwrap();
-        let p = s.procs.iter().find(|p| p.pid == me).expect("this test's own pid");
+        let p = s
+            .procs
+            .iter()
+            .find(|p| p.pid == me)
+            .expect("this test's own pid");
         assert!(p.start.is_some() && !p.comm.is_empty());
         assert!(procs.reread(me).is_some_and(|r| r.start == p.start));
     }

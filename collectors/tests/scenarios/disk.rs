@@ -1080,13 +1080,19 @@ fn a_quiet_node_reads_no_file_of_other_processes() {
     let host = h.host();
     let mut c = DiskCollector::new(host.clone(), DiskConfig::default()).with_statfs(fake_statfs(
         &h,
-        &[("/", usage(100 * GIB, 70 * GIB)), ("/var/lib/docker", usage(500 * GIB, 400 * GIB))],
+        &[
+            ("/", usage(100 * GIB, 70 * GIB)),
+            ("/var/lib/docker", usage(500 * GIB, 400 * GIB)),
+        ],
     ));
     let first = c.collect(&ctx());
     assert_eq!(first.status, Status::Ok, "{:?}", first.status);
     assert!(first.findings.is_empty(), "{:#?}", first.findings);
     let after_first = host.per_process_paths();
-    assert!(after_first >= 200, "the first cycle examines every process: {after_first}");
+    assert!(
+        after_first >= 200,
+        "the first cycle examines every process: {after_first}"
+    );
     let second = c.collect(&ctx());
     assert_eq!(second.findings, first.findings);
     assert_eq!(

@@ -972,7 +972,10 @@ fn a_quiet_node_reads_no_file_of_other_processes() {
     let first = c.collect(&ctx());
     assert!(first.findings.is_empty(), "{:#?}", first.findings);
     let after_first = host.per_process_paths();
-    assert!(after_first >= 200, "the first cycle examines every process: {after_first}");
+    assert!(
+        after_first >= 200,
+        "the first cycle examines every process: {after_first}"
+    );
     let second = c.collect(&ctx());
     assert!(second.findings.is_empty(), "{:#?}", second.findings);
     assert_eq!(second.status, first.status);

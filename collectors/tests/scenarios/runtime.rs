@@ -979,7 +979,10 @@ fn a_quiet_node_costs_one_read_per_daemon_per_cycle() {
     .with_clock(|| NOW);
     let first = c.collect(&ctx());
     let after_first = host.per_process_paths();
-    assert!(after_first >= 200, "the first cycle examines every process: {after_first}");
+    assert!(
+        after_first >= 200,
+        "the first cycle examines every process: {after_first}"
+    );
     let second = c.collect(&ctx());
     assert_eq!(ids(&second), ids(&first));
     assert_eq!(second.status, first.status);

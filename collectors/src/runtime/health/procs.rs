@@ -130,11 +130,10 @@ impl ProcessTable {
                 continue;
             }
             // Confirmed by this refresh already: no second read.
-            if let Some(known) = self
-                .by_name
-                .get(name)
-                .and_then(|l| l.iter().find(|k| k.pid == p.pid && Some(k.start_ticks) == p.start))
-            {
+            if let Some(known) = self.by_name.get(name).and_then(|l| {
+                l.iter()
+                    .find(|k| k.pid == p.pid && Some(k.start_ticks) == p.start)
+            }) {
                 list.push(known.clone());
                 continue;
             }
