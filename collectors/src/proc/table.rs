@@ -51,6 +51,10 @@ pub const REEXAMINE_PER_LISTING: usize = 16;
 /// Processes kept by default (the lowest pids); the rest of a larger listing is not examined.
 pub const DEFAULT_CAP: usize = 65_536;
 
+/// Bytes of arguments the table remembers in all (a `cmdline` may be 128 KiB): past this,
+/// arguments are read each time they are asked for.
+pub const ARGS_BUDGET: usize = 4 << 20;
+
 /// The namespaces the table remembers per process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ns {
@@ -128,6 +132,13 @@ impl Entry {
         }
     }
 
+    fn args_bytes(&self) -> usize {
+        self.args
+            .as_ref()
+            .and_then(Option::as_ref)
+            .map_or(0, |a| args_size(a))
+    }
+
     /// Neither `stat` nor `comm` could be read: nothing to examine again in the same
     /// directory (on procfs such a pid is gone by the next listing).
     fn nameless(&self) -> bool {
@@ -154,6 +165,8 @@ struct Inner {
     used: HashMap<&'static str, u64>,
     /// Examinations since the table was made (tests, self-monitoring).
     examined: u64,
+    /// Bytes of the arguments remembered (recounted at each listing).
+    args_bytes: usize,
     buf: Vec<u8>,
 }
 
@@ -162,6 +175,7 @@ struct Inner {
 pub struct ProcessTable {
     inner: Mutex<Inner>,
     cap: usize,
+    args_budget: usize,
 }
 
 impl std::fmt::Debug for ProcessTable {
@@ -184,9 +198,15 @@ impl Default for ProcessTable {
 impl ProcessTable {
     /// A table keeping at most `cap` processes.
     pub fn new(cap: usize) -> ProcessTable {
+        ProcessTable::with_args_budget(cap, ARGS_BUDGET)
+    }
+
+    /// A table keeping at most `cap` processes and `args_budget` bytes of arguments.
+    pub fn with_args_budget(cap: usize, args_budget: usize) -> ProcessTable {
         ProcessTable {
             inner: Mutex::default(),
             cap: cap.max(1),
+            args_budget,
         }
     }
 
@@ -289,6 +309,7 @@ impl ProcessTable {
             inner.entries.insert(p, entry);
         }
         inner.buf = buf;
+        inner.args_bytes = inner.entries.values().map(Entry::args_bytes).sum();
         inner.listed_at = Some(now);
         inner.generation = inner.generation.wrapping_add(1);
         Ok(())
@@ -296,16 +317,19 @@ impl ProcessTable {
 
     /// Re-reads one process now; updates the table when it changed.
     fn reread(&self, host: &HostPaths, p: u32) -> Option<Proc> {
-        let mut inner = self.lock();
+        let mut guard = self.lock();
+        let inner = &mut *guard;
         let mut buf = std::mem::take(&mut inner.buf);
         let fresh = examine(host, p, &mut buf);
         inner.buf = buf;
         match (&fresh, inner.entries.get_mut(&p)) {
             (Some(f), Some(e)) if e.proc != *f => {
                 if e.proc.start != f.start || e.proc.comm != f.comm {
+                    let freed = e.args_bytes();
                     e.args = None;
                     e.ns = [None, None];
                     e.settled = false;
+                    inner.args_bytes = inner.args_bytes.saturating_sub(freed);
                 }
                 e.proc = f.clone();
             }
@@ -334,6 +358,30 @@ impl ProcessTable {
             }
         }
     }
+
+    /// Remembers `p`'s arguments while the table's budget allows.
+    fn remember_args(&self, p: &Proc, args: Option<Arc<[String]>>) {
+        let mut guard = self.lock();
+        let inner = &mut *guard;
+        let size = args.as_deref().map_or(0, args_size);
+        if inner.args_bytes.saturating_add(size) > self.args_budget {
+            return;
+        }
+        let Some(e) = inner.entries.get_mut(&p.pid) else {
+            return;
+        };
+        if e.settled && e.proc.start.is_some() && e.proc.start == p.start && e.args.is_none() {
+            e.args = Some(args);
+            inner.args_bytes += size;
+        }
+    }
+}
+
+/// Bytes an argument list takes (its text and one `String` per argument).
+fn args_size(a: &[String]) -> usize {
+    a.iter()
+        .map(|s| s.len() + std::mem::size_of::<String>())
+        .sum()
 }
 
 /// One read of `stat` (or, when that fails, of `comm`): the process now.
@@ -393,14 +441,13 @@ impl<'a> Processes<'a> {
         self.table.reread(self.host, pid)
     }
 
-    /// `p`'s arguments (`cmdline`), remembered per (pid, start time).
+    /// `p`'s arguments (`cmdline`), remembered per (pid, start time) within [`ARGS_BUDGET`].
     pub fn args(&self, p: &Proc) -> Option<Arc<[String]>> {
         if let Some(a) = self.table.cached(p, |e| e.args.clone()) {
             return a;
         }
         let a: Option<Arc<[String]>> = pid::args(self.host, p.pid).map(Into::into);
-        let keep = a.clone();
-        self.table.remember(p, |e| e.args = Some(keep));
+        self.table.remember_args(p, a.clone());
         a
     }
 
@@ -590,6 +637,37 @@ mod tests {
         assert!(s.truncated);
         assert_eq!(table.len(), 4);
         assert_eq!(table.examined(), 4);
+    }
+
+    #[test]
+    fn arguments_are_remembered_within_a_budget() {
+        let (t, host) = fake();
+        // Two processes with a 100 KiB argument each, and a budget of 150 KiB: the first is
+        // remembered, the second is read each time it is asked for.
+        let big = "x".repeat(100 << 10);
+        proc_dir(t.path(), 60, "java", 100, &format!("java {big}"));
+        proc_dir(t.path(), 61, "java", 100, &format!("java {big}"));
+        let table = ProcessTable::with_args_budget(DEFAULT_CAP, 150 << 10);
+        let procs = Processes::new(&host, &table);
+        let s = procs.snapshot("a").unwrap();
+        for p in &s.procs {
+            assert_eq!(procs.args(p).unwrap()[1].len(), 100 << 10);
+        }
+        let before = host.per_process_paths();
+        procs.args(&s.procs[0]);
+        assert_eq!(host.per_process_paths(), before, "remembered");
+        procs.args(&s.procs[1]);
+        assert_eq!(
+            host.per_process_paths(),
+            before + 1,
+            "over the budget: read again"
+        );
+        let used = table.lock().args_bytes;
+        assert!(used > 100 << 10 && used <= 150 << 10, "{used}");
+        // Recounted at each listing.
+        std::fs::remove_dir_all(t.path().join("proc/60")).unwrap();
+        procs.snapshot("a").unwrap();
+        assert_eq!(table.lock().args_bytes, 0);
     }
 
     #[test]
