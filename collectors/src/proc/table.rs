@@ -145,10 +145,14 @@ impl Entry {
         self.proc.start.is_none() && self.proc.comm.is_empty()
     }
 
-    /// Takes what was remembered from `old` when it is the same process and both are
-    /// settled.
+    /// Takes what was remembered from `old` when it is the same process, unchanged (start
+    /// time and `comm`: a late `exec` changes the name), and both are settled.
     fn inherit(&mut self, old: Entry) {
-        if self.settled && old.settled && old.proc.start == self.proc.start {
+        if self.settled
+            && old.settled
+            && old.proc.start == self.proc.start
+            && old.proc.comm == self.proc.comm
+        {
             self.args = old.args;
             self.ns = old.ns;
         }
