@@ -245,8 +245,9 @@ impl ConntrackCollector {
     }
 
     /// Keeps a process in each other namespace named by a message: the remembered one while
-    /// it is still there, else one walk of the process table for all missing (at most every
-    /// `kubelet_rescan_samples` lookups).
+    /// it is still there, else one search of the shared process table for all missing, whose
+    /// namespace links it remembers per process (at most every `kubelet_rescan_samples`
+    /// lookups).
     fn find_netns_pids(&mut self, others: &[OtherTable]) {
         let wanted: Vec<u64> = others.iter().filter_map(|o| o.netns).collect();
         let host = &self.host;
