@@ -9,6 +9,8 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use crate::proc::table::{ProcessTable, Processes};
+
 /// Maximum number of symlinks followed while resolving one host path (as the kernel's 40).
 const MAX_SYMLINKS: usize = 40;
 
@@ -17,10 +19,14 @@ const MAX_SYMLINKS: usize = 40;
 /// Clones share one count of the per-process paths built ([`HostPaths::per_process_paths`]):
 /// every read of a `<root>/proc/<pid>/…` file goes through [`HostPaths::proc_pid`], so the
 /// count is what the escalation tests assert on (a quiet node reads no per-process file).
+///
+/// Clones also share one process table ([`HostPaths::processes`]): the collectors of an agent
+/// list `<root>/proc` and examine each process once for all of them.
 #[derive(Debug, Clone)]
 pub struct HostPaths {
     root: PathBuf,
     per_process: Arc<AtomicU64>,
+    processes: Arc<ProcessTable>,
 }
 
 /// Two hosts are the same host when their roots are; the shared count is bookkeeping.
@@ -38,7 +44,14 @@ impl HostPaths {
         HostPaths {
             root: root.into(),
             per_process: Arc::default(),
+            processes: Arc::default(),
         }
+    }
+
+    /// The host's processes, through the table this host and its clones share
+    /// ([`crate::proc::table`]).
+    pub fn processes(&self) -> Processes<'_> {
+        Processes::new(self, &self.processes)
     }
 
     /// How many `<root>/proc/<pid>` paths this host and its clones have built since it was

@@ -264,8 +264,8 @@ pub fn settings(host: &HostPaths, pid: u32, args: &[String]) -> KubeProxy {
     }
 }
 
-/// Finds the kube-proxy process and keeps its pid between samples (the process table is
-/// walked only when it is not known, and then at most every `rescan_every` lookups).
+/// Finds the kube-proxy process and keeps its pid between samples (the shared process table
+/// is searched only when it is not known, and then at most every `rescan_every` lookups).
 #[derive(Debug)]
 pub struct KubeProxyFinder {
     finder: super::kubelet::PidFinder,
@@ -274,7 +274,11 @@ pub struct KubeProxyFinder {
 impl KubeProxyFinder {
     pub fn new(rescan_every: u32) -> KubeProxyFinder {
         KubeProxyFinder {
-            finder: super::kubelet::PidFinder::new("kube-proxy", rescan_every),
+            finder: super::kubelet::PidFinder::new(
+                "kube-proxy",
+                "conntrack/kube-proxy",
+                rescan_every,
+            ),
         }
     }
 

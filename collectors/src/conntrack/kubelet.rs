@@ -8,7 +8,6 @@
 use std::path::PathBuf;
 
 use crate::host::HostPaths;
-use crate::proc::pid;
 use crate::runtime::{self, kubelet};
 
 pub use crate::runtime::kubelet::{cluster_dns_from_args, cluster_dns_from_config};
@@ -27,33 +26,42 @@ pub struct KubeletDns {
     pub config_error: Option<String>,
 }
 
-/// Finds a process by its `comm` among the host's processes and keeps its pid between
-/// samples, so the process list is walked only when the process is not known (and then at
-/// most every `rescan_every` calls).
+/// Finds a process by its `comm` among the host's processes (the shared process table) and
+/// keeps its pid and start time between samples: a sample confirms it with one read of its
+/// `stat` (its arguments are remembered by the table); the table is searched only when the
+/// process is not known (and then at most every `rescan_every` calls).
 #[derive(Debug)]
 pub struct PidFinder {
     comm: &'static str,
-    pid: Option<u32>,
+    /// The call site's name for the shared process table.
+    caller: &'static str,
+    pid: Option<(u32, Option<u64>)>,
     samples_since_scan: u32,
     rescan_every: u32,
 }
 
 impl PidFinder {
-    pub fn new(comm: &'static str, rescan_every: u32) -> PidFinder {
+    pub fn new(comm: &'static str, caller: &'static str, rescan_every: u32) -> PidFinder {
         PidFinder {
             comm,
+            caller,
             pid: None,
             samples_since_scan: u32::MAX,
             rescan_every: rescan_every.max(1),
         }
     }
 
-    /// The process's pid and arguments: the remembered pid while it still has that `comm`,
-    /// else a walk of the process table (throttled to every `rescan_every` calls).
+    /// The process's pid and arguments: the remembered process while it is still there (same
+    /// start time, same `comm`), else a search of the process table (throttled to every
+    /// `rescan_every` calls).
     pub fn find(&mut self, host: &HostPaths) -> Option<(u32, Vec<String>)> {
-        if let Some(p) = self.pid {
-            if pid::comm(host, p).is_some_and(|c| c == self.comm) {
-                return Some((p, pid::args(host, p).unwrap_or_default()));
+        let procs = host.processes();
+        if let Some((p, start)) = self.pid {
+            match procs.reread(p) {
+                Some(now) if &*now.comm == self.comm && now.start == start && !now.is_dead() => {
+                    return Some((p, procs.args(&now).map(|a| a.to_vec()).unwrap_or_default()));
+                }
+                _ => {}
             }
             self.pid = None;
             self.samples_since_scan = u32::MAX;
@@ -63,9 +71,13 @@ impl PidFinder {
             return None;
         }
         self.samples_since_scan = 0;
-        let found = runtime::find_process(host, self.comm);
-        self.pid = found.as_ref().map(|(p, _)| *p);
-        found
+        let found = procs.named(self.caller, &[self.comm]).ok()?;
+        let p = found.into_iter().find_map(|p| {
+            let args = procs.args(&p)?;
+            Some((p, args))
+        })?;
+        self.pid = Some((p.0.pid, p.0.start));
+        Some((p.0.pid, p.1.to_vec()))
     }
 }
 
@@ -79,7 +91,7 @@ pub struct KubeletFinder {
 impl KubeletFinder {
     pub fn new(default_config: PathBuf, rescan_every: u32) -> KubeletFinder {
         KubeletFinder {
-            finder: PidFinder::new("kubelet", rescan_every),
+            finder: PidFinder::new("kubelet", "conntrack/kubelet", rescan_every),
             default_config,
         }
     }

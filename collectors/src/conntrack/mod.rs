@@ -29,8 +29,9 @@ use crate::host::HostPaths;
 use crate::hostfs::{self, cap, entries};
 use crate::kmsg::{KmsgConfig, KmsgReader};
 use crate::metric::Metric;
+use crate::proc::table::Ns;
 use crate::proc::uptime::BootClock;
-use crate::proc::{meminfo, net_udp, nf_conntrack_stat, ns, pid, snmp};
+use crate::proc::{meminfo, net_udp, nf_conntrack_stat, ns, snmp};
 
 pub use judge::{Deltas, OtherTable, RaceAccounting, Sample, TableLog, Thresholds};
 pub use kernel_log::Table;
@@ -244,8 +245,9 @@ impl ConntrackCollector {
     }
 
     /// Keeps a process in each other namespace named by a message: the remembered one while
-    /// it is still there, else one walk of the process table for all missing (at most every
-    /// `kubelet_rescan_samples` lookups).
+    /// it is still there, else one search of the shared process table for all missing, whose
+    /// namespace links it remembers per process (at most every `kubelet_rescan_samples`
+    /// lookups).
     fn find_netns_pids(&mut self, others: &[OtherTable]) {
         let wanted: Vec<u64> = others.iter().filter_map(|o| o.netns).collect();
         let host = &self.host;
@@ -264,13 +266,15 @@ impl ConntrackCollector {
             return;
         }
         self.netns_scan_wait = self.config.kubelet_rescan_samples.saturating_sub(1);
-        let Ok(pids) = pid::list_pids(host) else {
+        let procs = host.processes();
+        let Ok(snap) = procs.snapshot("conntrack/netns") else {
             return;
         };
-        for p in pids {
-            if let Some(n) = ns::inode(host, p, "net") {
+        for p in &snap.procs {
+            // The table remembers each process's namespace: a second search reads nothing.
+            if let Some(n) = procs.ns(p, Ns::Net) {
                 if missing.contains(&n) {
-                    self.netns_pids.entry(n).or_insert(p);
+                    self.netns_pids.entry(n).or_insert(p.pid);
                     if missing.iter().all(|m| self.netns_pids.contains_key(m)) {
                         break;
                     }

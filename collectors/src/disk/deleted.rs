@@ -8,7 +8,6 @@ use std::path::PathBuf;
 
 use crate::host::HostPaths;
 use crate::hostfs::{self, entries};
-use crate::proc::pid;
 
 /// One open descriptor of a deleted file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,11 +38,15 @@ pub fn deleted_target(link: &str) -> Option<&str> {
     link.strip_suffix(" (deleted)")
 }
 
-/// Scans every process's descriptors for deleted files on one of `devs`.
+/// Scans every process's descriptors for deleted files on one of `devs` (the processes and
+/// their `comm` from the shared process table). The disk collector calls it only for
+/// filesystems that need attention (judged at warning or worse by their usage alone).
 pub fn scan(host: &HostPaths, devs: &HashSet<u64>) -> Result<Scan, crate::ReadError> {
     let mut out = Scan::default();
     let mut seen: HashSet<(u64, u64)> = HashSet::new();
-    for p in pid::list_pids(host)? {
+    let snap = host.processes().snapshot("disk/deleted")?;
+    for proc in &snap.procs {
+        let p = proc.pid;
         let fd_dir = host.proc_pid(p).join("fd");
         let rd = match hostfs::dir_entries(&fd_dir, entries::FDS) {
             Ok(rd) => rd,
@@ -53,7 +56,6 @@ pub fn scan(host: &HostPaths, devs: &HashSet<u64>) -> Result<Scan, crate::ReadEr
             }
             Err(_) => continue,
         };
-        let mut comm: Option<String> = None;
         for entry in rd {
             let Ok(target) = std::fs::read_link(entry.path()) else {
                 continue;
@@ -72,9 +74,7 @@ pub fn scan(host: &HostPaths, devs: &HashSet<u64>) -> Result<Scan, crate::ReadEr
             let Some(fd) = entry.file_name().to_str().and_then(|s| s.parse().ok()) else {
                 continue;
             };
-            let comm = comm
-                .get_or_insert_with(|| pid::comm(host, p).unwrap_or_default())
-                .clone();
+            let comm = proc.comm.to_string();
             out.files.push(DeletedFile {
                 pid: p,
                 fd,

@@ -119,7 +119,7 @@ impl DiskCollector {
     }
 
     fn discover(&self) -> Discovery {
-        discover::discover(&self.host, &self.config.runtime)
+        discover::discover(&self.host, &self.config.runtime, "disk/discover")
     }
 
     /// The mount containing a directory: by the host's view of the path when its device

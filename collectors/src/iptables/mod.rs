@@ -23,7 +23,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use crate::collector::{CollectContext, Collection, Collector, Status, TransitionLog};
 use crate::host::HostPaths;
 use crate::pods::{PodDirectory, PodsConfig};
-use crate::proc::{ns, pid};
+use crate::proc::ns;
+use crate::proc::table::Ns;
 
 pub use judge::{Sample, Thresholds};
 
@@ -174,7 +175,10 @@ impl IptablesCollector {
             .ok_or_else(|| format!("cannot read /proc/{r}/ns/net ({hint})"))?;
         let host_mnt = ns::inode(host, r, "mnt")
             .ok_or_else(|| format!("cannot read /proc/{r}/ns/mnt ({hint})"))?;
-        let pids = pid::list_pids(host).map_err(|e| e.to_string())?;
+        let procs = host.processes();
+        let snap = procs
+            .snapshot("iptables/mount_gaps")
+            .map_err(|e| e.to_string())?;
         let rel = self
             .config
             .lock_path
@@ -184,29 +188,31 @@ impl IptablesCollector {
         let mut seen_mnt = HashSet::new();
         let mut gaps = Vec::new();
         let mut unreadable: Vec<String> = Vec::new();
-        for p in pids {
-            let Some(comm) = pid::comm(host, p) else {
+        for proc in &snap.procs {
+            // Namespaces first (remembered per process by the table: nothing is read for a
+            // process seen before): only a process in the host's network namespace and in a
+            // mount namespace of its own can miss the host's lock.
+            if procs.ns(proc, Ns::Net) != Some(host_net) {
+                continue;
+            }
+            let Some(mnt) = procs.ns(proc, Ns::Mnt) else {
                 continue;
             };
-            let by_comm = is_iptables_user(&comm, &self.config.iptables_users);
+            if mnt == host_mnt || seen_mnt.contains(&mnt) {
+                continue;
+            }
+            // Then its name: `comm` from the table, else the base name of its first argument.
+            let by_comm = is_iptables_user(&proc.comm, &self.config.iptables_users);
             if !by_comm {
-                let argv0 = pid::args(host, p).and_then(|a| a.into_iter().next());
-                let base = argv0
-                    .as_deref()
-                    .map(|a| a.rsplit('/').next().unwrap_or(a).to_string());
-                if !base.is_some_and(|b| is_iptables_user(&b, &self.config.iptables_users)) {
+                let args = procs.args(proc);
+                let argv0 = args.as_deref().and_then(|a| a.first());
+                let base = argv0.map(|a| a.rsplit('/').next().unwrap_or(a));
+                if !base.is_some_and(|b| is_iptables_user(b, &self.config.iptables_users)) {
                     continue;
                 }
             }
-            if ns::inode(host, p, "net") != Some(host_net) {
-                continue;
-            }
-            let Some(mnt) = ns::inode(host, p, "mnt") else {
-                continue;
-            };
-            if mnt == host_mnt || !seen_mnt.insert(mnt) {
-                continue;
-            }
+            seen_mnt.insert(mnt);
+            let p = proc.pid;
             let root = host.proc_pid(p).join("root");
             let pod_lock = match LockId::of_path(&root.join(&rel)) {
                 Ok(id) => Some(id),

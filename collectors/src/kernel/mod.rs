@@ -654,7 +654,7 @@ impl KernelCollector {
         self.daemons = discover::Daemons::default();
         if !self.hung.is_empty() || !self.fs.is_empty() {
             // Runtime/kubelet directories: only when a hung task or a filesystem error needs them.
-            let disc = discover::discover(&host, &self.config.runtime);
+            let disc = discover::discover(&host, &self.config.runtime, "kernel/discover");
             self.daemons = disc.daemons;
             let dirs: Vec<(&'static str, String)> = disc
                 .dirs

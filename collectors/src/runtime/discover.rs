@@ -1,6 +1,6 @@
 //! Where the container runtimes and the kubelet keep their data on this host, and how they
-//! are configured: one pass over `<root>/proc` for the running `kubelet`, `dockerd` and
-//! `containerd` (their flags), their configuration files, and the defaults. Used by the
+//! are configured: the running `kubelet`, `dockerd` and `containerd` (their flags, from the
+//! shared process table), their configuration files, and the defaults. Used by the
 //! `disk` collector (what fills these directories) and the `kernel` collector (whether a hung
 //! task or a failing filesystem backs one of them).
 
@@ -68,7 +68,7 @@ impl Role {
     }
 }
 
-/// Which of the node's daemons run (one pass over `<root>/proc`, by `comm`). When `/proc`
+/// Which of the node's daemons run (by `comm`, from the shared process table). When `/proc`
 /// cannot be listed, nothing is known and advice says nothing about them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Daemons {
@@ -152,14 +152,20 @@ pub struct Discovery {
 }
 
 /// Finds the container runtimes' and the kubelet's directories on the host: from the running
-/// processes' flags (one pass over `<root>/proc`), their configuration files, and the
+/// processes' flags (the shared process table), their configuration files, and the
 /// defaults. Used by the `disk` collector and by the `kernel` collector (which asks whether a
 /// failing filesystem backs one of these directories).
-pub fn discover(host: &HostPaths, config: &Locations) -> Discovery {
+///
+/// The daemons come from the shared process table ([`crate::proc::table`]; `caller` names the
+/// call site): a cycle on a node whose processes did not change reads one `stat` per running
+/// daemon (its confirmation), nothing per other process.
+pub fn discover(host: &HostPaths, config: &Locations, caller: &'static str) -> Discovery {
     let mut notes = Vec::new();
-    let procs = find_processes(host, &["kubelet", "dockerd", "containerd"]);
+    let found = find_processes(host, caller, &["kubelet", "dockerd", "containerd"]);
+    let known = found.is_ok();
+    let procs = found.unwrap_or_default();
     let daemons = Daemons {
-        known: crate::proc::pid::list_pids(host).is_ok(),
+        known,
         kubelet: procs.contains_key("kubelet"),
         dockerd: procs.contains_key("dockerd"),
         containerd: procs.contains_key("containerd"),

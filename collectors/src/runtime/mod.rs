@@ -41,37 +41,38 @@ pub fn flag_value(args: &[String], name: &str) -> Option<String> {
     found
 }
 
-/// Finds the first process whose `comm` is `name` under `<root>/proc` and returns its pid and
-/// arguments. `None` when no such process runs (or `/proc` is unreadable).
-pub fn find_process(host: &crate::HostPaths, name: &str) -> Option<(u32, Vec<String>)> {
-    find_processes(host, &[name]).remove(name)
+/// Finds the first running process whose `comm` is `name` and returns its pid and arguments,
+/// from the shared process table ([`crate::HostPaths::processes`]; `caller` names the call
+/// site). `None` when no such process runs (or `/proc` is unreadable).
+pub fn find_process(
+    host: &crate::HostPaths,
+    caller: &'static str,
+    name: &str,
+) -> Option<(u32, Vec<String>)> {
+    find_processes(host, caller, &[name]).ok()?.remove(name)
 }
 
-/// The first process of each `comm` in `names` (pid and arguments), in one pass over
-/// `<root>/proc` that stops once all are found. A process whose arguments cannot be read
-/// (it exited meanwhile) is skipped.
+/// The first running process of each `comm` in `names` (pid and arguments), from the shared
+/// process table: no file is read for the processes of other names, and each one returned is
+/// confirmed by one read of its `stat` (its arguments are remembered per pid and start time).
+/// A process whose arguments cannot be read (it exited meanwhile) is skipped. An error when
+/// `<root>/proc` cannot be listed.
 pub fn find_processes(
     host: &crate::HostPaths,
+    caller: &'static str,
     names: &[&str],
-) -> std::collections::HashMap<String, (u32, Vec<String>)> {
+) -> Result<std::collections::HashMap<String, (u32, Vec<String>)>, crate::ReadError> {
+    let procs = host.processes();
     let mut out = std::collections::HashMap::new();
-    let Ok(pids) = crate::proc::pid::list_pids(host) else {
-        return out;
-    };
-    for pid in pids {
-        let Some(comm) = crate::proc::pid::comm(host, pid) else {
+    for p in procs.named(caller, names)? {
+        if out.contains_key(&*p.comm) {
             continue;
-        };
-        if names.contains(&comm.as_str()) && !out.contains_key(&comm) {
-            if let Some(args) = crate::proc::pid::args(host, pid) {
-                out.insert(comm, (pid, args));
-            }
         }
-        if out.len() == names.len() {
-            break;
+        if let Some(args) = procs.args(&p) {
+            out.insert(p.comm.to_string(), (p.pid, args.to_vec()));
         }
     }
-    out
+    Ok(out)
 }
 
 #[cfg(test)]

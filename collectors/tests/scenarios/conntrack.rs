@@ -1468,3 +1468,25 @@ mod real_kernel {
         );
     }
 }
+
+/// Cost and escalation (docs/collectors/conntrack.md): with no race and a table far from
+/// full, a cycle reads the host namespace's files through pid 1 (`net/stat/nf_conntrack`,
+/// `net/snmp`, `net/udp`, its `ns/net` link) and no file of any other process: the kubelet
+/// and kube-proxy are looked up only when a finding needs their settings.
+#[test]
+fn a_quiet_table_reads_no_file_of_other_processes() {
+    let h = node("10.96.0.10", UDP_STUB_ONLY);
+    h.write("/proc/1/net/stat/nf_conntrack", stat_6_18(3000, 40, 100, 2));
+    crate::runtime::idle_processes(&h, 3000, 200, 4026531840, 4026531841);
+    let host = h.host();
+    let mut c = ConntrackCollector::new(host.clone(), ConntrackConfig::default());
+    let first = c.collect(&ctx());
+    let after_first = host.per_process_paths();
+    let second = c.collect(&ctx());
+    assert_eq!(second.status, Status::Ok);
+    assert!(second.findings.is_empty(), "{:?}", second.findings);
+    assert_eq!(first.findings, second.findings);
+    // pid 1's net/stat/nf_conntrack, net/snmp, net/udp and ns/net, each cycle.
+    assert_eq!(after_first, 4);
+    assert_eq!(host.per_process_paths() - after_first, 4);
+}

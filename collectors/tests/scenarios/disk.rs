@@ -1055,3 +1055,49 @@ fn runtime_and_kubelet_not_running_are_said() {
         .iter()
         .any(|s| s.en.starts_with("No kubelet process runs on this node")));
 }
+
+/// Cost and escalation (docs/collectors/disk.md): on a docker node whose filesystems are far
+/// from full, with 200 more processes, a cycle after the first reads one `stat` per running
+/// daemon (their confirmation in the shared process table) and the host's mount table
+/// (`/proc/1/mountinfo`): no file of any other process, and no descriptor (the
+/// deleted-but-open scan is for filesystems that need attention).
+#[test]
+fn a_quiet_node_reads_no_file_of_other_processes() {
+    let h = FakeHost::new();
+    h.write("/proc/uptime", "86400.00 1.00\n")
+        .write("/proc/1/mountinfo", MOUNTINFO_DOCKER_DISK)
+        .mkdir("/var/lib/kubelet/pods")
+        .mkdir("/var/lib/docker/containers")
+        .mkdir("/var/lib/containerd")
+        .write(
+            "/etc/docker/daemon.json",
+            r#"{"log-driver":"json-file","log-opts":{"max-size":"100m","max-file":"3"}}"#,
+        );
+    for (name, pid) in DOCKER_NODE {
+        crate::runtime::process(&h, *pid, name, &format!("/usr/bin/{name}"), 100);
+    }
+    crate::runtime::idle_processes(&h, 3000, 200, 4026531840, 4026531841);
+    let host = h.host();
+    let mut c = DiskCollector::new(host.clone(), DiskConfig::default()).with_statfs(fake_statfs(
+        &h,
+        &[
+            ("/", usage(100 * GIB, 70 * GIB)),
+            ("/var/lib/docker", usage(500 * GIB, 400 * GIB)),
+        ],
+    ));
+    let first = c.collect(&ctx());
+    assert_eq!(first.status, Status::Ok, "{:?}", first.status);
+    assert!(first.findings.is_empty(), "{:#?}", first.findings);
+    let after_first = host.per_process_paths();
+    assert!(
+        after_first >= 200,
+        "the first cycle examines every process: {after_first}"
+    );
+    let second = c.collect(&ctx());
+    assert_eq!(second.findings, first.findings);
+    assert_eq!(
+        host.per_process_paths() - after_first,
+        4,
+        "three daemons confirmed and /proc/1/mountinfo, nothing of the 200 others"
+    );
+}

@@ -941,3 +941,43 @@ fn real_unshared_kube_proxy_without_the_host_lock() {
     )));
     drop(child);
 }
+
+/// Cost and escalation (docs/collectors/iptables.md): the comparison of lock files goes
+/// through the shared process table, namespaces first. On a node with 200 more processes in
+/// the host's namespaces and a hostNetwork kube-router pod that mounts the host's lock, a
+/// cycle after the first reads pid 1's two namespace links and its `ip_tables_names`, and the
+/// lock file seen from the one process in a mount namespace of its own: nothing of the others.
+#[test]
+fn a_quiet_node_reads_no_file_of_other_processes() {
+    const HOST_NET: u64 = 4026531840;
+    const HOST_MNT: u64 = 4026531841;
+    let h = FakeHost::new();
+    h.write("/proc/uptime", "86400.00 1.00\n");
+    h.write("/run/xtables.lock", "");
+    h.write("/proc/locks", "");
+    crate::runtime::idle_processes(&h, 1, 1, HOST_NET, HOST_MNT);
+    crate::runtime::idle_processes(&h, 3000, 200, HOST_NET, HOST_MNT);
+    crate::runtime::process(&h, 2200, "kube-router", "/usr/local/bin/kube-router", 100);
+    h.mkdir("/proc/2200/ns");
+    h.symlink(&format!("net:[{HOST_NET}]"), "/proc/2200/ns/net");
+    h.symlink("mnt:[4026532600]", "/proc/2200/ns/mnt");
+    h.mkdir("/proc/2200/root/run");
+    std::fs::hard_link(
+        h.path("/run/xtables.lock"),
+        h.path("/proc/2200/root/run/xtables.lock"),
+    )
+    .unwrap();
+    let host = h.host();
+    let mut c = IptablesCollector::new(host.clone(), fast_config());
+    let first = c.collect(&ctx());
+    assert!(first.findings.is_empty(), "{:#?}", first.findings);
+    let after_first = host.per_process_paths();
+    assert!(
+        after_first >= 200,
+        "the first cycle examines every process: {after_first}"
+    );
+    let second = c.collect(&ctx());
+    assert!(second.findings.is_empty(), "{:#?}", second.findings);
+    assert_eq!(second.status, first.status);
+    assert_eq!(host.per_process_paths() - after_first, 4);
+}

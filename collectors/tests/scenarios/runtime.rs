@@ -14,7 +14,7 @@ use collectors::runtime::health::probe::{
 };
 use collectors::runtime::health::{RuntimeCollector, RuntimeConfig};
 use collectors::sys::statvfs::FsUsage;
-use collectors::{Collection, HostNetns, Status};
+use collectors::{Collection, Collector, HostNetns, Status};
 
 use crate::support::{collect, collect_masked, ctx, FakeHost};
 
@@ -945,5 +945,50 @@ fn the_node_logs_join_the_probes() {
     assert!(
         !got.contains(&"runtime.kubelet_network_not_ready".to_string()),
         "{got:?}"
+    );
+}
+
+/// Stages `n` idle processes (`java`, settled: started long before the fake uptime) from pid
+/// `from`, with namespace links `net`/`mnt`: what a busy quiet node adds to the process table.
+pub fn idle_processes(h: &FakeHost, from: u32, n: u32, net: u64, mnt: u64) {
+    for pid in from..from + n {
+        process(h, pid, "java", "java -jar /app/app.jar", 100);
+        h.mkdir(&format!("/proc/{pid}/ns"));
+        h.symlink(&format!("net:[{net}]"), &format!("/proc/{pid}/ns/net"));
+        h.symlink(&format!("mnt:[{mnt}]"), &format!("/proc/{pid}/ns/mnt"));
+    }
+}
+
+/// Cost and escalation (docs/collectors/runtime.md): on a healthy node with 200 more
+/// processes, the first cycle examines every process once (the shared process table); the
+/// next cycle reads one `stat` per remembered daemon (kubelet, containerd, dockerd) and the
+/// `exe` link of dockerd and containerd (duplicate installs): no file of any other process. (cri-dockerd's socket is there and
+/// its process is not: the daemons are looked up in the table every cycle, which reads
+/// nothing more.)
+#[test]
+fn a_quiet_node_costs_one_read_per_daemon_per_cycle() {
+    let (h, probe) = docker_node();
+    idle_processes(&h, 1000, 200, 4026531840, 4026531841);
+    let host = h.host();
+    let mut c = RuntimeCollector::new(
+        host.clone(),
+        RuntimeConfig::default(),
+        probe.clone() as Arc<dyn RuntimeProbe>,
+    )
+    .with_statfs(disk(false))
+    .with_clock(|| NOW);
+    let first = c.collect(&ctx());
+    let after_first = host.per_process_paths();
+    assert!(
+        after_first >= 200,
+        "the first cycle examines every process: {after_first}"
+    );
+    let second = c.collect(&ctx());
+    assert_eq!(ids(&second), ids(&first));
+    assert_eq!(second.status, first.status);
+    assert_eq!(
+        host.per_process_paths() - after_first,
+        5,
+        "one stat per daemon and two exe links; nothing of the 200 others"
     );
 }

@@ -349,7 +349,9 @@ pub fn listeners(host: &HostPaths) -> Result<Vec<Listener>, crate::ReadError> {
 }
 
 /// Finds the processes holding the socket `inodes`: `/proc/<pid>/fd/*` links, at most
-/// `max_links` of them read. Returns inode -> pid for those found.
+/// `max_links` of them read. Returns inode -> pid for those found. The caller asks only for
+/// the sockets of ports that hostNetwork pods declare, and only for those whose holder it
+/// does not remember: a node without such ports never reads a descriptor.
 pub fn socket_owners(
     host: &HostPaths,
     inodes: &HashSet<u64>,
@@ -359,11 +361,11 @@ pub fn socket_owners(
     if inodes.is_empty() {
         return out;
     }
-    let Ok(pids) = crate::proc::pid::list_pids(host) else {
+    let Ok(snap) = host.processes().snapshot("runtime/ports") else {
         return out;
     };
     let mut budget = max_links;
-    'pids: for pid in pids {
+    'pids: for pid in snap.procs.iter().map(|p| p.pid) {
         let Ok(fds) =
             hostfs::dir_entries(&host.proc_pid(pid).join("fd"), crate::hostfs::entries::FDS)
         else {

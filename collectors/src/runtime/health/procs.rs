@@ -3,15 +3,16 @@
 //! between collections by pid and start time.
 //!
 //! A collection first confirms the remembered processes: one read of `/proc/<pid>/stat` each,
-//! the start time telling a live process from a recycled pid. It walks the whole process
-//! table only when a remembered process is gone, when the caller wants a daemon it does not
+//! the start time telling a live process from a recycled pid. It looks the daemons up in the
+//! shared process table ([`crate::proc::table`], which reads nothing for a process it already
+//! knows) only when a remembered process is gone, when the caller wants a daemon it does not
 //! know yet, or every `rescan` collections (to see new daemons). A healthy node therefore
 //! costs a small read per daemon per collection.
 
 use std::collections::BTreeMap;
 
 use crate::host::HostPaths;
-use crate::proc::pid;
+use crate::proc::{pid, table};
 
 /// The process names (`comm`) followed.
 pub const NAMES: &[&str] = &[
@@ -111,36 +112,50 @@ impl ProcessTable {
         }
     }
 
-    /// One pass over `<root>/proc`: every process whose `comm` is one of [`NAMES`].
+    /// Every process whose `comm` is one of [`NAMES`], from the shared process table
+    /// ([`crate::proc::table`]): no file is read for other processes; each match not confirmed
+    /// by this refresh is read once (`stat`: its start time, state and CPU) and its arguments
+    /// come from the table.
     fn scan(&mut self, host: &HostPaths) -> Result<(), crate::ReadError> {
-        let pids = pid::list_pids(host)?;
+        let procs = host.processes();
+        let snap = procs.snapshot("runtime/procs")?;
         let mut found: BTreeMap<&'static str, Vec<Proc>> = BTreeMap::new();
         let mut buf = std::mem::take(&mut self.buf);
-        for p in pids {
-            let Some(comm) = pid::comm(host, p) else {
-                continue;
-            };
-            let Some(name) = NAMES.iter().find(|n| **n == comm) else {
+        for p in &snap.procs {
+            let Some(name) = NAMES.iter().find(|n| **n == &*p.comm) else {
                 continue;
             };
             let list = found.entry(name).or_default();
             if list.len() >= MAX_PER_NAME {
                 continue;
             }
-            let Some(st) = pid::stat_with(host, p, &mut buf) else {
-                continue;
-            };
-            if is_dead(st.state) {
+            // Confirmed by this refresh already: no second read.
+            if let Some(known) = self.by_name.get(name).and_then(|l| {
+                l.iter()
+                    .find(|k| k.pid == p.pid && Some(k.start_ticks) == p.start)
+            }) {
+                list.push(known.clone());
                 continue;
             }
-            let Some(args) = pid::args(host, p) else {
+            let Some(st) = pid::stat_with(host, p.pid, &mut buf) else {
+                continue;
+            };
+            if is_dead(st.state) || st.comm != *name {
+                continue;
+            }
+            // The table's arguments belong to the process of this start time only.
+            let now = table::Proc {
+                start: Some(st.starttime),
+                ..p.clone()
+            };
+            let Some(args) = procs.args(&now) else {
                 continue;
             };
             list.push(Proc {
-                pid: p,
+                pid: p.pid,
                 start_ticks: st.starttime,
                 cpu_ticks: st.utime.saturating_add(st.stime),
-                args,
+                args: args.to_vec(),
             });
         }
         self.buf = buf;
