@@ -4,6 +4,7 @@
 #
 #   scripts/bench-cost.sh            # ~6 min: 60 scrapes, a 60 s window, 3 checks, trouble
 #   scripts/bench-cost.sh --quick    # ~4 min: 20 scrapes, a 30 s window, 1 check, trouble
+#   scripts/bench-cost.sh --check-only   # ~30 s: only `check`, 7 times, on the same idle node
 #
 # In a new pid namespace (`unshare --pid --fork --mount-proc`, so pid 1 is readable, as with
 # hostPID) it starts BENCH_PROCS (2000) idle processes and holds BENCH_FLOCKS (10000) flocks,
@@ -33,8 +34,9 @@ QUICK=()
 case "${1:-}" in
 "") ;;
 --quick) QUICK=(--quick) ;;
+--check-only) QUICK=(--check-only) ;;
 *)
-    echo "usage: scripts/bench-cost.sh [--quick]" >&2
+    echo "usage: scripts/bench-cost.sh [--quick | --check-only]" >&2
     exit 2
     ;;
 esac
@@ -87,6 +89,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 NE="${NODE_EXPORTER:-$(command -v prometheus-node-exporter || true)}"
+[ "${QUICK[*]}" = --check-only ] && NE=-
 if [ -z "$NE" ]; then
     echo "bench-cost.sh: fetching Debian's prometheus-node-exporter into $TMP (not installed)" >&2
     (cd "$TMP" && apt-get download -q -o APT::Sandbox::User=root prometheus-node-exporter >/dev/null)
@@ -98,7 +101,7 @@ if [ -z "$BIN" ]; then
     (cd "$ROOT" && cargo build --release --quiet -p node-doctor)
     BIN="$ROOT/target/release/node-doctor"
 fi
-echo "node_exporter: $("$NE" --version 2>&1 | head -1)" >&2
+[ "$NE" = - ] || echo "node_exporter: $("$NE" --version 2>&1 | head -1)" >&2
 echo "node-doctor: $("$BIN" --version)" >&2
 
 unshare --pid --fork --mount-proc /usr/bin/python3 "$ROOT/scripts/bench-cost.py" \
