@@ -251,15 +251,16 @@ def check_cost(binary, lock, runs):
 # ---------------------------------------------------------------- trouble
 
 
-def detect(agent, collector, match, before, ctx, secs):
-    """Runs of `collector` until /findings shows a finding `match(f, ctx)` accepts that was
-    not in `before`; (runs, seconds, finding) or (None, None, None) after `secs`."""
+def detect(agent, collector, match, ctx, secs):
+    """Runs of `collector` until /findings shows a finding `match(f, ctx)` accepts (`ctx`
+    holds what the trouble started, `before`: the (id, subject) shown before it, `t0`: when);
+    (runs, seconds, finding) or (None, None, None) after `secs`."""
     start, t0 = agent.costs()[collector][1], time.monotonic()
     deadline = time.time() + secs
     while time.time() < deadline:
         runs = agent.costs()[collector][1] - start
         for f in agent.findings()["findings"]:
-            if (f["id"], f.get("subject", "")) not in before and match(f, ctx):
+            if match(f, ctx):
                 return int(runs), time.monotonic() - t0, f
         time.sleep(0.5)
     return None, None, None
@@ -278,9 +279,11 @@ def trouble_phase(agent, name, collector, match, start, stop, secs):
         time.sleep(0.1)
     before = shown(agent)
     c0 = agent.costs()
+    t0 = time.monotonic()
     ctx = start()
+    ctx.update(before=before, t0=t0)
     try:
-        runs, took, f = detect(agent, collector, match, before, ctx, secs)
+        runs, took, f = detect(agent, collector, match, ctx, secs)
         # CPU per cycle meanwhile: at least two runs of every collector in the window.
         c1 = agent.wait_runs(c0, 2, secs)
     finally:
@@ -427,6 +430,13 @@ def conntrack_trouble(tmp):
     return {"name": name, "sleeper": sleeper, "inode": os.stat(f"/run/netns/{name}").st_ino}
 
 
+def fresh(f, ctx):
+    """The finding rests on a kernel message of this phase: a namespace's inode is reused,
+    and messages of an earlier one may still be in the kernel log's window."""
+    ago = f.get("evidence", {}).get("last_table_full_seconds_ago")
+    return isinstance(ago, (int, float)) and ago <= time.monotonic() - ctx["t0"] + 2
+
+
 def conntrack_stop(ctx):
     ctx["sleeper"].kill()
     ctx["sleeper"].wait()
@@ -496,19 +506,21 @@ def main():
         log("trouble: fio on a throttled loop device")
         trouble.append(trouble_phase(
             agent, "fio on a loop device throttled to 1 MiB/s", "load",
-            lambda f, ctx: f["id"] in ("load.iowait", "load.io_bound") and names_fio(f, ctx),
+            lambda f, ctx: f["id"] in ("load.iowait", "load.io_bound")
+            and (f["id"], f.get("subject", "")) not in ctx["before"] and names_fio(f, ctx),
             lambda: fio_trouble(a.tmp), fio_stop, detect_secs))
         log("trouble: a held xtables lock")
         trouble.append(trouble_phase(
             agent, "xtables lock held", "iptables",
-            lambda f, ctx: f["id"] == "iptables.lock_contention",
+            lambda f, ctx: f["id"] == "iptables.lock_contention"
+            and (f["id"], f.get("subject", "")) not in ctx["before"],
             lambda: xtables_trouble(lock), xtables_stop, detect_secs))
         if os.path.exists(CT_MAX):
             log("trouble: a full conntrack table in a network namespace")
             trouble.append(trouble_phase(
                 agent, "conntrack table full in a netns", "conntrack",
                 lambda f, ctx: f["id"] == "conntrack.table_full"
-                and f.get("subject") == f"netns {ctx['inode']}",
+                and f.get("subject") == f"netns {ctx['inode']}" and fresh(f, ctx),
                 lambda: conntrack_trouble(a.tmp), conntrack_stop, detect_secs))
         results["trouble"] = trouble
     finally:
