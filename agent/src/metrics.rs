@@ -128,8 +128,7 @@ pub fn encode_snapshot(snap: &Snapshot) -> String {
         let labels = vec![("collector".to_string(), c.name.clone())];
         up.get_or_create(&labels)
             .set(if c.up() { 1.0 } else { 0.0 });
-        cpu.get_or_create(&labels)
-            .inc_by(c.cost.cpu.as_secs_f64());
+        cpu.get_or_create(&labels).inc_by(c.cost.cpu.as_secs_f64());
         durations.0.push((labels, c.cost.durations.clone()));
     }
     reg.register(
@@ -603,7 +602,9 @@ mod tests {
         );
         let text = encode_snapshot(&st.snapshot(t0));
         let series = |le: &str| {
-            format!("node_doctor_collector_duration_seconds_bucket{{le=\"{le}\",collector=\"disk\"}} ")
+            format!(
+                "node_doctor_collector_duration_seconds_bucket{{le=\"{le}\",collector=\"disk\"}} "
+            )
         };
         let value = |prefix: &str| -> f64 {
             text.lines()

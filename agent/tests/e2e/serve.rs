@@ -220,7 +220,10 @@ fn metrics_parse_as_prometheus_text() {
 /// shape (one sample per collector, cumulative buckets ending in +Inf = count).
 fn collector_costs(e: &Exposition) -> BTreeMap<String, (f64, f64, f64)> {
     assert_eq!(e.types["node_doctor_collector_cpu_seconds"], "counter");
-    assert_eq!(e.types["node_doctor_collector_duration_seconds"], "histogram");
+    assert_eq!(
+        e.types["node_doctor_collector_duration_seconds"],
+        "histogram"
+    );
     let one = |name: &str, collector: &str| -> f64 {
         let s: Vec<_> = e
             .find(name)
@@ -240,13 +243,20 @@ fn collector_costs(e: &Exposition) -> BTreeMap<String, (f64, f64, f64)> {
             .filter(|s| s.labels["collector"] == c)
             .map(|s| {
                 let le = s.labels["le"].as_str();
-                let le = if le == "+Inf" { f64::INFINITY } else { le.parse().unwrap() };
+                let le = if le == "+Inf" {
+                    f64::INFINITY
+                } else {
+                    le.parse().unwrap()
+                };
                 (le, s.value)
             })
             .collect();
         buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
         assert!(buckets.len() >= 10, "{c}: {buckets:?}");
-        assert!(buckets.windows(2).all(|w| w[0].1 <= w[1].1), "{c}: {buckets:?}");
+        assert!(
+            buckets.windows(2).all(|w| w[0].1 <= w[1].1),
+            "{c}: {buckets:?}"
+        );
         assert_eq!(buckets.last(), Some(&(f64::INFINITY, count)), "{c}");
         out.insert(
             c.to_string(),
@@ -287,10 +297,16 @@ fn collector_cost_metrics_are_present_monotone_and_within_the_process_cpu() {
             "collectors {total} s > process {process} s: {costs:?}"
         );
         if let Some(prev) = history.last() {
-            assert_eq!(prev.keys().collect::<Vec<_>>(), costs.keys().collect::<Vec<_>>());
+            assert_eq!(
+                prev.keys().collect::<Vec<_>>(),
+                costs.keys().collect::<Vec<_>>()
+            );
             for (name, (cpu, count, sum)) in &costs {
                 let (pcpu, pcount, psum) = prev[name];
-                assert!(*cpu >= pcpu && *count >= pcount && *sum >= psum, "{name} went back");
+                assert!(
+                    *cpu >= pcpu && *count >= pcount && *sum >= psum,
+                    "{name} went back"
+                );
             }
         }
         let done = history
