@@ -9,7 +9,7 @@
 //! runner's factory on the next run. Worker threads are plain detached `std::thread`s: a hung
 //! one is never joined, so it cannot hold up shutdown.
 //!
-//! The worker measures its own thread's CPU time (`getrusage(RUSAGE_THREAD)`, user + system)
+//! The worker measures its own thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`, user + system)
 //! around `collect` and adds it to the runner's running total, also when the run ends after
 //! its timeout or panics: [`RunReport::cpu_total`] is what
 //! `node_doctor_collector_cpu_seconds_total` exports. A collector's own helper threads (the
@@ -98,15 +98,18 @@ pub struct RunReport {
     pub cpu_total: Duration,
 }
 
-/// User + system CPU time of the calling thread; `None` when the kernel refuses (it does not).
+/// CPU time (user + system) of the calling thread, `CLOCK_THREAD_CPUTIME_ID`; `None` when
+/// the kernel refuses (it does not). Not `getrusage(RUSAGE_THREAD)`: that reads the
+/// scheduler's runtime as of the thread's last accounting update (a tick or a switch), so a
+/// run of a few milliseconds on a fresh thread often reads as zero; this clock includes the
+/// time since.
 pub fn thread_cpu() -> Option<Duration> {
-    use nix::sys::resource::{getrusage, UsageWho};
-    let u = getrusage(UsageWho::RUSAGE_THREAD).ok()?;
-    let secs = |t: nix::sys::time::TimeVal| {
-        Duration::from_secs(u64::try_from(t.tv_sec()).ok()?)
-            .checked_add(Duration::from_micros(u64::try_from(t.tv_usec()).ok()?))
-    };
-    secs(u.user_time())?.checked_add(secs(u.system_time())?)
+    use nix::time::{clock_gettime, ClockId};
+    let t = clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID).ok()?;
+    Some(Duration::new(
+        u64::try_from(t.tv_sec()).ok()?,
+        u32::try_from(t.tv_nsec()).ok()?,
+    ))
 }
 
 /// Owns one collector and runs it.
