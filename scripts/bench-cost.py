@@ -584,7 +584,7 @@ def report(r, a):
               f"| ≤ {ms(3 * ne)} | {ok(t['cycle_cpu'] <= 3 * ne)} |")
     print()
     for t in r.get("trouble", []):
-        print(f"CPU per run during {t['name']} (ms): " + ", ".join(
+        print(f"- CPU per run during {t['name']} (ms): " + ", ".join(
             f"{c} {v * 1000:.1f}" for c, v in sorted(t["per_collector"].items(), key=lambda x: -x[1])))
 
 

@@ -2,9 +2,9 @@
 # Benchmark (not a test): node-doctor's own cost next to node_exporter's, side by side on
 # this machine (issue 19). Root. Prints one markdown table with the issue's targets.
 #
-#   scripts/bench-cost.sh            # ~6 min: 60 scrapes, a 60 s window, 3 checks, trouble
-#   scripts/bench-cost.sh --quick    # ~4 min: 20 scrapes, a 30 s window, 1 check, trouble
-#   scripts/bench-cost.sh --check-only   # ~30 s: only `check`, 7 times, on the same idle node
+#   scripts/bench-cost.sh            # ~4-5 min: 60 scrapes, a 60 s window, 3 checks, trouble
+#   scripts/bench-cost.sh --quick    # ~3 min: 20 scrapes, a 30 s window, 1 check, trouble
+#   scripts/bench-cost.sh --check-only   # ~20 s: only `check`, 7 times, on the same idle node
 #
 # In a new pid namespace (`unshare --pid --fork --mount-proc`, so pid 1 is readable, as with
 # hostPID) it starts BENCH_PROCS (2000) idle processes and holds BENCH_FLOCKS (10000) flocks,
