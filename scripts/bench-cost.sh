@@ -41,7 +41,7 @@ case "${1:-}" in
     ;;
 esac
 [ "$(id -u)" = 0 ] || { echo "bench-cost.sh: run as root (pid namespace, loop device, cgroup, netns)" >&2; exit 1; }
-for tool in unshare losetup fio ip iptables python3 curl; do
+for tool in unshare losetup fio ip iptables /usr/bin/python3; do
     command -v "$tool" >/dev/null || { echo "bench-cost.sh: needs $tool" >&2; exit 1; }
 done
 
