@@ -432,9 +432,11 @@ def conntrack_trouble(tmp):
 
 def fresh(f, ctx):
     """The finding rests on a kernel message of this phase: a namespace's inode is reused,
-    and messages of an earlier one may still be in the kernel log's window."""
+    and messages of an earlier one may still be in the kernel log's window. (10 s of slack:
+    the kernel log's clock and the wall clock drift apart on a VM; an earlier bench's
+    messages are minutes old.)"""
     ago = f.get("evidence", {}).get("last_table_full_seconds_ago")
-    return isinstance(ago, (int, float)) and ago <= time.monotonic() - ctx["t0"] + 2
+    return isinstance(ago, (int, float)) and ago <= time.monotonic() - ctx["t0"] + 10
 
 
 def conntrack_stop(ctx):
@@ -532,9 +534,10 @@ def main():
 
 
 # Runs of the collector until its finding showed, measured on i19-base (main before issue
-# 19's changes) with this script, trouble starting right after a run: what "detection within
-# the same cycles as today" compares with. See docs/cost.md.
-BASELINE_RUNS = {"load": 3, "iptables": 1, "conntrack": 1}
+# 19's changes) with this script, trouble starting right after a run: the most seen
+# (load 2-3 in seven runs, iptables 1 in seven, conntrack 1 in four and 2 in one). What "detection within the same
+# cycles as today" compares with. See docs/cost.md.
+BASELINE_RUNS = {"load": 3, "iptables": 1, "conntrack": 2}
 
 
 def report(r, a):
