@@ -234,14 +234,20 @@ pub fn spawn_schedulers(
     Ok(())
 }
 
-/// Runs every runner once, in parallel, and records the results.
-pub fn run_all_once(runners: &[Runner], ctx: &CollectContext, shared: &Shared) {
+/// Runs every runner once, in parallel, and records the results in `state`. Nothing is
+/// rendered: `check` renders its one report from the final state (publishing a snapshot per
+/// run, as `serve` does, rendered `/metrics` and two `/findings` bodies nobody read, twice per
+/// collector).
+pub fn run_all_once(runners: &[Runner], ctx: &CollectContext, state: &Mutex<State>) {
     std::thread::scope(|s| {
         for r in runners {
             s.spawn(move || {
                 let started = OffsetDateTime::now_utc();
                 let report = r.run_once(ctx);
-                shared.apply(r.name(), report, started);
+                state
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .apply(r.name(), report, started);
             });
         }
     });
@@ -496,6 +502,7 @@ mod tests {
                                     vec![],
                                 )),
                                 duration: Duration::ZERO,
+                                cpu_total: Duration::ZERO,
                             },
                             OffsetDateTime::now_utc(),
                         );
@@ -507,6 +514,26 @@ mod tests {
         assert_eq!(p.generation, 8 * 50);
         assert!(p.snapshot.ready);
         assert!(p.snapshot.collectors.iter().all(|c| c.last_run.is_some()));
+    }
+
+    #[test]
+    fn run_all_once_records_every_runner_in_the_state() {
+        let rs = build(fakes(), &|_| None, &plan()).unwrap();
+        let names: Vec<String> = rs.iter().map(|r| r.name().to_string()).collect();
+        let state = Mutex::new(State::new("n", &names));
+        run_all_once(&rs, &ctx(), &state);
+        run_all_once(&rs, &ctx(), &state);
+        let snap = state
+            .into_inner()
+            .unwrap()
+            .snapshot(OffsetDateTime::now_utc());
+        assert!(snap.ready);
+        for c in &snap.collectors {
+            assert_eq!(c.status, Status::Ok, "{}", c.name);
+            // The second run's metrics (the fake counts its runs), two runs in the histogram.
+            assert_eq!(c.metrics[0].value, 2.0, "{}", c.name);
+            assert_eq!(c.cost.durations.count, 2, "{}", c.name);
+        }
     }
 
     #[test]

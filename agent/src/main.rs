@@ -290,17 +290,20 @@ fn check(
 ) -> u8 {
     let names: Vec<String> = runners.iter().map(|r| r.name().to_string()).collect();
     // No hysteresis: check shows what its second sample sees.
-    let shared = Shared::new(State::new(ctx.node_name.clone(), &names));
-    engine::run_all_once(runners, ctx, &shared);
+    let state = std::sync::Mutex::new(State::new(ctx.node_name.clone(), &names));
+    engine::run_all_once(runners, ctx, &state);
     std::thread::sleep(args.interval);
-    engine::run_all_once(runners, ctx, &shared);
-    let published = shared.latest();
+    engine::run_all_once(runners, ctx, &state);
+    let snapshot = state
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .snapshot(time::OffsetDateTime::now_utc());
     let filter = Filter {
         lang: args.lang.into(),
         collectors: only.to_vec(),
         min_severity: None,
     };
-    let view = View::new(&published.snapshot, &filter);
+    let view = View::new(&snapshot, &filter);
     let out = match args.format {
         Format::Json => api::to_json(&view),
         Format::Table => {

@@ -6,7 +6,9 @@
 //! `node_doctor_finding_transitions_total{collector,id,transition}` (`raised`, `cleared`,
 //! `suppressed`, `reraised` per rule since start: `reraised` counts flaps),
 //! `node_doctor_collector_up{collector}`,
-//! `node_doctor_collector_duration_seconds{collector}`, and every [`collectors::Metric`] the
+//! `node_doctor_collector_cpu_seconds_total{collector}` (CPU time of its runs, measured on
+//! the thread that runs them), `node_doctor_collector_duration_seconds{collector}` (a
+//! histogram of its runs' wall time), and every [`collectors::Metric`] the
 //! collectors returned, grouped by name. A family whose samples disagree on the kind, or
 //! whose name or label names are not valid Prometheus names, is dropped (and logged once
 //! per snapshot at debug level) rather than break the scrape.
@@ -120,24 +122,31 @@ pub fn encode_snapshot(snap: &Snapshot) -> String {
     );
 
     let up = GaugeFamily::default();
-    let duration = GaugeFamily::default();
+    let cpu = CounterFamily::default();
+    let mut durations = Histograms::default();
     for c in &snap.collectors {
         let labels = vec![("collector".to_string(), c.name.clone())];
         up.get_or_create(&labels)
             .set(if c.up() { 1.0 } else { 0.0 });
-        if let Some(d) = c.duration {
-            duration.get_or_create(&labels).set(d.as_secs_f64());
-        }
+        cpu.get_or_create(&labels).inc_by(c.cost.cpu.as_secs_f64());
+        durations.0.push((labels, c.cost.durations.clone()));
     }
     reg.register(
         "node_doctor_collector_up",
         "1 when the collector's latest run read the host (status ok or degraded), else 0",
         up,
     );
-    reg.register(
-        "node_doctor_collector_duration_seconds",
-        "Wall time of the collector's latest run",
-        duration,
+    reg.register_with_unit(
+        "node_doctor_collector_cpu",
+        "CPU time (user and system) the collector's runs spent since the agent started, measured on the thread that runs them",
+        Unit::Seconds,
+        cpu,
+    );
+    reg.register_with_unit(
+        "node_doctor_collector_duration",
+        "Wall time of the collector's runs (a timed-out run counts as its timeout)",
+        Unit::Seconds,
+        durations,
     );
 
     // Collector metrics, grouped by name.
@@ -203,6 +212,44 @@ pub fn encode_snapshot(snap: &Snapshot) -> String {
         out.clear();
     }
     out
+}
+
+/// One histogram family built from the snapshot's data (prometheus-client's own `Histogram`
+/// is a live, lock-guarded recorder; the snapshot already holds the counts).
+#[derive(Debug, Default)]
+struct Histograms(Vec<(Labels, crate::state::Histogram)>);
+
+impl prometheus_client::metrics::TypedMetric for Histograms {
+    const TYPE: prometheus_client::metrics::MetricType =
+        prometheus_client::metrics::MetricType::Histogram;
+}
+
+impl prometheus_client::encoding::EncodeMetric for Histograms {
+    fn encode(
+        &self,
+        mut encoder: prometheus_client::encoding::MetricEncoder,
+    ) -> Result<(), std::fmt::Error> {
+        use crate::state::DURATION_BUCKETS;
+        for (labels, h) in &self.0 {
+            // The encoder sums the counts into cumulative buckets; f64::MAX is its +Inf.
+            let buckets: Vec<(f64, u64)> = DURATION_BUCKETS
+                .iter()
+                .copied()
+                .chain(std::iter::once(f64::MAX))
+                .zip(h.counts.iter().copied())
+                .collect();
+            encoder
+                .encode_family(labels)?
+                .encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+                    h.sum, h.count, &buckets, None,
+                )?;
+        }
+        Ok(())
+    }
+
+    fn metric_type(&self) -> prometheus_client::metrics::MetricType {
+        <Self as prometheus_client::metrics::TypedMetric>::TYPE
+    }
 }
 
 /// The agent's own process, one reading.
@@ -449,6 +496,7 @@ mod tests {
             RunReport {
                 outcome: Outcome::Completed(c),
                 duration: Duration::from_millis(250),
+                cpu_total: Duration::from_millis(125),
             },
             t0,
         );
@@ -457,6 +505,7 @@ mod tests {
             RunReport {
                 outcome: Outcome::Completed(Collection::unavailable("no loadavg")),
                 duration: Duration::from_millis(1),
+                cpu_total: Duration::ZERO,
             },
             t0,
         );
@@ -487,7 +536,18 @@ mod tests {
             "node_doctor_finding_transitions_total{collector=\"disk\",id=\"disk.filesystem_full\",transition=\"reraised\"} 0.0",
             "node_doctor_collector_up{collector=\"disk\"} 1.0",
             "node_doctor_collector_up{collector=\"load\"} 0.0",
-            "node_doctor_collector_duration_seconds{collector=\"disk\"} 0.25",
+            "# TYPE node_doctor_collector_cpu_seconds counter",
+            "# UNIT node_doctor_collector_cpu_seconds seconds",
+            "node_doctor_collector_cpu_seconds_total{collector=\"disk\"} 0.125",
+            "node_doctor_collector_cpu_seconds_total{collector=\"load\"} 0.0",
+            "# TYPE node_doctor_collector_duration_seconds histogram",
+            "# UNIT node_doctor_collector_duration_seconds seconds",
+            "node_doctor_collector_duration_seconds_sum{collector=\"disk\"} 0.25",
+            "node_doctor_collector_duration_seconds_count{collector=\"disk\"} 1",
+            "node_doctor_collector_duration_seconds_bucket{le=\"0.1\",collector=\"disk\"} 0",
+            "node_doctor_collector_duration_seconds_bucket{le=\"0.25\",collector=\"disk\"} 1",
+            "node_doctor_collector_duration_seconds_bucket{le=\"+Inf\",collector=\"disk\"} 1",
+            "node_doctor_collector_duration_seconds_bucket{le=\"0.001\",collector=\"load\"} 1",
             "# HELP node_doctor_disk_avail_bytes Available bytes.",
             "node_doctor_disk_avail_bytes{mountpoint=\"/data\"} 20.0",
             "# TYPE node_doctor_disk_errors counter",
@@ -497,6 +557,80 @@ mod tests {
             assert!(text.contains(want), "missing {want:?} in\n{text}");
         }
         assert!(!text.contains(".."), "help gets one full stop");
+    }
+
+    /// Runs land in their buckets (upper bounds inclusive), the buckets are cumulative and
+    /// end in +Inf = count; the CPU counter only grows, whatever order reports arrive in.
+    #[test]
+    fn cost_families_accumulate_runs() {
+        let names = vec!["disk".to_string()];
+        let mut st = State::new("n", &names);
+        let t0 = OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap();
+        let run = |st: &mut State, ms: u64, cpu_ms: u64, outcome: Outcome| {
+            st.apply(
+                "disk",
+                RunReport {
+                    outcome,
+                    duration: Duration::from_millis(ms),
+                    cpu_total: Duration::from_millis(cpu_ms),
+                },
+                t0,
+            )
+        };
+        let ok = || Outcome::Completed(Collection::new(Status::Ok));
+        run(&mut st, 1, 1, ok());
+        run(&mut st, 7, 3, ok());
+        run(&mut st, 7_000, 2, ok()); // an older total: the counter keeps 3 ms
+        run(
+            &mut st,
+            10_000,
+            3,
+            Outcome::TimedOut {
+                timeout: Duration::from_secs(10),
+            },
+        );
+        // No run started: not a duration.
+        run(
+            &mut st,
+            60_000,
+            4,
+            Outcome::StillRunning {
+                timeout: Duration::from_secs(10),
+                since: t0,
+                stuck_for: Duration::from_secs(60),
+            },
+        );
+        let text = encode_snapshot(&st.snapshot(t0));
+        let series = |le: &str| {
+            format!(
+                "node_doctor_collector_duration_seconds_bucket{{le=\"{le}\",collector=\"disk\"}} "
+            )
+        };
+        let value = |prefix: &str| -> f64 {
+            text.lines()
+                .find_map(|l| l.strip_prefix(prefix))
+                .unwrap_or_else(|| panic!("no {prefix:?} in\n{text}"))
+                .parse()
+                .unwrap()
+        };
+        assert_eq!(value(&series("0.001")), 1.0);
+        assert_eq!(value(&series("0.005")), 1.0);
+        assert_eq!(value(&series("0.01")), 2.0);
+        assert_eq!(value(&series("2.5")), 2.0);
+        assert_eq!(value(&series("5.0")), 2.0);
+        assert_eq!(value(&series("+Inf")), 4.0);
+        assert_eq!(
+            value("node_doctor_collector_duration_seconds_count{collector=\"disk\"} "),
+            4.0
+        );
+        assert_eq!(
+            value("node_doctor_collector_duration_seconds_sum{collector=\"disk\"} "),
+            17.008
+        );
+        assert_eq!(
+            value("node_doctor_collector_cpu_seconds_total{collector=\"disk\"} "),
+            0.004
+        );
     }
 
     #[test]

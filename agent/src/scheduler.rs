@@ -8,8 +8,15 @@
 //! panicking collector is dropped (its state may be half-updated) and re-created through the
 //! runner's factory on the next run. Worker threads are plain detached `std::thread`s: a hung
 //! one is never joined, so it cannot hold up shutdown.
+//!
+//! The worker measures its own thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`, user + system)
+//! around `collect` and adds it to the runner's running total, also when the run ends after
+//! its timeout or panics: [`RunReport::cpu_total`] is what
+//! `node_doctor_collector_cpu_seconds_total` exports. A collector's own helper threads (the
+//! iptables lock sampler) are not in it; the process's `process_cpu_seconds_total` is.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -85,6 +92,24 @@ impl Outcome {
 pub struct RunReport {
     pub outcome: Outcome,
     pub duration: Duration,
+    /// CPU time (user + system) of every run of this collector so far, this one included
+    /// when it finished; runs that finish after their timeout add theirs when they end.
+    /// Never decreases.
+    pub cpu_total: Duration,
+}
+
+/// CPU time (user + system) of the calling thread, `CLOCK_THREAD_CPUTIME_ID`; `None` when
+/// the kernel refuses (it does not). Not `getrusage(RUSAGE_THREAD)`: that reads the
+/// scheduler's runtime as of the thread's last accounting update (a tick or a switch), so a
+/// run of a few milliseconds on a fresh thread often reads as zero; this clock includes the
+/// time since.
+pub fn thread_cpu() -> Option<Duration> {
+    use nix::time::{clock_gettime, ClockId};
+    let t = clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID).ok()?;
+    Some(Duration::new(
+        u64::try_from(t.tv_sec()).ok()?,
+        u32::try_from(t.tv_nsec()).ok()?,
+    ))
 }
 
 /// Owns one collector and runs it.
@@ -92,6 +117,8 @@ pub struct Runner {
     name: String,
     slot: Arc<Mutex<Slot>>,
     factory: Factory,
+    /// Nanoseconds of CPU time of all runs so far (see [`RunReport::cpu_total`]).
+    cpu_nanos: Arc<AtomicU64>,
     /// How long `run_once` waits for `collect`.
     pub timeout: Duration,
     /// How often the serve loop runs it.
@@ -114,6 +141,7 @@ impl Runner {
             name: collector.name().to_string(),
             slot: Arc::new(Mutex::new(Slot::Idle(collector))),
             factory,
+            cpu_nanos: Arc::new(AtomicU64::new(0)),
             timeout,
             interval,
         }
@@ -132,7 +160,11 @@ impl Runner {
             Outcome::StillRunning { stuck_for, .. } => *stuck_for,
             _ => start.elapsed(),
         };
-        RunReport { outcome, duration }
+        RunReport {
+            outcome,
+            duration,
+            cpu_total: Duration::from_nanos(self.cpu_nanos.load(Ordering::Acquire)),
+        }
     }
 
     fn run_inner(&self, ctx: &CollectContext, start: Instant) -> Outcome {
@@ -165,10 +197,17 @@ impl Runner {
         let (tx, rx) = mpsc::channel::<Result<Collection, String>>();
         let slot = Arc::clone(&self.slot);
         let ctx = ctx.clone();
+        let cpu_nanos = Arc::clone(&self.cpu_nanos);
         let spawned = std::thread::Builder::new()
             .name(format!("collect-{}", self.name))
             .spawn(move || {
+                let before = thread_cpu();
                 let result = catch_unwind(AssertUnwindSafe(|| collector.collect(&ctx)));
+                // Counted before the result is handed over, so the report includes it.
+                if let (Some(b), Some(a)) = (before, thread_cpu()) {
+                    let spent = u64::try_from(a.saturating_sub(b).as_nanos()).unwrap_or(u64::MAX);
+                    cpu_nanos.fetch_add(spent, Ordering::AcqRel);
+                }
                 let result = match result {
                     Ok(collection) => {
                         *lock(&slot) = Slot::Idle(collector);
@@ -513,6 +552,59 @@ mod tests {
         assert_eq!(own_runs(r.run_once(&ctx()).outcome), 1.0);
         assert_eq!(made.load(Ordering::SeqCst), 1);
         assert_eq!(own_runs(r.run_once(&ctx()).outcome), 2.0);
+    }
+
+    /// Burns `cpu` of its own thread's CPU time per run.
+    struct Spin {
+        cpu: Duration,
+    }
+    impl Collector for Spin {
+        fn name(&self) -> &'static str {
+            "spin"
+        }
+        fn collect(&mut self, _: &CollectContext) -> Collection {
+            let start = thread_cpu().unwrap();
+            while thread_cpu().unwrap() < start + self.cpu {
+                std::hint::black_box(0u64);
+            }
+            Collection::new(Status::Ok)
+        }
+    }
+
+    #[test]
+    fn cpu_time_of_every_run_is_counted_also_of_a_run_that_timed_out() {
+        let r = runner(
+            Box::new(Spin {
+                cpu: Duration::from_millis(30),
+            }),
+            no_factory(),
+            2000,
+        );
+        let first = r.run_once(&ctx());
+        assert!(matches!(first.outcome, Outcome::Completed(_)));
+        // Its own thread's time: at least what it burned, not the whole process's.
+        assert!(first.cpu_total >= Duration::from_millis(30), "{first:?}");
+        assert!(first.cpu_total < Duration::from_millis(300), "{first:?}");
+        // A run that times out adds its time when it ends; the next report includes it.
+        let r = Runner {
+            timeout: Duration::from_millis(1),
+            ..r
+        };
+        let timed_out = r.run_once(&ctx());
+        assert!(matches!(timed_out.outcome, Outcome::TimedOut { .. }));
+        assert!(timed_out.cpu_total >= first.cpu_total);
+        let r = Runner {
+            timeout: Duration::from_secs(2),
+            ..r
+        };
+        let third = match run_until_started(&r) {
+            Outcome::Completed(_) => r.run_once(&ctx()),
+            other => panic!("unexpected {other:?}"),
+        };
+        assert!(
+            third.cpu_total >= first.cpu_total + Duration::from_millis(90),
+            "four runs of 30 ms: {first:?} then {third:?}"
+        );
     }
 
     #[test]

@@ -124,6 +124,48 @@ pub struct CollectorState {
     pub duration: Option<Duration>,
     /// Metrics of its latest completed run (cleared by a timeout or panic).
     pub metrics: Vec<Metric>,
+    /// What its runs have cost since the agent started.
+    pub cost: Cost,
+}
+
+/// A collector's cost since start: `node_doctor_collector_cpu_seconds_total` and
+/// `node_doctor_collector_duration_seconds`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Cost {
+    /// CPU time of its runs ([`RunReport::cpu_total`]).
+    pub cpu: Duration,
+    /// Wall time of every run that started (a timed-out run counts as its timeout; a call
+    /// that found the previous run still stuck started none and is not counted).
+    pub durations: Histogram,
+}
+
+/// Upper bounds of [`Histogram`]'s buckets, in seconds: client_golang's default buckets
+/// with 1 ms in front (a healthy node's collectors take 1-30 ms), up to the 10 s that is the
+/// longest default timeout.
+pub const DURATION_BUCKETS: [f64; 12] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+];
+
+/// A fixed-bucket histogram of durations (the data of a Prometheus histogram, no encoding).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Histogram {
+    /// Observations per bucket of [`DURATION_BUCKETS`], not cumulative; the last one is +Inf.
+    pub counts: [u64; DURATION_BUCKETS.len() + 1],
+    pub sum: f64,
+    pub count: u64,
+}
+
+impl Histogram {
+    pub fn observe(&mut self, d: Duration) {
+        let v = d.as_secs_f64();
+        let i = DURATION_BUCKETS
+            .iter()
+            .position(|le| v <= *le)
+            .unwrap_or(DURATION_BUCKETS.len());
+        self.counts[i] += 1;
+        self.sum += v;
+        self.count += 1;
+    }
 }
 
 impl CollectorState {
@@ -190,6 +232,7 @@ impl State {
                         last_run: None,
                         duration: None,
                         metrics: Vec::new(),
+                        cost: Cost::default(),
                     },
                 )
             })
@@ -239,6 +282,7 @@ impl State {
                 last_run: None,
                 duration: None,
                 metrics: Vec::new(),
+                cost: Cost::default(),
             });
         let first = entry.last_run.is_none();
         if first || entry.status != status {
@@ -251,6 +295,10 @@ impl State {
             _ => started,
         });
         entry.duration = Some(report.duration);
+        entry.cost.cpu = entry.cost.cpu.max(report.cpu_total);
+        if !matches!(report.outcome, Outcome::StillRunning { .. }) {
+            entry.cost.durations.observe(report.duration);
+        }
         let collection = match report.outcome {
             Outcome::Completed(c) => c,
             _ => {
@@ -492,6 +540,7 @@ mod tests {
         RunReport {
             outcome: Outcome::Completed(c),
             duration: Duration::from_millis(2),
+            cpu_total: Duration::ZERO,
         }
     }
 
@@ -581,6 +630,7 @@ mod tests {
                     timeout: Duration::from_secs(2),
                 },
                 duration: Duration::from_secs(2),
+                cpu_total: Duration::ZERO,
             },
             t(30),
         );
@@ -770,6 +820,7 @@ mod tests {
                     timeout: Duration::from_secs(2),
                 },
                 duration: Duration::from_secs(2),
+                cpu_total: Duration::ZERO,
             },
             t(15),
         );
@@ -828,6 +879,7 @@ mod tests {
                     timeout: Duration::from_secs(1),
                 },
                 duration: Duration::from_secs(1),
+                cpu_total: Duration::ZERO,
             },
             t(0),
         );
@@ -879,6 +931,7 @@ mod tests {
             RunReport {
                 outcome: Outcome::Panicked("boom".into()),
                 duration: Duration::ZERO,
+                cpu_total: Duration::ZERO,
             },
             t(2),
         );

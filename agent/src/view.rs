@@ -311,6 +311,7 @@ pub(crate) mod fixtures {
             RunReport {
                 outcome: Outcome::Completed(with(Status::Ok, disk)),
                 duration: Duration::from_micros(1300),
+                cpu_total: Duration::ZERO,
             },
             t0(),
         );
@@ -319,6 +320,7 @@ pub(crate) mod fixtures {
             RunReport {
                 outcome: load,
                 duration: Duration::from_secs(2),
+                cpu_total: Duration::ZERO,
             },
             t0(),
         );

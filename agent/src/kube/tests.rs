@@ -47,6 +47,7 @@ fn snapshot(at: OffsetDateTime, runs: &[(&str, Collection)]) -> Snapshot {
             RunReport {
                 outcome: Outcome::Completed(c.clone()),
                 duration: Duration::ZERO,
+                cpu_total: Duration::ZERO,
             },
             at,
         );

@@ -1,11 +1,12 @@
 //! `node-doctor serve` on a loopback port against a fake host root. These tests hold with or
 //! without collectors in the registry: they check the contract of whatever is reported.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::{parse_exposition, Conn, FakeRoot, Server};
+use crate::support::{parse_exposition, Conn, Exposition, FakeRoot, Server};
 
 const SEVERITIES: [&str; 3] = ["info", "warning", "critical"];
 const STATUSES: [&str; 4] = ["ok", "degraded", "unavailable", "error"];
@@ -182,7 +183,7 @@ fn metrics_parse_as_prometheus_text() {
     assert_eq!(build[0].value, 1.0);
     assert_eq!(e.types["node_doctor_finding"], "gauge");
     assert_eq!(e.types["node_doctor_collector_up"], "gauge");
-    // One collector_up and duration series per collector.
+    // One collector_up and duration histogram per collector.
     let collectors = findings["collectors"].as_array().unwrap();
     let up = e.find("node_doctor_collector_up");
     assert_eq!(up.len(), collectors.len());
@@ -195,7 +196,7 @@ fn metrics_parse_as_prometheus_text() {
         let ok = matches!(c["status"].as_str(), Some("ok" | "degraded"));
         assert_eq!(u.value, if ok { 1.0 } else { 0.0 }, "{name}");
         assert!(e
-            .find("node_doctor_collector_duration_seconds")
+            .find("node_doctor_collector_duration_seconds_count")
             .iter()
             .any(|s| s.labels["collector"] == name));
     }
@@ -213,6 +214,122 @@ fn metrics_parse_as_prometheus_text() {
         assert_eq!(keys, ["collector", "id", "severity", "subject"]);
         assert_eq!(f.value, 1.0);
     }
+}
+
+/// Per collector: its CPU counter, and its duration histogram's count and sum, checked for
+/// shape (one sample per collector, cumulative buckets ending in +Inf = count).
+fn collector_costs(e: &Exposition) -> BTreeMap<String, (f64, f64, f64)> {
+    assert_eq!(e.types["node_doctor_collector_cpu_seconds"], "counter");
+    assert_eq!(
+        e.types["node_doctor_collector_duration_seconds"],
+        "histogram"
+    );
+    let one = |name: &str, collector: &str| -> f64 {
+        let s: Vec<_> = e
+            .find(name)
+            .into_iter()
+            .filter(|s| s.labels["collector"] == collector)
+            .collect();
+        assert_eq!(s.len(), 1, "{name}{{collector={collector:?}}}: {s:?}");
+        s[0].value
+    };
+    let mut out = BTreeMap::new();
+    for up in e.find("node_doctor_collector_up") {
+        let c = up.labels["collector"].as_str();
+        let count = one("node_doctor_collector_duration_seconds_count", c);
+        let mut buckets: Vec<(f64, f64)> = e
+            .find("node_doctor_collector_duration_seconds_bucket")
+            .into_iter()
+            .filter(|s| s.labels["collector"] == c)
+            .map(|s| {
+                let le = s.labels["le"].as_str();
+                let le = if le == "+Inf" {
+                    f64::INFINITY
+                } else {
+                    le.parse().unwrap()
+                };
+                (le, s.value)
+            })
+            .collect();
+        buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+        assert!(buckets.len() >= 10, "{c}: {buckets:?}");
+        assert!(
+            buckets.windows(2).all(|w| w[0].1 <= w[1].1),
+            "{c}: {buckets:?}"
+        );
+        assert_eq!(buckets.last(), Some(&(f64::INFINITY, count)), "{c}");
+        out.insert(
+            c.to_string(),
+            (
+                one("node_doctor_collector_cpu_seconds_total", c),
+                count,
+                one("node_doctor_collector_duration_seconds_sum", c),
+            ),
+        );
+    }
+    out
+}
+
+/// After two cycles every collector has a CPU counter and a duration histogram; both only
+/// grow; the collectors' CPU is some of the process's and never more than all of it.
+#[test]
+fn collector_cost_metrics_are_present_monotone_and_within_the_process_cpu() {
+    use nix::unistd::{sysconf, SysconfVar};
+    let tick = 1.0 / sysconf(SysconfVar::CLK_TCK).unwrap().unwrap() as f64;
+    let root = FakeRoot::quiet();
+    let s = Server::start(root.root(), &["--interval", "1s"]);
+    s.wait_ready(30);
+    let scrape = || {
+        let text = s.get("/metrics").text();
+        parse_exposition(&text).unwrap_or_else(|err| panic!("{err}\n{text}"))
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let mut history: Vec<BTreeMap<String, (f64, f64, f64)>> = Vec::new();
+    // Until every collector has finished two runs since the first look, and some more.
+    loop {
+        let e = scrape();
+        let costs = collector_costs(&e);
+        assert!(!costs.is_empty());
+        let process = e.find("process_cpu_seconds_total")[0].value;
+        let total: f64 = costs.values().map(|c| c.0).sum();
+        assert!(
+            total <= process + tick,
+            "collectors {total} s > process {process} s: {costs:?}"
+        );
+        if let Some(prev) = history.last() {
+            assert_eq!(
+                prev.keys().collect::<Vec<_>>(),
+                costs.keys().collect::<Vec<_>>()
+            );
+            for (name, (cpu, count, sum)) in &costs {
+                let (pcpu, pcount, psum) = prev[name];
+                assert!(
+                    *cpu >= pcpu && *count >= pcount && *sum >= psum,
+                    "{name} went back"
+                );
+            }
+        }
+        let done = history
+            .first()
+            .is_some_and(|first| costs.iter().all(|(n, c)| c.1 >= first[n].1 + 2.0));
+        history.push(costs);
+        if done {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{history:?}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let (first, last) = (&history[0], &history[history.len() - 1]);
+    for (name, (cpu, count, sum)) in last {
+        assert!(*count >= 2.0 && *sum > 0.0, "{name}: {last:?}");
+        // Every run does some work; a clock that reads zero for a short run (getrusage of the
+        // running thread, updated only at ticks) would fail here.
+        assert!(*cpu > 0.0, "{name}: {last:?}");
+        assert!(*cpu >= first[name].0, "{name}");
+    }
+    // The counters measure something: collecting costs CPU.
+    let grown: f64 = last.iter().map(|(n, c)| c.0 - first[n].0).sum();
+    assert!(grown > 0.0, "{first:?} -> {last:?}");
 }
 
 /// Fields 14 (utime) and 15 (stime), 20 (threads) and 22 (starttime) of /proc/<pid>/stat.

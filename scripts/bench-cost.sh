@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): node-doctor's own cost next to node_exporter's, side by side on
+# this machine (issue 19). Root. Prints one markdown table with the issue's targets.
+#
+#   scripts/bench-cost.sh            # ~4-5 min: 60 scrapes, a 60 s window, 3 checks, trouble
+#   scripts/bench-cost.sh --quick    # ~3 min: 20 scrapes, a 30 s window, 1 check, trouble
+#   scripts/bench-cost.sh --check-only   # ~20 s: only `check`, 7 times, on the same idle node
+#
+# In a new pid namespace (`unshare --pid --fork --mount-proc`, so pid 1 is readable, as with
+# hostPID) it starts BENCH_PROCS (2000) idle processes and holds BENCH_FLOCKS (10000) flocks,
+# runs Debian's prometheus-node-exporter (default collectors) and `node-doctor serve`
+# (release build, default interval, --host-root /) on 127.0.0.1, and measures:
+#   - node_exporter: CPU per /metrics scrape (utime+stime of /proc/<pid>/stat over N scrapes);
+#   - node-doctor: every collector's CPU per run at rest (node_doctor_collector_cpu_seconds_total
+#     and the duration histogram's _count, deltas over the window), serve's share of a core
+#     over the window, one `check` (user+sys of the child from wait4, and its wall time);
+#   - trouble, one after the other: fio on a loop device throttled to 1 MiB/s (cgroup v1
+#     blkio.throttle, else v2 io.max), a held xtables lock (a lock file in the temp dir, given
+#     to serve with --xtables-lock), a full conntrack table in a network namespace it creates
+#     (nf_conntrack_max lowered to 200 for the second the datagrams take): how many runs of
+#     the collector until /findings shows the finding, and all collectors' CPU per cycle.
+# The measuring program is scripts/bench-cost.py (pid 1 of the namespace: everything it
+# starts dies with it). It writes only under a temp dir, removed at exit (BENCH_KEEP=1 keeps
+# it: serve.log, node_exporter.log). Whatever it changed on the host (loop device, cgroup,
+# netns, nf_conntrack_max) is undone here too, also when it fails or is interrupted.
+#
+# node_exporter: $NODE_EXPORTER, else prometheus-node-exporter on PATH, else Debian's package
+# fetched with `apt-get download` and unpacked into the temp dir (not installed: no service
+# starts). node-doctor: $NODE_DOCTOR, else `cargo build --release -p node-doctor`.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+QUICK=()
+case "${1:-}" in
+"") ;;
+--quick) QUICK=(--quick) ;;
+--check-only) QUICK=(--check-only) ;;
+*)
+    echo "usage: scripts/bench-cost.sh [--quick | --check-only]" >&2
+    exit 2
+    ;;
+esac
+[ "$(id -u)" = 0 ] || { echo "bench-cost.sh: run as root (pid namespace, loop device, cgroup, netns)" >&2; exit 1; }
+for tool in unshare losetup fio ip iptables /usr/bin/python3; do
+    command -v "$tool" >/dev/null || { echo "bench-cost.sh: needs $tool" >&2; exit 1; }
+done
+
+TMP="$(mktemp -d /var/tmp/nd-bench-cost.XXXXXX)"
+NS_PID=
+cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    if [ -n "$NS_PID" ] && kill -0 "$NS_PID" 2>/dev/null; then
+        kill -TERM "$NS_PID" 2>/dev/null || true
+        sleep 2
+        kill -KILL "$NS_PID" 2>/dev/null || true
+    fi
+    wait 2>/dev/null || true
+    # What the measuring program may have left on the host if it was killed.
+    if [ -s "$TMP/cleanup.ctmax" ]; then
+        cat "$TMP/cleanup.ctmax" >/proc/sys/net/netfilter/nf_conntrack_max 2>/dev/null || true
+    fi
+    if [ -f "$TMP/cleanup.netns" ]; then
+        while read -r ns; do ip netns del "$ns" 2>/dev/null || true; done <"$TMP/cleanup.netns"
+    fi
+    if [ -f "$TMP/cleanup.cgroup" ]; then
+        while read -r cg; do
+            [ -d "$cg" ] || continue
+            for pid in $(cat "$cg/cgroup.procs" 2>/dev/null); do
+                echo "$pid" >"$(dirname "$cg")/cgroup.procs" 2>/dev/null || true
+            done
+            rmdir "$cg" 2>/dev/null || true
+        done <"$TMP/cleanup.cgroup"
+    fi
+    if [ -f "$TMP/cleanup.loop" ]; then
+        while read -r dev; do
+            losetup -j "$TMP/loop.img" 2>/dev/null | grep -q "^$dev:" && losetup -d "$dev" 2>/dev/null || true
+        done <"$TMP/cleanup.loop"
+    fi
+    if [ "${BENCH_KEEP:-0}" = 1 ]; then
+        echo "bench-cost.sh: kept $TMP" >&2
+    else
+        rm -rf "$TMP"
+    fi
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+NE="${NODE_EXPORTER:-$(command -v prometheus-node-exporter || true)}"
+[ "${QUICK[*]}" = --check-only ] && NE=-
+if [ -z "$NE" ]; then
+    echo "bench-cost.sh: fetching Debian's prometheus-node-exporter into $TMP (not installed)" >&2
+    (cd "$TMP" && apt-get download -q -o APT::Sandbox::User=root prometheus-node-exporter >/dev/null)
+    dpkg -x "$TMP"/prometheus-node-exporter_*.deb "$TMP/ne"
+    NE="$TMP/ne/usr/bin/prometheus-node-exporter"
+fi
+BIN="${NODE_DOCTOR:-}"
+if [ -z "$BIN" ]; then
+    (cd "$ROOT" && cargo build --release --quiet -p node-doctor)
+    BIN="$ROOT/target/release/node-doctor"
+fi
+[ "$NE" = - ] || echo "node_exporter: $("$NE" --version 2>&1 | head -1)" >&2
+echo "node-doctor: $("$BIN" --version)" >&2
+
+unshare --pid --fork --mount-proc /usr/bin/python3 "$ROOT/scripts/bench-cost.py" \
+    --bin "$BIN" --node-exporter "$NE" --tmp "$TMP" \
+    --procs "${BENCH_PROCS:-2000}" --flocks "${BENCH_FLOCKS:-10000}" "${QUICK[@]}" &
+NS_PID=$!
+wait "$NS_PID"
