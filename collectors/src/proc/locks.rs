@@ -240,12 +240,7 @@ const SCAN_CHUNK: usize = 16 << 10;
 /// (a page at a time), so the cost of a full read grows with the square of the table; stopping
 /// early at the holder saves the rest. Same caps and refusals as every host read
 /// ([`crate::hostfs`]): a regular file only, at most [`crate::hostfs::cap::LOCKS`] bytes.
-pub fn scan_for(
-    host: &HostPaths,
-    major: u32,
-    minor: u32,
-    inode: u64,
-) -> Result<Scan, ReadError> {
+pub fn scan_for(host: &HostPaths, major: u32, minor: u32, inode: u64) -> Result<Scan, ReadError> {
     use std::io::Read;
     let path = host.proc_file("locks");
     let cap = crate::hostfs::cap::LOCKS;
@@ -517,7 +512,13 @@ mod tests {
     /// `n` POSIX locks on other files, as databases and runtimes hold them.
     fn others(from: usize, n: usize) -> String {
         (from..from + n)
-            .map(|i| format!("{i}: POSIX  ADVISORY  WRITE {} fd:01:{} 0 EOF\n", 1000 + i, 500_000 + i))
+            .map(|i| {
+                format!(
+                    "{i}: POSIX  ADVISORY  WRITE {} fd:01:{} 0 EOF\n",
+                    1000 + i,
+                    500_000 + i
+                )
+            })
             .collect()
     }
 
@@ -534,7 +535,10 @@ mod tests {
         let (_t, h) = locks_root(&text);
         let s = scan_for(&h, 0, 0x13, 19023).unwrap();
         assert_eq!(
-            s.entries.iter().map(|e| (e.pid, e.waiter)).collect::<Vec<_>>(),
+            s.entries
+                .iter()
+                .map(|e| (e.pid, e.waiter))
+                .collect::<Vec<_>>(),
             vec![(Some(31337), false), (Some(4242), true), (Some(4243), true)]
         );
         assert!(s.stopped_early);

@@ -1,0 +1,709 @@
+//! When the xtables lock sampler reads `/proc/locks`: an inotify watch on the lock file counts
+//! the opens and closes of the file, and the table is read only while the file has stayed open
+//! longer than a threshold (500 ms by default), then every sample period until the lock is
+//! free and the file closed. A short `iptables -w` (open, flock, a few milliseconds of work,
+//! close) costs two inotify events and no read.
+//!
+//! Why opens tell us enough: everything that takes the xtables lock (iptables, ip6tables,
+//! iptables-restore, kube-proxy's and Calico's own lock code) opens the file for each use and
+//! closes it when done, and a process that queues behind a holder has opened the file too. The
+//! kernel sends one `IN_OPEN` per `open` and one `IN_CLOSE_*` when the last descriptor of that
+//! open file description goes away (a `fork` or `dup` sends nothing), so opens minus closes is
+//! the number of open file descriptions. Flock and POSIX locks are released at the latest when
+//! the file is closed. What opens cannot show: a process that opened the file before the watch
+//! began and takes the lock later without opening it again; it is seen as soon as anyone else
+//! opens the file, e.g. the first process that queues behind it.
+//!
+//! The pieces: [`Gate`] (pure: events and instants in, "read now?" out), [`Watch`] (the
+//! inotify instance: a watch on the lock file and one on its directory, so a lock file that
+//! appears later or is replaced is picked up) and [`Runner`] (the sampler thread's state:
+//! the watch, or the fallback of reading `/proc/locks` every period when inotify cannot be
+//! used, which the window reports so the collector's status says so).
+
+use std::ffi::OsString;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use nix::errno::Errno;
+use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
+
+use super::sampler::{LockId, LockWatch, ObserveOptions, ProcInfo, Tracker};
+use crate::host::HostPaths;
+use crate::proc::locks;
+
+/// A read prompted by a close comes at least this long after the previous read (a process
+/// that opens and closes the file in a loop while the lock is held cannot make us read the
+/// table in a loop).
+const CLOSE_READ_GAP: Duration = Duration::from_millis(10);
+/// How often the watched directory and file are checked to still be the ones at the lock path
+/// (a `stat` each; a tmpfs mounted over `/run` sends no event).
+pub const CONFIRM_PERIOD: Duration = Duration::from_secs(5);
+/// How often a watch that failed for a reason other than a missing directory is retried.
+pub const RETRY_PERIOD: Duration = Duration::from_secs(60);
+
+/// What the sampler knows of the lock file's openers, and when it must read `/proc/locks`.
+/// Pure: driven by inotify events and instants, so it can be tested without a kernel.
+#[derive(Debug, Clone)]
+pub struct Gate {
+    threshold: Duration,
+    period: Duration,
+    /// Opens minus closes seen (saturating at 0: a close of a file opened before the watch).
+    opens: u32,
+    /// Since when the file has been open (or possibly open), if it is.
+    busy_since: Option<Instant>,
+    /// The moment the file went from closed to open, when the count knows it (not after a
+    /// start, a new file or a lost event): nothing could hold the lock before it, so holds
+    /// and waits first seen on the first read after it are counted from it.
+    backdate: Option<Instant>,
+    /// Openers the count cannot see may exist (at start, on a new lock file, after the event
+    /// queue overflowed); cleared by a read that finds the lock free.
+    unknown: bool,
+    /// The last read found holders or waiters, or failed: read every period until it does not.
+    follow: bool,
+    /// A read is due at this instant whatever the count says (start, lost events).
+    read_at: Option<Instant>,
+    /// A close came while following: read soon, and count what ended as ended at that read.
+    close_pending: bool,
+    last_read: Option<Instant>,
+}
+
+impl Gate {
+    pub fn new(threshold: Duration, period: Duration) -> Gate {
+        Gate {
+            threshold,
+            period,
+            opens: 0,
+            busy_since: None,
+            backdate: None,
+            unknown: false,
+            follow: false,
+            read_at: None,
+            close_pending: false,
+            last_read: None,
+        }
+    }
+
+    /// The count no longer knows the openers (start, a new lock file, lost events): the file
+    /// may be open. With `read_now`, read at once; otherwise after the threshold.
+    pub fn unknown(&mut self, now: Instant, read_now: bool) {
+        self.opens = 0;
+        self.unknown = true;
+        self.backdate = None;
+        self.busy_since.get_or_insert(now);
+        if read_now {
+            self.read_at = Some(now);
+        }
+    }
+
+    /// An `IN_OPEN` of the lock file.
+    pub fn opened(&mut self, now: Instant) {
+        self.opens = self.opens.saturating_add(1);
+        if self.busy_since.is_none() {
+            self.busy_since = Some(now);
+            if !self.follow {
+                self.backdate = Some(now);
+            }
+        }
+    }
+
+    /// An `IN_CLOSE_WRITE` or `IN_CLOSE_NOWRITE` of the lock file.
+    pub fn closed(&mut self) {
+        self.opens = self.opens.saturating_sub(1);
+        if self.follow {
+            self.close_pending = true;
+        }
+        self.settle();
+    }
+
+    /// Back to idle when nothing is open, known or followed.
+    fn settle(&mut self) {
+        if self.opens == 0 && !self.unknown && !self.follow {
+            self.busy_since = None;
+            self.backdate = None;
+        }
+    }
+
+    /// When the next read is due (`None`: not until an event says so).
+    pub fn due(&self) -> Option<Instant> {
+        if let Some(at) = self.read_at {
+            return Some(at);
+        }
+        if self.follow {
+            let last = self.last_read?;
+            let gap = if self.close_pending {
+                CLOSE_READ_GAP.min(self.period)
+            } else {
+                self.period
+            };
+            return Some(last + gap);
+        }
+        let since = self.busy_since?;
+        let mut due = since + self.threshold;
+        if let Some(last) = self.last_read {
+            due = due.max(last + self.period);
+        }
+        Some(due)
+    }
+
+    /// How the tracker takes the next read: from when a hold may be counted, and whether
+    /// what ended ended at this read (a close prompted it).
+    pub fn read_options(&self) -> ObserveOptions {
+        ObserveOptions {
+            since: self.backdate,
+            ended_now: self.close_pending,
+        }
+    }
+
+    /// A read was taken at `now`; `follow`: it found holders or waiters, or failed.
+    pub fn read_done(&mut self, now: Instant, follow: bool) {
+        self.last_read = Some(now);
+        self.read_at = None;
+        self.close_pending = false;
+        self.backdate = None;
+        self.follow = follow;
+        if !follow {
+            self.unknown = false;
+        }
+        self.settle();
+    }
+
+    /// True when no read is due until an event comes.
+    pub fn idle(&self) -> bool {
+        self.due().is_none()
+    }
+}
+
+/// Why a watch could not be made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SetupError {
+    /// The lock file's directory does not exist (yet): checked again every period.
+    NoDir(String),
+    /// inotify refused (instance or watch limit, an error): retried every [`RETRY_PERIOD`].
+    Failed(String),
+}
+
+/// What one batch of inotify events means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Changes {
+    /// The lock file at the path may be another file (created, replaced, removed).
+    pub file: bool,
+    /// The directory itself went away or was replaced: the watch must be made again.
+    pub dir: bool,
+    /// The kernel's event queue overflowed: opens and closes were lost.
+    pub overflow: bool,
+}
+
+/// Tells the tracker which file is now at the lock path.
+fn file_changed(watch: &Watch, tracker: &mut Tracker, now: Instant) {
+    match watch.file() {
+        Some(id) => tracker.set_lock(id),
+        None => {
+            let path = watch.path();
+            let reason = match LockId::of_path(&path) {
+                Err(e) => format!("cannot stat {}: {e}", path.display()),
+                Ok(_) => format!("{} appeared while it was being watched", path.display()),
+            };
+            tracker.lock_gone(reason, now);
+        }
+    }
+}
+
+/// `(st_dev, st_ino)` of a path, following symlinks.
+fn identity(path: &Path) -> std::io::Result<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let md = std::fs::metadata(path)?;
+    Ok((md.dev(), md.ino()))
+}
+
+/// What to do about an inotify error, in words a person can act on.
+fn inotify_error(what: &str, path: &Path, e: Errno) -> String {
+    let hint = match e {
+        Errno::EMFILE => " (the fs.inotify.max_user_instances limit is reached)",
+        Errno::ENOSPC => " (the fs.inotify.max_user_watches limit is reached)",
+        Errno::ENFILE => " (the system's open file limit is reached)",
+        _ => "",
+    };
+    format!("{what} {}: {}{hint}", path.display(), e.desc())
+}
+
+/// The inotify instance watching the lock file and its directory.
+#[derive(Debug)]
+pub struct Watch {
+    inotify: Inotify,
+    dir: PathBuf,
+    name: OsString,
+    dir_wd: WatchDescriptor,
+    dir_id: (u64, u64),
+    file_wd: Option<WatchDescriptor>,
+    file_id: Option<LockId>,
+}
+
+const DIR_EVENTS: AddWatchFlags = AddWatchFlags::IN_CREATE
+    .union(AddWatchFlags::IN_DELETE)
+    .union(AddWatchFlags::IN_MOVED_FROM)
+    .union(AddWatchFlags::IN_MOVED_TO)
+    .union(AddWatchFlags::IN_DELETE_SELF)
+    .union(AddWatchFlags::IN_MOVE_SELF)
+    .union(AddWatchFlags::IN_ONLYDIR);
+const FILE_EVENTS: AddWatchFlags = AddWatchFlags::IN_OPEN
+    .union(AddWatchFlags::IN_CLOSE_WRITE)
+    .union(AddWatchFlags::IN_CLOSE_NOWRITE);
+
+impl Watch {
+    /// Watches the directory of `lock_path` and, if it exists, the file. The file's state
+    /// (its identity, or why it cannot be stat'ed) is [`Watch::file`].
+    pub fn new(lock_path: &Path) -> Result<Watch, SetupError> {
+        let (Some(dir), Some(name)) = (lock_path.parent(), lock_path.file_name()) else {
+            return Err(SetupError::Failed(format!(
+                "{} names no file in a directory",
+                lock_path.display()
+            )));
+        };
+        let dir_id = match identity(dir) {
+            Ok(id) if dir.is_dir() => id,
+            Ok(_) => {
+                return Err(SetupError::NoDir(format!(
+                    "{} is not a directory",
+                    dir.display()
+                )))
+            }
+            Err(e) => {
+                return Err(SetupError::NoDir(format!(
+                    "cannot stat {}: {e}",
+                    dir.display()
+                )))
+            }
+        };
+        let inotify = Inotify::init(InitFlags::IN_CLOEXEC | InitFlags::IN_NONBLOCK)
+            .map_err(|e| SetupError::Failed(inotify_error("cannot watch", dir, e)))?;
+        let dir_wd = match inotify.add_watch(dir, DIR_EVENTS) {
+            Ok(wd) => wd,
+            Err(e @ (Errno::ENOENT | Errno::ENOTDIR)) => {
+                return Err(SetupError::NoDir(format!(
+                    "cannot watch {}: {}",
+                    dir.display(),
+                    e.desc()
+                )))
+            }
+            Err(e) => return Err(SetupError::Failed(inotify_error("cannot watch", dir, e))),
+        };
+        let mut w = Watch {
+            inotify,
+            dir: dir.to_path_buf(),
+            name: name.to_os_string(),
+            dir_wd,
+            dir_id,
+            file_wd: None,
+            file_id: None,
+        };
+        w.watch_file().map_err(SetupError::Failed)?;
+        Ok(w)
+    }
+
+    /// The lock file's path.
+    pub fn path(&self) -> PathBuf {
+        self.dir.join(&self.name)
+    }
+
+    /// The watched lock file's identity (`None`: there is no file at the path).
+    pub fn file(&self) -> Option<LockId> {
+        self.file_id
+    }
+
+    /// (Re)watches the file at the lock path. `Err` only when inotify refuses a file that
+    /// exists (a watch limit); a missing file is `Ok` with [`Watch::file`] `None`.
+    pub fn watch_file(&mut self) -> Result<(), String> {
+        if let Some(wd) = self.file_wd.take() {
+            // Fails harmlessly when the kernel already dropped it (file deleted).
+            let _ = self.inotify.rm_watch(wd);
+        }
+        self.file_id = None;
+        let path = self.path();
+        // Watch first, then stat: a file replaced in between sends a directory event, which
+        // brings us back here.
+        match self.inotify.add_watch(&path, FILE_EVENTS) {
+            Ok(wd) => {
+                self.file_wd = Some(wd);
+                self.file_id = LockId::of_path(&path).ok();
+                Ok(())
+            }
+            Err(Errno::ENOENT) => Ok(()),
+            Err(e) => Err(inotify_error("cannot watch", &path, e)),
+        }
+    }
+
+    /// True when the directory and the file at the lock path are still the watched ones.
+    pub fn is_current(&self) -> (bool, bool) {
+        let dir_ok = identity(&self.dir).ok() == Some(self.dir_id);
+        let file_ok = LockId::of_path(&self.path()).ok() == self.file_id;
+        (dir_ok, file_ok)
+    }
+
+    /// Reads the pending events, feeding opens and closes of the file to `gate` in order.
+    pub fn events(&self, gate: &mut Gate, now: Instant) -> Changes {
+        let mut ch = Changes::default();
+        loop {
+            let evs = match self.inotify.read_events() {
+                Ok(evs) => evs,
+                Err(Errno::EAGAIN) => return ch,
+                Err(Errno::EINTR) => continue,
+                Err(e) => {
+                    tracing::warn!(error = %e, "reading xtables lock inotify events failed");
+                    ch.dir = true;
+                    return ch;
+                }
+            };
+            if evs.is_empty() {
+                return ch;
+            }
+            for ev in evs {
+                let m = ev.mask;
+                if m.contains(AddWatchFlags::IN_Q_OVERFLOW) {
+                    ch.overflow = true;
+                    continue;
+                }
+                if Some(ev.wd) == self.file_wd {
+                    if m.contains(AddWatchFlags::IN_OPEN) {
+                        gate.opened(now);
+                    }
+                    if m.intersects(AddWatchFlags::IN_CLOSE) {
+                        gate.closed();
+                    }
+                    if m.contains(AddWatchFlags::IN_IGNORED) {
+                        ch.file = true;
+                    }
+                } else if ev.wd == self.dir_wd {
+                    if m.intersects(
+                        AddWatchFlags::IN_DELETE_SELF
+                            | AddWatchFlags::IN_MOVE_SELF
+                            | AddWatchFlags::IN_IGNORED
+                            | AddWatchFlags::IN_UNMOUNT,
+                    ) {
+                        ch.dir = true;
+                    } else if ev.name.as_deref() == Some(self.name.as_os_str()) {
+                        ch.file = true;
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl AsFd for Watch {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.inotify.as_fd()
+    }
+}
+
+/// When the polling fallback tries inotify again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Retry {
+    /// Every period: the directory is missing, and checking it costs one `stat`.
+    EveryPeriod,
+    At(Instant),
+    /// inotify is turned off.
+    Never,
+}
+
+/// How the runner watches: inotify, or reading every period.
+#[derive(Debug)]
+enum Mode {
+    Watching { watch: Watch, next_confirm: Instant },
+    Polling { next_sample: Instant, retry: Retry },
+}
+
+/// The sampler thread's state: the watch (or the polling fallback), the gate, and the reads.
+#[derive(Debug)]
+pub struct Runner {
+    host: HostPaths,
+    lock_path: PathBuf,
+    period: Duration,
+    gate: Gate,
+    mode: Mode,
+}
+
+impl Runner {
+    /// Sets up the watch (or the fallback) and takes the first read at once.
+    pub fn start(
+        host: HostPaths,
+        lock_path: PathBuf,
+        period: Duration,
+        threshold: Duration,
+        use_inotify: bool,
+        tracker: &mut Tracker,
+        now: Instant,
+    ) -> Runner {
+        let mut r = Runner {
+            host,
+            lock_path,
+            period,
+            gate: Gate::new(threshold, period),
+            mode: Mode::Polling {
+                next_sample: now,
+                retry: Retry::Never,
+            },
+        };
+        if use_inotify {
+            r.try_watch(tracker, now);
+        } else {
+            tracker.set_watch(LockWatch::Polling {
+                reason: "inotify is turned off in the configuration".to_string(),
+            });
+        }
+        r.step(tracker, now);
+        r
+    }
+
+    /// Makes the watch; on success a read follows at once (openers are unknown).
+    fn try_watch(&mut self, tracker: &mut Tracker, now: Instant) {
+        match Watch::new(&self.lock_path) {
+            Ok(watch) => {
+                tracing::info!(lock = %self.lock_path.display(), "watching the xtables lock file with inotify");
+                tracker.set_watch(LockWatch::Inotify);
+                file_changed(&watch, tracker, now);
+                self.gate = Gate::new(self.gate.threshold, self.period);
+                self.gate.unknown(now, true);
+                self.mode = Mode::Watching {
+                    watch,
+                    next_confirm: now + CONFIRM_PERIOD,
+                };
+            }
+            Err(SetupError::NoDir(reason)) => {
+                tracker.set_watch(LockWatch::AwaitingDir { reason });
+                self.mode = Mode::Polling {
+                    next_sample: now,
+                    retry: Retry::EveryPeriod,
+                };
+            }
+            Err(SetupError::Failed(reason)) => self.fall_back(reason, tracker, now),
+        }
+    }
+
+    /// Reads `/proc/locks` every period from now on, and says why.
+    fn fall_back(&mut self, reason: String, tracker: &mut Tracker, now: Instant) {
+        if !matches!(tracker.watch(), LockWatch::Polling { .. }) {
+            tracing::warn!(
+                reason = reason.as_str(),
+                "cannot watch the xtables lock with inotify; reading /proc/locks every sample period"
+            );
+        }
+        tracker.set_watch(LockWatch::Polling { reason });
+        self.mode = Mode::Polling {
+            next_sample: now,
+            retry: Retry::At(now + RETRY_PERIOD),
+        };
+    }
+
+    /// The inotify descriptor to wait on, when watching.
+    pub fn fd(&self) -> Option<BorrowedFd<'_>> {
+        match &self.mode {
+            Mode::Watching { watch, .. } => Some(watch.as_fd()),
+            Mode::Polling { .. } => None,
+        }
+    }
+
+    /// How long the thread may sleep before [`Runner::step`] has something to do (events on
+    /// [`Runner::fd`] wake it earlier).
+    pub fn sleep_for(&self, now: Instant) -> Duration {
+        let next = match &self.mode {
+            Mode::Watching { next_confirm, .. } => match self.gate.due() {
+                Some(d) => d.min(*next_confirm),
+                None => *next_confirm,
+            },
+            Mode::Polling { next_sample, .. } => *next_sample,
+        };
+        next.saturating_duration_since(now)
+    }
+
+    /// True when no read of `/proc/locks` is due until an event comes (watching and idle).
+    pub fn idle(&self) -> bool {
+        matches!(self.mode, Mode::Watching { .. }) && self.gate.idle()
+    }
+
+    /// Handles pending events and due timers; reads `/proc/locks` when due.
+    pub fn step(&mut self, tracker: &mut Tracker, now: Instant) {
+        let ch = match &mut self.mode {
+            Mode::Polling { next_sample, retry } => {
+                if now < *next_sample {
+                    return;
+                }
+                *next_sample = now + self.period;
+                let retry_now = match *retry {
+                    Retry::EveryPeriod => true,
+                    Retry::At(at) => now >= at,
+                    Retry::Never => false,
+                };
+                if retry_now {
+                    self.try_watch(tracker, now);
+                    if matches!(self.mode, Mode::Watching { .. }) {
+                        // The first read is due at once: the next step takes it.
+                        return;
+                    }
+                }
+                super::sampler::sample_once(&self.host, &self.lock_path, tracker);
+                return;
+            }
+            Mode::Watching {
+                watch,
+                next_confirm,
+            } => {
+                let mut ch = watch.events(&mut self.gate, now);
+                if now >= *next_confirm {
+                    *next_confirm = now + CONFIRM_PERIOD;
+                    let (dir_ok, file_ok) = watch.is_current();
+                    ch.dir |= !dir_ok;
+                    ch.file |= !file_ok;
+                }
+                if ch.file && !ch.dir {
+                    match watch.watch_file() {
+                        Ok(()) => {
+                            file_changed(watch, tracker, now);
+                            self.gate.unknown(now, false);
+                        }
+                        Err(reason) => {
+                            // The next step polls.
+                            self.fall_back(reason, tracker, now);
+                            return;
+                        }
+                    }
+                }
+                ch
+            }
+        };
+        if ch.dir {
+            // The next step reads (watching) or samples (polling) at once.
+            tracing::info!("the xtables lock directory changed; watching it again");
+            self.try_watch(tracker, now);
+            return;
+        }
+        if ch.overflow {
+            tracing::warn!("xtables lock inotify queue overflowed; reading /proc/locks");
+            self.gate.unknown(now, true);
+        }
+        if self.gate.due().is_some_and(|d| d <= now) {
+            self.read(tracker, now);
+        }
+    }
+
+    /// One read of `/proc/locks` for the watched file, fed to the tracker.
+    fn read(&mut self, tracker: &mut Tracker, now: Instant) {
+        let Mode::Watching { watch, .. } = &self.mode else {
+            return;
+        };
+        let Some(lock) = watch.file() else {
+            // No file: nothing can hold it.
+            self.gate.read_done(now, false);
+            return;
+        };
+        let opts = self.gate.read_options();
+        tracker.count_read();
+        let host = &self.host;
+        match locks::scan_for(host, lock.major, lock.minor, lock.inode) {
+            Ok(scan) => {
+                tracker.observe_with(lock, &scan.entries, now, opts, |p| ProcInfo::read(host, p));
+                self.gate.read_done(now, !scan.entries.is_empty());
+            }
+            Err(e) => {
+                tracker.observe_error(e.to_string(), Some(lock));
+                self.gate.read_done(now, true);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TH: Duration = Duration::from_millis(500);
+    const P: Duration = Duration::from_millis(250);
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn a_short_open_costs_no_read() {
+        let t0 = Instant::now();
+        let mut g = Gate::new(TH, P);
+        assert!(g.idle());
+        for i in 0..100u64 {
+            let t = t0 + ms(i * 3);
+            g.opened(t);
+            assert_eq!(g.due(), Some(t + TH));
+            g.closed();
+            assert!(g.idle(), "closed within the threshold: nothing to read");
+        }
+    }
+
+    #[test]
+    fn a_long_open_is_read_from_the_threshold_then_every_period_until_closed() {
+        let t0 = Instant::now();
+        let mut g = Gate::new(TH, P);
+        g.opened(t0);
+        g.opened(t0 + ms(100)); // a waiter queues
+        assert_eq!(g.due(), Some(t0 + TH));
+        // The first read counts what it finds from the open.
+        let o = g.read_options();
+        assert_eq!((o.since, o.ended_now), (Some(t0), false));
+        g.read_done(t0 + TH, true);
+        assert_eq!(g.due(), Some(t0 + TH + P));
+        assert_eq!(
+            g.read_options().since,
+            None,
+            "later reads count from themselves"
+        );
+        g.read_done(t0 + ms(750), true);
+        // The holder closes: read soon, and what vanished ended at that read.
+        g.closed();
+        assert_eq!(g.due(), Some(t0 + ms(760)));
+        assert!(g.read_options().ended_now);
+        g.read_done(t0 + ms(760), true); // the waiter holds now
+        g.closed();
+        g.read_done(t0 + ms(800), false);
+        assert!(g.idle());
+    }
+
+    #[test]
+    fn an_open_file_without_a_lock_is_read_every_period_while_open() {
+        let t0 = Instant::now();
+        let mut g = Gate::new(TH, P);
+        g.opened(t0);
+        g.read_done(t0 + TH, false);
+        assert_eq!(g.due(), Some(t0 + TH + P));
+        g.read_done(t0 + TH + P, false);
+        g.closed();
+        assert!(g.idle());
+    }
+
+    #[test]
+    fn unknown_openers_are_read_once_and_cleared_by_a_free_lock() {
+        let t0 = Instant::now();
+        let mut g = Gate::new(TH, P);
+        g.unknown(t0, true);
+        assert_eq!(g.due(), Some(t0));
+        assert_eq!(g.read_options().since, None, "a start does not backdate");
+        // A close of a file opened before the watch does not go below zero.
+        g.closed();
+        g.read_done(t0, false);
+        assert!(g.idle());
+        // A new file: read after the threshold, in case its creator holds it.
+        g.unknown(t0 + ms(10), false);
+        assert_eq!(g.due(), Some(t0 + ms(510)));
+        // A hold found at start is followed even with no opens counted.
+        g.read_done(t0 + ms(510), true);
+        assert_eq!(g.due(), Some(t0 + ms(760)));
+        g.read_done(t0 + ms(760), false);
+        assert!(g.idle());
+    }
+
+    #[test]
+    fn a_failed_read_is_retried_every_period() {
+        let t0 = Instant::now();
+        let mut g = Gate::new(TH, P);
+        g.unknown(t0, true);
+        g.read_done(t0, true);
+        assert_eq!(g.due(), Some(t0 + P));
+    }
+}
