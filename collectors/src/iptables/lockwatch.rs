@@ -84,8 +84,8 @@ impl Gate {
         }
     }
 
-    /// The count no longer knows the openers (start, a new lock file, lost events): the file
-    /// may be open. With `read_now`, read at once; otherwise after the threshold.
+    /// The count no longer knows the openers (start, lost events): the file may be open.
+    /// With `read_now`, read at once; otherwise after the threshold.
     pub fn unknown(&mut self, now: Instant, read_now: bool) {
         self.opens = 0;
         self.unknown = true;
@@ -93,6 +93,17 @@ impl Gate {
         self.busy_since.get_or_insert(now);
         if read_now {
             self.read_at = Some(now);
+        }
+    }
+
+    /// A new file is at the lock path (created, e.g. by the first iptables run, or moved
+    /// there): its creator may have it open, so read after the threshold; nothing held a lock
+    /// on it before it appeared, so what the read finds is counted from now.
+    pub fn new_file(&mut self, now: Instant) {
+        self.unknown(now, false);
+        self.busy_since = Some(now);
+        if !self.follow {
+            self.backdate = Some(now);
         }
     }
 
@@ -206,6 +217,18 @@ fn file_changed(watch: &Watch, tracker: &mut Tracker, now: Instant) {
             };
             tracker.lock_gone(reason, now);
         }
+    }
+}
+
+impl Changes {
+    fn merge(&mut self, o: Changes) {
+        self.file |= o.file;
+        self.dir |= o.dir;
+        self.overflow |= o.overflow;
+    }
+
+    fn any(&self) -> bool {
+        self.file || self.dir || self.overflow
     }
 }
 
@@ -421,6 +444,8 @@ pub struct Runner {
     period: Duration,
     gate: Gate,
     mode: Mode,
+    /// What events read during the last read said beyond opens and closes.
+    pending: Changes,
 }
 
 impl Runner {
@@ -439,6 +464,7 @@ impl Runner {
             lock_path,
             period,
             gate: Gate::new(threshold, period),
+            pending: Changes::default(),
             mode: Mode::Polling {
                 next_sample: now,
                 retry: Retry::Never,
@@ -506,6 +532,9 @@ impl Runner {
     /// How long the thread may sleep before [`Runner::step`] has something to do (events on
     /// [`Runner::fd`] wake it earlier).
     pub fn sleep_for(&self, now: Instant) -> Duration {
+        if self.pending.any() {
+            return Duration::ZERO;
+        }
         let next = match &self.mode {
             Mode::Watching { next_confirm, .. } => match self.gate.due() {
                 Some(d) => d.min(*next_confirm),
@@ -548,7 +577,8 @@ impl Runner {
                 watch,
                 next_confirm,
             } => {
-                let mut ch = watch.events(&mut self.gate, now);
+                let mut ch = std::mem::take(&mut self.pending);
+                ch.merge(watch.events(&mut self.gate, now));
                 if now >= *next_confirm {
                     *next_confirm = now + CONFIRM_PERIOD;
                     let (dir_ok, file_ok) = watch.is_current();
@@ -559,7 +589,7 @@ impl Runner {
                     match watch.watch_file() {
                         Ok(()) => {
                             file_changed(watch, tracker, now);
-                            self.gate.unknown(now, false);
+                            self.gate.new_file(now);
                         }
                         Err(reason) => {
                             // The next step polls.
@@ -596,10 +626,21 @@ impl Runner {
             self.gate.read_done(now, false);
             return;
         };
-        let opts = self.gate.read_options();
+        let since = self.gate.read_options().since;
         tracker.count_read();
         let host = &self.host;
-        match locks::scan_for(host, lock.major, lock.minor, lock.inode) {
+        let result = locks::scan_for(host, lock.major, lock.minor, lock.inode);
+        // The kernel queues IN_CLOSE before it removes the locks of the closed file, so a
+        // hold this read no longer shows because its file was closed has its close queued
+        // by now: take the events in before judging what ended (and keep what else they say
+        // for the next step).
+        let later = watch.events(&mut self.gate, now);
+        self.pending.merge(later);
+        let opts = ObserveOptions {
+            since,
+            ended_now: self.gate.read_options().ended_now,
+        };
+        match result {
             Ok(scan) => {
                 tracker.observe_with(lock, &scan.entries, now, opts, |p| ProcInfo::read(host, p));
                 self.gate.read_done(now, !scan.entries.is_empty());
@@ -688,9 +729,11 @@ mod tests {
         g.closed();
         g.read_done(t0, false);
         assert!(g.idle());
-        // A new file: read after the threshold, in case its creator holds it.
-        g.unknown(t0 + ms(10), false);
+        // A new file: read after the threshold, in case its creator holds it, and count what
+        // the read finds from the file's arrival.
+        g.new_file(t0 + ms(10));
         assert_eq!(g.due(), Some(t0 + ms(510)));
+        assert_eq!(g.read_options().since, Some(t0 + ms(10)));
         // A hold found at start is followed even with no opens counted.
         g.read_done(t0 + ms(510), true);
         assert_eq!(g.due(), Some(t0 + ms(760)));
