@@ -124,16 +124,19 @@ fn main() {
     let wall = t0.elapsed();
     let used = sampler_thread_cpu().expect("sampler thread") - c0;
     let out = collector.collect(&ctx);
-    let reads = out
-        .metrics
-        .iter()
-        .find(|m| m.name == "node_doctor_iptables_lock_reads_total")
-        .map(|m| format!("{}", m.value))
-        .unwrap_or_else(|| "n/a".to_string());
+    let metric = |name: &str| {
+        out.metrics
+            .iter()
+            .find(|m| m.name == name)
+            .map(|m| format!("{}", m.value))
+            .unwrap_or_else(|| "n/a".to_string())
+    };
+    let reads = metric("node_doctor_iptables_lock_reads_total");
+    let thread_cpu = metric("node_doctor_iptables_lock_sampler_cpu_seconds_total");
     println!(
         "sampler thread: {:.3} s CPU in {:.1} s wall => {:.3} % of one core; {} held flocks \
          (/proc/locks {} lines); {} holds of {} s, {} lock_contention findings; /proc/locks reads \
-         (since start) {}",
+         (since start) {}; the thread's own CPU metric (since start, getrusage) {} s",
         used.as_secs_f64(),
         wall.as_secs_f64(),
         used.as_secs_f64() / wall.as_secs_f64() * 100.0,
@@ -142,7 +145,8 @@ fn main() {
         holds,
         hold_secs,
         caught,
-        reads
+        reads,
+        thread_cpu
     );
     drop(collector);
     drop(held);

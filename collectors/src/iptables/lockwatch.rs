@@ -66,6 +66,9 @@ pub struct Gate {
     /// A close came while following: read soon, and count what ended as ended at that read.
     close_pending: bool,
     last_read: Option<Instant>,
+    /// An open, a close or a new file came since the last full read of `/proc/locks`: the
+    /// holders and waiters may have changed.
+    dirty: bool,
 }
 
 impl Gate {
@@ -81,6 +84,7 @@ impl Gate {
             read_at: None,
             close_pending: false,
             last_read: None,
+            dirty: true,
         }
     }
 
@@ -89,6 +93,7 @@ impl Gate {
     pub fn unknown(&mut self, now: Instant, read_now: bool) {
         self.opens = 0;
         self.unknown = true;
+        self.dirty = true;
         self.backdate = None;
         self.busy_since.get_or_insert(now);
         if read_now {
@@ -110,6 +115,7 @@ impl Gate {
     /// An `IN_OPEN` of the lock file.
     pub fn opened(&mut self, now: Instant) {
         self.opens = self.opens.saturating_add(1);
+        self.dirty = true;
         if self.busy_since.is_none() {
             self.busy_since = Some(now);
             if !self.follow {
@@ -121,6 +127,7 @@ impl Gate {
     /// An `IN_CLOSE_WRITE` or `IN_CLOSE_NOWRITE` of the lock file.
     pub fn closed(&mut self) {
         self.opens = self.opens.saturating_sub(1);
+        self.dirty = true;
         if self.follow {
             self.close_pending = true;
         }
@@ -179,6 +186,18 @@ impl Gate {
         self.settle();
     }
 
+    /// True when the holders and waiters may have changed since the last full read (an open,
+    /// a close, a new file): the next read must be a full one.
+    pub fn dirty(&self) -> bool {
+        self.dirty
+    }
+
+    /// A full read of `/proc/locks` was taken (call before taking in the events that came
+    /// during it, which make it dirty again).
+    pub fn full_read(&mut self) {
+        self.dirty = false;
+    }
+
     /// True when no read is due until an event comes.
     pub fn idle(&self) -> bool {
         self.due().is_none()
@@ -230,6 +249,16 @@ impl Changes {
     fn any(&self) -> bool {
         self.file || self.dir || self.overflow
     }
+}
+
+/// The pid of the one holder of the lock, when exactly one process holds it.
+fn one_holder(entries: &[locks::LockEntry]) -> Option<u32> {
+    let mut holders = entries.iter().filter(|e| !e.waiter);
+    let h = holders.next()?;
+    if holders.next().is_some() {
+        return None;
+    }
+    h.pid
 }
 
 /// `(st_dev, st_ino)` of a path, following symlinks.
@@ -446,6 +475,56 @@ pub struct Runner {
     mode: Mode,
     /// What events read during the last read said beyond opens and closes.
     pending: Changes,
+    /// The one holder of the lock, confirmed between full reads through its `fdinfo`.
+    held: Option<Held>,
+}
+
+/// A lock holder that can be confirmed without reading `/proc/locks`: while no process opens
+/// or closes the lock file, the holders and waiters can only change by the holder unlocking
+/// (iptables never does without closing), which its `/proc/<pid>/fdinfo/<fd>` shows: the
+/// kernel lists there the locks held through that descriptor (`lock:` lines, in the format of
+/// `/proc/locks`). A few hundred bytes instead of the whole table.
+#[derive(Debug, Clone)]
+struct Held {
+    pid: u32,
+    fdinfo: PathBuf,
+    /// What the last full read showed (the holder and its waiters), observed again while the
+    /// holder is confirmed.
+    entries: Vec<locks::LockEntry>,
+}
+
+/// Bytes of an `fdinfo` file: a few lines plus one `lock:` line per lock held through it.
+const FDINFO_CAP: usize = crate::hostfs::cap::PID_RECORD;
+/// Descriptors of a holder looked at to find the lock file's.
+const HOLDER_FDS: usize = 4096;
+
+/// The `fdinfo` path of `pid`'s descriptor of the lock file, if it has one (among its first
+/// [`HOLDER_FDS`] descriptors).
+fn holder_fdinfo(host: &HostPaths, pid: u32, lock: LockId) -> Option<PathBuf> {
+    let base = host.proc_pid(pid);
+    let fds = crate::hostfs::dir_entries(&base.join("fd"), HOLDER_FDS).ok()?;
+    for e in fds {
+        // `stat` follows the magic link to the open file without opening anything.
+        if LockId::of_path(&e.path()).ok() == Some(lock) {
+            return Some(base.join("fdinfo").join(e.file_name()));
+        }
+    }
+    None
+}
+
+/// True when the `fdinfo` file shows `pid` holding `lock` through that descriptor.
+fn fdinfo_holds(path: &Path, pid: u32, lock: LockId) -> bool {
+    let mut buf = Vec::new();
+    if crate::hostfs::read_pid_record(path, FDINFO_CAP, &mut buf).is_err() {
+        return false;
+    }
+    let Ok(text) = std::str::from_utf8(&buf) else {
+        return false;
+    };
+    text.lines()
+        .filter_map(|l| l.strip_prefix("lock:"))
+        .filter_map(|l| locks::parse_line(l).ok())
+        .any(|e| !e.waiter && e.pid == Some(pid) && e.is_on(lock.major, lock.minor, lock.inode))
 }
 
 impl Runner {
@@ -465,6 +544,7 @@ impl Runner {
             period,
             gate: Gate::new(threshold, period),
             pending: Changes::default(),
+            held: None,
             mode: Mode::Polling {
                 next_sample: now,
                 retry: Retry::Never,
@@ -626,6 +706,19 @@ impl Runner {
             self.gate.read_done(now, false);
             return;
         };
+        if !self.gate.dirty() {
+            if let Some(h) = &self.held {
+                if fdinfo_holds(&h.fdinfo, h.pid, lock) {
+                    let host = &self.host;
+                    tracker.observe_with(lock, &h.entries, now, ObserveOptions::default(), |p| {
+                        ProcInfo::read(host, p)
+                    });
+                    self.gate.read_done(now, true);
+                    return;
+                }
+            }
+        }
+        self.gate.full_read();
         let since = self.gate.read_options().since;
         tracker.count_read();
         let host = &self.host;
@@ -644,10 +737,22 @@ impl Runner {
             Ok(scan) => {
                 tracker.observe_with(lock, &scan.entries, now, opts, |p| ProcInfo::read(host, p));
                 self.gate.read_done(now, !scan.entries.is_empty());
+                self.held = one_holder(&scan.entries).and_then(|pid| {
+                    let fdinfo = match self.held.take() {
+                        Some(h) if h.pid == pid => Some(h.fdinfo),
+                        _ => holder_fdinfo(host, pid, lock),
+                    }?;
+                    Some(Held {
+                        pid,
+                        fdinfo,
+                        entries: scan.entries,
+                    })
+                });
             }
             Err(e) => {
                 tracker.observe_error(e.to_string(), Some(lock));
                 self.gate.read_done(now, true);
+                self.held = None;
             }
         }
     }
@@ -739,6 +844,100 @@ mod tests {
         assert_eq!(g.due(), Some(t0 + ms(760)));
         g.read_done(t0 + ms(760), false);
         assert!(g.idle());
+    }
+
+    #[test]
+    fn a_missing_directory_waits_and_a_bad_path_fails() {
+        let t = tempfile::tempdir().unwrap();
+        let e = Watch::new(&t.path().join("run/xtables.lock")).unwrap_err();
+        assert!(
+            matches!(&e, SetupError::NoDir(m) if m.contains("cannot stat")),
+            "{e:?}"
+        );
+        std::fs::write(t.path().join("file"), "").unwrap();
+        let e = Watch::new(&t.path().join("file/xtables.lock")).unwrap_err();
+        assert!(matches!(e, SetupError::NoDir(_)), "{e:?}");
+        assert!(matches!(
+            Watch::new(Path::new("/")),
+            Err(SetupError::Failed(_))
+        ));
+        // A directory without the file: watched, no file yet.
+        let w = Watch::new(&t.path().join("xtables.lock")).unwrap();
+        assert_eq!(w.file(), None);
+        assert_eq!(w.is_current(), (true, true));
+        std::fs::write(t.path().join("xtables.lock"), "").unwrap();
+        let mut g = Gate::new(TH, P);
+        let ch = w.events(&mut g, Instant::now());
+        assert!(ch.file && !ch.dir, "{ch:?}");
+        assert_eq!(w.is_current(), (true, false));
+    }
+
+    #[test]
+    fn opens_and_closes_of_the_file_reach_the_gate() {
+        let t = tempfile::tempdir().unwrap();
+        let lock = t.path().join("xtables.lock");
+        std::fs::write(&lock, "").unwrap();
+        let w = Watch::new(&lock).unwrap();
+        assert!(w.file().is_some());
+        let mut g = Gate::new(TH, P);
+        let t0 = Instant::now();
+        let f = std::fs::File::open(&lock).unwrap();
+        let dup = f.try_clone().unwrap();
+        assert_eq!(w.events(&mut g, t0), Changes::default());
+        assert_eq!(g.due(), Some(t0 + TH), "open");
+        drop(f);
+        w.events(&mut g, t0);
+        assert!(!g.idle(), "a dup keeps the open file description");
+        drop(dup);
+        w.events(&mut g, t0);
+        assert!(g.idle(), "closed");
+        // Removing the file is a change of the file at the path.
+        std::fs::remove_file(&lock).unwrap();
+        assert!(w.events(&mut g, t0).file);
+    }
+
+    /// The holder confirmation reads this process's own fdinfo, on the real kernel.
+    #[test]
+    fn a_holder_is_confirmed_through_its_fdinfo() {
+        use nix::fcntl::{Flock, FlockArg};
+        let t = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("/proc", t.path().join("proc")).unwrap();
+        let host = HostPaths::new(t.path());
+        let path = t.path().join("xtables.lock");
+        std::fs::write(&path, "").unwrap();
+        let lock = LockId::of_path(&path).unwrap();
+        let me = std::process::id();
+        let f = std::fs::File::open(&path).unwrap();
+        let held = Flock::lock(f, FlockArg::LockExclusiveNonblock).unwrap();
+        let fdinfo = holder_fdinfo(&host, me, lock).expect("our descriptor of the lock");
+        assert!(fdinfo_holds(&fdinfo, me, lock));
+        assert!(!fdinfo_holds(&fdinfo, me + 1, lock), "another pid");
+        let other = LockId {
+            inode: lock.inode + 1,
+            ..lock
+        };
+        assert!(!fdinfo_holds(&fdinfo, me, other), "another file");
+        let f = held.unlock().unwrap();
+        assert!(!fdinfo_holds(&fdinfo, me, lock), "unlocked");
+        drop(f);
+        assert!(!fdinfo_holds(&fdinfo, me, lock), "closed");
+        assert_eq!(holder_fdinfo(&host, me, lock), None);
+        // One holder, or none to confirm.
+        let e = |text: &str| locks::parse(text).unwrap();
+        assert_eq!(
+            one_holder(&e("1: FLOCK ADVISORY WRITE 7 00:13:1 0 EOF\n1: -> FLOCK ADVISORY WRITE 8 00:13:1 0 EOF")),
+            Some(7)
+        );
+        assert_eq!(
+            one_holder(&e(
+                "1: FLOCK ADVISORY READ 7 00:13:1 0 EOF\n2: FLOCK ADVISORY READ 8 00:13:1 0 EOF"
+            )),
+            None
+        );
+        assert_eq!(
+            one_holder(&e("1: OFDLCK ADVISORY WRITE -1 00:13:1 0 EOF")),
+            None
+        );
     }
 
     #[test]

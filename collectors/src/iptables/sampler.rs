@@ -758,6 +758,109 @@ mod tests {
     }
 
     #[test]
+    fn a_watched_hold_counts_from_the_open_and_ends_at_the_close() {
+        let t0 = Instant::now();
+        let mut tr = Tracker::new(t0);
+        let held = parse(
+            "1: FLOCK  ADVISORY  WRITE 31337 00:13:19023 0 EOF\n\
+             1: -> FLOCK  ADVISORY  WRITE 4242 00:13:19023 0 EOF\n",
+        )
+        .unwrap();
+        // First read 500 ms after the open: holder and waiter count from the open.
+        let first = ObserveOptions {
+            since: Some(t0),
+            ended_now: false,
+        };
+        tr.observe_with(LOCK, &held, t0 + Duration::from_millis(500), first, info);
+        assert!(tr.is_tracking());
+        tr.observe(LOCK, &held, t0 + Duration::from_millis(1750), info);
+        // The holder closed the file at 2.01 s; the waiter got the lock and closed at once.
+        let closed = ObserveOptions {
+            since: None,
+            ended_now: true,
+        };
+        tr.observe_with(LOCK, &[], t0 + Duration::from_millis(2010), closed, info);
+        assert!(!tr.is_tracking());
+        let w = tr.drain(t0 + Duration::from_secs(3));
+        let h = w.longest_hold().unwrap();
+        assert_eq!(h.holder.pid, Some(31337));
+        assert_eq!(h.held_for, Duration::from_millis(2010));
+        assert_eq!(
+            w.finished_waiters[0].waited_for,
+            Duration::from_millis(2010)
+        );
+        // A `since` later than the read never makes a hold start after it was seen.
+        let mut tr = Tracker::new(t0);
+        let late = ObserveOptions {
+            since: Some(t0 + Duration::from_secs(9)),
+            ended_now: false,
+        };
+        tr.observe_with(LOCK, &held, t0, late, info);
+        tr.observe(LOCK, &held, t0 + Duration::from_secs(1), info);
+        let w = tr.drain(t0 + Duration::from_secs(1));
+        assert_eq!(w.current_holds[0].held_for, Duration::from_secs(1));
+    }
+
+    #[test]
+    fn the_window_carries_the_watch_and_its_cost() {
+        let t0 = Instant::now();
+        let mut tr = Tracker::new(t0);
+        tr.set_watch(LockWatch::Polling {
+            reason: "test".into(),
+        });
+        tr.count_read();
+        tr.count_read();
+        tr.set_cpu(Some(Duration::from_millis(7)));
+        let w = tr.drain(t0);
+        assert_eq!(
+            w.watch,
+            LockWatch::Polling {
+                reason: "test".into()
+            }
+        );
+        assert_eq!(w.locks_reads, 2);
+        assert_eq!(w.sampler_cpu, Some(Duration::from_millis(7)));
+        // A lock file that goes away ends the holds seen on it and says why.
+        let held = parse("1: FLOCK  ADVISORY  WRITE 7 00:13:19023 0 EOF\n").unwrap();
+        tr.observe(LOCK, &held, t0, info);
+        tr.lock_gone("cannot stat x".into(), t0 + Duration::from_secs(1));
+        let w = tr.drain(t0 + Duration::from_secs(1));
+        assert_eq!((w.lock, w.error.as_deref()), (None, Some("cannot stat x")));
+        assert_eq!(w.finished_holds.len(), 1);
+        tr.set_lock(LOCK);
+        assert_eq!(tr.drain(t0).error, None);
+    }
+
+    /// The thread stops when the sampler is dropped, whether it was waiting on inotify or
+    /// polling, and a dropped sampler does not wait for a period to end.
+    #[test]
+    fn dropping_the_sampler_stops_its_thread_at_once() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(t.path().join("run")).unwrap();
+        std::fs::create_dir_all(t.path().join("proc")).unwrap();
+        std::fs::write(t.path().join("proc/locks"), "").unwrap();
+        std::fs::write(t.path().join("run/xtables.lock"), "").unwrap();
+        for inotify in [true, false] {
+            let s = Sampler::start(
+                HostPaths::new(t.path()),
+                t.path().join("run/xtables.lock"),
+                SamplerOptions {
+                    period: Duration::from_secs(30),
+                    inotify,
+                    ..SamplerOptions::default()
+                },
+            )
+            .unwrap();
+            std::thread::sleep(Duration::from_millis(50));
+            assert_eq!(s.locks_reads(), 1, "one read at start");
+            assert_eq!(s.watch() == LockWatch::Inotify, inotify);
+            let t0 = Instant::now();
+            drop(s);
+            assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+        }
+    }
+
+    #[test]
     fn finished_holds_are_bounded_to_the_longest() {
         let t0 = Instant::now();
         let mut tr = Tracker::new(t0);

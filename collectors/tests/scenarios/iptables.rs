@@ -1003,12 +1003,10 @@ fn real_two_second_hold_is_caught_and_named_by_the_watch() {
     assert_eq!(ev_str(f, "holder_comm"), "flock");
     assert!(ev_str(f, "holder_cmdline").ends_with("sleep 2.05"));
     assert_eq!(ev_str(f, "still_held"), "false");
-    // From 500 ms after the open, every 250 ms, and one when the file was closed: 6–9 reads.
+    // One full read 500 ms after the open, one after the close; in between the holder was
+    // confirmed every 250 ms through its fdinfo.
     let reads = locks_reads(&out) - before;
-    assert!(
-        (4.0..=12.0).contains(&reads),
-        "{reads} reads of /proc/locks"
-    );
+    assert!((2.0..=3.0).contains(&reads), "{reads} reads of /proc/locks");
     assert!(
         metric(
             &out,
