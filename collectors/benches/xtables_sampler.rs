@@ -96,11 +96,15 @@ fn main() {
     while t0.elapsed() < Duration::from_secs(secs) {
         if hold_every > 0 {
             let next = Duration::from_secs(hold_every * u64::from(holds) + 1);
+            if next + Duration::from_secs(hold_secs) > Duration::from_secs(secs) {
+                // No room for another hold: idle to the end.
+                if let Some(wait) = Duration::from_secs(secs).checked_sub(t0.elapsed()) {
+                    std::thread::sleep(wait);
+                }
+                break;
+            }
             if let Some(wait) = next.checked_sub(t0.elapsed()) {
                 std::thread::sleep(wait);
-            }
-            if t0.elapsed() + Duration::from_secs(hold_secs) > Duration::from_secs(secs) {
-                break;
             }
             let st = Command::new("flock")
                 .arg("-x")

@@ -198,6 +198,12 @@ impl Gate {
         self.dirty = false;
     }
 
+    /// True when the count knows every open of the file and none is left: no flock or POSIX
+    /// lock can exist on a file nobody has open, so the lock is free without reading.
+    pub fn free_by_count(&self) -> bool {
+        self.opens == 0 && !self.unknown
+    }
+
     /// True when no read is due until an event comes.
     pub fn idle(&self) -> bool {
         self.due().is_none()
@@ -477,6 +483,8 @@ pub struct Runner {
     pending: Changes,
     /// The one holder of the lock, confirmed between full reads through its `fdinfo`.
     held: Option<Held>,
+    /// The last full read failed: the next must be a real one, whatever the count says.
+    read_failed: bool,
 }
 
 /// A lock holder that can be confirmed without reading `/proc/locks`: while no process opens
@@ -545,6 +553,7 @@ impl Runner {
             gate: Gate::new(threshold, period),
             pending: Changes::default(),
             held: None,
+            read_failed: false,
             mode: Mode::Polling {
                 next_sample: now,
                 retry: Retry::Never,
@@ -570,6 +579,8 @@ impl Runner {
                 file_changed(&watch, tracker, now);
                 self.gate = Gate::new(self.gate.threshold, self.period);
                 self.gate.unknown(now, true);
+                self.pending = Changes::default();
+                self.held = None;
                 self.mode = Mode::Watching {
                     watch,
                     next_confirm: now + CONFIRM_PERIOD,
@@ -670,6 +681,7 @@ impl Runner {
                         Ok(()) => {
                             file_changed(watch, tracker, now);
                             self.gate.new_file(now);
+                            self.held = None;
                         }
                         Err(reason) => {
                             // The next step polls.
@@ -706,6 +718,18 @@ impl Runner {
             self.gate.read_done(now, false);
             return;
         };
+        if self.gate.free_by_count() && !self.read_failed {
+            // Every open was counted and closed: the holds and waits followed ended now.
+            let opts = ObserveOptions {
+                since: None,
+                ended_now: self.gate.read_options().ended_now,
+            };
+            tracker.observe_with(lock, &[], now, opts, |_| ProcInfo::default());
+            self.gate.full_read();
+            self.gate.read_done(now, false);
+            self.held = None;
+            return;
+        }
         if !self.gate.dirty() {
             if let Some(h) = &self.held {
                 if fdinfo_holds(&h.fdinfo, h.pid, lock) {
@@ -735,6 +759,7 @@ impl Runner {
         };
         match result {
             Ok(scan) => {
+                self.read_failed = false;
                 tracker.observe_with(lock, &scan.entries, now, opts, |p| ProcInfo::read(host, p));
                 self.gate.read_done(now, !scan.entries.is_empty());
                 self.held = one_holder(&scan.entries).and_then(|pid| {
@@ -750,6 +775,7 @@ impl Runner {
                 });
             }
             Err(e) => {
+                self.read_failed = true;
                 tracker.observe_error(e.to_string(), Some(lock));
                 self.gate.read_done(now, true);
                 self.held = None;
@@ -805,8 +831,13 @@ mod tests {
         g.closed();
         assert_eq!(g.due(), Some(t0 + ms(760)));
         assert!(g.read_options().ended_now);
+        assert!(!g.free_by_count(), "the waiter still has it open");
         g.read_done(t0 + ms(760), true); // the waiter holds now
         g.closed();
+        assert!(
+            g.free_by_count(),
+            "every counted open is closed: nothing to read"
+        );
         g.read_done(t0 + ms(800), false);
         assert!(g.idle());
     }
@@ -829,6 +860,10 @@ mod tests {
         let mut g = Gate::new(TH, P);
         g.unknown(t0, true);
         assert_eq!(g.due(), Some(t0));
+        assert!(
+            !g.free_by_count(),
+            "openers before the watch are not counted"
+        );
         assert_eq!(g.read_options().since, None, "a start does not backdate");
         // A close of a file opened before the watch does not go below zero.
         g.closed();
