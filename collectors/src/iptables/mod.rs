@@ -5,7 +5,8 @@
 //! Handbook: `002_af370464fa0f13dd.txt`, the Kube-Proxy chapter (lines 1009–1336); the words
 //! and the sub-sections each finding cites are in `collectors/rules/iptables.toml`.
 //!
-//! Layout: [`sampler`] (the 250 ms `/proc/locks` thread and hold tracking), [`kplog`]
+//! Layout: [`sampler`] (the lock thread and hold tracking), [`lockwatch`] (its inotify watch:
+//! when `/proc/locks` is read), [`kplog`]
 //! (incremental kube-proxy log scanning), [`backend`] (legacy tables, iptables symlink target),
 //! [`judge`] (a typed [`Sample`] -> drafts under [`IptablesConfig::thresholds`], and metrics).
 //! This file reads the host into a sample; `collect` renders the drafts in the rule file's

@@ -15,6 +15,7 @@
 use std::collections::HashMap;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -541,6 +542,8 @@ impl Default for SamplerOptions {
 /// The running sampler thread. Dropping it stops and joins the thread.
 pub struct Sampler {
     tracker: Arc<Mutex<Tracker>>,
+    /// Set on drop, before `wake` is closed.
+    stop: Arc<AtomicBool>,
     /// Closed on drop: the thread's `poll` wakes up and the thread ends.
     wake: Option<OwnedFd>,
     handle: Option<JoinHandle<()>>,
@@ -579,6 +582,8 @@ impl Sampler {
         let (wake_rx, wake_tx) =
             nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(std::io::Error::from)?;
         let thread_tracker = Arc::clone(&tracker);
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread_stop = Arc::clone(&stop);
         let period = options.period.max(Duration::from_millis(10));
         let handle = std::thread::Builder::new()
             .name("xtables-lock-sampler".into())
@@ -600,7 +605,8 @@ impl Sampler {
                 };
                 loop {
                     let timeout = poll_timeout(runner.sleep_for(Instant::now()));
-                    let woken = {
+                    {
+                        // The write end of `wake` is closed on drop, which ends this wait.
                         let mut fds = vec![PollFd::new(wake_rx.as_fd(), PollFlags::POLLIN)];
                         if let Some(fd) = runner.fd() {
                             fds.push(PollFd::new(fd, PollFlags::POLLIN));
@@ -612,10 +618,8 @@ impl Sampler {
                                 std::thread::sleep(period);
                             }
                         }
-                        fds[0].any().unwrap_or(true)
-                    };
-                    if woken {
-                        // The write end was closed: the sampler is being dropped.
+                    }
+                    if thread_stop.load(Ordering::Acquire) {
                         break;
                     }
                     let mut tr = lock_tracker(&thread_tracker);
@@ -625,6 +629,7 @@ impl Sampler {
             })?;
         Ok(Sampler {
             tracker,
+            stop,
             wake: Some(wake_tx),
             handle: Some(handle),
         })
@@ -648,6 +653,7 @@ impl Sampler {
 
 impl Drop for Sampler {
     fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
         drop(self.wake.take());
         if let Some(h) = self.handle.take() {
             let _ = h.join();
