@@ -566,7 +566,7 @@ impl Runner {
                 reason: "inotify is turned off in the configuration".to_string(),
             });
         }
-        r.step(tracker, now);
+        r.advance(tracker, now);
         r
     }
 
@@ -620,7 +620,7 @@ impl Runner {
         }
     }
 
-    /// How long the thread may sleep before [`Runner::step`] has something to do (events on
+    /// How long the thread may sleep before [`Runner::advance`] has something to do (events on
     /// [`Runner::fd`] wake it earlier).
     pub fn sleep_for(&self, now: Instant) -> Duration {
         if self.pending.any() {
@@ -642,7 +642,7 @@ impl Runner {
     }
 
     /// Handles pending events and due timers; reads `/proc/locks` when due.
-    pub fn step(&mut self, tracker: &mut Tracker, now: Instant) {
+    pub fn advance(&mut self, tracker: &mut Tracker, now: Instant) {
         let ch = match &mut self.mode {
             Mode::Polling { next_sample, retry } => {
                 if now < *next_sample {

@@ -623,7 +623,7 @@ impl Sampler {
                         break;
                     }
                     let mut tr = lock_tracker(&thread_tracker);
-                    runner.step(&mut tr, Instant::now());
+                    runner.advance(&mut tr, Instant::now());
                     tr.set_cpu(thread_cpu());
                 }
             })?;
