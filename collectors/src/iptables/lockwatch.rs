@@ -14,6 +14,14 @@
 //! began and takes the lock later without opening it again; it is seen as soon as anyone else
 //! opens the file, e.g. the first process that queues behind it.
 //!
+//! While a hold is followed, the table is not read again as long as nobody opens or closes the
+//! file: the one holder is confirmed each period through its `/proc/<pid>/fdinfo/<fd>` (the
+//! kernel lists there the locks held through that descriptor), and when the last counted open
+//! is closed the lock is free without reading. At 10,000 held locks a full read of
+//! `/proc/locks` costs milliseconds of kernel time (the kernel restarts its list walk for every
+//! page it hands out); a hold of any length then costs one read, stopped early at the holder
+//! ([`locks::scan_for`]).
+//!
 //! The pieces: [`Gate`] (pure: events and instants in, "read now?" out), [`Watch`] (the
 //! inotify instance: a watch on the lock file and one on its directory, so a lock file that
 //! appears later or is replaced is picked up) and [`Runner`] (the sampler thread's state:
@@ -634,11 +642,6 @@ impl Runner {
             Mode::Polling { next_sample, .. } => *next_sample,
         };
         next.saturating_duration_since(now)
-    }
-
-    /// True when no read of `/proc/locks` is due until an event comes (watching and idle).
-    pub fn idle(&self) -> bool {
-        matches!(self.mode, Mode::Watching { .. }) && self.gate.idle()
     }
 
     /// Handles pending events and due timers; reads `/proc/locks` when due.
