@@ -179,8 +179,9 @@ pub fn parse_line(line: &str) -> Result<LockEntry, String> {
 }
 
 /// Parses only the lines about one file (`maj:min:inode` as the kernel prints it, `%02x:%02x:%lu`).
-/// The sampler uses this on every tick: on a busy node `/proc/locks` has thousands of lines
-/// about other files, and skipping them before splitting keeps a sample cheap.
+/// On a busy node `/proc/locks` has thousands of lines about other files, and skipping them
+/// before splitting keeps a read cheap; [`scan_for`] does the same line by line as it reads
+/// (the reference it is tested against).
 pub fn parse_for(
     text: &str,
     major: u32,
@@ -202,18 +203,6 @@ pub fn parse_for(
         }
     }
     Ok(out)
-}
-
-/// Reads `<root>/proc/locks` and parses the lines about one file.
-pub fn read_for(
-    host: &HostPaths,
-    major: u32,
-    minor: u32,
-    inode: u64,
-) -> Result<Vec<LockEntry>, ReadError> {
-    let path = host.proc_file("locks");
-    let text = crate::hostfs::read_text(&path, crate::hostfs::cap::LOCKS)?;
-    parse_for(&text, major, minor, inode).map_err(|e| ReadError::parse(&path, e))
 }
 
 /// What [`scan_for`] read: the entries about one file, and how much of the table it took.
