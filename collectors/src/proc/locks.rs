@@ -658,6 +658,37 @@ mod tests {
             let _ = parse(&s);
             let _ = parse_for(&s, 0, 0x13, 5);
         }
+        /// Reading line by line finds what the whole-table parser finds, up to where it may
+        /// stop: the same entries when it reads to the end, a prefix of them when it stops.
+        #[test]
+        fn scan_agrees_with_parse_for(
+            lines in proptest::collection::vec(
+                (0u64..4, proptest::bool::ANY, 0usize..3, 0usize..2, 1u32..5, 4u64..7),
+                0..40,
+            )
+        ) {
+            let text: String = lines
+                .iter()
+                .map(|(ord, waiter, class, access, pid, ino)| {
+                    format!(
+                        "{ord}: {}{} ADVISORY {} {pid} 00:13:{ino} 0 EOF\n",
+                        if *waiter { "-> " } else { "" },
+                        ["FLOCK", "POSIX", "OFDLCK"][*class],
+                        ["WRITE", "READ"][*access],
+                    )
+                })
+                .collect();
+            let t = tempfile::tempdir().unwrap();
+            std::fs::create_dir_all(t.path().join("proc")).unwrap();
+            std::fs::write(t.path().join("proc/locks"), &text).unwrap();
+            let scan = scan_for(&HostPaths::new(t.path()), 0, 0x13, 5).unwrap();
+            let all = parse_for(&text, 0, 0x13, 5).unwrap();
+            if scan.stopped_early {
+                proptest::prop_assert!(all.starts_with(&scan.entries));
+            } else {
+                proptest::prop_assert_eq!(scan.entries, all);
+            }
+        }
         #[test]
         fn never_panics_on_lockish_lines(s in "[0-9]{1,3}: (-> )?(FLOCK|POSIX|OFDLCK|X) +[A-Z]{0,9} +[A-Z]{0,5} -?[0-9]{0,6} [0-9a-f:]{0,12} [0-9]{0,4} (EOF|[0-9]{0,4})") {
             let _ = parse(&s);
