@@ -85,7 +85,7 @@ pub mod cap {
     pub const MOUNTINFO: usize = 8 << 20;
 
     /// `/proc/locks`: ~50–80 B per lock (208 B for 4 locks here); 10,000 locks are ~0.8 MB,
-    /// 4 MiB is ~50,000. Read every 250 ms by the iptables lock sampler.
+    /// 4 MiB is ~50,000. Read by the iptables lock sampler while the lock file stays open.
     pub const LOCKS: usize = 4 << 20;
 
     /// `/proc/<pid>/net/udp` and `udp6`: a 128 B (udp) or ~170 B (udp6) line per socket.

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use super::backend::{Backend, BinaryBackend};
 use super::kplog::LogKind;
-use super::sampler::{HoldObs, LockId, ProcInfo, Window};
+use super::sampler::{HoldObs, LockId, LockWatch, ProcInfo, Window};
 use crate::finding::Severity;
 use crate::metric::Metric;
 use crate::rules::Draft;
@@ -365,12 +365,29 @@ pub fn metrics(s: &Sample) -> Vec<Metric> {
             "Most processes blocked on the xtables lock at once since the previous collection.",
             w.max_waiters as f64,
         ),
+        Metric::counter(
+            "node_doctor_iptables_lock_reads_total",
+            "Reads of /proc/locks by the xtables lock sampler since it started.",
+            w.locks_reads as f64,
+        ),
+        Metric::gauge(
+            "node_doctor_iptables_lock_inotify",
+            "1 when the xtables lock file is watched with inotify (/proc/locks read only while it stays open), 0 when /proc/locks is polled.",
+            if w.watch == LockWatch::Inotify { 1.0 } else { 0.0 },
+        ),
         Metric::gauge(
             "node_doctor_iptables_legacy_tables",
             "Number of legacy iptables tables loaded (/proc/net/ip_tables_names).",
             backend.legacy_tables.as_ref().map_or(0, |t| t.len()) as f64,
         ),
     ];
+    if let Some(cpu) = w.sampler_cpu {
+        v.push(Metric::counter(
+            "node_doctor_iptables_lock_sampler_cpu_seconds_total",
+            "CPU time (user+system) of the xtables lock sampler thread since it started.",
+            cpu.as_secs_f64(),
+        ));
+    }
     for kind in LogKind::ALL {
         let total = s
             .logs

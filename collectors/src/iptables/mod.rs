@@ -5,7 +5,8 @@
 //! Handbook: `002_af370464fa0f13dd.txt`, the Kube-Proxy chapter (lines 1009–1336); the words
 //! and the sub-sections each finding cites are in `collectors/rules/iptables.toml`.
 //!
-//! Layout: [`sampler`] (the 250 ms `/proc/locks` thread and hold tracking), [`kplog`]
+//! Layout: [`sampler`] (the lock thread and hold tracking), [`lockwatch`] (its inotify watch:
+//! when `/proc/locks` is read), [`kplog`]
 //! (incremental kube-proxy log scanning), [`backend`] (legacy tables, iptables symlink target),
 //! [`judge`] (a typed [`Sample`] -> drafts under [`IptablesConfig::thresholds`], and metrics).
 //! This file reads the host into a sample; `collect` renders the drafts in the rule file's
@@ -14,6 +15,7 @@
 pub mod backend;
 pub mod judge;
 pub mod kplog;
+pub mod lockwatch;
 pub mod sampler;
 
 use std::collections::HashSet;
@@ -30,15 +32,20 @@ pub use judge::{Sample, Thresholds};
 
 use judge::{BackendFacts, LogCount, MountGap};
 use kplog::{LogScanner, ScanLimits};
-use sampler::{LockId, ProcInfo, Sampler, Tracker, Window};
+use sampler::{LockId, LockWatch, ProcInfo, Sampler, SamplerOptions, Tracker, Window};
 
 /// Thresholds, paths and limits of the `iptables` collector.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IptablesConfig {
     /// The xtables lock file, as a host path.
     pub lock_path: PathBuf,
-    /// How often the sampler reads `/proc/locks`.
+    /// How often the sampler reads `/proc/locks` while the lock file is open (or always,
+    /// without inotify).
     pub sample_period: Duration,
+    /// With inotify, `/proc/locks` is read once the lock file has stayed open this long.
+    pub lock_open_threshold: Duration,
+    /// Watch the lock file with inotify (false: read `/proc/locks` every `sample_period`).
+    pub lock_inotify: bool,
     /// What the lock rules judge by.
     pub thresholds: Thresholds,
     /// Process names that run iptables: exact names, or prefixes ending in `*`. Matched against
@@ -65,6 +72,8 @@ impl Default for IptablesConfig {
         IptablesConfig {
             lock_path: PathBuf::from("/run/xtables.lock"),
             sample_period: Duration::from_millis(250),
+            lock_open_threshold: Duration::from_millis(500),
+            lock_inotify: true,
             thresholds: Thresholds::default(),
             iptables_users: [
                 "iptables*",
@@ -123,11 +132,22 @@ pub struct IptablesCollector {
 impl IptablesCollector {
     pub fn new(host: HostPaths, config: IptablesConfig) -> Self {
         let lock = host.resolve(&config.lock_path);
-        let (sampler, fallback) = match Sampler::start(host.clone(), lock, config.sample_period) {
+        let options = SamplerOptions {
+            period: config.sample_period,
+            open_threshold: config.lock_open_threshold,
+            inotify: config.lock_inotify,
+        };
+        let (sampler, fallback) = match Sampler::start(host.clone(), lock, options) {
             Ok(s) => (Some(s), None),
             Err(e) => {
                 tracing::warn!(error = %e, "cannot start the xtables lock sampler thread; sampling once per collection");
-                (None, Some(Tracker::new(Instant::now())))
+                let mut tr = Tracker::new(Instant::now());
+                tr.set_watch(LockWatch::Polling {
+                    reason: format!(
+                        "cannot start the sampler thread ({e}); /proc/locks is read once per collection"
+                    ),
+                });
+                (None, Some(tr))
             }
         };
         let pods = PodDirectory::new(
@@ -286,6 +306,11 @@ impl IptablesCollector {
                 format!("xtables lock not watched: {err}")
             };
             status = status.worst(Status::Degraded(reason));
+        }
+        if let LockWatch::Polling { reason } = &window.watch {
+            status = status.worst(Status::Degraded(format!(
+                "xtables lock polled through /proc/locks, not watched with inotify: {reason}"
+            )));
         }
         let host_lock = LockId::of_path(&self.lock_agent_path()).ok();
         let mut gaps = self.mount_gaps(host_lock);

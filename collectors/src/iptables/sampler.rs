@@ -1,16 +1,22 @@
-//! The xtables lock sampler: a small std thread that reads `/proc/locks` every period (250 ms by
-//! default) and tracks, per (holder pid, lock file), how long each hold persists and how many
-//! processes queue behind it. `collect` drains the window of observations gathered since the
-//! previous call.
+//! The xtables lock sampler: a small std thread that tracks, per (holder pid, lock file), how
+//! long each hold of the lock persists and how many processes queue behind it, from
+//! `/proc/locks`. `collect` drains the window of observations gathered since the previous call.
+//!
+//! When it reads `/proc/locks` is [`super::lockwatch`]'s business: with inotify on the lock
+//! file, only while the file has stayed open longer than a threshold (500 ms) and then every
+//! period (250 ms) until it is closed; without inotify, every period. The window says which
+//! ([`LockWatch`]), how many reads were taken and the thread's own CPU time.
 //!
 //! The thread starts when the collector is constructed (so `node-doctor check --interval 6s`
 //! sees a 6 s hold) and stops when the collector is dropped. All state is bounded: holds and
 //! waiters are keyed by what `/proc/locks` shows right now, and entries that disappear are
-//! removed on the next sample.
+//! removed on the next read.
 
 use std::collections::HashMap;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -167,6 +173,37 @@ pub struct Window {
     pub max_waiters: usize,
     /// Longest run of consecutive samples that showed at least one waiter.
     pub max_waiter_streak: u32,
+    /// How the lock is watched.
+    pub watch: LockWatch,
+    /// Reads of `/proc/locks` since the sampler started.
+    pub locks_reads: u64,
+    /// CPU time (user+system) of the sampler thread since it started, when known.
+    pub sampler_cpu: Option<Duration>,
+}
+
+/// How the sampler watches the lock file.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum LockWatch {
+    /// inotify on the lock file and its directory: `/proc/locks` is read only while the file
+    /// stays open longer than the threshold.
+    #[default]
+    Inotify,
+    /// The lock file's directory does not exist: the lock path is checked every period and
+    /// the watch is made when it appears.
+    AwaitingDir { reason: String },
+    /// inotify cannot be used (the reason says why): `/proc/locks` is read every period.
+    Polling { reason: String },
+}
+
+/// How a read is taken into the tracker (see [`Tracker::observe_with`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ObserveOptions {
+    /// Nothing could hold or wait for the lock before this instant, and the holds and waits
+    /// this read shows first began at or after it: count them from it rather than from the read.
+    pub since: Option<Instant>,
+    /// A close of the lock file prompted this read: holds and waits it no longer shows ended
+    /// at it, rather than at the previous read.
+    pub ended_now: bool,
 }
 
 impl Window {
@@ -236,6 +273,9 @@ pub struct Tracker {
     lock: Option<LockId>,
     error: Option<String>,
     window_start: Instant,
+    watch: LockWatch,
+    reads: u64,
+    cpu: Option<Duration>,
 }
 
 impl Tracker {
@@ -252,7 +292,58 @@ impl Tracker {
             lock: None,
             error: None,
             window_start: now,
+            watch: LockWatch::default(),
+            reads: 0,
+            cpu: None,
         }
+    }
+
+    /// Records how the lock is watched (logged when it changes).
+    pub fn set_watch(&mut self, watch: LockWatch) {
+        self.watch = watch;
+    }
+
+    /// How the lock is watched.
+    pub fn watch(&self) -> &LockWatch {
+        &self.watch
+    }
+
+    /// Counts one read of `/proc/locks`.
+    pub fn count_read(&mut self) {
+        self.reads += 1;
+    }
+
+    /// Reads of `/proc/locks` since the tracker was made.
+    pub fn reads(&self) -> u64 {
+        self.reads
+    }
+
+    /// Records the sampler thread's CPU time so far.
+    pub fn set_cpu(&mut self, cpu: Option<Duration>) {
+        self.cpu = cpu;
+    }
+
+    /// The lock file at the path is (now) this one.
+    pub fn set_lock(&mut self, lock: LockId) {
+        if self.lock != Some(lock) {
+            tracing::info!(lock = %lock.proc_locks_key(), "watching the xtables lock");
+        }
+        self.lock = Some(lock);
+        self.error = None;
+    }
+
+    /// There is no lock file at the path (any more): nothing can hold it; the holds seen on
+    /// the old file end.
+    pub fn lock_gone(&mut self, reason: String, now: Instant) {
+        if let Some(old) = self.lock {
+            self.observe(old, &[], now, |_| ProcInfo::default());
+        }
+        self.observe_error(reason, None);
+    }
+
+    /// True when the last read showed the lock held or waited for.
+    pub fn is_tracking(&self) -> bool {
+        !self.holds.is_empty() || !self.waiters.is_empty()
     }
 
     /// Records a sample that could not be taken (not counted in `samples`).
@@ -271,8 +362,22 @@ impl Tracker {
         lock: LockId,
         entries: &[LockEntry],
         now: Instant,
+        info: impl FnMut(Option<u32>) -> ProcInfo,
+    ) {
+        self.observe_with(lock, entries, now, ObserveOptions::default(), info);
+    }
+
+    /// [`Tracker::observe`], with what the lock watch knows about when holds could have begun
+    /// and ended ([`ObserveOptions`]).
+    pub fn observe_with(
+        &mut self,
+        lock: LockId,
+        entries: &[LockEntry],
+        now: Instant,
+        opts: ObserveOptions,
         mut info: impl FnMut(Option<u32>) -> ProcInfo,
     ) {
+        let first_seen = opts.since.map_or(now, |s| s.min(now));
         self.samples += 1;
         if self.lock != Some(lock) {
             tracing::info!(lock = %lock.proc_locks_key(), "watching the xtables lock");
@@ -305,7 +410,7 @@ impl Tracker {
                         info: info(e.pid),
                         class: e.class.as_str().to_string(),
                         access: e.access.clone(),
-                        first_seen: now,
+                        first_seen,
                         last_seen: now,
                     },
                 );
@@ -319,7 +424,10 @@ impl Tracker {
             .copied()
             .collect();
         for k in ended {
-            if let Some(a) = self.holds.remove(&k) {
+            if let Some(mut a) = self.holds.remove(&k) {
+                if opts.ended_now {
+                    a.last_seen = now;
+                }
                 push_longest(&mut self.finished, a.hold(false), |h| h.held_for);
             }
         }
@@ -330,7 +438,10 @@ impl Tracker {
             .copied()
             .collect();
         for k in ended {
-            if let Some(a) = self.waiters.remove(&k) {
+            if let Some(mut a) = self.waiters.remove(&k) {
+                if opts.ended_now {
+                    a.last_seen = now;
+                }
                 push_longest(&mut self.finished_waiters, a.wait(), |w| w.waited_for);
             }
         }
@@ -362,6 +473,9 @@ impl Tracker {
             finished_waiters: std::mem::take(&mut self.finished_waiters),
             max_waiters: self.max_waiters,
             max_waiter_streak: self.max_waiter_streak,
+            watch: self.watch.clone(),
+            locks_reads: self.reads,
+            sampler_cpu: self.cpu,
         };
         self.samples = 0;
         self.window_start = now;
@@ -381,7 +495,9 @@ fn push_longest<T>(v: &mut Vec<T>, item: T, key: impl Fn(&T) -> Duration) {
     }
 }
 
-/// Takes one sample: stats the lock file, reads `/proc/locks`, updates the tracker.
+/// Takes one sample: stats the lock file, reads `/proc/locks`, updates the tracker. What the
+/// sampler does every period when it cannot watch the lock with inotify, and what `collect`
+/// does itself when the thread could not be started.
 pub fn sample_once(host: &HostPaths, lock_path: &std::path::Path, tracker: &mut Tracker) {
     let now = Instant::now();
     let lock = match LockId::of_path(lock_path) {
@@ -395,83 +511,150 @@ pub fn sample_once(host: &HostPaths, lock_path: &std::path::Path, tracker: &mut 
             return;
         }
     };
-    match locks::read_for(host, lock.major, lock.minor, lock.inode) {
-        Ok(entries) => tracker.observe(lock, &entries, now, |p| ProcInfo::read(host, p)),
+    tracker.count_read();
+    match locks::scan_for(host, lock.major, lock.minor, lock.inode) {
+        Ok(scan) => tracker.observe(lock, &scan.entries, now, |p| ProcInfo::read(host, p)),
         Err(e) => tracker.observe_error(e.to_string(), Some(lock)),
     }
 }
 
-struct Inner {
-    tracker: Tracker,
-    stop: bool,
+/// How the sampler thread reads the lock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SamplerOptions {
+    /// Between two reads of `/proc/locks` while the lock is held or the file open.
+    pub period: Duration,
+    /// The lock file must stay open this long before `/proc/locks` is read.
+    pub open_threshold: Duration,
+    /// Watch the lock file with inotify (false: read `/proc/locks` every period).
+    pub inotify: bool,
+}
+
+impl Default for SamplerOptions {
+    fn default() -> Self {
+        SamplerOptions {
+            period: Duration::from_millis(250),
+            open_threshold: Duration::from_millis(500),
+            inotify: true,
+        }
+    }
 }
 
 /// The running sampler thread. Dropping it stops and joins the thread.
 pub struct Sampler {
-    shared: Arc<(Mutex<Inner>, Condvar)>,
+    tracker: Arc<Mutex<Tracker>>,
+    /// Set on drop, before `wake` is closed.
+    stop: Arc<AtomicBool>,
+    /// Closed on drop: the thread's `poll` wakes up and the thread ends.
+    wake: Option<OwnedFd>,
     handle: Option<JoinHandle<()>>,
 }
 
-fn lock_inner(m: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
+fn lock_tracker(m: &Mutex<Tracker>) -> MutexGuard<'_, Tracker> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// CPU time (user+system) of the calling thread.
+fn thread_cpu() -> Option<Duration> {
+    use nix::sys::resource::{getrusage, UsageWho};
+    let u = getrusage(UsageWho::RUSAGE_THREAD).ok()?;
+    let tv = |t: nix::sys::time::TimeVal| {
+        let secs = u64::try_from(t.tv_sec()).ok()?;
+        let micros = u64::try_from(t.tv_usec()).ok()?;
+        Some(Duration::from_secs(secs) + Duration::from_micros(micros))
+    };
+    Some(tv(u.user_time())? + tv(u.system_time())?)
+}
+
+/// Milliseconds for `poll`, rounded up so that a due instant is not missed by a busy loop.
+fn poll_timeout(d: Duration) -> nix::poll::PollTimeout {
+    let ms = d.as_micros().div_ceil(1000).min(60_000);
+    nix::poll::PollTimeout::try_from(ms).unwrap_or(nix::poll::PollTimeout::MAX)
+}
+
 impl Sampler {
-    /// Starts the thread; the first sample is taken at once.
+    /// Starts the thread; the first read of `/proc/locks` is taken at once.
     pub fn start(
         host: HostPaths,
         lock_path: PathBuf,
-        period: Duration,
+        options: SamplerOptions,
     ) -> std::io::Result<Sampler> {
-        let shared = Arc::new((
-            Mutex::new(Inner {
-                tracker: Tracker::new(Instant::now()),
-                stop: false,
-            }),
-            Condvar::new(),
-        ));
-        let thread_shared = Arc::clone(&shared);
-        let period = period.max(Duration::from_millis(10));
+        let tracker = Arc::new(Mutex::new(Tracker::new(Instant::now())));
+        let (wake_rx, wake_tx) =
+            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(std::io::Error::from)?;
+        let thread_tracker = Arc::clone(&tracker);
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread_stop = Arc::clone(&stop);
+        let period = options.period.max(Duration::from_millis(10));
         let handle = std::thread::Builder::new()
             .name("xtables-lock-sampler".into())
             .spawn(move || {
-                let (m, cv) = &*thread_shared;
-                // The tracker is updated in a local copy-free way: sample under the mutex,
-                // which `collect` holds only to drain (microseconds).
+                use nix::poll::{poll, PollFd, PollFlags};
+                let mut runner = {
+                    let mut tr = lock_tracker(&thread_tracker);
+                    let r = super::lockwatch::Runner::start(
+                        host,
+                        lock_path,
+                        period,
+                        options.open_threshold,
+                        options.inotify,
+                        &mut tr,
+                        Instant::now(),
+                    );
+                    tr.set_cpu(thread_cpu());
+                    r
+                };
                 loop {
-                    let mut g = lock_inner(m);
-                    if g.stop {
+                    let timeout = poll_timeout(runner.sleep_for(Instant::now()));
+                    {
+                        // The write end of `wake` is closed on drop, which ends this wait.
+                        let mut fds = vec![PollFd::new(wake_rx.as_fd(), PollFlags::POLLIN)];
+                        if let Some(fd) = runner.fd() {
+                            fds.push(PollFd::new(fd, PollFlags::POLLIN));
+                        }
+                        match poll(&mut fds, timeout) {
+                            Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+                            Err(e) => {
+                                tracing::warn!(error = %e, "xtables lock sampler: poll failed");
+                                std::thread::sleep(period);
+                            }
+                        }
+                    }
+                    if thread_stop.load(Ordering::Acquire) {
                         break;
                     }
-                    sample_once(&host, &lock_path, &mut g.tracker);
-                    let (g, _) = cv
-                        .wait_timeout(g, period)
-                        .unwrap_or_else(|e| e.into_inner());
-                    if g.stop {
-                        break;
-                    }
+                    let mut tr = lock_tracker(&thread_tracker);
+                    runner.advance(&mut tr, Instant::now());
+                    tr.set_cpu(thread_cpu());
                 }
             })?;
         Ok(Sampler {
-            shared,
+            tracker,
+            stop,
+            wake: Some(wake_tx),
             handle: Some(handle),
         })
     }
 
     /// The observations since the previous drain.
     pub fn drain(&self) -> Window {
-        let mut g = lock_inner(&self.shared.0);
-        g.tracker.drain(Instant::now())
+        lock_tracker(&self.tracker).drain(Instant::now())
+    }
+
+    /// Reads of `/proc/locks` since the sampler started.
+    pub fn locks_reads(&self) -> u64 {
+        lock_tracker(&self.tracker).reads()
+    }
+
+    /// How the lock is watched right now.
+    pub fn watch(&self) -> LockWatch {
+        lock_tracker(&self.tracker).watch().clone()
     }
 }
 
 impl Drop for Sampler {
     fn drop(&mut self) {
-        {
-            let mut g = lock_inner(&self.shared.0);
-            g.stop = true;
-        }
-        self.shared.1.notify_all();
+        self.stop.store(true, Ordering::Release);
+        drop(self.wake.take());
         if let Some(h) = self.handle.take() {
             let _ = h.join();
         }
@@ -578,6 +761,109 @@ mod tests {
         assert!(w.finished_holds.is_empty() && w.current_holds.is_empty());
         assert_eq!(w.max_waiters, 0);
         assert!(tr.holds.is_empty() && tr.waiters.is_empty());
+    }
+
+    #[test]
+    fn a_watched_hold_counts_from_the_open_and_ends_at_the_close() {
+        let t0 = Instant::now();
+        let mut tr = Tracker::new(t0);
+        let held = parse(
+            "1: FLOCK  ADVISORY  WRITE 31337 00:13:19023 0 EOF\n\
+             1: -> FLOCK  ADVISORY  WRITE 4242 00:13:19023 0 EOF\n",
+        )
+        .unwrap();
+        // First read 500 ms after the open: holder and waiter count from the open.
+        let first = ObserveOptions {
+            since: Some(t0),
+            ended_now: false,
+        };
+        tr.observe_with(LOCK, &held, t0 + Duration::from_millis(500), first, info);
+        assert!(tr.is_tracking());
+        tr.observe(LOCK, &held, t0 + Duration::from_millis(1750), info);
+        // The holder closed the file at 2.01 s; the waiter got the lock and closed at once.
+        let closed = ObserveOptions {
+            since: None,
+            ended_now: true,
+        };
+        tr.observe_with(LOCK, &[], t0 + Duration::from_millis(2010), closed, info);
+        assert!(!tr.is_tracking());
+        let w = tr.drain(t0 + Duration::from_secs(3));
+        let h = w.longest_hold().unwrap();
+        assert_eq!(h.holder.pid, Some(31337));
+        assert_eq!(h.held_for, Duration::from_millis(2010));
+        assert_eq!(
+            w.finished_waiters[0].waited_for,
+            Duration::from_millis(2010)
+        );
+        // A `since` later than the read never makes a hold start after it was seen.
+        let mut tr = Tracker::new(t0);
+        let late = ObserveOptions {
+            since: Some(t0 + Duration::from_secs(9)),
+            ended_now: false,
+        };
+        tr.observe_with(LOCK, &held, t0, late, info);
+        tr.observe(LOCK, &held, t0 + Duration::from_secs(1), info);
+        let w = tr.drain(t0 + Duration::from_secs(1));
+        assert_eq!(w.current_holds[0].held_for, Duration::from_secs(1));
+    }
+
+    #[test]
+    fn the_window_carries_the_watch_and_its_cost() {
+        let t0 = Instant::now();
+        let mut tr = Tracker::new(t0);
+        tr.set_watch(LockWatch::Polling {
+            reason: "test".into(),
+        });
+        tr.count_read();
+        tr.count_read();
+        tr.set_cpu(Some(Duration::from_millis(7)));
+        let w = tr.drain(t0);
+        assert_eq!(
+            w.watch,
+            LockWatch::Polling {
+                reason: "test".into()
+            }
+        );
+        assert_eq!(w.locks_reads, 2);
+        assert_eq!(w.sampler_cpu, Some(Duration::from_millis(7)));
+        // A lock file that goes away ends the holds seen on it and says why.
+        let held = parse("1: FLOCK  ADVISORY  WRITE 7 00:13:19023 0 EOF\n").unwrap();
+        tr.observe(LOCK, &held, t0, info);
+        tr.lock_gone("cannot stat x".into(), t0 + Duration::from_secs(1));
+        let w = tr.drain(t0 + Duration::from_secs(1));
+        assert_eq!((w.lock, w.error.as_deref()), (None, Some("cannot stat x")));
+        assert_eq!(w.finished_holds.len(), 1);
+        tr.set_lock(LOCK);
+        assert_eq!(tr.drain(t0).error, None);
+    }
+
+    /// The thread stops when the sampler is dropped, whether it was waiting on inotify or
+    /// polling, and a dropped sampler does not wait for a period to end.
+    #[test]
+    fn dropping_the_sampler_stops_its_thread_at_once() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(t.path().join("run")).unwrap();
+        std::fs::create_dir_all(t.path().join("proc")).unwrap();
+        std::fs::write(t.path().join("proc/locks"), "").unwrap();
+        std::fs::write(t.path().join("run/xtables.lock"), "").unwrap();
+        for inotify in [true, false] {
+            let s = Sampler::start(
+                HostPaths::new(t.path()),
+                t.path().join("run/xtables.lock"),
+                SamplerOptions {
+                    period: Duration::from_secs(30),
+                    inotify,
+                    ..SamplerOptions::default()
+                },
+            )
+            .unwrap();
+            std::thread::sleep(Duration::from_millis(50));
+            assert_eq!(s.locks_reads(), 1, "one read at start");
+            assert_eq!(s.watch() == LockWatch::Inotify, inotify);
+            let t0 = Instant::now();
+            drop(s);
+            assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+        }
     }
 
     #[test]

@@ -179,8 +179,9 @@ pub fn parse_line(line: &str) -> Result<LockEntry, String> {
 }
 
 /// Parses only the lines about one file (`maj:min:inode` as the kernel prints it, `%02x:%02x:%lu`).
-/// The sampler uses this on every tick: on a busy node `/proc/locks` has thousands of lines
-/// about other files, and skipping them before splitting keeps a sample cheap.
+/// On a busy node `/proc/locks` has thousands of lines about other files, and skipping them
+/// before splitting keeps a read cheap; [`scan_for`] does the same line by line as it reads
+/// (the reference it is tested against).
 pub fn parse_for(
     text: &str,
     major: u32,
@@ -204,16 +205,143 @@ pub fn parse_for(
     Ok(out)
 }
 
-/// Reads `<root>/proc/locks` and parses the lines about one file.
-pub fn read_for(
-    host: &HostPaths,
+/// What [`scan_for`] read: the entries about one file, and how much of the table it took.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Scan {
+    pub entries: Vec<LockEntry>,
+    /// Bytes of `/proc/locks` read.
+    pub bytes: usize,
+    /// True when the read stopped before the end of the table (see [`scan_for`]).
+    pub stopped_early: bool,
+}
+
+/// Bytes asked of the kernel per `read` (procfs hands out at most a page per call anyway).
+const SCAN_CHUNK: usize = 16 << 10;
+
+/// Reads `<root>/proc/locks` line by line, keeping the lines about one file, and stops as soon
+/// as the rest of the table cannot hold anything more about it: after an exclusive (`WRITE`)
+/// `FLOCK` holder of the file and the `->` lines of its waiters, which the kernel prints right
+/// after the lock they wait for. No other flock of the file can exist then (it would conflict
+/// and wait, so it would be one of those `->` lines); only a POSIX or OFD lock on the same file,
+/// which flock does not exclude, could be further down, and the xtables lock users take flocks.
+///
+/// The kernel regenerates `/proc/locks` from the start of its lock list on every `read`
+/// (a page at a time), so the cost of a full read grows with the square of the table; stopping
+/// early at the holder saves the rest. Same caps and refusals as every host read
+/// ([`crate::hostfs`]): a regular file only, at most [`crate::hostfs::cap::LOCKS`] bytes.
+pub fn scan_for(host: &HostPaths, major: u32, minor: u32, inode: u64) -> Result<Scan, ReadError> {
+    use std::io::Read;
+    let path = host.proc_file("locks");
+    let cap = crate::hostfs::cap::LOCKS;
+    let (mut file, _) = crate::hostfs::open_regular(&path)?;
+    let mut filter = LineFilter::new(major, minor, inode);
+    let mut scan = Scan::default();
+    let mut buf = vec![0u8; SCAN_CHUNK];
+    let mut pending: Vec<u8> = Vec::new();
+    let mut line_no = 0usize;
+    loop {
+        let n = loop {
+            match file.read(&mut buf) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(ReadError::io(&path, e)),
+            }
+        };
+        scan.bytes += n;
+        if scan.bytes > cap {
+            return Err(ReadError::TooLarge { path, cap });
+        }
+        let at_end = n == 0;
+        pending.extend_from_slice(&buf[..n]);
+        let mut start = 0;
+        while let Some(len) = pending[start..].iter().position(|b| *b == b'\n') {
+            let line = &pending[start..start + len];
+            start += len + 1;
+            line_no += 1;
+            if filter.line(line, line_no, &path, &mut scan.entries)? {
+                scan.stopped_early = true;
+                return Ok(scan);
+            }
+        }
+        pending.drain(..start);
+        if at_end {
+            if !pending.is_empty() {
+                filter.line(&pending, line_no + 1, &path, &mut scan.entries)?;
+            }
+            return Ok(scan);
+        }
+    }
+}
+
+/// The line-by-line state of [`scan_for`].
+struct LineFilter {
+    id: String,
     major: u32,
     minor: u32,
     inode: u64,
-) -> Result<Vec<LockEntry>, ReadError> {
-    let path = host.proc_file("locks");
-    let text = crate::hostfs::read_text(&path, crate::hostfs::cap::LOCKS)?;
-    parse_for(&text, major, minor, inode).map_err(|e| ReadError::parse(&path, e))
+    /// The ordinal of an exclusive flock holder of the file, once its line has been read.
+    exclusive_holder: Option<u64>,
+}
+
+impl LineFilter {
+    fn new(major: u32, minor: u32, inode: u64) -> LineFilter {
+        LineFilter {
+            id: format!(" {major:02x}:{minor:02x}:{inode} "),
+            major,
+            minor,
+            inode,
+            exclusive_holder: None,
+        }
+    }
+
+    /// Takes one line; returns true when the scan can stop before this line.
+    fn line(
+        &mut self,
+        bytes: &[u8],
+        line_no: usize,
+        path: &std::path::Path,
+        out: &mut Vec<LockEntry>,
+    ) -> Result<bool, ReadError> {
+        let line = std::str::from_utf8(bytes).map_err(|e| {
+            ReadError::parse(
+                path,
+                format!(
+                    "line {line_no}: not UTF-8 text (invalid byte at {})",
+                    e.valid_up_to()
+                ),
+            )
+        })?;
+        if let Some(ord) = self.exclusive_holder {
+            let mut w = line.split_whitespace();
+            let same_ordinal = w
+                .next()
+                .and_then(|o| o.strip_suffix(':'))
+                .and_then(|o| o.parse::<u64>().ok())
+                == Some(ord);
+            if !(same_ordinal && w.next() == Some("->")) {
+                return Ok(true);
+            }
+        }
+        if line.trim().is_empty() || !line.contains(&self.id) {
+            return Ok(false);
+        }
+        let entry = parse_line(line).map_err(|message| {
+            ReadError::parse(
+                path,
+                ParseError {
+                    line: line_no,
+                    message,
+                },
+            )
+        })?;
+        if entry.is_on(self.major, self.minor, self.inode) {
+            if !entry.waiter && entry.class == LockClass::Flock && entry.access == "WRITE" {
+                self.exclusive_holder.get_or_insert(entry.ordinal);
+            }
+            out.push(entry);
+        }
+        Ok(false)
+    }
 }
 
 /// Reads and parses `<root>/proc/locks`.
@@ -362,6 +490,100 @@ mod tests {
         );
     }
 
+    fn locks_root(text: &str) -> (tempfile::TempDir, HostPaths) {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(t.path().join("proc")).unwrap();
+        std::fs::write(t.path().join("proc/locks"), text).unwrap();
+        let h = HostPaths::new(t.path());
+        (t, h)
+    }
+
+    /// `n` POSIX locks on other files, as databases and runtimes hold them.
+    fn others(from: usize, n: usize) -> String {
+        (from..from + n)
+            .map(|i| {
+                format!(
+                    "{i}: POSIX  ADVISORY  WRITE {} fd:01:{} 0 EOF\n",
+                    1000 + i,
+                    500_000 + i
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn scan_stops_after_an_exclusive_flock_holder_and_its_waiters() {
+        // Linux 6.18 prints nested waiters (blocked on a blocked lock) with more indentation.
+        let text = format!(
+            "{}2001: FLOCK  ADVISORY  WRITE 31337 00:13:19023 0 EOF\n\
+             2001: -> FLOCK  ADVISORY  WRITE 4242 00:13:19023 0 EOF\n\
+             2001:  -> FLOCK  ADVISORY  WRITE 4243 00:13:19023 0 EOF\n{}",
+            others(1, 2000),
+            others(2002, 2000)
+        );
+        let (_t, h) = locks_root(&text);
+        let s = scan_for(&h, 0, 0x13, 19023).unwrap();
+        assert_eq!(
+            s.entries
+                .iter()
+                .map(|e| (e.pid, e.waiter))
+                .collect::<Vec<_>>(),
+            vec![(Some(31337), false), (Some(4242), true), (Some(4243), true)]
+        );
+        assert!(s.stopped_early);
+        assert!(s.bytes < text.len(), "{} of {}", s.bytes, text.len());
+        // What the whole-table parser finds is the same.
+        assert_eq!(s.entries, parse_for(&text, 0, 0x13, 19023).unwrap());
+    }
+
+    #[test]
+    fn scan_reads_to_the_end_when_it_cannot_stop() {
+        // Shared (READ) flocks and POSIX locks may have other holders further down.
+        let text = format!(
+            "{}1: FLOCK  ADVISORY  READ 10 00:13:19023 0 EOF\n{}\
+             3000: FLOCK  ADVISORY  READ 11 00:13:19023 0 EOF\n\
+             3001: POSIX  ADVISORY  WRITE 12 00:13:19023 0 EOF",
+            others(100, 5),
+            others(200, 1000)
+        );
+        let (_t, h) = locks_root(&text);
+        let s = scan_for(&h, 0, 0x13, 19023).unwrap();
+        assert!(!s.stopped_early);
+        assert_eq!(s.bytes, text.len());
+        assert_eq!(
+            s.entries.iter().map(|e| e.pid).collect::<Vec<_>>(),
+            vec![Some(10), Some(11), Some(12)],
+            "the last line has no newline and is read too"
+        );
+        assert_eq!(s.entries, parse_for(&text, 0, 0x13, 19023).unwrap());
+        // Nothing about the file: the whole table, no entries.
+        let s = scan_for(&h, 0, 0x13, 1).unwrap();
+        assert!(s.entries.is_empty() && !s.stopped_early);
+    }
+
+    #[test]
+    fn scan_refuses_garbage_and_oversized_tables() {
+        let (_t, h) = locks_root("1: FLOCK  ADVISORY  WRITE x 00:13:19023 0 EOF\n");
+        let e = scan_for(&h, 0, 0x13, 19023).unwrap_err().to_string();
+        assert!(e.contains("line 1") && e.contains("pid"), "{e}");
+        let (t, h) = locks_root("");
+        std::fs::write(t.path().join("proc/locks"), b"1: FLOCK \xff\n").unwrap();
+        let e = scan_for(&h, 0, 0x13, 19023).unwrap_err().to_string();
+        assert!(e.contains("not UTF-8"), "{e}");
+        let big = others(1, crate::hostfs::cap::LOCKS / 40);
+        let (_t, h) = locks_root(&big);
+        assert!(matches!(
+            scan_for(&h, 0, 0x13, 19023),
+            Err(ReadError::TooLarge { .. })
+        ));
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(t.path().join("proc/locks")).unwrap();
+        assert!(matches!(
+            scan_for(&HostPaths::new(t.path()), 0, 0x13, 19023),
+            Err(ReadError::NotRegular { .. })
+        ));
+    }
+
     #[test]
     fn parse_for_keeps_only_one_file() {
         let v = parse_for(LINUX_6_18, 0xfe, 0, 10010993).unwrap();
@@ -435,6 +657,37 @@ mod tests {
         fn never_panics(s in ".*") {
             let _ = parse(&s);
             let _ = parse_for(&s, 0, 0x13, 5);
+        }
+        /// Reading line by line finds what the whole-table parser finds, up to where it may
+        /// stop: the same entries when it reads to the end, a prefix of them when it stops.
+        #[test]
+        fn scan_agrees_with_parse_for(
+            lines in proptest::collection::vec(
+                (0u64..4, proptest::bool::ANY, 0usize..3, 0usize..2, 1u32..5, 4u64..7),
+                0..40,
+            )
+        ) {
+            let text: String = lines
+                .iter()
+                .map(|(ord, waiter, class, access, pid, ino)| {
+                    format!(
+                        "{ord}: {}{} ADVISORY {} {pid} 00:13:{ino} 0 EOF\n",
+                        if *waiter { "-> " } else { "" },
+                        ["FLOCK", "POSIX", "OFDLCK"][*class],
+                        ["WRITE", "READ"][*access],
+                    )
+                })
+                .collect();
+            let t = tempfile::tempdir().unwrap();
+            std::fs::create_dir_all(t.path().join("proc")).unwrap();
+            std::fs::write(t.path().join("proc/locks"), &text).unwrap();
+            let scan = scan_for(&HostPaths::new(t.path()), 0, 0x13, 5).unwrap();
+            let all = parse_for(&text, 0, 0x13, 5).unwrap();
+            if scan.stopped_early {
+                proptest::prop_assert!(all.starts_with(&scan.entries));
+            } else {
+                proptest::prop_assert_eq!(scan.entries, all);
+            }
         }
         #[test]
         fn never_panics_on_lockish_lines(s in "[0-9]{1,3}: (-> )?(FLOCK|POSIX|OFDLCK|X) +[A-Z]{0,9} +[A-Z]{0,5} -?[0-9]{0,6} [0-9a-f:]{0,12} [0-9]{0,4} (EOF|[0-9]{0,4})") {
