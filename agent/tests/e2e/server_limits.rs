@@ -13,8 +13,13 @@ use std::time::{Duration, Instant};
 
 use crate::support::{agent_bin, exclusive, raise_nofile, Conn, FakeRoot, Memory, Server};
 
-/// The agent's RSS bound under a flood: half the DaemonSet's 64 MiB memory limit.
+/// The agent's anonymous memory (RssAnon: heap and stacks, what a flood grows) under a flood:
+/// at most half the DaemonSet's 64 MiB memory limit.
 const RSS_LIMIT_KIB: u64 = 32 * 1024;
+/// Its peak RSS, file-backed pages of the binary included (reclaimable, and ~1 MiB more in a
+/// debug build than in the release build, which is what made a 32 MiB VmHWM bound flaky):
+/// under the limit with room.
+const HWM_LIMIT_KIB: u64 = 48 * 1024;
 /// `server::MAX_CONNECTIONS`.
 const MAX_CONNECTIONS: usize = 256;
 /// A fresh `GET /findings` during a flood must answer within this (generous: it measures
@@ -86,9 +91,10 @@ fn timed_findings(s: &Server) -> Duration {
 
 fn assert_bounded(what: &str, m: Memory) {
     assert!(
-        m.rss_kib < RSS_LIMIT_KIB && m.hwm_kib < RSS_LIMIT_KIB,
-        "{what}: {m}, over the {} MiB bound",
-        RSS_LIMIT_KIB / 1024
+        m.anon_kib < RSS_LIMIT_KIB && m.hwm_kib < HWM_LIMIT_KIB,
+        "{what}: {m}, over the bounds (RssAnon {} MiB, VmHWM {} MiB)",
+        RSS_LIMIT_KIB / 1024,
+        HWM_LIMIT_KIB / 1024
     );
 }
 

@@ -277,6 +277,7 @@ impl Server {
         Memory {
             rss_kib: kib("VmRSS:"),
             hwm_kib: kib("VmHWM:"),
+            anon_kib: kib("RssAnon:"),
         }
     }
 
@@ -332,15 +333,19 @@ impl Server {
 pub struct Memory {
     pub rss_kib: u64,
     pub hwm_kib: u64,
+    /// RssAnon: the heap and stacks, what a flood can grow (VmRSS adds the binary's
+    /// file-backed pages, which are reclaimable and much larger in a debug build).
+    pub anon_kib: u64,
 }
 
 impl std::fmt::Display for Memory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "VmRSS {:.1} MiB, VmHWM {:.1} MiB",
+            "VmRSS {:.1} MiB, VmHWM {:.1} MiB, RssAnon {:.1} MiB",
             self.rss_kib as f64 / 1024.0,
-            self.hwm_kib as f64 / 1024.0
+            self.hwm_kib as f64 / 1024.0,
+            self.anon_kib as f64 / 1024.0
         )
     }
 }
