@@ -101,6 +101,15 @@ impl Default for IptablesConfig {
     }
 }
 
+/// `comm` of multi-call binaries that run iptables under another name (`comm` is the binary's
+/// name, cut to 15 bytes; the command is their first argument).
+const MULTI_CALL: &[&str] = &[
+    "busybox",
+    "xtables-multi",
+    "xtables-nft-mul",
+    "xtables-legacy-",
+];
+
 /// True when a process name matches one of the iptables-user patterns. `comm` is cut by the
 /// kernel to 15 bytes, so a 15-byte name also matches a longer pattern it starts.
 pub fn is_iptables_user(name: &str, patterns: &[String]) -> bool {
@@ -209,9 +218,23 @@ impl IptablesCollector {
         let mut gaps = Vec::new();
         let mut unreadable: Vec<String> = Vec::new();
         for proc in &snap.procs {
-            // Namespaces first (remembered per process by the table: nothing is read for a
-            // process seen before): only a process in the host's network namespace and in a
-            // mount namespace of its own can miss the host's lock.
+            // Its name first: `comm` comes with the table's one `stat` read of every process,
+            // so this filter costs nothing. Only a multi-call binary (busybox, xtables-*-multi,
+            // whose `comm` is not the command it runs) has its first argument read.
+            if !is_iptables_user(&proc.comm, &self.config.iptables_users) {
+                if !MULTI_CALL.contains(&&*proc.comm) {
+                    continue;
+                }
+                let args = procs.args(proc);
+                let argv0 = args.as_deref().and_then(|a| a.first());
+                let base = argv0.map(|a| a.rsplit('/').next().unwrap_or(a));
+                if !base.is_some_and(|b| is_iptables_user(b, &self.config.iptables_users)) {
+                    continue;
+                }
+            }
+            // Then its namespaces (remembered per process by the table): only a process in
+            // the host's network namespace and in a mount namespace of its own can miss the
+            // host's lock.
             if procs.ns(proc, Ns::Net) != Some(host_net) {
                 continue;
             }
@@ -220,16 +243,6 @@ impl IptablesCollector {
             };
             if mnt == host_mnt || seen_mnt.contains(&mnt) {
                 continue;
-            }
-            // Then its name: `comm` from the table, else the base name of its first argument.
-            let by_comm = is_iptables_user(&proc.comm, &self.config.iptables_users);
-            if !by_comm {
-                let args = procs.args(proc);
-                let argv0 = args.as_deref().and_then(|a| a.first());
-                let base = argv0.map(|a| a.rsplit('/').next().unwrap_or(a));
-                if !base.is_some_and(|b| is_iptables_user(b, &self.config.iptables_users)) {
-                    continue;
-                }
             }
             seen_mnt.insert(mnt);
             let p = proc.pid;

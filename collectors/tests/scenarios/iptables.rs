@@ -1211,3 +1211,47 @@ fn real_lock_file_that_appears_later_or_is_replaced_is_watched() {
         "{f:#?}"
     );
 }
+
+/// The lock-file comparison filters by name before it reads anything (`comm` comes with the
+/// process table's one `stat` read): a process that is no iptables user costs that one read
+/// and nothing more, even in the host's network namespace and a mount namespace of its own
+/// (namespaces first would read its two links too); a multi-call binary (busybox) running
+/// `iptables-restore` is recognised by its first argument and compared.
+#[test]
+fn the_name_filter_comes_first_and_knows_multi_call_binaries() {
+    const HOST_NET: u64 = 4026531840;
+    const HOST_MNT: u64 = 4026531841;
+    let node = |with_nginx: bool| {
+        let h = FakeHost::new();
+        h.write("/run/xtables.lock", "");
+        h.write("/proc/locks", "");
+        let proc_in = |pid: u32, comm: &str, args: &str, mnt: u64| {
+            crate::runtime::process(&h, pid, comm, args, 100);
+            h.mkdir(&format!("/proc/{pid}/ns"));
+            h.symlink(&format!("net:[{HOST_NET}]"), &format!("/proc/{pid}/ns/net"));
+            h.symlink(&format!("mnt:[{mnt}]"), &format!("/proc/{pid}/ns/mnt"));
+            h.mkdir(&format!("/proc/{pid}/root/run"));
+        };
+        proc_in(1, "systemd", "/sbin/init", HOST_MNT);
+        // busybox running iptables-restore in a hostNetwork pod without the lock.
+        proc_in(3100, "busybox", "iptables-restore --noflush", 4026532600);
+        if with_nginx {
+            // An nginx in the same situation: not an iptables user.
+            proc_in(3200, "nginx", "nginx -g daemon off;", 4026532700);
+        }
+        let host = h.host();
+        let mut c = IptablesCollector::new(host.clone(), fast_config());
+        let out = c.collect(&ctx());
+        let gaps: Vec<String> = out
+            .findings
+            .iter()
+            .filter(|f| f.id == "iptables.lock_not_mounted")
+            .map(|f| f.subject.clone())
+            .collect();
+        assert_eq!(gaps, ["pid 3100"], "{:#?}", out.findings);
+        host.per_process_paths()
+    };
+    let without = node(false);
+    let with = node(true);
+    assert_eq!(with - without, 1, "nginx cost {} paths", with - without);
+}
