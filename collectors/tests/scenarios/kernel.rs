@@ -517,14 +517,10 @@ fn hung_runtime_task_on_a_full_disk_takes_the_disk_full_path() {
     h.write(
         "/proc/stat",
         "cpu  1 2 3 4 5 6 7 8 0 0\nprocs_running 2\nprocs_blocked 6\n",
-    )
+    );
     // Both are still in uninterruptible sleep now.
-    .write("/proc/1234/stat", task_stat(1234, "dockerd", 'D'))
-    .write("/proc/1234/comm", "dockerd\n")
-    .write("/proc/1234/cmdline", "dockerd\0")
-    .write("/proc/287/stat", task_stat(287, "jbd2/vdb-8", 'D'))
-    .write("/proc/287/comm", "jbd2/vdb-8\n")
-    .write("/proc/287/cmdline", "");
+    task(&h, 1234, "dockerd", 'D', true);
+    task(&h, 287, "jbd2/vdb-8", 'D', false);
     let mut k = collector(&h).with_statfs(|p: &Path| {
         let full = p.ends_with("var/lib/docker");
         Ok(FsUsage {
@@ -576,10 +572,8 @@ fn hung_task_with_blocked_io_takes_the_io_path() {
     h.write(
         "/proc/stat",
         "cpu  1 2 3 4 5 6 7 8 0 0\nprocs_running 2\nprocs_blocked 9\n",
-    )
-    .write("/proc/900/stat", task_stat(900, "kubelet", 'D'))
-    .write("/proc/900/comm", "kubelet\n")
-    .write("/proc/900/cmdline", "kubelet\0");
+    );
+    task(&h, 900, "kubelet", 'D', true);
     let mut k = collector(&h).with_statfs(|_: &Path| {
         Ok(FsUsage {
             size_bytes: 100 << 30,
@@ -1022,6 +1016,19 @@ fn fs_errors_old_kernel_format() {
         .any(|c| c == "umount /data && xfs_repair /dev/sdc"));
 }
 
+/// A task on the fake host as `/proc` shows it: its `stat` in `state`, `comm`, and a
+/// `cmdline` (`comm` as its only argument; empty for a kernel thread, as the kernel shows it).
+fn task(h: &FakeHost, pid: u32, comm: &str, state: char, user_space: bool) {
+    let cmdline = if user_space {
+        format!("{comm}\0")
+    } else {
+        String::new()
+    };
+    h.write(&format!("/proc/{pid}/stat"), task_stat(pid, comm, state))
+        .write(&format!("/proc/{pid}/comm"), format!("{comm}\n"))
+        .write(&format!("/proc/{pid}/cmdline"), cmdline);
+}
+
 /// `/proc/<pid>/stat` of a task in `state` (the field layout of kernel 6.18.44, this VM).
 fn task_stat(pid: u32, comm: &str, state: char) -> String {
     format!("{pid} ({comm}) {state} 1 {pid} {pid} 0 -1 4194560 102 0 0 0 0 0 0 0 20 0 1 0 1023184 3133440 412 18446744073709551615 94207089307648 94207089327529 140728339263008 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0 94207089343536 94207089345152 94207874502656 140728339270160 140728339270180 140728339270180 140728339271659 0\n")
@@ -1333,10 +1340,8 @@ fn hung_task_wordings_and_decay() {
         ),
     ] {
         let h = host(fixture);
-        h.write("/proc/uptime", format!("{uptime} 1.00\n"))
-            .write(&format!("/proc/{pid}/stat"), task_stat(pid, comm, 'D'))
-            .write(&format!("/proc/{pid}/comm"), format!("{comm}\n"))
-            .write(&format!("/proc/{pid}/cmdline"), format!("{comm}\0"));
+        h.write("/proc/uptime", format!("{uptime} 1.00\n"));
+        task(&h, pid, comm, 'D', true);
         let mut k = collector(&h);
         let c = k.collect(&support::ctx());
         let f =
@@ -1362,10 +1367,8 @@ fn hung_task_wordings_and_decay() {
     }
     // dockerd (the runtime): critical while blocked, warning once it runs, info when old.
     let h = host(include_str!("../fixtures/kmsg/hung-task.linux-3.10.kmsg"));
-    h.write("/proc/uptime", "6060.00 1.00\n")
-        .write("/proc/1234/stat", task_stat(1234, "dockerd", 'D'))
-        .write("/proc/1234/comm", "dockerd\n")
-        .write("/proc/1234/cmdline", "dockerd\0");
+    h.write("/proc/uptime", "6060.00 1.00\n");
+    task(&h, 1234, "dockerd", 'D', true);
     let mut k = collector(&h);
     let sev = |k: &mut KernelCollector| {
         crate::support::collect(k, &support::ctx())
