@@ -9,15 +9,13 @@
 //! sides. `check` examples run against the root `scripts/demo-root.sh` stages (the README
 //! names where it was staged; the test stages its own and substitutes the path).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+use crate::manifests::repo_root;
 
 fn readme() -> String {
-    std::fs::read_to_string(repo().join("README.md")).expect("README.md")
+    std::fs::read_to_string(repo_root().join("README.md")).expect("README.md")
 }
 
 /// One `$ node-doctor …` example: its arguments and the output the README shows.
@@ -172,7 +170,7 @@ fn every_node_doctor_example_in_the_readme_prints_what_it_shows() {
     }
     .expect("tempdir");
     let demo = Command::new("bash")
-        .arg(repo().join("scripts/demo-root.sh"))
+        .arg(repo_root().join("scripts/demo-root.sh"))
         .arg(staged.path())
         .output()
         .expect("scripts/demo-root.sh");
@@ -246,7 +244,7 @@ fn the_readmes_two_commands_are_the_ones_that_work() {
         quick.contains("\nscripts/test.sh\n"),
         "quick start lost the test command:\n{quick}"
     );
-    let ci = std::fs::read_to_string(repo().join(".ci/run")).expect(".ci/run");
+    let ci = std::fs::read_to_string(repo_root().join(".ci/run")).expect(".ci/run");
     assert!(
         ci.lines().any(
             |l| l.trim_start().starts_with("exec") && l.contains("scripts/test.sh")
@@ -254,7 +252,7 @@ fn the_readmes_two_commands_are_the_ones_that_work() {
         ),
         ".ci/run does not run scripts/test.sh:\n{ci}"
     );
-    let script = repo().join("scripts/test.sh");
+    let script = repo_root().join("scripts/test.sh");
     let mode = std::os::unix::fs::PermissionsExt::mode(
         &std::fs::metadata(&script)
             .expect("scripts/test.sh")
@@ -264,7 +262,7 @@ fn the_readmes_two_commands_are_the_ones_that_work() {
     // `cargo run` at the workspace root needs exactly one binary in the workspace: node-doctor.
     let mut bins = Vec::new();
     for member in ["agent", "collectors", "kube-standin"] {
-        let dir = repo().join(member);
+        let dir = repo_root().join(member);
         let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).expect("member manifest");
         let declared: Vec<String> = manifest
             .split("[[bin]]")
