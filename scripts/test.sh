@@ -111,14 +111,26 @@ NODE_DOCTOR_BIN="$(realpath -m "${CARGO_TARGET_DIR:-target}")/release/node-docto
 export NODE_DOCTOR_BIN
 step "cargo test" cargo_test
 
+# cargo test's totals over every test binary: "passed failed ignored" ("ignored" tests are
+# reported as skipped).
+cargo_totals() {
+    awk '/^test result: / {
+            for (i = 1; i <= NF; i++) {
+                if ($(i + 1) ~ /^passed/) p += $i
+                if ($(i + 1) ~ /^failed/) f += $i
+                if ($(i + 1) ~ /^ignored/) s += $i
+            }
+         }
+         END { printf "%d %d %d\n", p, f, s }' "$TEST_LOG"
+}
+
 # README's "Test" section states how many tests there are (**N tests**): it must be this run's
 # count (passed + failed + ignored over every test binary), so the figure a newcomer reads is
 # the one the command shows.
 readme_figures() {
-    local total stated
-    total=$(awk '/^test result: / {
-            for (i = 1; i <= NF; i++) if ($(i + 1) ~ /^(passed|failed|ignored)/) t += $i
-        } END { print t + 0 }' "$TEST_LOG")
+    local passed failed ignored total stated
+    read -r passed failed ignored < <(cargo_totals)
+    total=$((passed + failed + ignored))
     stated=$(grep -oE '\*\*[0-9,]+ tests\*\*' README.md | head -n 1 | tr -dc '0-9')
     if [[ "$total" != "$stated" ]]; then
         echo "test.sh: README.md says ${stated:-no} tests, this run has $total: update README's Test section" >&2
@@ -130,16 +142,8 @@ step "README figures" readme_figures
 
 printf '\n=== test.sh: summary (%ds)\n' $((SECONDS - T0))
 printf '%s\n' "${STEPS[@]}"
-# cargo test's totals over every test binary ("ignored" tests counted as skipped).
-awk '/^test result: / {
-        for (i = 1; i <= NF; i++) {
-            if ($(i + 1) ~ /^passed/) p += $i
-            if ($(i + 1) ~ /^failed/) f += $i
-            if ($(i + 1) ~ /^ignored/) s += $i
-        }
-        n++
-     }
-     END { printf "cargo: %d passed, %d failed, %d skipped\n", p, f, s }' "$TEST_LOG"
+read -r passed failed ignored < <(cargo_totals)
+printf 'cargo: %d passed, %d failed, %d skipped\n' "$passed" "$failed" "$ignored"
 if ((FAILED)); then
     echo "test.sh: FAILED" >&2
     exit 1
