@@ -48,6 +48,43 @@ pub fn parse_table_names(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// Whether the legacy (`ip_tables`/`ip6_tables`, get/setsockopt) backend holds tables in a
+/// network namespace: the only users of the xtables lock. `iptables-nft` ignores `--wait` and
+/// takes no lock (xtables-nft(8): "the iptables-legacy --wait option is a no-op in
+/// iptables-nft"), and a legacy command creates the table it touches, so a namespace without
+/// legacy tables has had no legacy user since the modules were loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LegacyUse {
+    /// `ip_tables_names` or `ip6_tables_names` lists a table.
+    InUse,
+    /// Both are absent (modules not loaded) or empty.
+    NotInUse,
+    /// One could not be read for another reason (permission, a refused file).
+    Unknown,
+}
+
+impl LegacyUse {
+    /// Whether xtables lock users may exist (in use, or cannot tell).
+    pub fn lock_users_possible(self) -> bool {
+        self != LegacyUse::NotInUse
+    }
+}
+
+/// Reads `<root>/proc/<pid>/net/ip_tables_names` and `ip6_tables_names` ([`LegacyUse`]).
+pub fn legacy_use(host: &HostPaths, pid: u32) -> LegacyUse {
+    let mut out = LegacyUse::NotInUse;
+    for name in ["ip_tables_names", "ip6_tables_names"] {
+        let path = host.proc_pid(pid).join("net").join(name);
+        match crate::hostfs::read_text(&path, crate::hostfs::cap::VALUE) {
+            Ok(text) if !parse_table_names(&text).is_empty() => return LegacyUse::InUse,
+            Ok(_) => {}
+            Err(e) if e.is_not_found() => {}
+            Err(_) => out = LegacyUse::Unknown,
+        }
+    }
+    out
+}
+
 /// Reads `<root>/proc/<pid>/net/ip_tables_names`, the tables of `pid`'s network namespace
 /// (pid 1: the host's); `None` when absent (`ip_tables` not loaded).
 pub fn legacy_tables(host: &HostPaths, pid: u32) -> Option<Vec<String>> {
@@ -161,5 +198,29 @@ mod tests {
             ]
         );
         assert!(binary_backend(&h, Path::new("/sbin/iptables")).is_none());
+    }
+
+    #[test]
+    fn legacy_use_from_both_table_lists() {
+        let t = tempfile::tempdir().unwrap();
+        let host = HostPaths::new(t.path());
+        let net = t.path().join("proc/1/net");
+        std::fs::create_dir_all(&net).unwrap();
+        // Neither module loaded: nobody can take the lock.
+        assert_eq!(legacy_use(&host, 1), LegacyUse::NotInUse);
+        assert!(!LegacyUse::NotInUse.lock_users_possible());
+        std::fs::write(net.join("ip_tables_names"), "").unwrap();
+        assert_eq!(legacy_use(&host, 1), LegacyUse::NotInUse);
+        // IPv6 alone is enough.
+        std::fs::write(net.join("ip6_tables_names"), "filter\n").unwrap();
+        assert_eq!(legacy_use(&host, 1), LegacyUse::InUse);
+        std::fs::write(net.join("ip6_tables_names"), "").unwrap();
+        std::fs::write(net.join("ip_tables_names"), "nat\nfilter\n").unwrap();
+        assert_eq!(legacy_use(&host, 1), LegacyUse::InUse);
+        // Unreadable (a directory where the file should be): cannot tell, so possible.
+        std::fs::remove_file(net.join("ip_tables_names")).unwrap();
+        std::fs::create_dir(net.join("ip_tables_names")).unwrap();
+        assert_eq!(legacy_use(&host, 1), LegacyUse::Unknown);
+        assert!(LegacyUse::Unknown.lock_users_possible());
     }
 }

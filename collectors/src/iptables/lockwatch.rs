@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 use nix::errno::Errno;
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
 
-use super::sampler::{LockId, LockWatch, ObserveOptions, ProcInfo, Tracker};
+use super::sampler::{LockId, LockWatch, ObserveOptions, ProcInfo, SamplerOptions, Tracker};
 use crate::host::HostPaths;
 use crate::proc::locks;
 
@@ -493,6 +493,9 @@ pub struct Runner {
     held: Option<Held>,
     /// The last full read failed: the next must be a real one, whatever the count says.
     read_failed: bool,
+    /// The first watch made starts idle instead of reading at once (nothing can hold the
+    /// lock: `SamplerOptions::read_at_start` was false).
+    quiet_start: bool,
 }
 
 /// A lock holder that can be confirmed without reading `/proc/locks`: while no process opens
@@ -544,21 +547,23 @@ fn fdinfo_holds(path: &Path, pid: u32, lock: LockId) -> bool {
 }
 
 impl Runner {
-    /// Sets up the watch (or the fallback) and takes the first read at once.
+    /// Sets up the watch (or the fallback) and, unless `options.read_at_start` is false,
+    /// takes the first read at once. `options.period` is used as given.
     pub fn start(
         host: HostPaths,
         lock_path: PathBuf,
-        period: Duration,
-        threshold: Duration,
-        use_inotify: bool,
+        options: &SamplerOptions,
         tracker: &mut Tracker,
         now: Instant,
     ) -> Runner {
+        let period = options.period;
+        let use_inotify = options.inotify;
         let mut r = Runner {
+            quiet_start: !options.read_at_start,
             host,
             lock_path,
             period,
-            gate: Gate::new(threshold, period),
+            gate: Gate::new(options.open_threshold, period),
             pending: Changes::default(),
             held: None,
             read_failed: false,
@@ -586,7 +591,11 @@ impl Runner {
                 tracker.set_watch(LockWatch::Inotify);
                 file_changed(&watch, tracker, now);
                 self.gate = Gate::new(self.gate.threshold, self.period);
-                self.gate.unknown(now, true);
+                // The first watch of a host where nothing can hold the lock starts idle;
+                // any later one (a new directory, a retry) cannot know the openers.
+                if !std::mem::take(&mut self.quiet_start) {
+                    self.gate.unknown(now, true);
+                }
                 self.pending = Changes::default();
                 self.held = None;
                 self.mode = Mode::Watching {

@@ -141,10 +141,12 @@ pub struct IptablesCollector {
 impl IptablesCollector {
     pub fn new(host: HostPaths, config: IptablesConfig) -> Self {
         let lock = host.resolve(&config.lock_path);
+        let legacy = backend::legacy_use(&host, config.reference_pid);
         let options = SamplerOptions {
             period: config.sample_period,
             open_threshold: config.lock_open_threshold,
             inotify: config.lock_inotify,
+            read_at_start: legacy.lock_users_possible(),
         };
         let (sampler, fallback) = match Sampler::start(host.clone(), lock, options) {
             Ok(s) => (Some(s), None),
@@ -326,7 +328,17 @@ impl IptablesCollector {
             )));
         }
         let host_lock = LockId::of_path(&self.lock_agent_path()).ok();
-        let mut gaps = self.mount_gaps(host_lock);
+        // Only a legacy iptables user takes the lock: with no legacy table in the host's
+        // network namespace nobody can miss it, and no process is looked at.
+        let mut gaps =
+            if backend::legacy_use(&self.host, self.config.reference_pid).lock_users_possible() {
+                self.mount_gaps(host_lock)
+            } else {
+                Ok(MountScan {
+                    gaps: Vec::new(),
+                    unreadable: Vec::new(),
+                })
+            };
         // Name the pods of the processes found (namespace/name), from the shared pod index.
         let gap_procs = gaps
             .iter_mut()

@@ -527,6 +527,11 @@ pub struct SamplerOptions {
     pub open_threshold: Duration,
     /// Watch the lock file with inotify (false: read `/proc/locks` every period).
     pub inotify: bool,
+    /// Read `/proc/locks` as soon as the watch is made, for a hold taken before it (the
+    /// openers before the watch are unknown). False when nothing can have taken the lock
+    /// (no legacy iptables tables on the host, [`super::backend::LegacyUse`]): a watch that
+    /// starts then reads nothing until the file is opened.
+    pub read_at_start: bool,
 }
 
 impl Default for SamplerOptions {
@@ -535,6 +540,7 @@ impl Default for SamplerOptions {
             period: Duration::from_millis(250),
             open_threshold: Duration::from_millis(500),
             inotify: true,
+            read_at_start: true,
         }
     }
 }
@@ -594,9 +600,7 @@ impl Sampler {
                     let r = super::lockwatch::Runner::start(
                         host,
                         lock_path,
-                        period,
-                        options.open_threshold,
-                        options.inotify,
+                        &SamplerOptions { period, ..options },
                         &mut tr,
                         Instant::now(),
                     );
@@ -864,6 +868,39 @@ mod tests {
             drop(s);
             assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
         }
+    }
+
+    /// Where nothing can hold the lock (no legacy tables), the watch starts without reading
+    /// `/proc/locks`, and reads it once the file has stayed open past the threshold.
+    #[test]
+    fn a_quiet_start_reads_nothing_until_the_file_stays_open() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(t.path().join("run")).unwrap();
+        std::fs::create_dir_all(t.path().join("proc")).unwrap();
+        std::fs::write(t.path().join("proc/locks"), "").unwrap();
+        let lock = t.path().join("run/xtables.lock");
+        std::fs::write(&lock, "").unwrap();
+        let s = Sampler::start(
+            HostPaths::new(t.path()),
+            lock.clone(),
+            SamplerOptions {
+                period: Duration::from_millis(20),
+                open_threshold: Duration::from_millis(50),
+                read_at_start: false,
+                ..SamplerOptions::default()
+            },
+        )
+        .unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(s.watch(), LockWatch::Inotify);
+        assert_eq!(s.locks_reads(), 0, "no read at start");
+        let f = std::fs::File::open(&lock).unwrap();
+        let t0 = Instant::now();
+        while s.locks_reads() == 0 && t0.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(s.locks_reads() >= 1, "read once the file stayed open");
+        drop(f);
     }
 
     #[test]

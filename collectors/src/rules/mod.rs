@@ -346,9 +346,61 @@ impl Rule {
     }
 }
 
+/// The built-in rule files, each parsed the first time one of its collector's rules is asked
+/// for: a `check` of a healthy node renders no finding and parses none of them (parsing all
+/// of them took about as long as the rest of such a check).
+struct Builtin {
+    files: Vec<(&'static str, OnceLock<BTreeMap<String, Rule>>)>,
+}
+
+impl Builtin {
+    fn new() -> Builtin {
+        Builtin {
+            files: FILES.iter().map(|(f, _)| (*f, OnceLock::new())).collect(),
+        }
+    }
+
+    /// The rules of built-in file `i`, parsed now if not yet. A broken embedded file (the
+    /// unit tests guard against it) is logged and holds no rule: its findings render with
+    /// their ids only.
+    fn file(&self, i: usize) -> &BTreeMap<String, Rule> {
+        let (name, cell) = &self.files[i];
+        cell.get_or_init(|| match load::builtin_file(name, FILES[i].1) {
+            Ok(rules) => rules.into_iter().map(|r| (r.id.clone(), r)).collect(),
+            Err(e) => {
+                tracing::error!(error = %e, "a built-in rule file does not load; its findings will carry their ids only");
+                BTreeMap::new()
+            }
+        })
+    }
+
+    /// The rule `id`: only the files of its collector (the id's first segment) are parsed.
+    fn get(&self, id: &str) -> Option<&Rule> {
+        let collector = id.split('.').next().unwrap_or(id);
+        (0..self.files.len())
+            .filter(|i| file_collector(FILES[*i].0) == collector)
+            .find_map(|i| self.file(i).get(id))
+    }
+
+    /// Every built-in rule (parses every file).
+    fn all(&self) -> impl Iterator<Item = &Rule> {
+        (0..self.files.len()).flat_map(|i| self.file(i).values())
+    }
+}
+
+/// The collector whose rules a built-in file holds: its name up to the first `_` or `.`
+/// (`runtime_logs.toml` holds `runtime.` rules; a unit test checks every file says so).
+fn file_collector(file: &str) -> &str {
+    file.split(['_', '.']).next().unwrap_or(file)
+}
+
 /// The rules in force: the built-in files, with the operator's overrides applied.
 #[derive(Clone, Default)]
 pub struct RuleBook {
+    /// The built-in files, parsed lazily ([`RuleBook::builtin`]); `None` when `rules` holds
+    /// the whole book ([`RuleBook::load_builtin`], tests).
+    builtin: Option<Arc<Builtin>>,
+    /// Rules that take precedence over the built-in ones: the overridden rules.
     rules: BTreeMap<String, Rule>,
     /// The override files applied, in order.
     overrides: Vec<String>,
@@ -357,7 +409,7 @@ pub struct RuleBook {
 // Rules compare by content; their evidence floats come from `Evidence::from`, never NaN.
 impl PartialEq for RuleBook {
     fn eq(&self, other: &RuleBook) -> bool {
-        self.rules == other.rules && self.overrides == other.overrides
+        self.rules().eq(other.rules()) && self.overrides == other.overrides
     }
 }
 impl Eq for RuleBook {}
@@ -365,6 +417,7 @@ impl Eq for RuleBook {}
 impl fmt::Debug for RuleBook {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RuleBook")
+            .field("builtin", &self.builtin.is_some())
             .field("rules", &self.rules.len())
             .field("overrides", &self.overrides)
             .finish()
@@ -374,54 +427,69 @@ impl fmt::Debug for RuleBook {
 static BUILTIN: OnceLock<Arc<RuleBook>> = OnceLock::new();
 
 impl RuleBook {
-    /// Parses the built-in rule files (what [`RuleBook::builtin`] holds).
-    pub fn load_builtin() -> Result<RuleBook, RulesError> {
-        let mut rules = BTreeMap::new();
-        for (file, text) in FILES {
-            for r in load::builtin_file(file, text)? {
-                if let Some(old) = rules.insert(r.id.clone(), r) {
-                    return Err(RulesError::Invalid {
-                        file: file.to_string(),
-                        id: old.id.clone(),
-                        message: format!("also defined in {}", old.file),
-                    });
-                }
-            }
-        }
-        Ok(RuleBook {
-            rules,
+    /// A book of exactly these rules (the demo rule files of the unit tests).
+    pub fn from_rules(rules: impl IntoIterator<Item = Rule>) -> RuleBook {
+        RuleBook {
+            builtin: None,
+            rules: rules.into_iter().map(|r| (r.id.clone(), r)).collect(),
             overrides: Vec::new(),
-        })
+        }
     }
 
-    /// The built-in rules, parsed once. If the embedded files were broken (the unit tests
-    /// guard against it), the error is logged and findings render with their ids only.
+    /// Parses every built-in rule file now (what [`RuleBook::builtin`] holds), failing on the
+    /// first that does not load or on an id two files define.
+    pub fn load_builtin() -> Result<RuleBook, RulesError> {
+        let mut rules = Vec::new();
+        let mut ids = BTreeMap::new();
+        for (file, text) in FILES {
+            for r in load::builtin_file(file, text)? {
+                if let Some(old) = ids.insert(r.id.clone(), *file) {
+                    return Err(RulesError::Invalid {
+                        file: file.to_string(),
+                        id: r.id.clone(),
+                        message: format!("also defined in {old}"),
+                    });
+                }
+                rules.push(r);
+            }
+        }
+        Ok(RuleBook::from_rules(rules))
+    }
+
+    /// The built-in rules, each file parsed the first time one of its collector's rules is
+    /// asked for.
     pub fn builtin() -> Arc<RuleBook> {
         BUILTIN
-            .get_or_init(|| match RuleBook::load_builtin() {
-                Ok(b) => Arc::new(b),
-                Err(e) => {
-                    tracing::error!(error = %e, "the built-in rule files do not load; findings will carry their ids only");
-                    Arc::new(RuleBook::default())
-                }
+            .get_or_init(|| {
+                Arc::new(RuleBook {
+                    builtin: Some(Arc::new(Builtin::new())),
+                    rules: BTreeMap::new(),
+                    overrides: Vec::new(),
+                })
             })
             .clone()
     }
 
     /// A rule by id.
     pub fn get(&self, id: &str) -> Option<&Rule> {
-        self.rules.get(id)
+        self.rules
+            .get(id)
+            .or_else(|| self.builtin.as_ref()?.get(id))
     }
 
     /// The hysteresis of the rule `id` ([`Hysteresis::DEFAULT`] for an id without a rule).
     pub fn hysteresis(&self, id: &str) -> Hysteresis {
-        self.rules
-            .get(id)
-            .map_or(Hysteresis::DEFAULT, Rule::hysteresis)
+        self.get(id).map_or(Hysteresis::DEFAULT, Rule::hysteresis)
     }
 
+    /// Every rule in force, by id (parses every built-in file).
     pub fn rules(&self) -> impl Iterator<Item = &Rule> {
-        self.rules.values()
+        let mut all: BTreeMap<&str, &Rule> = BTreeMap::new();
+        if let Some(b) = &self.builtin {
+            all.extend(b.all().map(|r| (r.id.as_str(), r)));
+        }
+        all.extend(self.rules.values().map(|r| (r.id.as_str(), r)));
+        all.into_values()
     }
 
     /// The override files applied, in order.
@@ -434,7 +502,9 @@ impl RuleBook {
     /// a file that would print a broken finding is refused.
     pub fn with_overrides(&self, file: &str, text: &str) -> Result<RuleBook, RulesError> {
         let mut out = self.clone();
-        for rule in load::apply_overrides(file, text, &self.rules)? {
+        let base: BTreeMap<String, Rule> =
+            self.rules().map(|r| (r.id.clone(), r.clone())).collect();
+        for rule in load::apply_overrides(file, text, &base)? {
             let problems = render::check(&rule);
             if let Some(p) = problems.first() {
                 return Err(RulesError::Invalid {
@@ -472,7 +542,7 @@ impl RuleBook {
     /// programming error the golden and scenario tests catch: debug builds panic; release
     /// builds log it and print the gap visibly (`‹missing: name›`, the command left out).
     pub fn render(&self, draft: Draft, node: &str) -> Finding {
-        render::render(self.rules.get(&draft.id), draft, node)
+        render::render(self.get(&draft.id), draft, node)
     }
 
     /// Problems rendering `rule` from its example under every combination of conditions

@@ -62,17 +62,27 @@ vars = { runtimes = ["docker", "containerd"], logs = [
 
 fn demo() -> RuleBook {
     let rules = load::builtin_file("demo.toml", DEMO).unwrap_or_else(|e| panic!("{e}"));
-    RuleBook {
-        rules: rules.into_iter().map(|r| (r.id.clone(), r)).collect(),
-        overrides: Vec::new(),
-    }
+    RuleBook::from_rules(rules)
 }
 
 fn load_err(text: &str) -> String {
     match load::builtin_file("bad.toml", text) {
-        Ok(_) => panic!("loaded: {text}"),
+        Ok(rules) => match load::unknown_see_also(&rules).first() {
+            Some(e) => e.clone(),
+            None => panic!("loaded: {text}"),
+        },
         Err(e) => e.to_string(),
     }
+}
+
+#[test]
+fn every_built_in_see_also_key_is_a_catalogue_entry() {
+    let book = RuleBook::load_builtin().unwrap();
+    assert!(book.rules.values().any(|r| !r.see_also.is_empty()));
+    assert_eq!(
+        load::unknown_see_also(book.rules.values()),
+        Vec::<String>::new()
+    );
 }
 
 /// DEMO with `from` replaced by `to` (which must occur).
@@ -640,4 +650,54 @@ fn hysteresis_is_stated_per_rule_with_a_default_and_operators_may_tune_it() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("rule demo.logs: raise_after"), "{e}");
+}
+
+#[test]
+fn the_lazy_built_in_book_holds_what_the_eager_one_holds() {
+    let eager = RuleBook::load_builtin().unwrap();
+    let lazy = RuleBook::builtin();
+    for r in eager.rules() {
+        assert_eq!(lazy.get(&r.id), Some(r), "{}", r.id);
+        assert_eq!(lazy.hysteresis(&r.id), r.hysteresis(), "{}", r.id);
+    }
+    assert_eq!(*lazy, eager);
+    assert_eq!(lazy.get("disk.no_such_rule"), None);
+    assert_eq!(lazy.get("nosuchcollector"), None);
+}
+
+#[test]
+fn each_built_in_file_holds_the_rules_of_the_collector_its_name_says() {
+    for (file, text) in FILES {
+        let rules = load::builtin_file(file, text).unwrap();
+        assert!(!rules.is_empty(), "{file}");
+        for r in rules {
+            assert_eq!(
+                r.id.split('.').next(),
+                Some(file_collector(file)),
+                "{file}: {}",
+                r.id
+            );
+        }
+    }
+}
+
+#[test]
+fn the_lazy_book_parses_only_the_files_of_the_collector_asked_for() {
+    let b = Builtin::new();
+    assert!(b.get("memory.exhaustion").is_some());
+    let parsed: Vec<&str> = b
+        .files
+        .iter()
+        .filter(|(_, cell)| cell.get().is_some())
+        .map(|(f, _)| *f)
+        .collect();
+    assert_eq!(parsed, ["memory.toml"]);
+    assert!(b.get("runtime.no_such_rule").is_none());
+    let parsed: Vec<&str> = b
+        .files
+        .iter()
+        .filter(|(_, cell)| cell.get().is_some())
+        .map(|(f, _)| *f)
+        .collect();
+    assert_eq!(parsed, ["memory.toml", "runtime.toml", "runtime_logs.toml"]);
 }

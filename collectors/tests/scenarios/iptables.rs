@@ -19,6 +19,14 @@ use crate::support::{ctx, root_or_skip, FakeHost};
 const POD_UID: &str = "5d5b3b8a-6c1f-4f7e-9a57-1b2c3d4e5f60";
 const CID: &str = "0b3f5c2e9d1a7c4b8e6f2a1d3c5b7e9f0a2c4e6b8d1f3a5c7e9b2d4f6a8c0e1d";
 
+/// A fake host whose network namespace has a legacy iptables table (`filter`): the xtables
+/// lock has users, so the sampler reads `/proc/locks` at start and lock files are compared.
+fn legacy_node() -> FakeHost {
+    let h = FakeHost::new();
+    h.write("/proc/1/net/ip_tables_names", "filter\n");
+    h
+}
+
 fn find<'a>(c: &'a Collection, id: &str, subject: &str) -> Option<&'a Finding> {
     c.findings
         .iter()
@@ -81,7 +89,7 @@ fn proc_locks_id(path: &Path) -> String {
 /// that the collector's own sampler thread reads; thresholds scaled down to keep the test short.
 #[test]
 fn kube_router_holding_the_lock_is_critical_and_named() {
-    let h = FakeHost::new();
+    let h = legacy_node();
     h.write("/run/xtables.lock", "");
     let id = proc_locks_id(&h.path("/run/xtables.lock"));
     h.write(
@@ -184,7 +192,7 @@ fn kube_router_holding_the_lock_is_critical_and_named() {
 /// A short hold is a warning (between the thresholds), and a lock on another file is ignored.
 #[test]
 fn hold_between_thresholds_is_a_warning() {
-    let h = FakeHost::new();
+    let h = legacy_node();
     h.write("/run/xtables.lock", "");
     let id = proc_locks_id(&h.path("/run/xtables.lock"));
     h.write(
@@ -218,7 +226,7 @@ fn hold_between_thresholds_is_a_warning() {
 /// Waiters queued on consecutive samples with only short holds: `iptables.lock_waiters`.
 #[test]
 fn queued_waiters_without_a_long_hold_warn() {
-    let h = FakeHost::new();
+    let h = legacy_node();
     h.write("/run/xtables.lock", "");
     let id = proc_locks_id(&h.path("/run/xtables.lock"));
     h.write("/proc/10/comm", "iptables\n");
@@ -292,6 +300,9 @@ fn host_network_pod_without_the_lock_mount_is_named() {
     let h = FakeHost::new();
     h.write("/run/xtables.lock", "");
     h.write("/proc/locks", "");
+    // Legacy tables in the host's namespace: the lock has users (without them nothing is
+    // compared: `a_node_without_legacy_tables_compares_no_process`).
+    h.write("/proc/1/net/ip_tables_names", "nat\nfilter\n");
     fake_proc(&h, 1, "systemd", HOST_NET, HOST_MNT, "0::/init.scope\n");
     let kp_cg = format!("0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{}.slice/cri-containerd-{CID}.scope\n", POD_UID.replace('-', "_"));
     fake_proc(&h, 2100, "kube-proxy", HOST_NET, 4026532500, &kp_cg);
@@ -876,20 +887,50 @@ fn real_flock_holder_and_waiter() {
 }
 
 /// Real kernel: a process named kube-proxy in a new mount namespace (`unshare -m`) sharing the
-/// host network namespace, with its own tmpfs file at /run/xtables.lock, is reported as not
-/// mounting the host's lock.
+/// network namespace of the node (here one the test makes, `unshare -n`, whose process is the
+/// reference pid), with its own tmpfs file at /run/xtables.lock, is reported as not mounting
+/// the node's lock once the namespace has a legacy table (`iptables-legacy -L` makes
+/// `filter`), and not looked at while it has none (the nft backend takes no lock).
 #[test]
 fn real_unshared_kube_proxy_without_the_host_lock() {
     if !root_or_skip("real_unshared_kube_proxy_without_the_host_lock") {
         return;
     }
-    if !have("unshare") {
+    if !have("unshare") || !have("nsenter") || !have("iptables-legacy") {
         eprintln!(
-            "SKIP real_unshared_kube_proxy_without_the_host_lock: needs unshare (util-linux)"
+            "SKIP real_unshared_kube_proxy_without_the_host_lock: needs unshare, nsenter (util-linux) and iptables-legacy"
         );
         return;
     }
+    for legacy in [false, true] {
+        unshared_kube_proxy(legacy);
+    }
+}
+
+fn unshared_kube_proxy(legacy: bool) {
     let h = real_proc_host();
+    // The node: a network namespace of its own, with a legacy table or none.
+    let node_script = if legacy {
+        "iptables-legacy -w -t filter -L -n >/dev/null && exec sleep 60"
+    } else {
+        "exec sleep 60"
+    };
+    let node = ChildGuard(
+        Command::new("unshare")
+            .args(["-n", "sh", "-c", node_script])
+            .spawn()
+            .unwrap(),
+    );
+    let node_pid = node.0.id();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::fs::read_to_string(format!("/proc/{node_pid}/comm")).unwrap_or_default() != "sleep\n"
+    {
+        assert!(Instant::now() < deadline, "the node process did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let tables = std::fs::read_to_string(format!("/proc/{node_pid}/net/ip_tables_names"))
+        .unwrap_or_default();
+    assert_eq!(tables.contains("filter"), legacy, "{tables:?}");
     let bin = tempfile::tempdir().unwrap();
     let kp = bin.path().join("kube-proxy");
     std::fs::copy("/bin/sleep", &kp).unwrap();
@@ -898,24 +939,50 @@ fn real_unshared_kube_proxy_without_the_host_lock() {
         kp.display()
     );
     let child = ChildGuard(
-        Command::new("unshare")
-            .args(["-m", "--propagation", "private", "sh", "-c", &script])
+        Command::new("nsenter")
+            .arg(format!("--net=/proc/{node_pid}/ns/net"))
+            .args([
+                "unshare",
+                "-m",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                &script,
+            ])
             .spawn()
             .unwrap(),
     );
-    let pid = child.0.id();
     let deadline = Instant::now() + Duration::from_secs(5);
-    while std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default() != "kube-proxy\n"
-    {
+    let pid = loop {
+        // nsenter execs unshare, which forks nothing: the same pid runs kube-proxy.
+        let pid = child.0.id();
+        if std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default()
+            == "kube-proxy\n"
+        {
+            break pid;
+        }
         assert!(Instant::now() < deadline, "kube-proxy did not start");
         std::thread::sleep(Duration::from_millis(20));
-    }
+    };
     let cfg = IptablesConfig {
-        reference_pid: std::process::id(),
+        reference_pid: node_pid,
         ..IptablesConfig::default()
     };
     let mut c = IptablesCollector::new(h.host(), cfg);
     let out = c.collect(&ctx());
+    if !legacy {
+        assert!(
+            !out.findings
+                .iter()
+                .any(|f| f.id == "iptables.lock_not_mounted"),
+            "{:#?}",
+            out.findings
+        );
+        drop(child);
+        drop(node);
+        return;
+    }
     let f = out
         .findings
         .iter()
@@ -945,8 +1012,8 @@ fn real_unshared_kube_proxy_without_the_host_lock() {
 /// Cost and escalation (docs/collectors/iptables.md): the comparison of lock files goes
 /// through the shared process table, namespaces first. On a node with 200 more processes in
 /// the host's namespaces and a hostNetwork kube-router pod that mounts the host's lock, a
-/// cycle after the first reads pid 1's two namespace links and its `ip_tables_names`, and the
-/// lock file seen from the one process in a mount namespace of its own: nothing of the others.
+/// cycle after the first reads pid 1's two namespace links and its table lists, and the lock
+/// file seen from the one process in a mount namespace of its own: nothing of the others.
 #[test]
 fn a_quiet_node_reads_no_file_of_other_processes() {
     const HOST_NET: u64 = 4026531840;
@@ -956,6 +1023,7 @@ fn a_quiet_node_reads_no_file_of_other_processes() {
     h.write("/run/xtables.lock", "");
     h.write("/proc/locks", "");
     crate::runtime::idle_processes(&h, 1, 1, HOST_NET, HOST_MNT);
+    h.write("/proc/1/net/ip_tables_names", "filter\n");
     crate::runtime::idle_processes(&h, 3000, 200, HOST_NET, HOST_MNT);
     crate::runtime::process(&h, 2200, "kube-router", "/usr/local/bin/kube-router", 100);
     h.mkdir("/proc/2200/ns");
@@ -969,17 +1037,79 @@ fn a_quiet_node_reads_no_file_of_other_processes() {
     .unwrap();
     let host = h.host();
     let mut c = IptablesCollector::new(host.clone(), fast_config());
+    // Only the backend's info finding (legacy tables on a host whose binary is unknown).
+    let problems = |c: &Collection| -> Vec<String> {
+        c.findings
+            .iter()
+            .filter(|f| f.id != "iptables.backend")
+            .map(|f| f.id.clone())
+            .collect()
+    };
     let first = c.collect(&ctx());
-    assert!(first.findings.is_empty(), "{:#?}", first.findings);
+    assert!(problems(&first).is_empty(), "{:#?}", first.findings);
     let after_first = host.per_process_paths();
     assert!(
         after_first >= 200,
         "the first cycle examines every process: {after_first}"
     );
     let second = c.collect(&ctx());
-    assert!(second.findings.is_empty(), "{:#?}", second.findings);
+    assert!(problems(&second).is_empty(), "{:#?}", second.findings);
     assert_eq!(second.status, first.status);
-    assert_eq!(host.per_process_paths() - after_first, 4);
+    // Pid 1's two namespace links, its IPv4 table list twice (legacy in use: the IPv6 one is
+    // not needed; then the backend's look), and the lock file seen from kube-router.
+    assert_eq!(host.per_process_paths() - after_first, 5);
+}
+
+/// Escalation (docs/collectors/iptables.md): only a legacy iptables user takes the xtables
+/// lock, so on a node whose host network namespace has no legacy table (the nft backend) a
+/// hostNetwork pod with its own lock file misses nothing: no process is looked at, and the
+/// lock sampler does not read `/proc/locks` at start. Once a legacy table exists, the same
+/// node is compared and the pod named.
+#[test]
+fn a_node_without_legacy_tables_compares_no_process() {
+    const HOST_NET: u64 = 4026531840;
+    const HOST_MNT: u64 = 4026531841;
+    let h = FakeHost::new();
+    h.write("/proc/uptime", "86400.00 1.00\n");
+    h.write("/run/xtables.lock", "");
+    h.write("/proc/locks", "");
+    crate::runtime::idle_processes(&h, 1, 1, HOST_NET, HOST_MNT);
+    h.write("/proc/1/net/ip_tables_names", "");
+    crate::runtime::idle_processes(&h, 3000, 200, HOST_NET, HOST_MNT);
+    fake_proc(
+        &h,
+        2100,
+        "kube-proxy",
+        HOST_NET,
+        4026532500,
+        "0::/kubepods.slice/x\n",
+    );
+    h.write("/proc/2100/root/run/xtables.lock", "");
+    let host = h.host();
+    let mut c = IptablesCollector::new(host.clone(), fast_config());
+    std::thread::sleep(Duration::from_millis(100));
+    let out = c.collect(&ctx());
+    assert!(
+        !out.findings
+            .iter()
+            .any(|f| f.id == "iptables.lock_not_mounted"),
+        "{:#?}",
+        out.findings
+    );
+    assert_eq!(locks_reads(&out), 0.0, "no read of /proc/locks at start");
+    // Pid 1's two table lists when the sampler starts, and again in the cycle, with the
+    // backend's look at the IPv4 list: nothing of any other process.
+    assert_eq!(host.per_process_paths(), 5, "only pid 1's table lists");
+    // kube-proxy switches to the legacy backend: the next cycle compares and names it.
+    h.write("/proc/1/net/ip_tables_names", "nat\nfilter\n");
+    let out = c.collect(&ctx());
+    let gaps: Vec<&str> = out
+        .findings
+        .iter()
+        .filter(|f| f.id == "iptables.lock_not_mounted")
+        .map(|f| f.subject.as_str())
+        .collect();
+    assert_eq!(gaps, ["pid 2100"], "{:#?}", out.findings);
 }
 
 /// `node_doctor_iptables_lock_reads_total`: reads of `/proc/locks` since the sampler started.
@@ -1111,7 +1241,7 @@ fn real_short_holds_read_nothing() {
 #[test]
 fn polling_fallback_reads_every_period_and_says_so() {
     for inotify in [false, true] {
-        let h = FakeHost::new();
+        let h = legacy_node();
         h.write("/run/xtables.lock", "");
         h.write("/proc/locks", "");
         h.write("/proc/77/comm", "calico-node\n");
@@ -1233,6 +1363,7 @@ fn the_name_filter_comes_first_and_knows_multi_call_binaries() {
             h.mkdir(&format!("/proc/{pid}/root/run"));
         };
         proc_in(1, "systemd", "/sbin/init", HOST_MNT);
+        h.write("/proc/1/net/ip_tables_names", "filter\n");
         // busybox running iptables-restore in a hostNetwork pod without the lock.
         proc_in(3100, "busybox", "iptables-restore --noflush", 4026532600);
         if with_nginx {
