@@ -19,6 +19,7 @@
 //! window into drafts under [`LoadConfig::thresholds`]; `collect` renders them in the rule
 //! file's words ([`CollectContext::render`]) and adds the metrics of the sample.
 
+pub mod cgroups;
 pub mod escalation;
 pub mod judge;
 pub mod observation;
