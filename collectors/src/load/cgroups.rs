@@ -491,12 +491,7 @@ mod tests {
     }
 
     /// A tree of (path, parent, io bytes on 7:0, cpu usec).
-    fn tree(
-        dir: &str,
-        io: bool,
-        cpu: bool,
-        groups: &[(&str, Option<usize>, Option<u64>, Option<u64>)],
-    ) -> Tree {
+    fn tree(dir: &str, io: bool, cpu: bool, groups: &[Spec]) -> Tree {
         Tree {
             hierarchy: Hierarchy {
                 dir: PathBuf::from(dir),
@@ -524,6 +519,9 @@ mod tests {
             first_error: None,
         }
     }
+
+    /// (path, parent, IO bytes on 7:0, CPU µs) of a test group.
+    type Spec<'a> = (&'a str, Option<usize>, Option<u64>, Option<u64>);
 
     const NAME: NameFloors = NameFloors {
         min_share_percent: 10.0,
@@ -700,15 +698,15 @@ mod tests {
 
     #[test]
     fn too_many_material_cgroups_fall_back() {
-        let groups: Vec<(String, Option<usize>, Option<u64>, Option<u64>)> =
-            std::iter::once(("/".to_string(), None, Some(0), None))
-                .chain((0..20).map(|i| (format!("/g{i}"), Some(0), Some(1 << 20), None)))
-                .collect();
-        let refs: Vec<(&str, Option<usize>, Option<u64>, Option<u64>)> = groups
-            .iter()
-            .map(|(p, a, b, c)| (p.as_str(), *a, *b, *c))
+        let names: Vec<String> = (0..20).map(|i| format!("/g{i}")).collect();
+        let refs: Vec<Spec> = std::iter::once(("/", None, Some(0), None))
+            .chain(
+                names
+                    .iter()
+                    .map(|n| (n.as_str(), Some(0), Some(1 << 20), None)),
+            )
             .collect();
-        let zero: Vec<(&str, Option<usize>, Option<u64>, Option<u64>)> = refs
+        let zero: Vec<Spec> = refs
             .iter()
             .map(|(p, a, _, c)| (*p, *a, Some(0), *c))
             .collect();

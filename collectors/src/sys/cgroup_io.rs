@@ -436,8 +436,10 @@ enum Value {
     Cpu(u64),
 }
 
+type Parser = fn(&str) -> Result<Value, String>;
+
 fn read_counter(path: &Path, version: Version, which: Counter) -> Result<Value, ReadError> {
-    let (cap, parse): (usize, fn(&str) -> Result<Value, String>) = match (version, which) {
+    let (cap, parse): (usize, Parser) = match (version, which) {
         // A line per block device (~100 B in v2, 6 lines of ~20 B in v1).
         (Version::V2, Counter::Io) => (cap::PER_CPU_TABLE, |t| parse_io_stat(t).map(Value::Io)),
         (Version::V1, Counter::Io) => (cap::PER_CPU_TABLE, |t| parse_blkio(t).map(Value::Io)),
