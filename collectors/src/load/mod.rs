@@ -382,7 +382,8 @@ impl LoadCollector {
                 kubelet_running = match scope {
                     // Only the candidates' tasks were read: a kubelet among them runs; its
                     // absence from them says nothing.
-                    Scope::Cgroups(_) => seen.then_some(true),
+                    Scope::Cgroups(_) if seen => Some(true),
+                    Scope::Cgroups(_) => self.cgroup_previous.as_ref().and_then(kubelet_service),
                     Scope::All(_) => procs.list_error.is_none().then_some(seen),
                 };
                 process_scope = Some(scope.describe(procs.procs.len()));
@@ -678,6 +679,20 @@ impl LoadCollector {
             _ => {}
         }
     }
+}
+
+/// `Some(true)` when a systemd `kubelet.service` cgroup of the reading holds tasks (the
+/// kubelet runs, though not in a candidate cgroup); `None` when that says nothing.
+fn kubelet_service(r: &cgroups::Reading) -> Option<bool> {
+    r.trees.iter().find_map(|t| {
+        let g = t
+            .groups
+            .iter()
+            .find(|g| g.path.ends_with("/kubelet.service"))?;
+        cgroup_io::procs(&t.dir_of(g))
+            .ok()
+            .and_then(|p| (!p.is_empty()).then_some(true))
+    })
 }
 
 /// Per-disk rates between two `/proc/diskstats` samples, whole disks only.
