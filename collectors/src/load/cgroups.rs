@@ -76,6 +76,13 @@ pub fn read(host: &HostPaths, layout: &Layout, limits: Limits, at: f64) -> Resul
                 limits.max_groups
             ));
         }
+        if tree.unnamed > 0 {
+            return Err(format!(
+                "{} has {} cgroup(s) whose names are not UTF-8",
+                h.dir.display(),
+                tree.unnamed
+            ));
+        }
         if let Some(e) = &tree.first_error {
             return Err(format!(
                 "{} cgroup counter(s) unreadable: {e}",
@@ -515,6 +522,7 @@ mod tests {
                 .collect(),
             truncated: false,
             too_deep: 0,
+            unnamed: 0,
             unreadable: 0,
             first_error: None,
         }

@@ -651,12 +651,12 @@ impl LoadCollector {
             match plan {
                 Plan::Cgroups(c) => tracing::debug!(
                     collector = "load",
-                    cgroups = %cgroups::describe(c),
+                    cgroups = ?cgroups::describe(c),
                     "reading the processes of the candidate cgroups only"
                 ),
                 Plan::All(why) => tracing::debug!(
                     collector = "load",
-                    reason = %why.describe(),
+                    reason = ?why.describe(),
                     "reading every process"
                 ),
             }

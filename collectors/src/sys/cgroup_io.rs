@@ -320,6 +320,9 @@ pub struct Tree {
     /// Groups below [`Limits::max_depth`] that were not visited (their figures count in
     /// their ancestors' only where counters are recursive).
     pub too_deep: usize,
+    /// Child directories skipped because their names are not UTF-8 (their figures would be
+    /// counted in their parent's own share on v2).
+    pub unnamed: usize,
     /// Counter files that exist but could not be read or parsed, with the first error.
     pub unreadable: usize,
     pub first_error: Option<String>,
@@ -333,6 +336,7 @@ pub fn walk(h: &Hierarchy, version: Version, limits: Limits) -> Result<Tree, Rea
         groups: Vec::new(),
         truncated: false,
         too_deep: 0,
+        unnamed: 0,
         unreadable: 0,
         first_error: None,
     };
@@ -365,9 +369,13 @@ pub fn walk(h: &Hierarchy, version: Version, limits: Limits) -> Result<Tree, Rea
         let (mut has_io, mut has_cpu) = (false, false);
         for e in listing {
             let name = e.file_name();
-            let Some(name) = name.to_str() else { continue };
+            let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
+            let Some(name) = name.to_str() else {
+                tree.unnamed += usize::from(is_dir);
+                continue;
+            };
             // Cgroup directories are real directories; never follow symlinks.
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
+            if is_dir {
                 children.push(name.to_string());
             } else if h.io && name == io_file {
                 has_io = true;
@@ -588,6 +596,11 @@ mod tests {
         let tree = walk(&l.hierarchies[0], l.version, Limits::default()).unwrap();
         assert_eq!(tree.unreadable, 1);
         assert!(tree.first_error.as_deref().unwrap().contains("FIFO"));
+        // A cgroup whose name is not UTF-8 is counted, not walked.
+        use std::os::unix::ffi::OsStrExt;
+        std::fs::create_dir(cg.join("blkio").join(std::ffi::OsStr::from_bytes(b"\xff"))).unwrap();
+        let tree = walk(&l.hierarchies[0], l.version, Limits::default()).unwrap();
+        assert_eq!((tree.unnamed, tree.groups.len()), (1, 4));
 
         // Hybrid: no v1 blkio/cpuacct, v2 at unified with io.
         let t = tempfile::tempdir().unwrap();
