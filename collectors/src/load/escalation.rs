@@ -281,6 +281,7 @@ mod tests {
             total_io_bytes_per_second: 0.0,
             total_cpu_percent: 0.0,
             kubelet_running: Some(true),
+            process_scope: None,
         }
     }
 

@@ -444,8 +444,10 @@ fn io_culprits(mut d: Draft, obs: &Observation, io: &[&Culprit], th: &Thresholds
 }
 
 /// Whether the kubelet runs, for advice that cordons the node: the evidence
-/// `kubelet_running` and the condition `kubelet_not_running` (when the process list says so).
+/// `kubelet_running` and the condition `kubelet_not_running` (when the process list says so);
+/// and which processes the culprits come from (`process_scope`, when processes were read).
 fn kubelet(d: Draft, obs: &Observation) -> Draft {
+    let d = d.evidence_opt("process_scope", obs.process_scope.as_deref());
     match obs.kubelet_running {
         Some(running) => d
             .evidence("kubelet_running", running)
@@ -802,6 +804,7 @@ mod tests {
             total_io_bytes_per_second: 0.0,
             total_cpu_percent: 0.0,
             kubelet_running: Some(true),
+            process_scope: None,
         }
     }
 

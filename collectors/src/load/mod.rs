@@ -19,6 +19,7 @@
 //! window into drafts under [`LoadConfig::thresholds`]; `collect` renders them in the rule
 //! file's words ([`CollectContext::render`]) and adds the metrics of the sample.
 
+pub mod cgroups;
 pub mod escalation;
 pub mod judge;
 pub mod observation;
@@ -35,8 +36,9 @@ use crate::proc::loadavg;
 use crate::proc::pressure;
 use crate::proc::stat::{self, Stat};
 use crate::proc::uptime;
-use crate::sys::{block, cpu_online};
+use crate::sys::{block, cgroup_io, cpu_online};
 
+use cgroups::{Fallback, NameFloors, Plan};
 pub use escalation::{Escalation, Reason, Signals};
 pub use judge::{Sample, Thresholds};
 pub use observation::{
@@ -65,6 +67,9 @@ pub struct LoadConfig {
     pub infrastructure_processes: Vec<String>,
     /// Where pod names come from.
     pub pods: PodsConfig,
+    /// Cgroup-first attribution ([`cgroups`]): an escalated run reads the processes of the
+    /// cgroups behind the window's IO and CPU only. `None`: every process, always.
+    pub cgroups: Option<cgroups::Floors>,
 }
 
 impl Default for LoadConfig {
@@ -94,8 +99,19 @@ impl Default for LoadConfig {
             .map(|s| s.to_string())
             .collect(),
             pods: PodsConfig::default(),
+            cgroups: Some(cgroups::Floors::default()),
         }
     }
+}
+
+/// Which processes the tracker holds counters of (what the next pass can measure over the
+/// window without a catch-up).
+#[derive(Debug, Clone, PartialEq)]
+enum Tracked {
+    Nothing,
+    All,
+    /// The tasks of these cgroups (`<hierarchy dir>:<path>`).
+    Cgroups(Vec<String>),
 }
 
 /// The system-wide part of one run's reading.
@@ -117,6 +133,11 @@ pub struct LoadCollector {
     started: Instant,
     previous: Option<SystemSample>,
     tracker: ProcessTracker,
+    tracked: Tracked,
+    /// The cgroup counters of the previous escalated run.
+    cgroup_previous: Option<cgroups::Reading>,
+    /// What the last pass read (`cgroups` or why every process), for the log.
+    last_scope: Option<&'static str>,
     /// Whether the previous run read per-process detail (the tracker holds its counters).
     detail_last_run: bool,
     /// Whether the judge reported anything on the previous window.
@@ -140,6 +161,9 @@ impl LoadCollector {
             started: Instant::now(),
             previous: None,
             tracker: ProcessTracker::default(),
+            tracked: Tracked::Nothing,
+            cgroup_previous: None,
+            last_scope: None,
             detail_last_run: false,
             reported: false,
             catch_up_span: None,
@@ -300,7 +324,7 @@ impl LoadCollector {
         // Per-process detail, only when a whole-node signal is at its bar.
         let mut detail = None;
         self.catch_up_span = None;
-        if reason.is_some() {
+        if let Some(reason) = reason {
             let delayacct = match delayacct::read(&self.host) {
                 Ok(d) => d.is_on(),
                 Err(e) => {
@@ -310,26 +334,9 @@ impl LoadCollector {
                     false
                 }
             };
-            let (procs, span) = match &window_parts {
-                // The previous run read no process: the onset of trouble within one interval.
-                // Read them now and again after `catch_up` (at most a quarter of the window,
-                // so that a run stays well within a timeout of one interval, `check`'s
-                // default), and measure over that span.
-                Some((elapsed, ..)) if !self.detail_last_run => {
-                    self.tracker.clear();
-                    self.pass(uptime_seconds, delayacct);
-                    let wait = (self.config.thresholds.escalation.catch_up)
-                        .min(Duration::from_secs_f64(elapsed / 4.0));
-                    let t = Instant::now();
-                    std::thread::sleep(wait);
-                    self.catch_up_span = Some(wait);
-                    let span = t.elapsed().as_secs_f64().max(1e-3);
-                    (self.pass(uptime_seconds + span, delayacct), span)
-                }
-                Some((elapsed, ..)) => (self.pass(uptime_seconds, delayacct), *elapsed),
-                // The first run: a baseline for the next window.
-                None => (self.pass(uptime_seconds, delayacct), 0.0),
-            };
+            let window = window_parts.as_ref().map(|w| w.0);
+            let (procs, span, scope) =
+                self.detail(reason, uptime_seconds, window, procs_blocked, delayacct);
             self.detail_problems.clear();
             if procs.io_denied > 0 {
                 self.detail_problems
@@ -338,10 +345,13 @@ impl LoadCollector {
             if let Some(e) = &procs.list_error {
                 self.detail_problems.push(e.clone());
             }
-            detail = Some((procs, span, delayacct));
+            detail = Some((procs, span, delayacct, scope));
         } else {
             // Counters of an earlier pass would make the next window's deltas span the gap.
             self.tracker.clear();
+            self.tracked = Tracked::Nothing;
+            self.cgroup_previous = None;
+            self.last_scope = None;
         }
         self.detail_last_run = reason.is_some();
         degraded.extend(self.detail_problems.iter().cloned());
@@ -350,7 +360,8 @@ impl LoadCollector {
         if let Some((elapsed, previous_load1, cpu, per_cpu, disk_rates)) = window_parts {
             let mut culprits = processes::Culprits::default();
             let mut kubelet_running = None;
-            if let Some((procs, span, delayacct)) = &detail {
+            let mut process_scope = None;
+            if let Some((procs, span, delayacct, scope)) = &detail {
                 self.pods.refresh_if_stale(Instant::now());
                 let plan = IoWaitPlan {
                     delayacct: *delayacct,
@@ -367,10 +378,15 @@ impl LoadCollector {
                     procs_blocked,
                     &plan,
                 );
-                kubelet_running = procs
-                    .list_error
-                    .is_none()
-                    .then(|| procs.procs.iter().any(|d| d.comm == "kubelet"));
+                let seen = procs.procs.iter().any(|d| d.comm == "kubelet");
+                kubelet_running = match scope {
+                    // Only the candidates' tasks were read: a kubelet among them runs; its
+                    // absence from them says nothing.
+                    Scope::Cgroups(_) if seen => Some(true),
+                    Scope::Cgroups(_) => self.cgroup_previous.as_ref().and_then(kubelet_service),
+                    Scope::All(_) => procs.list_error.is_none().then_some(seen),
+                };
+                process_scope = Some(scope.describe(procs.procs.len()));
             }
             window = Some(Observation {
                 elapsed_seconds: elapsed,
@@ -393,6 +409,7 @@ impl LoadCollector {
                 total_io_bytes_per_second: culprits.total_io_bytes_per_second,
                 total_cpu_percent: culprits.total_cpu_percent,
                 kubelet_running,
+                process_scope,
             });
         }
         // The next window's "previous iowait": this window's, or the last one judged.
@@ -423,16 +440,228 @@ impl LoadCollector {
     }
 }
 
+/// Which processes a pass read.
+#[derive(Debug, Clone, PartialEq)]
+enum Scope {
+    /// The tasks of the candidate cgroups (described).
+    Cgroups(String),
+    /// Every process, and why.
+    All(String),
+}
+
+impl Scope {
+    /// The `process_scope` evidence: `cgroups /fio (1.0 MiB/s IO): 4 process(es) read`, or
+    /// `all processes (…why…): 2,071 read`.
+    fn describe(&self, read: usize) -> String {
+        match self {
+            Scope::Cgroups(c) if c.is_empty() => {
+                format!("cgroups (none above the floors): {read} process(es) read")
+            }
+            Scope::Cgroups(c) => format!("cgroups {c}: {read} process(es) read"),
+            Scope::All(why) => format!("all processes ({why}): {read} read"),
+        }
+    }
+}
+
 impl LoadCollector {
     /// One pass over every process (`now`: host uptime, seconds), with the threads' IO wait
     /// added up when delay accounting is on.
-    fn pass(&mut self, now: f64, delayacct: bool) -> processes::ProcSample {
-        let mut procs = self.tracker.sample(&self.host, now);
+    fn pass(&mut self, now: f64, delayacct: bool, pids: Option<&[u32]>) -> processes::ProcSample {
+        let mut procs = match pids {
+            Some(p) => self.tracker.sample_pids(&self.host, now, p),
+            None => self.tracker.sample(&self.host, now),
+        };
         if delayacct {
             self.tracker
                 .sum_threads(&self.host, &mut procs, self.config.max_thread_reads);
         }
         procs
+    }
+
+    /// The per-process detail of an escalated run: the cgroup pass first (when configured),
+    /// then the processes of the candidate cgroups or every process. Returns the sample, the
+    /// span its deltas cover (the window, or the catch-up at the onset; 0 for a baseline)
+    /// and what was read.
+    fn detail(
+        &mut self,
+        reason: Reason,
+        now: f64,
+        window: Option<f64>,
+        procs_blocked: u64,
+        delayacct: bool,
+    ) -> (processes::ProcSample, f64, Scope) {
+        // The onset of trouble within one interval waits `catch_up` between two readings (at
+        // most a quarter of the window, so that a run stays well within a timeout of one
+        // interval, `check`'s default; at most two such waits, cgroups then processes).
+        let wait = window.map(|e| {
+            (self.config.thresholds.escalation.catch_up).min(Duration::from_secs_f64(e / 4.0))
+        });
+        let plan = match self.config.cgroups {
+            None => Plan::All(Fallback::Unavailable(
+                "cgroup-first attribution is off".into(),
+            )),
+            Some(floors) => match self.cgroup_plan(&floors, reason, now, wait, procs_blocked) {
+                Some(p) => p,
+                // The first run: the cgroups' baseline is all the next window needs.
+                None => {
+                    self.tracker.clear();
+                    self.tracked = Tracked::Nothing;
+                    let scope = Scope::Cgroups("baseline".into());
+                    return (processes::ProcSample::default(), 0.0, scope);
+                }
+            },
+        };
+        let (plan, pids) = match plan {
+            Plan::Cgroups(c) => {
+                let reading = self.cgroup_previous.as_ref();
+                match reading.map(|r| cgroups::tasks(r, &c)) {
+                    Some(Ok(pids)) => (Plan::Cgroups(c), Some(pids)),
+                    Some(Err(e)) => (Plan::All(Fallback::Unavailable(e)), None),
+                    None => (
+                        Plan::All(Fallback::Unavailable("no reading of the cgroups".into())),
+                        None,
+                    ),
+                }
+            }
+            all => (all, None),
+        };
+        self.log_scope(&plan);
+        let (tracked, scope) = match &plan {
+            Plan::Cgroups(c) => {
+                let dirs: Vec<String> = c
+                    .iter()
+                    .map(|k| {
+                        let dir = self.cgroup_previous.as_ref().map_or_else(String::new, |r| {
+                            r.trees[k.tree].hierarchy.dir.display().to_string()
+                        });
+                        format!("{dir}:{}", k.path)
+                    })
+                    .collect();
+                (Tracked::Cgroups(dirs), Scope::Cgroups(cgroups::describe(c)))
+            }
+            Plan::All(why) => (Tracked::All, Scope::All(why.describe())),
+        };
+        // The tracker holds a baseline for what this pass reads when the previous run read
+        // the same processes (every process, or the tasks of at least these cgroups).
+        let baseline = match (&self.tracked, &tracked) {
+            (Tracked::All, Tracked::All) => true,
+            (Tracked::Cgroups(had), Tracked::Cgroups(want)) => want.iter().all(|w| had.contains(w)),
+            _ => false,
+        };
+        self.tracked = tracked;
+        let (procs, span) = match (window, wait) {
+            (Some(elapsed), _) if baseline => (self.pass(now, delayacct, pids.as_deref()), elapsed),
+            (Some(_), Some(wait)) => {
+                // Read now and again after `wait`, and measure over that span.
+                self.tracker.clear();
+                self.pass(now, delayacct, pids.as_deref());
+                let t = Instant::now();
+                std::thread::sleep(wait);
+                self.catch_up_span = Some(self.catch_up_span.unwrap_or_default() + wait);
+                let span = t.elapsed().as_secs_f64().max(1e-3);
+                let pids = match &plan {
+                    // Tasks started in the candidates meanwhile are read too.
+                    Plan::Cgroups(c) => self
+                        .cgroup_previous
+                        .as_ref()
+                        .and_then(|r| cgroups::tasks(r, c).ok())
+                        .or(pids),
+                    Plan::All(_) => None,
+                };
+                (self.pass(now + span, delayacct, pids.as_deref()), span)
+            }
+            // The first run: a baseline for the next window.
+            _ => (self.pass(now, delayacct, pids.as_deref()), 0.0),
+        };
+        (procs, span, scope)
+    }
+
+    /// Reads the cgroup counters and decides which processes to read. `None` on the first
+    /// run (no window): the reading is kept as the next window's baseline.
+    fn cgroup_plan(
+        &mut self,
+        floors: &cgroups::Floors,
+        reason: Reason,
+        now: f64,
+        wait: Option<Duration>,
+        procs_blocked: u64,
+    ) -> Option<Plan> {
+        let Some(layout) = cgroup_io::detect(&self.host) else {
+            self.cgroup_previous = None;
+            return Some(Plan::All(Fallback::Unavailable(
+                "no cgroup IO or CPU counters under /sys/fs/cgroup".into(),
+            )));
+        };
+        let read = |host: &HostPaths, at: f64| cgroups::read(host, &layout, floors.limits, at);
+        let mut current = match read(&self.host, now) {
+            Ok(r) => r,
+            Err(e) => {
+                self.cgroup_previous = None;
+                return Some(Plan::All(Fallback::Unavailable(e)));
+            }
+        };
+        let before = match self.cgroup_previous.take() {
+            Some(p) if p.at < current.at && p.version == current.version => p,
+            _ => {
+                let Some(wait) = wait else {
+                    self.cgroup_previous = Some(current);
+                    return None;
+                };
+                // The onset: read them again after `wait`.
+                let t = Instant::now();
+                std::thread::sleep(wait);
+                self.catch_up_span = Some(wait);
+                let later = current.at + t.elapsed().as_secs_f64().max(1e-3);
+                match read(&self.host, later) {
+                    Ok(r) => std::mem::replace(&mut current, r),
+                    Err(e) => return Some(Plan::All(Fallback::Unavailable(e))),
+                }
+            }
+        };
+        let th = &self.config.thresholds;
+        let name = NameFloors {
+            min_share_percent: th.culprit_min_share_percent,
+            min_io_bytes_per_second: th.culprit_min_io_bytes_per_second,
+            min_cpu_percent: th.culprit_min_cpu_percent,
+        };
+        // CPU counts when the signal was the load or the CPUs (or a finding is reported,
+        // which may name CPU culprits).
+        let cpu = matches!(
+            reason,
+            Reason::Load | Reason::CpuBusy | Reason::PsiSome | Reason::FindingReported
+        );
+        let host = &self.host;
+        let plan = cgroups::decide(&before, &current, cpu, procs_blocked, name, floors, &|n| {
+            block::kind(host, n)
+        });
+        self.cgroup_previous = Some(current);
+        Some(plan)
+    }
+
+    /// Logs when the pass changes between the candidates' tasks and every process (and why).
+    fn log_scope(&mut self, plan: &Plan) {
+        let kind = match plan {
+            Plan::Cgroups(_) => "cgroups",
+            Plan::All(Fallback::Unavailable(_)) => "all: counters unavailable",
+            Plan::All(Fallback::UnattributedIo { .. }) => "all: unattributed IO",
+            Plan::All(Fallback::UnattributedCpu { .. }) => "all: unattributed CPU",
+            Plan::All(Fallback::BlockedWithoutIo { .. }) => "all: blocked without cgroup IO",
+        };
+        if self.last_scope != Some(kind) {
+            match plan {
+                Plan::Cgroups(c) => tracing::debug!(
+                    collector = "load",
+                    cgroups = ?cgroups::describe(c),
+                    "reading the processes of the candidate cgroups only"
+                ),
+                Plan::All(why) => tracing::debug!(
+                    collector = "load",
+                    reason = ?why.describe(),
+                    "reading every process"
+                ),
+            }
+            self.last_scope = Some(kind);
+        }
     }
 
     /// Logs when per-process reading starts (with the signal that asked for it) and stops.
@@ -450,6 +679,20 @@ impl LoadCollector {
             _ => {}
         }
     }
+}
+
+/// `Some(true)` when a systemd `kubelet.service` cgroup of the reading holds tasks (the
+/// kubelet runs, though not in a candidate cgroup); `None` when that says nothing.
+fn kubelet_service(r: &cgroups::Reading) -> Option<bool> {
+    r.trees.iter().find_map(|t| {
+        let g = t
+            .groups
+            .iter()
+            .find(|g| g.path.ends_with("/kubelet.service"))?;
+        cgroup_io::procs(&t.dir_of(g))
+            .ok()
+            .and_then(|p| (!p.is_empty()).then_some(true))
+    })
 }
 
 /// Per-disk rates between two `/proc/diskstats` samples, whole disks only.

@@ -313,6 +313,9 @@ pub struct Observation {
     /// Whether a `kubelet` process runs (`None`: the process list could not be read). The
     /// advice to cordon the node says so when it does not.
     pub kubelet_running: Option<bool>,
+    /// Which processes the culprits come from: the tasks of the candidate cgroups (named,
+    /// with their IO and CPU), or every process and why (`None`: no process was read).
+    pub process_scope: Option<String>,
 }
 
 #[cfg(test)]

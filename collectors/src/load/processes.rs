@@ -121,18 +121,23 @@ impl ProcessTracker {
     /// Reads every live process once (`now` is the host uptime in seconds); keeps only the
     /// live processes' counters for the next pass.
     pub fn sample(&mut self, host: &HostPaths, now: f64) -> ProcSample {
+        match pid::list_pids(host) {
+            Ok(pids) => self.sample_pids(host, now, &pids),
+            Err(e) => ProcSample {
+                list_error: Some(e.to_string()),
+                ..ProcSample::default()
+            },
+        }
+    }
+
+    /// Reads the processes `pids` once, like [`ProcessTracker::sample`] does every process
+    /// (the tasks of candidate cgroups); keeps only their counters for the next pass.
+    pub fn sample_pids(&mut self, host: &HostPaths, now: f64, pids: &[u32]) -> ProcSample {
         let mut out = ProcSample::default();
-        let pids = match pid::list_pids(host) {
-            Ok(p) => p,
-            Err(e) => {
-                out.list_error = Some(e.to_string());
-                return out;
-            }
-        };
         let mut next: HashMap<u32, Prev> = HashMap::with_capacity(pids.len());
         out.procs.reserve(pids.len());
         let mut buf = Vec::with_capacity(4096);
-        for p in pids {
+        for &p in pids {
             // A pid that vanished since the listing is simply absent.
             let Some(st) = pid::stat_with(host, p, &mut buf) else {
                 continue;

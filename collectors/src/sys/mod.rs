@@ -2,5 +2,6 @@
 //! the filesystem figures of a directory.
 
 pub mod block;
+pub mod cgroup_io;
 pub mod cpu_online;
 pub mod statvfs;

@@ -1678,3 +1678,413 @@ fn the_catch_up_wait_is_at_most_a_quarter_of_the_window() {
         Some(std::time::Duration::from_millis(250))
     );
 }
+
+/// How a cgroup scenario's hierarchy is laid out.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Layout {
+    /// cgroup v2 at /sys/fs/cgroup (recursive `io.stat`, `cpu.stat`).
+    V2,
+    /// cgroup v1: `blkio` and `cpuacct` mounted apart (this VM), v2 at `unified` without io.
+    V1,
+}
+
+/// What a cgroup scenario stages besides the throttled pod.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Extra {
+    Nothing,
+    /// 10 MB/s written on vda that no cgroup below the root accounts for.
+    UnattributedWriter,
+    /// No block IO in any cgroup; two tasks sit in D state on NFS.
+    NfsHang,
+}
+
+const POD_CGROUP: &str =
+    "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod8f2a1c4e_3b7d_4e8f_9a0b_1c2d3e4f5a6b.slice";
+/// Quiet processes in the root cgroup (the bench's 2,000 `sleep`s, fewer).
+const QUIET: u32 = 200;
+
+/// A node with a cgroup tree: `QUIET` sleeping processes and the kubelet, quiet; a pod's
+/// container whose four fio jobs sit in D state writing 64 KiB/s each (2.6 MB over the 10 s
+/// window, accounted in the container's cgroup and on vda); `extra`. Three runs 10 s apart
+/// (the first is the cgroups' baseline; the second reads the candidates' tasks for the
+/// first time, twice `catch_up` apart, here 0 s on staged files that do not change; the
+/// third measures them over the window). Returns the collections and the per-process paths
+/// built by each run.
+fn cgroup_node(layout: Layout, extra: Extra, config: LoadConfig) -> (Vec<Collection>, Vec<u64>) {
+    let h = FakeHost::new();
+    h.write("/sys/devices/system/cpu/online", "0-1\n");
+    h.write("/proc/sys/kernel/task_delayacct", "0\n");
+    h.write("/sys/block/vda/dev", "253:0\n");
+    let container = format!("{POD_CGROUP}/cri-containerd-{CID}.scope");
+    let fio_pids: Vec<u32> = (801..=804).collect();
+    let quiet_pids: Vec<u32> = (2000..2000 + QUIET).collect();
+    let nfs_pid = 900u32;
+    let stage = |k: u64| {
+        h.write("/proc/uptime", format!("{}.00 1.00\n", 500 + 10 * k));
+        h.write("/proc/loadavg", "5.20 4.80 3.00 1/200 900\n");
+        let blocked = if extra == Extra::NfsHang { 2 } else { 4 };
+        h.write(
+            "/proc/stat",
+            stat_text(
+                add(
+                    [1000, 0, 500, 10_000, 5000, 0, 0, 0],
+                    [40 * k, 0, 40 * k, 300 * k, 1620 * k, 0, 0, 0],
+                ),
+                &[],
+                1,
+                blocked,
+            ),
+        );
+        // vda: the pod's 2.6 MB per window (5,120 sectors), and the unattributed writer's.
+        let fio_bytes = if extra == Extra::NfsHang {
+            0
+        } else {
+            2_621_440 * k
+        };
+        let extra_bytes = if extra == Extra::UnattributedWriter {
+            100_000_000 * k
+        } else {
+            0
+        };
+        h.write(
+            "/proc/diskstats",
+            format!(
+                " 253 0 vda 100 0 800 10 500 0 {} 100 0 300 200\n",
+                4000 + (fio_bytes + extra_bytes) / 512
+            ),
+        );
+        let cg = |path: &str| match layout {
+            Layout::V2 => format!("0::{path}\n"),
+            Layout::V1 => format!("9:blkio:{path}\n4:cpuacct:{path}\n1:name=systemd:{path}\n"),
+        };
+        let mut procs = vec![
+            Proc {
+                pid: 1,
+                comm: "init",
+                state: 'S',
+                ppid: 0,
+                ticks: (100, 100),
+                io: (0, 0),
+                cgroup: "0::/\n",
+                blkio: 0,
+            },
+            Proc {
+                pid: 812,
+                comm: "kubelet",
+                state: 'S',
+                ppid: 1,
+                ticks: (4000, 2000),
+                io: (0, 0),
+                cgroup: "0::/system.slice/kubelet.service\n",
+                blkio: 0,
+            },
+        ];
+        for &pid in &quiet_pids {
+            procs.push(Proc {
+                pid,
+                comm: "sleep",
+                state: 'S',
+                ppid: 1,
+                ticks: (1, 1),
+                io: (0, 0),
+                cgroup: "0::/\n",
+                blkio: 0,
+            });
+        }
+        for pid in [nfs_pid, nfs_pid + 1]
+            .into_iter()
+            .filter(|_| extra == Extra::NfsHang)
+        {
+            procs.push(Proc {
+                pid,
+                comm: "rsync",
+                state: 'D',
+                ppid: 1,
+                ticks: (3, 3),
+                io: (0, 0),
+                cgroup: "0::/\n",
+                blkio: 0,
+            });
+        }
+        let container_cg = cg(&container);
+        for &pid in &fio_pids {
+            procs.push(Proc {
+                pid,
+                comm: "fio",
+                state: if extra == Extra::NfsHang { 'S' } else { 'D' },
+                ppid: 800,
+                ticks: (5 + k, 5 + k),
+                io: (
+                    0,
+                    if extra == Extra::NfsHang {
+                        0
+                    } else {
+                        655_360 * k
+                    },
+                ),
+                cgroup: &container_cg,
+                blkio: 0,
+            });
+        }
+        for p in &procs {
+            write_proc(&h, p);
+        }
+        // The hierarchy: the root holds init, the sleeps and the NFS task; the kubelet has
+        // its service; the pod's container the fio jobs.
+        let quiet_list = |extra_pids: &[u32]| -> String {
+            std::iter::once(1)
+                .chain(quiet_pids.iter().copied())
+                .chain(extra_pids.iter().copied())
+                .map(|p| format!("{p}\n"))
+                .collect()
+        };
+        let root_tasks = if extra == Extra::NfsHang {
+            quiet_list(&[nfs_pid, nfs_pid + 1])
+        } else {
+            quiet_list(&[])
+        };
+        let fio_tasks: String = fio_pids.iter().map(|p| format!("{p}\n")).collect();
+        let cpu_usec = |base: u64| base + 40_000 * k;
+        match layout {
+            Layout::V2 => {
+                let r = "/sys/fs/cgroup";
+                h.write(
+                    &format!("{r}/cgroup.controllers"),
+                    "cpuset cpu io memory pids\n",
+                );
+                h.write(&format!("{r}/cgroup.procs"), root_tasks);
+                h.write(
+                    &format!("{r}/cpu.stat"),
+                    format!("usage_usec {}\n", cpu_usec(9_000_000) + 800_000 * k),
+                );
+                let io = |bytes: u64| {
+                    format!(
+                        "253:0 rbytes=0 wbytes={bytes} rios=0 wios={} dbytes=0 dios=0\n",
+                        bytes / 4096
+                    )
+                };
+                for (dir, tasks, bytes, usec) in [
+                    ("/system.slice", String::new(), 0, 2_000_000),
+                    (
+                        "/system.slice/kubelet.service",
+                        "812\n".to_string(),
+                        0,
+                        2_000_000,
+                    ),
+                    (
+                        "/kubepods.slice",
+                        String::new(),
+                        fio_bytes,
+                        cpu_usec(1_000_000),
+                    ),
+                    (
+                        "/kubepods.slice/kubepods-burstable.slice",
+                        String::new(),
+                        fio_bytes,
+                        cpu_usec(1_000_000),
+                    ),
+                    (POD_CGROUP, String::new(), fio_bytes, cpu_usec(1_000_000)),
+                    (
+                        container.as_str(),
+                        fio_tasks.clone(),
+                        fio_bytes,
+                        cpu_usec(1_000_000),
+                    ),
+                ] {
+                    h.write(&format!("{r}{dir}/cgroup.procs"), tasks);
+                    h.write(&format!("{r}{dir}/io.stat"), io(bytes));
+                    h.write(
+                        &format!("{r}{dir}/cpu.stat"),
+                        format!("usage_usec {usec}\n"),
+                    );
+                }
+            }
+            Layout::V1 => {
+                h.write("/sys/fs/cgroup/unified/cgroup.controllers", "hugetlb\n");
+                // blkio: not recursive; the root's own tasks did no IO on vda (throttled,
+                // so the kernel lists it).
+                let b = "/sys/fs/cgroup/blkio";
+                let blkio = |bytes: u64| {
+                    format!("253:0 Read 0\n253:0 Write {bytes}\n253:0 Sync {bytes}\n253:0 Async 0\n253:0 Discard 0\n253:0 Total {bytes}\nTotal {bytes}\n")
+                };
+                h.write(&format!("{b}/blkio.throttle.io_service_bytes"), blkio(0));
+                h.write(&format!("{b}/cgroup.procs"), root_tasks.clone());
+                for (dir, tasks, bytes) in [
+                    ("/system.slice", String::new(), 0),
+                    ("/system.slice/kubelet.service", "812\n".to_string(), 0),
+                    ("/kubepods.slice", String::new(), 0),
+                    ("/kubepods.slice/kubepods-burstable.slice", String::new(), 0),
+                    (POD_CGROUP, String::new(), 0),
+                    (container.as_str(), fio_tasks.clone(), fio_bytes),
+                ] {
+                    h.write(&format!("{b}{dir}/cgroup.procs"), tasks);
+                    h.write(
+                        &format!("{b}{dir}/blkio.throttle.io_service_bytes"),
+                        blkio(bytes),
+                    );
+                }
+                // cpuacct: recursive nanoseconds.
+                let c = "/sys/fs/cgroup/cpuacct";
+                h.write(&format!("{c}/cgroup.procs"), root_tasks);
+                h.write(
+                    &format!("{c}/cpuacct.usage"),
+                    format!("{}\n", (cpu_usec(12_000_000) + 800_000 * k) * 1000),
+                );
+                h.write(&format!("{c}{container}/cgroup.procs"), fio_tasks.clone());
+                h.write(
+                    &format!("{c}{container}/cpuacct.usage"),
+                    format!("{}\n", cpu_usec(1_000_000) * 1000),
+                );
+            }
+        }
+    };
+    let host = h.host();
+    let mut c = LoadCollector::new(host.clone(), config);
+    let mut outs = Vec::new();
+    let mut built = Vec::new();
+    for k in 0..3 {
+        stage(k);
+        let before = host.per_process_paths();
+        // Not recorded as golden files: each test runs the node under several layouts.
+        outs.push(c.collect(&ctx()));
+        built.push(host.per_process_paths() - before);
+    }
+    (outs, built)
+}
+
+/// `LoadConfig` of the cgroup scenarios: no catch-up wait (the staged files do not change),
+/// and the same with cgroup-first attribution off (every process, as before it).
+fn cgroup_configs() -> (LoadConfig, LoadConfig) {
+    let first = LoadConfig {
+        thresholds: Thresholds {
+            escalation: Escalation {
+                catch_up: std::time::Duration::ZERO,
+                ..Escalation::default()
+            },
+            ..Thresholds::default()
+        },
+        io_wait_sample_interval: std::time::Duration::ZERO,
+        ..LoadConfig::default()
+    };
+    let every = LoadConfig {
+        cgroups: None,
+        ..first.clone()
+    };
+    (first, every)
+}
+
+/// The evidence a person acts on, of the io_bound finding.
+fn io_culprit_evidence(c: &Collection) -> Vec<(String, String)> {
+    let f = only(c, "load.io_bound")[0];
+    [
+        "io_wait_method",
+        "top_io_pid",
+        "top_io_comm",
+        "top_io_origin",
+        "top_io_pod_uid",
+        "top_io_container_id",
+        "top_io_io_wait_percent",
+        "top_io_write_bytes_per_second",
+        "top_io_processes",
+        "blocked_tasks",
+        "kubelet_running",
+    ]
+    .iter()
+    .map(|k| {
+        (
+            k.to_string(),
+            f.evidence
+                .get(*k)
+                .map(|e| e.to_string())
+                .unwrap_or_default(),
+        )
+    })
+    .collect()
+}
+
+/// (a, d) A quiet tree and one IO-heavy pod container, cgroup v2 and v1: after the baseline,
+/// only the container's four fio jobs are read (stat, io, D-state samples, their cgroup
+/// and wchan), not the 200 sleeping processes, and the io_bound finding names the same
+/// culprit with the same evidence as a pass over every process.
+#[test]
+fn a_quiet_tree_and_one_io_heavy_cgroup_reads_only_its_tasks() {
+    for layout in [Layout::V2, Layout::V1] {
+        let (first, every) = cgroup_configs();
+        let (outs, built) = cgroup_node(layout, Extra::Nothing, first);
+        let (reference, reference_built) = cgroup_node(layout, Extra::Nothing, every);
+        // The first run read the cgroups only; the others the four fio jobs (stat and io,
+        // twice on the second run, and 11 D-state samples, cgroup and wchan of each).
+        assert_eq!(built[0], 0, "{layout:?}: {built:?}");
+        assert!(built[1] < 100 && built[2] < 100, "{layout:?}: {built:?}");
+        assert!(
+            reference_built.iter().all(|b| *b > u64::from(QUIET)),
+            "{layout:?}: {reference_built:?}"
+        );
+        let scope = text(only(&outs[2], "load.io_bound")[0], "process_scope");
+        assert!(
+            scope.starts_with(&format!(
+                "cgroups {POD_CGROUP}/cri-containerd-{CID}.scope (256 KiB/s IO"
+            )),
+            "{layout:?}: {scope}"
+        );
+        assert!(scope.ends_with(": 4 process(es) read"), "{scope}");
+        let mine = io_culprit_evidence(&outs[2]);
+        assert_eq!(mine, io_culprit_evidence(&reference[2]), "{layout:?}");
+        assert!(
+            mine.contains(&("top_io_comm".into(), "fio".into())),
+            "{mine:?}"
+        );
+        assert!(
+            mine.contains(&("top_io_pod_uid".into(), UID.into())),
+            "{mine:?}"
+        );
+        assert!(
+            mine.contains(&("kubelet_running".into(), "true".into())),
+            "{mine:?}"
+        );
+        assert_eq!(detected(&outs[2]), detected(&reference[2]), "{layout:?}");
+    }
+}
+
+/// (b) 10 MB/s on vda that no cgroup below the root accounts for (the root's own tasks, or
+/// writeback): the unattributed remainder is material, every process is read, and the
+/// evidence says why.
+#[test]
+fn material_unattributed_io_reads_every_process() {
+    for layout in [Layout::V2, Layout::V1] {
+        let (first, _) = cgroup_configs();
+        let (outs, built) = cgroup_node(layout, Extra::UnattributedWriter, first);
+        assert!(built[2] > u64::from(QUIET), "{layout:?}: {built:?}");
+        let f = only(&outs[2], "load.io_bound")[0];
+        let scope = text(f, "process_scope");
+        assert!(
+            scope.starts_with("all processes (9.5 MiB/s of IO (97% of the disks' traffic) is not explained by a candidate cgroup)"),
+            "{layout:?}: {scope}"
+        );
+        assert_eq!(text(f, "top_io_comm"), "fio");
+    }
+}
+
+/// (c) Two tasks hang in D state on NFS and no cgroup did block IO: the candidates cannot
+/// explain it, every process is read and the hung task is listed.
+#[test]
+fn blocked_tasks_without_cgroup_io_read_every_process() {
+    for layout in [Layout::V2, Layout::V1] {
+        let (first, _) = cgroup_configs();
+        let (outs, built) = cgroup_node(layout, Extra::NfsHang, first);
+        assert!(built[2] > u64::from(QUIET), "{layout:?}: {built:?}");
+        let f = only(&outs[2], "load.io_bound")[0];
+        assert!(
+            text(f, "process_scope").starts_with(
+                "all processes (2 task(s) in D state and no candidate cgroup did block IO"
+            ),
+            "{layout:?}: {}",
+            text(f, "process_scope")
+        );
+        assert!(
+            text(f, "blocked_tasks").contains("rsync(900)"),
+            "{:?}",
+            f.evidence
+        );
+    }
+}
