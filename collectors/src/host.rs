@@ -27,6 +27,7 @@ pub struct HostPaths {
     root: PathBuf,
     per_process: Arc<AtomicU64>,
     processes: Arc<ProcessTable>,
+    kmsg: Arc<crate::kmsg::Hubs>,
 }
 
 /// Two hosts are the same host when their roots are; the shared count is bookkeeping.
@@ -45,7 +46,13 @@ impl HostPaths {
             root: root.into(),
             per_process: Arc::default(),
             processes: Arc::default(),
+            kmsg: Arc::default(),
         }
+    }
+
+    /// The kernel log readers this host and its clones share ([`crate::kmsg::KmsgReader`]).
+    pub(crate) fn kmsg_hubs(&self) -> &crate::kmsg::Hubs {
+        &self.kmsg
     }
 
     /// The host's processes, through the table this host and its clones share

@@ -1,6 +1,7 @@
 //! The kernel log, `<root>/dev/kmsg`: a pure record parser ([`parse_record`]) and a bounded,
-//! non-blocking reader ([`KmsgReader`]) that collectors share by each owning one reader (every
-//! open of `/dev/kmsg` has its own position in the kernel's ring buffer).
+//! non-blocking reader ([`KmsgReader`]). Each collector owns a reader with its own position,
+//! and the readers of one host made before its first read share one open of the device
+//! ([`shared`]): the ring buffer is read and parsed once for all of them.
 //!
 //! Record format (Documentation/ABI/testing/dev-kmsg):
 //!
@@ -33,11 +34,13 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::collector::Status;
 use crate::host::HostPaths;
-use crate::metric::Metric;
 use crate::proc::uptime::BootClock;
 
 pub mod decay;
+mod shared;
 mod syslog;
+pub(crate) use shared::Hubs;
+pub use shared::KmsgReader;
 pub use syslog::{parse_syslog_line, SyslogLine, SyslogParseError};
 
 /// Read buffer for one device record. The kernel caps a record's text at 1 KiB (plus its
@@ -269,8 +272,9 @@ impl std::fmt::Display for KmsgMode {
     }
 }
 
-/// A non-blocking reader of `<root>/dev/kmsg` that returns each record once, bounded per call.
-pub struct KmsgReader {
+/// A non-blocking reader of `<root>/dev/kmsg` that returns each record once, bounded per call
+/// (what the [`KmsgReader`]s of a host share).
+pub(crate) struct RawReader {
     path: PathBuf,
     host: HostPaths,
     config: KmsgConfig,
@@ -282,8 +286,6 @@ pub struct KmsgReader {
     /// Reason of the last failed open, to log transitions only.
     open_failure: Option<String>,
     buf: Vec<u8>,
-    records_total: u64,
-    dropped_total: u64,
 }
 
 enum Step {
@@ -297,10 +299,10 @@ enum Step {
     Failed(String),
 }
 
-impl KmsgReader {
+impl RawReader {
     /// A reader of `<root>/dev/kmsg`. Nothing is opened until the first [`Self::read_new`].
-    pub fn new(host: &HostPaths, config: KmsgConfig) -> KmsgReader {
-        KmsgReader {
+    pub(crate) fn new(host: &HostPaths, config: KmsgConfig) -> RawReader {
+        RawReader {
             path: host.join("/dev/kmsg"),
             host: host.clone(),
             config,
@@ -310,53 +312,17 @@ impl KmsgReader {
             clock: None,
             open_failure: None,
             buf: Vec::new(),
-            records_total: 0,
-            dropped_total: 0,
         }
     }
 
     /// The agent-side path read.
-    pub fn path(&self) -> &std::path::Path {
+    pub(crate) fn path(&self) -> &std::path::Path {
         &self.path
-    }
-
-    /// Records returned since construction.
-    pub fn records_total(&self) -> u64 {
-        self.records_total
-    }
-
-    /// Records lost (overwritten before being read) since construction.
-    pub fn dropped_total(&self) -> u64 {
-        self.dropped_total
-    }
-
-    /// `node_doctor_kmsg_records_total{collector}` and `node_doctor_kmsg_dropped_total{collector}`.
-    pub fn metrics(&self, collector: &str) -> Vec<Metric> {
-        vec![
-            Metric::counter(
-                "node_doctor_kmsg_records_total",
-                "Kernel log records read by a collector's /dev/kmsg reader.",
-                self.records_total as f64,
-            )
-            .label("collector", collector),
-            Metric::counter(
-                "node_doctor_kmsg_dropped_total",
-                "Kernel log records overwritten before a collector's reader could read them.",
-                self.dropped_total as f64,
-            )
-            .label("collector", collector),
-            Metric::gauge(
-                "node_doctor_kmsg_syslog_fallback",
-                "1 when a collector reads the kernel log with syslog(2) because /dev/kmsg refused open(), else 0.",
-                if self.mode() == KmsgMode::Syslog { 1.0 } else { 0.0 },
-            )
-            .label("collector", collector),
-        ]
     }
 
     /// How the kernel log is read: [`KmsgMode::Syslog`] once `/dev/kmsg` refused `open()` and
     /// `syslog(2)` worked instead, else [`KmsgMode::Kmsg`] (also before the first call).
-    pub fn mode(&self) -> KmsgMode {
+    pub(crate) fn mode(&self) -> KmsgMode {
         match self.source {
             Source::Syslog(_) => KmsgMode::Syslog,
             _ => KmsgMode::Kmsg,
@@ -364,13 +330,13 @@ impl KmsgReader {
     }
 
     /// The boot clock taken at the last call, to date records or compute their age.
-    pub fn clock(&self) -> Option<BootClock> {
+    pub(crate) fn clock(&self) -> Option<BootClock> {
         self.clock
     }
 
     /// Reads the records that arrived since the last call (at the first call: those within the
     /// lookback window), within the per-call bounds.
-    pub fn read_new(&mut self) -> KmsgBatch {
+    pub(crate) fn read_new(&mut self) -> KmsgBatch {
         let mut batch = KmsgBatch::new();
         let started = Instant::now();
         self.clock = BootClock::read(&self.host).ok();
@@ -397,8 +363,6 @@ impl KmsgReader {
                 "kernel log read stopped at its per-cycle bound; continuing next cycle"
             );
         }
-        self.records_total += batch.records.len() as u64;
-        self.dropped_total += batch.dropped;
         batch
     }
 

@@ -12,6 +12,7 @@
 
 pub mod buddyinfo;
 pub mod cgroup;
+pub mod daemons;
 pub mod delayacct;
 pub mod diskstats;
 pub mod loadavg;

@@ -34,6 +34,7 @@ use std::time::{Duration, Instant};
 
 use crate::host::HostPaths;
 use crate::hostfs::{self, entries};
+use crate::proc::daemons::{self, Located};
 use crate::proc::{ns, pid, uptime};
 
 /// A listing younger than this serves every caller that has not used it yet.
@@ -218,6 +219,12 @@ impl ProcessTable {
         // A panic elsewhere while holding the lock leaves a table that is still consistent
         // (entries are replaced whole): keep using it.
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `/proc` has been listed (the table remembers what it examined: a new listing costs the
+    /// directory and the new pids only).
+    fn listed(&self) -> bool {
+        self.lock().listed_at.is_some()
     }
 
     /// How many processes were examined (a `stat` or `comm` read) since the table was made.
@@ -468,11 +475,21 @@ impl<'a> Processes<'a> {
 
     /// The live processes whose `comm` is one of `names`, in pid order, each confirmed now
     /// (one `stat` read each: a reused pid or a process that exited is not returned).
+    ///
+    /// Until `/proc` has been listed once (a `check`, or an agent no other caller makes list),
+    /// the daemons are first looked for where they show themselves ([`daemons`]: their
+    /// systemd unit's cgroup, their listening sockets); `/proc` is listed only when that
+    /// cannot tell for every name, and from then on the listing answers (only new pids cost).
     pub fn named(
         &self,
         caller: &'static str,
         names: &[&str],
     ) -> Result<Vec<Proc>, crate::ReadError> {
+        if !self.table.listed() {
+            if let Some(found) = self.located(names) {
+                return Ok(found);
+            }
+        }
         let snap = self.snapshot(caller)?;
         Ok(snap
             .procs
@@ -483,9 +500,56 @@ impl<'a> Processes<'a> {
             .collect())
     }
 
+    /// The processes whose `comm` is one of `names`, in pid order, as [`Processes::named`]
+    /// finds them, but not confirmed when they come from a listing: for a caller that reads
+    /// each one's `stat` itself.
+    pub fn named_unconfirmed(
+        &self,
+        caller: &'static str,
+        names: &[&str],
+    ) -> Result<Vec<Proc>, crate::ReadError> {
+        if !self.table.listed() {
+            if let Some(found) = self.located(names) {
+                return Ok(found);
+            }
+        }
+        let snap = self.snapshot(caller)?;
+        Ok(snap
+            .procs
+            .into_iter()
+            .filter(|p| names.contains(&&*p.comm))
+            .collect())
+    }
+
     /// How many processes were examined since the table was made.
     pub fn examined(&self) -> u64 {
         self.table.examined()
+    }
+
+    /// `names` answered without listing `/proc`, when [`daemons::locate`] can tell for every
+    /// one: the pids of a unit whose `stat` names the daemon, nothing for the absent ones.
+    /// `None` when one name needs the listing (or its unit holds no process of that name).
+    fn located(&self, names: &[&str]) -> Option<Vec<Proc>> {
+        let mut out = Vec::new();
+        for (name, how) in daemons::locate(self.host, names) {
+            match how {
+                Located::Absent => {}
+                Located::Unknown => return None,
+                Located::InUnit(pids) => {
+                    let before = out.len();
+                    out.extend(
+                        pids.into_iter()
+                            .filter_map(|p| self.reread(p))
+                            .filter(|p| *p.comm == *name && !p.is_dead()),
+                    );
+                    if out.len() == before {
+                        return None;
+                    }
+                }
+            }
+        }
+        out.sort_by_key(|p| p.pid);
+        Some(out)
     }
 }
 

@@ -196,7 +196,11 @@ fn docker_node() -> (FakeHost, Arc<FakeProbe>) {
     h.write("/proc/uptime", "86400.00 170000.00\n")
         .write(
             "/proc/1/net/unix",
-            "Num       RefCount Protocol Flags    Type St Inode Path\n",
+            // The running daemons listen (not cri-dockerd, whose process is not there).
+            "Num       RefCount Protocol Flags    Type St Inode Path\n\
+             ffff8f0c41d4c800: 00000002 00000000 00010000 0001 01 63302 /var/run/docker.sock\n\
+             ffff8f0c41d4c900: 00000002 00000000 00010000 0001 01 63303 /run/containerd/containerd.sock\n\
+             ffff8f0c41d4ca00: 00000002 00000000 00010000 0001 01 63304 /var/lib/kubelet/pod-resources/kubelet.sock\n",
         )
         .write(
             "/var/lib/kubelet/config.yaml",
@@ -957,6 +961,70 @@ pub fn idle_processes(h: &FakeHost, from: u32, n: u32, net: u64, mnt: u64) {
         h.symlink(&format!("net:[{net}]"), &format!("/proc/{pid}/ns/net"));
         h.symlink(&format!("mnt:[{mnt}]"), &format!("/proc/{pid}/ns/mnt"));
     }
+}
+
+/// Cost and escalation (docs/collectors/runtime.md, `proc/daemons.rs`): the same healthy
+/// docker node run by systemd (each daemon in its unit's cgroup, cgroup v2) finds its daemons
+/// there and never lists `/proc`: nothing of the 200 other processes is read, and the
+/// findings are those of the node found by listing. Then a node where nothing listens on a
+/// daemon's socket or port (no runtime, no kubelet) does not list either.
+#[test]
+fn a_systemd_node_finds_its_daemons_without_listing_proc() {
+    let build = |h: &FakeHost, probe: &Arc<FakeProbe>| {
+        let host = h.host();
+        let c = RuntimeCollector::new(
+            host.clone(),
+            RuntimeConfig::default(),
+            probe.clone() as Arc<dyn RuntimeProbe>,
+        )
+        .with_statfs(disk(false))
+        .with_clock(|| NOW);
+        (host, c)
+    };
+    let (listed, probe) = docker_node();
+    idle_processes(&listed, 1000, 200, 4026531840, 4026531841);
+    let (host, mut c) = build(&listed, &probe);
+    let by_listing = c.collect(&ctx());
+    assert!(host.processes().examined() >= 200);
+
+    let (h, probe) = docker_node();
+    idle_processes(&h, 1000, 200, 4026531840, 4026531841);
+    for (unit, pid) in [
+        ("kubelet.service", 100),
+        ("containerd.service", 150),
+        ("docker.service", 200),
+    ] {
+        h.write(
+            &format!("/sys/fs/cgroup/system.slice/{unit}/cgroup.procs"),
+            format!("{pid}\n"),
+        );
+    }
+    let (host, mut c) = build(&h, &probe);
+    let out = c.collect(&ctx());
+    assert_eq!(ids(&out), ids(&by_listing));
+    assert_eq!(out.status, by_listing.status);
+    assert_eq!(host.processes().examined(), 0, "/proc was not listed");
+    let read = host.per_process_paths();
+    assert!(
+        read < 40,
+        "{read} per-process paths (pid 1's tables, the daemons' files)"
+    );
+
+    // No runtime, no kubelet: nothing listens, nothing is listed.
+    let bare = FakeHost::new();
+    bare.write("/proc/uptime", "86400.00 170000.00\n").write(
+        "/proc/1/net/unix",
+        "Num       RefCount Protocol Flags    Type St Inode Path\n",
+    );
+    idle_processes(&bare, 1000, 200, 4026531840, 4026531841);
+    let (host, mut c) = build(&bare, &Arc::new(FakeProbe::default()));
+    c.collect(&ctx());
+    assert_eq!(host.processes().examined(), 0, "/proc was not listed");
+    assert!(
+        host.per_process_paths() < 10,
+        "{}",
+        host.per_process_paths()
+    );
 }
 
 /// Cost and escalation (docs/collectors/runtime.md): on a healthy node with 200 more

@@ -113,15 +113,16 @@ impl ProcessTable {
     }
 
     /// Every process whose `comm` is one of [`NAMES`], from the shared process table
-    /// ([`crate::proc::table`]): no file is read for other processes; each match not confirmed
+    /// ([`crate::proc::table`], which may find them without listing `/proc`,
+    /// [`crate::proc::daemons`]): no file is read for other processes; each match not confirmed
     /// by this refresh is read once (`stat`: its start time, state and CPU) and its arguments
     /// come from the table.
     fn scan(&mut self, host: &HostPaths) -> Result<(), crate::ReadError> {
         let procs = host.processes();
-        let snap = procs.snapshot("runtime/procs")?;
+        let named = procs.named_unconfirmed("runtime/procs", NAMES)?;
         let mut found: BTreeMap<&'static str, Vec<Proc>> = BTreeMap::new();
         let mut buf = std::mem::take(&mut self.buf);
-        for p in &snap.procs {
+        for p in &named {
             let Some(name) = NAMES.iter().find(|n| **n == &*p.comm) else {
                 continue;
             };

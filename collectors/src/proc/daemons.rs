@@ -1,0 +1,273 @@
+//! Finding the node's daemons (kubelet, the container runtimes, kube-proxy) without a pass
+//! over every process: what the process table ([`super::table`]) tries before it lists
+//! `/proc` for a caller that asks for processes by name ([`super::table::Processes::named`]).
+//!
+//! Reading one small file of each of 2,000 processes costs 11–18 ms of CPU (mostly the
+//! kernel's path walk in procfs), more than a `check` of a healthy node may spend in all
+//! (issue 19). A daemon is cheaper to find where it says it is:
+//!
+//! 1. **Its systemd unit's cgroup** (`system.slice/<unit>/cgroup.procs` in the unified
+//!    hierarchy, the v1 `name=systemd` one, or the hybrid `unified` one): the pids there whose
+//!    `stat` names the daemon are it. A kubeadm, EKS, AKS, GKE or ACK node runs the kubelet
+//!    and containerd this way.
+//! 2. **No sign of its own**: a daemon that runs listens on its unix socket in the host's
+//!    network namespace (containerd and dockerd on their API sockets, cri-dockerd on its CRI
+//!    socket, the kubelet on its device-plugin and pod-resources sockets), so none of them in
+//!    `/proc/1/net/unix` says it is not running (matched by the sockets' file names, whatever
+//!    directory a configuration moved them to). kube-proxy listens on TCP only, and
+//!    `/proc/net/tcp` is no cheap read (the kernel walks its whole connection hash for it,
+//!    ~7 ms on this VM with no socket at all): it runs either as a unit or as a pod, whose
+//!    log directory under `/var/log/pods` (`kube-system_kube-proxy-…`) is its sign.
+//!
+//! A daemon found in neither way (a listener without a unit: started by hand, in a container,
+//! by another init) leaves the answer to the pass over `/proc`, as before. What this cannot
+//! see: a daemon that runs without any of its listeners (starting, hung before listening,
+//! every port and socket renamed), outside a unit — it is taken for not running.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use crate::host::HostPaths;
+use crate::proc::net_unix;
+
+/// Where one daemon shows itself.
+struct Daemon {
+    comm: &'static str,
+    /// systemd units it runs as.
+    units: &'static [&'static str],
+    /// File names (`/` and what follows) of the unix sockets it listens on.
+    sockets: &'static [&'static str],
+    /// What a pod running it has in its log directory's name (`<namespace>_<pod>_<uid>`).
+    pod: Option<&'static str>,
+}
+
+const DAEMONS: &[Daemon] = &[
+    Daemon {
+        comm: "kubelet",
+        units: &["kubelet.service"],
+        sockets: &[
+            "/device-plugins/kubelet.sock",
+            "/pod-resources/kubelet.sock",
+        ],
+        pod: None,
+    },
+    Daemon {
+        comm: "containerd",
+        units: &["containerd.service"],
+        sockets: &["/containerd.sock"],
+        pod: None,
+    },
+    Daemon {
+        comm: "dockerd",
+        units: &["docker.service"],
+        sockets: &["/docker.sock"],
+        pod: None,
+    },
+    Daemon {
+        comm: "cri-dockerd",
+        units: &["cri-docker.service"],
+        sockets: &["/cri-dockerd.sock"],
+        pod: None,
+    },
+    Daemon {
+        comm: "kube-proxy",
+        units: &["kube-proxy.service"],
+        sockets: &[],
+        pod: Some("_kube-proxy"),
+    },
+];
+
+/// At most this many pids of a unit's cgroup are confirmed (a unit that also holds its
+/// children, such as an old docker.service with shims, lists the daemon first).
+const MAX_UNIT_PIDS: usize = 64;
+
+/// What the cheap ways said of one name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Located {
+    /// Pids in its unit's cgroup (to be confirmed by the caller: `stat` names the daemon).
+    InUnit(Vec<u32>),
+    /// None of its listeners is there: not running.
+    Absent,
+    /// Only the pass over `/proc` can tell (a listener without a unit, a name this module
+    /// does not know, the listeners unreadable).
+    Unknown,
+}
+
+/// The listening unix socket paths of the host's network namespace (pid 1's) and the pod log
+/// directories.
+#[derive(Debug, Default)]
+struct Signs {
+    paths: Vec<String>,
+    pods: Vec<String>,
+}
+
+impl Signs {
+    /// `None` when the unix socket table cannot be read.
+    fn read(host: &HostPaths) -> Option<Signs> {
+        let paths = net_unix::read(&net_unix::path(host, 1)).ok()?;
+        let pods =
+            crate::hostfs::dir_entries(&host.join("/var/log/pods"), crate::hostfs::entries::PODS)
+                .map(|rd| {
+                    rd.filter_map(|e| e.file_name().to_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default();
+        Some(Signs { paths, pods })
+    }
+
+    fn show(&self, d: &Daemon) -> bool {
+        self.paths
+            .iter()
+            .any(|p| d.sockets.iter().any(|s| p.ends_with(s)))
+            || d.pod
+                .is_some_and(|pod| self.pods.iter().any(|p| p.contains(pod)))
+    }
+}
+
+/// The unit cgroup directories that may hold `unit` on this host (the ones that exist).
+fn unit_dirs(host: &HostPaths, unit: &str) -> Vec<PathBuf> {
+    let root = host.join("/sys/fs/cgroup");
+    ["", "systemd", "unified"]
+        .iter()
+        .map(|h| root.join(h).join("system.slice").join(unit))
+        .filter(|d| d.is_dir())
+        .collect()
+}
+
+/// What the cheap ways say of each of `names` (see the module documentation). Reads each
+/// known name's unit cgroups, then, for the names without a unit, the host's listening unix
+/// sockets and the pod log directories once.
+pub fn locate(host: &HostPaths, names: &[&str]) -> BTreeMap<String, Located> {
+    let mut out = BTreeMap::new();
+    let mut signs: Option<Option<Signs>> = None;
+    for name in names {
+        let Some(d) = DAEMONS.iter().find(|d| d.comm == *name) else {
+            out.insert(name.to_string(), Located::Unknown);
+            continue;
+        };
+        let mut pids: Vec<u32> = d
+            .units
+            .iter()
+            .flat_map(|u| unit_dirs(host, u))
+            .filter_map(|dir| crate::sys::cgroup_io::procs(&dir).ok())
+            .flatten()
+            .collect();
+        pids.sort_unstable();
+        pids.dedup();
+        pids.truncate(MAX_UNIT_PIDS);
+        if !pids.is_empty() {
+            out.insert(name.to_string(), Located::InUnit(pids));
+            continue;
+        }
+        let seen = signs.get_or_insert_with(|| Signs::read(host));
+        let located = match seen {
+            Some(l) if !l.show(d) => Located::Absent,
+            _ => Located::Unknown,
+        };
+        out.insert(name.to_string(), located);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host() -> (tempfile::TempDir, HostPaths) {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(t.path().join("proc/1/net")).unwrap();
+        std::fs::write(
+            t.path().join("proc/1/net/unix"),
+            "Num       RefCount Protocol Flags    Type St Inode Path\n",
+        )
+        .unwrap();
+        let h = HostPaths::new(t.path());
+        (t, h)
+    }
+
+    fn unix_listener(t: &tempfile::TempDir, path: &str) {
+        let p = t.path().join("proc/1/net/unix");
+        let mut text = std::fs::read_to_string(&p).unwrap();
+        text.push_str(&format!(
+            "0000000000000000: 00000002 00000000 00010000 0001 01 4242 {path}\n"
+        ));
+        std::fs::write(p, text).unwrap();
+    }
+
+    #[test]
+    fn a_unit_cgroup_finds_and_no_listener_rules_out() {
+        let (t, h) = host();
+        // kubelet in its unit (v1 name=systemd hierarchy), containerd listening by hand.
+        let unit = t
+            .path()
+            .join("sys/fs/cgroup/systemd/system.slice/kubelet.service");
+        std::fs::create_dir_all(&unit).unwrap();
+        std::fs::write(unit.join("cgroup.procs"), "812\n").unwrap();
+        unix_listener(&t, "/run/containerd/containerd.sock");
+        // A docker.service unit without tasks (stopped) says nothing.
+        let docker = t.path().join("sys/fs/cgroup/system.slice/docker.service");
+        std::fs::create_dir_all(&docker).unwrap();
+        std::fs::write(docker.join("cgroup.procs"), "").unwrap();
+        let got = locate(
+            &h,
+            &["kubelet", "containerd", "dockerd", "kube-proxy", "sshd"],
+        );
+        assert_eq!(got["kubelet"], Located::InUnit(vec![812]));
+        assert_eq!(got["containerd"], Located::Unknown, "a listener, no unit");
+        assert_eq!(got["dockerd"], Located::Absent);
+        assert_eq!(got["kube-proxy"], Located::Absent);
+        assert_eq!(got["sshd"], Located::Unknown, "not a daemon of this module");
+    }
+
+    #[test]
+    fn signs_are_matched_by_socket_file_name_and_pod_directory() {
+        let (t, h) = host();
+        // k3s moves containerd's socket; the kubelet's pod-resources socket is enough.
+        unix_listener(&t, "/run/k3s/containerd/containerd.sock");
+        unix_listener(&t, "/data/kubelet/pod-resources/kubelet.sock");
+        std::fs::create_dir_all(t.path().join(
+            "var/log/pods/kube-system_kube-proxy-x7k2p_9a8b7c6d-1111-2222-3333-444455556666",
+        ))
+        .unwrap();
+        let got = locate(
+            &h,
+            &[
+                "kubelet",
+                "containerd",
+                "dockerd",
+                "cri-dockerd",
+                "kube-proxy",
+            ],
+        );
+        assert_eq!(got["kubelet"], Located::Unknown);
+        assert_eq!(got["containerd"], Located::Unknown);
+        assert_eq!(
+            got["dockerd"],
+            Located::Absent,
+            "containerd.sock is not docker.sock"
+        );
+        assert_eq!(got["cri-dockerd"], Located::Absent);
+        assert_eq!(
+            got["kube-proxy"],
+            Located::Unknown,
+            "its pod's log directory"
+        );
+        // A connected (not listening) socket at the path is not a listener.
+        let (t, h) = host();
+        let p = t.path().join("proc/1/net/unix");
+        let mut text = std::fs::read_to_string(&p).unwrap();
+        text.push_str(
+            "0000000000000000: 00000002 00000000 00000000 0001 03 4243 /run/docker.sock\n",
+        );
+        std::fs::write(p, text).unwrap();
+        assert_eq!(locate(&h, &["dockerd"])["dockerd"], Located::Absent);
+    }
+
+    #[test]
+    fn unreadable_listeners_leave_it_to_the_pass() {
+        let t = tempfile::tempdir().unwrap();
+        let h = HostPaths::new(t.path());
+        let got = locate(&h, &["kubelet"]);
+        assert_eq!(got["kubelet"], Located::Unknown);
+    }
+}
