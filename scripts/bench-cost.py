@@ -382,6 +382,24 @@ def xtables_stop(ctx):
 
 
 CT_MAX = "/proc/sys/net/netfilter/nf_conntrack_max"
+# nf_conntrack_max is writable from the initial network namespace only: when the bench runs
+# in a namespace of its own, bench-cost.sh opens it there and passes the descriptor.
+CT_MAX_FD = None
+
+
+def ct_max_read():
+    if CT_MAX_FD is not None:
+        return os.pread(CT_MAX_FD, 64, 0).decode().strip()
+    with open(CT_MAX) as f:
+        return f.read().strip()
+
+
+def ct_max_write(value):
+    if CT_MAX_FD is not None:
+        os.pwrite(CT_MAX_FD, value.encode(), 0)
+        return
+    with open(CT_MAX, "w") as f:
+        f.write(value)
 SENDER = r"""
 import socket
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -405,8 +423,7 @@ def conntrack_trouble(tmp):
          "--ctstate", "NEW", "-j", "ACCEPT"])
     sleeper = spawn(["ip", "netns", "exec", name, "sleep", "infinity"])
     time.sleep(0.5)
-    with open(CT_MAX) as f:
-        old = f.read().strip()
+    old = ct_max_read()
     with open(os.path.join(tmp, "cleanup.ctmax"), "w") as f:
         f.write(old + "\n")
     # The limit is global: lowered for the moment the datagrams take, as the real-kernel
@@ -415,13 +432,11 @@ def conntrack_trouble(tmp):
                          "/proc/sys/net/netfilter/nf_conntrack_count"]).stdout.strip()
     for attempt in range(3):
         try:
-            with open(CT_MAX, "w") as f:
-                f.write("200")
+            ct_max_write("200")
             run(["ip", "netns", "exec", name, sys.executable, "-c", SENDER])
-            entries, limit = count(), open(CT_MAX).read().strip()
+            entries, limit = count(), ct_max_read()
         finally:
-            with open(CT_MAX, "w") as f:
-                f.write(old)
+            ct_max_write(old)
         log(f"conntrack: {entries} entries with nf_conntrack_max {limit} (restored to {old})")
         if entries == limit == "200":
             break
@@ -448,6 +463,39 @@ def conntrack_stop(ctx):
 # ---------------------------------------------------------------- main
 
 
+def legacy_tables():
+    names = []
+    for f in ("/proc/1/net/ip_tables_names", "/proc/1/net/ip6_tables_names"):
+        try:
+            names += open(f).read().split()
+        except OSError:
+            pass
+    return names
+
+
+def recent_table_full():
+    """Kernel log records "table full" within the last hour: node-doctor then looks for a
+    process in that namespace (trouble-driven cost, which the healthy figures would include)."""
+    up = float(open("/proc/uptime").read().split()[0])
+    n = 0
+    fd = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        while True:
+            try:
+                rec = os.read(fd, 16384).decode(errors="replace")
+            except BlockingIOError:
+                break
+            except BrokenPipeError:
+                continue
+            head, _, msg = rec.partition(";")
+            fields = head.split(",")
+            if len(fields) > 2 and "table full" in msg and int(fields[2]) / 1e6 >= up - 3600:
+                n += 1
+    finally:
+        os.close(fd)
+    return n
+
+
 def ms(s):
     return f"{s * 1000:.1f} ms" if s is not None else "—"
 
@@ -461,7 +509,12 @@ def main():
     ap.add_argument("--flocks", type=int, default=10000)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--check-only", action="store_true")
+    ap.add_argument("--own-net", action="store_true",
+                    help="the namespaces include a network namespace of their own")
+    ap.add_argument("--ct-max-fd", type=int, help="nf_conntrack_max opened in the host's netns")
     a = ap.parse_args()
+    global CT_MAX_FD
+    CT_MAX_FD = a.ct_max_fd
     if os.getpid() != 1:
         sys.exit("bench-cost.py runs as pid 1 of its own pid namespace (scripts/bench-cost.sh)")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -471,6 +524,14 @@ def main():
     lock = os.path.join(a.tmp, "xtables.lock")
     open(lock, "a").close()
     results = {}
+    if a.own_net:
+        run(["ip", "link", "set", "lo", "up"])
+    results["net"] = ("a network namespace of its own (no legacy iptables table: the nft "
+                      "backend's node)" if a.own_net else "the host's network namespace")
+    results["legacy"] = legacy_tables()
+    results["ct_lines"] = recent_table_full()
+    log(f"network: {results['net']}; legacy tables: {results['legacy'] or 'none'}; "
+        f"conntrack 'table full' kernel records within the last hour: {results['ct_lines']}")
     try:
         idle_processes(a.procs)
         hold_flocks(a.tmp, a.flocks)
@@ -481,7 +542,9 @@ def main():
         if a.check_only:
             chk = check_cost(a.bin, lock, 7)
             cpu = sorted(c for c, _ in chk)
-            print(f"check, {procs} processes, {locks} /proc/locks lines: CPU (user+sys) median "
+            print(f"check, {procs} processes, {locks} /proc/locks lines, {results['net']}, legacy "
+                  f"tables: {', '.join(results['legacy']) or 'none'}, 'table full' records within "
+                  f"the hour: {results['ct_lines']}: CPU (user+sys) median "
                   f"{ms(cpu[3])} of 7 (range {ms(cpu[0])}–{ms(cpu[-1])}), wall median "
                   f"{ms(sorted(w for _, w in chk)[3])}")
             return
@@ -552,7 +615,9 @@ def report(r, a):
     print()
     print(f"node-doctor cost, {time.strftime('%Y-%m-%d')}, Linux {os.uname().release}, "
           f"{os.cpu_count()} CPUs; {r['procs']} processes and {r['locks']} /proc/locks lines "
-          f"in the bench's pid namespace; serve at its default interval (15 s)"
+          f"in the bench's pid namespace; {r['net']}; legacy iptables tables: "
+          f"{', '.join(r['legacy']) or 'none'}; conntrack 'table full' kernel records within "
+          f"the last hour: {r['ct_lines']}; serve at its default interval (15 s)"
           f"{'; --quick' if a.quick else ''}.")
     print()
     print("| measure | figure | target | met |")
