@@ -270,7 +270,30 @@ def shown(agent):
     return {(f["id"], f.get("subject", "")) for f in agent.findings()["findings"]}
 
 
+def settle(limit=180):
+    """Waits until the node is quiet again after a trouble phase (load1 under half a task per
+    CPU, PSI cpu and io `some` avg10 under 5 %): the load collector reads processes while
+    those are at their bars (load1 ≥ 1 per CPU, PSI some ≥ 10 %), and the next phase must
+    measure its own trouble, not the previous one's decay (load1 is a one-minute average)."""
+    t0 = time.monotonic()
+    cpus = os.cpu_count() or 1
+    while time.monotonic() - t0 < limit:
+        load1 = float(open("/proc/loadavg").read().split()[0])
+        some = []
+        for r in ("cpu", "io"):
+            try:
+                line = open(f"/proc/pressure/{r}").readline()
+                some.append(float(line.split()[1].split("=")[1]))
+            except (OSError, IndexError, ValueError):
+                pass
+        if load1 < 0.5 * cpus and all(v < 5 for v in some):
+            break
+        time.sleep(1)
+    log(f"settled after {time.monotonic() - t0:.0f} s")
+
+
 def trouble_phase(agent, name, collector, match, start, stop, secs):
+    settle()
     # Start right after a run of the collector, so the count of runs to detection does not
     # depend on where in the interval the trouble began.
     runs0 = agent.costs()[collector][1]
@@ -512,6 +535,8 @@ def main():
     ap.add_argument("--own-net", action="store_true",
                     help="the namespaces include a network namespace of their own")
     ap.add_argument("--ct-max-fd", type=int, help="nf_conntrack_max opened in the host's netns")
+    ap.add_argument("--trouble", default="fio,xtables,conntrack",
+                    help="the trouble phases to run, comma-separated")
     a = ap.parse_args()
     global CT_MAX_FD
     CT_MAX_FD = a.ct_max_fd
@@ -568,19 +593,22 @@ def main():
                        base=base)
         detect_secs = 75 if a.quick else 120
         trouble = []
-        log("trouble: fio on a throttled loop device")
-        trouble.append(trouble_phase(
-            agent, "fio on a loop device throttled to 1 MiB/s", "load",
-            lambda f, ctx: f["id"] in ("load.iowait", "load.io_bound")
-            and (f["id"], f.get("subject", "")) not in ctx["before"] and names_fio(f, ctx),
-            lambda: fio_trouble(a.tmp), fio_stop, detect_secs))
-        log("trouble: a held xtables lock")
-        trouble.append(trouble_phase(
-            agent, "xtables lock held", "iptables",
-            lambda f, ctx: f["id"] == "iptables.lock_contention"
-            and (f["id"], f.get("subject", "")) not in ctx["before"],
-            lambda: xtables_trouble(lock), xtables_stop, detect_secs))
-        if os.path.exists(CT_MAX):
+        phases = a.trouble.split(",")
+        if "fio" in phases:
+            log("trouble: fio on a throttled loop device")
+            trouble.append(trouble_phase(
+                agent, "fio on a loop device throttled to 1 MiB/s", "load",
+                lambda f, ctx: f["id"] in ("load.iowait", "load.io_bound")
+                and (f["id"], f.get("subject", "")) not in ctx["before"] and names_fio(f, ctx),
+                lambda: fio_trouble(a.tmp), fio_stop, detect_secs))
+        if "xtables" in phases:
+            log("trouble: a held xtables lock")
+            trouble.append(trouble_phase(
+                agent, "xtables lock held", "iptables",
+                lambda f, ctx: f["id"] == "iptables.lock_contention"
+                and (f["id"], f.get("subject", "")) not in ctx["before"],
+                lambda: xtables_trouble(lock), xtables_stop, detect_secs))
+        if "conntrack" in phases and os.path.exists(CT_MAX):
             log("trouble: a full conntrack table in a network namespace")
             trouble.append(trouble_phase(
                 agent, "conntrack table full in a netns", "conntrack",

@@ -29,7 +29,6 @@ use crate::host::HostPaths;
 use crate::hostfs::{self, cap, entries};
 use crate::kmsg::{KmsgConfig, KmsgReader};
 use crate::metric::Metric;
-use crate::proc::table::Ns;
 use crate::proc::uptime::BootClock;
 use crate::proc::{meminfo, net_udp, nf_conntrack_stat, ns, snmp};
 
@@ -245,8 +244,8 @@ impl ConntrackCollector {
     }
 
     /// Keeps a process in each other namespace named by a message: the remembered one while
-    /// it is still there, else one search of the shared process table for all missing, whose
-    /// namespace links it remembers per process (at most every `kubelet_rescan_samples`
+    /// it is still there, else one search of the host's processes for all missing
+    /// ([`crate::proc::table::Processes::in_netns`]; at most every `kubelet_rescan_samples`
     /// lookups).
     fn find_netns_pids(&mut self, others: &[OtherTable]) {
         let wanted: Vec<u64> = others.iter().filter_map(|o| o.netns).collect();
@@ -266,21 +265,10 @@ impl ConntrackCollector {
             return;
         }
         self.netns_scan_wait = self.config.kubelet_rescan_samples.saturating_sub(1);
-        let procs = host.processes();
-        let Ok(snap) = procs.snapshot("conntrack/netns") else {
+        let Ok(found) = host.processes().in_netns("conntrack/netns", &missing) else {
             return;
         };
-        for p in &snap.procs {
-            // The table remembers each process's namespace: a second search reads nothing.
-            if let Some(n) = procs.ns(p, Ns::Net) {
-                if missing.contains(&n) {
-                    self.netns_pids.entry(n).or_insert(p.pid);
-                    if missing.iter().all(|m| self.netns_pids.contains_key(m)) {
-                        break;
-                    }
-                }
-            }
-        }
+        self.netns_pids.extend(found);
     }
 
     fn unavailable_reason(&self, e: &ReadError) -> Option<String> {

@@ -526,6 +526,43 @@ impl<'a> Processes<'a> {
         self.table.examined()
     }
 
+    /// A process in each of the network namespaces `wanted` (by inode) that one is found
+    /// in. From the table when `/proc` has been listed (the namespaces it remembers cost
+    /// nothing); else by reading the `ns/net` link of each listed pid, in pid order, until
+    /// every one is found: a cold table is not examined for it (a `stat` of every process,
+    /// twice the cost of the links, for a namespace that may be gone).
+    pub fn in_netns(
+        &self,
+        caller: &'static str,
+        wanted: &[u64],
+    ) -> Result<std::collections::HashMap<u64, u32>, crate::ReadError> {
+        let mut found = std::collections::HashMap::new();
+        if wanted.is_empty() {
+            return Ok(found);
+        }
+        // Records `pid` for its namespace `n` when wanted; true once every one is found.
+        let mut note = |n: Option<u64>, pid: u32| {
+            if let Some(n) = n.filter(|n| wanted.contains(n)) {
+                found.entry(n).or_insert(pid);
+            }
+            found.len() == wanted.len()
+        };
+        if self.table.listed() {
+            for p in &self.snapshot(caller)?.procs {
+                if note(self.ns(p, Ns::Net), p.pid) {
+                    break;
+                }
+            }
+        } else {
+            for pid in pid::list_pids(self.host)? {
+                if note(ns::inode(self.host, pid, "net"), pid) {
+                    break;
+                }
+            }
+        }
+        Ok(found)
+    }
+
     /// `names` answered without listing `/proc`, when [`daemons::locate`] can tell for every
     /// one: the pids of a unit whose `stat` names the daemon, nothing for the absent ones.
     /// `None` when one name needs the listing (or its unit holds no process of that name).
@@ -778,5 +815,26 @@ mod tests {
             .expect("this test's own pid");
         assert!(p.start.is_some() && !p.comm.is_empty());
         assert!(procs.reread(me).is_some_and(|r| r.start == p.start));
+    }
+
+    #[test]
+    fn in_netns_reads_links_only_on_a_cold_table_and_remembered_ones_after() {
+        let (t, host) = fake();
+        for pid in [3, 5, 9] {
+            proc_dir(t.path(), pid, "sleep", 100, "sleep 1");
+        }
+        let procs = host.processes();
+        let want = [4026531840 + 5, 4026531840 + 9, 7];
+        let found = procs.in_netns("a", &want).unwrap();
+        assert_eq!(found.len(), 2);
+        assert_eq!((found[&(4026531840 + 5)], found[&(4026531840 + 9)]), (5, 9));
+        assert_eq!(procs.examined(), 0, "no stat on a cold table");
+        // Once listed, the table answers (and remembers the links).
+        procs.snapshot("b").unwrap();
+        assert_eq!(procs.in_netns("a", &want).unwrap(), found);
+        let paths = host.per_process_paths();
+        assert_eq!(procs.in_netns("a", &want).unwrap(), found);
+        assert_eq!(host.per_process_paths(), paths, "remembered");
+        assert!(procs.in_netns("a", &[]).unwrap().is_empty());
     }
 }
