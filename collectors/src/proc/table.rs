@@ -485,16 +485,12 @@ impl<'a> Processes<'a> {
         caller: &'static str,
         names: &[&str],
     ) -> Result<Vec<Proc>, crate::ReadError> {
-        if !self.table.listed() {
-            if let Some(found) = self.located(names) {
-                return Ok(found);
-            }
+        let (procs, confirmed) = self.by_name(caller, names)?;
+        if confirmed {
+            return Ok(procs);
         }
-        let snap = self.snapshot(caller)?;
-        Ok(snap
-            .procs
+        Ok(procs
             .iter()
-            .filter(|p| names.contains(&&*p.comm))
             .filter_map(|p| self.reread(p.pid))
             .filter(|p| names.contains(&&*p.comm) && !p.is_dead())
             .collect())
@@ -508,17 +504,28 @@ impl<'a> Processes<'a> {
         caller: &'static str,
         names: &[&str],
     ) -> Result<Vec<Proc>, crate::ReadError> {
+        Ok(self.by_name(caller, names)?.0)
+    }
+
+    /// The processes of `names`: found where the daemons show themselves (confirmed: `true`)
+    /// until `/proc` has been listed, else from a listing (as listed: `false`).
+    fn by_name(
+        &self,
+        caller: &'static str,
+        names: &[&str],
+    ) -> Result<(Vec<Proc>, bool), crate::ReadError> {
         if !self.table.listed() {
             if let Some(found) = self.located(names) {
-                return Ok(found);
+                return Ok((found, true));
             }
         }
         let snap = self.snapshot(caller)?;
-        Ok(snap
+        let procs = snap
             .procs
             .into_iter()
             .filter(|p| names.contains(&&*p.comm))
-            .collect())
+            .collect();
+        Ok((procs, false))
     }
 
     /// How many processes were examined since the table was made.
