@@ -11,7 +11,7 @@
 # starts BENCH_PROCS (2000) idle processes and holds BENCH_FLOCKS (10000) flocks,
 # runs Debian's prometheus-node-exporter (default collectors) and `node-doctor serve`
 # (release build, default interval, --host-root /) on 127.0.0.1, and measures:
-#   - node_exporter: CPU per /metrics scrape (utime+stime of /proc/<pid>/stat over N scrapes);
+#   - node_exporter: CPU per /metrics scrape (its threads' schedstat run time over N scrapes);
 #   - node-doctor: every collector's CPU per run at rest (node_doctor_collector_cpu_seconds_total
 #     and the duration histogram's _count, deltas over the window), serve's share of a core
 #     over the window, one `check` (user+sys of the child from wait4, and its wall time);
