@@ -17,7 +17,9 @@
 //!    directory a configuration moved them to). kube-proxy listens on TCP only, and
 //!    `/proc/net/tcp` is no cheap read (the kernel walks its whole connection hash for it,
 //!    ~7 ms on this VM with no socket at all): it runs either as a unit or as a pod, whose
-//!    log directory under `/var/log/pods` (`kube-system_kube-proxy-…`) is its sign.
+//!    log directory under `/var/log/pods` (`kube-system_kube-proxy-…_<uid>`) is its sign —
+//!    and whose cgroup (found by the UID, in the kubelet's cgroupfs or systemd layout) holds
+//!    its process.
 //!
 //! A daemon found in neither way (a listener without a unit: started by hand, in a container,
 //! by another init) leaves the answer to the pass over `/proc`, as before. What this cannot
@@ -84,8 +86,9 @@ const MAX_UNIT_PIDS: usize = 64;
 /// What the cheap ways said of one name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Located {
-    /// Pids in its unit's cgroup (to be confirmed by the caller: `stat` names the daemon).
-    InUnit(Vec<u32>),
+    /// Pids in its unit's cgroup, or in its pod's (to be confirmed by the caller: `stat` names
+    /// the daemon).
+    InCgroup(Vec<u32>),
     /// None of its listeners is there: not running.
     Absent,
     /// Only the pass over `/proc` can tell (a listener without a unit, a name this module
@@ -134,6 +137,52 @@ fn unit_dirs(host: &HostPaths, unit: &str) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The pids of a pod's cgroup and of its containers' (one level below), by pod UID, in the
+/// layouts the kubelet makes: the cgroupfs driver (`kubepods[/<qos>]/pod<uid>`) and the
+/// systemd driver (`kubepods.slice[/kubepods-<qos>.slice]/kubepods[-<qos>]-pod<uid with _>.slice`),
+/// under the unified, `pids` or `name=systemd` hierarchy. A UID that is not one (a hostile
+/// directory name) finds nothing.
+fn pod_pids(host: &HostPaths, uid: &str) -> Vec<u32> {
+    if uid.is_empty() || !uid.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-') {
+        return Vec::new();
+    }
+    let u = uid.replace('-', "_");
+    let mut rel = vec![
+        format!("kubepods/pod{uid}"),
+        format!("kubepods.slice/kubepods-pod{u}.slice"),
+    ];
+    for qos in ["besteffort", "burstable"] {
+        rel.push(format!("kubepods/{qos}/pod{uid}"));
+        rel.push(format!(
+            "kubepods.slice/kubepods-{qos}.slice/kubepods-{qos}-pod{u}.slice"
+        ));
+    }
+    let root = host.join("/sys/fs/cgroup");
+    let mut out = Vec::new();
+    for h in ["", "unified", "pids", "systemd"] {
+        for r in &rel {
+            let dir = root.join(h).join(r);
+            if !dir.is_dir() {
+                continue;
+            }
+            let children = crate::hostfs::dir_entries(&dir, crate::hostfs::entries::CGROUP)
+                .map(|rd| {
+                    rd.filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                        .map(|e| e.path())
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default();
+            for d in std::iter::once(dir).chain(children) {
+                out.extend(crate::sys::cgroup_io::procs(&d).unwrap_or_default());
+            }
+            if !out.is_empty() {
+                return out;
+            }
+        }
+    }
+    out
+}
+
 /// What the cheap ways say of each of `names` (see the module documentation). Reads each
 /// known name's unit cgroups, then, for the names without a unit, the host's listening unix
 /// sockets and the pod log directories once.
@@ -156,13 +205,32 @@ pub fn locate(host: &HostPaths, names: &[&str]) -> BTreeMap<String, Located> {
         pids.dedup();
         pids.truncate(MAX_UNIT_PIDS);
         if !pids.is_empty() {
-            out.insert(name.to_string(), Located::InUnit(pids));
+            out.insert(name.to_string(), Located::InCgroup(pids));
             continue;
         }
         let seen = signs.get_or_insert_with(|| Signs::read(host));
         let located = match seen {
             Some(l) if !l.show(d) => Located::Absent,
-            _ => Located::Unknown,
+            Some(l) => {
+                // A pod of it: the processes of that pod's cgroup.
+                let mut pids: Vec<u32> = d
+                    .pod
+                    .map(|pod| l.pods.iter().filter(move |p| p.contains(pod)))
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|dir| dir.rsplit('_').next())
+                    .flat_map(|uid| pod_pids(host, uid))
+                    .collect();
+                pids.sort_unstable();
+                pids.dedup();
+                pids.truncate(MAX_UNIT_PIDS);
+                if pids.is_empty() {
+                    Located::Unknown
+                } else {
+                    Located::InCgroup(pids)
+                }
+            }
+            None => Located::Unknown,
         };
         out.insert(name.to_string(), located);
     }
@@ -212,7 +280,7 @@ mod tests {
             &h,
             &["kubelet", "containerd", "dockerd", "kube-proxy", "sshd"],
         );
-        assert_eq!(got["kubelet"], Located::InUnit(vec![812]));
+        assert_eq!(got["kubelet"], Located::InCgroup(vec![812]));
         assert_eq!(got["containerd"], Located::Unknown, "a listener, no unit");
         assert_eq!(got["dockerd"], Located::Absent);
         assert_eq!(got["kube-proxy"], Located::Absent);
@@ -269,5 +337,39 @@ mod tests {
         let h = HostPaths::new(t.path());
         let got = locate(&h, &["kubelet"]);
         assert_eq!(got["kubelet"], Located::Unknown);
+    }
+
+    /// kube-proxy as a pod: its process is in the pod's cgroup, found by the UID of its log
+    /// directory, in the systemd driver's layout (v2) and the cgroupfs driver's (v1 `pids`).
+    #[test]
+    fn a_pod_of_it_is_looked_up_in_the_pods_cgroup() {
+        const UID: &str = "9a8b7c6d-1111-2222-3333-444455556666";
+        let u = UID.replace('-', "_");
+        for (dir, pid) in [
+            (
+                format!("sys/fs/cgroup/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod{u}.slice/cri-containerd-abc.scope"),
+                2100,
+            ),
+            (format!("sys/fs/cgroup/pids/kubepods/burstable/pod{UID}/abc"), 2200),
+        ] {
+            let (t, h) = host();
+            std::fs::create_dir_all(
+                t.path()
+                    .join(format!("var/log/pods/kube-system_kube-proxy-x7k2p_{UID}")),
+            )
+            .unwrap();
+            assert_eq!(locate(&h, &["kube-proxy"])["kube-proxy"], Located::Unknown);
+            std::fs::create_dir_all(t.path().join(&dir)).unwrap();
+            std::fs::write(t.path().join(&dir).join("cgroup.procs"), format!("{pid}\n")).unwrap();
+            assert_eq!(
+                locate(&h, &["kube-proxy"])["kube-proxy"],
+                Located::InCgroup(vec![pid])
+            );
+        }
+        // A directory name whose last part is no UID finds nothing.
+        let (t, h) = host();
+        std::fs::create_dir_all(t.path().join("var/log/pods/kube-system_kube-proxy-x_..")).unwrap();
+        assert_eq!(locate(&h, &["kube-proxy"])["kube-proxy"], Located::Unknown);
+        assert!(pod_pids(&h, "../../etc").is_empty());
     }
 }

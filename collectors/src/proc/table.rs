@@ -579,7 +579,7 @@ impl<'a> Processes<'a> {
             match how {
                 Located::Absent => {}
                 Located::Unknown => return None,
-                Located::InUnit(pids) => {
+                Located::InCgroup(pids) => {
                     let before = out.len();
                     out.extend(
                         pids.into_iter()
