@@ -149,14 +149,33 @@ def collector_costs(text):
     return {c: (cpu[c], runs.get(c, 0.0)) for c in cpu}, process
 
 
+def stage_runtime(tmp):
+    """A containerd config whose root and state are directories under `tmp`: `disk` then
+    judges a runtime's filesystems as on a node (a machine without a runtime leaves it
+    `unavailable`, which costs less than a node and makes `check` incomplete)."""
+    for d in ("containerd/root", "containerd/state"):
+        os.makedirs(os.path.join(tmp, d), exist_ok=True)
+    cfg = os.path.join(tmp, "containerd/config.toml")
+    with open(cfg, "w") as f:
+        f.write(f'version = 2\nroot = "{tmp}/containerd/root"\n'
+                f'state = "{tmp}/containerd/state"\n')
+    return cfg
+
+
+def node_flags(tmp, lock):
+    """The flags serve and check share: the host, the lock file, the staged runtime."""
+    return ["--host-root", "/", "--node-name", "bench-node", "--xtables-lock", lock,
+            "--containerd-config", os.path.join(tmp, "containerd/config.toml")]
+
+
 class Agent:
     def __init__(self, binary, tmp, lock):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = open(os.path.join(tmp, "serve.log"), "w")
         self.p = spawn(
-            [binary, "serve", "--listen", f"127.0.0.1:{self.port}", "--host-root", "/",
-             "--node-name", "bench-node", "--log-format", "json", "--xtables-lock", lock],
+            [binary, "serve", "--listen", f"127.0.0.1:{self.port}", "--log-format", "json"]
+            + node_flags(tmp, lock),
             stderr=self.log,
         )
         if not wait_http(self.url + "/healthz", 30):
@@ -247,19 +266,26 @@ def scrape_cost(pid, url, n):
     return (cpu_seconds(pid) - c0) / n, (time.monotonic() - t0) / n
 
 
-def check_cost(binary, lock, runs):
+def check_cost(binary, tmp, lock, runs):
     out = []
+    report = os.path.join(tmp, "check.json")
     for _ in range(runs):
         t0 = time.monotonic()
-        p = subprocess.Popen(
-            [binary, "check", "--host-root", "/", "--node-name", "bench-node", "--format",
-             "json", "--xtables-lock", lock],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        _, status, ru = os.wait4(p.pid, 0)
+        with open(report, "w") as f:
+            p = subprocess.Popen([binary, "check", "--format", "json"] + node_flags(tmp, lock),
+                                 stdout=f, stderr=subprocess.DEVNULL)
+            _, status, ru = os.wait4(p.pid, 0)
         wall = time.monotonic() - t0
         p.returncode = os.waitstatus_to_exitcode(status)
         if p.returncode not in (0, 1, 2):
-            raise RuntimeError(f"check exited {p.returncode}")
+            # 4-6: a collector did not judge (it would cost less than on a node); 3: failed.
+            try:
+                with open(report) as f:
+                    why = {c["name"]: c.get("message", c["status"])
+                           for c in json.load(f)["collectors"] if c["status"] != "ok"}
+            except (OSError, ValueError, KeyError):
+                why = "no report"
+            raise RuntimeError(f"check exited {p.returncode}: {why}")
         out.append((ru.ru_utime + ru.ru_stime, wall))
     return out
 
@@ -564,6 +590,7 @@ def main():
     checks = 1 if a.quick else 3
     lock = os.path.join(a.tmp, "xtables.lock")
     open(lock, "a").close()
+    stage_runtime(a.tmp)
     results = {}
     if a.own_net:
         run(["ip", "link", "set", "lo", "up"])
@@ -581,7 +608,7 @@ def main():
             locks = sum(1 for _ in f)
         log(f"{procs} processes, {locks} lines in /proc/locks")
         if a.check_only:
-            chk = check_cost(a.bin, lock, 7)
+            chk = check_cost(a.bin, a.tmp, lock, 7)
             cpu = sorted(c for c, _ in chk)
             print(f"check, {procs} processes, {locks} /proc/locks lines, {results['net']}, legacy "
                   f"tables: {', '.join(results['legacy']) or 'none'}, 'table full' records within "
@@ -593,6 +620,9 @@ def main():
         agent = Agent(a.bin, a.tmp, lock)
         log("waiting for every collector's first two runs (default interval)")
         base = agent.wait_runs({}, 2, 120)
+        judged = {c["name"]: c["status"] for c in agent.findings()["collectors"]}
+        if any(v != "ok" for v in judged.values()):
+            raise RuntimeError(f"serve at rest is not healthy here: {judged}")
         log(f"node_exporter: {scrapes} scrapes")
         ne_cpu, ne_wall = scrape_cost(ne.pid, ne_url, scrapes)
         # A whole window of serve at rest.
@@ -603,7 +633,7 @@ def main():
         steady = per_run(c0, c1)
         serve_pct = (p1 - p0) / (t1 - t0) * 100
         log(f"check x{checks}")
-        chk = check_cost(a.bin, lock, checks)
+        chk = check_cost(a.bin, a.tmp, lock, checks)
         results.update(procs=procs, locks=locks, ne_cpu=ne_cpu, ne_wall=ne_wall, scrapes=scrapes,
                        steady=steady, serve_pct=serve_pct, window=t1 - t0, checks=chk,
                        base=base)

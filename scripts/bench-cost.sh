@@ -10,7 +10,9 @@
 # hostPID) and network namespace (loopback only; BENCH_HOST_NET=1 keeps the host's) it
 # starts BENCH_PROCS (2000) idle processes and holds BENCH_FLOCKS (10000) flocks,
 # runs Debian's prometheus-node-exporter (default collectors) and `node-doctor serve`
-# (release build, default interval, --host-root /) on 127.0.0.1, and measures:
+# (release build, default interval, --host-root /, a containerd config whose root and state
+# are temp directories, so `disk` judges a runtime's filesystems as on a node) on 127.0.0.1,
+# and measures:
 #   - node_exporter: CPU per /metrics scrape (its threads' schedstat run time over N scrapes);
 #   - node-doctor: every collector's CPU per run at rest (node_doctor_collector_cpu_seconds_total
 #     and the duration histogram's _count, deltas over the window), serve's share of a core

@@ -26,7 +26,7 @@ use crate::collector::{CollectContext, Collection, Collector, Status, Transition
 use crate::host::HostPaths;
 use crate::pods::{PodDirectory, PodsConfig};
 use crate::proc::ns;
-use crate::proc::table::Ns;
+use crate::proc::table::Proc;
 
 pub use judge::{Sample, Thresholds};
 
@@ -46,6 +46,8 @@ pub struct IptablesConfig {
     pub lock_open_threshold: Duration,
     /// Watch the lock file with inotify (false: read `/proc/locks` every `sample_period`).
     pub lock_inotify: bool,
+    /// A comparison of lock files younger than this is reused ([`MOUNT_SCAN_REUSE`]).
+    pub mount_scan_reuse: Duration,
     /// What the lock rules judge by.
     pub thresholds: Thresholds,
     /// Process names that run iptables: exact names, or prefixes ending in `*`. Matched against
@@ -74,6 +76,7 @@ impl Default for IptablesConfig {
             sample_period: Duration::from_millis(250),
             lock_open_threshold: Duration::from_millis(500),
             lock_inotify: true,
+            mount_scan_reuse: MOUNT_SCAN_REUSE,
             thresholds: Thresholds::default(),
             iptables_users: [
                 "iptables*",
@@ -136,7 +139,14 @@ pub struct IptablesCollector {
     pods: PodDirectory,
     /// Logs status and finding changes between collections.
     transitions: TransitionLog,
+    /// The last comparison of iptables users' lock files with the host's, when it was made,
+    /// and against which host lock ([`MOUNT_SCAN_REUSE`]).
+    last_scan: Option<(Instant, Option<LockId>, MountScan)>,
 }
+
+/// A comparison of lock files younger than this (against the same host lock) is reused:
+/// `check`'s two samples a second apart make one, an agent's cycles (15 s) one each.
+pub const MOUNT_SCAN_REUSE: Duration = Duration::from_secs(5);
 
 impl IptablesCollector {
     pub fn new(host: HostPaths, config: IptablesConfig) -> Self {
@@ -177,6 +187,7 @@ impl IptablesCollector {
             logs: LogScanner::new(),
             pods,
             transitions: TransitionLog::new("iptables"),
+            last_scan: None,
         }
     }
 
@@ -196,6 +207,22 @@ impl IptablesCollector {
         tr.drain(Instant::now())
     }
 
+    /// [`IptablesCollector::mount_gaps`], or its last result when younger than
+    /// [`IptablesConfig::mount_scan_reuse`] and made against the same host lock.
+    fn recent_mount_gaps(&mut self, host_lock: Option<LockId>) -> Result<MountScan, String> {
+        let now = Instant::now();
+        if let Some((at, lock, scan)) = &self.last_scan {
+            if *lock == host_lock
+                && now.saturating_duration_since(*at) < self.config.mount_scan_reuse
+            {
+                return Ok(scan.clone());
+            }
+        }
+        let scan = self.mount_gaps(host_lock);
+        self.last_scan = scan.as_ref().ok().map(|s| (now, host_lock, s.clone()));
+        scan
+    }
+
     /// Processes in the host network namespace, in their own mount namespace, that run
     /// iptables and do not see the host's lock file at the lock path.
     fn mount_gaps(&self, host_lock: Option<LockId>) -> Result<MountScan, String> {
@@ -207,8 +234,27 @@ impl IptablesCollector {
         let host_mnt = ns::inode(host, r, "mnt")
             .ok_or_else(|| format!("cannot read /proc/{r}/ns/mnt ({hint})"))?;
         let procs = host.processes();
-        let snap = procs
-            .snapshot("iptables/mount_gaps")
+        // Its name: `comm` comes with the table's one `stat` read of every process. Only a
+        // multi-call binary (busybox, xtables-*-multi, whose `comm` is not the command it
+        // runs) has its first argument read.
+        let users = &self.config.iptables_users;
+        let runs_iptables = |proc: &Proc| {
+            if is_iptables_user(&proc.comm, users) {
+                return true;
+            }
+            if !MULTI_CALL.contains(&&*proc.comm) {
+                return false;
+            }
+            let args = procs.args(proc);
+            let argv0 = args.as_deref().and_then(|a| a.first());
+            let base = argv0.map(|a| a.rsplit('/').next().unwrap_or(a));
+            base.is_some_and(|b| is_iptables_user(b, users))
+        };
+        // Only a process in the host's network namespace and in a mount namespace of its own
+        // can miss the host's lock: the table filters by name or by namespace first,
+        // whichever costs no read ([`Processes::apart_in_netns`]).
+        let candidates = procs
+            .apart_in_netns("iptables/mount_gaps", host_net, host_mnt, runs_iptables)
             .map_err(|e| e.to_string())?;
         let rel = self
             .config
@@ -219,34 +265,10 @@ impl IptablesCollector {
         let mut seen_mnt = HashSet::new();
         let mut gaps = Vec::new();
         let mut unreadable: Vec<String> = Vec::new();
-        for proc in &snap.procs {
-            // Its name first: `comm` comes with the table's one `stat` read of every process,
-            // so this filter costs nothing. Only a multi-call binary (busybox, xtables-*-multi,
-            // whose `comm` is not the command it runs) has its first argument read.
-            if !is_iptables_user(&proc.comm, &self.config.iptables_users) {
-                if !MULTI_CALL.contains(&&*proc.comm) {
-                    continue;
-                }
-                let args = procs.args(proc);
-                let argv0 = args.as_deref().and_then(|a| a.first());
-                let base = argv0.map(|a| a.rsplit('/').next().unwrap_or(a));
-                if !base.is_some_and(|b| is_iptables_user(b, &self.config.iptables_users)) {
-                    continue;
-                }
-            }
-            // Then its namespaces (remembered per process by the table): only a process in
-            // the host's network namespace and in a mount namespace of its own can miss the
-            // host's lock.
-            if procs.ns(proc, Ns::Net) != Some(host_net) {
+        for (proc, mnt) in candidates {
+            if !seen_mnt.insert(mnt) {
                 continue;
             }
-            let Some(mnt) = procs.ns(proc, Ns::Mnt) else {
-                continue;
-            };
-            if mnt == host_mnt || seen_mnt.contains(&mnt) {
-                continue;
-            }
-            seen_mnt.insert(mnt);
             let p = proc.pid;
             let root = host.proc_pid(p).join("root");
             let pod_lock = match LockId::of_path(&root.join(&rel)) {
@@ -291,6 +313,7 @@ impl IptablesCollector {
 }
 
 /// The result of comparing iptables users' lock files with the host's.
+#[derive(Clone)]
 struct MountScan {
     gaps: Vec<MountGap>,
     /// Lock paths inside processes that could not be checked (permission), with the error.
@@ -332,7 +355,7 @@ impl IptablesCollector {
         // network namespace nobody can miss it, and no process is looked at.
         let mut gaps =
             if backend::legacy_use(&self.host, self.config.reference_pid).lock_users_possible() {
-                self.mount_gaps(host_lock)
+                self.recent_mount_gaps(host_lock)
             } else {
                 Ok(MountScan {
                     gaps: Vec::new(),

@@ -27,7 +27,7 @@
 //!
 //! [`HostPaths::processes`]: crate::HostPaths::processes
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::os::unix::fs::DirEntryExt;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -168,6 +168,8 @@ struct Inner {
     truncated: bool,
     /// The listing generation each caller last used.
     used: HashMap<&'static str, u64>,
+    /// Callers answered once without a listing ([`Processes::apart_in_netns`]).
+    cold_asked: HashSet<&'static str>,
     /// Examinations since the table was made (tests, self-monitoring).
     examined: u64,
     /// Bytes of the arguments remembered (recounted at each listing).
@@ -225,6 +227,15 @@ impl ProcessTable {
     /// directory and the new pids only).
     fn listed(&self) -> bool {
         self.lock().listed_at.is_some()
+    }
+
+    /// True the first time `caller` asks while `/proc` has never been listed: it may be
+    /// answered without the table (a one-off, as in `check`). A caller that asks again
+    /// repeats (an agent's cycles) and is answered from the table, which then costs only the
+    /// new pids.
+    fn first_cold_ask(&self, caller: &'static str) -> bool {
+        let mut inner = self.lock();
+        inner.listed_at.is_none() && inner.cold_asked.insert(caller)
     }
 
     /// How many processes were examined (a `stat` or `comm` read) since the table was made.
@@ -570,6 +581,52 @@ impl<'a> Processes<'a> {
         Ok(found)
     }
 
+    /// The processes in the network namespace `net` whose mount namespace is not `mnt` and
+    /// that `wanted` accepts, in pid order, each with its mount namespace: the processes that
+    /// share a network namespace and see files of their own (a hostNetwork pod's, next to
+    /// the host's).
+    ///
+    /// From the table when `/proc` has been listed, or when `caller` asks a second time:
+    /// `wanted` first, on the `comm` the listing holds, then the namespaces (remembered) of
+    /// those it accepts. The first time on a cold table (a `check`), the other way round,
+    /// and the table is not examined: the `ns/net` link of each listed pid, its `ns/mnt`
+    /// link when that matched, and a `stat` read (then `wanted`) only of the pids left. On a
+    /// node most processes are in a pod's network namespace or in the host's mount
+    /// namespace, so one link of each, half the cost of a `stat`, is what a `check` pays;
+    /// an agent pays that once, then one `stat` of every process once, then new pids only.
+    pub fn apart_in_netns(
+        &self,
+        caller: &'static str,
+        net: u64,
+        mnt: u64,
+        mut wanted: impl FnMut(&Proc) -> bool,
+    ) -> Result<Vec<(Proc, u64)>, crate::ReadError> {
+        let mut out = Vec::new();
+        if !self.table.first_cold_ask(caller) {
+            for p in self.snapshot(caller)?.procs {
+                if !wanted(&p) || self.ns(&p, Ns::Net) != Some(net) {
+                    continue;
+                }
+                if let Some(m) = self.ns(&p, Ns::Mnt).filter(|&m| m != mnt) {
+                    out.push((p, m));
+                }
+            }
+            return Ok(out);
+        }
+        for pid in pid::list_pids(self.host)? {
+            if ns::inode(self.host, pid, Ns::Net.kind()) != Some(net) {
+                continue;
+            }
+            let Some(m) = ns::inode(self.host, pid, Ns::Mnt.kind()).filter(|&m| m != mnt) else {
+                continue;
+            };
+            if let Some(p) = self.reread(pid).filter(|p| wanted(p)) {
+                out.push((p, m));
+            }
+        }
+        Ok(out)
+    }
+
     /// `names` answered without listing `/proc`, when [`daemons::locate`] can tell for every
     /// one: the pids of a unit whose `stat` names the daemon, nothing for the absent ones.
     /// `None` when one name needs the listing (or its unit holds no process of that name).
@@ -843,5 +900,57 @@ mod tests {
         assert_eq!(procs.in_netns("a", &want).unwrap(), found);
         assert_eq!(host.per_process_paths(), paths, "remembered");
         assert!(procs.in_netns("a", &[]).unwrap().is_empty());
+    }
+
+    /// Points `<pid>/ns/<kind>` at namespace inode `n`.
+    fn ns_link(root: &Path, pid: u32, kind: &str, n: u64) {
+        let l = root.join(format!("proc/{pid}/ns/{kind}"));
+        let _ = std::fs::remove_file(&l);
+        std::os::unix::fs::symlink(format!("{kind}:[{n}]"), l).unwrap();
+    }
+
+    #[test]
+    fn apart_in_netns_reads_links_before_stat_once_on_a_cold_table_and_names_first_after() {
+        let (t, host) = fake();
+        let (net, other_net, host_mnt, pod_mnt) = (1000, 2000, 3000, 4000);
+        // 3: a host daemon; 5: a hostNetwork pod's kube-proxy; 7: a kube-proxy in a pod's
+        // network namespace; 9: something else of the hostNetwork pod.
+        for (pid, comm, n, m) in [
+            (3, "kubelet", net, host_mnt),
+            (5, "kube-proxy", net, pod_mnt),
+            (7, "kube-proxy", other_net, pod_mnt + 1),
+            (9, "sleep", net, pod_mnt),
+        ] {
+            proc_dir(t.path(), pid, comm, 100, comm);
+            ns_link(t.path(), pid, "net", n);
+            ns_link(t.path(), pid, "mnt", m);
+        }
+        let procs = host.processes();
+        let proxy = |p: &Proc| &*p.comm == "kube-proxy";
+        let before = host.per_process_paths();
+        let cold = procs.apart_in_netns("a", net, host_mnt, proxy).unwrap();
+        let found: Vec<(u32, u64)> = cold.iter().map(|(p, m)| (p.pid, *m)).collect();
+        assert_eq!(found, [(5, pod_mnt)]);
+        assert_eq!(procs.examined(), 0, "the table is not examined");
+        // Four net links, three mnt links (3, 5, 9 share the network), two stats (5, 9).
+        assert_eq!(host.per_process_paths() - before, 9);
+        // Asked again (an agent's next cycle), the table is listed and the name filters
+        // first: four stats, then only the kube-proxies' links, 5's two and 7's net.
+        let before = host.per_process_paths();
+        let warm = procs.apart_in_netns("a", net, host_mnt, proxy).unwrap();
+        assert_eq!(warm, cold);
+        assert_eq!(procs.examined(), 4);
+        assert_eq!(host.per_process_paths() - before, 4 + 3);
+        let before = host.per_process_paths();
+        assert_eq!(
+            procs.apart_in_netns("a", net, host_mnt, proxy).unwrap(),
+            cold
+        );
+        assert_eq!(host.per_process_paths(), before, "remembered");
+        // Measured from the pod's mount namespace, the host daemon is the one apart; a table
+        // listed before a caller's first ask answers it from the listing (no link of 7's
+        // mount namespace, in another network, is read).
+        let all = procs.apart_in_netns("c", net, pod_mnt, |_| true).unwrap();
+        assert_eq!(all.iter().map(|(p, _)| p.pid).collect::<Vec<_>>(), [3]);
     }
 }

@@ -1010,9 +1010,10 @@ fn unshared_kube_proxy(legacy: bool) {
 }
 
 /// Cost and escalation (docs/collectors/iptables.md): the comparison of lock files goes
-/// through the shared process table, namespaces first. On a node with 200 more processes in
-/// the host's namespaces and a hostNetwork kube-router pod that mounts the host's lock, a
-/// cycle after the first reads pid 1's two namespace links and its table lists, and the lock
+/// through the shared process table. On a node with 200 more processes in the host's
+/// namespaces and a hostNetwork kube-router pod that mounts the host's lock, the first cycle
+/// reads namespace links (no `stat`), the second lists the table (one `stat` of each), and a
+/// cycle after those reads pid 1's two namespace links and its table lists, and the lock
 /// file seen from the one process in a mount namespace of its own: nothing of the others.
 #[test]
 fn a_quiet_node_reads_no_file_of_other_processes() {
@@ -1036,7 +1037,11 @@ fn a_quiet_node_reads_no_file_of_other_processes() {
     )
     .unwrap();
     let host = h.host();
-    let mut c = IptablesCollector::new(host.clone(), fast_config());
+    let config = IptablesConfig {
+        mount_scan_reuse: Duration::ZERO,
+        ..fast_config()
+    };
+    let mut c = IptablesCollector::new(host.clone(), config);
     // Only the backend's info finding (legacy tables on a host whose binary is unknown).
     let problems = |c: &Collection| -> Vec<String> {
         c.findings
@@ -1045,19 +1050,79 @@ fn a_quiet_node_reads_no_file_of_other_processes() {
             .map(|f| f.id.clone())
             .collect()
     };
+    let procs = host.processes();
     let first = c.collect(&ctx());
     assert!(problems(&first).is_empty(), "{:#?}", first.findings);
     let after_first = host.per_process_paths();
     assert!(
         after_first >= 200,
-        "the first cycle examines every process: {after_first}"
+        "the first cycle reads every process's links: {after_first}"
     );
+    assert_eq!(procs.examined(), 0, "and no stat: {after_first}");
     let second = c.collect(&ctx());
     assert!(problems(&second).is_empty(), "{:#?}", second.findings);
-    assert_eq!(second.status, first.status);
+    assert!(procs.examined() >= 200, "the second examines every process");
+    let after_second = host.per_process_paths();
+    let third = c.collect(&ctx());
+    assert!(problems(&third).is_empty(), "{:#?}", third.findings);
+    assert_eq!(third.status, first.status);
     // Pid 1's two namespace links, its IPv4 table list twice (legacy in use: the IPv6 one is
     // not needed; then the backend's look), and the lock file seen from kube-router.
-    assert_eq!(host.per_process_paths() - after_first, 5);
+    assert_eq!(host.per_process_paths() - after_second, 5);
+}
+
+/// `check` samples twice a second apart: the second sample reuses the first's comparison of
+/// lock files (made less than `mount_scan_reuse` before, against the same host lock) and
+/// reads no process's file; a new host lock file is compared again at once.
+#[test]
+fn a_second_sample_within_seconds_reuses_the_comparison() {
+    const HOST_NET: u64 = 4026531840;
+    const HOST_MNT: u64 = 4026531841;
+    let h = FakeHost::new();
+    h.write("/proc/uptime", "86400.00 1.00\n");
+    h.write("/run/xtables.lock", "");
+    h.write("/proc/locks", "");
+    crate::runtime::idle_processes(&h, 1, 1, HOST_NET, HOST_MNT);
+    h.write("/proc/1/net/ip_tables_names", "filter\n");
+    crate::runtime::idle_processes(&h, 3000, 50, HOST_NET, HOST_MNT);
+    // kube-proxy in a hostNetwork pod without the host's lock file.
+    crate::runtime::process(&h, 2200, "kube-proxy", "/usr/local/bin/kube-proxy", 100);
+    h.mkdir("/proc/2200/ns");
+    h.symlink(&format!("net:[{HOST_NET}]"), "/proc/2200/ns/net");
+    h.symlink("mnt:[4026532600]", "/proc/2200/ns/mnt");
+    h.write("/proc/2200/root/run/xtables.lock", "");
+    let host = h.host();
+    let mut c = IptablesCollector::new(host.clone(), fast_config());
+    let gaps = |c: &Collection| -> Vec<(String, String)> {
+        c.findings
+            .iter()
+            .filter(|f| f.id == "iptables.lock_not_mounted")
+            .map(|f| (f.subject.clone(), ev_str(f, "host_lock_inode").to_string()))
+            .collect()
+    };
+    let first = c.collect(&ctx());
+    let found = gaps(&first);
+    assert_eq!(found.len(), 1, "{:#?}", first.findings);
+    assert_eq!(found[0].0, "pid 2200");
+    let before = host.per_process_paths();
+    let second = c.collect(&ctx());
+    assert_eq!(
+        gaps(&second),
+        found,
+        "the same finding from the reused comparison"
+    );
+    // Pid 1's IPv4 table list (legacy in use, and the backend's look): no other process.
+    assert_eq!(host.per_process_paths() - before, 2);
+    // The host's lock file replaced (a new inode): compared again, against the new one.
+    std::fs::remove_file(h.path("/run/xtables.lock")).unwrap();
+    h.write("/run/xtables.lock", "");
+    let new_ino = std::fs::metadata(h.path("/run/xtables.lock"))
+        .unwrap()
+        .ino();
+    let third = c.collect(&ctx());
+    let again = gaps(&third);
+    assert_eq!(again.len(), 1, "{:#?}", third.findings);
+    assert_eq!(again[0].1, new_ino.to_string());
 }
 
 /// Escalation (docs/collectors/iptables.md): only a legacy iptables user takes the xtables
@@ -1342,11 +1407,12 @@ fn real_lock_file_that_appears_later_or_is_replaced_is_watched() {
     );
 }
 
-/// The lock-file comparison filters by name before it reads anything (`comm` comes with the
-/// process table's one `stat` read): a process that is no iptables user costs that one read
-/// and nothing more, even in the host's network namespace and a mount namespace of its own
-/// (namespaces first would read its two links too); a multi-call binary (busybox) running
-/// `iptables-restore` is recognised by its first argument and compared.
+/// Once the process table is listed, the lock-file comparison filters by name before it
+/// reads anything (`comm` came with the table's one `stat` read): a process that is no
+/// iptables user costs nothing more, even in the host's network namespace and a mount
+/// namespace of its own (namespaces first would read its two links); a
+/// multi-call binary (busybox) running `iptables-restore` is recognised by its first
+/// argument and compared.
 #[test]
 fn the_name_filter_comes_first_and_knows_multi_call_binaries() {
     const HOST_NET: u64 = 4026531840;
@@ -1371,6 +1437,9 @@ fn the_name_filter_comes_first_and_knows_multi_call_binaries() {
             proc_in(3200, "nginx", "nginx -g daemon off;", 4026532700);
         }
         let host = h.host();
+        // An agent's table, listed by another collector before.
+        host.processes().snapshot("another collector").unwrap();
+        let before = host.per_process_paths();
         let mut c = IptablesCollector::new(host.clone(), fast_config());
         let out = c.collect(&ctx());
         let gaps: Vec<String> = out
@@ -1380,9 +1449,9 @@ fn the_name_filter_comes_first_and_knows_multi_call_binaries() {
             .map(|f| f.subject.clone())
             .collect();
         assert_eq!(gaps, ["pid 3100"], "{:#?}", out.findings);
-        host.per_process_paths()
+        host.per_process_paths() - before
     };
     let without = node(false);
     let with = node(true);
-    assert_eq!(with - without, 1, "nginx cost {} paths", with - without);
+    assert_eq!(with, without, "nginx cost {} paths", with - without);
 }
