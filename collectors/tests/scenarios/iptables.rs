@@ -1009,14 +1009,10 @@ fn unshared_kube_proxy(legacy: bool) {
     drop(child);
 }
 
-/// Cost and escalation (docs/collectors/iptables.md): the comparison of lock files goes
-/// through the shared process table. On a node with 200 more processes in the host's
-/// namespaces and a hostNetwork kube-router pod that mounts the host's lock, the first cycle
-/// reads namespace links (no `stat`), the second lists the table (one `stat` of each), and a
-/// cycle after those reads pid 1's two namespace links and its table lists, and the lock
-/// file seen from the one process in a mount namespace of its own: nothing of the others.
-#[test]
-fn a_quiet_node_reads_no_file_of_other_processes() {
+/// A node with legacy tables, `idle` idle processes in the host's namespaces and, as pid
+/// 2200, `comm` in a hostNetwork pod (a mount namespace of its own) whose
+/// `/run/xtables.lock` is the host's file when `shares_lock`, else a file of its own.
+fn legacy_node_with_a_host_network_pod(idle: u32, comm: &str, shares_lock: bool) -> FakeHost {
     const HOST_NET: u64 = 4026531840;
     const HOST_MNT: u64 = 4026531841;
     let h = FakeHost::new();
@@ -1025,17 +1021,30 @@ fn a_quiet_node_reads_no_file_of_other_processes() {
     h.write("/proc/locks", "");
     crate::runtime::idle_processes(&h, 1, 1, HOST_NET, HOST_MNT);
     h.write("/proc/1/net/ip_tables_names", "filter\n");
-    crate::runtime::idle_processes(&h, 3000, 200, HOST_NET, HOST_MNT);
-    crate::runtime::process(&h, 2200, "kube-router", "/usr/local/bin/kube-router", 100);
+    crate::runtime::idle_processes(&h, 3000, idle, HOST_NET, HOST_MNT);
+    crate::runtime::process(&h, 2200, comm, &format!("/usr/local/bin/{comm}"), 100);
     h.mkdir("/proc/2200/ns");
     h.symlink(&format!("net:[{HOST_NET}]"), "/proc/2200/ns/net");
     h.symlink("mnt:[4026532600]", "/proc/2200/ns/mnt");
     h.mkdir("/proc/2200/root/run");
-    std::fs::hard_link(
-        h.path("/run/xtables.lock"),
-        h.path("/proc/2200/root/run/xtables.lock"),
-    )
-    .unwrap();
+    let pod_lock = h.path("/proc/2200/root/run/xtables.lock");
+    if shares_lock {
+        std::fs::hard_link(h.path("/run/xtables.lock"), pod_lock).unwrap();
+    } else {
+        std::fs::write(pod_lock, "").unwrap();
+    }
+    h
+}
+
+/// Cost and escalation (docs/collectors/iptables.md): the comparison of lock files goes
+/// through the shared process table. On a node with 200 more processes in the host's
+/// namespaces and a hostNetwork kube-router pod that mounts the host's lock, the first cycle
+/// reads namespace links (no `stat`), the second lists the table (one `stat` of each), and a
+/// cycle after those reads pid 1's two namespace links and its table lists, and the lock
+/// file seen from the one process in a mount namespace of its own: nothing of the others.
+#[test]
+fn a_quiet_node_reads_no_file_of_other_processes() {
+    let h = legacy_node_with_a_host_network_pod(200, "kube-router", true);
     let host = h.host();
     let config = IptablesConfig {
         mount_scan_reuse: Duration::ZERO,
@@ -1076,21 +1085,8 @@ fn a_quiet_node_reads_no_file_of_other_processes() {
 /// reads no process's file; a new host lock file is compared again at once.
 #[test]
 fn a_second_sample_within_seconds_reuses_the_comparison() {
-    const HOST_NET: u64 = 4026531840;
-    const HOST_MNT: u64 = 4026531841;
-    let h = FakeHost::new();
-    h.write("/proc/uptime", "86400.00 1.00\n");
-    h.write("/run/xtables.lock", "");
-    h.write("/proc/locks", "");
-    crate::runtime::idle_processes(&h, 1, 1, HOST_NET, HOST_MNT);
-    h.write("/proc/1/net/ip_tables_names", "filter\n");
-    crate::runtime::idle_processes(&h, 3000, 50, HOST_NET, HOST_MNT);
     // kube-proxy in a hostNetwork pod without the host's lock file.
-    crate::runtime::process(&h, 2200, "kube-proxy", "/usr/local/bin/kube-proxy", 100);
-    h.mkdir("/proc/2200/ns");
-    h.symlink(&format!("net:[{HOST_NET}]"), "/proc/2200/ns/net");
-    h.symlink("mnt:[4026532600]", "/proc/2200/ns/mnt");
-    h.write("/proc/2200/root/run/xtables.lock", "");
+    let h = legacy_node_with_a_host_network_pod(50, "kube-proxy", false);
     let host = h.host();
     let mut c = IptablesCollector::new(host.clone(), fast_config());
     let gaps = |c: &Collection| -> Vec<(String, String)> {
