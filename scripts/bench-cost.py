@@ -149,23 +149,26 @@ def collector_costs(text):
     return {c: (cpu[c], runs.get(c, 0.0)) for c in cpu}, process
 
 
+def runtime_config(tmp):
+    """Where stage_runtime writes the containerd config."""
+    return os.path.join(tmp, "containerd/config.toml")
+
+
 def stage_runtime(tmp):
     """A containerd config whose root and state are directories under `tmp`: `disk` then
     judges a runtime's filesystems as on a node (a machine without a runtime leaves it
     `unavailable`, which costs less than a node and makes `check` incomplete)."""
     for d in ("containerd/root", "containerd/state"):
         os.makedirs(os.path.join(tmp, d), exist_ok=True)
-    cfg = os.path.join(tmp, "containerd/config.toml")
-    with open(cfg, "w") as f:
+    with open(runtime_config(tmp), "w") as f:
         f.write(f'version = 2\nroot = "{tmp}/containerd/root"\n'
                 f'state = "{tmp}/containerd/state"\n')
-    return cfg
 
 
 def node_flags(tmp, lock):
     """The flags serve and check share: the host, the lock file, the staged runtime."""
     return ["--host-root", "/", "--node-name", "bench-node", "--xtables-lock", lock,
-            "--containerd-config", os.path.join(tmp, "containerd/config.toml")]
+            "--containerd-config", runtime_config(tmp)]
 
 
 class Agent:

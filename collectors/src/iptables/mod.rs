@@ -234,9 +234,9 @@ impl IptablesCollector {
         let host_mnt = ns::inode(host, r, "mnt")
             .ok_or_else(|| format!("cannot read /proc/{r}/ns/mnt ({hint})"))?;
         let procs = host.processes();
-        // Its name: `comm` comes with the table's one `stat` read of every process. Only a
-        // multi-call binary (busybox, xtables-*-multi, whose `comm` is not the command it
-        // runs) has its first argument read.
+        // An iptables user by its `comm` (from the `stat` the table read); only a multi-call
+        // binary (busybox, xtables-*-multi, whose `comm` is not the command it runs) has its
+        // first argument read.
         let users = &self.config.iptables_users;
         let runs_iptables = |proc: &Proc| {
             if is_iptables_user(&proc.comm, users) {
