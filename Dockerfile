@@ -1,5 +1,5 @@
 # node-doctor container image.
-#   docker build -t ghcr.io/node-doctor/node-doctor:0.1.0 .
+#   docker build -t node-doctor:dev .    (scripts/deploy.sh --dockerfile tags it <version>-g<commit>)
 # Stage 1 builds the release binary with the Rust toolchain; stage 2 is distroless: glibc and
 # libgcc only (the binary links them dynamically), no shell, no package manager.
 

@@ -4,6 +4,11 @@
 # manifests' invariants, and scan manifests and Dockerfile with checkov.
 # Any failure exits non-zero. Run from anywhere: scripts/validate-manifests.sh
 #
+#   scripts/validate-manifests.sh --overlay DIR [--image REF]...
+# validates only kustomize overlays that scripts/deploy.sh wrote (rendered with kubectl, every
+# object against the Kubernetes schemas, the DaemonSet's image equal to REF when given): the
+# end-to-end image test runs it on the overlays of its real push and load.
+#
 # Everything it downloads is cached in one directory, $ND_CACHE_DIR (default
 # ~/.cache/node-doctor-validate, or $XDG_CACHE_HOME/node-doctor-validate): the virtualenv,
 # pip's download cache, the Debian packages, and checkov's own cache file. Its rendered
@@ -19,6 +24,16 @@
 #     unpacked with `apt-get download` + `dpkg -x` into the cache dir, not installed: no
 #     Prometheus service starts and no package conflicts with the machine's kubectl.
 set -euo pipefail
+
+OVERLAYS=()
+OVERLAY_IMAGES=()
+while (($#)); do
+    case "$1" in
+        --overlay) OVERLAYS+=("${2:?--overlay needs a directory}"); shift 2 ;;
+        --image) OVERLAY_IMAGES+=("${2:?--image needs an image reference}"); shift 2 ;;
+        *) echo "usage: $0 [--overlay DIR [--image REF]]..." >&2; exit 64 ;;
+    esac
+done
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # ND_TOOLS_DIR is this directory's former name, still honoured.
@@ -129,6 +144,53 @@ fi
 "$KUBECTL" version --client 2>/dev/null | sed 's/^/    /'
 "$PROMTOOL" --version 2>&1 | head -1 | sed 's/^/    /'
 
+# kubernetes-validate --strict of one rendering against the schemas of one version; its log
+# is $OUT/kubernetes-validate-<name>-<version>.log.
+k8s_validate() {
+    local name="$1" file="$2" v="$3" rc
+    local log="$OUT/kubernetes-validate-$name-$v.log"
+    set +e
+    "$VENV/bin/kubernetes-validate" --strict -k "$v" "$file" > "$log" 2>&1
+    rc=$?
+    set -e
+    sed 's/^/    /' "$log"
+    # kubernetes-validate only warns about kinds it has no schema for: that is a failure here.
+    if grep -q "Couldn't find schema" "$log"; then fail "$name: an object was not validated (no schema)"; fi
+    return "$rc"
+}
+# deploy_overlay NAME DIR [IMAGE]: renders an overlay of scripts/deploy.sh, validates every
+# object against the schemas of each supported version, and checks the DaemonSet's image.
+deploy_overlay() {
+    local name="$1" dir="$2" image="${3:-}" v
+    step "deploy overlay $name ($dir): render and validate"
+    sed 's/^/    | /' "$dir/kustomization.yaml"
+    "$KUBECTL" kustomize "$dir" > "$OUT/deploy-$name.yaml" || fail "$dir does not render"
+    "$PY" "$ROOT/scripts/manifests/split_validate.py" "$OUT/deploy-$name.yaml" "$OUT/deploy-$name"
+    for v in $K8S_VERSIONS; do
+        k8s_validate "deploy-$name" "$OUT/deploy-$name/core.yaml" "$v" \
+            || fail "the overlay $dir is not valid for Kubernetes $v"
+    done
+    local got
+    got="$("$PY" - "$OUT/deploy-$name.yaml" <<'PYEOF'
+import sys, yaml
+ds = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "DaemonSet"]
+print(" ".join(c["image"] for d in ds for c in d["spec"]["template"]["spec"]["containers"]))
+PYEOF
+)"
+    echo "    DaemonSet image: $got"
+    if [ -n "$image" ] && [ "$got" != "$image" ]; then
+        fail "the overlay $dir deploys $got, not $image"
+    fi
+}
+
+if ((${#OVERLAYS[@]})); then
+    for i in "${!OVERLAYS[@]}"; do
+        deploy_overlay "$i" "${OVERLAYS[$i]}" "${OVERLAY_IMAGES[$i]:-}"
+    done
+    step "the deploy overlays are valid"
+    exit 0
+fi
+
 step "render (kubectl kustomize) into $OUT"
 "$KUBECTL" kustomize "$ROOT/manifests" > "$OUT/base.yaml"
 "$KUBECTL" kustomize "$ROOT/manifests/overlays/prometheus-operator" > "$OUT/prometheus-operator.yaml"
@@ -149,20 +211,6 @@ grep -E '^kind:' "$OUT/prometheus-operator.yaml" | sort | uniq -c | sed 's/^/   
 step "Prometheus Operator objects against the vendored schemas"
 "$PY" "$ROOT/scripts/manifests/split_validate.py" "$OUT/prometheus-operator.yaml" "$OUT/split"
 
-# kubernetes-validate --strict of one rendering against the schemas of one version; its log
-# is $OUT/kubernetes-validate-<name>-<version>.log.
-k8s_validate() {
-    local name="$1" file="$2" v="$3" rc
-    local log="$OUT/kubernetes-validate-$name-$v.log"
-    set +e
-    "$VENV/bin/kubernetes-validate" --strict -k "$v" "$file" > "$log" 2>&1
-    rc=$?
-    set -e
-    sed 's/^/    /' "$log"
-    # kubernetes-validate only warns about kinds it has no schema for: that is a failure here.
-    if grep -q "Couldn't find schema" "$log"; then fail "$name: an object was not validated (no schema)"; fi
-    return "$rc"
-}
 for v in $K8S_VERSIONS; do
     step "kubernetes-validate --strict, Kubernetes $v: manifests/ and the prometheus-operator overlay"
     k8s_validate base "$OUT/split/core.yaml" "$v" || fail "kubernetes-validate (Kubernetes $v) failed"
@@ -215,5 +263,16 @@ for rendered in prometheus-operator k8s-1.25-1.29 recursive-read-only; do
 done
 "$VENV/bin/checkov" --quiet --compact --skip-download --framework dockerfile \
     -f "$ROOT/Dockerfile"
+
+# The overlay scripts/deploy.sh writes (the same function its push and load use), for a pushed
+# image pinned by digest and for a loaded one by tag, deploying the base and the Prometheus
+# Operator overlay.
+mkdir -p "$OUT/deploy-a" "$OUT/deploy-b"
+DIGEST="sha256:$(printf '%064d' 0 | tr 0 a)"
+"$ROOT/scripts/deploy.sh" overlay registry.example:5000/team/node-doctor "$DIGEST" --out "$OUT/deploy-a"
+deploy_overlay pushed "$OUT/deploy-a" "registry.example:5000/team/node-doctor@$DIGEST"
+"$ROOT/scripts/deploy.sh" overlay docker.io/library/node-doctor:0.0.0-g000000000000 \
+    --base "$ROOT/manifests/overlays/prometheus-operator" --out "$OUT/deploy-b"
+deploy_overlay loaded "$OUT/deploy-b" "docker.io/library/node-doctor:0.0.0-g000000000000"
 
 step "all manifest checks passed"

@@ -327,7 +327,7 @@ fn check(
             "collector did not complete"
         );
     }
-    exit::code(view.worst(), !view.is_complete())
+    view.exit_code()
 }
 
 #[cfg(test)]

@@ -140,6 +140,9 @@ pub fn render(view: &View<'_>, colour: bool) -> String {
     } else {
         writeln!(o, "\nsummary: {crit} critical, {warn} warning, {info} info")
     };
+    if let Some(line) = view.incomplete_line() {
+        let _ = writeln!(o, "{}", v(&line));
+    }
     o
 }
 
@@ -177,6 +180,63 @@ mod tests {
             false,
         );
         assert!(zh.contains("1 个采集器中有 1 个未能完整检查"), "{zh}");
+    }
+
+    /// The line under the summary names every collector that did not complete, how, and the
+    /// exit code `check` returns; a complete check prints none.
+    #[test]
+    fn an_incomplete_check_says_so_under_the_summary_with_its_exit_code() {
+        use crate::scheduler::Outcome;
+        use crate::view::fixtures::snapshot;
+        use collectors::{Collection, Status};
+        let out = table(&disk_full(), &Filter::default(), false);
+        let last = out.lines().last().unwrap_or_default();
+        assert_eq!(
+            last,
+            "incomplete, exit code 6 (2 for critical, plus 4 for incomplete): load found none \
+             of its sources. Each one's line under \"collectors\" says why.",
+            "{out}"
+        );
+        assert_eq!(View::new(&disk_full(), &Filter::default()).exit_code(), 6);
+        let zh = table(
+            &disk_full(),
+            &Filter {
+                lang: Lang::Zh,
+                ..Filter::default()
+            },
+            false,
+        );
+        assert!(
+            zh.lines().last().unwrap_or_default().starts_with(
+                "检查不完整，退出码 6（2 = 最严重为严重，加 4 表示不完整）：load 找不到其数据源"
+            ),
+            "{zh}"
+        );
+        // Degraded and timed out, nothing found: 4.
+        let degraded = Outcome::Completed(Collection::new(Status::Degraded("part".into())));
+        let snap = snapshot("n", vec![], degraded);
+        let out = table(&snap, &Filter::default(), false);
+        assert!(
+            out.ends_with(
+                "incomplete, exit code 4 (0 for nothing above info, plus 4 for incomplete): \
+                 load could not read all of its sources. Each one's line under \"collectors\" \
+                 says why.\n"
+            ),
+            "{out}"
+        );
+        let timed_out =
+            Outcome::Completed(Collection::new(Status::Error("timed out after 10s".into())));
+        let out = table(&snapshot("n", vec![], timed_out), &Filter::default(), false);
+        assert!(out.contains(": load timed out. "), "{out}");
+        // Complete: the summary is the last line.
+        let complete = Outcome::Completed(Collection::new(Status::Ok));
+        let snap = snapshot("n", vec![], complete);
+        let out = table(&snap, &Filter::default(), false);
+        assert!(
+            out.ends_with("summary: 0 critical, 0 warning, 0 info\n"),
+            "{out}"
+        );
+        assert!(!out.contains("incomplete"), "{out}");
     }
 
     #[test]

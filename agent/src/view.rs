@@ -223,6 +223,54 @@ impl<'a> View<'a> {
         }
     }
 
+    /// `check`'s exit code for this view ([`crate::exit::code`]).
+    pub fn exit_code(&self) -> u8 {
+        crate::exit::code(self.worst(), !self.is_complete())
+    }
+
+    /// One line saying that the check is incomplete, naming each collector that did not
+    /// complete and in what way, and the exit code that results (`None` when complete). The
+    /// reasons themselves are each collector's status message.
+    pub fn incomplete_line(&self) -> Option<String> {
+        let zh = self.lang == Lang::Zh;
+        let parts: Vec<String> = self
+            .incomplete()
+            .map(|c| {
+                let how = match (c.status, zh) {
+                    ("degraded", false) => "could not read all of its sources",
+                    ("degraded", true) => "未能读取全部数据源",
+                    ("unavailable", false) => "found none of its sources",
+                    ("unavailable", true) => "找不到其数据源",
+                    (_, false) if c.message.is_some_and(|m| m.starts_with("timed out")) => {
+                        "timed out"
+                    }
+                    (_, true) if c.message.is_some_and(|m| m.starts_with("timed out")) => "超时",
+                    (_, false) => "failed",
+                    (_, true) => "失败",
+                };
+                format!("{} {how}", c.name)
+            })
+            .collect();
+        if parts.is_empty() {
+            return None;
+        }
+        let code = self.exit_code();
+        let worst = code & 3;
+        Some(if zh {
+            let sev = ["无 info 以上的问题", "最严重为警告", "最严重为严重"][usize::from(worst)];
+            format!(
+                "检查不完整，退出码 {code}（{worst} = {sev}，加 4 表示不完整）：{}。原因见上方各采集器的一行。",
+                parts.join("；")
+            )
+        } else {
+            let sev = ["nothing above info", "a warning", "critical"][usize::from(worst)];
+            format!(
+                "incomplete, exit code {code} ({worst} for {sev}, plus 4 for incomplete): {}. Each one's line under \"collectors\" says why.",
+                parts.join("; ")
+            )
+        })
+    }
+
     /// What to say when no finding is shown (`None` when some are): silence from collectors
     /// that could not read their sources is not health, so it says how many of them there
     /// are.

@@ -4,11 +4,13 @@
 
 mod as_deployed;
 mod check;
+mod daemons;
 mod deploy;
 mod explain;
 mod host_files;
 mod hostile;
 mod hysteresis;
+mod image;
 mod kube;
 mod manifests;
 mod readme;
@@ -16,6 +18,7 @@ mod real_disk;
 mod real_load;
 mod real_runtime;
 mod real_throttled;
+mod release;
 mod rules_file;
 mod sandbox;
 mod see_also;

@@ -1165,6 +1165,16 @@ mod real_kernel {
             eprintln!("SKIP {test}: nf_conntrack is not loaded");
             return;
         }
+        // The limit is global: the kernel lets only the initial network namespace write it.
+        let writable = std::fs::metadata(NF_CONNTRACK_MAX)
+            .is_ok_and(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o200 != 0);
+        if !writable {
+            eprintln!(
+                "SKIP {test}: {NF_CONNTRACK_MAX} is read-only here: the global limit can only be \
+                 lowered from the initial network namespace (this one is not)"
+            );
+            return;
+        }
         let _lock = conntrack_lock();
         let name = format!("nd-ctfull-{}", std::process::id());
         let mut ns = Netns {

@@ -688,7 +688,11 @@ fn unreadable_mountinfo_degrades_but_still_judges() {
 // ---- real kernel: tmpfs mounts (root) ----
 
 /// A tmpfs mounted at `<tmp root>/var/lib/docker`, unmounted when dropped (even when the
-/// test fails), with `<tmp root>/proc` pointing to the real `/proc`.
+/// test fails), with a `<tmp root>/proc` of the real kernel's files of this test's process:
+/// its own `/proc/<pid>` (the deleted-file scan reads its `fd/`), and as pid 1's mount table
+/// its own (`proc/1/mountinfo`, which is where the collector reads the host's mounts), so
+/// that the tmpfs is found in the mount namespace the test runs in, whether or not that is
+/// the machine's first (a test run inside `unshare -m` is not).
 struct TmpfsRoot {
     dir: tempfile::TempDir,
     mnt: PathBuf,
@@ -710,7 +714,12 @@ impl TmpfsRoot {
         // docker's own layout: a data root without it (no dockerd runs here) is not docker.
         std::fs::create_dir_all(mnt.join("containers")).unwrap();
         std::fs::create_dir_all(mnt.join("image")).unwrap();
-        std::os::unix::fs::symlink("/proc", dir.path().join("proc")).unwrap();
+        let me = std::process::id();
+        let proc = dir.path().join("proc");
+        std::fs::create_dir_all(proc.join("1")).unwrap();
+        std::os::unix::fs::symlink(format!("/proc/{me}"), proc.join(me.to_string())).unwrap();
+        std::os::unix::fs::symlink(format!("/proc/{me}/mountinfo"), proc.join("1/mountinfo"))
+            .unwrap();
         TmpfsRoot { dir, mnt }
     }
 

@@ -834,8 +834,11 @@ fn real_flock_holder_and_waiter() {
     }
     let h = real_proc_host();
     let lock = h.path("/run/xtables.lock");
+    let node = NodeNetns::start(false);
     let cfg = IptablesConfig {
-        reference_pid: std::process::id(),
+        // A node namespace of the test's own without legacy tables: what the watch sees must
+        // not depend on this machine's namespace (the nft backend's node).
+        reference_pid: node.pid(),
         ..IptablesConfig::default()
     };
     let mut c = IptablesCollector::new(h.host(), cfg);
@@ -907,30 +910,51 @@ fn real_unshared_kube_proxy_without_the_host_lock() {
     }
 }
 
+/// The node's network namespace, made by the test (`unshare -n`) and held by a sleeping
+/// process, with the legacy `filter` table (`iptables-legacy -L` creates it, as an old
+/// kube-proxy's first run does) or none: what the collector finds in the host's namespace
+/// never depends on what earlier tests or sessions left in this machine's own.
+struct NodeNetns {
+    holder: ChildGuard,
+}
+
+impl NodeNetns {
+    fn start(legacy: bool) -> NodeNetns {
+        let script = if legacy {
+            "iptables-legacy -w -t filter -L -n >/dev/null && exec sleep 60"
+        } else {
+            "exec sleep 60"
+        };
+        let holder = ChildGuard(
+            Command::new("unshare")
+                .args(["-n", "sh", "-c", script])
+                .spawn()
+                .unwrap(),
+        );
+        let pid = holder.0.id();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default() != "sleep\n"
+        {
+            assert!(Instant::now() < deadline, "the node process did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let tables =
+            std::fs::read_to_string(format!("/proc/{pid}/net/ip_tables_names")).unwrap_or_default();
+        assert_eq!(tables.contains("filter"), legacy, "{tables:?}");
+        NodeNetns { holder }
+    }
+
+    /// The holder's pid: the collector's `reference_pid`, whose namespace is the node's.
+    fn pid(&self) -> u32 {
+        self.holder.0.id()
+    }
+}
+
 fn unshared_kube_proxy(legacy: bool) {
     let h = real_proc_host();
     // The node: a network namespace of its own, with a legacy table or none.
-    let node_script = if legacy {
-        "iptables-legacy -w -t filter -L -n >/dev/null && exec sleep 60"
-    } else {
-        "exec sleep 60"
-    };
-    let node = ChildGuard(
-        Command::new("unshare")
-            .args(["-n", "sh", "-c", node_script])
-            .spawn()
-            .unwrap(),
-    );
-    let node_pid = node.0.id();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::fs::read_to_string(format!("/proc/{node_pid}/comm")).unwrap_or_default() != "sleep\n"
-    {
-        assert!(Instant::now() < deadline, "the node process did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let tables = std::fs::read_to_string(format!("/proc/{node_pid}/net/ip_tables_names"))
-        .unwrap_or_default();
-    assert_eq!(tables.contains("filter"), legacy, "{tables:?}");
+    let node = NodeNetns::start(legacy);
+    let node_pid = node.pid();
     let bin = tempfile::tempdir().unwrap();
     let kp = bin.path().join("kube-proxy");
     std::fs::copy("/bin/sleep", &kp).unwrap();
@@ -1208,8 +1232,11 @@ fn real_two_second_hold_is_caught_and_named_by_the_watch() {
     }
     let h = real_proc_host();
     let lock = h.path("/run/xtables.lock");
+    let node = NodeNetns::start(false);
     let cfg = IptablesConfig {
-        reference_pid: std::process::id(),
+        // A node namespace of the test's own without legacy tables: what the watch sees must
+        // not depend on this machine's namespace (the nft backend's node).
+        reference_pid: node.pid(),
         ..IptablesConfig::default()
     };
     let mut c = IptablesCollector::new(h.host(), cfg);
@@ -1250,23 +1277,39 @@ fn real_two_second_hold_is_caught_and_named_by_the_watch() {
 
 /// Real kernel: a burst of short holds (each shorter than the 500 ms open threshold) costs no
 /// read of `/proc/locks` and no per-process path: the sampler only counted opens and closes.
+/// The node's network namespace is the test's own, once with a legacy table (one read of
+/// `/proc/locks` at start, for a hold already in progress) and once without (no read at all:
+/// the nft backend takes no lock), so the outcome never depends on this machine's own
+/// namespace.
 #[test]
 fn real_short_holds_read_nothing() {
-    if !root_or_skip("real_short_holds_read_nothing") || !have("flock") {
+    let test = "real_short_holds_read_nothing";
+    if !root_or_skip(test) || !have("flock") || !have("unshare") {
         return;
     }
+    short_holds_read_nothing(false);
+    if have("iptables-legacy") {
+        short_holds_read_nothing(true);
+    } else {
+        eprintln!("SKIP {test} with a legacy table: needs iptables-legacy (Debian iptables)");
+    }
+}
+
+fn short_holds_read_nothing(legacy: bool) {
+    let node = NodeNetns::start(legacy);
     let h = real_proc_host();
     let host = h.host();
     let lock = h.path("/run/xtables.lock");
     let cfg = IptablesConfig {
-        reference_pid: std::process::id(),
+        reference_pid: node.pid(),
         ..IptablesConfig::default()
     };
     let mut c = IptablesCollector::new(h.host(), cfg);
     std::thread::sleep(Duration::from_millis(200));
     let out = c.collect(&ctx());
     let before = locks_reads(&out);
-    assert_eq!(before, 1.0, "one read at start");
+    let at_start = if legacy { 1.0 } else { 0.0 };
+    assert_eq!(before, at_start, "reads at start, legacy table: {legacy}");
     let paths = host.per_process_paths();
     for _ in 0..20 {
         flock_run(&lock, &["true"]);
@@ -1357,8 +1400,11 @@ fn real_lock_file_that_appears_later_or_is_replaced_is_watched() {
     let h = FakeHost::new();
     h.symlink("/proc", "/proc");
     let lock = h.path("/run/xtables.lock");
+    let node = NodeNetns::start(false);
     let cfg = IptablesConfig {
-        reference_pid: std::process::id(),
+        // A node namespace of the test's own without legacy tables: what the watch sees must
+        // not depend on this machine's namespace (the nft backend's node).
+        reference_pid: node.pid(),
         ..fast_config()
     };
     let mut c = IptablesCollector::new(h.host(), cfg);

@@ -1553,7 +1553,7 @@ fn real_kernel_ext4_error_is_read_only_now() {
         .is_ok_and(|m| m.contains(&*mnt.to_string_lossy()));
     if !pid1_sees_it {
         eprintln!(
-            "SKIP real_kernel_ext4_error_is_read_only_now: pid 1 is in another mount namespace"
+            "SKIP real_kernel_ext4_error_is_read_only_now: pid 1 is in another mount namespace (the collector reads the host's mounts as pid 1 sees them, and this test's mount is not among them)"
         );
         return;
     }
