@@ -139,9 +139,10 @@ netns_tests() {
         return 77
     fi
     local rc=0
-    # shellcheck disable=SC2016 # the inner shell expands nothing of ours
+    # --workspace --test scenarios, not -p collectors: the same feature resolution as the run
+    # above, so the test binary it built is run, not rebuilt.
     unshare --net --mount --propagation private -- sh -c \
-        'ip link set lo up && exec cargo test --offline -p collectors --test scenarios --no-fail-fast' \
+        'ip link set lo up && exec cargo test --offline --workspace --test scenarios --no-fail-fast' \
         2>&1 | tee "$NETNS_LOG" || rc=$?
     return "$rc"
 }

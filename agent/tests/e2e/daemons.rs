@@ -74,6 +74,10 @@ pub struct Daemons {
     pub docker_cli: PathBuf,
     /// The container's process and its shim (live-restore keeps them past dockerd).
     pub container_pid: Option<u32>,
+    /// One set of daemons at a time in this test process: two dockerds share a few
+    /// machine-wide paths and would compete for the 2 CPUs their start-up timing assumes.
+    /// Released after `Drop` has stopped everything.
+    _one_at_a_time: std::sync::MutexGuard<'static, ()>,
 }
 
 impl Daemons {
@@ -93,12 +97,16 @@ impl Daemons {
             .prefix("ndrt")
             .tempdir_in("/tmp")
             .expect("temp dir");
+        static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
         let d = Daemons {
             dir,
             containerd: None,
             dockerd: None,
             docker_cli,
             container_pid: None,
+            _one_at_a_time: ONE
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
         };
         let t = d.dir().to_path_buf();
         for sub in ["c/root", "c/state", "d/data", "d/exec"] {
