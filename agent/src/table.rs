@@ -157,6 +157,14 @@ mod tests {
         render(&View::new(snap, filter), colour)
     }
 
+    /// Everything, in Chinese.
+    fn in_chinese() -> Filter {
+        Filter {
+            lang: Lang::Zh,
+            ..Filter::default()
+        }
+    }
+
     #[test]
     fn no_findings_is_not_called_healthy_when_a_collector_could_not_check() {
         let only_load = Filter {
@@ -198,14 +206,7 @@ mod tests {
             "{out}"
         );
         assert_eq!(View::new(&disk_full(), &Filter::default()).exit_code(), 6);
-        let zh = table(
-            &disk_full(),
-            &Filter {
-                lang: Lang::Zh,
-                ..Filter::default()
-            },
-            false,
-        );
+        let zh = table(&disk_full(), &in_chinese(), false);
         assert!(
             zh.lines().last().unwrap_or_default().starts_with(
                 "检查不完整，退出码 6（2 = 最严重为严重，加 4 表示不完整）：load 找不到其数据源"
@@ -282,14 +283,7 @@ mod tests {
         assert!(out.contains("1 critical, 0 warning, 0 info"));
         assert!(!out.contains('\x1b'), "no colour when not a TTY");
         assert!(table(&disk_full(), &Filter::default(), true).contains("\x1b[1;31mCRITICAL"));
-        let zh = table(
-            &disk_full(),
-            &Filter {
-                lang: Lang::Zh,
-                ..Filter::default()
-            },
-            false,
-        );
+        let zh = table(&disk_full(), &in_chinese(), false);
         assert!(zh.contains("处理步骤") && zh.contains("清理空间"));
         assert!(zh.contains("汇总: 严重 1，警告 0，提示 0"), "{zh}");
     }
