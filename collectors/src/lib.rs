@@ -25,6 +25,7 @@ pub mod kmsg;
 pub mod load;
 pub mod memory;
 pub mod metric;
+pub mod names;
 pub mod nodelog;
 pub mod pods;
 pub mod proc;

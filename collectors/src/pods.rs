@@ -19,6 +19,7 @@
 //! the kubelet gives static pods), container ids 64 hex digits. Anything else is not a pod:
 //! skipped, counted ([`PodDirectory::rejected`]) and logged at debug level.
 
+use crate::names::{is_container_id, is_dns_label, is_dns_subdomain, is_pod_uid};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -80,57 +81,6 @@ pub struct ContainerMeta {
     pub pod: String,
     pub container: String,
     pub pod_uid: Option<String>,
-}
-
-/// A DNS-1123 label (namespaces, container names): 1–63 of `[a-z0-9-]`, starting and
-/// ending with a letter or digit.
-pub fn is_dns_label(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && b.len() <= 63
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-        && b[0] != b'-'
-        && b[b.len() - 1] != b'-'
-}
-
-/// A DNS-1123 subdomain (pod names): at most 253 characters, labels of `[a-z0-9-]` joined by
-/// dots, each starting and ending with a letter or digit.
-pub fn is_dns_subdomain(s: &str) -> bool {
-    s.len() <= 253
-        && s.split('.').all(|l| {
-            let b = l.as_bytes();
-            !b.is_empty()
-                && b.iter()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-                && b[0] != b'-'
-                && b[b.len() - 1] != b'-'
-        })
-}
-
-/// A pod UID: a UUID in lower-case hex (`8-4-4-4-12`), or the 32 hex digits the kubelet
-/// derives for static pods from their manifest.
-pub fn is_pod_uid(s: &str) -> bool {
-    let hex = |c: u8| c.is_ascii_digit() || (b'a'..=b'f').contains(&c);
-    let b = s.as_bytes();
-    match b.len() {
-        32 => b.iter().all(|c| hex(*c)),
-        36 => b.iter().enumerate().all(|(i, c)| {
-            if matches!(i, 8 | 13 | 18 | 23) {
-                *c == b'-'
-            } else {
-                hex(*c)
-            }
-        }),
-        _ => false,
-    }
-}
-
-/// A full container id of docker, containerd or CRI-O: 64 lower-case hex digits.
-pub fn is_container_id(s: &str) -> bool {
-    s.len() == 64
-        && s.bytes()
-            .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
 }
 
 /// Parses a `/var/log/pods` directory name `<namespace>_<pod>_<uid>`: the one parser of these
@@ -492,47 +442,6 @@ mod tests {
         assert!(d.refresh_if_stale(t0 + Duration::from_secs(61)));
         assert!(d.container(CID).is_none());
         assert_eq!(d.len(), (1, 0));
-    }
-
-    #[test]
-    fn kubernetes_name_rules() {
-        for ok in ["default", "kube-system", "a", "a1-b2", &"x".repeat(63)] {
-            assert!(is_dns_label(ok), "{ok}");
-        }
-        for bad in [
-            "",
-            "-a",
-            "a-",
-            "A",
-            "a_b",
-            "a.b",
-            "a b",
-            &"x".repeat(64),
-            "é",
-        ] {
-            assert!(!is_dns_label(bad), "{bad}");
-        }
-        for ok in ["web-7c9d", "a.b-c.d", "0", &"a".repeat(253)] {
-            assert!(is_dns_subdomain(ok), "{ok}");
-        }
-        for bad in ["", ".a", "a.", "a..b", "a.-b", "Web", &"a".repeat(254)] {
-            assert!(!is_dns_subdomain(bad), "{bad}");
-        }
-        assert!(is_pod_uid(UID));
-        assert!(is_pod_uid("6d1b2a3c4d5e6f708192a3b4c5d6e7f8"));
-        for bad in [
-            "",
-            "5f0c",
-            &UID.to_uppercase(),
-            &UID.replace('-', "_"),
-            &format!("{UID}0"),
-        ] {
-            assert!(!is_pod_uid(bad), "{bad}");
-        }
-        assert!(is_container_id(CID));
-        assert!(!is_container_id(&CID[..12]));
-        assert!(!is_container_id(&CID.to_uppercase()));
-        assert!(!is_container_id(&format!("{}g", &CID[..63])));
     }
 
     /// Names a hostile process or user could give directories and labels: none of them is

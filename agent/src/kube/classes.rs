@@ -254,20 +254,6 @@ pub fn number(f: &Finding, key: &str) -> Option<f64> {
     f.evidence.get(key).and_then(Evidence::as_f64)
 }
 
-fn is_runtime_task(comm: &str) -> bool {
-    [
-        "dockerd",
-        "docker",
-        "containerd",
-        "runc",
-        "crio",
-        "conmon",
-        "crun",
-    ]
-    .iter()
-    .any(|p| comm.starts_with(p))
-}
-
 /// The condition classes a finding sets to True, each with its problem reason. Info findings
 /// never set a condition.
 pub fn conditions_of(f: &Finding) -> Vec<(&'static ConditionClass, &'static str)> {
@@ -293,7 +279,7 @@ pub fn conditions_of(f: &Finding) -> Vec<(&'static ConditionClass, &'static str)
             )];
             if comm == "kubelet" {
                 out.push((&KUBELET_UNHEALTHY, "KubeletHung"));
-            } else if is_runtime_task(comm) {
+            } else if collectors::names::is_runtime(comm) {
                 out.push((&RUNTIME_UNHEALTHY, "ContainerRuntimeHung"));
             }
             out

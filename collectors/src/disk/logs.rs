@@ -181,7 +181,7 @@ pub fn list_cri(pods_dir: &Path, out: &mut Vec<LogFile>) {
         for c in containers {
             let name = c.file_name().to_string_lossy().into_owned();
             // A container name only when it is one (the directory name is host data).
-            let container = crate::pods::is_dns_label(&name).then_some(name);
+            let container = crate::names::is_dns_label(&name).then_some(name);
             let Ok(files) = hostfs::dir_entries(&c.path(), entries::LOG_FILES) else {
                 continue;
             };

@@ -13,18 +13,6 @@ use crate::proc::cgroup::QosClass;
 use crate::rules::{Draft, Item};
 use crate::runtime::discover::Daemons;
 
-/// Processes of the container runtime and the kubelet (by comm prefix): a hang in one of them
-/// stops pods from being created or deleted.
-const RUNTIME_COMMS: &[&str] = &[
-    "dockerd",
-    "containerd",
-    "docker",
-    "kubelet",
-    "runc",
-    "crio",
-    "conmon",
-];
-
 /// Thresholds of the kernel rules.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Thresholds {
@@ -488,10 +476,6 @@ fn tiny_limit(p: &TinyPod, t: &Thresholds) -> Draft {
     d
 }
 
-fn is_runtime(comm: &str) -> bool {
-    RUNTIME_COMMS.iter().any(|r| comm.starts_with(r))
-}
-
 /// `kernel.hung_task`: a task stayed in uninterruptible sleep past the hung-task timeout.
 ///
 /// Still true now: a reported task of that name is in D state now (its `/proc/<pid>/stat`):
@@ -499,7 +483,7 @@ fn is_runtime(comm: &str) -> bool {
 /// report (the kernel stops reporting after `kernel.hung_task_warnings` reports). Otherwise
 /// one step less while recent, then info.
 fn hung_task(h: &HungGroup, s: &KernelSample, t: &Thresholds) -> Draft {
-    let runtime = is_runtime(&h.comm);
+    let runtime = crate::names::is_runtime_or_kubelet(&h.comm);
     let base = if runtime {
         Severity::Critical
     } else {

@@ -63,8 +63,6 @@ pub struct LoadConfig {
     /// With delay accounting: at most this many thread `stat` files are read per run to add
     /// up the IO wait of multi-threaded processes.
     pub max_thread_reads: usize,
-    /// Host processes that are part of Kubernetes itself (not "outside Kubernetes").
-    pub infrastructure_processes: Vec<String>,
     /// Where pod names come from.
     pub pods: PodsConfig,
     /// Cgroup-first attribution ([`cgroups`]): an escalated run reads the processes of the
@@ -82,22 +80,6 @@ impl Default for LoadConfig {
             io_wait_sample_interval: Duration::from_millis(20),
             io_wait_max_candidates: 64,
             max_thread_reads: 1024,
-            infrastructure_processes: [
-                "kubelet",
-                "containerd",
-                "containerd-shim",
-                "containerd-shim-runc-v2",
-                "dockerd",
-                "docker-proxy",
-                "cri-dockerd",
-                "crio",
-                "conmon",
-                "runc",
-                "node-doctor",
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
             pods: PodsConfig::default(),
             cgroups: Some(cgroups::Floors::default()),
         }

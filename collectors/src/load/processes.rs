@@ -434,7 +434,7 @@ pub fn culprits(
     let mut origin = |d: &ProcDelta| -> Origin {
         origins
             .entry(d.pid)
-            .or_insert_with(|| origin_of(host, d, config, pods))
+            .or_insert_with(|| origin_of(host, d, pods))
             .clone()
     };
     let mk =
@@ -531,7 +531,7 @@ fn io_span(d: &ProcDelta, elapsed: f64) -> f64 {
     }
 }
 
-fn origin_of(host: &HostPaths, d: &ProcDelta, config: &LoadConfig, pods: &PodDirectory) -> Origin {
+fn origin_of(host: &HostPaths, d: &ProcDelta, pods: &PodDirectory) -> Origin {
     // Kernel threads are children of kthreadd (pid 2), or kthreadd itself.
     if d.pid == 2 || (d.ppid == 2 && d.pid != 1) {
         return Origin::Kernel;
@@ -549,7 +549,7 @@ fn origin_of(host: &HostPaths, d: &ProcDelta, config: &LoadConfig, pods: &PodDir
             }
         }
         Some(Placement::Host { cgroup }) => Origin::Host {
-            infrastructure: config.infrastructure_processes.contains(&d.comm),
+            infrastructure: crate::names::is_node_infrastructure(&d.comm),
             cgroup,
         },
         None => Origin::Unknown,

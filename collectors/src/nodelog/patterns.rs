@@ -326,7 +326,7 @@ fn name_conflict(m: &str, runtime: Option<Runtime>) -> Option<Event> {
         e.detail.pod = Some(pod);
         e.detail.namespace = Some(namespace);
         e.detail.holder = holder
-            .filter(|h| crate::pods::is_container_id(h))
+            .filter(|h| crate::names::is_container_id(h))
             .map(String::from);
         e.detail.runtime = Some(Runtime::Docker);
         return Some(e);
@@ -344,7 +344,7 @@ fn name_conflict(m: &str, runtime: Option<Runtime>) -> Option<Event> {
             e.detail.pod = Some(pod);
             e.detail.namespace = Some(namespace);
             e.detail.holder = quoted_after(m, "is reserved for ")
-                .filter(|h| crate::pods::is_container_id(h))
+                .filter(|h| crate::names::is_container_id(h))
                 .map(String::from);
             e.detail.runtime = runtime.or(Some(Runtime::Containerd));
             return Some(e);
@@ -361,10 +361,10 @@ fn docker_k8s_name(name: &str) -> Option<(String, String)> {
         return None;
     };
     let ok = *k8s == "k8s"
-        && (*container == "POD" || crate::pods::is_dns_label(container))
-        && crate::pods::is_dns_subdomain(pod)
-        && crate::pods::is_dns_label(ns)
-        && crate::pods::is_pod_uid(uid)
+        && (*container == "POD" || crate::names::is_dns_label(container))
+        && crate::names::is_dns_subdomain(pod)
+        && crate::names::is_dns_label(ns)
+        && crate::names::is_pod_uid(uid)
         && !attempt.is_empty()
         && attempt.len() <= 10
         && attempt.bytes().all(|b| b.is_ascii_digit());
@@ -384,10 +384,10 @@ fn cri_name(name: &str, sandbox: bool) -> Option<(String, String)> {
     let [pod, ns, uid, attempt] = rest else {
         return None;
     };
-    let ok = container.is_none_or(crate::pods::is_dns_label)
-        && crate::pods::is_dns_subdomain(pod)
-        && crate::pods::is_dns_label(ns)
-        && crate::pods::is_pod_uid(uid)
+    let ok = container.is_none_or(crate::names::is_dns_label)
+        && crate::names::is_dns_subdomain(pod)
+        && crate::names::is_dns_label(ns)
+        && crate::names::is_pod_uid(uid)
         && !attempt.is_empty()
         && attempt.len() <= 10
         && attempt.bytes().all(|b| b.is_ascii_digit());

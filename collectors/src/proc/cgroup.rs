@@ -133,7 +133,7 @@ pub fn pod_from_path(path: &str) -> Option<PodRef> {
 }
 
 /// `pod<uid>` (cgroupfs) or `kubepods-<qos>-pod<uid_with_underscores>.slice` (systemd); the
-/// UID must be a valid pod UID ([`crate::pods::is_pod_uid`]).
+/// UID must be a valid pod UID ([`crate::names::is_pod_uid`]).
 fn uid_from_segment(seg: &str) -> Option<String> {
     let raw = if let Some(rest) = seg.strip_suffix(".slice") {
         let idx = rest.rfind("-pod")?;
@@ -142,15 +142,15 @@ fn uid_from_segment(seg: &str) -> Option<String> {
         seg.strip_prefix("pod")?
     };
     let uid = raw.replace('_', "-");
-    crate::pods::is_pod_uid(&uid).then_some(uid)
+    crate::names::is_pod_uid(&uid).then_some(uid)
 }
 
 /// `<id>` (cgroupfs), `docker-<id>.scope`, `cri-containerd-<id>.scope`, `crio-<id>.scope`;
-/// the id must be a full container id ([`crate::pods::is_container_id`]).
+/// the id must be a full container id ([`crate::names::is_container_id`]).
 fn container_from_segment(seg: &str) -> Option<String> {
     let base = seg.strip_suffix(".scope").unwrap_or(seg);
     let id = base.rsplit('-').next().unwrap_or(base);
-    crate::pods::is_container_id(id).then(|| id.to_string())
+    crate::names::is_container_id(id).then(|| id.to_string())
 }
 
 #[cfg(test)]

@@ -185,8 +185,8 @@ impl Walker {
             .and_then(|c| c.as_os_str().to_str())
             .map(String::from);
         let (pod_uid, container_id) = match &r.owner {
-            Owner::Pods => (first.filter(|u| crate::pods::is_pod_uid(u)), None),
-            Owner::DockerContainers => (None, first.filter(|c| crate::pods::is_container_id(c))),
+            Owner::Pods => (first.filter(|u| crate::names::is_pod_uid(u)), None),
+            Owner::DockerContainers => (None, first.filter(|c| crate::names::is_container_id(c))),
             Owner::DockerLayer { container_id } => (None, Some(container_id.clone())),
             Owner::ContainerdSnapshots => (None, None),
         };

@@ -566,7 +566,7 @@ impl RuntimeCollector {
             ..SyncSample::default()
         };
         for (id, in_docker) in held {
-            if !crate::pods::is_container_id(&id) {
+            if !crate::names::is_container_id(&id) {
                 continue;
             }
             if in_docker {
@@ -661,7 +661,7 @@ impl RuntimeCollector {
                     for driver in dir_names(&image, 16) {
                         let mounts = image.join(&driver).join("layerdb/mounts");
                         for id in dir_names(&mounts, crate::hostfs::entries::PODS) {
-                            if !crate::pods::is_container_id(&id) {
+                            if !crate::names::is_container_id(&id) {
                                 continue;
                             }
                             let Ok(mount_id) = crate::hostfs::read_text(

@@ -239,7 +239,7 @@ pub fn static_pods(dir: &Path, host_dir: &str, node: &str) -> Vec<Declared> {
             continue;
         };
         let pod_name = format!("{name}-{node}");
-        if !crate::pods::is_dns_label(&ns) || !crate::pods::is_dns_subdomain(&pod_name) {
+        if !crate::names::is_dns_label(&ns) || !crate::names::is_dns_subdomain(&pod_name) {
             continue;
         }
         for (protocol, port) in ports {
@@ -316,7 +316,7 @@ pub fn docker_sandboxes(containers: &Path) -> Vec<Declared> {
         let Some(id) = e.file_name().to_str().map(String::from) else {
             continue;
         };
-        if !crate::pods::is_container_id(&id) {
+        if !crate::names::is_container_id(&id) {
             continue;
         }
         let dir = containers.join(&id);

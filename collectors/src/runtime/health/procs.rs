@@ -15,13 +15,7 @@ use crate::host::HostPaths;
 use crate::proc::{pid, table};
 
 /// The process names (`comm`) followed.
-pub const NAMES: &[&str] = &[
-    "dockerd",
-    "containerd",
-    "cri-dockerd",
-    "kubelet",
-    "kube-proxy",
-];
+pub const NAMES: &[&str] = crate::names::DAEMONS;
 
 /// At most this many processes per name are kept (a node runs one of each; two containerd
 /// are a docker-managed one beside the system's).
