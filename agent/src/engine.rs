@@ -3,7 +3,7 @@
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use collectors::{CollectContext, Collector, HostPaths};
+use collectors::{CollectContext, Collector, Node};
 use hyper::body::Bytes;
 use time::OffsetDateTime;
 
@@ -29,16 +29,12 @@ pub struct Plan {
 }
 
 /// Builds one runner per selected collector. An unknown name is a usage error.
-pub fn runners(
-    host: &HostPaths,
-    opts: &CollectorOptions,
-    plan: &Plan,
-) -> Result<Vec<Runner>, String> {
-    let host = host.clone();
+pub fn runners(node: &Node, opts: &CollectorOptions, plan: &Plan) -> Result<Vec<Runner>, String> {
+    let node = node.clone();
     let min = opts.clone();
     let opts = opts.clone();
     build(
-        Arc::new(move || registry::all(&host, &opts)),
+        Arc::new(move || registry::all(&node, &opts)),
         &move |name| registry::min_timeout(name, &min),
         plan,
     )
@@ -365,7 +361,7 @@ mod tests {
 
     #[test]
     fn unknown_collectors_are_usage_errors() {
-        let host = HostPaths::new("/nonexistent");
+        let host = Node::new(collectors::HostPaths::new("/nonexistent"));
         let plan = Plan {
             only: vec!["nope".into()],
             interval: Duration::from_secs(15),

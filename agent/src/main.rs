@@ -90,6 +90,8 @@ fn main() -> ExitCode {
     )
     .with_rules(rules);
     let opts: CollectorOptions = cli.tuning.options();
+    // The node context every collector shares: built once, here.
+    let node = collectors::Node::new(host.clone());
 
     match &cli.command {
         Command::Serve(args) => {
@@ -99,7 +101,7 @@ fn main() -> ExitCode {
                 intervals: args.collector_intervals.clone(),
                 timeout: cli.collector_timeout,
             };
-            let runners = match engine::runners(&host, &opts, &plan) {
+            let runners = match engine::runners(&node, &opts, &plan) {
                 Ok(r) => r,
                 Err(msg) => return usage(&msg),
             };
@@ -118,7 +120,7 @@ fn main() -> ExitCode {
                 intervals: Vec::new(),
                 timeout: cli.collector_timeout,
             };
-            let runners = match engine::runners(&host, &opts, &plan) {
+            let runners = match engine::runners(&node, &opts, &plan) {
                 Ok(r) => r,
                 Err(msg) => return usage(&msg),
             };

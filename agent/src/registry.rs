@@ -11,7 +11,7 @@ use collectors::load::{LoadCollector, LoadConfig};
 use collectors::memory::{MemoryCollector, MemoryConfig};
 use collectors::runtime::health::probe::RuntimeProbe;
 use collectors::runtime::health::{RuntimeCollector, RuntimeConfig};
-use collectors::{Collector, HostPaths};
+use collectors::{Collector, Node};
 
 use crate::probe::HostProbe;
 
@@ -60,19 +60,19 @@ pub fn min_timeout(name: &str, opts: &CollectorOptions) -> Option<Duration> {
 ///
 /// Called again to re-create a collector after it panicked, so constructors must be cheap:
 /// they open nothing (the `iptables` lock sampler starts a light thread, stopped on drop).
-pub fn all(host: &HostPaths, opts: &CollectorOptions) -> Vec<Box<dyn Collector>> {
+pub fn all(node: &Node, opts: &CollectorOptions) -> Vec<Box<dyn Collector>> {
     vec![
-        Box::new(DiskCollector::new(host.clone(), opts.disk.clone())),
-        Box::new(LoadCollector::new(host.clone(), opts.load.clone())),
-        Box::new(MemoryCollector::new(host.clone(), opts.memory.clone())),
-        Box::new(IptablesCollector::new(host.clone(), opts.iptables.clone())),
+        Box::new(DiskCollector::new(node.clone(), opts.disk.clone())),
+        Box::new(LoadCollector::new(node.clone(), opts.load.clone())),
+        Box::new(MemoryCollector::new(node.clone(), opts.memory.clone())),
+        Box::new(IptablesCollector::new(node.clone(), opts.iptables.clone())),
         Box::new(ConntrackCollector::new(
-            host.clone(),
+            node.clone(),
             opts.conntrack.clone(),
         )),
-        Box::new(KernelCollector::new(host.clone(), opts.kernel.clone())),
+        Box::new(KernelCollector::new(node.clone(), opts.kernel.clone())),
         Box::new(RuntimeCollector::new(
-            host.clone(),
+            node.clone(),
             opts.runtime.clone(),
             Arc::clone(&opts.runtime_probe),
         )),
@@ -85,7 +85,7 @@ mod tests {
 
     #[test]
     fn names_match_the_collectors() {
-        let host = HostPaths::new("/nonexistent-host-root");
+        let host = Node::new(collectors::HostPaths::new("/nonexistent-host-root"));
         let got: Vec<&str> = all(&host, &CollectorOptions::default())
             .iter()
             .map(|c| c.name())

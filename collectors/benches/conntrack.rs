@@ -82,7 +82,7 @@ fn fake_node() -> tempfile::TempDir {
 
 fn run(label: &str, host: HostPaths, iterations: u32) {
     let ctx = CollectContext::new("bench", collectors::HostNetns::Same);
-    let mut c = ConntrackCollector::new(host, ConntrackConfig::default());
+    let mut c = ConntrackCollector::new(collectors::Node::new(host), ConntrackConfig::default());
     let (c0, w0) = (cpu(), Instant::now());
     let first = c.collect(&ctx);
     let (first_cpu, first_wall) = (cpu() - c0, w0.elapsed());
@@ -117,7 +117,10 @@ fn run_races(label: &str, root: &std::path::Path, iterations: u32) {
         lines[1] = cols.join(" ");
         std::fs::write(&stat_path, lines.join("\n") + "\n").unwrap();
     };
-    let mut c = ConntrackCollector::new(HostPaths::new(root), ConntrackConfig::default());
+    let mut c = ConntrackCollector::new(
+        collectors::Node::new(HostPaths::new(root)),
+        ConntrackConfig::default(),
+    );
     bump(0);
     let _ = c.collect(&ctx);
     let mut first = Duration::ZERO;

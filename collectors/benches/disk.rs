@@ -64,15 +64,16 @@ fn run(label: &str, root: &Path, avail_percent: u64, cycles: usize) {
     let config = DiskConfig::default();
     let budget_entries = config.walk_budget_entries;
     let budget_time = config.walk_budget;
-    let mut c = DiskCollector::new(HostPaths::new(root), config).with_statfs(move |_| {
-        Ok(FsUsage {
-            size_bytes: 100 << 30,
-            avail_bytes: (100u64 << 30) * avail_percent / 100,
-            free_bytes: (100u64 << 30) * avail_percent / 100,
-            files: 6_553_600,
-            files_free: 6_000_000,
-        })
-    });
+    let mut c = DiskCollector::new(collectors::Node::new(HostPaths::new(root)), config)
+        .with_statfs(move |_| {
+            Ok(FsUsage {
+                size_bytes: 100 << 30,
+                avail_bytes: (100u64 << 30) * avail_percent / 100,
+                free_bytes: (100u64 << 30) * avail_percent / 100,
+                files: 6_553_600,
+                files_free: 6_000_000,
+            })
+        });
     let ctx = CollectContext::new("bench-node", collectors::HostNetns::Same);
     let mut cpus = Vec::new();
     let mut walls = Vec::new();

@@ -40,7 +40,10 @@ fn main() {
         .unwrap_or(0);
 
     // 1. The sampler thread alone, 250 ms period, for `secs` seconds.
-    let collector = IptablesCollector::new(host.clone(), IptablesConfig::default());
+    let collector = IptablesCollector::new(
+        collectors::Node::new(host.clone()),
+        IptablesConfig::default(),
+    );
     // Hold the lock for the first half (sampler sees a holder: enrichment once).
     let mut holder = Command::new("flock")
         .arg(&lock)
@@ -120,7 +123,7 @@ fn main() {
         reference_pid: std::process::id(),
         ..IptablesConfig::default()
     };
-    let mut c = IptablesCollector::new(host.clone(), cfg);
+    let mut c = IptablesCollector::new(collectors::Node::new(host.clone()), cfg);
     let c0 = cpu();
     let t0 = Instant::now();
     let rounds = 20u32;

@@ -113,7 +113,10 @@ fn main() {
     // 2. Fake node under an OOM storm with a 1,200-group kubepods tree.
     let t = fake_root();
     let ctx = CollectContext::new("bench", collectors::HostNetns::Same);
-    let mut k = KernelCollector::new(HostPaths::new(t.path()), KernelConfig::default());
+    let mut k = KernelCollector::new(
+        collectors::Node::new(HostPaths::new(t.path())),
+        KernelConfig::default(),
+    );
     let mut cycles = 0;
     let mut worst = Duration::ZERO;
     let mut total = Duration::ZERO;
@@ -162,7 +165,10 @@ fn main() {
 
     // 3. This machine.
     if nix::unistd::Uid::effective().is_root() {
-        let mut k = KernelCollector::new(HostPaths::new("/"), KernelConfig::default());
+        let mut k = KernelCollector::new(
+            collectors::Node::new(HostPaths::new("/")),
+            KernelConfig::default(),
+        );
         let (c0, w0) = (cpu(), Instant::now());
         let first = k.collect(&ctx);
         println!(

@@ -103,7 +103,7 @@ fn main() {
     }
     let root = nodev_root();
     let host = HostPaths::new(root.0.path());
-    let mut r = KmsgReader::new(&host, KmsgConfig::default());
+    let mut r = KmsgReader::alone(&host, KmsgConfig::default());
     let (b, c, w) = timed(&mut r);
     assert_eq!(r.mode(), KmsgMode::Syslog);
     println!(
@@ -153,7 +153,7 @@ fn main() {
     );
     steady("syslog steady state, ring buffer full", &mut r);
 
-    let mut device = KmsgReader::new(&HostPaths::new("/"), KmsgConfig::default());
+    let mut device = KmsgReader::alone(&HostPaths::new("/"), KmsgConfig::default());
     let (b, c, _) = timed(&mut device);
     assert_eq!(device.mode(), KmsgMode::Kmsg);
     println!(

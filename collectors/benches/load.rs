@@ -107,7 +107,7 @@ fn main() {
             ..LoadConfig::default()
         };
         let host = HostPaths::new("/");
-        let mut c = LoadCollector::new(host.clone(), config);
+        let mut c = LoadCollector::new(collectors::Node::new(host.clone()), config);
         let t0 = cpu_seconds();
         c.collect(&ctx);
         let first_ms = (cpu_seconds() - t0) * 1000.0;
@@ -140,7 +140,7 @@ fn main() {
 
     // Per-pid state over churn: every process on every run.
     let mut c = LoadCollector::new(
-        HostPaths::new("/"),
+        collectors::Node::new(HostPaths::new("/")),
         LoadConfig {
             thresholds: Thresholds {
                 escalation: Escalation::always(),

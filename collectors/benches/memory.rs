@@ -84,7 +84,7 @@ fn main() {
     // 1. The bare reader.
     let t = root();
     let host = HostPaths::new(t.path());
-    let mut reader = KmsgReader::new(&host, config.clone());
+    let mut reader = KmsgReader::alone(&host, config.clone());
     let (mut cycles, mut total, mut max_records, mut max_wall, mut max_cpu) =
         (0u32, 0u64, 0usize, Duration::ZERO, Duration::ZERO);
     let cpu0 = cpu();
@@ -134,7 +134,7 @@ fn main() {
         max_millis_per_cycle: 2,
         ..config.clone()
     };
-    let mut reader = KmsgReader::new(&HostPaths::new(t.path()), tight);
+    let mut reader = KmsgReader::alone(&HostPaths::new(t.path()), tight);
     let (mut cycles, mut total, mut max_wall) = (0u32, 0u64, Duration::ZERO);
     loop {
         let w0 = Instant::now();
@@ -155,11 +155,8 @@ fn main() {
     // 2. The whole memory collector on the same flood (a quarter are allocation failures).
     let t = root();
     let mut col = MemoryCollector::new(
-        HostPaths::new(t.path()),
-        MemoryConfig {
-            page_size_bytes: Some(4096),
-            ..MemoryConfig::default()
-        },
+        collectors::Node::new(HostPaths::new(t.path())),
+        MemoryConfig::default(),
     );
     let ctx = CollectContext::new("bench", collectors::HostNetns::Same);
     let (mut cycles, mut max_wall, mut max_cpu) = (0u32, Duration::ZERO, Duration::ZERO);
@@ -208,7 +205,7 @@ fn main() {
     } else {
         HostPaths::new(t.path())
     };
-    let mut col = MemoryCollector::new(host, MemoryConfig::default());
+    let mut col = MemoryCollector::new(collectors::Node::new(host), MemoryConfig::default());
     col.collect(&ctx);
     let n = 200u32;
     let c0 = cpu();

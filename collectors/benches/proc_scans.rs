@@ -102,21 +102,22 @@ fn main() {
                 .count()
         })
         .unwrap_or(0);
-    let host = HostPaths::new("/");
+    // One node, as an agent has: the collectors share its process table.
+    let node = collectors::Node::new(HostPaths::new("/"));
     let ctx = CollectContext::new("node-1", HostNetns::Same);
     let mut collectors: Vec<Box<dyn Collector>> = vec![
-        Box::new(DiskCollector::new(host.clone(), DiskConfig::default())),
+        Box::new(DiskCollector::new(node.clone(), DiskConfig::default())),
         Box::new(IptablesCollector::new(
-            host.clone(),
+            node.clone(),
             IptablesConfig::default(),
         )),
         Box::new(RuntimeCollector::new(
-            host.clone(),
+            node.clone(),
             RuntimeConfig::default(),
             Arc::new(Silent),
         )),
         Box::new(ConntrackCollector::new(
-            host.clone(),
+            node.clone(),
             ConntrackConfig::default(),
         )),
     ];
@@ -126,7 +127,7 @@ fn main() {
     let mut paths = vec![0u64; k];
     for cycle in 0..=CYCLES {
         for (i, c) in collectors.iter_mut().enumerate() {
-            let p0 = host.per_process_paths();
+            let p0 = node.per_process_paths();
             let t0 = cpu();
             let _ = c.collect(&ctx);
             let spent = cpu() - t0;
@@ -134,7 +135,7 @@ fn main() {
                 first[i] = spent;
             } else {
                 steady[i].push(spent);
-                paths[i] += host.per_process_paths() - p0;
+                paths[i] += node.per_process_paths() - p0;
             }
         }
         // Cycles apart, as the agent runs them (the process table's listing is shared

@@ -132,7 +132,7 @@ fn main() {
     let ctx = CollectContext::new("node-1", HostNetns::NotProcfs);
     let collector = |walk_interval: Duration| {
         RuntimeCollector::new(
-            HostPaths::new(t.path()),
+            collectors::Node::new(HostPaths::new(t.path())),
             RuntimeConfig {
                 walk_interval,
                 ..RuntimeConfig::default()

@@ -84,7 +84,8 @@ fn main() {
         reference_pid: std::process::id(),
         ..IptablesConfig::default()
     };
-    let mut collector = IptablesCollector::new(HostPaths::new(root.path()), cfg);
+    let mut collector =
+        IptablesCollector::new(collectors::Node::new(HostPaths::new(root.path())), cfg);
     let ctx = CollectContext::new("bench", collectors::HostNetns::Same);
     // Let start-up (the first full read) pass, then measure the steady state.
     std::thread::sleep(Duration::from_secs(1));

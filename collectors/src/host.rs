@@ -9,8 +9,6 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::proc::table::{ProcessTable, Processes};
-
 /// Maximum number of symlinks followed while resolving one host path (as the kernel's 40).
 const MAX_SYMLINKS: usize = 40;
 
@@ -20,14 +18,13 @@ const MAX_SYMLINKS: usize = 40;
 /// every read of a `<root>/proc/<pid>/…` file goes through [`HostPaths::proc_pid`], so the
 /// count is what the escalation tests assert on (a quiet node reads no per-process file).
 ///
-/// Clones also share one process table ([`HostPaths::processes`]): the collectors of an agent
-/// list `<root>/proc` and examine each process once for all of them.
+/// It holds the root and resolves paths under it, nothing else: what collectors share about
+/// the node beyond its paths (the process table, the kernel-log hub) is the node context's
+/// ([`crate::node::Node`]).
 #[derive(Debug, Clone)]
 pub struct HostPaths {
     root: PathBuf,
     per_process: Arc<AtomicU64>,
-    processes: Arc<ProcessTable>,
-    kmsg: Arc<crate::kmsg::Hubs>,
 }
 
 /// Two hosts are the same host when their roots are; the shared count is bookkeeping.
@@ -45,20 +42,7 @@ impl HostPaths {
         HostPaths {
             root: root.into(),
             per_process: Arc::default(),
-            processes: Arc::default(),
-            kmsg: Arc::default(),
         }
-    }
-
-    /// The kernel log readers this host and its clones share ([`crate::kmsg::KmsgReader`]).
-    pub(crate) fn kmsg_hubs(&self) -> &crate::kmsg::Hubs {
-        &self.kmsg
-    }
-
-    /// The host's processes, through the table this host and its clones share
-    /// ([`crate::proc::table`]).
-    pub fn processes(&self) -> Processes<'_> {
-        Processes::new(self, &self.processes)
     }
 
     /// How many `<root>/proc/<pid>` paths this host and its clones have built since it was

@@ -39,7 +39,7 @@ use crate::proc::uptime::BootClock;
 pub mod decay;
 mod shared;
 mod syslog;
-pub(crate) use shared::Hubs;
+pub use shared::Hubs;
 pub use shared::KmsgReader;
 pub use syslog::{parse_syslog_line, SyslogLine, SyslogParseError};
 
@@ -795,7 +795,7 @@ mod tests {
             7200,
             "6,1,600000000,-;old\n6,2,3700000000,-;recent\n SUBSYSTEM=x\n6,3,7100000000,-;newest\n",
         );
-        let mut r = KmsgReader::new(&h, KmsgConfig::default());
+        let mut r = KmsgReader::alone(&h, KmsgConfig::default());
         let b = r.read_new();
         assert_eq!(b.status, Status::Ok);
         assert_eq!(seqs(&b), vec![2, 3]);
@@ -825,7 +825,7 @@ mod tests {
             100,
             "6,10,1,-;a\n6,11,2,-;b\n6,15,3,-;c\ngarbage\n6,16,4,-;d\n",
         );
-        let mut r = KmsgReader::new(&h, KmsgConfig::default());
+        let mut r = KmsgReader::alone(&h, KmsgConfig::default());
         let b = r.read_new();
         assert_eq!(seqs(&b), vec![10, 11, 15, 16]);
         assert_eq!(b.dropped, 3);
@@ -848,7 +848,7 @@ mod tests {
             max_records_per_cycle: 10,
             ..KmsgConfig::default()
         };
-        let mut r = KmsgReader::new(&h, cfg);
+        let mut r = KmsgReader::alone(&h, cfg);
         let b1 = r.read_new();
         assert!(b1.truncated_by_budget);
         assert_eq!(seqs(&b1), (1..=10).collect::<Vec<_>>());
@@ -864,7 +864,7 @@ mod tests {
     fn reader_without_uptime_reads_everything_held() {
         let (t, h) = fake_root(100, "6,1,1,-;a\n");
         std::fs::remove_file(t.path().join("proc/uptime")).unwrap();
-        let mut r = KmsgReader::new(&h, KmsgConfig::default());
+        let mut r = KmsgReader::alone(&h, KmsgConfig::default());
         let b = r.read_new();
         assert_eq!(seqs(&b), vec![1]);
         assert_eq!(b.records[0].timestamp, None);
@@ -874,7 +874,7 @@ mod tests {
     fn missing_kmsg_is_degraded_with_reason() {
         let (t, h) = fake_root(100, "");
         std::fs::remove_file(t.path().join("dev/kmsg")).unwrap();
-        let mut r = KmsgReader::new(&h, KmsgConfig::default());
+        let mut r = KmsgReader::alone(&h, KmsgConfig::default());
         let b = r.read_new();
         match &b.status {
             Status::Degraded(m) => assert!(m.contains("does not exist"), "{m}"),
@@ -889,7 +889,7 @@ mod tests {
     #[test]
     fn rewritten_shorter_file_is_read_again_without_repeats() {
         let (t, h) = fake_root(100, "6,1,1,-;a\n6,2,2,-;b\n6,3,3,-;c\n");
-        let mut r = KmsgReader::new(&h, KmsgConfig::default());
+        let mut r = KmsgReader::alone(&h, KmsgConfig::default());
         assert_eq!(seqs(&r.read_new()), vec![1, 2, 3]);
         // Rewritten (shorter): old records are not returned again, new ones are.
         std::fs::write(t.path().join("dev/kmsg"), "6,3,3,-;c\n6,4,4,-;d\n").unwrap();
@@ -900,7 +900,7 @@ mod tests {
     fn overlong_lines_are_cut() {
         let long = "x".repeat(MAX_LINE_BYTES * 3);
         let (_t, h) = fake_root(100, &format!("6,1,1,-;{long}\n6,2,2,-;b\n"));
-        let mut r = KmsgReader::new(&h, KmsgConfig::default());
+        let mut r = KmsgReader::alone(&h, KmsgConfig::default());
         let b = r.read_new();
         assert_eq!(seqs(&b), vec![1, 2]);
         assert!(b.records[0].message.len() < MAX_LINE_BYTES);

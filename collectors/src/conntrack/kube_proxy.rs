@@ -25,6 +25,7 @@ use std::path::{Component, Path};
 
 use crate::host::HostPaths;
 use crate::hostfs::{self, cap};
+use crate::node::Node;
 
 /// kube-proxy's defaults (`pkg/proxy/apis/config/v1alpha1/defaults.go`).
 pub const DEFAULT_MAX_PER_CORE: u64 = 32768;
@@ -283,9 +284,9 @@ impl KubeProxyFinder {
     }
 
     /// What the node's kube-proxy means for the limit now.
-    pub fn lookup(&mut self, host: &HostPaths) -> KubeProxy {
-        match self.finder.find(host) {
-            Some((pid, args)) => settings(host, pid, &args),
+    pub fn lookup(&mut self, node: &Node) -> KubeProxy {
+        match self.finder.find(node) {
+            Some((pid, args)) => settings(node.host(), pid, &args),
             None => KubeProxy::NotFound,
         }
     }

@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use crate::host::HostPaths;
+use crate::node::Node;
 use crate::runtime::{self, kubelet};
 
 pub use crate::runtime::kubelet::{cluster_dns_from_args, cluster_dns_from_config};
@@ -54,8 +54,8 @@ impl PidFinder {
     /// The process's pid and arguments: the remembered process while it is still there (same
     /// start time, same `comm`), else a search of the process table (throttled to every
     /// `rescan_every` calls).
-    pub fn find(&mut self, host: &HostPaths) -> Option<(u32, Vec<String>)> {
-        let procs = host.processes();
+    pub fn find(&mut self, node: &Node) -> Option<(u32, Vec<String>)> {
+        let procs = node.processes();
         if let Some((p, start)) = self.pid {
             match procs.reread(p) {
                 Some(now) if &*now.comm == self.comm && now.start == start && !now.is_dead() => {
@@ -97,8 +97,9 @@ impl KubeletFinder {
     }
 
     /// Looks up the kubelet's cluster DNS on the host.
-    pub fn lookup(&mut self, host: &HostPaths) -> KubeletDns {
-        let (pid, args) = match self.finder.find(host) {
+    pub fn lookup(&mut self, node: &Node) -> KubeletDns {
+        let host = node.host();
+        let (pid, args) = match self.finder.find(node) {
             Some((p, a)) => (Some(p), a),
             None => (None, Vec::new()),
         };
@@ -146,7 +147,7 @@ mod tests {
             "var/lib/kubelet/config.yaml",
             "clusterDNS:\n- 10.96.0.10\n",
         );
-        let host = HostPaths::new(root);
+        let host = crate::node::Node::new(crate::HostPaths::new(root));
         let mut f = KubeletFinder::new(PathBuf::from("/var/lib/kubelet/config.yaml"), 3);
         // No kubelet: the first call walks /proc, the next two do not.
         let d = f.lookup(&host);

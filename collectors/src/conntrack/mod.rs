@@ -25,10 +25,10 @@ use std::time::{Duration, Instant};
 
 use crate::collector::{CollectContext, Collection, Collector, Status, TransitionLog};
 use crate::error::ReadError;
-use crate::host::HostPaths;
 use crate::hostfs::{self, cap, entries};
 use crate::kmsg::{KmsgConfig, KmsgReader};
 use crate::metric::Metric;
+use crate::node::Node;
 use crate::proc::uptime::BootClock;
 use crate::proc::{meminfo, net_udp, nf_conntrack_stat, ns, snmp};
 
@@ -133,7 +133,7 @@ impl TableEvents {
 /// the kubelet's and kube-proxy's pids, the kernel-log events per table and a pid in each
 /// other namespace named by them: a bounded amount of state.
 pub struct ConntrackCollector {
-    host: HostPaths,
+    node: Node,
     config: ConntrackConfig,
     previous: Option<(Instant, nf_conntrack_stat::NfConntrackStat)>,
     race_streak: u32,
@@ -149,15 +149,15 @@ pub struct ConntrackCollector {
 }
 
 impl ConntrackCollector {
-    pub fn new(host: HostPaths, config: ConntrackConfig) -> Self {
+    pub fn new(node: Node, config: ConntrackConfig) -> Self {
         let kubelet = kubelet::KubeletFinder::new(
             config.kubelet_config.clone(),
             config.kubelet_rescan_samples,
         );
         let kube_proxy = kube_proxy::KubeProxyFinder::new(config.kubelet_rescan_samples);
-        let kmsg = KmsgReader::new(&host, config.kmsg.clone());
+        let kmsg = node.kmsg_reader(config.kmsg.clone());
         ConntrackCollector {
-            host,
+            node,
             config,
             previous: None,
             race_streak: 0,
@@ -203,9 +203,9 @@ impl ConntrackCollector {
     ) -> (Option<TableLog>, Vec<OtherTable>) {
         let clock = self.kmsg.clock();
         let netns_pid = self.config.netns_pid;
-        let ours = ns::inode(&self.host, netns_pid, "net");
-        let reads_initial =
-            netns_pid == 1 || ours.is_some_and(|o| ns::inode(&self.host, 1, "net") == Some(o));
+        let ours = ns::inode(self.node.host(), netns_pid, "net");
+        let reads_initial = netns_pid == 1
+            || ours.is_some_and(|o| ns::inode(self.node.host(), 1, "net") == Some(o));
         let unnamed_ours = judge::unnamed_message_is_ours(kernel_release, reads_initial);
         let mut mine = TableLog::default();
         let mut others = Vec::new();
@@ -235,7 +235,7 @@ impl ConntrackCollector {
                 o.pid = self.netns_pids.get(&n).copied();
             }
             o.entries = o.pid.and_then(|p| {
-                nf_conntrack_stat::read(&nf_conntrack_stat::path(&self.host, p))
+                nf_conntrack_stat::read(&nf_conntrack_stat::path(self.node.host(), p))
                     .ok()
                     .map(|s| s.entries)
             });
@@ -245,11 +245,11 @@ impl ConntrackCollector {
 
     /// Keeps a process in each other namespace named by a message: the remembered one while
     /// it is still there, else one search of the host's processes for all missing
-    /// ([`crate::proc::table::Processes::in_netns`]; at most every `kubelet_rescan_samples`
+    /// ([`crate::node::processes::Processes::in_netns`]; at most every `kubelet_rescan_samples`
     /// lookups).
     fn find_netns_pids(&mut self, others: &[OtherTable]) {
         let wanted: Vec<u64> = others.iter().filter_map(|o| o.netns).collect();
-        let host = &self.host;
+        let host = self.node.host();
         self.netns_pids
             .retain(|n, p| wanted.contains(n) && ns::inode(host, *p, "net") == Some(*n));
         let missing: Vec<u64> = wanted
@@ -265,7 +265,7 @@ impl ConntrackCollector {
             return;
         }
         self.netns_scan_wait = self.config.kubelet_rescan_samples.saturating_sub(1);
-        let Ok(found) = host.processes().in_netns("conntrack/netns", &missing) else {
+        let Ok(found) = self.node.processes().in_netns("conntrack/netns", &missing) else {
             return;
         };
         self.netns_pids.extend(found);
@@ -277,7 +277,7 @@ impl ConntrackCollector {
             return Some(e.to_string());
         }
         let pid = self.config.netns_pid;
-        let pid_dir = self.host.proc_pid(pid);
+        let pid_dir = self.node.host().proc_pid(pid);
         if e.is_not_found() {
             if !pid_dir.exists() {
                 return Some(format!(
@@ -324,16 +324,16 @@ impl ConntrackCollector {
 
     /// `MemTotal` for sizing advice; best effort (the advice omits sizing without it).
     fn mem_total_bytes(&self) -> Option<u64> {
-        meminfo::read(&self.host).ok()?.mem_total_bytes()
+        meminfo::read(self.node.host()).ok()?.mem_total_bytes()
     }
 
     fn nodelocal_listening(&self, degraded: &mut Vec<String>) -> Option<bool> {
         let pid = self.config.netns_pid;
         let addr = self.config.nodelocal_dns_address;
         let path = if addr.is_ipv4() {
-            net_udp::path_v4(&self.host, pid)
+            net_udp::path_v4(self.node.host(), pid)
         } else {
-            net_udp::path_v6(&self.host, pid)
+            net_udp::path_v6(self.node.host(), pid)
         };
         match net_udp::read(&path) {
             Ok(sockets) => Some(net_udp::listens_on(&sockets, addr)),
@@ -345,7 +345,7 @@ impl ConntrackCollector {
     }
 
     fn pods_on_node(&self) -> Option<u64> {
-        let dir = self.host.resolve(&self.config.kubelet_pods_dir);
+        let dir = self.node.host().resolve(&self.config.kubelet_pods_dir);
         let rd = hostfs::dir_entries(&dir, entries::PODS).ok()?;
         Some(
             rd.filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
@@ -355,7 +355,7 @@ impl ConntrackCollector {
 
     /// The kernel release (`/proc/sys/kernel/osrelease`), best effort.
     fn kernel_release(&self) -> Option<String> {
-        let osrelease = self.host.proc_file("sys/kernel/osrelease");
+        let osrelease = self.node.host().proc_file("sys/kernel/osrelease");
         hostfs::read_text(&osrelease, cap::VALUE)
             .ok()
             .map(|s| s.trim().to_string())
@@ -373,10 +373,10 @@ impl ConntrackCollector {
         degraded: &mut Vec<String>,
     ) -> Sample {
         let pid = self.config.netns_pid;
-        let sys = |name: &str| self.host.proc_file("sys/net/netfilter").join(name);
+        let sys = |name: &str| self.node.host().proc_file("sys/net/netfilter").join(name);
         let max = self.read_u64(sys("nf_conntrack_max"), degraded);
         let buckets = self.read_u64(sys("nf_conntrack_buckets"), degraded);
-        let udp = match snmp::read(&snmp::path(&self.host, pid)) {
+        let udp = match snmp::read(&snmp::path(self.node.host(), pid)) {
             Ok(s) => s.udp(),
             Err(e) => {
                 degraded.push(e.to_string());
@@ -385,7 +385,7 @@ impl ConntrackCollector {
         };
         let nodelocal_dns = self.nodelocal_listening(degraded);
         let (cluster_dns, pods_on_node) = if races {
-            let dns = self.kubelet.lookup(&self.host);
+            let dns = self.kubelet.lookup(&self.node);
             if let Some(e) = dns.config_error {
                 degraded.push(format!("{e}; the kubelet's cluster DNS is unknown"));
             }
@@ -521,7 +521,7 @@ impl ConntrackCollector {
     /// Reads the stat file and everything around it, and the deltas against the previous
     /// sample. `Err` is the status when the stat file itself cannot be read.
     fn observe(&mut self) -> Result<(Sample, Option<Deltas>, Status), Status> {
-        let stat_path = nf_conntrack_stat::path(&self.host, self.config.netns_pid);
+        let stat_path = nf_conntrack_stat::path(self.node.host(), self.config.netns_pid);
         let now = Instant::now();
         let stat = match nf_conntrack_stat::read(&stat_path) {
             Ok(s) => s,
@@ -552,9 +552,9 @@ impl ConntrackCollector {
         let mut sample = self.sample(stat, kernel_release, races, &mut degraded);
         // kube-proxy owns the limit on most nodes: the table's advice needs its settings.
         if judge::table_needs_advice(&sample, deltas.as_ref(), &self.config.thresholds) {
-            sample.kube_proxy = self.kube_proxy.lookup(&self.host);
+            sample.kube_proxy = self.kube_proxy.lookup(&self.node);
             if !matches!(sample.kube_proxy, kube_proxy::KubeProxy::NotFound) {
-                sample.cpus = crate::sys::cpu_online::read(&self.host)
+                sample.cpus = crate::sys::cpu_online::read(self.node.host())
                     .ok()
                     .map(|c| c.len() as u64);
             }

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use crate::host::HostPaths;
 use crate::hostfs::{self, entries};
+use crate::node::Node;
 
 /// One open descriptor of a deleted file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,10 +42,11 @@ pub fn deleted_target(link: &str) -> Option<&str> {
 /// Scans every process's descriptors for deleted files on one of `devs` (the processes and
 /// their `comm` from the shared process table). The disk collector calls it only for
 /// filesystems that need attention (judged at warning or worse by their usage alone).
-pub fn scan(host: &HostPaths, devs: &HashSet<u64>) -> Result<Scan, crate::ReadError> {
+pub fn scan(node: &Node, devs: &HashSet<u64>) -> Result<Scan, crate::ReadError> {
+    let host = node.host();
     let mut out = Scan::default();
     let mut seen: HashSet<(u64, u64)> = HashSet::new();
-    let snap = host.processes().snapshot("disk/deleted")?;
+    let snap = node.processes().snapshot("disk/deleted")?;
     for proc in &snap.procs {
         let p = proc.pid;
         let fd_dir = host.proc_pid(p).join("fd");

@@ -4,9 +4,9 @@
 //! ContainerCreating and Terminating sections, are in `collectors/rules/disk.toml`.
 
 use crate::finding::Severity;
+use crate::node::discover::{Daemons, Role};
 use crate::rules::template::human_bytes;
 use crate::rules::{Draft, Item};
-use crate::runtime::discover::{Daemons, Role};
 use crate::runtime::docker::DaemonConfig;
 use crate::runtime::kubelet::{Settings, Threshold};
 use crate::sys::statvfs::FsUsage;

@@ -25,10 +25,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::collector::{CollectContext, Collection, Collector, Status, TransitionLog};
-use crate::host::HostPaths;
 use crate::metric::Metric;
+use crate::node::discover::{self, Discovery, Locations, Role};
+use crate::node::Node;
 use crate::proc::mountinfo::{self, Mount};
-use crate::runtime::discover::{self, Discovery, Locations, Role};
 use crate::sys::statvfs::{self, FsUsage, StatFsFn};
 
 pub use judge::{DiskSample, DockerSample, FsSample, RoleDir, Thresholds};
@@ -68,7 +68,7 @@ impl Default for DiskConfig {
 
 /// The disk collector. See the module documentation.
 pub struct DiskCollector {
-    host: HostPaths,
+    node: Node,
     config: DiskConfig,
     statfs: Box<StatFsFn>,
     walkers: BTreeMap<PathBuf, walk::Walker>,
@@ -85,9 +85,9 @@ pub struct DiskCollector {
 type Placed = (String, u64, Option<(Mount, String)>);
 
 impl DiskCollector {
-    pub fn new(host: HostPaths, config: DiskConfig) -> Self {
+    pub fn new(node: Node, config: DiskConfig) -> Self {
         DiskCollector {
-            host,
+            node,
             config,
             statfs: Box::new(statvfs::usage),
             walkers: BTreeMap::new(),
@@ -119,7 +119,7 @@ impl DiskCollector {
     }
 
     fn discover(&self) -> Discovery {
-        discover::discover(&self.host, &self.config.runtime, "disk/discover")
+        discover::discover(&self.node, &self.config.runtime, "disk/discover")
     }
 
     /// The mount containing a directory: by the host's view of the path when its device
@@ -136,10 +136,11 @@ impl DiskCollector {
         if let Some(m) = hv.filter(|m| m.dev() == dev) {
             return Some((m, m.mount_point.to_string_lossy().into_owned()));
         }
-        if !self.host.is_identity() {
+        if !self.node.host().is_identity() {
             if let Some(m) = mountinfo::containing(mounts, agent_path).filter(|m| m.dev() == dev) {
                 let mp = self
-                    .host
+                    .node
+                    .host()
                     .host_side(&m.mount_point)
                     .unwrap_or_else(|| m.mount_point.clone());
                 return Some((m, mp.to_string_lossy().into_owned()));
@@ -157,10 +158,10 @@ impl DiskCollector {
         if disc.dirs.is_empty() {
             return Err(format!(
                 "no container runtime or kubelet directory under {}: looked for the docker data/exec roots, the containerd root/state and the kubelet root dir",
-                self.host.root().display()
+                self.node.host().root().display()
             ));
         }
-        let mounts = match mountinfo::read(&self.host, 1) {
+        let mounts = match mountinfo::read(self.node.host(), 1) {
             Ok(m) => m,
             Err(e) => {
                 notes.push(format!(
@@ -235,7 +236,7 @@ impl DiskCollector {
                 log_dirs.push((agent.join("containers"), true));
             }
         }
-        let pods = self.host.resolve(&self.config.pod_log_dir);
+        let pods = self.node.host().resolve(&self.config.pod_log_dir);
         if pods.is_dir() {
             log_dirs.push((pods, false));
         }
@@ -250,7 +251,11 @@ impl DiskCollector {
             } else {
                 logs::list_cri(dir, &mut found);
             }
-            let host_dir = self.host.host_side(dir).unwrap_or_else(|| dir.clone());
+            let host_dir = self
+                .node
+                .host()
+                .host_side(dir)
+                .unwrap_or_else(|| dir.clone());
             let key = key_of(self, &host_dir, dir)
                 .map(|k| k.0)
                 .unwrap_or_default();
@@ -361,7 +366,7 @@ impl DiskCollector {
                 .iter()
                 .filter_map(|k| groups.get(k).map(|g| g.dev))
                 .collect();
-            match deleted::scan(&self.host, &devs) {
+            match deleted::scan(&self.node, &devs) {
                 Ok(scan) => {
                     if scan.denied > 0 {
                         notes.push(format!(
@@ -385,7 +390,7 @@ impl DiskCollector {
         }
 
         // The paths the findings print are the host's.
-        let host = &self.host;
+        let host = self.node.host();
         let host_side = |l: &mut logs::LogFile| {
             if let Some(p) = host.host_side(&l.path) {
                 l.path = p;

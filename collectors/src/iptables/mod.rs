@@ -23,10 +23,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::collector::{CollectContext, Collection, Collector, Status, TransitionLog};
-use crate::host::HostPaths;
+use crate::node::processes::Proc;
+use crate::node::Node;
 use crate::pods::{PodDirectory, PodsConfig};
 use crate::proc::ns;
-use crate::proc::table::Proc;
 
 pub use judge::{Sample, Thresholds};
 
@@ -128,7 +128,7 @@ pub fn is_iptables_user(name: &str, patterns: &[String]) -> bool {
 /// The `iptables` collector. Construction starts the lock sampler thread; dropping the
 /// collector stops it.
 pub struct IptablesCollector {
-    host: HostPaths,
+    node: Node,
     config: IptablesConfig,
     sampler: Option<Sampler>,
     /// Used only when the sampler thread could not be started: one sample per collection.
@@ -149,7 +149,8 @@ pub struct IptablesCollector {
 pub const MOUNT_SCAN_REUSE: Duration = Duration::from_secs(5);
 
 impl IptablesCollector {
-    pub fn new(host: HostPaths, config: IptablesConfig) -> Self {
+    pub fn new(node: Node, config: IptablesConfig) -> Self {
+        let host = node.host().clone();
         let lock = host.resolve(&config.lock_path);
         let legacy = backend::legacy_use(&host, config.reference_pid);
         let options = SamplerOptions {
@@ -172,7 +173,7 @@ impl IptablesCollector {
             }
         };
         let pods = PodDirectory::new(
-            host.clone(),
+            host,
             PodsConfig {
                 pod_log_dir: config.pod_log_dir.clone(),
                 docker_roots: vec![config.docker_dir.clone()],
@@ -180,7 +181,7 @@ impl IptablesCollector {
             },
         );
         IptablesCollector {
-            host,
+            node,
             config,
             sampler,
             fallback,
@@ -192,7 +193,7 @@ impl IptablesCollector {
     }
 
     fn lock_agent_path(&self) -> PathBuf {
-        self.host.resolve(&self.config.lock_path)
+        self.node.host().resolve(&self.config.lock_path)
     }
 
     fn window(&mut self) -> Window {
@@ -203,7 +204,7 @@ impl IptablesCollector {
         let tr = self
             .fallback
             .get_or_insert_with(|| Tracker::new(Instant::now()));
-        sampler::sample_once(&self.host, &path, tr);
+        sampler::sample_once(self.node.host(), &path, tr);
         tr.drain(Instant::now())
     }
 
@@ -226,14 +227,14 @@ impl IptablesCollector {
     /// Processes in the host network namespace, in their own mount namespace, that run
     /// iptables and do not see the host's lock file at the lock path.
     fn mount_gaps(&self, host_lock: Option<LockId>) -> Result<MountScan, String> {
-        let host = &self.host;
+        let host = self.node.host();
         let r = self.config.reference_pid;
         let hint = "node-doctor needs hostPID and CAP_SYS_PTRACE to compare namespaces";
         let host_net = ns::inode(host, r, "net")
             .ok_or_else(|| format!("cannot read /proc/{r}/ns/net ({hint})"))?;
         let host_mnt = ns::inode(host, r, "mnt")
             .ok_or_else(|| format!("cannot read /proc/{r}/ns/mnt ({hint})"))?;
-        let procs = host.processes();
+        let procs = self.node.processes();
         // An iptables user by its `comm` (from the `stat` the table read); only a multi-call
         // binary (busybox, xtables-*-multi, whose `comm` is not the command it runs) has its
         // first argument read.
@@ -302,12 +303,12 @@ impl IptablesCollector {
 
     fn backend_facts(&self) -> BackendFacts {
         BackendFacts {
-            legacy_tables: backend::legacy_tables(&self.host, self.config.reference_pid),
+            legacy_tables: backend::legacy_tables(self.node.host(), self.config.reference_pid),
             binary: self
                 .config
                 .iptables_binaries
                 .iter()
-                .find_map(|p| backend::binary_backend(&self.host, p)),
+                .find_map(|p| backend::binary_backend(self.node.host(), p)),
         }
     }
 }
@@ -353,15 +354,16 @@ impl IptablesCollector {
         let host_lock = LockId::of_path(&self.lock_agent_path()).ok();
         // Only a legacy iptables user takes the lock: with no legacy table in the host's
         // network namespace nobody can miss it, and no process is looked at.
-        let mut gaps =
-            if backend::legacy_use(&self.host, self.config.reference_pid).lock_users_possible() {
-                self.recent_mount_gaps(host_lock)
-            } else {
-                Ok(MountScan {
-                    gaps: Vec::new(),
-                    unreadable: Vec::new(),
-                })
-            };
+        let mut gaps = if backend::legacy_use(self.node.host(), self.config.reference_pid)
+            .lock_users_possible()
+        {
+            self.recent_mount_gaps(host_lock)
+        } else {
+            Ok(MountScan {
+                gaps: Vec::new(),
+                unreadable: Vec::new(),
+            })
+        };
         // Name the pods of the processes found (namespace/name), from the shared pod index.
         let gap_procs = gaps
             .iter_mut()
@@ -402,7 +404,7 @@ impl IptablesCollector {
             recent_seconds: i64::try_from(self.config.log_recent.as_secs()).unwrap_or(i64::MAX),
         };
         let now = unix_now();
-        let report = self.logs.scan(&self.host, &limits, now);
+        let report = self.logs.scan(self.node.host(), &limits, now);
         if !report.errors.is_empty() {
             status = status.worst(Status::Degraded(format!(
                 "cannot read kube-proxy logs: {}",

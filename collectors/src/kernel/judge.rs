@@ -8,10 +8,10 @@ use crate::kernel::fs_error::FsErrorKind;
 use crate::kernel::oom::OomKind;
 use crate::kernel::tasks::{sysctl_name, PID_MAX, THREADS_MAX};
 use crate::kmsg::decay::{self, Phase};
+use crate::node::discover::Daemons;
 use crate::pods::PodNames;
 use crate::proc::cgroup::QosClass;
 use crate::rules::{Draft, Item};
-use crate::runtime::discover::Daemons;
 
 /// Thresholds of the kernel rules.
 #[derive(Debug, Clone, PartialEq)]

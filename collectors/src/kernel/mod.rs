@@ -36,10 +36,11 @@ use crate::finding::Finding;
 use crate::host::HostPaths;
 use crate::kmsg::{KmsgConfig, KmsgReader};
 use crate::metric::Metric;
+use crate::node::discover::{self, Locations};
+use crate::node::Node;
 use crate::pods::{PodDirectory, PodsConfig};
 use crate::proc::cgroup::{self, PodRef};
 use crate::proc::{meminfo, mountinfo, netstat};
-use crate::runtime::discover::{self, Locations};
 use crate::sys::statvfs::{self, FsUsage, StatFsFn};
 
 pub use judge::{
@@ -147,7 +148,7 @@ struct Totals {
 
 /// The kernel collector. See the module documentation.
 pub struct KernelCollector {
-    host: HostPaths,
+    node: Node,
     config: KernelConfig,
     kmsg: KmsgReader,
     statfs: Box<StatFsFn>,
@@ -170,11 +171,11 @@ pub struct KernelCollector {
 }
 
 impl KernelCollector {
-    pub fn new(host: HostPaths, config: KernelConfig) -> Self {
-        let kmsg = KmsgReader::new(&host, config.kmsg.clone());
-        let pods = PodDirectory::new(host.clone(), config.pods.clone());
+    pub fn new(node: Node, config: KernelConfig) -> Self {
+        let kmsg = node.kmsg_reader(config.kmsg.clone());
+        let pods = PodDirectory::new(node.host().clone(), config.pods.clone());
         KernelCollector {
-            host,
+            node,
             config,
             kmsg,
             statfs: Box::new(statvfs::usage),
@@ -426,13 +427,15 @@ impl KernelCollector {
             let mut known = true;
             s.blocked_now = None;
             for &pid in s.pids.iter().rev() {
-                match crate::proc::pid::stat(&self.host, pid) {
+                match crate::proc::pid::stat(self.node.host(), pid) {
                     Some(st) if st.state == 'D' && st.comm == *comm => {
                         s.blocked_now = Some(pid);
                         break;
                     }
                     Some(_) => {}
-                    None if crate::proc::pid::exists(&self.host.proc_pid(pid)) => known = false,
+                    None if crate::proc::pid::exists(&self.node.host().proc_pid(pid)) => {
+                        known = false
+                    }
                     None => {}
                 }
             }
@@ -464,7 +467,7 @@ impl KernelCollector {
     ) -> Vec<FsErrorGroup> {
         let mut out = Vec::new();
         for (dev, s) in self.fs.iter_mut() {
-            let mount = mount_of_device(&self.host, mounts, dev);
+            let mount = mount_of_device(self.node.host(), mounts, dev);
             let roles = match mount {
                 Some(m) => dirs
                     .iter()
@@ -480,10 +483,10 @@ impl KernelCollector {
             let is_xfs = mount.is_some_and(|m| m.fstype == "xfs");
             let shut_down_now = mount
                 .filter(|_| is_xfs)
-                .and_then(|m| shut_down(&self.host, &*self.probe, m));
+                .and_then(|m| shut_down(self.node.host(), &*self.probe, m));
             let errors_count_now = mount
                 .filter(|m| m.fstype == "ext4")
-                .and_then(|_| ext4_errors_count(&self.host, dev));
+                .and_then(|_| ext4_errors_count(self.node.host(), dev));
             s.stops_writes_now = read_only_now == Some(true) || shut_down_now == Some(true);
             out.push(FsErrorGroup {
                 device: dev.clone(),
@@ -504,7 +507,7 @@ impl KernelCollector {
     /// Listen-queue counter deltas since the previous call (none at the first). The SYN
     /// backlog sysctls come with them only when they are the host's (`host_netns`).
     fn listen_delta(&mut self, status: &mut Status, host_netns: HostNetns) -> Option<ListenDelta> {
-        let path = netstat::path(&self.host, 1);
+        let path = netstat::path(self.node.host(), 1);
         let counters = match netstat::read(&path) {
             Ok(n) => netstat::listen_counters(&n)?,
             Err(e) => {
@@ -526,9 +529,9 @@ impl KernelCollector {
             listen_overflows: d(counters.listen_overflows, prev.listen_overflows),
             backlog_drop: d(counters.backlog_drop, prev.backlog_drop),
             interval_seconds: now.duration_since(then).as_secs_f64(),
-            somaxconn: tasks::net_sysctl(&self.host, host_netns, "net/core/somaxconn"),
+            somaxconn: tasks::net_sysctl(self.node.host(), host_netns, "net/core/somaxconn"),
             tcp_max_syn_backlog: tasks::net_sysctl(
-                &self.host,
+                self.node.host(),
                 host_netns,
                 "net/ipv4/tcp_max_syn_backlog",
             ),
@@ -625,7 +628,7 @@ impl KernelCollector {
     /// says what could not be read.
     fn sample(&mut self, host_netns: HostNetns) -> (KernelSample, Status) {
         let mut status = self.read_kernel_log();
-        let host = self.host.clone();
+        let host = self.node.host().clone();
 
         // Tiny limits (and the pods on the node): a bounded walk of the kubepods tree.
         let th = self.config.thresholds.tiny_limit_bytes;
@@ -654,7 +657,7 @@ impl KernelCollector {
         self.daemons = discover::Daemons::default();
         if !self.hung.is_empty() || !self.fs.is_empty() {
             // Runtime/kubelet directories: only when a hung task or a filesystem error needs them.
-            let disc = discover::discover(&host, &self.config.runtime, "kernel/discover");
+            let disc = discover::discover(&self.node, &self.config.runtime, "kernel/discover");
             self.daemons = disc.daemons;
             let dirs: Vec<(&'static str, String)> = disc
                 .dirs

@@ -80,9 +80,9 @@ impl Hub {
     }
 }
 
-/// The hubs of one host, by reader configuration (what [`crate::HostPaths`] holds).
+/// The hubs of one host, by reader configuration (what [`crate::node::Node`] holds).
 #[derive(Default)]
-pub(crate) struct Hubs {
+pub struct Hubs {
     hubs: Mutex<Vec<(KmsgConfig, Weak<Mutex<Hub>>)>>,
 }
 
@@ -153,10 +153,11 @@ impl std::fmt::Debug for KmsgReader {
 }
 
 impl KmsgReader {
-    /// A reader of `<root>/dev/kmsg`. Nothing is opened until the first [`Self::read_new`] of
-    /// a reader of this host.
-    pub fn new(host: &HostPaths, config: KmsgConfig) -> KmsgReader {
-        let hub = host.kmsg_hubs().hub(host, &config);
+    /// A reader of `<root>/dev/kmsg` sharing the device with the other readers of `hubs` made
+    /// before their first read ([`crate::node::Node::kmsg_reader`]). Nothing is opened until
+    /// the first [`Self::read_new`].
+    pub(crate) fn new(host: &HostPaths, hubs: &Hubs, config: KmsgConfig) -> KmsgReader {
+        let hub = hubs.hub(host, &config);
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let path = {
             let mut h = lock(&hub);
@@ -175,6 +176,11 @@ impl KmsgReader {
             records_total: 0,
             dropped_total: 0,
         }
+    }
+
+    /// A reader of `<root>/dev/kmsg` of its own, sharing nothing (a bench, a one-off read).
+    pub fn alone(host: &HostPaths, config: KmsgConfig) -> KmsgReader {
+        KmsgReader::new(host, &Hubs::default(), config)
     }
 
     /// The agent-side path read.
@@ -276,14 +282,15 @@ impl Drop for KmsgReader {
 mod tests {
     use super::*;
 
-    fn host_with(lines: &[String]) -> (tempfile::TempDir, HostPaths) {
+    /// A node whose kernel log holds `lines`.
+    fn host_with(lines: &[String]) -> (tempfile::TempDir, crate::node::Node) {
         let t = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(t.path().join("dev")).unwrap();
         std::fs::create_dir_all(t.path().join("proc")).unwrap();
         std::fs::write(t.path().join("proc/uptime"), "100.00 1.00\n").unwrap();
         std::fs::write(t.path().join("dev/kmsg"), lines.concat()).unwrap();
-        let h = HostPaths::new(t.path());
-        (t, h)
+        let node = crate::node::Node::new(HostPaths::new(t.path()));
+        (t, node)
     }
 
     fn line(seq: u64, msg: &str) -> String {
@@ -308,10 +315,10 @@ mod tests {
     #[test]
     fn readers_of_one_host_each_see_every_record_once() {
         let lines: Vec<String> = (1..=3).map(|i| line(i, &format!("m{i}"))).collect();
-        let (t, h) = host_with(&lines);
-        let mut a = KmsgReader::new(&h, KmsgConfig::default());
-        let mut b = KmsgReader::new(&h.clone(), KmsgConfig::default());
-        let mut c = KmsgReader::new(&h, KmsgConfig::default());
+        let (t, node) = host_with(&lines);
+        let mut a = node.kmsg_reader(KmsgConfig::default());
+        let mut b = node.kmsg_reader(KmsgConfig::default());
+        let mut c = node.kmsg_reader(KmsgConfig::default());
         assert!(Arc::ptr_eq(&a.hub, &b.hub) && Arc::ptr_eq(&b.hub, &c.hub));
         assert_eq!(messages(&a.read_new()), ["m1", "m2", "m3"]);
         append(&t, &line(4, "m4"));
@@ -323,7 +330,7 @@ mod tests {
         assert!(lock(&a.hub).records.is_empty());
         assert_eq!(a.records_total(), 4);
         // A reader made after the first read has a hub of its own, from its lookback.
-        let mut late = KmsgReader::new(&h, KmsgConfig::default());
+        let mut late = node.kmsg_reader(KmsgConfig::default());
         assert!(!Arc::ptr_eq(&late.hub, &a.hub));
         assert_eq!(messages(&late.read_new()), ["m1", "m2", "m3", "m4"]);
         // A dropped reader holds nothing back.
@@ -339,13 +346,13 @@ mod tests {
     #[test]
     fn a_reader_far_behind_counts_what_was_let_go() {
         let lines: Vec<String> = (1..=10).map(|i| line(i, &format!("m{i}"))).collect();
-        let (_t, h) = host_with(&lines);
+        let (_t, node) = host_with(&lines);
         let cfg = KmsgConfig {
             max_records_per_cycle: 2,
             ..KmsgConfig::default()
         };
-        let mut fast = KmsgReader::new(&h, cfg.clone());
-        let mut slow = KmsgReader::new(&h, cfg);
+        let mut fast = node.kmsg_reader(cfg.clone());
+        let mut slow = node.kmsg_reader(cfg);
         for _ in 0..5 {
             assert_eq!(fast.read_new().records.len(), 2);
         }
@@ -360,15 +367,12 @@ mod tests {
     /// Readers with another configuration (lookback, bounds) do not share.
     #[test]
     fn other_configurations_read_on_their_own() {
-        let (_t, h) = host_with(&[line(1, "m1")]);
-        let a = KmsgReader::new(&h, KmsgConfig::default());
-        let b = KmsgReader::new(
-            &h,
-            KmsgConfig {
-                max_records_per_cycle: 7,
-                ..KmsgConfig::default()
-            },
-        );
+        let (_t, node) = host_with(&[line(1, "m1")]);
+        let a = node.kmsg_reader(KmsgConfig::default());
+        let b = node.kmsg_reader(KmsgConfig {
+            max_records_per_cycle: 7,
+            ..KmsgConfig::default()
+        });
         assert!(!Arc::ptr_eq(&a.hub, &b.hub));
     }
 }

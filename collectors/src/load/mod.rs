@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 
 use crate::collector::{CollectContext, Collection, Collector, Status, TransitionLog};
 use crate::host::HostPaths;
+use crate::node::Node;
 use crate::pods::{PodDirectory, PodsConfig};
 use crate::proc::delayacct;
 use crate::proc::diskstats::{self, DiskStat};
@@ -110,7 +111,7 @@ struct SystemSample {
 }
 
 pub struct LoadCollector {
-    host: HostPaths,
+    node: Node,
     config: LoadConfig,
     started: Instant,
     previous: Option<SystemSample>,
@@ -135,10 +136,10 @@ pub struct LoadCollector {
 }
 
 impl LoadCollector {
-    pub fn new(host: HostPaths, config: LoadConfig) -> Self {
-        let pods = PodDirectory::new(host.clone(), config.pods.clone());
+    pub fn new(node: Node, config: LoadConfig) -> Self {
+        let pods = PodDirectory::new(node.host().clone(), config.pods.clone());
         LoadCollector {
-            host,
+            node,
             config,
             started: Instant::now(),
             previous: None,
@@ -212,7 +213,7 @@ impl LoadCollector {
     /// unavailable).
     fn sample(&mut self) -> Result<(Sample, Status), String> {
         let mut degraded: Vec<String> = Vec::new();
-        let stat = match stat::read(&self.host.proc_file("stat")) {
+        let stat = match stat::read(&self.node.host().proc_file("stat")) {
             Ok(s) => s,
             Err(e) => {
                 return Err(format!(
@@ -220,11 +221,11 @@ impl LoadCollector {
                 ))
             }
         };
-        let load = match loadavg::read(&self.host.proc_file("loadavg")) {
+        let load = match loadavg::read(&self.node.host().proc_file("loadavg")) {
             Ok(l) => l,
             Err(e) => return Err(e.to_string()),
         };
-        let uptime_seconds = match uptime::read(&self.host) {
+        let uptime_seconds = match uptime::read(self.node.host()) {
             Ok(u) => u.since_boot.as_secs_f64(),
             Err(e) => {
                 degraded.push(format!("{e}; timing windows with the agent's clock"));
@@ -239,7 +240,7 @@ impl LoadCollector {
             }
             _ => uptime_seconds,
         };
-        let cpus = match cpu_online::read(&self.host) {
+        let cpus = match cpu_online::read(self.node.host()) {
             Ok(v) if !v.is_empty() => v.len() as u32,
             other => {
                 if let Err(e) = other {
@@ -248,7 +249,7 @@ impl LoadCollector {
                 stat.cpus.len().max(1) as u32
             }
         };
-        let disks = match diskstats::read(&self.host.proc_file("diskstats")) {
+        let disks = match diskstats::read(&self.node.host().proc_file("diskstats")) {
             Ok(d) => d,
             Err(e) => {
                 degraded.push(e.to_string());
@@ -261,7 +262,7 @@ impl LoadCollector {
             ("io", &mut pressures.io),
             ("memory", &mut pressures.memory),
         ] {
-            match pressure::read(&self.host.proc_file("pressure").join(res)) {
+            match pressure::read(&self.node.host().proc_file("pressure").join(res)) {
                 Ok(p) => *slot = p,
                 Err(e) => degraded.push(e.to_string()),
             }
@@ -282,7 +283,7 @@ impl LoadCollector {
                         Some((*n, CpuPercent::between(before, now)?))
                     })
                     .collect();
-                let disk_rates = disk_windows(&self.host, &prev.disks, &disks, elapsed);
+                let disk_rates = disk_windows(self.node.host(), &prev.disks, &disks, elapsed);
                 window_parts = Some((elapsed, prev.load1, cpu, per_cpu, disk_rates));
             }
         }
@@ -307,7 +308,7 @@ impl LoadCollector {
         let mut detail = None;
         self.catch_up_span = None;
         if let Some(reason) = reason {
-            let delayacct = match delayacct::read(&self.host) {
+            let delayacct = match delayacct::read(self.node.host()) {
                 Ok(d) => d.is_on(),
                 Err(e) => {
                     degraded.push(format!(
@@ -352,7 +353,7 @@ impl LoadCollector {
                     max_candidates: self.config.io_wait_max_candidates,
                 };
                 culprits = processes::culprits(
-                    &self.host,
+                    self.node.host(),
                     procs,
                     *span,
                     &self.config,
@@ -450,12 +451,12 @@ impl LoadCollector {
     /// added up when delay accounting is on.
     fn pass(&mut self, now: f64, delayacct: bool, pids: Option<&[u32]>) -> processes::ProcSample {
         let mut procs = match pids {
-            Some(p) => self.tracker.sample_pids(&self.host, now, p),
-            None => self.tracker.sample(&self.host, now),
+            Some(p) => self.tracker.sample_pids(self.node.host(), now, p),
+            None => self.tracker.sample(self.node.host(), now),
         };
         if delayacct {
             self.tracker
-                .sum_threads(&self.host, &mut procs, self.config.max_thread_reads);
+                .sum_threads(self.node.host(), &mut procs, self.config.max_thread_reads);
         }
         procs
     }
@@ -568,14 +569,14 @@ impl LoadCollector {
         wait: Option<Duration>,
         procs_blocked: u64,
     ) -> Option<Plan> {
-        let Some(layout) = cgroup_io::detect(&self.host) else {
+        let Some(layout) = cgroup_io::detect(self.node.host()) else {
             self.cgroup_previous = None;
             return Some(Plan::All(Fallback::Unavailable(
                 "no cgroup IO or CPU counters under /sys/fs/cgroup".into(),
             )));
         };
         let read = |host: &HostPaths, at: f64| cgroups::read(host, &layout, floors.limits, at);
-        let mut current = match read(&self.host, now) {
+        let mut current = match read(self.node.host(), now) {
             Ok(r) => r,
             Err(e) => {
                 self.cgroup_previous = None;
@@ -594,7 +595,7 @@ impl LoadCollector {
                 std::thread::sleep(wait);
                 self.catch_up_span = Some(wait);
                 let later = current.at + t.elapsed().as_secs_f64().max(1e-3);
-                match read(&self.host, later) {
+                match read(self.node.host(), later) {
                     Ok(r) => std::mem::replace(&mut current, r),
                     Err(e) => return Some(Plan::All(Fallback::Unavailable(e))),
                 }
@@ -612,7 +613,7 @@ impl LoadCollector {
             reason,
             Reason::Load | Reason::CpuBusy | Reason::PsiSome | Reason::FindingReported
         );
-        let host = &self.host;
+        let host = self.node.host();
         let plan = cgroups::decide(&before, &current, cpu, procs_blocked, name, floors, &|n| {
             block::kind(host, n)
         });

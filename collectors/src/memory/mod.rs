@@ -18,9 +18,9 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use crate::collector::{CollectContext, Collection, Collector, Status, TransitionLog};
-use crate::host::HostPaths;
 use crate::kmsg::{KmsgConfig, KmsgReader};
 use crate::metric::Metric;
+use crate::node::Node;
 use crate::proc::{buddyinfo, meminfo, vmstat};
 
 pub use judge::{CompactionDelta, FailureGroup, MemorySample, Thresholds};
@@ -41,8 +41,6 @@ pub struct MemoryConfig {
     pub kmsg: KmsgConfig,
     /// At most this many (task, order) failure groups are remembered; the stalest go first.
     pub max_failure_groups: usize,
-    /// Page size of the host; `None` = this machine's (`sysconf(PAGE_SIZE)`, same kernel).
-    pub page_size_bytes: Option<u64>,
 }
 
 impl Default for MemoryConfig {
@@ -51,7 +49,6 @@ impl Default for MemoryConfig {
             thresholds: Thresholds::default(),
             kmsg: KmsgConfig::default(),
             max_failure_groups: 256,
-            page_size_bytes: None,
         }
     }
 }
@@ -67,7 +64,7 @@ struct FailureStat {
 
 /// Samples memory state each cycle and reads new kernel log records.
 pub struct MemoryCollector {
-    host: HostPaths,
+    node: Node,
     config: MemoryConfig,
     kmsg: KmsgReader,
     page_size_bytes: u64,
@@ -83,11 +80,11 @@ pub struct MemoryCollector {
 }
 
 impl MemoryCollector {
-    pub fn new(host: HostPaths, config: MemoryConfig) -> Self {
-        let page_size_bytes = config.page_size_bytes.unwrap_or_else(system_page_size);
-        let kmsg = KmsgReader::new(&host, config.kmsg.clone());
+    pub fn new(node: Node, config: MemoryConfig) -> Self {
+        let page_size_bytes = node.facts().page_size;
+        let kmsg = node.kmsg_reader(config.kmsg.clone());
         MemoryCollector {
-            host,
+            node,
             config,
             kmsg,
             page_size_bytes,
@@ -194,7 +191,7 @@ impl MemoryCollector {
     /// Reads everything the rules look at; the status says what could not be read.
     fn sample(&mut self) -> (MemorySample, Status) {
         let mut status = Status::Ok;
-        let zones = match buddyinfo::read(&self.host) {
+        let zones = match buddyinfo::read(self.node.host()) {
             Ok(b) => b.zones,
             Err(e) => {
                 status = status.worst(Status::Degraded(format!(
@@ -203,14 +200,14 @@ impl MemoryCollector {
                 Vec::new()
             }
         };
-        let mem = match meminfo::read(&self.host) {
+        let mem = match meminfo::read(self.node.host()) {
             Ok(m) => Some(m),
             Err(e) => {
                 status = status.worst(Status::Degraded(format!("{e}; exhaustion is not judged")));
                 None
             }
         };
-        let compaction = match vmstat::read(&self.host) {
+        let compaction = match vmstat::read(self.node.host()) {
             Ok(vm) => self.compaction(&vm),
             Err(_) => None,
         };
@@ -315,13 +312,6 @@ impl Collector for MemoryCollector {
         };
         self.transitions.observe(&c);
         c
-    }
-}
-
-fn system_page_size() -> u64 {
-    match nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE) {
-        Ok(Some(n)) if n > 0 => n as u64,
-        _ => 4096,
     }
 }
 

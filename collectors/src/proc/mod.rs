@@ -12,7 +12,6 @@
 
 pub mod buddyinfo;
 pub mod cgroup;
-pub mod daemons;
 pub mod delayacct;
 pub mod diskstats;
 pub mod loadavg;
@@ -30,7 +29,6 @@ pub mod pid_io;
 pub mod pressure;
 pub mod snmp;
 pub mod stat;
-pub mod table;
 pub mod uptime;
 pub mod vmstat;
 

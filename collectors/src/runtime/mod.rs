@@ -4,8 +4,6 @@
 //! - [`docker`]: `/etc/docker/daemon.json` and a container's `config.v2.json` labels;
 //! - [`containerd`]: `root` / `state` of `/etc/containerd/config.toml`;
 //! - [`kubelet`]: the running kubelet's flags and its config file (YAML or JSON);
-//! - [`discover`]: all of the above together: which runtime and kubelet directories this host
-//!   has, by role;
 //! - [`health`]: the `runtime` collector (container runtime and kubelet health), built on
 //!   the readers above.
 //!
@@ -14,7 +12,6 @@
 //! [`HostPaths`]: crate::HostPaths
 
 pub mod containerd;
-pub mod discover;
 pub mod docker;
 pub mod health;
 pub mod kubelet;
@@ -39,40 +36,6 @@ pub fn flag_value(args: &[String], name: &str) -> Option<String> {
         i += 1;
     }
     found
-}
-
-/// Finds the first running process whose `comm` is `name` and returns its pid and arguments,
-/// from the shared process table ([`crate::HostPaths::processes`]; `caller` names the call
-/// site). `None` when no such process runs (or `/proc` is unreadable).
-pub fn find_process(
-    host: &crate::HostPaths,
-    caller: &'static str,
-    name: &str,
-) -> Option<(u32, Vec<String>)> {
-    find_processes(host, caller, &[name]).ok()?.remove(name)
-}
-
-/// The first running process of each `comm` in `names` (pid and arguments), from the shared
-/// process table: no file is read for the processes of other names, and each one returned is
-/// confirmed by one read of its `stat` (its arguments are remembered per pid and start time).
-/// A process whose arguments cannot be read (it exited meanwhile) is skipped. An error when
-/// `<root>/proc` cannot be listed.
-pub fn find_processes(
-    host: &crate::HostPaths,
-    caller: &'static str,
-    names: &[&str],
-) -> Result<std::collections::HashMap<String, (u32, Vec<String>)>, crate::ReadError> {
-    let procs = host.processes();
-    let mut out = std::collections::HashMap::new();
-    for p in procs.named(caller, names)? {
-        if out.contains_key(&*p.comm) {
-            continue;
-        }
-        if let Some(args) = procs.args(&p) {
-            out.insert(p.comm.to_string(), (p.pid, args.to_vec()));
-        }
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

@@ -116,7 +116,7 @@ fn insert_failed_rising_between_samples_is_the_dns_race() {
         "/proc/1/net/stat/nf_conntrack",
         stat_6_18(3000, 40, 100, 102),
     );
-    let mut c = ConntrackCollector::new(h.host(), ConntrackConfig::default());
+    let mut c = ConntrackCollector::new(h.node(), ConntrackConfig::default());
     let first = crate::support::collect(&mut c, &ctx());
     assert_eq!(first.status, Status::Ok);
     assert!(
@@ -186,7 +186,7 @@ fn sustained_races_turn_critical_and_stop_when_counters_stop() {
         },
         ..ConntrackConfig::default()
     };
-    let mut c = ConntrackCollector::new(h.host(), cfg);
+    let mut c = ConntrackCollector::new(h.node(), cfg);
     let mut failed = 100;
     h.write(
         "/proc/1/net/stat/nf_conntrack",
@@ -230,7 +230,7 @@ fn sustained_races_turn_critical_and_stop_when_counters_stop() {
 fn no_change_between_samples_gives_nothing() {
     let h = node("10.96.0.10", UDP_STUB_ONLY);
     h.write("/proc/1/net/stat/nf_conntrack", stat_6_18(3000, 40, 100, 2));
-    let mut c = ConntrackCollector::new(h.host(), ConntrackConfig::default());
+    let mut c = ConntrackCollector::new(h.node(), ConntrackConfig::default());
     crate::support::collect(&mut c, &ctx());
     let second = crate::support::collect(&mut c, &ctx());
     assert_eq!(second.status, Status::Ok);
@@ -242,7 +242,7 @@ fn table_at_92_percent_is_critical_with_the_sysctl_command() {
     let h = node("10.96.0.10", UDP_STUB_ONLY);
     // 60293 / 65536 = 92.0 %.
     h.write("/proc/1/net/stat/nf_conntrack", stat_6_18(60293, 0, 0, 0));
-    let mut c = ConntrackCollector::new(h.host(), ConntrackConfig::default());
+    let mut c = ConntrackCollector::new(h.node(), ConntrackConfig::default());
     let got = crate::support::collect(&mut c, &ctx());
     let f = find(&got, "conntrack.table_full").expect("table finding");
     assert_eq!(f.severity, Severity::Critical);
@@ -286,7 +286,7 @@ fn table_at_92_percent_is_critical_with_the_sysctl_command() {
 fn table_at_80_percent_warns_and_below_75_is_quiet() {
     let h = node("10.96.0.10", UDP_STUB_ONLY);
     h.write("/proc/1/net/stat/nf_conntrack", stat_6_18(52429, 0, 0, 0));
-    let mut c = ConntrackCollector::new(h.host(), ConntrackConfig::default());
+    let mut c = ConntrackCollector::new(h.node(), ConntrackConfig::default());
     let got = crate::support::collect(&mut c, &ctx());
     let f = find(&got, "conntrack.table_full").expect("table finding");
     assert_eq!(f.severity, Severity::Warning);
@@ -312,7 +312,7 @@ fn table_full_kernel_messages_decay_with_their_age() {
          4,9002,4990000100,-;nf_conntrack: nf_conntrack: table full, dropping packet\n\
          6,9003,4990000200,-;eth0: link up\n",
     );
-    let mut c = ConntrackCollector::new(h.host(), ConntrackConfig::default());
+    let mut c = ConntrackCollector::new(h.node(), ConntrackConfig::default());
     let mut at = |uptime: f64| {
         h.write("/proc/uptime", format!("{uptime:.2} 9000.00\n"));
         let got = crate::support::collect(&mut c, &ctx());
@@ -375,7 +375,7 @@ fn a_full_table_is_table_full_not_insert_races() {
         "/dev/kmsg",
         "4,9001,4999000000,-;nf_conntrack: nf_conntrack: table full, dropping packet\n",
     );
-    let mut c = ConntrackCollector::new(h.host(), ConntrackConfig::default());
+    let mut c = ConntrackCollector::new(h.node(), ConntrackConfig::default());
     crate::support::collect(&mut c, &ctx());
     h.write(
         "/proc/1/net/stat/nf_conntrack",
@@ -448,7 +448,7 @@ fn every_kernel_wording_of_table_full_is_recognised() {
             .write("/proc/uptime", format!("{uptime:.2} 9000.00\n"))
             .write("/proc/sys/kernel/osrelease", format!("{release}\n"))
             .write("/proc/1/net/stat/nf_conntrack", stat_6_18(1200, 0, 0, 0));
-        let mut c = ConntrackCollector::new(h.host(), ConntrackConfig::default());
+        let mut c = ConntrackCollector::new(h.node(), ConntrackConfig::default());
         let got = c.collect(&ctx());
         let f = find(&got, "conntrack.table_full")
             .unwrap_or_else(|| panic!("{fixture}: no finding: {:?}", got.findings));
@@ -479,7 +479,7 @@ fn table_full_in_another_netns_is_that_namespaces_finding() {
             "/proc/4242/net/stat/nf_conntrack",
             stat_6_18(65536, 0, 0, 900),
         );
-    let mut c = ConntrackCollector::new(h.host(), ConntrackConfig::default());
+    let mut c = ConntrackCollector::new(h.node(), ConntrackConfig::default());
     let got = crate::support::collect(&mut c, &ctx());
     assert!(
         got.findings.iter().all(|f| !f.subject.is_empty()),
@@ -521,7 +521,7 @@ fn table_full_in_another_netns_is_that_namespaces_finding() {
         netns_pid: 4243,
         ..ConntrackConfig::default()
     };
-    let mut c = ConntrackCollector::new(h.host(), cfg);
+    let mut c = ConntrackCollector::new(h.node(), cfg);
     let got = crate::support::collect(&mut c, &ctx());
     let f = find(&got, "conntrack.table_full").expect("our table's finding");
     assert_eq!(num(f, "table_full_messages"), 10.0);
@@ -547,7 +547,7 @@ fn kube_proxy_owns_the_limit_and_the_advice_says_so() {
             "/proc/2231/root/var/lib/kube-proxy/config.conf",
             "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nconntrack:\n  maxPerCore: null\n  min: null\n  tcpCloseWaitTimeout: null\nmode: \"\"\n",
         );
-    let mut c = ConntrackCollector::new(h.host(), ConntrackConfig::default());
+    let mut c = ConntrackCollector::new(h.node(), ConntrackConfig::default());
     let got = crate::support::collect(&mut c, &ctx());
     let f = find(&got, "conntrack.table_full").expect("table finding");
     assert_eq!(f.severity, Severity::Critical);
@@ -609,7 +609,7 @@ fn a_hostile_kube_proxy_config_path_is_one_quoted_word() {
             &format!("/proc/2231/root{path}"),
             "conntrack:\n  maxPerCore: 32768\n",
         );
-    let mut c = ConntrackCollector::new(h.host(), ConntrackConfig::default());
+    let mut c = ConntrackCollector::new(h.node(), ConntrackConfig::default());
     let got = c.collect(&ctx());
     let f = find(&got, "conntrack.table_full").expect("table finding");
     assert_eq!(text(f, "kube_proxy_config"), path);
@@ -627,7 +627,7 @@ fn nodelocal_dns_in_use_changes_the_advice() {
     // NodeLocal DNSCache listens on 169.254.20.10:53 and kubelet hands it to pods.
     let h = node("169.254.20.10", &format!("{UDP_STUB_ONLY}{UDP_NODELOCAL}"));
     h.write("/proc/1/net/stat/nf_conntrack", stat_6_18(100, 0, 10, 0));
-    let mut c = ConntrackCollector::new(h.host(), ConntrackConfig::default());
+    let mut c = ConntrackCollector::new(h.node(), ConntrackConfig::default());
     let first = crate::support::collect(&mut c, &ctx());
     assert_eq!(
         metric(&first, "node_doctor_conntrack_nodelocal_dns"),
@@ -658,7 +658,7 @@ fn nodelocal_dns_in_use_changes_the_advice() {
 fn nodelocal_dns_listening_but_pods_not_pointed_at_it() {
     let h = node("10.96.0.10", UDP_NODELOCAL);
     h.write("/proc/1/net/stat/nf_conntrack", stat_6_18(100, 0, 10, 0));
-    let mut c = ConntrackCollector::new(h.host(), ConntrackConfig::default());
+    let mut c = ConntrackCollector::new(h.node(), ConntrackConfig::default());
     crate::support::collect(&mut c, &ctx());
     h.write("/proc/1/net/stat/nf_conntrack", stat_6_18(100, 0, 11, 0));
     let got = crate::support::collect(&mut c, &ctx());
@@ -684,7 +684,7 @@ fn kubelet_cluster_dns_from_its_config_file() {
         "kind: KubeletConfiguration\nclusterDNS:\n- 169.254.20.10\nclusterDomain: cluster.local\n",
     )
     .write("/proc/1/net/stat/nf_conntrack", stat_6_18(100, 0, 10, 0));
-    let mut c = ConntrackCollector::new(h.host(), ConntrackConfig::default());
+    let mut c = ConntrackCollector::new(h.node(), ConntrackConfig::default());
     crate::support::collect(&mut c, &ctx());
     h.write("/proc/1/net/stat/nf_conntrack", stat_6_18(100, 0, 11, 0));
     let got = crate::support::collect(&mut c, &ctx());
@@ -700,7 +700,7 @@ fn older_kernel_header_is_read_and_clash_resolution_reported_absent() {
     h.write("/proc/1/net/stat/nf_conntrack", fixture)
         .write("/proc/sys/kernel/osrelease", "3.10.0-1160.el7.x86_64\n")
         .write("/proc/sys/net/netfilter/nf_conntrack_max", "131072\n");
-    let mut c = ConntrackCollector::new(h.host(), ConntrackConfig::default());
+    let mut c = ConntrackCollector::new(h.node(), ConntrackConfig::default());
     let first = crate::support::collect(&mut c, &ctx());
     // 120000 / 131072 = 91.6 %: critical.
     let f = find(&first, "conntrack.table_full").expect("table finding");
@@ -731,7 +731,7 @@ fn older_kernel_header_is_read_and_clash_resolution_reported_absent() {
 fn metrics_cover_every_stat_column_and_udp_counters() {
     let h = node("10.96.0.10", UDP_STUB_ONLY);
     h.write("/proc/1/net/stat/nf_conntrack", stat_6_18(777, 3, 8, 1));
-    let mut c = ConntrackCollector::new(h.host(), ConntrackConfig::default());
+    let mut c = ConntrackCollector::new(h.node(), ConntrackConfig::default());
     let got = crate::support::collect(&mut c, &ctx());
     assert_eq!(metric(&got, "node_doctor_conntrack_entries"), Some(777.0));
     assert_eq!(metric(&got, "node_doctor_conntrack_buckets"), Some(65536.0));
@@ -781,7 +781,7 @@ fn metrics_cover_every_stat_column_and_udp_counters() {
 fn module_not_loaded_is_unavailable() {
     let h = node("10.96.0.10", UDP_STUB_ONLY);
     h.mkdir("/proc/1/net/stat");
-    let mut c = ConntrackCollector::new(h.host(), ConntrackConfig::default());
+    let mut c = ConntrackCollector::new(h.node(), ConntrackConfig::default());
     let got = crate::support::collect(&mut c, &ctx());
     match &got.status {
         Status::Unavailable(reason) => {
@@ -799,7 +799,7 @@ fn netns_pid_not_visible_is_unavailable_with_hostpid_advice() {
         netns_pid: 4242,
         ..ConntrackConfig::default()
     };
-    let mut c = ConntrackCollector::new(h.host(), cfg);
+    let mut c = ConntrackCollector::new(h.node(), cfg);
     match crate::support::collect(&mut c, &ctx()).status {
         Status::Unavailable(reason) => assert!(reason.contains("hostPID"), "{reason}"),
         other => panic!("expected unavailable, got {other:?}"),
@@ -811,7 +811,7 @@ fn missing_side_files_degrade_but_rules_still_run() {
     let h = FakeHost::new();
     h.write("/proc/1/net/stat/nf_conntrack", stat_6_18(60293, 0, 0, 0))
         .write("/proc/sys/net/netfilter/nf_conntrack_max", "65536\n");
-    let mut c = ConntrackCollector::new(h.host(), ConntrackConfig::default());
+    let mut c = ConntrackCollector::new(h.node(), ConntrackConfig::default());
     let got = crate::support::collect(&mut c, &ctx());
     match &got.status {
         Status::Degraded(reason) => {
@@ -829,7 +829,7 @@ fn missing_side_files_degrade_but_rules_still_run() {
 fn garbage_stat_file_is_an_error_not_a_panic() {
     let h = node("10.96.0.10", UDP_STUB_ONLY);
     h.write("/proc/1/net/stat/nf_conntrack", "entries found\nzz qq\n");
-    let mut c = ConntrackCollector::new(h.host(), ConntrackConfig::default());
+    let mut c = ConntrackCollector::new(h.node(), ConntrackConfig::default());
     match crate::support::collect(&mut c, &ctx()).status {
         Status::Error(reason) => assert!(reason.contains("nf_conntrack"), "{reason}"),
         other => panic!("expected error, got {other:?}"),
@@ -1027,7 +1027,8 @@ mod real_kernel {
             netns_pid: pid,
             ..ConntrackConfig::default()
         };
-        let mut collector = ConntrackCollector::new(collectors::HostPaths::new("/"), cfg);
+        let mut collector =
+            ConntrackCollector::new(collectors::Node::new(collectors::HostPaths::new("/")), cfg);
         let before = collector.collect(&ctx());
         assert!(
             matches!(before.status, Status::Ok | Status::Degraded(_)),
@@ -1234,7 +1235,8 @@ mod real_kernel {
             },
             ..ConntrackConfig::default()
         };
-        let mut collector = ConntrackCollector::new(collectors::HostPaths::new("/"), cfg);
+        let mut collector =
+            ConntrackCollector::new(collectors::Node::new(collectors::HostPaths::new("/")), cfg);
         let before = collector.collect(&ctx());
         assert!(own_table(&before).is_none(), "{:?}", before.findings);
         let cs_before = conntrack_s(&name).expect("conntrack -S");
@@ -1430,7 +1432,8 @@ mod real_kernel {
             netns_pid: pid,
             ..ConntrackConfig::default()
         };
-        let mut collector = ConntrackCollector::new(collectors::HostPaths::new("/"), cfg);
+        let mut collector =
+            ConntrackCollector::new(collectors::Node::new(collectors::HostPaths::new("/")), cfg);
         let before = collector.collect(&ctx());
 
         let ns_file = std::fs::File::open(format!("/run/netns/{name}")).expect("open netns");
@@ -1488,7 +1491,7 @@ fn a_quiet_table_reads_no_file_of_other_processes() {
     let h = node("10.96.0.10", UDP_STUB_ONLY);
     h.write("/proc/1/net/stat/nf_conntrack", stat_6_18(3000, 40, 100, 2));
     crate::runtime::idle_processes(&h, 3000, 200, 4026531840, 4026531841);
-    let host = h.host();
+    let host = h.node();
     let mut c = ConntrackCollector::new(host.clone(), ConntrackConfig::default());
     let first = c.collect(&ctx());
     let after_first = host.per_process_paths();

@@ -56,7 +56,7 @@ fn fake_statfs(
 }
 
 fn collect(h: &FakeHost, config: DiskConfig, table: &[(&str, FsUsage)]) -> Collection {
-    let mut c = DiskCollector::new(h.host(), config).with_statfs(fake_statfs(h, table));
+    let mut c = DiskCollector::new(h.node(), config).with_statfs(fake_statfs(h, table));
     crate::support::collect(&mut c, &ctx())
 }
 
@@ -754,7 +754,7 @@ impl Drop for TmpfsRoot {
 
 fn real_collect(root: &TmpfsRoot) -> Collection {
     let host = collectors::HostPaths::new(root.dir.path());
-    DiskCollector::new(host, DiskConfig::default()).collect(&ctx())
+    DiskCollector::new(collectors::Node::new(host), DiskConfig::default()).collect(&ctx())
 }
 
 #[test]
@@ -840,7 +840,7 @@ fn walk_resumes_within_budget_and_is_dropped_when_healthy() {
         walk_budget_entries: 5,
         ..DiskConfig::default()
     };
-    let mut c = DiskCollector::new(h.host(), config)
+    let mut c = DiskCollector::new(h.node(), config)
         .with_statfs(move |_| Ok(usage(100 * GIB, a.load(Ordering::SeqCst))));
     let first = crate::support::collect(&mut c, &ctx());
     let f = find(&first, "disk.filesystem_full", "/var/lib/docker");
@@ -1086,7 +1086,7 @@ fn a_quiet_node_reads_no_file_of_other_processes() {
         crate::runtime::process(&h, *pid, name, &format!("/usr/bin/{name}"), 100);
     }
     crate::runtime::idle_processes(&h, 3000, 200, 4026531840, 4026531841);
-    let host = h.host();
+    let host = h.node();
     let mut c = DiskCollector::new(host.clone(), DiskConfig::default()).with_statfs(fake_statfs(
         &h,
         &[

@@ -139,7 +139,7 @@ fn disk_commands_with_hostile_paths_are_inert() {
             &kubelet_config,
             "kind: KubeletConfiguration\nevictionHard:\n  memory.available: 100Mi\n",
         );
-    let mut c = DiskCollector::new(h.host(), DiskConfig::default())
+    let mut c = DiskCollector::new(h.node(), DiskConfig::default())
         .with_statfs(statfs(&h, vec![data_root.clone(), "/".to_string()]));
     let out = crate::support::collect(&mut c, &hostile_ctx());
     let cmds = commands(&out);
@@ -279,7 +279,7 @@ fn load_commands_with_hostile_device_and_pod_names_are_inert() {
         .write(&format!("/proc/{pid}/cgroup"), cg.as_str())
         .write(&format!("/proc/{pid}/wchan"), "io_schedule");
     };
-    let mut c = LoadCollector::new(h.host(), LoadConfig::default());
+    let mut c = LoadCollector::new(h.node(), LoadConfig::default());
     stage(false);
     crate::support::collect(&mut c, &hostile_ctx());
     stage(true);
@@ -359,7 +359,7 @@ fn kernel_commands_with_hostile_cgroups_and_mount_points_are_inert() {
     .write(&format!("{pod}/memory.limit_in_bytes"), "1\n");
     let full = data_root.clone();
     let mut c =
-        KernelCollector::new(h.host(), KernelConfig::default()).with_statfs(move |p: &Path| {
+        KernelCollector::new(h.node(), KernelConfig::default()).with_statfs(move |p: &Path| {
             let is_full = p.to_string_lossy().contains(&full);
             Ok(FsUsage {
                 size_bytes: 100 * GIB,
@@ -411,7 +411,7 @@ fn iptables_commands_with_a_hostile_log_path_are_inert() {
         sample_period: std::time::Duration::from_millis(50),
         ..IptablesConfig::default()
     };
-    let mut c = IptablesCollector::new(h.host(), config);
+    let mut c = IptablesCollector::new(h.node(), config);
     let out = crate::support::collect(&mut c, &hostile_ctx());
     let cmds = commands(&out);
     assert!(
@@ -449,11 +449,10 @@ fn memory_commands_with_a_hostile_node_name_are_inert() {
     .write("/proc/vmstat", "compact_stall 1\ncompact_fail 1\n")
     .write("/proc/uptime", "7200.00 14000.00\n")
     .write("/dev/kmsg", kmsg);
-    let config = MemoryConfig {
-        page_size_bytes: Some(4096),
-        ..MemoryConfig::default()
-    };
-    let out = crate::support::collect(&mut MemoryCollector::new(h.host(), config), &hostile_ctx());
+    let out = crate::support::collect(
+        &mut MemoryCollector::new(h.node(), MemoryConfig::default()),
+        &hostile_ctx(),
+    );
     let cmds = commands(&out);
     assert!(
         ids(&out).contains(&"memory.page_allocation_failure"),
@@ -518,7 +517,7 @@ fn runtime_commands_with_hostile_sockets_directories_and_files_are_inert() {
     }
     let _unlock = Unlock(file.clone(), locked);
     let probe: std::sync::Arc<FakeProbe> = std::sync::Arc::default();
-    let mut c = RuntimeCollector::new(h.host(), RuntimeConfig::default(), probe);
+    let mut c = RuntimeCollector::new(h.node(), RuntimeConfig::default(), probe);
     // Not recorded as a golden file: what is found depends on chattr working here.
     let out = collectors::Collector::collect(&mut c, &hostile_ctx());
     let cmds = commands(&out);

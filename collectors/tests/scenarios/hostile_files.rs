@@ -99,15 +99,15 @@ fn collect_within(mut c: Box<dyn Collector>, runs: usize) -> (Collection, Durati
 
 fn all_collectors(h: &FakeHost) -> Vec<Box<dyn Collector>> {
     vec![
-        Box::new(LoadCollector::new(h.host(), LoadConfig::default())),
-        Box::new(MemoryCollector::new(h.host(), MemoryConfig::default())),
-        Box::new(KernelCollector::new(h.host(), KernelConfig::default())),
-        Box::new(DiskCollector::new(h.host(), DiskConfig::default()).with_statfs(fake_statfs)),
+        Box::new(LoadCollector::new(h.node(), LoadConfig::default())),
+        Box::new(MemoryCollector::new(h.node(), MemoryConfig::default())),
+        Box::new(KernelCollector::new(h.node(), KernelConfig::default())),
+        Box::new(DiskCollector::new(h.node(), DiskConfig::default()).with_statfs(fake_statfs)),
         Box::new(ConntrackCollector::new(
-            h.host(),
+            h.node(),
             ConntrackConfig::default(),
         )),
-        Box::new(IptablesCollector::new(h.host(), IptablesConfig::default())),
+        Box::new(IptablesCollector::new(h.node(), IptablesConfig::default())),
     ]
 }
 
@@ -144,7 +144,7 @@ fn a_200_mb_uptime_degrades_load_and_is_not_parsed() {
     // Believable text first: a parser handed the file would find a number.
     h.oversized("/proc/uptime", "86400.00 170000.00\n", HUGE);
     let (c, _) = collect_within(
-        Box::new(LoadCollector::new(h.host(), LoadConfig::default())),
+        Box::new(LoadCollector::new(h.node(), LoadConfig::default())),
         2,
     );
     names_refused(&c, &h, "/proc/uptime", cap::VALUE);
@@ -159,7 +159,7 @@ fn a_200_mb_loadavg_makes_load_unavailable_and_kernel_degraded_without_findings(
     // text were parsed.
     h.oversized("/proc/loadavg", "0.12 0.10 0.05 1/4194000 21971\n", HUGE);
     let (load, _) = collect_within(
-        Box::new(LoadCollector::new(h.host(), LoadConfig::default())),
+        Box::new(LoadCollector::new(h.node(), LoadConfig::default())),
         1,
     );
     assert!(
@@ -170,7 +170,7 @@ fn a_200_mb_loadavg_makes_load_unavailable_and_kernel_degraded_without_findings(
     names_refused(&load, &h, "/proc/loadavg", cap::VALUE);
     assert!(load.findings.is_empty());
     let (kernel, _) = collect_within(
-        Box::new(KernelCollector::new(h.host(), KernelConfig::default())),
+        Box::new(KernelCollector::new(h.node(), KernelConfig::default())),
         1,
     );
     names_refused(&kernel, &h, "/proc/loadavg", cap::VALUE);
@@ -198,13 +198,13 @@ fn an_oversized_proc_stat_makes_load_unavailable() {
         cap::PER_CPU_TABLE as u64 + 1,
     );
     let (load, _) = collect_within(
-        Box::new(LoadCollector::new(h.host(), LoadConfig::default())),
+        Box::new(LoadCollector::new(h.node(), LoadConfig::default())),
         1,
     );
     assert!(matches!(load.status, Status::Unavailable(_)));
     names_refused(&load, &h, "/proc/stat", cap::PER_CPU_TABLE);
     let (kernel, _) = collect_within(
-        Box::new(KernelCollector::new(h.host(), KernelConfig::default())),
+        Box::new(KernelCollector::new(h.node(), KernelConfig::default())),
         1,
     );
     names_refused(&kernel, &h, "/proc/stat", cap::PER_CPU_TABLE);
@@ -221,7 +221,7 @@ fn an_oversized_buddyinfo_degrades_memory_without_a_fragmentation_finding() {
         HUGE,
     );
     let (c, _) = collect_within(
-        Box::new(MemoryCollector::new(h.host(), MemoryConfig::default())),
+        Box::new(MemoryCollector::new(h.node(), MemoryConfig::default())),
         1,
     );
     names_refused(&c, &h, "/proc/buddyinfo", cap::COUNTERS);
@@ -246,7 +246,7 @@ fn an_oversized_mountinfo_and_kubelet_config_degrade_disk() {
         HUGE,
     );
     let (c, _) = collect_within(
-        Box::new(DiskCollector::new(h.host(), DiskConfig::default()).with_statfs(fake_statfs)),
+        Box::new(DiskCollector::new(h.node(), DiskConfig::default()).with_statfs(fake_statfs)),
         1,
     );
     names_refused(&c, &h, "/proc/1/mountinfo", cap::MOUNTINFO);
@@ -265,7 +265,7 @@ fn a_parse_error_quotes_no_more_than_a_few_hundred_bytes_of_host_text() {
     let h = quiet_host();
     h.write("/proc/uptime", "9".repeat(cap::VALUE));
     let (c, _) = collect_within(
-        Box::new(LoadCollector::new(h.host(), LoadConfig::default())),
+        Box::new(LoadCollector::new(h.node(), LoadConfig::default())),
         1,
     );
     let m = message(&c);

@@ -122,7 +122,7 @@ fn kube_router_holding_the_lock_is_critical_and_named() {
         &format!("/var/log/pods/kube-system_kube-router-7xk2q_{POD_UID}/kube-router/0.log"),
         &format!("/var/log/containers/kube-router-7xk2q_kube-system_kube-router-{CID}.log"),
     );
-    let mut c = IptablesCollector::new(h.host(), fast_config());
+    let mut c = IptablesCollector::new(h.node(), fast_config());
     std::thread::sleep(Duration::from_millis(1000));
     let out = crate::support::collect(&mut c, &ctx());
     let f = find(&out, "iptables.lock_contention", "pid 31337")
@@ -211,7 +211,7 @@ fn hold_between_thresholds_is_a_warning() {
         },
         ..fast
     };
-    let mut c = IptablesCollector::new(h.host(), cfg);
+    let mut c = IptablesCollector::new(h.node(), cfg);
     std::thread::sleep(Duration::from_millis(600));
     let out = crate::support::collect(&mut c, &ctx());
     let f = find(&out, "iptables.lock_contention", "pid 77").expect("warning");
@@ -231,7 +231,7 @@ fn queued_waiters_without_a_long_hold_warn() {
     let id = proc_locks_id(&h.path("/run/xtables.lock"));
     h.write("/proc/10/comm", "iptables\n");
     h.write("/proc/11/comm", "kube-proxy\n");
-    let mut c = IptablesCollector::new(h.host(), fast_config());
+    let mut c = IptablesCollector::new(h.node(), fast_config());
     // Holders change every sample (short holds) while pid 11 keeps waiting.
     let start = Instant::now();
     let mut n = 0u32;
@@ -267,7 +267,7 @@ fn queued_waiters_without_a_long_hold_warn() {
 fn missing_lock_file_degrades() {
     let h = FakeHost::new();
     h.write("/proc/locks", "");
-    let mut c = IptablesCollector::new(h.host(), fast_config());
+    let mut c = IptablesCollector::new(h.node(), fast_config());
     std::thread::sleep(Duration::from_millis(100));
     let out = crate::support::collect(&mut c, &ctx());
     let msg = out.status.message().unwrap_or_default().to_string();
@@ -348,7 +348,7 @@ fn host_network_pod_without_the_lock_mount_is_named() {
         "/var/log/pods/kube-system_kube-proxy-x7k2p_{POD_UID}/kube-proxy"
     ));
 
-    let mut c = IptablesCollector::new(h.host(), fast_config());
+    let mut c = IptablesCollector::new(h.node(), fast_config());
     let out = crate::support::collect(&mut c, &ctx());
     let gaps: Vec<&Finding> = out
         .findings
@@ -486,7 +486,7 @@ fn every_kube_proxy_message_maps_to_its_fix() {
         "/var/log/pods/default_web-1_0000abcd-0000-4000-8000-00000000abcd/web/0.log",
         cri(&ts, LOCK_NO_WAIT),
     );
-    let mut c = IptablesCollector::new(h.host(), fast_config());
+    let mut c = IptablesCollector::new(h.node(), fast_config());
     let out = crate::support::collect(&mut c, &ctx());
     let expect = [
         (
@@ -613,7 +613,7 @@ fn log_scanning_is_incremental_and_survives_rotation() {
     let old = rfc3339_now(-3 * 3600);
     let ts = rfc3339_now(-5);
     h.write(KP_LOG, cri(&old, LOCK_TIMEOUT));
-    let mut c = IptablesCollector::new(h.host(), fast_config());
+    let mut c = IptablesCollector::new(h.node(), fast_config());
     let out = crate::support::collect(&mut c, &ctx());
     let kind = Some("lock_timeout");
     let total = |o: &Collection| metric(o, "node_doctor_iptables_kube_proxy_errors_total", kind);
@@ -696,7 +696,7 @@ fn docker_json_file_logs_of_kube_proxy_are_read_once() {
         &format!("/var/lib/docker/containers/{other}/{other}-json.log"),
         docker(&ts, RESTORE_FAILED),
     );
-    let mut c = IptablesCollector::new(h.host(), fast_config());
+    let mut c = IptablesCollector::new(h.node(), fast_config());
     let out = crate::support::collect(&mut c, &ctx());
     let f = find(&out, "iptables.kube_proxy_restore_failed", "").expect("finding");
     assert_eq!(ev_f64(f, "matches_total"), 1.0);
@@ -720,7 +720,7 @@ fn legacy_tables_on_an_nft_host() {
     h.symlink("/usr/sbin/iptables-nft", "/etc/alternatives/iptables");
     h.symlink("/etc/alternatives/iptables", "/usr/sbin/iptables");
     h.write(KP_LOG, cri(&rfc3339_now(-1), MARK_DROP));
-    let mut c = IptablesCollector::new(h.host(), fast_config());
+    let mut c = IptablesCollector::new(h.node(), fast_config());
     let out = crate::support::collect(&mut c, &ctx());
     let f = find(&out, "iptables.backend_mixed", "").expect("mix");
     assert_eq!(f.severity, Severity::Warning);
@@ -745,7 +745,7 @@ fn legacy_tables_on_an_nft_host() {
     h2.write("/usr/sbin/xtables-multi", "");
     h2.symlink("xtables-multi", "/usr/sbin/iptables");
     let out = crate::support::collect(
-        &mut IptablesCollector::new(h2.host(), fast_config()),
+        &mut IptablesCollector::new(h2.node(), fast_config()),
         &ctx(),
     );
     assert!(find(&out, "iptables.backend_mixed", "").is_none());
@@ -758,7 +758,7 @@ fn legacy_tables_on_an_nft_host() {
     h3.write("/run/xtables.lock", "");
     h3.write("/proc/locks", "");
     let out = crate::support::collect(
-        &mut IptablesCollector::new(h3.host(), fast_config()),
+        &mut IptablesCollector::new(h3.node(), fast_config()),
         &ctx(),
     );
     assert!(find(&out, "iptables.backend", "").is_none());
@@ -769,7 +769,7 @@ fn legacy_tables_on_an_nft_host() {
     h4.write("/proc/locks", "");
     h4.write("/proc/1/net/ip_tables_names", "");
     let out = crate::support::collect(
-        &mut IptablesCollector::new(h4.host(), fast_config()),
+        &mut IptablesCollector::new(h4.node(), fast_config()),
         &ctx(),
     );
     let info = find(&out, "iptables.backend", "").expect("backend info");
@@ -841,7 +841,7 @@ fn real_flock_holder_and_waiter() {
         reference_pid: node.pid(),
         ..IptablesConfig::default()
     };
-    let mut c = IptablesCollector::new(h.host(), cfg);
+    let mut c = IptablesCollector::new(h.node(), cfg);
     let holder = ChildGuard(
         Command::new("flock")
             .arg("-x")
@@ -993,7 +993,7 @@ fn unshared_kube_proxy(legacy: bool) {
         reference_pid: node_pid,
         ..IptablesConfig::default()
     };
-    let mut c = IptablesCollector::new(h.host(), cfg);
+    let mut c = IptablesCollector::new(h.node(), cfg);
     let out = c.collect(&ctx());
     if !legacy {
         assert!(
@@ -1069,7 +1069,7 @@ fn legacy_node_with_a_host_network_pod(idle: u32, comm: &str, shares_lock: bool)
 #[test]
 fn a_quiet_node_reads_no_file_of_other_processes() {
     let h = legacy_node_with_a_host_network_pod(200, "kube-router", true);
-    let host = h.host();
+    let host = h.node();
     let config = IptablesConfig {
         mount_scan_reuse: Duration::ZERO,
         ..fast_config()
@@ -1111,7 +1111,7 @@ fn a_quiet_node_reads_no_file_of_other_processes() {
 fn a_second_sample_within_seconds_reuses_the_comparison() {
     // kube-proxy in a hostNetwork pod without the host's lock file.
     let h = legacy_node_with_a_host_network_pod(50, "kube-proxy", false);
-    let host = h.host();
+    let host = h.node();
     let mut c = IptablesCollector::new(host.clone(), fast_config());
     let gaps = |c: &Collection| -> Vec<(String, String)> {
         c.findings
@@ -1170,7 +1170,7 @@ fn a_node_without_legacy_tables_compares_no_process() {
         "0::/kubepods.slice/x\n",
     );
     h.write("/proc/2100/root/run/xtables.lock", "");
-    let host = h.host();
+    let host = h.node();
     let mut c = IptablesCollector::new(host.clone(), fast_config());
     std::thread::sleep(Duration::from_millis(100));
     let out = c.collect(&ctx());
@@ -1239,7 +1239,7 @@ fn real_two_second_hold_is_caught_and_named_by_the_watch() {
         reference_pid: node.pid(),
         ..IptablesConfig::default()
     };
-    let mut c = IptablesCollector::new(h.host(), cfg);
+    let mut c = IptablesCollector::new(h.node(), cfg);
     std::thread::sleep(Duration::from_millis(200));
     let out = c.collect(&ctx());
     assert_eq!(metric(&out, "node_doctor_iptables_lock_inotify", None), 1.0);
@@ -1304,7 +1304,7 @@ fn short_holds_read_nothing(legacy: bool) {
         reference_pid: node.pid(),
         ..IptablesConfig::default()
     };
-    let mut c = IptablesCollector::new(h.host(), cfg);
+    let mut c = IptablesCollector::new(h.node(), cfg);
     std::thread::sleep(Duration::from_millis(200));
     let out = c.collect(&ctx());
     let before = locks_reads(&out);
@@ -1354,7 +1354,7 @@ fn polling_fallback_reads_every_period_and_says_so() {
             lock_inotify: inotify,
             ..fast_config()
         };
-        let mut c = IptablesCollector::new(h.host(), cfg);
+        let mut c = IptablesCollector::new(h.node(), cfg);
         std::thread::sleep(Duration::from_millis(100));
         replace(
             &h,
@@ -1407,7 +1407,7 @@ fn real_lock_file_that_appears_later_or_is_replaced_is_watched() {
         reference_pid: node.pid(),
         ..fast_config()
     };
-    let mut c = IptablesCollector::new(h.host(), cfg);
+    let mut c = IptablesCollector::new(h.node(), cfg);
     std::thread::sleep(Duration::from_millis(100));
     let out = c.collect(&ctx());
     let msg = out.status.message().unwrap_or_default().to_string();
@@ -1478,7 +1478,7 @@ fn the_name_filter_comes_first_and_knows_multi_call_binaries() {
             // An nginx in the same situation: not an iptables user.
             proc_in(3200, "nginx", "nginx -g daemon off;", 4026532700);
         }
-        let host = h.host();
+        let host = h.node();
         // An agent's table, listed by another collector before.
         host.processes().snapshot("another collector").unwrap();
         let before = host.per_process_paths();

@@ -52,7 +52,7 @@ fn netstat(drops: u64, overflows: u64, backlog: u64) -> String {
 }
 
 fn collector(h: &FakeHost) -> KernelCollector {
-    KernelCollector::new(h.host(), KernelConfig::default())
+    KernelCollector::new(h.node(), KernelConfig::default())
 }
 
 fn find<'a>(c: &'a Collection, id: &str, subject: &str) -> Option<&'a Finding> {
@@ -742,7 +742,7 @@ fn state_stays_bounded() {
     }
     let h = host(&kmsg);
     let mut k = KernelCollector::new(
-        h.host(),
+        h.node(),
         KernelConfig {
             max_groups: 50,
             ..KernelConfig::default()
@@ -845,7 +845,7 @@ fn real_kernel_cgroup_oom_names_the_process() {
 
     // The reader starts now: only records from the last minute are read.
     let mut k = KernelCollector::new(
-        HostPaths::new("/"),
+        collectors::Node::new(HostPaths::new("/")),
         KernelConfig {
             kmsg: collectors::kmsg::KmsgConfig {
                 lookback: Duration::from_secs(60),
@@ -907,7 +907,7 @@ fn real_kernel_cgroup_oom_names_the_process() {
     let single = f.evidence["kills"].as_f64().unwrap();
 
     // The burst, read by a second reader of the real kernel log for the suppressed count.
-    let mut log = collectors::kmsg::KmsgReader::new(
+    let mut log = collectors::kmsg::KmsgReader::alone(
         &HostPaths::new("/"),
         collectors::kmsg::KmsgConfig {
             lookback: Duration::from_secs(1),
@@ -1558,7 +1558,7 @@ fn real_kernel_ext4_error_is_read_only_now() {
         return;
     }
     let mut k = KernelCollector::new(
-        HostPaths::new("/"),
+        collectors::Node::new(HostPaths::new("/")),
         KernelConfig {
             kmsg: collectors::kmsg::KmsgConfig {
                 lookback: Duration::from_secs(30),

@@ -28,7 +28,7 @@ fn real_kmsg_marker_is_seen_exactly_once() {
         return;
     }
     let host = HostPaths::new("/");
-    let mut reader = KmsgReader::new(&host, KmsgConfig::default());
+    let mut reader = KmsgReader::alone(&host, KmsgConfig::default());
     drain(&mut reader);
 
     let marker = write_marker("marker");
@@ -94,7 +94,7 @@ fn unprivileged_child() {
     if std::env::var_os(CHILD_ENV).is_none() {
         return;
     }
-    let mut reader = KmsgReader::new(&HostPaths::new("/"), KmsgConfig::default());
+    let mut reader = KmsgReader::alone(&HostPaths::new("/"), KmsgConfig::default());
     let b = reader.read_new();
     // The device refuses open() and, without CAP_SYSLOG, so does the syslog(2) fallback.
     match &b.status {
@@ -207,7 +207,7 @@ fn refused_device_falls_back_to_syslog_and_returns_a_marker_once() {
         .expect_err("a device node on a nodev mount cannot be opened");
     assert_eq!(refused.kind(), std::io::ErrorKind::PermissionDenied);
 
-    let mut reader = KmsgReader::new(&root.host(), KmsgConfig::default());
+    let mut reader = KmsgReader::alone(&root.host(), KmsgConfig::default());
     let metric = |r: &KmsgReader| {
         r.metrics("memory")
             .into_iter()
@@ -243,7 +243,7 @@ fn refused_device_falls_back_to_syslog_and_returns_a_marker_once() {
         "marker returned again on the next cycle"
     );
     // The device reader, on the real root, sees the same record at the same time.
-    let mut device = KmsgReader::new(&HostPaths::new("/"), KmsgConfig::default());
+    let mut device = KmsgReader::alone(&HostPaths::new("/"), KmsgConfig::default());
     let via_device = drain(&mut device);
     assert_eq!(device.mode(), KmsgMode::Kmsg);
     let same = via_device.iter().find(|r| r.message == marker).unwrap();
@@ -259,7 +259,7 @@ fn another_refused_device_at_dev_kmsg_does_not_fall_back() {
     }
     // char 1:3 is /dev/null: not the kernel log, so syslog(2) must not stand in for it.
     let root = NodevKmsgRoot::with_device(1, 3);
-    let mut reader = KmsgReader::new(&root.host(), KmsgConfig::default());
+    let mut reader = KmsgReader::alone(&root.host(), KmsgConfig::default());
     let b = reader.read_new();
     match &b.status {
         Status::Degraded(m) => assert!(m.contains("needs CAP_SYSLOG"), "{m}"),

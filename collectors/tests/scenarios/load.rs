@@ -283,7 +283,7 @@ fn handbook_atop_example_is_io_bound_on_sda_with_mysqld_on_the_host() {
         }
     };
 
-    let mut c = LoadCollector::new(h.host(), LoadConfig::default());
+    let mut c = LoadCollector::new(h.node(), LoadConfig::default());
     stage(false);
     let first = crate::support::collect(&mut c, &ctx());
     assert!(
@@ -561,7 +561,7 @@ fn cpu_busy_pod_node(load_first: &str, load_later: &str) -> Collection {
             },
         );
     };
-    let mut c = LoadCollector::new(h.host(), LoadConfig::default());
+    let mut c = LoadCollector::new(h.node(), LoadConfig::default());
     stage(false);
     crate::support::collect(&mut c, &ctx());
     stage(true);
@@ -655,7 +655,7 @@ fn idle_node_yields_nothing() {
             },
         );
     };
-    let host = h.host();
+    let host = h.node();
     let mut c = LoadCollector::new(host.clone(), LoadConfig::default());
     stage(false);
     crate::support::collect(&mut c, &ctx());
@@ -719,7 +719,7 @@ fn pids_that_exit_or_are_reused_between_samples_are_not_errors() {
     h.write("/proc/loadavg", "0.10 0.10 0.10 1/100 100\n");
     h.write("/proc/diskstats", "");
     // An idle node: the passes over the processes this test is about are made on every run.
-    let mut c = LoadCollector::new(h.host(), always_read_processes());
+    let mut c = LoadCollector::new(h.node(), always_read_processes());
     h.write("/proc/uptime", "100.00 1.00\n");
     h.write(
         "/proc/stat",
@@ -835,7 +835,7 @@ fn blocked_tasks_on_slow_storage_are_io_bound_without_a_busy_disk() {
             h.write(&format!("/proc/{pid}/wchan"), "nfs_wait_bit_killable");
         }
     };
-    let mut c = LoadCollector::new(h.host(), LoadConfig::default());
+    let mut c = LoadCollector::new(h.node(), LoadConfig::default());
     stage(false);
     crate::support::collect(&mut c, &ctx());
     stage(true);
@@ -975,7 +975,7 @@ fn throttled_storage(accounting: Accounting) -> Collection {
             }
         }
     };
-    let mut c = LoadCollector::new(h.host(), LoadConfig::default());
+    let mut c = LoadCollector::new(h.node(), LoadConfig::default());
     stage(false);
     crate::support::collect(&mut c, &ctx());
     stage(true);
@@ -1094,7 +1094,7 @@ fn pid_1_with_near_zero_io_is_never_named() {
             },
         );
     };
-    let mut c = LoadCollector::new(h.host(), LoadConfig::default());
+    let mut c = LoadCollector::new(h.node(), LoadConfig::default());
     for n in 0..3 {
         stage(n);
         let out = crate::support::collect(&mut c, &ctx());
@@ -1119,7 +1119,7 @@ fn pid_1_with_near_zero_io_is_never_named() {
 fn missing_proc_stat_is_unavailable() {
     let h = FakeHost::new();
     h.write("/proc/loadavg", "0.10 0.10 0.10 1/100 100\n");
-    let mut c = LoadCollector::new(h.host(), LoadConfig::default());
+    let mut c = LoadCollector::new(h.node(), LoadConfig::default());
     let out = crate::support::collect(&mut c, &ctx());
     assert!(
         matches!(out.status, Status::Unavailable(ref m) if m.contains("stat")),
@@ -1215,7 +1215,10 @@ fn real_kernel_fio_direct_writes_show_busy_disk_and_fio_as_host_process() {
         top_processes: 10,
         ..LoadConfig::default()
     };
-    let mut c = LoadCollector::new(collectors::HostPaths::new("/"), config);
+    let mut c = LoadCollector::new(
+        collectors::Node::new(collectors::HostPaths::new("/")),
+        config,
+    );
     let iostat = std::process::Command::new("iostat")
         .args(["-dx", "-y", "-o", "JSON", &dev, "3", "1"])
         .stdout(std::process::Stdio::piped())
@@ -1310,7 +1313,7 @@ fn frozen_uptime_times_the_window_with_the_agents_clock() {
     );
     let before = [9865, 0, 4229, 63419, 248, 0, 35, 38];
     h.write("/proc/stat", stat_text(before, &[], 1, 0));
-    let mut c = LoadCollector::new(h.host(), LoadConfig::default());
+    let mut c = LoadCollector::new(h.node(), LoadConfig::default());
     let first = crate::support::collect(&mut c, &ctx());
     assert_eq!(
         metric(
@@ -1508,7 +1511,7 @@ fn detected(c: &Collection) -> Vec<(String, Severity, String)> {
 #[test]
 fn a_quiet_node_reads_no_process_file_until_a_signal_reaches_its_bar() {
     let mut node = Node::new();
-    let host = node.h.host();
+    let host = node.h.node();
     let config = LoadConfig {
         thresholds: Thresholds {
             escalation: Escalation {
@@ -1520,7 +1523,7 @@ fn a_quiet_node_reads_no_process_file_until_a_signal_reaches_its_bar() {
         ..LoadConfig::default()
     };
     let mut c = LoadCollector::new(host.clone(), config);
-    let mut every_run = LoadCollector::new(node.h.host(), always_read_processes());
+    let mut every_run = LoadCollector::new(node.h.node(), always_read_processes());
     // (load1, user %, iowait %, procs_blocked, disk busy %), whether this run reads the
     // processes, and what it detects.
     type Step = ((f64, u64, u64, u64, u64), bool, &'static [&'static str]);
@@ -1607,7 +1610,7 @@ fn the_onset_run_names_the_process_over_a_catch_up_span() {
         ];
         h.write("/proc/stat", stat_text(t, &[], 1, 0));
     };
-    let host = h.host();
+    let host = h.node();
     let config = LoadConfig {
         thresholds: Thresholds {
             escalation: Escalation {
@@ -1661,7 +1664,7 @@ fn the_catch_up_wait_is_at_most_a_quarter_of_the_window() {
         let t: Ticks = [10_000, 0, 5000, 100_000 + 200 - iowait, iowait, 0, 0, 0];
         h.write("/proc/stat", stat_text(t, &[], 1, 0));
     };
-    let mut c = LoadCollector::new(h.host(), LoadConfig::default());
+    let mut c = LoadCollector::new(h.node(), LoadConfig::default());
     stage("1000.00", 0);
     c.collect(&ctx());
     assert_eq!(
@@ -1938,7 +1941,7 @@ fn cgroup_node(layout: Layout, extra: Extra, config: LoadConfig) -> (Vec<Collect
             }
         }
     };
-    let host = h.host();
+    let host = h.node();
     let mut c = LoadCollector::new(host.clone(), config);
     let mut outs = Vec::new();
     let mut built = Vec::new();

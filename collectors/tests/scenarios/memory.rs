@@ -71,11 +71,8 @@ fn host(buddyinfo: &str, meminfo: &str, kmsg: &str) -> FakeHost {
 }
 
 fn collector(h: &FakeHost) -> MemoryCollector {
-    let config = MemoryConfig {
-        page_size_bytes: Some(4096),
-        ..MemoryConfig::default()
-    };
-    MemoryCollector::new(h.host(), config)
+    // The fake node's 4 KiB pages (support::FACTS).
+    MemoryCollector::new(h.node(), MemoryConfig::default())
 }
 
 fn find<'a>(c: &'a Collection, id: &str) -> Option<&'a Finding> {
@@ -440,7 +437,10 @@ fn real_host_memory_collects_cleanly() {
     if !support::root_or_skip("real_host_memory_collects_cleanly") {
         return;
     }
-    let mut col = MemoryCollector::new(collectors::HostPaths::new("/"), MemoryConfig::default());
+    let mut col = MemoryCollector::new(
+        collectors::Node::new(collectors::HostPaths::new("/")),
+        MemoryConfig::default(),
+    );
     let first = col.collect(&support::ctx());
     let second = col.collect(&support::ctx());
     assert_eq!(first.status, Status::Ok, "{:?}", first.status);

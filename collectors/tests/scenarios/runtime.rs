@@ -268,7 +268,7 @@ fn disk(full: bool) -> impl Fn(&std::path::Path) -> std::io::Result<FsUsage> + S
 const NOW: i64 = 1_795_435_200;
 
 fn collector(h: &FakeHost, probe: &Arc<FakeProbe>, config: RuntimeConfig) -> RuntimeCollector {
-    RuntimeCollector::new(h.host(), config, probe.clone() as Arc<dyn RuntimeProbe>)
+    RuntimeCollector::new(h.node(), config, probe.clone() as Arc<dyn RuntimeProbe>)
         .with_statfs(disk(false))
         .with_clock(|| NOW)
 }
@@ -971,7 +971,7 @@ pub fn idle_processes(h: &FakeHost, from: u32, n: u32, net: u64, mnt: u64) {
 #[test]
 fn a_systemd_node_finds_its_daemons_without_listing_proc() {
     let build = |h: &FakeHost, probe: &Arc<FakeProbe>| {
-        let host = h.host();
+        let host = h.node();
         let c = RuntimeCollector::new(
             host.clone(),
             RuntimeConfig::default(),
@@ -1037,7 +1037,7 @@ fn a_systemd_node_finds_its_daemons_without_listing_proc() {
 fn a_quiet_node_costs_one_read_per_daemon_per_cycle() {
     let (h, probe) = docker_node();
     idle_processes(&h, 1000, 200, 4026531840, 4026531841);
-    let host = h.host();
+    let host = h.node();
     let mut c = RuntimeCollector::new(
         host.clone(),
         RuntimeConfig::default(),

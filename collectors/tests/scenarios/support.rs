@@ -2,7 +2,14 @@
 
 use std::path::{Path, PathBuf};
 
-use collectors::{CollectContext, Collection, Collector, HostPaths, Metric};
+use collectors::node::Facts;
+use collectors::{CollectContext, Collection, Collector, HostPaths, Metric, Node};
+
+/// The machine facts of fake nodes ([`FakeHost::node`]).
+pub const FACTS: Facts = Facts {
+    page_size: 4096,
+    clock_ticks: 100,
+};
 
 /// A fake host root in a temporary directory: `proc/`, `sys/`, `var/lib/docker/...` written by
 /// the test.
@@ -22,8 +29,16 @@ impl FakeHost {
         self.dir.path()
     }
 
+    /// The host's paths.
     pub fn host(&self) -> HostPaths {
         HostPaths::new(self.dir.path())
+    }
+
+    /// The node a collector is given: this host with a process table and kernel-log hub of
+    /// its own (every call a new one, as an agent makes one at start), and the facts of a
+    /// 4 KiB-page, 100-tick x86 machine so that figures do not depend on the test machine.
+    pub fn node(&self) -> Node {
+        Node::with_facts(self.host(), FACTS)
     }
 
     /// Agent-side path of a host path (`/proc/loadavg` -> `<tmp>/proc/loadavg`).

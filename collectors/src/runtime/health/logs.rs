@@ -5,9 +5,9 @@
 //! pull failures name.
 
 use crate::host::HostPaths;
+use crate::node::discover::Locations;
 use crate::nodelog::{self, registry, LiveFacts, LogSample};
 use crate::rules::Draft;
-use crate::runtime::discover::Locations;
 
 use super::judge::{Sample, Thresholds};
 

@@ -41,11 +41,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::collector::{CollectContext, Collection, Collector, HostNetns, Status, TransitionLog};
-use crate::host::HostPaths;
 use crate::metric::Metric;
+use crate::node::discover::Locations;
+use crate::node::Node;
 use crate::pods::{PodDirectory, PodsConfig};
 use crate::proc::{cgroup, mountinfo, net_unix, uptime};
-use crate::runtime::discover::Locations;
 use crate::runtime::{flag_value, kubelet};
 use crate::sys::statvfs::StatFsFn;
 
@@ -120,7 +120,7 @@ const MAX_RESTARTS: usize = 64;
 
 /// The runtime collector.
 pub struct RuntimeCollector {
-    host: HostPaths,
+    node: Node,
     config: RuntimeConfig,
     probe: Arc<dyn RuntimeProbe>,
     procs: procs::ProcessTable,
@@ -159,12 +159,13 @@ struct Probed {
 }
 
 impl RuntimeCollector {
-    pub fn new(host: HostPaths, config: RuntimeConfig, probe: Arc<dyn RuntimeProbe>) -> Self {
-        let logs = crate::nodelog::NodeLogWatcher::new(host.clone(), config.node_log.clone());
+    pub fn new(node: Node, config: RuntimeConfig, probe: Arc<dyn RuntimeProbe>) -> Self {
+        let logs =
+            crate::nodelog::NodeLogWatcher::new(node.host().clone(), config.node_log.clone());
         RuntimeCollector {
             logs,
             clock: Box::new(unix_now),
-            host,
+            node,
             config,
             probe,
             procs: procs::ProcessTable::new(),
@@ -204,7 +205,7 @@ impl RuntimeCollector {
     /// The outcome without asking, when the socket is not there to ask.
     fn socket_precheck(&self, host_path: &str) -> Result<PathBuf, Outcome> {
         use std::os::unix::fs::FileTypeExt;
-        let agent = self.host.resolve(host_path);
+        let agent = self.node.host().resolve(host_path);
         match std::fs::symlink_metadata(&agent) {
             Ok(m) if m.file_type().is_socket() => Ok(agent),
             Ok(_) => Err(Outcome::NotSocket),
@@ -221,14 +222,14 @@ impl RuntimeCollector {
         let t0 = Instant::now();
         let refresh = self
             .procs
-            .refresh(&self.host, &self.missing, self.config.rescan_samples);
+            .refresh(&self.node, &self.missing, self.config.rescan_samples);
         if refresh.unreadable {
             notes.push(format!(
                 "{} cannot be listed: the daemons' processes are unknown (run with hostPID and the host's /proc)",
-                self.host.proc().display()
+                self.node.host().proc().display()
             ));
         }
-        let up = uptime::read(&self.host)
+        let up = uptime::read(self.node.host())
             .ok()
             .map(|u| u.since_boot.as_secs_f64());
 
@@ -242,7 +243,7 @@ impl RuntimeCollector {
             .clone()
             .or_else(|| flag_value(&k_args, "--config"))
             .unwrap_or_else(|| kubelet::DEFAULT_CONFIG.to_string());
-        let k_conf = match kubelet::read_config(&self.host, &k_conf_path) {
+        let k_conf = match kubelet::read_config(self.node.host(), &k_conf_path) {
             Ok(c) => c,
             Err(e) => {
                 notes.push(format!(
@@ -267,13 +268,13 @@ impl RuntimeCollector {
             kubelet_docker_endpoint: flag_value(&k_args, "--docker-endpoint"),
             seen: &seen,
         };
-        let host = self.host.clone();
+        let host = self.node.host().clone();
         let mut listening = || {
             net_unix::read(&net_unix::path(&host, 1))
                 .ok()
                 .map(|l| l.into_iter().collect::<BTreeSet<String>>())
         };
-        let instances = runtimes::find(&self.host, &inputs, &mut listening, &mut notes);
+        let instances = runtimes::find(self.node.host(), &inputs, &mut listening, &mut notes);
 
         // One plan for everything to ask.
         let mut plan = ProbePlan {
@@ -408,7 +409,7 @@ impl RuntimeCollector {
                 self.remember(p.inst.daemon, &p.inst.socket, p.inst.data_dir.clone());
             }
             let data_dir = p.inst.data_dir.as_ref().and_then(|d| {
-                let u = (self.statfs)(&self.host.resolve(d)).ok()?;
+                let u = (self.statfs)(&self.node.host().resolve(d)).ok()?;
                 Some(DiskFill {
                     path: d.clone(),
                     used_percent: u.used_percent(),
@@ -445,12 +446,12 @@ impl RuntimeCollector {
                 if let Some(exe) = self
                     .procs
                     .first(comm)
-                    .and_then(|p| install::exe(&self.host, p.pid))
+                    .and_then(|p| install::exe(self.node.host(), p.pid))
                 {
                     running.push((name, exe));
                 }
             }
-            sample.duplicates = install::duplicates(&self.host, &running);
+            sample.duplicates = install::duplicates(self.node.host(), &running);
         }
 
         // The kubelet.
@@ -466,7 +467,7 @@ impl RuntimeCollector {
                 .unwrap_or_else(|| self.config.cni_conf_dir.clone());
             let dir = match plugin.as_deref() {
                 Some(p) if !p.is_empty() && p != "cni" => judge::CniDir::NotUsed,
-                _ => cni::check(&self.host.resolve(&conf_dir), &conf_dir),
+                _ => cni::check(&self.node.host().resolve(&conf_dir), &conf_dir),
             };
             let network_ready = cri_target
                 .and_then(|i| report.cri(i))
@@ -637,7 +638,7 @@ impl RuntimeCollector {
         use immutable::{Owner, Root};
         let mut roots = Vec::new();
         let mut add = |host_path: String, owner: Owner| {
-            let agent = self.host.resolve(&host_path);
+            let agent = self.node.host().resolve(&host_path);
             if !roots.iter().any(|r: &Root| r.agent == agent) {
                 roots.push(Root {
                     agent,
@@ -657,7 +658,7 @@ impl RuntimeCollector {
                 Daemon::Dockerd => {
                     add(format!("{data}/containers"), Owner::DockerContainers);
                     // Writable layers: image/<driver>/layerdb/mounts/<container>/mount-id.
-                    let image = self.host.resolve(format!("{data}/image"));
+                    let image = self.node.host().resolve(format!("{data}/image"));
                     for driver in dir_names(&image, 16) {
                         let mounts = image.join(&driver).join("layerdb/mounts");
                         for id in dir_names(&mounts, crate::hostfs::entries::PODS) {
@@ -702,8 +703,12 @@ impl RuntimeCollector {
         if self.walker.idle() && due {
             self.walk_started = Some(Instant::now());
             let roots = self.walk_roots(probed, kubelet_root);
-            let skip: BTreeSet<PathBuf> = mountinfo::read(&self.host, 1)
-                .map(|ms| ms.iter().map(|m| self.host.join(&m.mount_point)).collect())
+            let skip: BTreeSet<PathBuf> = mountinfo::read(self.node.host(), 1)
+                .map(|ms| {
+                    ms.iter()
+                        .map(|m| self.node.host().join(&m.mount_point))
+                        .collect()
+                })
                 .unwrap_or_default();
             self.walker.start(roots, skip);
         }
@@ -722,9 +727,9 @@ impl RuntimeCollector {
         let mut names: Option<&mut PodDirectory> = None;
         let want_names = self.flagged.values().any(|f| f.pod_uid.is_some());
         if want_names {
-            let pods = self
-                .pods
-                .get_or_insert_with(|| PodDirectory::new(self.host.clone(), PodsConfig::default()));
+            let pods = self.pods.get_or_insert_with(|| {
+                PodDirectory::new(self.node.host().clone(), PodsConfig::default())
+            });
             pods.refresh_if_stale(Instant::now());
             names = Some(pods);
         }
@@ -764,12 +769,13 @@ impl RuntimeCollector {
     ) -> Vec<PortConflict> {
         let mut declared = Vec::new();
         if let Some(d) = static_dir {
-            declared.extend(ports::static_pods(&self.host.resolve(d), d, node));
+            declared.extend(ports::static_pods(&self.node.host().resolve(d), d, node));
         }
         for p in probed.iter().filter(|p| p.inst.daemon == Daemon::Dockerd) {
             if let Some(data) = &p.inst.data_dir {
                 let dir = self
-                    .host
+                    .node
+                    .host()
                     .resolve(format!("{}/containers", data.trim_end_matches('/')));
                 declared.extend(ports::docker_sandboxes(&dir));
             }
@@ -779,7 +785,7 @@ impl RuntimeCollector {
             return Vec::new();
         }
         let groups = ports::group(declared);
-        let listeners = match ports::listeners(&self.host) {
+        let listeners = match ports::listeners(self.node.host()) {
             Ok(l) => l,
             Err(e) => {
                 notes.push(format!("{e}; hostNetwork port conflicts are not judged"));
@@ -792,7 +798,7 @@ impl RuntimeCollector {
             .collect();
         let inodes: HashSet<u64> = wanted.iter().map(|l| l.inode).collect();
         // A remembered owner holds while its socket listens and its process lives.
-        let host = &self.host;
+        let host = self.node.host();
         self.owners
             .retain(|i, pid| inodes.contains(i) && host.proc_pid(*pid).is_dir());
         let unknown: HashSet<u64> = inodes
@@ -801,7 +807,7 @@ impl RuntimeCollector {
             .copied()
             .collect();
         if !unknown.is_empty() {
-            for (i, pid) in ports::socket_owners(&self.host, &unknown, self.config.fd_links) {
+            for (i, pid) in ports::socket_owners(&self.node, &unknown, self.config.fd_links) {
                 self.owners.insert(i, pid);
             }
         }
@@ -813,14 +819,15 @@ impl RuntimeCollector {
                 .filter(|l| l.protocol == protocol && l.local.port() == port)
                 .find_map(|l| self.owners.get(&l.inode).copied())
                 .map(|pid| {
-                    let placement = cgroup::read(&self.host, pid);
+                    let placement = cgroup::read(self.node.host(), pid);
                     let uid = placement
                         .as_ref()
                         .and_then(|p| p.pod())
                         .map(|p| p.uid.clone());
                     let name = uid.as_deref().and_then(|u| {
                         let dir = pods.get_or_insert_with(|| {
-                            let mut d = PodDirectory::new(self.host.clone(), PodsConfig::default());
+                            let mut d =
+                                PodDirectory::new(self.node.host().clone(), PodsConfig::default());
                             d.refresh();
                             d
                         });
@@ -828,7 +835,7 @@ impl RuntimeCollector {
                     });
                     PortHolder {
                         pid,
-                        comm: crate::proc::pid::comm(&self.host, pid).unwrap_or_default(),
+                        comm: crate::proc::pid::comm(self.node.host(), pid).unwrap_or_default(),
                         pod: name,
                         in_pod: placement.as_ref().is_some_and(|p| p.is_kubernetes()),
                         pod_uid: uid,
@@ -859,7 +866,8 @@ impl RuntimeCollector {
             _ => None,
         };
         self.kube_proxy_previous = Some((p.pid, p.start_ticks, p.cpu_ticks, now));
-        let (s, origin) = kube_proxy::settings(&p.args, &self.host.proc_pid(p.pid).join("root"));
+        let (s, origin) =
+            kube_proxy::settings(&p.args, &self.node.host().proc_pid(p.pid).join("root"));
         Some(KubeProxySample {
             pid: p.pid,
             mode: s.mode,
@@ -954,7 +962,7 @@ impl Collector for RuntimeCollector {
         let mut drafts = judge::judge(&sample, &self.config.thresholds);
         let log = self.logs.sample((self.clock)());
         drafts.extend(logs::judge(
-            &self.host,
+            self.node.host(),
             &sample,
             &self.config.thresholds,
             &log,

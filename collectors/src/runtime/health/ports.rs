@@ -26,6 +26,7 @@ use std::path::Path;
 use super::judge::DeclaredPod;
 use crate::host::HostPaths;
 use crate::hostfs::{self, cap};
+use crate::node::Node;
 use crate::proc::net_listen::{self, Listener, Protocol};
 use crate::runtime::docker;
 
@@ -352,16 +353,13 @@ pub fn listeners(host: &HostPaths) -> Result<Vec<Listener>, crate::ReadError> {
 /// `max_links` of them read. Returns inode -> pid for those found. The caller asks only for
 /// the sockets of ports that hostNetwork pods declare, and only for those whose holder it
 /// does not remember: a node without such ports never reads a descriptor.
-pub fn socket_owners(
-    host: &HostPaths,
-    inodes: &HashSet<u64>,
-    max_links: usize,
-) -> HashMap<u64, u32> {
+pub fn socket_owners(node: &Node, inodes: &HashSet<u64>, max_links: usize) -> HashMap<u64, u32> {
+    let host = node.host();
     let mut out = HashMap::new();
     if inodes.is_empty() {
         return out;
     }
-    let Ok(snap) = host.processes().snapshot("runtime/ports") else {
+    let Ok(snap) = node.processes().snapshot("runtime/ports") else {
         return out;
     };
     let mut budget = max_links;
@@ -531,7 +529,7 @@ spec:
     #[test]
     fn owners_through_fd_links() {
         let t = tempfile::tempdir().unwrap();
-        let host = HostPaths::new(t.path());
+        let host = crate::node::Node::new(crate::HostPaths::new(t.path()));
         let fd = t.path().join("proc/77/fd");
         std::fs::create_dir_all(&fd).unwrap();
         std::os::unix::fs::symlink("socket:[12345]", fd.join("3")).unwrap();

@@ -11,8 +11,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::host::HostPaths;
-use crate::proc::{pid, table};
+use crate::node::processes as table;
+use crate::node::Node;
+use crate::proc::pid;
 
 /// The process names (`comm`) followed.
 pub const NAMES: &[&str] = crate::names::DAEMONS;
@@ -67,7 +68,8 @@ impl ProcessTable {
 
     /// Confirms the remembered processes; walks `<root>/proc` when one is gone, when `want`
     /// names a daemon not known yet, or every `rescan` refreshes.
-    pub fn refresh(&mut self, host: &HostPaths, want: &[&str], rescan: u32) -> Refresh {
+    pub fn refresh(&mut self, node: &Node, want: &[&str], rescan: u32) -> Refresh {
+        let host = node.host();
         let mut vanished = false;
         let mut buf = std::mem::take(&mut self.buf);
         for procs in self.by_name.values_mut() {
@@ -94,7 +96,7 @@ impl ProcessTable {
         }
         self.since_scan = 0;
         self.scanned_once = true;
-        match self.scan(host) {
+        match self.scan(node) {
             Ok(()) => Refresh {
                 scanned: true,
                 unreadable: false,
@@ -111,8 +113,9 @@ impl ProcessTable {
     /// [`crate::proc::daemons`]): no file is read for other processes; each match not confirmed
     /// by this refresh is read once (`stat`: its start time, state and CPU) and its arguments
     /// come from the table.
-    fn scan(&mut self, host: &HostPaths) -> Result<(), crate::ReadError> {
-        let procs = host.processes();
+    fn scan(&mut self, node: &Node) -> Result<(), crate::ReadError> {
+        let host = node.host();
+        let procs = node.processes();
         let named = procs.named_unconfirmed("runtime/procs", NAMES)?;
         let mut found: BTreeMap<&'static str, Vec<Proc>> = BTreeMap::new();
         let mut buf = std::mem::take(&mut self.buf);
@@ -197,7 +200,7 @@ mod tests {
     #[test]
     fn confirms_by_start_time_and_rescans_when_one_is_gone() {
         let t = tempfile::tempdir().unwrap();
-        let host = HostPaths::new(t.path());
+        let host = crate::node::Node::new(crate::HostPaths::new(t.path()));
         proc_dir(t.path(), 10, "dockerd", 500, "/usr/bin/dockerd -H fd://");
         proc_dir(t.path(), 11, "containerd", 400, "/usr/bin/containerd");
         proc_dir(t.path(), 12, "sleep", 400, "sleep 1");
@@ -248,7 +251,7 @@ mod tests {
 
     #[test]
     fn an_unreadable_proc_says_so() {
-        let host = HostPaths::new("/nonexistent-root");
+        let host = crate::node::Node::new(crate::HostPaths::new("/nonexistent-root"));
         let mut table = ProcessTable::new();
         assert!(table.refresh(&host, &[], 1).unreadable);
         assert!(ticks_per_second() >= 1);

@@ -11,7 +11,7 @@ use std::os::unix::fs::FileTypeExt;
 use super::judge::{Daemon, Why};
 use super::procs::ProcessTable;
 use crate::host::HostPaths;
-use crate::runtime::discover::Locations;
+use crate::node::discover::Locations;
 use crate::runtime::{containerd, docker, flag_value};
 
 /// One runtime daemon the node uses.
@@ -294,7 +294,7 @@ mod tests {
         seen: &BTreeMap<(Daemon, String), Option<String>>,
         listening: Option<BTreeSet<String>>,
     ) -> Vec<Instance> {
-        let host = HostPaths::new(root);
+        let host = crate::node::Node::new(crate::HostPaths::new(root));
         let mut procs = ProcessTable::new();
         procs.refresh(&host, &[], 1);
         let locations = Locations::default();
@@ -308,7 +308,7 @@ mod tests {
             seen,
         };
         let mut notes = Vec::new();
-        find(&host, &inp, &mut || listening.clone(), &mut notes)
+        find(host.host(), &inp, &mut || listening.clone(), &mut notes)
     }
 
     #[test]

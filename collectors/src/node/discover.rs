@@ -6,8 +6,9 @@
 
 use std::path::PathBuf;
 
+use super::Node;
 use crate::host::HostPaths;
-use crate::runtime::{containerd, docker, find_processes, flag_value, kubelet};
+use crate::runtime::{containerd, docker, flag_value, kubelet};
 
 /// Where the runtimes' and the kubelet's configuration files are (host paths), unless the
 /// running daemons name others on their command lines.
@@ -115,6 +116,36 @@ pub const DOCKER_SOCKETS: &[&str] = &["/run/docker.sock", "/var/run/docker.sock"
 /// not.
 pub const DOCKER_LAYOUT: &[&str] = &["containers", "image"];
 
+/// Finds the first running process whose `comm` is `name` and returns its pid and arguments,
+/// from the shared process table ([`Node::processes`]; `caller` names the call
+/// site). `None` when no such process runs (or `/proc` is unreadable).
+pub fn find_process(node: &Node, caller: &'static str, name: &str) -> Option<(u32, Vec<String>)> {
+    find_processes(node, caller, &[name]).ok()?.remove(name)
+}
+
+/// The first running process of each `comm` in `names` (pid and arguments), from the shared
+/// process table: no file is read for the processes of other names, and each one returned is
+/// confirmed by one read of its `stat` (its arguments are remembered per pid and start time).
+/// A process whose arguments cannot be read (it exited meanwhile) is skipped. An error when
+/// `<root>/proc` cannot be listed.
+pub fn find_processes(
+    node: &Node,
+    caller: &'static str,
+    names: &[&str],
+) -> Result<std::collections::HashMap<String, (u32, Vec<String>)>, crate::ReadError> {
+    let procs = node.processes();
+    let mut out = std::collections::HashMap::new();
+    for p in procs.named(caller, names)? {
+        if out.contains_key(&*p.comm) {
+            continue;
+        }
+        if let Some(args) = procs.args(&p) {
+            out.insert(p.comm.to_string(), (p.pid, args.to_vec()));
+        }
+    }
+    Ok(out)
+}
+
 /// Whether docker is on this node: dockerd runs, its socket exists (socket-activated docker
 /// starts on the first request), or its data root holds docker's own layout
 /// ([`DOCKER_LAYOUT`]). An empty `/var/lib/docker` is not docker.
@@ -159,9 +190,10 @@ pub struct Discovery {
 /// The daemons come from the shared process table ([`crate::proc::table`]; `caller` names the
 /// call site): a cycle on a node whose processes did not change reads one `stat` per running
 /// daemon (its confirmation), nothing per other process.
-pub fn discover(host: &HostPaths, config: &Locations, caller: &'static str) -> Discovery {
+pub fn discover(node: &Node, config: &Locations, caller: &'static str) -> Discovery {
+    let host = node.host();
     let mut notes = Vec::new();
-    let found = find_processes(host, caller, &["kubelet", "dockerd", "containerd"]);
+    let found = find_processes(node, caller, &["kubelet", "dockerd", "containerd"]);
     let known = found.is_ok();
     let procs = found.unwrap_or_default();
     let daemons = Daemons {

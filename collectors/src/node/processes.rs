@@ -1,4 +1,4 @@
-//! One process table shared by every collector of an agent ([`HostPaths::processes`]).
+//! One process table shared by every collector of an agent ([`Node::processes`]).
 //!
 //! Collectors used to walk `<root>/proc` each on its own, reading `comm` (and often `cmdline`
 //! and namespace links) of every process every cycle. The table walks it for all of them:
@@ -25,16 +25,16 @@
 //! neither stays listed with an empty `comm` (it exited since the listing) and is not read
 //! again while its directory stays.
 //!
-//! [`HostPaths::processes`]: crate::HostPaths::processes
+//! [`Node::processes`]: crate::node::Node::processes
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::os::unix::fs::DirEntryExt;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use super::daemons::{self, Located};
 use crate::host::HostPaths;
 use crate::hostfs::{self, entries};
-use crate::proc::daemons::{self, Located};
 use crate::proc::{ns, pid, uptime};
 
 /// A listing younger than this serves every caller that has not used it yet.
@@ -177,12 +177,14 @@ struct Inner {
     buf: Vec<u8>,
 }
 
-/// The shared process table (see the module documentation). Held by [`HostPaths`] in an
-/// `Arc`: clones of a host share it.
+/// The shared process table (see the module documentation). Held by [`crate::node::Node`] in
+/// an `Arc`: clones of a node share it.
 pub struct ProcessTable {
     inner: Mutex<Inner>,
     cap: usize,
     args_budget: usize,
+    /// Clock ticks per second of `stat`'s start times.
+    ticks: u64,
 }
 
 impl std::fmt::Debug for ProcessTable {
@@ -196,24 +198,20 @@ impl std::fmt::Debug for ProcessTable {
     }
 }
 
-impl Default for ProcessTable {
-    fn default() -> Self {
-        ProcessTable::new(DEFAULT_CAP)
-    }
-}
-
 impl ProcessTable {
-    /// A table keeping at most `cap` processes.
-    pub fn new(cap: usize) -> ProcessTable {
-        ProcessTable::with_args_budget(cap, ARGS_BUDGET)
+    /// A table keeping at most `cap` processes, on a machine whose `/proc/<pid>/stat` counts
+    /// `clock_ticks` per second ([`super::Facts`]).
+    pub fn new(cap: usize, clock_ticks: u64) -> ProcessTable {
+        ProcessTable::with_args_budget(cap, ARGS_BUDGET, clock_ticks)
     }
 
     /// A table keeping at most `cap` processes and `args_budget` bytes of arguments.
-    pub fn with_args_budget(cap: usize, args_budget: usize) -> ProcessTable {
+    pub fn with_args_budget(cap: usize, args_budget: usize, clock_ticks: u64) -> ProcessTable {
         ProcessTable {
             inner: Mutex::default(),
             cap: cap.max(1),
             args_budget,
+            ticks: clock_ticks.max(1),
         }
     }
 
@@ -294,7 +292,7 @@ impl ProcessTable {
         inner.truncated = listed.len() > self.cap;
         listed.truncate(self.cap);
         let uptime = uptime::read(host).ok().map(|u| u.since_boot);
-        let ticks = crate::runtime::health::procs::ticks_per_second();
+        let ticks = self.ticks;
         let mut old = std::mem::take(&mut inner.entries);
         let mut buf = std::mem::take(&mut inner.buf);
         let mut reexamine = REEXAMINE_PER_LISTING;
@@ -438,7 +436,7 @@ fn is_settled(p: &Proc, uptime: Option<Duration>, ticks: u64) -> bool {
     up.saturating_sub(started) >= SETTLE
 }
 
-/// The shared table bound to its host: what collectors call ([`HostPaths::processes`]).
+/// The shared table bound to its host: what collectors call ([`crate::node::Node::processes`]).
 #[derive(Clone, Copy)]
 pub struct Processes<'a> {
     host: &'a HostPaths,
@@ -678,11 +676,19 @@ mod tests {
         .unwrap();
     }
 
-    fn fake() -> (tempfile::TempDir, HostPaths) {
+    /// Clock ticks of the fake stat lines.
+    const TICKS: u64 = 100;
+
+    /// A fake node; `.host()` of it gives its paths.
+    fn fake() -> (tempfile::TempDir, crate::node::Node) {
         let t = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(t.path().join("proc")).unwrap();
         std::fs::write(t.path().join("proc/uptime"), "10000.00 1.00\n").unwrap();
-        let h = HostPaths::new(t.path());
+        let facts = crate::node::Facts {
+            page_size: 4096,
+            clock_ticks: TICKS,
+        };
+        let h = crate::node::Node::with_facts(HostPaths::new(t.path()), facts);
         (t, h)
     }
 
@@ -779,8 +785,7 @@ mod tests {
     fn a_young_process_is_examined_again_and_nothing_of_it_is_remembered() {
         let (t, host) = fake();
         // Started 1 s before the fake uptime: a wrapper about to exec the daemon.
-        let ticks = crate::runtime::health::procs::ticks_per_second();
-        let young = 9_999 * ticks;
+        let young = 9_999 * TICKS;
         proc_dir(t.path(), 40, "sh", young, "sh -c exec kubelet");
         let procs = host.processes();
         let s = procs.snapshot("a").unwrap();
@@ -800,8 +805,8 @@ mod tests {
         for p in 1..=10 {
             proc_dir(t.path(), p, "sleep", 100, "sleep");
         }
-        let table = ProcessTable::new(4);
-        let s = table.snapshot(&host, "a").unwrap();
+        let table = ProcessTable::new(4, TICKS);
+        let s = table.snapshot(host.host(), "a").unwrap();
         assert_eq!(pids(&s), vec![1, 2, 3, 4]);
         assert!(s.truncated);
         assert_eq!(table.len(), 4);
@@ -816,8 +821,8 @@ mod tests {
         let big = "x".repeat(100 << 10);
         proc_dir(t.path(), 60, "java", 100, &format!("java {big}"));
         proc_dir(t.path(), 61, "java", 100, &format!("java {big}"));
-        let table = ProcessTable::with_args_budget(DEFAULT_CAP, 150 << 10);
-        let procs = Processes::new(&host, &table);
+        let table = ProcessTable::with_args_budget(DEFAULT_CAP, 150 << 10, TICKS);
+        let procs = Processes::new(host.host(), &table);
         let s = procs.snapshot("a").unwrap();
         for p in &s.procs {
             assert_eq!(procs.args(p).unwrap()[1].len(), 100 << 10);
@@ -859,7 +864,7 @@ mod tests {
     #[test]
     fn an_unlistable_proc_is_an_error_and_a_later_listing_retries() {
         let t = tempfile::tempdir().unwrap();
-        let host = HostPaths::new(t.path());
+        let host = crate::node::Node::new(HostPaths::new(t.path()));
         assert!(host.processes().snapshot("a").is_err());
         std::fs::create_dir_all(t.path().join("proc")).unwrap();
         proc_dir(t.path(), 7, "init", 100, "init");
@@ -868,7 +873,7 @@ mod tests {
 
     #[test]
     fn reads_the_real_proc() {
-        let host = HostPaths::new("/");
+        let host = crate::node::Node::new(HostPaths::new("/"));
         let procs = host.processes();
         let me = std::process::id();
         let s = procs.snapshot("a").unwrap();
