@@ -15,6 +15,9 @@ use collectors::explain::{self, Confidence, Lookup};
 use collectors::Lang;
 use serde_json::{json, Value};
 
+use crate::table::{field, numbered};
+use crate::view::pick;
+
 /// Output format of the CLI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Format {
@@ -48,11 +51,7 @@ pub fn component_label(component: &str, lang: Lang) -> &str {
         "node" => ("node", "节点"),
         other => (other, other),
     };
-    if lang == Lang::Zh {
-        zh
-    } else {
-        en
-    }
+    pick(lang, en, zh)
 }
 
 fn no_match_message(query: &str, lang: Lang) -> String {
@@ -157,189 +156,227 @@ const MAX_TABLE_ENTRIES: usize = 8;
 /// A terminal rendering of one lookup: what kind of answer it is, then one block per entry,
 /// best first.
 pub fn render_table(l: &Lookup<'_>, lang: Lang) -> String {
-    let zh = lang == Lang::Zh;
-    let label = |en: &'static str, cn: &'static str| if zh { cn } else { en };
     let mut out = String::new();
     if let Some(d) = &l.exit {
-        let _ = write!(out, "{} {}", label("exit code", "退出码"), d.input);
-        if let Some(rule) = d.rule {
-            let _ = write!(out, " -> {} ({}: {rule})", d.code, label("rule", "规则"));
-        }
-        if let Some(sig) = d.signal {
-            let name = d.signal_name.as_deref().unwrap_or("?");
-            let _ = write!(out, " = 128 + {sig} ({name})");
-        }
-        out.push('\n');
+        exit_code_line(&mut out, d, lang);
     }
     if !l.is_match() {
         out.push_str(&no_match_message(&l.query, lang));
         out.push('\n');
         return out;
     }
-    let mut head = false;
+    let mut head = answer_kind(&mut out, l, lang);
+    head |= ranking_hint(&mut out, l, lang);
+    let ambiguous = l.ambiguous();
+    let best = l.matches.first().map_or(0, |m| m.score);
+    for (i, m) in l.matches.iter().take(MAX_TABLE_ENTRIES).enumerate() {
+        if i > 0 || l.exit.is_some() || head {
+            out.push('\n');
+        }
+        // Where a choice between components is left to the reader, each best entry is
+        // labelled with its component.
+        let choice =
+            (ambiguous && m.score == best).then(|| component_label(&m.entry.component, lang));
+        entry_block(&mut out, m, choice, lang);
+    }
+    more_matches(&mut out, l.matches.len(), lang);
+    out
+}
+
+/// `exit code 137 = 128 + 9 (SIGKILL)`, or `exit code -1 -> 255 (rule: …)`.
+fn exit_code_line(out: &mut String, d: &explain::ExitDecode, lang: Lang) {
+    let _ = write!(out, "{} {}", pick(lang, "exit code", "退出码"), d.input);
+    if let Some(rule) = d.rule {
+        let _ = write!(
+            out,
+            " -> {} ({}: {rule})",
+            d.code,
+            pick(lang, "rule", "规则")
+        );
+    }
+    if let Some(sig) = d.signal {
+        let name = d.signal_name.as_deref().unwrap_or("?");
+        let _ = write!(out, " = 128 + {sig} ({name})");
+    }
+    out.push('\n');
+}
+
+/// What kind of answer it is, when it is not one confident answer: a generic symptom, an
+/// ambiguous code, or titles that merely contain the query. True when it wrote a line.
+fn answer_kind(out: &mut String, l: &Lookup<'_>, lang: Lang) -> bool {
     match l.confidence() {
-        Confidence::Generic => {
-            let what = l.matches.first().map_or("", |m| m.matched.as_str());
-            let _ = writeln!(
-                out,
-                "{} {what:?} {}",
-                label("Generic:", "通用症状："),
-                label(
-                    "is reported for several causes and the paste does not say which.",
-                    "有多种可能原因，粘贴的内容未指明是哪一种。"
-                )
-            );
-            if !l.candidates.is_empty() {
-                let _ = writeln!(
-                    out,
-                    "{}",
-                    label(
-                        "Causes the handbook lists (check each; node-doctor explain <key> for details):",
-                        "手册列出的原因（逐一排查；node-doctor explain <key> 查看详情）："
-                    )
-                );
-                for c in &l.candidates {
-                    let _ = writeln!(out, "  - {:<34} {}", c.key, c.title.get(lang));
-                }
-            }
-            head = true;
-        }
-        Confidence::Ambiguous => {
-            let comps = l.top_components();
-            let text = if comps.len() > 1 {
-                label(
-                    "Ambiguous: this means different things in",
-                    "有歧义：以下组件中含义不同：",
-                )
-            } else {
-                label(
-                    "Ambiguous: the handbook lists this more than once for",
-                    "有歧义：手册中对以下组件列出了多条：",
-                )
-            };
-            let names: Vec<String> = comps
-                .iter()
-                .map(|c| format!("{c} ({})", component_label(c, lang)))
-                .collect();
-            let _ = writeln!(out, "{text} {}", names.join(", "));
-            if comps.len() > 1 {
-                let _ = writeln!(
-                    out,
-                    "{}",
-                    label(
-                        "Pick by where it was reported (the event's object service/... or ingress/..., or its source).",
-                        "请按报错来源选择（事件对象 service/... 或 ingress/...，或事件来源组件）。"
-                    )
-                );
-            }
-            head = true;
-        }
+        Confidence::Generic => generic_head(out, l, lang),
+        Confidence::Ambiguous => ambiguous_head(out, l, lang),
         Confidence::Weak => {
             let _ = writeln!(
                 out,
                 "{}",
-                label(
+                pick(
+                    lang,
                     "No code or message matched; these entries' titles contain the query:",
                     "没有匹配的错误码或消息；以下条目的标题包含查询内容："
                 )
             );
-            head = true;
         }
-        Confidence::Confident | Confidence::None => {}
+        Confidence::Confident | Confidence::None => return false,
     }
-    if let Some((family, word)) = l.hint {
-        if l.matches.len() > 1 {
-            let _ = writeln!(
-                out,
-                "{} {} ({word:?}).",
-                label("Ranked for", "按提示优先"),
-                component_label(family, lang)
-            );
-            head = true;
-        }
+    true
+}
+
+/// A symptom reported for several causes: says so, and lists the causes the handbook names.
+fn generic_head(out: &mut String, l: &Lookup<'_>, lang: Lang) {
+    let what = l.matches.first().map_or("", |m| m.matched.as_str());
+    let _ = writeln!(
+        out,
+        "{} {what:?} {}",
+        pick(lang, "Generic:", "通用症状："),
+        pick(
+            lang,
+            "is reported for several causes and the paste does not say which.",
+            "有多种可能原因，粘贴的内容未指明是哪一种。"
+        )
+    );
+    if l.candidates.is_empty() {
+        return;
     }
-    let ambiguous = l.ambiguous();
-    let best = l.matches.first().map_or(0, |m| m.score);
-    for (i, m) in l.matches.iter().take(MAX_TABLE_ENTRIES).enumerate() {
-        let e = m.entry;
-        if i > 0 || l.exit.is_some() || head {
-            out.push('\n');
-        }
-        let code = e.codes.first().map_or(e.key.as_str(), String::as_str);
-        let choice = if ambiguous && m.score == best {
-            format!("[{}] ", component_label(&e.component, lang))
-        } else {
-            String::new()
-        };
+    let _ = writeln!(
+        out,
+        "{}",
+        pick(
+            lang,
+            "Causes the handbook lists (check each; node-doctor explain <key> for details):",
+            "手册列出的原因（逐一排查；node-doctor explain <key> 查看详情）："
+        )
+    );
+    for c in &l.candidates {
+        let _ = writeln!(out, "  - {:<34} {}", c.key, c.title.get(lang));
+    }
+}
+
+/// A code listed more than once: the components it is listed for, and how to choose
+/// between them when there are several.
+fn ambiguous_head(out: &mut String, l: &Lookup<'_>, lang: Lang) {
+    let comps = l.top_components();
+    let text = if comps.len() > 1 {
+        pick(
+            lang,
+            "Ambiguous: this means different things in",
+            "有歧义：以下组件中含义不同：",
+        )
+    } else {
+        pick(
+            lang,
+            "Ambiguous: the handbook lists this more than once for",
+            "有歧义：手册中对以下组件列出了多条：",
+        )
+    };
+    let names: Vec<String> = comps
+        .iter()
+        .map(|c| format!("{c} ({})", component_label(c, lang)))
+        .collect();
+    let _ = writeln!(out, "{text} {}", names.join(", "));
+    if comps.len() > 1 {
         let _ = writeln!(
             out,
-            "{choice}{code}  [{} / {}]  {}",
-            e.vendor,
-            e.component,
-            e.title.get(lang)
-        );
-        if !m.corrections.is_empty() {
-            let read: Vec<String> = m
-                .corrections
-                .iter()
-                .map(|(typed, fixed)| format!("{typed} -> {fixed}"))
-                .collect();
-            let _ = writeln!(
-                out,
-                "  {}: {}",
-                label("read as", "按此理解"),
-                read.join(", ")
-            );
-        }
-        let _ = writeln!(out, "  {}: {}", label("cause", "原因"), e.cause.get(lang));
-        if !e.fix.is_empty() {
-            let _ = writeln!(out, "  {}:", label("fix", "处理"));
-        }
-        for (n, step) in e.fix.iter().enumerate() {
-            let _ = writeln!(out, "    {}. {}", n + 1, step.get(lang));
-        }
-        if let Some(risk) = &e.risk {
-            let _ = writeln!(
-                out,
-                "  {}: {}",
-                label("risk if unfixed", "不处理的风险"),
-                risk.get(lang)
-            );
-        }
-        for c in &e.commands {
-            let _ = writeln!(out, "  $ {c}");
-        }
-        if !e.findings.is_empty() {
-            let _ = writeln!(
-                out,
-                "  {}: {}",
-                label(
-                    "node-doctor check detects it as",
-                    "node-doctor check 对应的结论"
-                ),
-                e.findings.join(", ")
-            );
-        }
-        let _ = writeln!(
-            out,
-            "  {}: {} § {}",
-            label("source", "出处"),
-            e.doc,
-            e.section
-        );
-    }
-    if l.matches.len() > MAX_TABLE_ENTRIES {
-        let _ = writeln!(
-            out,
-            "\n{} {}",
-            l.matches.len() - MAX_TABLE_ENTRIES,
-            label(
-                "more (weaker) matches: use --format json to see them.",
-                "条较弱的匹配：使用 --format json 查看。"
+            "{}",
+            pick(
+                lang,
+                "Pick by where it was reported (the event's object service/... or ingress/..., or its source).",
+                "请按报错来源选择（事件对象 service/... 或 ingress/...，或事件来源组件）。"
             )
         );
     }
-    out
+}
+
+/// The component a word of the paste pointed to, when it ranked several entries. True when
+/// it wrote the line.
+fn ranking_hint(out: &mut String, l: &Lookup<'_>, lang: Lang) -> bool {
+    let Some((family, word)) = l.hint else {
+        return false;
+    };
+    if l.matches.len() <= 1 {
+        return false;
+    }
+    let _ = writeln!(
+        out,
+        "{} {} ({word:?}).",
+        pick(lang, "Ranked for", "按提示优先"),
+        component_label(family, lang)
+    );
+    true
+}
+
+/// One entry: its code, vendor, component and title (after `[choice] ` when it is one of
+/// several to choose from), then how the query was read, cause, fix, risk, commands, the
+/// findings of `check` that detect it, and its source.
+fn entry_block(out: &mut String, m: &explain::Match<'_>, choice: Option<&str>, lang: Lang) {
+    let e = m.entry;
+    let code = e.codes.first().map_or(e.key.as_str(), String::as_str);
+    let choice = choice.map(|c| format!("[{c}] ")).unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "{choice}{code}  [{} / {}]  {}",
+        e.vendor,
+        e.component,
+        e.title.get(lang)
+    );
+    if !m.corrections.is_empty() {
+        let read: Vec<String> = m
+            .corrections
+            .iter()
+            .map(|(typed, fixed)| format!("{typed} -> {fixed}"))
+            .collect();
+        field(out, pick(lang, "read as", "按此理解"), read.join(", "));
+    }
+    field(out, pick(lang, "cause", "原因"), e.cause.get(lang));
+    numbered(
+        out,
+        pick(lang, "fix", "处理"),
+        e.fix.iter().map(|step| step.get(lang)),
+    );
+    if let Some(risk) = &e.risk {
+        field(
+            out,
+            pick(lang, "risk if unfixed", "不处理的风险"),
+            risk.get(lang),
+        );
+    }
+    for c in &e.commands {
+        let _ = writeln!(out, "  $ {c}");
+    }
+    if !e.findings.is_empty() {
+        field(
+            out,
+            pick(
+                lang,
+                "node-doctor check detects it as",
+                "node-doctor check 对应的结论",
+            ),
+            e.findings.join(", "),
+        );
+    }
+    field(
+        out,
+        pick(lang, "source", "出处"),
+        format_args!("{} § {}", e.doc, e.section),
+    );
+}
+
+/// How many weaker matches the table left out, when it left any.
+fn more_matches(out: &mut String, total: usize, lang: Lang) {
+    if total <= MAX_TABLE_ENTRIES {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\n{} {}",
+        total - MAX_TABLE_ENTRIES,
+        pick(
+            lang,
+            "more (weaker) matches: use --format json to see them.",
+            "条较弱的匹配：使用 --format json 查看。"
+        )
+    );
 }
 
 /// Runs `node-doctor explain`, writing to `out`. Returns the process exit code: 0 when

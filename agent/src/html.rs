@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use collectors::{Lang, Severity};
 
-use crate::view::{FindingState, View};
+use crate::view::{FindingState, FindingView, View};
 
 /// Percent-encodes a query value (RFC 3986 unreserved characters pass).
 fn query_escape(s: &str) -> String {
@@ -48,10 +48,33 @@ fn colour(s: Severity) -> &'static str {
 
 /// The page for one view.
 pub fn page(view: &View<'_>) -> String {
-    let zh = view.lang == Lang::Zh;
-    let t = |en, zh| view.t(en, zh);
     let mut h = String::with_capacity(8192);
+    head(&mut h, view);
+    let _ = writeln!(
+        h,
+        "<h2>{} ({})</h2>",
+        view.t("Findings", "发现的问题"),
+        view.findings.len()
+    );
+    if let Some(msg) = view.no_findings() {
+        let _ = writeln!(h, "<p>{}</p>", escape(&msg));
+    }
+    for f in &view.findings {
+        finding(&mut h, view, f);
+    }
+    collectors_table(&mut h, view);
+    h.push_str(FOOTER);
+    h
+}
+
+/// The document's head and style, the node's name, when and by which agent, and the link
+/// to the page in the other language.
+fn head(h: &mut String, view: &View<'_>) {
     let node = escape(view.node);
+    let (other_lang, other_name) = match view.lang {
+        Lang::En => ("zh", "中文"),
+        Lang::Zh => ("en", "English"),
+    };
     let _ = write!(
         h,
         "<!doctype html>\n<html lang=\"{}\"><head><meta charset=\"utf-8\"><title>node-doctor: {node}</title>\n\
@@ -64,104 +87,110 @@ td,th{{border:1px solid #ccc;padding:.2em .6em;text-align:left}}</style></head><
     let _ = write!(
         h,
         "<h1>node-doctor: {node}</h1>\n<p>{} {} · agent {} · <a href=\"?lang={}\">{}</a></p>\n",
-        t("Snapshot of", "快照时间"),
+        view.t("Snapshot of", "快照时间"),
         view.generated_at,
         view.agent_version,
-        if zh { "en" } else { "zh" },
-        if zh { "English" } else { "中文" },
+        other_lang,
+        other_name,
     );
-    let _ = writeln!(
+}
+
+/// One finding's block: its heading, whether it is clearing, its evidence, steps and
+/// commands, where the advice comes from and what to read next.
+fn finding(h: &mut String, view: &View<'_>, f: &FindingView<'_>) {
+    let t = |en, zh| view.t(en, zh);
+    let _ = write!(
         h,
-        "<h2>{} ({})</h2>",
-        t("Findings", "发现的问题"),
-        view.findings.len()
+        "<div class=\"f\" style=\"border-color:{}\"><h3>[{}] {}{}</h3>\n<p>{}</p>\n<p><small><code>{}</code> · {} {} · {} {}</small></p>\n",
+        colour(f.severity),
+        f.severity.as_str().to_uppercase(),
+        escape(f.title),
+        if f.subject.is_empty() {
+            String::new()
+        } else {
+            format!(" — <code>{}</code>", escape(f.subject))
+        },
+        escape(f.summary),
+        escape(f.id),
+        t("first seen", "首次发现"),
+        f.first_seen,
+        t("last seen", "最近确认"),
+        f.last_seen,
     );
-    if let Some(msg) = view.no_findings() {
-        let _ = writeln!(h, "<p>{}</p>", escape(&msg));
+    if let FindingState::Clearing {
+        missing,
+        clear_after,
+    } = f.state
+    {
+        let _ = writeln!(
+            h,
+            "<p><small>{} {missing}/{clear_after}</small></p>",
+            t(
+                "clearing: not reported by the latest runs; the evidence is from the last run that reported it; runs without it",
+                "正在消除：最近的采集未再报告；以下为最后一次报告时的证据；未报告的次数"
+            ),
+        );
     }
-    for f in &view.findings {
+    remediation(h, f);
+    if let Some(src) = f.source {
         let _ = write!(
             h,
-            "<div class=\"f\" style=\"border-color:{}\"><h3>[{}] {}{}</h3>\n<p>{}</p>\n<p><small><code>{}</code> · {} {} · {} {}</small></p>\n",
-            colour(f.severity),
-            f.severity.as_str().to_uppercase(),
-            escape(f.title),
-            if f.subject.is_empty() {
-                String::new()
-            } else {
-                format!(" — <code>{}</code>", escape(f.subject))
-            },
-            escape(f.summary),
-            escape(f.id),
-            t("first seen", "首次发现"),
-            f.first_seen,
-            t("last seen", "最近确认"),
-            f.last_seen,
+            "<p><small>{}: {} § {}",
+            t("Source", "出处"),
+            escape(src.doc),
+            escape(src.section)
         );
-        if let FindingState::Clearing {
-            missing,
-            clear_after,
-        } = f.state
-        {
-            let _ = writeln!(
-                h,
-                "<p><small>{} {missing}/{clear_after}</small></p>",
-                t(
-                    "clearing: not reported by the latest runs; the evidence is from the last run that reported it; runs without it",
-                    "正在消除：最近的采集未再报告；以下为最后一次报告时的证据；未报告的次数"
-                ),
-            );
+        // External documentation: the rule file's own https:// address, a link.
+        if let Some(url) = src.url {
+            let _ = write!(h, " (<a href=\"{0}\">{0}</a>)", escape(url));
         }
-        if !f.evidence.is_empty() {
-            h.push_str("<table>");
-            for (k, v) in f.evidence {
-                let _ = write!(
-                    h,
-                    "<tr><th>{}</th><td>{}</td></tr>",
-                    escape(k),
-                    escape(&v.to_string())
-                );
-            }
-            h.push_str("</table>\n");
-        }
-        if !f.steps.is_empty() {
-            h.push_str("<ol>");
-            for s in &f.steps {
-                let _ = write!(h, "<li>{}</li>", escape(s));
-            }
-            h.push_str("</ol>\n");
-        }
-        if !f.commands.is_empty() {
-            let cmds: Vec<String> = f.commands.iter().map(|c| escape(c)).collect();
-            let _ = writeln!(h, "<pre>{}</pre>", cmds.join("\n"));
-        }
-        if let Some(src) = f.source {
+        h.push_str("</small></p>\n");
+    }
+    for s in &f.see_also {
+        let _ = writeln!(
+            h,
+            "<p><small>{}: <a href=\"/explain?q={}&amp;lang={}\">{}</a> (<code>node-doctor explain {}</code>)</small></p>",
+            t("See also", "另见"),
+            query_escape(s.key),
+            view.lang.as_str(),
+            escape(s.title.unwrap_or(s.key)),
+            escape(s.key)
+        );
+    }
+    h.push_str("</div>\n");
+}
+
+/// A finding's evidence (a table), steps (a numbered list) and commands (preformatted, one
+/// a line); each left out when empty.
+fn remediation(h: &mut String, f: &FindingView<'_>) {
+    if !f.evidence.is_empty() {
+        h.push_str("<table>");
+        for (k, v) in f.evidence {
             let _ = write!(
                 h,
-                "<p><small>{}: {} § {}",
-                t("Source", "出处"),
-                escape(src.doc),
-                escape(src.section)
-            );
-            // External documentation: the rule file's own https:// address, a link.
-            if let Some(url) = src.url {
-                let _ = write!(h, " (<a href=\"{0}\">{0}</a>)", escape(url));
-            }
-            h.push_str("</small></p>\n");
-        }
-        for s in &f.see_also {
-            let _ = writeln!(
-                h,
-                "<p><small>{}: <a href=\"/explain?q={}&amp;lang={}\">{}</a> (<code>node-doctor explain {}</code>)</small></p>",
-                t("See also", "另见"),
-                query_escape(s.key),
-                view.lang.as_str(),
-                escape(s.title.unwrap_or(s.key)),
-                escape(s.key)
+                "<tr><th>{}</th><td>{}</td></tr>",
+                escape(k),
+                escape(&v.to_string())
             );
         }
-        h.push_str("</div>\n");
+        h.push_str("</table>\n");
     }
+    if !f.steps.is_empty() {
+        h.push_str("<ol>");
+        for s in &f.steps {
+            let _ = write!(h, "<li>{}</li>", escape(s));
+        }
+        h.push_str("</ol>\n");
+    }
+    if !f.commands.is_empty() {
+        let cmds: Vec<String> = f.commands.iter().map(|c| escape(c)).collect();
+        let _ = writeln!(h, "<pre>{}</pre>", cmds.join("\n"));
+    }
+}
+
+/// The table of the collectors shown: name, status, latest run, its duration, its message.
+fn collectors_table(h: &mut String, view: &View<'_>) {
+    let t = |en, zh| view.t(en, zh);
     let _ = write!(
         h,
         "<h2>{}</h2>\n<table><tr><th>{}</th><th>{}</th><th>{}</th><th>ms</th><th>{}</th></tr>\n",
@@ -184,9 +213,11 @@ td,th{{border:1px solid #ccc;padding:.2em .6em;text-align:left}}</style></head><
             escape(c.message.unwrap_or("")),
         );
     }
-    h.push_str("</table>\n<p><a href=\"/findings\">/findings</a> · <a href=\"/findings?lang=zh\">/findings?lang=zh</a> · <a href=\"/metrics\">/metrics</a> · <a href=\"/explain?q=137\">/explain?q=137</a> · <a href=\"/healthz\">/healthz</a> · <a href=\"/readyz\">/readyz</a></p>\n</body></html>\n");
-    h
+    h.push_str("</table>\n");
 }
+
+/// The links to the agent's other endpoints, and the end of the document.
+const FOOTER: &str = "<p><a href=\"/findings\">/findings</a> · <a href=\"/findings?lang=zh\">/findings?lang=zh</a> · <a href=\"/metrics\">/metrics</a> · <a href=\"/explain?q=137\">/explain?q=137</a> · <a href=\"/healthz\">/healthz</a> · <a href=\"/readyz\">/readyz</a></p>\n</body></html>\n";
 
 #[cfg(test)]
 mod tests {

@@ -65,7 +65,24 @@ fn help(h: &str) -> String {
 /// Encodes one snapshot as OpenMetrics text.
 pub fn encode_snapshot(snap: &Snapshot) -> String {
     let mut reg = Registry::default();
+    register_build_info(&mut reg);
+    register_findings(&mut reg, snap);
+    register_transitions(&mut reg, snap);
+    register_collector_runs(&mut reg, snap);
+    register_collector_metrics(&mut reg, snap);
+    // The Kubernetes reporter's families, when it runs (`serve --kube-report`).
+    crate::kube::stats::register_metrics(&mut reg);
 
+    let mut out = String::with_capacity(4096);
+    if encode(&mut out, &reg).is_err() {
+        // Writing into a String cannot fail.
+        out.clear();
+    }
+    out
+}
+
+/// `node_doctor_build_info{version}`.
+fn register_build_info(reg: &mut Registry) {
     let build = GaugeFamily::default();
     build
         .get_or_create(&vec![(
@@ -78,7 +95,10 @@ pub fn encode_snapshot(snap: &Snapshot) -> String {
         "node-doctor build; the value is always 1",
         build,
     );
+}
 
+/// `node_doctor_finding{collector,id,severity,subject}`, 1 per shown finding.
+fn register_findings(reg: &mut Registry, snap: &Snapshot) {
     let finding = GaugeFamily::default();
     for a in &snap.findings {
         let f = &a.finding;
@@ -96,8 +116,10 @@ pub fn encode_snapshot(snap: &Snapshot) -> String {
         "Active finding (1 per finding; subject tells apart several findings of one rule)",
         finding,
     );
+}
 
-    // Raises and clears per rule: how often each finding came and went (a flap counter).
+/// Raises and clears per rule: how often each finding came and went (a flap counter).
+fn register_transitions(reg: &mut Registry, snap: &Snapshot) {
     let transitions = CounterFamily::default();
     for ((collector, id), t) in &snap.transitions {
         for (kind, n) in [
@@ -120,7 +142,10 @@ pub fn encode_snapshot(snap: &Snapshot) -> String {
         "Findings raised (shown after their rule's raise_after runs), cleared (after clear_after runs without them), suppressed (gone before they were raised) and reraised (raised again after they were cleared: flaps) since the agent started, per rule",
         transitions,
     );
+}
 
+/// Per collector: whether it is up, the CPU time and the wall time of its runs.
+fn register_collector_runs(reg: &mut Registry, snap: &Snapshot) {
     let up = GaugeFamily::default();
     let cpu = CounterFamily::default();
     let mut durations = Histograms::default();
@@ -148,8 +173,10 @@ pub fn encode_snapshot(snap: &Snapshot) -> String {
         Unit::Seconds,
         durations,
     );
+}
 
-    // Collector metrics, grouped by name.
+/// The collectors' own metrics, grouped by name into families; an invalid family is dropped.
+fn register_collector_metrics(reg: &mut Registry, snap: &Snapshot) {
     let mut groups: BTreeMap<&str, Vec<&Metric>> = BTreeMap::new();
     for c in &snap.collectors {
         for m in &c.metrics {
@@ -157,61 +184,64 @@ pub fn encode_snapshot(snap: &Snapshot) -> String {
         }
     }
     for (name, samples) in groups {
-        let kind = samples[0].kind;
-        let ok = valid_name(name)
-            && !name.starts_with("node_doctor_finding")
-            && !name.starts_with("node_doctor_collector_")
-            && !name.starts_with("node_doctor_build_info")
-            && samples.iter().all(|m| {
-                m.kind == kind && m.labels.iter().all(|(k, _)| valid_label(k)) && !m.value.is_nan()
-            });
-        if !ok {
+        if !is_valid_family(name, &samples) {
             tracing::debug!(metric = name, "dropping an invalid metric family");
             continue;
         }
-        match kind {
-            MetricKind::Gauge if samples.len() == 1 && samples[0].labels.is_empty() => {
-                let g = Gauge::<f64, AtomicU64>::default();
-                g.set(samples[0].value);
-                reg.register(name, help(samples[0].help), g);
+        register_family(reg, name, &samples);
+    }
+}
+
+/// A family may be exported: a valid name that is not one of ours, one kind, valid label
+/// names, no NaN.
+fn is_valid_family(name: &str, samples: &[&Metric]) -> bool {
+    let kind = samples[0].kind;
+    valid_name(name)
+        && !name.starts_with("node_doctor_finding")
+        && !name.starts_with("node_doctor_collector_")
+        && !name.starts_with("node_doctor_build_info")
+        && samples.iter().all(|m| {
+            m.kind == kind && m.labels.iter().all(|(k, _)| valid_label(k)) && !m.value.is_nan()
+        })
+}
+
+/// One valid family of collector metrics (all of one kind): a lone unlabelled sample is
+/// registered as a plain metric, else as a family; a counter with a negative value is left out.
+fn register_family(reg: &mut Registry, name: &str, samples: &[&Metric]) {
+    let help_text = help(samples[0].help);
+    let lone = samples.len() == 1 && samples[0].labels.is_empty();
+    match samples[0].kind {
+        MetricKind::Gauge if lone => {
+            let g = Gauge::<f64, AtomicU64>::default();
+            g.set(samples[0].value);
+            reg.register(name, help_text, g);
+        }
+        MetricKind::Gauge => {
+            let fam = GaugeFamily::default();
+            for m in samples {
+                fam.get_or_create(&m.labels).set(m.value);
             }
-            MetricKind::Gauge => {
-                let fam = GaugeFamily::default();
-                for m in &samples {
-                    fam.get_or_create(&m.labels).set(m.value);
-                }
-                reg.register(name, help(samples[0].help), fam);
+            reg.register(name, help_text, fam);
+        }
+        MetricKind::Counter => {
+            if samples.iter().any(|m| m.value < 0.0) {
+                return;
             }
-            MetricKind::Counter => {
-                if samples.iter().any(|m| m.value < 0.0) {
-                    continue;
-                }
-                // The encoder appends `_total` itself.
-                let base = name.strip_suffix("_total").unwrap_or(name);
-                if samples.len() == 1 && samples[0].labels.is_empty() {
-                    let c = Counter::<f64, AtomicU64>::default();
-                    c.inc_by(samples[0].value);
-                    reg.register(base, help(samples[0].help), c);
-                    continue;
-                }
-                let fam = CounterFamily::default();
-                for m in &samples {
-                    fam.get_or_create(&m.labels).inc_by(m.value);
-                }
-                reg.register(base, help(samples[0].help), fam);
+            // The encoder appends `_total` itself.
+            let base = name.strip_suffix("_total").unwrap_or(name);
+            if lone {
+                let c = Counter::<f64, AtomicU64>::default();
+                c.inc_by(samples[0].value);
+                reg.register(base, help_text, c);
+                return;
             }
+            let fam = CounterFamily::default();
+            for m in samples {
+                fam.get_or_create(&m.labels).inc_by(m.value);
+            }
+            reg.register(base, help_text, fam);
         }
     }
-
-    // The Kubernetes reporter's families, when it runs (`serve --kube-report`).
-    crate::kube::stats::register_metrics(&mut reg);
-
-    let mut out = String::with_capacity(4096);
-    if encode(&mut out, &reg).is_err() {
-        // Writing into a String cannot fail.
-        out.clear();
-    }
-    out
 }
 
 /// One histogram family built from the snapshot's data (prometheus-client's own `Histogram`

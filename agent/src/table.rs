@@ -6,7 +6,7 @@
 //! (`\n`, `\x1b`, `\u{202e}`). The only control characters in the output are its own line
 //! breaks and, on a terminal, its own colour codes.
 
-use std::fmt::Write;
+use std::fmt::{self, Write};
 
 use collectors::sanitize::visible as v;
 use collectors::{Lang, Severity};
@@ -23,6 +23,29 @@ fn paint(s: &str, sev: Severity, colour: bool) -> String {
         Severity::Info => "1;36",
     };
     format!("\x1b[{code}m{s}\x1b[0m")
+}
+
+/// One `  name: value` line of a block (a finding here, a catalogue entry in `explain`'s
+/// table).
+pub(crate) fn field(o: &mut String, name: &str, value: impl fmt::Display) {
+    let _ = writeln!(o, "  {name}: {value}");
+}
+
+/// `  heading:` and the items under it numbered from 1 (`    1. …`), in a block; nothing
+/// when there are no items.
+pub(crate) fn numbered<T: fmt::Display>(
+    o: &mut String,
+    heading: &str,
+    items: impl IntoIterator<Item = T>,
+) {
+    let mut items = items.into_iter().peekable();
+    if items.peek().is_none() {
+        return;
+    }
+    let _ = writeln!(o, "  {heading}:");
+    for (i, item) in items.enumerate() {
+        let _ = writeln!(o, "    {}. {item}", i + 1);
+    }
 }
 
 /// Renders the view; `colour` only when stdout is a terminal.
@@ -62,14 +85,13 @@ pub fn render(view: &View<'_>, colour: bool) -> String {
                 .iter()
                 .map(|(k, e)| format!("{}={}", v(k), v(&e.to_string())))
                 .collect();
-            let _ = writeln!(o, "  {}: {}", t("evidence", "证据"), ev.join("  "));
+            field(&mut o, t("evidence", "证据"), ev.join("  "));
         }
-        if !f.steps.is_empty() {
-            let _ = writeln!(o, "  {}:", t("what to do", "处理步骤"));
-            for (i, s) in f.steps.iter().enumerate() {
-                let _ = writeln!(o, "    {}. {}", i + 1, v(s));
-            }
-        }
+        numbered(
+            &mut o,
+            t("what to do", "处理步骤"),
+            f.steps.iter().map(|s| v(s)),
+        );
         if !f.commands.is_empty() {
             let _ = writeln!(o, "  {}:", t("commands", "命令"));
             for c in f.commands {
@@ -78,12 +100,10 @@ pub fn render(view: &View<'_>, colour: bool) -> String {
         }
         if let Some(src) = f.source {
             let url = src.url.map(|u| format!(" ({})", v(u))).unwrap_or_default();
-            let _ = writeln!(
-                o,
-                "  {}: {} § {}{url}",
+            field(
+                &mut o,
                 t("source", "出处"),
-                v(src.doc),
-                v(src.section)
+                format_args!("{} § {}{url}", v(src.doc), v(src.section)),
             );
         }
         for s in &f.see_also {
@@ -91,11 +111,10 @@ pub fn render(view: &View<'_>, colour: bool) -> String {
                 .title
                 .map(|title| format!(" ({})", v(title)))
                 .unwrap_or_default();
-            let _ = writeln!(
-                o,
-                "  {}: node-doctor explain {}{title}",
+            field(
+                &mut o,
                 t("see also", "另见"),
-                v(s.key)
+                format_args!("node-doctor explain {}{title}", v(s.key)),
             );
         }
         let _ = writeln!(

@@ -100,6 +100,15 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// `en` or `zh`, whichever `lang` reads: a renderer's own labels ([`View::t`], and
+/// `explain`'s table, which has no view).
+pub fn pick<T>(lang: Lang, en: T, zh: T) -> T {
+    match lang {
+        Lang::En => en,
+        Lang::Zh => zh,
+    }
+}
+
 /// One snapshot as a report shows it: filtered, in one language.
 #[derive(Debug, Clone, PartialEq)]
 pub struct View<'a> {
@@ -217,10 +226,7 @@ impl<'a> View<'a> {
 
     /// `en` or `zh`, in the view's language (for a renderer's own labels).
     pub fn t(&self, en: &'static str, zh: &'static str) -> &'static str {
-        match self.lang {
-            Lang::En => en,
-            Lang::Zh => zh,
-        }
+        pick(self.lang, en, zh)
     }
 
     /// `check`'s exit code for this view ([`crate::exit::code`]).

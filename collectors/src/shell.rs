@@ -419,137 +419,147 @@ const BAD_HOLE: &str =
 
 /// One step of the template grammar, shared by the compile-time check and the renderer.
 const fn step(t: &[u8], i: usize, quote: Quote) -> Step {
+    if i >= t.len() {
+        return end_of_template(t.len(), quote);
+    }
+    match t[i] {
+        b'{' => open_brace(t, i, quote),
+        b'}' => close_brace(t, i, quote),
+        _ => literal_run(t, i, quote),
+    }
+}
+
+/// The end of the template at byte `n`: done, unless a quote is still open.
+const fn end_of_template(n: usize, quote: Quote) -> Step {
+    if matches!(quote, Quote::None) {
+        Step::Done
+    } else {
+        Step::Error {
+            at: n,
+            what: "a quote of the template is not closed",
+        }
+    }
+}
+
+/// A doubled brace at `i` (`{{` or `}}`): one literal brace.
+const fn literal_brace(i: usize, quote: Quote) -> Step {
+    Step::Text {
+        start: i,
+        end: i + 1,
+        next: i + 2,
+        quote,
+    }
+}
+
+/// `{` at `i`: a literal `{{`, or a placeholder `{name}` where one may stand.
+const fn open_brace(t: &[u8], i: usize, quote: Quote) -> Step {
     let n = t.len();
-    if i >= n {
-        return if matches!(quote, Quote::None) {
-            Step::Done
-        } else {
-            Step::Error {
-                at: n,
-                what: "a quote of the template is not closed",
-            }
-        };
+    if i + 1 < n && t[i + 1] == b'{' {
+        return literal_brace(i, quote);
     }
-    if t[i] == b'{' {
-        if i + 1 < n && t[i + 1] == b'{' {
-            return Step::Text {
-                start: i,
-                end: i + 1,
-                next: i + 2,
-                quote,
-            };
-        }
-        let mut j = i + 1;
-        if j >= n || !t[j].is_ascii_lowercase() {
-            return Step::Error {
-                at: i,
-                what: BAD_HOLE,
-            };
-        }
-        while j < n && (t[j].is_ascii_lowercase() || t[j].is_ascii_digit() || t[j] == b'_') {
-            j += 1;
-        }
-        if j >= n || t[j] != b'}' {
-            return Step::Error {
-                at: i,
-                what: BAD_HOLE,
-            };
-        }
-        if !matches!(quote, Quote::None) {
-            return Step::Error {
-                at: i,
-                what: "a placeholder inside the template's quotes (the renderer quotes the argument: close the quote around it)",
-            };
-        }
-        if i > 0 && matches!(t[i - 1], b'$' | b'\\' | b'~') {
-            return Step::Error {
-                at: i,
-                what: "a placeholder right after $, \\ or ~ (the quoted argument would change meaning)",
-            };
-        }
-        return Step::Hole {
-            start: i + 1,
-            end: j,
-            next: j + 1,
-        };
-    }
-    if t[i] == b'}' {
-        if i + 1 < n && t[i + 1] == b'}' {
-            return Step::Text {
-                start: i,
-                end: i + 1,
-                next: i + 2,
-                quote,
-            };
-        }
+    let mut j = i + 1;
+    if j >= n || !t[j].is_ascii_lowercase() {
         return Step::Error {
             at: i,
-            what: "a lone } (write }} for a literal })",
+            what: BAD_HOLE,
         };
     }
-    // A run of literal text up to the next brace, tracking the shell's quoting.
+    while j < n && (t[j].is_ascii_lowercase() || t[j].is_ascii_digit() || t[j] == b'_') {
+        j += 1;
+    }
+    if j >= n || t[j] != b'}' {
+        return Step::Error {
+            at: i,
+            what: BAD_HOLE,
+        };
+    }
+    if !matches!(quote, Quote::None) {
+        return Step::Error {
+            at: i,
+            what: "a placeholder inside the template's quotes (the renderer quotes the argument: close the quote around it)",
+        };
+    }
+    if i > 0 && matches!(t[i - 1], b'$' | b'\\' | b'~') {
+        return Step::Error {
+            at: i,
+            what: "a placeholder right after $, \\ or ~ (the quoted argument would change meaning)",
+        };
+    }
+    Step::Hole {
+        start: i + 1,
+        end: j,
+        next: j + 1,
+    }
+}
+
+/// `}` at `i`: a literal `}}`, or an error.
+const fn close_brace(t: &[u8], i: usize, quote: Quote) -> Step {
+    if i + 1 < t.len() && t[i + 1] == b'}' {
+        return literal_brace(i, quote);
+    }
+    Step::Error {
+        at: i,
+        what: "a lone } (write }} for a literal })",
+    }
+}
+
+/// A run of literal text from `i` up to the next brace, tracking the shell's quoting.
+const fn literal_run(t: &[u8], i: usize, quote: Quote) -> Step {
     let mut j = i;
     let mut q = quote;
-    while j < n {
-        let c = t[j];
-        if c == b'{' || c == b'}' {
-            break;
-        }
-        let escapes_next = j + 1 < n && t[j + 1] != b'{' && t[j + 1] != b'}';
+    while j < t.len() && t[j] != b'{' && t[j] != b'}' {
         // Inside backticks a backslash means something else, which would change what a
         // quoted argument yields: templates use `$(...)`.
-        if c == b'`' && matches!(q, Quote::None | Quote::Double) {
+        if t[j] == b'`' && matches!(q, Quote::None | Quote::Double) {
             return Step::Error {
                 at: j,
                 what: "a backtick in the template (write $(...) instead)",
             };
         }
-        match q {
-            Quote::None => {
-                if c == b'\\' {
-                    if escapes_next {
-                        j += 1;
-                    }
-                } else if c == b'\'' {
-                    q = Quote::Single;
-                } else if c == b'"' {
-                    q = Quote::Double;
-                } else if c == b'$' && j + 1 < n && t[j + 1] == b'\'' {
-                    q = Quote::AnsiC;
-                    j += 1;
-                }
-            }
-            Quote::Single => {
-                if c == b'\'' {
-                    q = Quote::None;
-                }
-            }
-            Quote::Double => {
-                if c == b'\\' {
-                    if escapes_next {
-                        j += 1;
-                    }
-                } else if c == b'"' {
-                    q = Quote::None;
-                }
-            }
-            Quote::AnsiC => {
-                if c == b'\\' {
-                    if escapes_next {
-                        j += 1;
-                    }
-                } else if c == b'\'' {
-                    q = Quote::None;
-                }
-            }
-        }
-        j += 1;
+        let (after, len) = quote_after(t, j, q);
+        q = after;
+        j += len;
     }
     Step::Text {
         start: i,
         end: j,
         next: j,
         quote: q,
+    }
+}
+
+/// The quoting state after the literal byte at `j` in state `q`, and how many bytes it
+/// takes: 2 for a backslash and the byte it escapes (a brace is never escaped: it is the
+/// template's), and for the `$'` that opens ANSI-C quoting; else 1.
+const fn quote_after(t: &[u8], j: usize, q: Quote) -> (Quote, usize) {
+    let c = t[j];
+    let escapes_next = j + 1 < t.len() && t[j + 1] != b'{' && t[j + 1] != b'}';
+    match q {
+        Quote::None => match c {
+            b'\\' if escapes_next => (q, 2),
+            b'\'' => (Quote::Single, 1),
+            b'"' => (Quote::Double, 1),
+            b'$' if j + 1 < t.len() && t[j + 1] == b'\'' => (Quote::AnsiC, 2),
+            _ => (q, 1),
+        },
+        Quote::Single if c == b'\'' => (Quote::None, 1),
+        Quote::Single => (q, 1),
+        // The same rules inside "..." and $'...': a backslash escapes the next byte, and
+        // the quote that opened it closes it.
+        Quote::Double | Quote::AnsiC => {
+            let close = if matches!(q, Quote::Double) {
+                b'"'
+            } else {
+                b'\''
+            };
+            if c == b'\\' && escapes_next {
+                (q, 2)
+            } else if c == close {
+                (Quote::None, 1)
+            } else {
+                (q, 1)
+            }
+        }
     }
 }
 
