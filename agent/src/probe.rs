@@ -1,4 +1,4 @@
-//! The runtime collector's network probes ([`collectors::runtime::health::probe`]): the
+//! The runtime collector's network probes ([`collectors::runtime::probe`]): the
 //! collectors crate decides what to ask, this module asks. Docker's API is HTTP/1.1 over its
 //! unix socket; containerd's API and the CRI are gRPC, which is HTTP/2 with length-prefixed
 //! protobuf messages; the kubelet's `/healthz` is HTTP/1.1 over TCP.
@@ -20,7 +20,7 @@ use std::io::ErrorKind;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use collectors::runtime::health::probe::{
+use collectors::runtime::probe::{
     ContainerdReply, CriCondition, CriReply, DockerReply, HealthzReply, Outcome, ProbePlan,
     ProbeReport, Reply, RuntimeProbe, Target, Task, TaskStatus,
 };

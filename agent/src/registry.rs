@@ -9,8 +9,8 @@ use collectors::iptables::{IptablesCollector, IptablesConfig};
 use collectors::kernel::{KernelCollector, KernelConfig};
 use collectors::load::{LoadCollector, LoadConfig};
 use collectors::memory::{MemoryCollector, MemoryConfig};
-use collectors::runtime::health::probe::RuntimeProbe;
-use collectors::runtime::health::{RuntimeCollector, RuntimeConfig};
+use collectors::runtime::probe::RuntimeProbe;
+use collectors::runtime::{RuntimeCollector, RuntimeConfig};
 use collectors::{Collector, Node};
 
 use crate::probe::HostProbe;

@@ -21,8 +21,8 @@ use std::time::Duration;
 use collectors::conntrack::{ConntrackCollector, ConntrackConfig};
 use collectors::disk::{DiskCollector, DiskConfig};
 use collectors::iptables::{IptablesCollector, IptablesConfig};
-use collectors::runtime::health::probe::{ProbePlan, ProbeReport, RuntimeProbe};
-use collectors::runtime::health::{RuntimeCollector, RuntimeConfig};
+use collectors::runtime::probe::{ProbePlan, ProbeReport, RuntimeProbe};
+use collectors::runtime::{RuntimeCollector, RuntimeConfig};
 use collectors::{CollectContext, Collector, HostNetns, HostPaths};
 
 const CYCLES: usize = 30;

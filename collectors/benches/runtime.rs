@@ -11,11 +11,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use collectors::runtime::health::probe::{
+use collectors::runtime::probe::{
     ContainerdReply, DockerReply, HealthzReply, Outcome, ProbePlan, ProbeReport, Reply,
     RuntimeProbe, Target,
 };
-use collectors::runtime::health::{RuntimeCollector, RuntimeConfig};
+use collectors::runtime::{RuntimeCollector, RuntimeConfig};
 use collectors::{CollectContext, Collector, HostNetns, HostPaths};
 use nix::sys::resource::{getrusage, UsageWho};
 

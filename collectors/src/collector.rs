@@ -499,7 +499,7 @@ mod tests {
                 "kernel",
                 "load",
                 "memory",
-                "runtime::health"
+                "runtime"
             ]
         );
         let mut crossings = Vec::new();

@@ -12,6 +12,7 @@
 
 pub mod bounded;
 pub mod collector;
+pub mod config;
 pub mod conntrack;
 pub mod disk;
 pub mod error;

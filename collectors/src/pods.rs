@@ -24,8 +24,8 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use crate::config::docker::{self, PodLabels};
 use crate::host::HostPaths;
-use crate::runtime::docker::{self, PodLabels};
 
 /// Where to look and how much to keep.
 #[derive(Debug, Clone, PartialEq)]

@@ -2,15 +2,15 @@
 //! `clusterDNS` in its configuration file (`--config`, by default
 //! `/var/lib/kubelet/config.yaml`). Command-line flags win over the file, as in the kubelet.
 //!
-//! Parsing is [`crate::runtime::kubelet`]'s (the same reader the disk collector uses); this
+//! Parsing is [`crate::config::kubelet`]'s (the same reader the disk collector uses); this
 //! module only keeps the kubelet's pid between samples so the process table is walked rarely.
 
 use std::path::PathBuf;
 
+use crate::config::{self, kubelet};
 use crate::node::Node;
-use crate::runtime::{self, kubelet};
 
-pub use crate::runtime::kubelet::{cluster_dns_from_args, cluster_dns_from_config};
+pub use crate::config::kubelet::{cluster_dns_from_args, cluster_dns_from_config};
 
 /// What was found about the kubelet's DNS setting.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -113,7 +113,7 @@ impl KubeletFinder {
             out.cluster_dns = list;
             return out;
         }
-        let config = runtime::flag_value(&args, "--config")
+        let config = config::flag_value(&args, "--config")
             .filter(|s| !s.is_empty())
             .unwrap_or_else(|| self.default_config.to_string_lossy().into_owned());
         match kubelet::read_config(host, &config) {

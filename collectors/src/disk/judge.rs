@@ -3,12 +3,12 @@
 //! section (`002_af370464fa0f13dd.txt`, lines 1–165) and the disk-full parts of its
 //! ContainerCreating and Terminating sections, are in `collectors/rules/disk.toml`.
 
+use crate::config::docker::DaemonConfig;
+use crate::config::kubelet::{Settings, Threshold};
 use crate::finding::Severity;
 use crate::node::discover::{Daemons, Role};
 use crate::rules::template::human_bytes;
 use crate::rules::{Draft, Item};
-use crate::runtime::docker::DaemonConfig;
-use crate::runtime::kubelet::{Settings, Threshold};
 use crate::sys::statvfs::FsUsage;
 
 use super::deleted::DeletedFile;
@@ -628,8 +628,8 @@ fn docker_log_unbounded(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::kubelet::{effective, parse_config};
     use crate::finding::Finding;
-    use crate::runtime::kubelet::{effective, parse_config};
 
     const GIB_U: u64 = 1 << 30;
 

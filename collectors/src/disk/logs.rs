@@ -8,9 +8,9 @@ use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use crate::config::docker::{self, PodLabels};
 use crate::hostfs::{self, entries};
 use crate::pods::parse_pod_log_dir;
-use crate::runtime::docker::{self, PodLabels};
 
 /// Which layout a log comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -485,7 +485,7 @@ fn sorted_dir(dir: &Path) -> Vec<PathBuf> {
 /// True when a docker container's `config.v2.json` labels it as kube-proxy.
 fn docker_is_kube_proxy(container_dir: &Path) -> bool {
     // config.v2.json is a few KB; refuse anything huge.
-    crate::runtime::docker::read_pod_labels_limited(container_dir, cap::CONFIG as u64)
+    crate::config::docker::read_pod_labels_limited(container_dir, cap::CONFIG as u64)
         .and_then(|l| l.container)
         .is_some_and(|n| n == "kube-proxy")
 }

@@ -7,8 +7,8 @@
 use std::path::PathBuf;
 
 use super::Node;
+use crate::config::{containerd, docker, flag_value, kubelet};
 use crate::host::HostPaths;
-use crate::runtime::{containerd, docker, flag_value, kubelet};
 
 /// Where the runtimes' and the kubelet's configuration files are (host paths), unless the
 /// running daemons name others on their command lines.

@@ -11,9 +11,9 @@
 //!
 //! Every file through [`crate::hostfs`] with the configuration cap.
 
+use crate::config::{containerd, docker};
 use crate::host::HostPaths;
 use crate::hostfs::{self, cap};
-use crate::runtime::{containerd, docker};
 
 /// containerd 2.x's default `config_path` (1.x has none unless configured).
 const CONTAINERD_DEFAULT_CONFIG_PATH: &str = "/etc/containerd/certs.d";

@@ -474,7 +474,7 @@ fn memory_commands_with_a_hostile_node_name_are_inert() {
 #[test]
 fn runtime_commands_with_hostile_sockets_directories_and_files_are_inert() {
     use crate::runtime::{process, FakeProbe};
-    use collectors::runtime::health::{RuntimeCollector, RuntimeConfig};
+    use collectors::runtime::{RuntimeCollector, RuntimeConfig};
     let test = "runtime_commands_with_hostile_sockets_directories_and_files_are_inert";
     let h = FakeHost::new();
     let conf = serde_json::json!({

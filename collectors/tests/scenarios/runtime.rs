@@ -8,11 +8,11 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use collectors::runtime::health::probe::{
+use collectors::runtime::probe::{
     ContainerdReply, CriCondition, CriReply, DockerReply, HealthzReply, Outcome, ProbePlan,
     ProbeReport, Reply, RuntimeProbe, Target, Task, TaskStatus,
 };
-use collectors::runtime::health::{RuntimeCollector, RuntimeConfig};
+use collectors::runtime::{RuntimeCollector, RuntimeConfig};
 use collectors::sys::statvfs::FsUsage;
 use collectors::{Collection, Collector, HostNetns, Status};
 
@@ -873,7 +873,7 @@ fn fifos_and_huge_files_where_configuration_is_expected_block_nothing() {
     assert!(out.findings.is_empty(), "{:#?}", out.findings);
 }
 
-/// The node's logs joined to the probes (collectors/src/runtime/health/logs.rs): kubelet's
+/// The node's logs joined to the probes (collectors/src/runtime/logs.rs): kubelet's
 /// PLEG lines on a full docker disk name it; kubelet saying the network is not ready while the
 /// CNI configuration is there and the CRI says ready is a log finding until kubelet has been
 /// quiet for a minute; a same-name container is named; once the CRI itself reports the network

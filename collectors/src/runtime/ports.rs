@@ -24,11 +24,11 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 use super::judge::DeclaredPod;
+use crate::config::docker;
 use crate::host::HostPaths;
 use crate::hostfs::{self, cap};
 use crate::node::Node;
 use crate::proc::net_listen::{self, Listener, Protocol};
-use crate::runtime::docker;
 
 /// Manifests and sandboxes looked at, at most.
 const MAX_FILES: usize = 512;

@@ -10,9 +10,9 @@ use std::os::unix::fs::FileTypeExt;
 
 use super::judge::{Daemon, Why};
 use super::procs::ProcessTable;
+use crate::config::{containerd, docker, flag_value};
 use crate::host::HostPaths;
 use crate::node::discover::Locations;
-use crate::runtime::{containerd, docker, flag_value};
 
 /// One runtime daemon the node uses.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,8 +6,8 @@
 
 use std::time::Duration;
 
+use crate::config::flag_value;
 use crate::hostfs::{self, cap};
-use crate::runtime::flag_value;
 
 /// kube-proxy's IPVS settings as configured.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
