@@ -11,7 +11,7 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use collectors::iptables::sampler::{sample_once, Tracker};
+use collectors::iptables::tracker::{sample_once, Tracker};
 use collectors::iptables::{IptablesCollector, IptablesConfig};
 use collectors::{CollectContext, Collector, HostPaths};
 use nix::sys::resource::{getrusage, UsageWho};

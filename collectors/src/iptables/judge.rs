@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use super::backend::{Backend, BinaryBackend};
 use super::kplog::LogKind;
-use super::sampler::{HoldObs, LockId, LockWatch, ProcInfo, Window};
+use super::tracker::{HoldObs, LockId, LockWatch, ProcInfo, Window};
 use crate::finding::Severity;
 use crate::metric::Metric;
 use crate::rules::Draft;
@@ -410,7 +410,7 @@ pub fn metrics(s: &Sample) -> Vec<Metric> {
 mod tests {
     use super::*;
     use crate::finding::Finding;
-    use crate::iptables::sampler::WaiterObs;
+    use crate::iptables::tracker::WaiterObs;
 
     fn render(d: Vec<Draft>) -> Vec<Finding> {
         let rules = crate::rules::RuleBook::builtin();

@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 use nix::errno::Errno;
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
 
-use super::sampler::{LockId, LockWatch, ObserveOptions, ProcInfo, SamplerOptions, Tracker};
+use super::tracker::{LockId, LockWatch, ObserveOptions, ProcInfo, SamplerOptions, Tracker};
 use crate::host::HostPaths;
 use crate::proc::locks;
 
@@ -673,7 +673,7 @@ impl Runner {
                         return;
                     }
                 }
-                super::sampler::sample_once(&self.host, &self.lock_path, tracker);
+                super::tracker::sample_once(&self.host, &self.lock_path, tracker);
                 return;
             }
             Mode::Watching {

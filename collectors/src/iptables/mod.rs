@@ -17,6 +17,7 @@ pub mod judge;
 pub mod kplog;
 pub mod lockwatch;
 pub mod sampler;
+pub mod tracker;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -32,7 +33,8 @@ pub use judge::{Sample, Thresholds};
 
 use judge::{BackendFacts, LogCount, MountGap};
 use kplog::{LogScanner, ScanLimits};
-use sampler::{LockId, LockWatch, ProcInfo, Sampler, SamplerOptions, Tracker, Window};
+use sampler::Sampler;
+use tracker::{LockId, LockWatch, ProcInfo, SamplerOptions, Tracker, Window};
 
 /// Thresholds, paths and limits of the `iptables` collector.
 #[derive(Debug, Clone, PartialEq)]
@@ -204,7 +206,7 @@ impl IptablesCollector {
         let tr = self
             .fallback
             .get_or_insert_with(|| Tracker::new(Instant::now()));
-        sampler::sample_once(self.node.host(), &path, tr);
+        tracker::sample_once(self.node.host(), &path, tr);
         tr.drain(Instant::now())
     }
 

@@ -22,7 +22,8 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-use super::{KmsgBatch, KmsgConfig, KmsgMode, RawReader, Record};
+use super::device::RawReader;
+use super::record::{KmsgBatch, KmsgConfig, KmsgMode, Record};
 use crate::collector::Status;
 use crate::host::HostPaths;
 use crate::metric::Metric;

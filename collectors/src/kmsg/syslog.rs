@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use nix::libc::c_int;
 
-use super::{KmsgBatch, Record};
+use super::record::{KmsgBatch, Record};
 
 /// `SYSLOG_ACTION_READ_ALL`: copy the whole ring buffer (newest records that fit) as text.
 const SYSLOG_ACTION_READ_ALL: c_int = 3;
@@ -114,11 +114,11 @@ fn split_line(line: &str) -> Result<(u32, Option<u64>, &str), SyslogParseError> 
     let rest = line.strip_prefix('<').ok_or(SyslogParseError::NoPrefix)?;
     let (prio, rest) = rest.split_once('>').ok_or(SyslogParseError::NoPrefix)?;
     if prio.is_empty() || prio.len() > 10 || !prio.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(SyslogParseError::BadPriority(super::cut(prio, 16)));
+        return Err(SyslogParseError::BadPriority(super::record::cut(prio, 16)));
     }
     let prio: u32 = prio
         .parse()
-        .map_err(|_| SyslogParseError::BadPriority(super::cut(prio, 16)))?;
+        .map_err(|_| SyslogParseError::BadPriority(super::record::cut(prio, 16)))?;
     let stamped = bracketed(rest).and_then(|(inner, after)| Some((timestamp(inner)?, after)));
     let Some((usec, after)) = stamped else {
         return Ok((prio, None, rest));
@@ -370,7 +370,7 @@ impl SyslogCursor {
     fn continue_last(line: &str, returned_prev: bool, batch: &mut KmsgBatch) -> bool {
         match batch.records.last_mut() {
             Some(r) if returned_prev => {
-                if r.message.len() < super::MAX_LINE_BYTES {
+                if r.message.len() < super::record::MAX_LINE_BYTES {
                     r.message.push('\n');
                     r.message.push_str(line);
                 }

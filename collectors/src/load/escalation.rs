@@ -12,79 +12,8 @@
 //! Pure: no files, no clock. The collector asks [`needs_detail`] on every run with the
 //! [`Signals`] it read, before any per-process file.
 
-use super::judge::Thresholds;
 use super::observation::{Observation, Pressures};
-
-/// The low bars of the whole-node signals above which a run reads per-process detail. Each is
-/// a share of the limit of the rule the signal feeds (so lowering a rule's limit lowers its
-/// bar), except the PSI `some` bar, which no rule uses (an early sign of contention).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Escalation {
-    /// load1 per online CPU ≥ this share of [`Thresholds::load_warning_per_cpu`] (`high_load`;
-    /// the lower of the warning and critical limits, should they be set the wrong way round).
-    pub load_share: f64,
-    /// load1 ≥ the CPU count while the CPUs are busy ≥ this share of
-    /// [`Thresholds::cpu_busy_percent`] (`cpu_bound`; at the default limits the load bar,
-    /// 1.0 per CPU, is reached first).
-    pub cpu_busy_share: f64,
-    /// iowait over the window ≥ this share of [`Thresholds::iowait_info_percent`] (`iowait`;
-    /// the lowest of its three limits).
-    pub iowait_share: f64,
-    /// A whole disk busy ≥ this share of [`Thresholds::disk_busy_percent`] (`io_bound`).
-    pub disk_busy_share: f64,
-    /// PSI io `full` avg10 ≥ this share of [`Thresholds::psi_io_full_percent`] (`io_bound`).
-    pub psi_io_full_share: f64,
-    /// PSI cpu or io `some` avg10 ≥ this many percent (no rule: tasks already wait for a CPU
-    /// or for IO a tenth of the time, before load1, a one-minute average, shows it).
-    pub psi_some_avg10_percent: f64,
-    /// `procs_blocked` ≥ this on this sample and the previous one (`io_bound` without a busy
-    /// disk needs D-state tasks ≥ the CPU count, at least 1, on both).
-    pub procs_blocked: u64,
-    /// How long the catch-up pass waits: when a run escalates and the previous one read no
-    /// per-process detail (the onset of trouble within one interval), the processes are
-    /// read twice this far apart (at most a quarter of the window), and the culprits are
-    /// measured over that span.
-    pub catch_up: std::time::Duration,
-}
-
-impl Default for Escalation {
-    fn default() -> Self {
-        Escalation {
-            load_share: 0.5,
-            cpu_busy_share: 0.5,
-            iowait_share: 0.5,
-            disk_busy_share: 0.5,
-            psi_io_full_share: 0.5,
-            psi_some_avg10_percent: 10.0,
-            procs_blocked: 1,
-            catch_up: std::time::Duration::from_secs(1),
-        }
-    }
-}
-
-impl Escalation {
-    /// Bars no host reaches: per-process detail is never read (benches of the quiet path).
-    pub fn never() -> Self {
-        Escalation {
-            load_share: f64::INFINITY,
-            cpu_busy_share: f64::INFINITY,
-            iowait_share: f64::INFINITY,
-            disk_busy_share: f64::INFINITY,
-            psi_io_full_share: f64::INFINITY,
-            psi_some_avg10_percent: f64::INFINITY,
-            procs_blocked: u64::MAX,
-            ..Escalation::default()
-        }
-    }
-
-    /// Bars every host reaches: per-process detail on every run, as before escalation.
-    pub fn always() -> Self {
-        Escalation {
-            load_share: 0.0,
-            ..Escalation::default()
-        }
-    }
-}
+use super::thresholds::Thresholds;
 
 /// Why a run reads per-process detail: the first bar a signal reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -208,6 +137,7 @@ mod tests {
     use super::*;
     use crate::load::judge::judge;
     use crate::load::observation::{CpuPercent, DiskRates, IoWaitMethod};
+    use crate::load::thresholds::Escalation;
     use crate::proc::loadavg::Loadavg;
     use crate::proc::pressure::{Pressure, PsiLine};
     use proptest::prelude::*;

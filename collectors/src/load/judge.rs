@@ -5,8 +5,9 @@
 //! words (the handbook's high-load section, in our own words) are in
 //! `collectors/rules/load.toml`.
 
-use super::escalation::{Escalation, Reason};
+use super::escalation::Reason;
 use super::observation::{Culprit, IoWaitMethod, Observation, Origin, Pressures};
+use super::thresholds::Thresholds;
 use crate::finding::Severity;
 use crate::metric::Metric;
 use crate::proc::loadavg::Loadavg;
@@ -29,63 +30,6 @@ const NAMED_IN_TEXT: usize = 3;
 const NAMED_IN_EVIDENCE: usize = 5;
 /// D-state tasks the `blocked_tasks` evidence names.
 const BLOCKED_IN_EVIDENCE: usize = 10;
-
-/// Thresholds of the load rules.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Thresholds {
-    /// `load.high_load` warning when load1 ≥ this × online CPUs on the last two samples.
-    pub load_warning_per_cpu: f64,
-    /// `load.high_load` critical when load1 ≥ this × online CPUs on the last two samples.
-    pub load_critical_per_cpu: f64,
-    /// `load.iowait` info above this share of CPU time in iowait, sustained over two windows
-    /// (the handbook: `wa` normally 0%, steadily above 1% means storage cannot keep up).
-    pub iowait_info_percent: f64,
-    pub iowait_warning_percent: f64,
-    pub iowait_critical_percent: f64,
-    /// `load.io_bound` (at least warning) when a disk is busy ≥ this share of the window.
-    pub disk_busy_percent: f64,
-    /// `load.io_bound` without a saturated disk when `/proc/pressure/io` full avg10 ≥ this.
-    pub psi_io_full_percent: f64,
-    /// `load.io_bound` without a saturated disk when D-state tasks ≥ this × CPUs on two samples.
-    pub blocked_per_cpu: f64,
-    /// `load.cpu_bound` when user+nice+system+irq+softirq ≥ this share of all CPU time.
-    pub cpu_busy_percent: f64,
-    /// A process is named as a culprit only when it is material: at least this share of the
-    /// window's total (IO wait, IO bytes or CPU over all processes)...
-    pub culprit_min_share_percent: f64,
-    /// ...and at least this IO wait (percent of the window, as iotop's `IO>`, or of the
-    /// D-state samples)...
-    pub culprit_min_io_wait_percent: f64,
-    /// ...or this many storage bytes per second (read + written; 64 KiB/s: the handbook's
-    /// mysqld wrote 136.5 KB/s on its saturated disk)...
-    pub culprit_min_io_bytes_per_second: f64,
-    /// ...or, for CPU, this share of one CPU.
-    pub culprit_min_cpu_percent: f64,
-    /// The low bars of the whole-node signals above which a run reads per-process detail
-    /// (which processes are behind a finding); below all of them no rule can fire.
-    pub escalation: Escalation,
-}
-
-impl Default for Thresholds {
-    fn default() -> Self {
-        Thresholds {
-            load_warning_per_cpu: 2.0,
-            load_critical_per_cpu: 4.0,
-            iowait_info_percent: 1.0,
-            iowait_warning_percent: 10.0,
-            iowait_critical_percent: 30.0,
-            disk_busy_percent: 90.0,
-            psi_io_full_percent: 20.0,
-            blocked_per_cpu: 1.0,
-            cpu_busy_percent: 90.0,
-            culprit_min_share_percent: 10.0,
-            culprit_min_io_wait_percent: 10.0,
-            culprit_min_io_bytes_per_second: 64.0 * 1024.0,
-            culprit_min_cpu_percent: 10.0,
-            escalation: Escalation::default(),
-        }
-    }
-}
 
 /// One run's reading: the levels every sample has and, from the second run on, the window
 /// between this sample and the previous one (what the rules judge).

@@ -7,8 +7,6 @@ use crate::proc::loadavg::Loadavg;
 use crate::proc::pressure::Pressure;
 use crate::proc::stat::CpuTimes;
 
-pub use super::processes::IoWaitMethod;
-
 /// CPU time per mode over a window, in percent of all CPU time (0–100, modes sum to 100).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct CpuPercent {
@@ -316,6 +314,35 @@ pub struct Observation {
     /// Which processes the culprits come from: the tasks of the candidate cgroups (named,
     /// with their IO and CPU), or every process and why (`None`: no process was read).
     pub process_scope: Option<String>,
+}
+
+/// How a window's IO wait was measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IoWaitMethod {
+    /// Delay accounting: the time each process's tasks spent waiting for block IO.
+    DelayAcct,
+    /// Delay accounting, and D-state samples for the tasks it does not cover (in D state with
+    /// no delay: forked before `kernel.task_delayacct` was turned on).
+    DelayAcctAndSampling,
+    /// Delay accounting is off (or showed nothing while tasks were in D state): the share of
+    /// samples in which each process's tasks were in D state.
+    DStateSampling,
+    /// No task waited on IO in the window (none in D state, no delay): processes are ranked
+    /// by bytes only.
+    #[default]
+    BytesOnly,
+}
+
+impl IoWaitMethod {
+    /// `delayacct`, `d_state_sampling` or `bytes_only` (the evidence `io_wait_method`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IoWaitMethod::DelayAcct => "delayacct",
+            IoWaitMethod::DelayAcctAndSampling => "delayacct_and_d_state_sampling",
+            IoWaitMethod::DStateSampling => "d_state_sampling",
+            IoWaitMethod::BytesOnly => "bytes_only",
+        }
+    }
 }
 
 #[cfg(test)]

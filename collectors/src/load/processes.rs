@@ -21,8 +21,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use super::observation::{Culprit, Origin};
-use super::LoadConfig;
+use super::config::LoadConfig;
+use super::observation::{Culprit, IoWaitMethod, Origin};
 use crate::host::HostPaths;
 use crate::pods::PodDirectory;
 use crate::proc::cgroup::{self, Placement};
@@ -245,35 +245,6 @@ impl ProcessTracker {
             next.insert(d.pid, (starttime, sum));
         }
         self.thread_blkio = next;
-    }
-}
-
-/// How a window's IO wait was measured.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum IoWaitMethod {
-    /// Delay accounting: the time each process's tasks spent waiting for block IO.
-    DelayAcct,
-    /// Delay accounting, and D-state samples for the tasks it does not cover (in D state with
-    /// no delay: forked before `kernel.task_delayacct` was turned on).
-    DelayAcctAndSampling,
-    /// Delay accounting is off (or showed nothing while tasks were in D state): the share of
-    /// samples in which each process's tasks were in D state.
-    DStateSampling,
-    /// No task waited on IO in the window (none in D state, no delay): processes are ranked
-    /// by bytes only.
-    #[default]
-    BytesOnly,
-}
-
-impl IoWaitMethod {
-    /// `delayacct`, `d_state_sampling` or `bytes_only` (the evidence `io_wait_method`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            IoWaitMethod::DelayAcct => "delayacct",
-            IoWaitMethod::DelayAcctAndSampling => "delayacct_and_d_state_sampling",
-            IoWaitMethod::DStateSampling => "d_state_sampling",
-            IoWaitMethod::BytesOnly => "bytes_only",
-        }
     }
 }
 

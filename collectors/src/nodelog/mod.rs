@@ -534,5 +534,46 @@ impl NodeLogWatcher {
     }
 }
 
+/// The facts of every registry a pull incident names (at most `max` registries, the most
+/// recently seen first), for [`LiveFacts::registries`]: read here, beside the log
+/// reader, so that the judge stays pure and the registry reader knows nothing of incidents.
+pub fn registry_facts(
+    host: &HostPaths,
+    incidents: &[Incident],
+    daemon_json: &str,
+    containerd_config: &str,
+    max: usize,
+) -> BTreeMap<String, registry::RegistryFacts> {
+    let mut pulls: Vec<&Incident> = incidents
+        .iter()
+        .filter(|i| {
+            matches!(
+                i.kind,
+                EventKind::PullHttpRegistry
+                    | EventKind::PullUnknownCa
+                    | EventKind::PullAuth
+                    | EventKind::PullNotFound
+            )
+        })
+        .collect();
+    pulls.sort_by_key(|i| std::cmp::Reverse(i.last_seen));
+    let mut out = BTreeMap::new();
+    for i in pulls {
+        let Some(r) = i.detail.registry.as_deref() else {
+            continue;
+        };
+        if out.len() >= max {
+            break;
+        }
+        if !out.contains_key(r) && patterns::is_registry_host(r) {
+            out.insert(
+                r.to_string(),
+                registry::facts(host, r, daemon_json, containerd_config),
+            );
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests;

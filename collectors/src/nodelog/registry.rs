@@ -133,47 +133,6 @@ pub fn facts(
     f
 }
 
-/// The facts of every registry a pull incident names (at most `max` registries, the most
-/// recently seen first), for [`super::LiveFacts::registries`].
-pub fn for_incidents(
-    host: &HostPaths,
-    incidents: &[super::Incident],
-    daemon_json: &str,
-    containerd_config: &str,
-    max: usize,
-) -> std::collections::BTreeMap<String, RegistryFacts> {
-    use super::patterns::EventKind;
-    let mut pulls: Vec<&super::Incident> = incidents
-        .iter()
-        .filter(|i| {
-            matches!(
-                i.kind,
-                EventKind::PullHttpRegistry
-                    | EventKind::PullUnknownCa
-                    | EventKind::PullAuth
-                    | EventKind::PullNotFound
-            )
-        })
-        .collect();
-    pulls.sort_by_key(|i| std::cmp::Reverse(i.last_seen));
-    let mut out = std::collections::BTreeMap::new();
-    for i in pulls {
-        let Some(r) = i.detail.registry.as_deref() else {
-            continue;
-        };
-        if out.len() >= max {
-            break;
-        }
-        if !out.contains_key(r) && super::patterns::is_registry_host(r) {
-            out.insert(
-                r.to_string(),
-                facts(host, r, daemon_json, containerd_config),
-            );
-        }
-    }
-    out
-}
-
 /// The default paths of the two configuration files.
 pub fn default_paths() -> (&'static str, &'static str) {
     (docker::DAEMON_JSON, containerd::CONFIG_PATH)

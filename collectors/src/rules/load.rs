@@ -8,8 +8,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use toml::{Table, Value as Toml};
 
 use super::draft::{Draft, Item, Var};
+use super::model::{
+    CommandT, Cond, Hysteresis, Piece, Rule, RulesError, SeeAlsoT, SourceT, Term, TextT,
+};
 use super::template::{self, is_name, Seg};
-use super::{CommandT, Cond, Hysteresis, Piece, Rule, RulesError, SeeAlsoT, SourceT, Term, TextT};
 use crate::finding::{Evidence, Severity};
 
 /// Placeholders every rule may use: the node's name.
@@ -854,7 +856,7 @@ fn sources(rule: &Rule, v: Option<&Toml>) -> Result<Vec<SourceT>, String> {
             (Some(Toml::String(doc)), Some(Toml::String(section)), None)
                 if !doc.trim().is_empty() && !section.trim().is_empty() =>
             {
-                Some(super::Cites {
+                Some(super::model::Cites {
                     doc: leak(doc),
                     section: leak(section),
                     url: external.map(|(u, _)| u),

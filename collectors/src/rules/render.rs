@@ -3,8 +3,8 @@
 use std::collections::BTreeSet;
 
 use super::draft::{Draft, Item, Var};
+use super::model::{Cond, Piece, Rule, Term, TextT};
 use super::template::{self, Seg, Value};
-use super::{Cond, Piece, Rule, Term, TextT};
 use crate::finding::{Evidence, Finding, Lang, Severity, Text};
 use crate::shell::{Arg, Cmd};
 
@@ -256,7 +256,7 @@ pub(crate) fn build(rule: &Rule, d: &Draft, node: &str, problems: &mut Vec<Strin
     }
     match rule.sources.iter().find(|s| env.holds(&s.when)) {
         Some(s) => match s.cites {
-            Some(super::Cites {
+            Some(super::model::Cites {
                 doc,
                 section,
                 url: Some(url),

@@ -1,6 +1,7 @@
 //! Tests of the rule format, the checks at load time and the renderer, on small rule files
 //! written here; the built-in files are tested in `collectors/tests/scenarios/rules.rs`.
 
+use super::model::{Cond, Term};
 use super::*;
 use crate::finding::{Evidence, Severity};
 

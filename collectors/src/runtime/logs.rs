@@ -6,7 +6,7 @@
 
 use crate::host::HostPaths;
 use crate::node::discover::Locations;
-use crate::nodelog::{self, registry, LiveFacts, LogSample};
+use crate::nodelog::{self, LiveFacts, LogSample};
 use crate::rules::Draft;
 
 use super::judge::{Sample, Thresholds};
@@ -27,7 +27,7 @@ pub fn live_facts(
         cni_config_present: sample.cni_config_present(),
         cri_network_ready: sample.cri_network_ready(),
         runtime_responding: sample.runtime_responding(),
-        registries: registry::for_incidents(
+        registries: nodelog::registry_facts(
             host,
             &log.incidents,
             &locations.daemon_json,

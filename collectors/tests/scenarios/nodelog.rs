@@ -61,7 +61,7 @@ fn collect(h: &FakeHost, w: &mut NodeLogWatcher, now: i64, live: &LiveFacts) -> 
     let sample = w.sample(now);
     let mut live = live.clone();
     let (dj, cc) = registry::default_paths();
-    live.registries = registry::for_incidents(&h.host(), &sample.incidents, dj, cc, 20);
+    live.registries = collectors::nodelog::registry_facts(&h.host(), &sample.incidents, dj, cc, 20);
     let rules = RuleBook::builtin();
     let findings = judge::judge(&sample, &live, &Thresholds::default())
         .into_iter()

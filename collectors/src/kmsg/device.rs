@@ -1,47 +1,19 @@
-//! The kernel log, `<root>/dev/kmsg`: a pure record parser ([`parse_record`]) and a bounded,
-//! non-blocking reader ([`KmsgReader`]). Each collector owns a reader with its own position,
-//! and the readers of one host made before its first read share one open of the device
-//! ([`shared`]): the ring buffer is read and parsed once for all of them.
-//!
-//! Record format (Documentation/ABI/testing/dev-kmsg):
-//!
-//! ```text
-//! 6,339,1392374,-;tokio-rt-worker (70): drop_caches: 3
-//! 6,191,269498,-;acpi PNP0A08:00: _OSC: OS supports [ExtendedConfig ASPM ClockPM]
-//!  SUBSYSTEM=acpi
-//!  DEVICE=+acpi:PNP0A08:00
-//! ```
-//!
-//! `prio,seq,usec,flags[,...];message`, where `prio` is `facility << 3 | level`, `seq` a 64-bit
-//! sequence number, `usec` microseconds since boot; non-printable bytes in the message are
-//! escaped as `\xNN`; continuation lines starting with a space carry `KEY=value` properties.
-//!
-//! On the character device each `read()` returns exactly one record, `EAGAIN` when there are
-//! no more, and `EPIPE` when records were overwritten before we read them (the position then
-//! jumps to the oldest record still held). A regular file in a fake root (one record per
-//! line, as scenario tests write it) is read line by line and ends in EOF instead of `EAGAIN`.
-//!
-//! When `/dev/kmsg` is the character device (1:11) but `open()` is refused with a permission error
-//! (the device cgroup of an unprivileged container refuses it even with CAP_SYSLOG), the
-//! reader falls back to `syslog(2)` (`SYSLOG_ACTION_READ_ALL`, which only needs CAP_SYSLOG;
-//! see [`syslog`]) and produces the same [`Record`]s; [`KmsgReader::mode`] tells which.
+//! The device reader: `<root>/dev/kmsg` opened non-blocking (the character device, one
+//! record per `read()`, or a regular file in a fake root, one record per line), or
+//! `syslog(2)` when the device refuses `open()` ([`super::syslog`]). What the
+//! [`super::KmsgReader`]s of a host share ([`super::shared`]).
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, ErrorKind, Read};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::PathBuf;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
+use super::record::{parse_record, KmsgBatch, KmsgConfig, KmsgMode, MAX_LINE_BYTES};
+use super::syslog;
 use crate::collector::Status;
 use crate::host::HostPaths;
 use crate::proc::uptime::BootClock;
-
-pub mod decay;
-mod shared;
-mod syslog;
-pub use shared::Hubs;
-pub use shared::KmsgReader;
-pub use syslog::{parse_syslog_line, SyslogLine, SyslogParseError};
 
 /// Read buffer for one device record. The kernel caps a record's text at 1 KiB (plus its
 /// properties); a buffer that is too small makes `read()` fail with `EINVAL`.
@@ -50,184 +22,6 @@ const RECORD_BUFFER_BYTES: usize = 16 * 1024;
 /// The device number of `/dev/kmsg` (drivers/char/mem.c: `mem` major 1, minor 11).
 const KMSG_MAJOR: u64 = 1;
 const KMSG_MINOR: u64 = 11;
-
-/// The longest line kept from a regular-file source; longer lines are cut (bounded memory).
-const MAX_LINE_BYTES: usize = 16 * 1024;
-
-/// One kernel log record.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Record {
-    /// Sequence number: increases by one per record since boot. In [`KmsgMode::Syslog`] the
-    /// format has none: a number synthesized by the reader, increasing by one per record it
-    /// returns.
-    pub seq: u64,
-    /// Microseconds since boot (the kernel log clock).
-    pub usec: u64,
-    /// Log level 0 (emerg) .. 7 (debug).
-    pub level: u8,
-    /// Syslog facility (0 kernel, 1 user, ...).
-    pub facility: u32,
-    /// The message with `\xNN` escapes decoded (invalid UTF-8 replaced).
-    pub message: String,
-    /// Continuation lines (`SUBSYSTEM=acpi`, `DEVICE=+acpi:...`), leading space removed.
-    /// Always empty in [`KmsgMode::Syslog`] (`syslog(2)` does not carry them).
-    pub continuation: Vec<String>,
-    /// The header's flags field is `c` or `+`: since 4.9 `c` marks text a `pr_cont()` added
-    /// after another message had come in between, so the kernel stored it as a record of its
-    /// own (e.g. the rest of an `oom-kill:` summary); before 4.9 `c` marked a line's first
-    /// fragment and `+` the following ones. A hint for joining a line's pieces, never proof:
-    /// readers check the text too. Always false in [`KmsgMode::Syslog`] (no flags).
-    pub fragment: bool,
-    /// Wall-clock estimate from `/proc/uptime`; `None` when uptime could not be read (and
-    /// always `None` from [`parse_record`], which is pure).
-    pub timestamp: Option<SystemTime>,
-}
-
-impl Record {
-    /// The value of a continuation property, e.g. `property("SUBSYSTEM")`.
-    pub fn property(&self, key: &str) -> Option<&str> {
-        self.continuation.iter().find_map(|line| {
-            let (k, v) = line.split_once('=')?;
-            (k == key).then_some(v)
-        })
-    }
-}
-
-/// Why a record's text was not understood.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum KmsgParseError {
-    #[error("record has no ';' between header and message")]
-    NoSeparator,
-    #[error("record header {0:?} has fewer than 3 fields")]
-    ShortHeader(String),
-    #[error("record header field {field} is not a number: {value:?}")]
-    BadNumber { field: &'static str, value: String },
-}
-
-/// Parses one record: the header line and any continuation lines (each starting with a space),
-/// with or without the trailing newline.
-pub fn parse_record(text: &str) -> Result<Record, KmsgParseError> {
-    let mut lines = text.split('\n');
-    let first = lines.next().unwrap_or("");
-    let (header, message) = first.split_once(';').ok_or(KmsgParseError::NoSeparator)?;
-    let mut fields = header.split(',');
-    let (prio, seq, usec) = match (fields.next(), fields.next(), fields.next()) {
-        (Some(p), Some(s), Some(u)) => (p, s, u),
-        _ => return Err(KmsgParseError::ShortHeader(cut(header, 64))),
-    };
-    let prio: u32 = number("prio", prio)?;
-    let seq: u64 = number("seq", seq)?;
-    let usec: u64 = number("usec", usec)?;
-    let fragment = matches!(fields.next().map(str::trim), Some("c" | "+"));
-    let continuation = lines
-        .filter_map(|l| l.strip_prefix(' '))
-        .map(str::to_string)
-        .collect();
-    Ok(Record {
-        seq,
-        usec,
-        level: (prio & 7) as u8,
-        facility: prio >> 3,
-        message: unescape(message),
-        continuation,
-        fragment,
-        timestamp: None,
-    })
-}
-
-fn number<T: std::str::FromStr>(field: &'static str, s: &str) -> Result<T, KmsgParseError> {
-    s.trim().parse().map_err(|_| KmsgParseError::BadNumber {
-        field,
-        value: cut(s, 32),
-    })
-}
-
-/// At most `max` bytes of `s`, cut on a char boundary.
-fn cut(s: &str, max: usize) -> String {
-    let mut end = s.len().min(max);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    s[..end].to_string()
-}
-
-/// Decodes the kernel's `\xNN` escapes (it escapes control bytes and `\` itself).
-fn unescape(s: &str) -> String {
-    if !s.contains("\\x") {
-        return s.to_string();
-    }
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\' && i + 4 <= b.len() && b[i + 1] == b'x' {
-            let hex = std::str::from_utf8(&b[i + 2..i + 4])
-                .ok()
-                .and_then(|h| u8::from_str_radix(h, 16).ok());
-            if let Some(v) = hex {
-                out.push(v);
-                i += 4;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// Bounds and start point of a reader.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KmsgConfig {
-    /// At start, records older than this are skipped (`--kmsg-lookback`, default 1 h).
-    pub lookback: Duration,
-    /// At most this many records are returned per [`KmsgReader::read_new`] call.
-    pub max_records_per_cycle: usize,
-    /// At most this much time is spent per call (checked between records).
-    pub max_millis_per_cycle: u64,
-}
-
-impl Default for KmsgConfig {
-    fn default() -> Self {
-        KmsgConfig {
-            lookback: Duration::from_secs(3600),
-            max_records_per_cycle: 5000,
-            max_millis_per_cycle: 50,
-        }
-    }
-}
-
-/// What one [`KmsgReader::read_new`] call produced.
-#[derive(Debug, Clone, PartialEq)]
-pub struct KmsgBatch {
-    /// New records, oldest first, each returned once.
-    pub records: Vec<Record>,
-    /// Records lost before we could read them (overwritten in the ring buffer: sequence gaps
-    /// and `EPIPE`), counted from the gap in sequence numbers.
-    pub dropped: u64,
-    /// True when the per-cycle record or time bound stopped the read; the rest is read next
-    /// call (if the kernel has not overwritten it by then, which `dropped` then counts).
-    pub truncated_by_budget: bool,
-    /// Records older than the lookback window, skipped at start.
-    pub skipped_old: u64,
-    /// Records whose text could not be parsed (skipped).
-    pub malformed: u64,
-    /// `Ok`, or `Degraded` with a reason a person can act on ("/dev/kmsg needs CAP_SYSLOG").
-    pub status: Status,
-}
-
-impl KmsgBatch {
-    fn new() -> KmsgBatch {
-        KmsgBatch {
-            records: Vec::new(),
-            dropped: 0,
-            truncated_by_budget: false,
-            skipped_old: 0,
-            malformed: 0,
-            status: Status::Ok,
-        }
-    }
-}
 
 enum Source {
     /// Not opened yet, or the last open failed (retried next call).
@@ -245,31 +39,6 @@ enum Source {
     /// `syslog(2)` snapshots of the whole ring buffer (the device refused `open()`). Once
     /// chosen it is kept: its position is not comparable with the device's.
     Syslog(syslog::SyslogCursor),
-}
-
-/// How a [`KmsgReader`] reads the kernel log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KmsgMode {
-    /// `<root>/dev/kmsg` (the character device, or a regular file in a fake root).
-    Kmsg,
-    /// `syslog(2)` `SYSLOG_ACTION_READ_ALL`: `/dev/kmsg` refused `open()`.
-    Syslog,
-}
-
-impl KmsgMode {
-    /// `"kmsg"` or `"syslog"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            KmsgMode::Kmsg => "kmsg",
-            KmsgMode::Syslog => "syslog",
-        }
-    }
-}
-
-impl std::fmt::Display for KmsgMode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
 }
 
 /// A non-blocking reader of `<root>/dev/kmsg` that returns each record once, bounded per call
@@ -679,6 +448,8 @@ fn read_line_bounded(reader: &mut BufReader<File>, out: &mut String) -> std::io:
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kmsg::{KmsgParseError, KmsgReader};
+    use std::time::SystemTime;
 
     // Kernel 6.18.44 (this VM), read from /dev/kmsg.
     const REAL_6_18: &str = "6,191,269498,-;acpi PNP0A08:00: _OSC: OS supports [ExtendedConfig ASPM ClockPM Segments MSI HPX-Type3]\n SUBSYSTEM=acpi\n DEVICE=+acpi:PNP0A08:00\n";
@@ -922,80 +693,5 @@ mod tests {
                 proptest::prop_assert_eq!(r.level as u32, prio.parse::<u32>().unwrap() & 7);
             }
         }
-    }
-}
-
-/// A bounded window of recent kernel-log events of one kind (their record times), for rules
-/// that fire on "N events within the lookback window" and export a running total.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RecentEvents {
-    /// Record times (µs since boot), oldest first; at most `capacity`.
-    times: std::collections::VecDeque<u64>,
-    capacity: usize,
-    total: u64,
-}
-
-impl RecentEvents {
-    pub fn new(capacity: usize) -> RecentEvents {
-        RecentEvents {
-            times: std::collections::VecDeque::new(),
-            capacity: capacity.max(1),
-            total: 0,
-        }
-    }
-
-    /// Notes one event at a record time.
-    pub fn record(&mut self, usec: u64) {
-        if self.times.len() == self.capacity {
-            self.times.pop_front();
-        }
-        self.times.push_back(usec);
-        self.total = self.total.saturating_add(1);
-    }
-
-    /// Forgets events older than `window` by the boot clock.
-    pub fn prune(&mut self, clock: &BootClock, window: Duration) {
-        while let Some(&t) = self.times.front() {
-            if clock.age(t) > window {
-                self.times.pop_front();
-            } else {
-                break;
-            }
-        }
-    }
-
-    /// Events still in the window (capped at the capacity).
-    pub fn recent(&self) -> u64 {
-        self.times.len() as u64
-    }
-
-    /// Events seen since construction (a counter).
-    pub fn total(&self) -> u64 {
-        self.total
-    }
-}
-
-#[cfg(test)]
-mod recent_events_tests {
-    use super::*;
-    use crate::proc::uptime::Uptime;
-    use std::time::SystemTime;
-
-    #[test]
-    fn window_prunes_old_events_and_total_keeps_counting() {
-        let mut ev = RecentEvents::new(3);
-        for t in [1_000_000u64, 500_000_000, 900_000_000, 990_000_000] {
-            ev.record(t);
-        }
-        assert_eq!((ev.recent(), ev.total()), (3, 4));
-        // Boot clock at 1000 s uptime: events at 500 s, 900 s, 990 s; window 200 s keeps two.
-        let clock = BootClock::new(
-            Uptime {
-                since_boot: Duration::from_secs(1000),
-            },
-            SystemTime::now(),
-        );
-        ev.prune(&clock, Duration::from_secs(200));
-        assert_eq!((ev.recent(), ev.total()), (2, 4));
     }
 }

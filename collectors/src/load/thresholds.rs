@@ -1,0 +1,130 @@
+//! The limits of the load rules and the bars below them at which a run reads per-process
+//! detail: the collector's tunables, apart from the judge and the escalation that use them.
+
+/// Thresholds of the load rules.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Thresholds {
+    /// `load.high_load` warning when load1 ≥ this × online CPUs on the last two samples.
+    pub load_warning_per_cpu: f64,
+    /// `load.high_load` critical when load1 ≥ this × online CPUs on the last two samples.
+    pub load_critical_per_cpu: f64,
+    /// `load.iowait` info above this share of CPU time in iowait, sustained over two windows
+    /// (the handbook: `wa` normally 0%, steadily above 1% means storage cannot keep up).
+    pub iowait_info_percent: f64,
+    pub iowait_warning_percent: f64,
+    pub iowait_critical_percent: f64,
+    /// `load.io_bound` (at least warning) when a disk is busy ≥ this share of the window.
+    pub disk_busy_percent: f64,
+    /// `load.io_bound` without a saturated disk when `/proc/pressure/io` full avg10 ≥ this.
+    pub psi_io_full_percent: f64,
+    /// `load.io_bound` without a saturated disk when D-state tasks ≥ this × CPUs on two samples.
+    pub blocked_per_cpu: f64,
+    /// `load.cpu_bound` when user+nice+system+irq+softirq ≥ this share of all CPU time.
+    pub cpu_busy_percent: f64,
+    /// A process is named as a culprit only when it is material: at least this share of the
+    /// window's total (IO wait, IO bytes or CPU over all processes)...
+    pub culprit_min_share_percent: f64,
+    /// ...and at least this IO wait (percent of the window, as iotop's `IO>`, or of the
+    /// D-state samples)...
+    pub culprit_min_io_wait_percent: f64,
+    /// ...or this many storage bytes per second (read + written; 64 KiB/s: the handbook's
+    /// mysqld wrote 136.5 KB/s on its saturated disk)...
+    pub culprit_min_io_bytes_per_second: f64,
+    /// ...or, for CPU, this share of one CPU.
+    pub culprit_min_cpu_percent: f64,
+    /// The low bars of the whole-node signals above which a run reads per-process detail
+    /// (which processes are behind a finding); below all of them no rule can fire.
+    pub escalation: Escalation,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            load_warning_per_cpu: 2.0,
+            load_critical_per_cpu: 4.0,
+            iowait_info_percent: 1.0,
+            iowait_warning_percent: 10.0,
+            iowait_critical_percent: 30.0,
+            disk_busy_percent: 90.0,
+            psi_io_full_percent: 20.0,
+            blocked_per_cpu: 1.0,
+            cpu_busy_percent: 90.0,
+            culprit_min_share_percent: 10.0,
+            culprit_min_io_wait_percent: 10.0,
+            culprit_min_io_bytes_per_second: 64.0 * 1024.0,
+            culprit_min_cpu_percent: 10.0,
+            escalation: Escalation::default(),
+        }
+    }
+}
+
+/// The low bars of the whole-node signals above which a run reads per-process detail. Each is
+/// a share of the limit of the rule the signal feeds (so lowering a rule's limit lowers its
+/// bar), except the PSI `some` bar, which no rule uses (an early sign of contention).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Escalation {
+    /// load1 per online CPU ≥ this share of [`Thresholds::load_warning_per_cpu`] (`high_load`;
+    /// the lower of the warning and critical limits, should they be set the wrong way round).
+    pub load_share: f64,
+    /// load1 ≥ the CPU count while the CPUs are busy ≥ this share of
+    /// [`Thresholds::cpu_busy_percent`] (`cpu_bound`; at the default limits the load bar,
+    /// 1.0 per CPU, is reached first).
+    pub cpu_busy_share: f64,
+    /// iowait over the window ≥ this share of [`Thresholds::iowait_info_percent`] (`iowait`;
+    /// the lowest of its three limits).
+    pub iowait_share: f64,
+    /// A whole disk busy ≥ this share of [`Thresholds::disk_busy_percent`] (`io_bound`).
+    pub disk_busy_share: f64,
+    /// PSI io `full` avg10 ≥ this share of [`Thresholds::psi_io_full_percent`] (`io_bound`).
+    pub psi_io_full_share: f64,
+    /// PSI cpu or io `some` avg10 ≥ this many percent (no rule: tasks already wait for a CPU
+    /// or for IO a tenth of the time, before load1, a one-minute average, shows it).
+    pub psi_some_avg10_percent: f64,
+    /// `procs_blocked` ≥ this on this sample and the previous one (`io_bound` without a busy
+    /// disk needs D-state tasks ≥ the CPU count, at least 1, on both).
+    pub procs_blocked: u64,
+    /// How long the catch-up pass waits: when a run escalates and the previous one read no
+    /// per-process detail (the onset of trouble within one interval), the processes are
+    /// read twice this far apart (at most a quarter of the window), and the culprits are
+    /// measured over that span.
+    pub catch_up: std::time::Duration,
+}
+
+impl Default for Escalation {
+    fn default() -> Self {
+        Escalation {
+            load_share: 0.5,
+            cpu_busy_share: 0.5,
+            iowait_share: 0.5,
+            disk_busy_share: 0.5,
+            psi_io_full_share: 0.5,
+            psi_some_avg10_percent: 10.0,
+            procs_blocked: 1,
+            catch_up: std::time::Duration::from_secs(1),
+        }
+    }
+}
+
+impl Escalation {
+    /// Bars no host reaches: per-process detail is never read (benches of the quiet path).
+    pub fn never() -> Self {
+        Escalation {
+            load_share: f64::INFINITY,
+            cpu_busy_share: f64::INFINITY,
+            iowait_share: f64::INFINITY,
+            disk_busy_share: f64::INFINITY,
+            psi_io_full_share: f64::INFINITY,
+            psi_some_avg10_percent: f64::INFINITY,
+            procs_blocked: u64::MAX,
+            ..Escalation::default()
+        }
+    }
+
+    /// Bars every host reaches: per-process detail on every run, as before escalation.
+    pub fn always() -> Self {
+        Escalation {
+            load_share: 0.0,
+            ..Escalation::default()
+        }
+    }
+}

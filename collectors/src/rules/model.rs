@@ -1,0 +1,256 @@
+//! The parsed form of a rule file: what [`super::load`] builds from the TOML and
+//! [`super::render`] fills, and the errors of loading. No logic of either lives here.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::draft::Draft;
+use super::template;
+use crate::error::ReadError;
+
+/// Why rule files do not load.
+#[derive(Debug, thiserror::Error)]
+pub enum RulesError {
+    #[error("rule file {file}: {message}")]
+    Toml { file: String, message: String },
+    #[error("rule file {file}: rule {id}: {message}")]
+    Invalid {
+        file: String,
+        id: String,
+        message: String,
+    },
+    #[error("rule file {file}: no built-in rule has the id {id:?} (an override changes the words of an existing rule; ids: {known})")]
+    UnknownId {
+        file: String,
+        id: String,
+        known: String,
+    },
+    #[error("rule file: {0}")]
+    Read(#[from] ReadError),
+    #[error("rule file {file}: {message}")]
+    NotUtf8 { file: String, message: String },
+}
+
+/// A condition of a `when`: any of the alternatives (`or`), each a list of terms that must
+/// all hold (`and`). No alternative at all: always holds.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct Cond(pub Vec<Vec<Term>>);
+
+impl Cond {
+    pub(crate) fn terms(&self) -> impl Iterator<Item = &Term> {
+        self.0.iter().flatten()
+    }
+
+    pub(crate) fn is_always(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Names every alternative guarantees present (`has x` in each).
+    pub(crate) fn guards(&self) -> BTreeSet<String> {
+        let mut alts = self.0.iter().map(|alt| {
+            alt.iter()
+                .filter_map(|t| match t {
+                    Term::Has(n) => Some(n.clone()),
+                    _ => None,
+                })
+                .collect::<BTreeSet<String>>()
+        });
+        let Some(first) = alts.next() else {
+            return BTreeSet::new();
+        };
+        alts.fold(first, |acc, g| acc.intersection(&g).cloned().collect())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Term {
+    Flag(String),
+    NotFlag(String),
+    Has(String),
+    NotHas(String),
+}
+
+/// A text template: pieces joined.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct TextT(pub Vec<Piece>);
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Piece {
+    Text {
+        when: Cond,
+        en: Vec<template::Seg>,
+        zh: Vec<template::Seg>,
+    },
+    /// Pieces under one `when`, or repeated over a list's items (`each`), joined with `sep`.
+    Group {
+        when: Cond,
+        each: Option<String>,
+        sep: (String, String),
+        parts: Vec<Piece>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct CommandT {
+    pub when: Cond,
+    pub each: Option<String>,
+    pub run: String,
+    /// Arguments built from text templates.
+    pub args: Vec<(String, Vec<template::Seg>)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SourceT {
+    pub when: Cond,
+    /// What the finding cites, leaked once when the built-in files load (a
+    /// [`crate::finding::Source`] holds `&'static str`; overrides cannot change sources).
+    /// `None` for `{ none = "why" }`: no handbook section covers the case, and the finding
+    /// cites none.
+    pub cites: Option<Cites>,
+}
+
+/// One citation of a rule file: a handbook section (`url` is `None`), or external
+/// documentation (the kernel's, a component's) with its address and the reason no handbook
+/// section covers the case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cites {
+    pub doc: &'static str,
+    pub section: &'static str,
+    /// External documentation: `https://…`.
+    pub url: Option<&'static str>,
+    /// External documentation: why no handbook section covers the case.
+    pub why: Option<&'static str>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SeeAlsoT {
+    pub when: Cond,
+    pub key: String,
+}
+
+/// How many successful runs in a row a finding must be reported to be raised, and absent to
+/// be cleared (the agent's state applies it in `serve`; `check` shows what it sees now).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hysteresis {
+    pub raise_after: u32,
+    pub clear_after: u32,
+}
+
+impl Hysteresis {
+    /// What a rule that states no `raise_after`/`clear_after` gets: raised on the first run
+    /// that reports it, cleared on the first that does not (the judge's word as it is). Rules
+    /// judging rates or top-N lists state their own.
+    pub const DEFAULT: Hysteresis = Hysteresis {
+        raise_after: 1,
+        clear_after: 1,
+    };
+    /// The largest number of cycles a rule may state.
+    pub const MAX_CYCLES: u32 = 100;
+}
+
+impl Default for Hysteresis {
+    fn default() -> Self {
+        Hysteresis::DEFAULT
+    }
+}
+
+/// One rule: its words and what it declares (conditions, optional evidence, an example).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rule {
+    pub id: String,
+    /// The file(s) it comes from: `memory.toml`, or `memory.toml + /etc/x.toml`.
+    pub file: String,
+    pub(crate) conditions: BTreeMap<String, String>,
+    pub(crate) optional: BTreeSet<String>,
+    pub(crate) example: Draft,
+    pub(crate) title: TextT,
+    pub(crate) summary: TextT,
+    pub(crate) steps: Vec<TextT>,
+    pub(crate) commands: Vec<CommandT>,
+    pub(crate) sources: Vec<SourceT>,
+    pub(crate) see_also: Vec<SeeAlsoT>,
+    pub(crate) hysteresis: Hysteresis,
+}
+
+impl Rule {
+    /// Its hysteresis: stated in its file, or [`Hysteresis::DEFAULT`].
+    pub fn hysteresis(&self) -> Hysteresis {
+        self.hysteresis
+    }
+
+    /// The conditions the rule declares, with what each means.
+    pub fn conditions(&self) -> &BTreeMap<String, String> {
+        &self.conditions
+    }
+
+    /// The example draft the rule file gives.
+    pub fn example(&self) -> &Draft {
+        &self.example
+    }
+
+    /// Every command template of the rule (for the shell test).
+    pub fn command_templates(&self) -> impl Iterator<Item = &str> {
+        self.commands.iter().map(|c| c.run.as_str())
+    }
+
+    /// `(doc, section)` of every handbook section the rule may cite.
+    pub fn sources(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.sources
+            .iter()
+            .filter_map(|s| s.cites)
+            .filter(|c| c.url.is_none())
+            .map(|c| (c.doc, c.section))
+    }
+
+    /// Every citation the rule may make (handbook sections and external documentation), in
+    /// the order of its `source` list.
+    pub fn citations(&self) -> impl Iterator<Item = Cites> + '_ {
+        self.sources.iter().filter_map(|s| s.cites)
+    }
+
+    /// True when the rule says (`{ none = "why" }`) that under some conditions no handbook
+    /// section covers its finding, which then cites none.
+    pub fn may_cite_nothing(&self) -> bool {
+        self.sources.iter().any(|s| s.cites.is_none())
+    }
+
+    /// Every explain key the rule may link to.
+    pub fn see_also_keys(&self) -> impl Iterator<Item = &str> {
+        self.see_also.iter().map(|s| s.key.as_str())
+    }
+
+    /// Every condition name a `when` of the rule tests (built-ins included).
+    pub fn conditions_used(&self) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        let mut add = |c: &Cond| {
+            for t in c.terms() {
+                if let Term::Flag(n) | Term::NotFlag(n) = t {
+                    out.insert(n.clone());
+                }
+            }
+        };
+        fn pieces(ps: &[Piece], add: &mut dyn FnMut(&Cond)) {
+            for p in ps {
+                match p {
+                    Piece::Text { when, .. } => add(when),
+                    Piece::Group { when, parts, .. } => {
+                        add(when);
+                        pieces(parts, add);
+                    }
+                }
+            }
+        }
+        for t in [&self.title, &self.summary].into_iter().chain(&self.steps) {
+            pieces(&t.0, &mut add);
+        }
+        for c in &self.commands {
+            add(&c.when);
+        }
+        for s in &self.sources {
+            add(&s.when);
+        }
+        for s in &self.see_also {
+            add(&s.when);
+        }
+        out
+    }
+}
