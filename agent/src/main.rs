@@ -7,7 +7,13 @@ mod engine;
 mod exit;
 mod explain_cmd;
 mod html;
+// The import-circle check both crates run on their own `src/` (ARCHITECTURE.md, "Module
+// layers"): the collectors crate's file, included here by path.
+#[cfg(test)]
+#[path = "../../collectors/src/imports.rs"]
+mod imports;
 mod kube;
+mod kube_stats;
 mod metrics;
 mod netns;
 mod probe;
@@ -334,85 +340,6 @@ fn check(
 
 #[cfg(test)]
 mod tests {
-    use std::collections::{BTreeMap, BTreeSet};
-    use std::path::Path;
-
-    /// The first segment of every `crate::` path in `code` (also each item of a
-    /// `crate::{a, b::c}` group).
-    fn crate_paths(code: &str) -> BTreeSet<String> {
-        let ident = |s: &str| -> String {
-            s.trim_start()
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect()
-        };
-        let mut out = BTreeSet::new();
-        for (i, _) in code.match_indices("crate::") {
-            let rest = &code[i + "crate::".len()..];
-            match rest.strip_prefix('{') {
-                Some(group) => {
-                    let group = group.split('}').next().unwrap_or("");
-                    out.extend(group.split(',').map(ident));
-                }
-                None => {
-                    out.insert(ident(rest));
-                }
-            }
-        }
-        out
-    }
-
-    /// The agent's modules form a DAG (ARCHITECTURE.md, "Module layers"): following the
-    /// `crate::<module>` paths of every module, tests included, never leads back to it.
-    #[test]
-    fn modules_import_each_other_without_cycles() {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-        let mut code = BTreeMap::new();
-        for entry in std::fs::read_dir(&src).unwrap() {
-            let path = entry.unwrap().path();
-            if path.extension().is_some_and(|e| e == "rs") {
-                let name = path.file_stem().unwrap().to_string_lossy().into_owned();
-                let text = std::fs::read_to_string(&path).unwrap();
-                let text: String = text
-                    .lines()
-                    .map(|l| l.split("//").next().unwrap_or(""))
-                    .collect::<Vec<_>>()
-                    .join("\n");
-                code.insert(name, text);
-            }
-        }
-        let mut deps: BTreeMap<String, BTreeSet<String>> = code
-            .iter()
-            .map(|(m, text)| {
-                let d = crate_paths(text)
-                    .into_iter()
-                    .filter(|d| d != m && code.contains_key(d))
-                    .collect();
-                (m.clone(), d)
-            })
-            .collect();
-        assert!(deps["view"].contains("state") && deps["state"].contains("scheduler"));
-        // Peel off modules that import nothing left; what remains holds a cycle.
-        loop {
-            let leaves: Vec<String> = deps
-                .iter()
-                .filter(|(_, d)| d.is_empty())
-                .map(|(m, _)| m.clone())
-                .collect();
-            if leaves.is_empty() {
-                break;
-            }
-            for m in &leaves {
-                deps.remove(m);
-            }
-            for d in deps.values_mut() {
-                d.retain(|x| !leaves.contains(x));
-            }
-        }
-        assert!(deps.is_empty(), "modules in an import cycle: {deps:?}");
-        assert_eq!(
-            crate_paths("use crate::{a::B, c};\nlet x = crate::d::e();"),
-            ["a", "c", "d"].map(String::from).into()
-        );
-    }
+    
+    
 }

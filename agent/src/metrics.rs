@@ -71,7 +71,7 @@ pub fn encode_snapshot(snap: &Snapshot) -> String {
     register_collector_runs(&mut reg, snap);
     register_collector_metrics(&mut reg, snap);
     // The Kubernetes reporter's families, when it runs (`serve --kube-report`).
-    crate::kube::stats::register_metrics(&mut reg);
+    crate::kube_stats::register_metrics(&mut reg);
 
     let mut out = String::with_capacity(4096);
     if encode(&mut out, &reg).is_err() {

@@ -141,7 +141,7 @@ pub fn handle(app: &App, req: &Request<Incoming>) -> Resp {
         "/readyz" => {
             // The Kubernetes reporter's state is detail, not readiness: an unreachable API
             // server must not take every agent of the cluster out of its Service.
-            let reporter = crate::kube::stats::readyz_detail()
+            let reporter = crate::kube_stats::readyz_detail()
                 .map(|l| format!("{l}\n"))
                 .unwrap_or_default();
             if published.snapshot.ready {

@@ -161,6 +161,22 @@ fn push_components(stack: &mut Vec<std::ffi::OsString>, p: &Path) {
 mod tests {
     use super::*;
 
+    /// The path leaf imports nothing of the crate but its error types (ARCHITECTURE.md
+    /// "Invariants"): no cache, no reader, no collector.
+    #[test]
+    fn the_path_leaf_imports_only_error_types() {
+        let src = include_str!("host.rs");
+        let code = src.split("#[cfg(test)]").next().unwrap_or("");
+        for line in code.lines().map(|l| l.split("//").next().unwrap_or("")) {
+            for (i, _) in line.match_indices("crate::") {
+                assert!(
+                    line[i..].starts_with("crate::error"),
+                    "host.rs imports {line:?}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn clones_share_the_count_of_per_process_paths() {
         let h = HostPaths::new("/host");

@@ -20,6 +20,8 @@ pub mod explain;
 pub mod finding;
 pub mod host;
 pub mod hostfs;
+#[cfg(test)]
+mod imports;
 pub mod iptables;
 pub mod kernel;
 pub mod kmsg;

@@ -16,7 +16,6 @@
 pub mod classes;
 pub mod client;
 pub mod planner;
-pub mod stats;
 
 #[cfg(test)]
 mod tests;
@@ -27,10 +26,10 @@ use std::time::{Duration, Instant};
 use time::OffsetDateTime;
 
 use crate::engine::Shared;
+use crate::kube_stats::{self as stats, Stats};
 use crate::state::Snapshot;
 use client::{Api, ApiError, KubeApi};
 use planner::{EventWrite, Jitter, Observed, Planner, Settings, View};
-use stats::Stats;
 
 /// Where condition and event messages point for a finding's explanation (`#<id>` anchors).
 pub const DOCS_URL: &str = "https://github.com/node-doctor/node-doctor/blob/main/docs/findings.md";
