@@ -263,14 +263,14 @@ pub struct CollectorFlags {
 
 impl CollectorFlags {
     /// The collectors' configurations: defaults with these flags applied.
-    pub fn options(&self) -> crate::registry::CollectorOptions {
+    pub fn options(&self) -> collectors::registry::Options {
         use collectors::kmsg::KmsgConfig;
         let kmsg = KmsgConfig {
             lookback: self.kmsg_lookback,
             max_records_per_cycle: self.kmsg_max_records.max(1),
             ..KmsgConfig::default()
         };
-        let mut o = crate::registry::CollectorOptions::default();
+        let mut o = crate::probe::default_options();
         o.disk.runtime.daemon_json = self.docker_daemon_json.clone();
         o.disk.runtime.containerd_config = self.containerd_config.clone();
         o.disk.runtime.kubelet_config = self.kubelet_config.clone();
@@ -606,6 +606,27 @@ fn parse_log_level(s: &str) -> Result<String, String> {
 mod tests {
     use super::*;
 
+    /// Every flag the registry says configures a collector is a flag of this command line
+    /// (the registry's list is what the collectors' docs pages are checked against).
+    #[test]
+    fn the_registry_names_real_flags() {
+        use clap::CommandFactory;
+        let cmd = Cli::command();
+        let longs: Vec<String> = cmd
+            .get_arguments()
+            .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+            .collect();
+        for e in collectors::registry::COLLECTORS {
+            for flag in e.flags {
+                assert!(
+                    longs.iter().any(|l| l == flag),
+                    "{}: {flag} is not a flag",
+                    e.name
+                );
+            }
+        }
+    }
+
     fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
         Cli::try_parse_from(std::iter::once("node-doctor").chain(args.iter().copied()))
     }
@@ -732,7 +753,7 @@ mod tests {
         );
         // Defaults equal the collectors' own defaults.
         let d = parse(&["check"]).unwrap().tuning.options();
-        let base = crate::registry::CollectorOptions::default();
+        let base = crate::probe::default_options();
         assert_eq!(
             d.load.thresholds.iowait_warning_percent,
             base.load.thresholds.iowait_warning_percent

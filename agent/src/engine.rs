@@ -3,13 +3,13 @@
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use collectors::{CollectContext, Collector, Node};
+use collectors::registry::{self, Options};
+use collectors::{CollectContext, Node};
 use hyper::body::Bytes;
 use time::OffsetDateTime;
 
 use crate::api;
 use crate::metrics;
-use crate::registry::{self, CollectorOptions};
 use crate::scheduler::{Factory, RunReport, Runner};
 use crate::state::{Snapshot, State};
 use crate::view::{Filter, View};
@@ -28,27 +28,25 @@ pub struct Plan {
     pub timeout: Option<Duration>,
 }
 
-/// Builds one runner per selected collector. An unknown name is a usage error.
-pub fn runners(node: &Node, opts: &CollectorOptions, plan: &Plan) -> Result<Vec<Runner>, String> {
-    let node = node.clone();
-    let min = opts.clone();
-    let opts = opts.clone();
-    build(
-        Arc::new(move || registry::all(&node, &opts)),
-        &move |name| registry::min_timeout(name, &min),
-        plan,
-    )
+/// Builds one runner per selected collector of the registry. An unknown name is a usage
+/// error.
+pub fn runners(node: &Node, opts: &Options, plan: &Plan) -> Result<Vec<Runner>, String> {
+    let entries = registry::COLLECTORS
+        .iter()
+        .map(|e| {
+            let (node, opts, build) = (node.clone(), opts.clone(), e.build);
+            let factory: Factory = Arc::new(move || Some(build(&node, &opts)));
+            (e.name, factory)
+        })
+        .collect();
+    build(entries, plan)
 }
 
-/// Builds the runners from a list of collectors; `make` is called again to re-create one
-/// after it panicked. `min_timeout` puts a floor under a collector's default timeout.
-pub fn build(
-    make: Arc<dyn Fn() -> Vec<Box<dyn Collector>> + Send + Sync>,
-    min_timeout: &dyn Fn(&str) -> Option<Duration>,
-    plan: &Plan,
-) -> Result<Vec<Runner>, String> {
-    let all = make();
-    let known: Vec<&'static str> = all.iter().map(|c| c.name()).collect();
+/// Builds the runners of the selected collectors: each is built by its factory (called again
+/// to re-create it after it panicked; only the selected ones are built). A collector's
+/// [`collectors::Collector::min_timeout`] puts a floor under its default timeout.
+pub fn build(entries: Vec<(&'static str, Factory)>, plan: &Plan) -> Result<Vec<Runner>, String> {
+    let known: Vec<&'static str> = entries.iter().map(|(n, _)| *n).collect();
     let unknown = |n: &str| {
         format!(
             "unknown collector {n:?}; known collectors: {}",
@@ -69,11 +67,13 @@ pub fn build(
         }
     }
     let mut out = Vec::new();
-    for c in all {
-        let name = c.name();
+    for (name, factory) in entries {
         if !plan.only.is_empty() && !plan.only.iter().any(|n| n == name) {
             continue;
         }
+        let Some(c) = factory() else {
+            return Err(format!("collector {name:?} could not be built"));
+        };
         let interval = plan
             .intervals
             .iter()
@@ -83,12 +83,8 @@ pub fn build(
             .unwrap_or(plan.interval);
         let timeout = plan.timeout.unwrap_or_else(|| {
             let t = interval.min(MAX_DEFAULT_TIMEOUT);
-            min_timeout(name).map_or(t, |m| t.max(m))
+            c.min_timeout().map_or(t, |m| t.max(m))
         });
-        let factory: Factory = {
-            let make = Arc::clone(&make);
-            Arc::new(move || make().into_iter().find(|c| c.name() == name))
-        };
         out.push(Runner::new(c, factory, interval, timeout));
     }
     Ok(out)
@@ -253,6 +249,7 @@ pub fn run_all_once(runners: &[Runner], ctx: &CollectContext, state: &Mutex<Stat
 mod tests {
     use super::*;
     use crate::scheduler::fakes::{ctx, finding, no_factory, with, Scripted, Slow};
+    use crate::scheduler::Factory;
     use collectors::{Collector, Severity, Status};
 
     fn runner(c: Box<dyn Collector>, interval_ms: u64, timeout_ms: u64) -> Runner {
@@ -264,19 +261,46 @@ mod tests {
         )
     }
 
-    fn fakes() -> Arc<dyn Fn() -> Vec<Box<dyn Collector>> + Send + Sync> {
-        Arc::new(|| {
-            ["disk", "load", "memory"]
-                .into_iter()
-                .map(|name| {
-                    Box::new(Slow {
-                        name,
-                        delay: Duration::ZERO,
-                        runs: 0,
-                    }) as Box<dyn Collector>
-                })
-                .collect()
-        })
+    /// Fake collectors disk, load and memory; `load` asks for at least `load_floor`.
+    fn fakes_with(load_floor: Option<Duration>) -> Vec<(&'static str, Factory)> {
+        ["disk", "load", "memory"]
+            .into_iter()
+            .map(|name| {
+                let floor = (name == "load").then_some(load_floor).flatten();
+                let factory: Factory = Arc::new(move || {
+                    Some(Box::new(Floored {
+                        inner: Slow {
+                            name,
+                            delay: Duration::ZERO,
+                            runs: 0,
+                        },
+                        floor,
+                    }) as Box<dyn Collector>)
+                });
+                (name, factory)
+            })
+            .collect()
+    }
+
+    fn fakes() -> Vec<(&'static str, Factory)> {
+        fakes_with(None)
+    }
+
+    /// A fake with a floor under its default timeout.
+    struct Floored {
+        inner: Slow,
+        floor: Option<Duration>,
+    }
+    impl Collector for Floored {
+        fn name(&self) -> &'static str {
+            self.inner.name()
+        }
+        fn min_timeout(&self) -> Option<Duration> {
+            self.floor
+        }
+        fn collect(&mut self, ctx: &CollectContext) -> collectors::Collection {
+            self.inner.collect(ctx)
+        }
     }
 
     fn plan() -> Plan {
@@ -290,7 +314,7 @@ mod tests {
 
     #[test]
     fn plan_filters_and_sets_intervals_and_timeouts() {
-        let rs = build(fakes(), &|_| None, &plan()).unwrap();
+        let rs = build(fakes(), &plan()).unwrap();
         let names: Vec<&str> = rs.iter().map(|r| r.name()).collect();
         assert_eq!(names, ["disk", "load", "memory"]);
         assert!(
@@ -307,7 +331,7 @@ mod tests {
             ],
             ..plan()
         };
-        let rs = build(fakes(), &|_| None, &p).unwrap();
+        let rs = build(fakes(), &p).unwrap();
         let got: Vec<(&str, u64, u64)> = rs
             .iter()
             .map(|r| (r.name(), r.interval.as_secs(), r.timeout.as_secs()))
@@ -319,26 +343,25 @@ mod tests {
             timeout: Some(Duration::from_millis(1500)),
             ..plan()
         };
-        assert!(build(fakes(), &|_| None, &p)
+        assert!(build(fakes(), &p)
             .unwrap()
             .iter()
             .all(|r| r.timeout == Duration::from_millis(1500)));
 
         // A collector with a floor under its default timeout (the runtime collector's probe
         // deadline) keeps it under `check`'s 1 s interval; an explicit timeout still wins.
-        let floor = |n: &str| (n == "load").then_some(Duration::from_secs(4));
         let p = Plan {
             interval: Duration::from_secs(1),
             ..plan()
         };
-        let rs = build(fakes(), &floor, &p).unwrap();
+        let rs = build(fakes_with(Some(Duration::from_secs(4))), &p).unwrap();
         let got: Vec<(&str, u64)> = rs.iter().map(|r| (r.name(), r.timeout.as_secs())).collect();
         assert_eq!(got, [("disk", 1), ("load", 4), ("memory", 1)]);
         let p = Plan {
             timeout: Some(Duration::from_millis(1500)),
             ..p
         };
-        assert!(build(fakes(), &floor, &p)
+        assert!(build(fakes_with(Some(Duration::from_secs(4))), &p)
             .unwrap()
             .iter()
             .all(|r| r.timeout == Duration::from_millis(1500)));
@@ -353,7 +376,7 @@ mod tests {
                 ..plan()
             },
         ] {
-            let err = build(fakes(), &|_| None, &bad).err().unwrap();
+            let err = build(fakes(), &bad).err().unwrap();
             assert!(err.contains("unknown collector \"nope\""), "{err}");
             assert!(err.contains("disk, load, memory"), "{err}");
         }
@@ -368,7 +391,7 @@ mod tests {
             intervals: vec![],
             timeout: None,
         };
-        let err = runners(&host, &CollectorOptions::default(), &plan)
+        let err = runners(&host, &crate::probe::default_options(), &plan)
             .err()
             .unwrap();
         assert!(err.contains("unknown collector \"nope\""), "{err}");
@@ -376,7 +399,7 @@ mod tests {
             only: vec![],
             ..plan
         };
-        let rs = runners(&host, &CollectorOptions::default(), &plan).unwrap();
+        let rs = runners(&host, &crate::probe::default_options(), &plan).unwrap();
         // Default timeout: the smaller of the interval and 10 s.
         assert!(rs
             .iter()
@@ -514,7 +537,7 @@ mod tests {
 
     #[test]
     fn run_all_once_records_every_runner_in_the_state() {
-        let rs = build(fakes(), &|_| None, &plan()).unwrap();
+        let rs = build(fakes(), &plan()).unwrap();
         let names: Vec<String> = rs.iter().map(|r| r.name().to_string()).collect();
         let state = Mutex::new(State::new("n", &names));
         run_all_once(&rs, &ctx(), &state);

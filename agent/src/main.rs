@@ -17,7 +17,6 @@ mod kube_stats;
 mod metrics;
 mod netns;
 mod probe;
-mod registry;
 mod scheduler;
 mod server;
 mod state;
@@ -37,8 +36,8 @@ use collectors::rules::RuleBook;
 use collectors::{CollectContext, HostPaths};
 
 use cli::{CheckArgs, Cli, Command, Format, LogFormat, ServeArgs, EXIT_USAGE};
+use collectors::registry::Options as CollectorOptions;
 use engine::{Plan, Shared, Stop};
-use registry::CollectorOptions;
 use state::State;
 use view::{Filter, View};
 
@@ -339,7 +338,4 @@ fn check(
 }
 
 #[cfg(test)]
-mod tests {
-    
-    
-}
+mod tests {}

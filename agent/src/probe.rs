@@ -713,7 +713,13 @@ async fn healthz(
     }
 }
 
+/// Every collector's defaults, with this agent's network probe for the runtime collector.
+pub fn default_options() -> collectors::registry::Options {
+    collectors::registry::Options::new(std::sync::Arc::new(HostProbe))
+}
+
 /// A socket path for a test server (kept short: unix socket paths are limited to 108 bytes).
+
 #[cfg(test)]
 fn test_socket(dir: &Path, name: &str) -> std::path::PathBuf {
     dir.join(name)

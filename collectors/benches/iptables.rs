@@ -40,10 +40,11 @@ fn main() {
         .unwrap_or(0);
 
     // 1. The sampler thread alone, 250 ms period, for `secs` seconds.
-    let collector = IptablesCollector::new(
+    let mut collector = IptablesCollector::new(
         collectors::Node::new(host.clone()),
         IptablesConfig::default(),
     );
+    collector.start_sampler();
     // Hold the lock for the first half (sampler sees a holder: enrichment once).
     let mut holder = Command::new("flock")
         .arg(&lock)

@@ -86,6 +86,7 @@ fn main() {
     };
     let mut collector =
         IptablesCollector::new(collectors::Node::new(HostPaths::new(root.path())), cfg);
+    collector.start_sampler();
     let ctx = CollectContext::new("bench", collectors::HostNetns::Same);
     // Let start-up (the first full read) pass, then measure the steady state.
     std::thread::sleep(Duration::from_secs(1));

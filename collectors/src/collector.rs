@@ -1,8 +1,9 @@
 //! The `Collector` trait every collector implements, and what one run returns.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use crate::finding::{Finding, Severity};
+use crate::finding::Finding;
 use crate::metric::Metric;
 use crate::rules::{Draft, RuleBook};
 
@@ -175,158 +176,91 @@ impl HostNetns {
     }
 }
 
-/// A collector samples the host and judges its samples into findings.
-///
-/// `collect` is called once per interval on a blocking thread; it may keep bounded state
-/// between calls (previous counters for rates). The first call after construction has no
-/// previous sample: rules that need rates report nothing yet. A collector whose sources are
-/// missing returns `Status::Unavailable` with a reason a person can act on; it never panics
-/// on host input.
+/// What the agent drives: a collector by name, run once per interval on a thread of its own.
+/// Every collector implements it through [`Phases`], its shape; the agent knows only this.
 pub trait Collector: Send {
     /// `disk`, `load`, `memory`, `iptables`, `conntrack`, ...
     fn name(&self) -> &'static str;
 
-    /// One run: sample, compare with the previous sample, judge.
+    /// The shortest timeout one run needs, when its work needs more than the agent's default
+    /// (the runtime collector waits up to its probe timeout for a hung daemon).
+    fn min_timeout(&self) -> Option<Duration> {
+        None
+    }
+
+    /// One run: sample, judge, render, metrics.
     fn collect(&mut self, ctx: &CollectContext) -> Collection;
 }
 
-/// One change between two runs of a collector, as [`TransitionLog`] sees it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Transition {
-    /// The status kind changed (`ok` -> `degraded`...); `reason` is the new status's message.
-    Status {
-        from: &'static str,
-        to: &'static str,
-        reason: Option<String>,
-    },
-    /// A finding (rule id, subject) appeared, or its severity changed.
-    Finding {
-        id: String,
-        subject: String,
-        from: Option<Severity>,
-        to: Severity,
-        summary: String,
-    },
-    /// A finding of the previous run is gone.
-    Resolved { id: String, subject: String },
-}
+/// The shape of every collector: one [`Phases::sample`] of the host (typed, no words), judged
+/// into drafts by its rules ([`Phases::judge`]), the metrics of the same sample
+/// ([`Phases::metrics`]), and what it keeps for the next run ([`Phases::keep`]). The words
+/// are the rule files' (`ctx.render`). A type implementing it is a [`Collector`].
+///
+/// `sample` is called once per interval on a blocking thread; a collector may keep bounded
+/// state between runs (previous counters for rates): the first run after construction has no
+/// previous sample, so rules that need rates report nothing yet. A collector whose sources
+/// are missing returns `Err(Status::Unavailable(..))` with a reason a person can act on; it
+/// never panics on host input. Constructors read nothing and start nothing: a collector is
+/// rebuilt by its constructor after a panic.
+pub trait Phases: Send {
+    /// The collector's name (the registry's, the CLI's, the rule files').
+    const NAME: &'static str;
 
-/// Logs what changed between a collector's runs — its status kind, and findings appearing,
-/// changing severity or resolving — never every sample. It logs at `debug`: the agent's state
-/// logs the same transitions for every collector at `info`/`warn` (with first/last seen), so
-/// a default log shows each transition once. Remembers only the previous run's
-/// status kind and finding keys (bounded by the number of findings). Starts from `ok` with no
-/// findings, so a healthy first run logs nothing.
-#[derive(Debug)]
-pub struct TransitionLog {
-    collector: &'static str,
-    status: &'static str,
-    findings: std::collections::BTreeMap<(String, String), Severity>,
-}
+    /// What one run read.
+    type Sample;
 
-impl TransitionLog {
-    pub fn new(collector: &'static str) -> TransitionLog {
-        TransitionLog {
-            collector,
-            status: "ok",
-            findings: std::collections::BTreeMap::new(),
-        }
+    /// Reads the host: the sample and how completely it was read (`Ok` with `Degraded` when
+    /// part is missing), or, when there is nothing to judge, the status that says why.
+    fn sample(&mut self, ctx: &CollectContext) -> Result<(Self::Sample, Status), Status>;
+
+    /// The rules: drafts from the sample (and the bounded state kept between runs).
+    fn judge(&mut self, sample: &Self::Sample) -> Vec<Draft>;
+
+    /// The metrics of the sample.
+    fn metrics(&self, sample: &Self::Sample) -> Vec<Metric>;
+
+    /// Keeps what the next run compares with (default: nothing).
+    fn keep(&mut self, sample: Self::Sample) {
+        let _ = sample;
     }
 
-    /// Compares a run with the previous one, logs the differences with `tracing` and returns
-    /// them.
-    pub fn observe(&mut self, c: &Collection) -> Vec<Transition> {
-        let changes = self.diff(c);
-        let collector = self.collector;
-        for t in &changes {
-            match t {
-                Transition::Status {
-                    from,
-                    to,
-                    reason: Some(reason),
-                } => {
-                    tracing::debug!(
-                        collector,
-                        from,
-                        to,
-                        reason = reason.as_str(),
-                        "collector status changed"
-                    )
-                }
-                Transition::Status { from, to, .. } => {
-                    tracing::debug!(collector, from, to, "collector status changed")
-                }
-                Transition::Finding {
-                    id,
-                    subject,
-                    from,
-                    to,
-                    summary,
-                } => {
-                    let from = from.map(|s| s.to_string()).unwrap_or_else(|| "none".into());
-                    tracing::debug!(collector, id = id.as_str(), subject = subject.as_str(), from = %from, severity = %to, summary = summary.as_str(), "finding appeared or changed severity");
-                }
-                Transition::Resolved { id, subject } => {
-                    tracing::debug!(
-                        collector,
-                        id = id.as_str(),
-                        subject = subject.as_str(),
-                        "finding resolved"
-                    )
-                }
-            }
-        }
-        changes
+    /// The shortest timeout one run needs ([`Collector::min_timeout`]; default none).
+    fn min_timeout(&self) -> Option<Duration> {
+        None
+    }
+}
+
+impl<T: Phases> Collector for T {
+    fn name(&self) -> &'static str {
+        T::NAME
     }
 
-    fn diff(&mut self, c: &Collection) -> Vec<Transition> {
-        let mut out = Vec::new();
-        let to = c.status.as_str();
-        if to != self.status {
-            out.push(Transition::Status {
-                from: self.status,
-                to,
-                reason: c.status.message().map(|m| {
-                    crate::bounded::truncate(m.to_string(), crate::bounded::MESSAGE_BYTES)
-                }),
-            });
-            self.status = to;
-        }
-        let mut now = std::collections::BTreeMap::new();
-        for f in &c.findings {
-            let key = f.key();
-            let before = self.findings.get(&key).copied();
-            if before != Some(f.severity) && !now.contains_key(&key) {
-                out.push(Transition::Finding {
-                    id: f.id.clone(),
-                    subject: f.subject.clone(),
-                    from: before,
-                    to: f.severity,
-                    summary: crate::bounded::truncate(
-                        f.summary.en.clone(),
-                        crate::bounded::TEXT_BYTES,
-                    ),
-                });
-            }
-            now.insert(key, f.severity);
-        }
-        for (id, subject) in self.findings.keys() {
-            if !now.contains_key(&(id.clone(), subject.clone())) {
-                out.push(Transition::Resolved {
-                    id: id.clone(),
-                    subject: subject.clone(),
-                });
+    fn min_timeout(&self) -> Option<Duration> {
+        Phases::min_timeout(self)
+    }
+
+    fn collect(&mut self, ctx: &CollectContext) -> Collection {
+        match self.sample(ctx) {
+            Err(status) => Collection::new(status),
+            Ok((sample, status)) => {
+                let drafts = self.judge(&sample);
+                let metrics = self.metrics(&sample);
+                self.keep(sample);
+                Collection {
+                    status,
+                    findings: ctx.render(drafts),
+                    metrics,
+                }
             }
         }
-        self.findings = now;
-        out
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::finding::Text;
+    use crate::finding::{Severity, Text};
 
     fn finding(subject: &str, severity: Severity) -> Finding {
         Finding::new("x.rule", severity, Text::new("t", "t"), Text::new("s", "s")).subject(subject)
@@ -372,81 +306,6 @@ mod tests {
             "short text is untouched"
         );
         assert!(b.metrics[0].labels[0].1.len() <= SUBJECT_BYTES);
-        // The transition log never copies more than the caps either.
-        let mut log = TransitionLog::new("x");
-        let mut c = Collection::new(Status::Degraded(huge.clone()));
-        let mut f = finding("/a", Severity::Warning);
-        f.summary = Text::new(huge.clone(), "");
-        c.findings = vec![f];
-        for t in log.observe(&c) {
-            match t {
-                Transition::Status { reason, .. } => {
-                    assert!(reason.unwrap().len() <= MESSAGE_BYTES)
-                }
-                Transition::Finding { summary, .. } => assert!(summary.len() <= TEXT_BYTES),
-                Transition::Resolved { .. } => {}
-            }
-        }
-    }
-
-    #[test]
-    fn transitions_not_samples() {
-        let mut log = TransitionLog::new("x");
-        let mut c = Collection::new(Status::Ok);
-        assert!(
-            log.observe(&c).is_empty(),
-            "a healthy first run logs nothing"
-        );
-        c.findings = vec![finding("/a", Severity::Warning)];
-        let t = log.observe(&c);
-        assert!(
-            matches!(
-                &t[..],
-                [Transition::Finding {
-                    from: None,
-                    to: Severity::Warning,
-                    ..
-                }]
-            ),
-            "{t:?}"
-        );
-        assert!(
-            log.observe(&c).is_empty(),
-            "the same finding again is not news"
-        );
-        c.findings = vec![
-            finding("/a", Severity::Critical),
-            finding("/b", Severity::Info),
-        ];
-        c.status = Status::Degraded("no /dev/kmsg".into());
-        let t = log.observe(&c);
-        assert_eq!(t.len(), 3, "{t:?}");
-        assert_eq!(
-            t[0],
-            Transition::Status {
-                from: "ok",
-                to: "degraded",
-                reason: Some("no /dev/kmsg".into())
-            }
-        );
-        assert!(matches!(
-            &t[1],
-            Transition::Finding {
-                from: Some(Severity::Warning),
-                to: Severity::Critical,
-                ..
-            }
-        ));
-        c.findings = vec![finding("/b", Severity::Info)];
-        c.status = Status::Degraded("other reason".into());
-        let t = log.observe(&c);
-        assert_eq!(
-            t,
-            vec![Transition::Resolved {
-                id: "x.rule".into(),
-                subject: "/a".into()
-            }]
-        );
     }
 
     /// Every `.rs` file below `dir`.
@@ -461,47 +320,15 @@ mod tests {
         }
     }
 
-    /// A collector uses the shared readers (`proc`, `sys`, `runtime`, `pods`, `kmsg`, ...) and
-    /// never another collector's module: what two collectors share lives in a shared module.
-    /// A collector is a directory of `src/` whose `mod.rs` implements `Collector`, or such a
-    /// directory inside a shared module (`runtime/health`, the `runtime` collector beside
-    /// the shared runtime readers), named by its module path (`runtime::health`).
+    /// A collector uses the shared readers (`proc`, `sys`, `config`, `node`, `pods`, `kmsg`,
+    /// ...) and never another collector's module: what two collectors share lives in a shared
+    /// module. A collector is the registry's, the folder `src/<name>/`.
     #[test]
     fn collectors_do_not_import_each_other() {
         let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-        let is_collector = |dir: &std::path::Path| {
-            std::fs::read_to_string(dir.join("mod.rs"))
-                .is_ok_and(|t| t.contains("impl Collector for"))
-        };
-        let mut collectors = Vec::new();
-        for entry in std::fs::read_dir(&src).unwrap() {
-            let dir = entry.unwrap().path();
-            let name = dir.file_name().unwrap().to_string_lossy().into_owned();
-            if is_collector(&dir) {
-                collectors.push(name);
-            } else if dir.is_dir() {
-                for sub in std::fs::read_dir(&dir).unwrap() {
-                    let sub = sub.unwrap().path();
-                    if sub.is_dir() && is_collector(&sub) {
-                        let s = sub.file_name().unwrap().to_string_lossy().into_owned();
-                        collectors.push(format!("{name}::{s}"));
-                    }
-                }
-            }
-        }
-        collectors.sort();
-        assert_eq!(
-            collectors,
-            [
-                "conntrack",
-                "disk",
-                "iptables",
-                "kernel",
-                "load",
-                "memory",
-                "runtime"
-            ]
-        );
+        // The registry's collectors, each the folder of its name.
+        let collectors: Vec<&str> = crate::registry::names().collect();
+        assert!(collectors.len() >= 7, "{collectors:?}");
         let mut crossings = Vec::new();
         for c in &collectors {
             let mut files = Vec::new();
@@ -525,7 +352,7 @@ mod tests {
                             && code
                                 .split("crate::{")
                                 .nth(1)
-                                .is_some_and(|g| g.split([',', '}', ' ']).any(|w| w == other));
+                                .is_some_and(|g| g.split([',', '}', ' ']).any(|w| w == *other));
                         if names_it || in_group {
                             crossings.push(format!(
                                 "{}:{}: {}",

@@ -33,15 +33,14 @@ pub mod node;
 pub mod nodelog;
 pub mod pods;
 pub mod proc;
+pub mod registry;
 pub mod rules;
 pub mod runtime;
 pub mod sanitize;
 pub mod shell;
 pub mod sys;
 
-pub use collector::{
-    CollectContext, Collection, Collector, HostNetns, Status, Transition, TransitionLog,
-};
+pub use collector::{CollectContext, Collection, Collector, HostNetns, Phases, Status};
 pub use error::ReadError;
 pub use finding::{Evidence, Finding, Lang, Remediation, Severity, Source, Text};
 pub use host::HostPaths;

@@ -23,7 +23,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use crate::collector::{CollectContext, Collection, Collector, Status, TransitionLog};
+use crate::collector::{CollectContext, Phases, Status};
 use crate::error::ReadError;
 use crate::hostfs::{self, cap, entries};
 use crate::kmsg::{KmsgConfig, KmsgReader};
@@ -31,6 +31,7 @@ use crate::metric::Metric;
 use crate::node::Node;
 use crate::proc::uptime::BootClock;
 use crate::proc::{meminfo, net_udp, nf_conntrack_stat, ns, snmp};
+use crate::rules::Draft;
 
 pub use judge::{Deltas, OtherTable, RaceAccounting, Sample, TableLog, Thresholds};
 pub use kernel_log::Table;
@@ -145,7 +146,6 @@ pub struct ConntrackCollector {
     netns_pids: BTreeMap<u64, u32>,
     /// Lookups left before the process table is walked again for namespaces not found.
     netns_scan_wait: u32,
-    transitions: TransitionLog,
 }
 
 impl ConntrackCollector {
@@ -167,7 +167,6 @@ impl ConntrackCollector {
             tables: TableEvents::default(),
             netns_pids: BTreeMap::new(),
             netns_scan_wait: 0,
-            transitions: TransitionLog::new("conntrack"),
         }
     }
 
@@ -365,7 +364,7 @@ impl ConntrackCollector {
     /// Reads everything but the conntrack stat file into a sample. The kubelet's cluster DNS
     /// and the pod count only serve the race finding, so they are looked up (walking the
     /// process table when the kubelet is not yet known) only when `races` is true.
-    fn sample(
+    fn read_around(
         &mut self,
         stat: nf_conntrack_stat::NfConntrackStat,
         kernel_release: Option<String>,
@@ -489,38 +488,21 @@ pub fn metrics(sample: &Sample) -> Vec<Metric> {
     out
 }
 
-/// sample -> judge -> findings (in the rule file's words) + metrics.
-impl Collector for ConntrackCollector {
-    fn name(&self) -> &'static str {
-        "conntrack"
-    }
-
-    fn collect(&mut self, ctx: &CollectContext) -> Collection {
-        let c = match self.observe() {
-            Err(status) => Collection::new(status),
-            Ok((sample, deltas, status)) => {
-                let drafts = judge::judge(
-                    &sample,
-                    deltas.as_ref(),
-                    self.race_streak,
-                    &self.config.thresholds,
-                );
-                Collection {
-                    status,
-                    findings: ctx.render(drafts),
-                    metrics: self.metrics(&sample),
-                }
-            }
-        };
-        self.transitions.observe(&c);
-        c
-    }
+/// One run's reading: the sample and the counters' deltas against the previous run.
+pub struct Reading {
+    pub sample: Sample,
+    /// `None` on the first run.
+    pub deltas: Option<Deltas>,
 }
 
-impl ConntrackCollector {
+/// sample -> judge (in the rule file's words, rendered by the agent's context) + metrics.
+impl Phases for ConntrackCollector {
+    const NAME: &'static str = "conntrack";
+    type Sample = Reading;
+
     /// Reads the stat file and everything around it, and the deltas against the previous
     /// sample. `Err` is the status when the stat file itself cannot be read.
-    fn observe(&mut self) -> Result<(Sample, Option<Deltas>, Status), Status> {
+    fn sample(&mut self, _ctx: &CollectContext) -> Result<(Reading, Status), Status> {
         let stat_path = nf_conntrack_stat::path(self.node.host(), self.config.netns_pid);
         let now = Instant::now();
         let stat = match nf_conntrack_stat::read(&stat_path) {
@@ -549,7 +531,7 @@ impl ConntrackCollector {
             0
         };
         self.previous = Some((now, stat.clone()));
-        let mut sample = self.sample(stat, kernel_release, races, &mut degraded);
+        let mut sample = self.read_around(stat, kernel_release, races, &mut degraded);
         // kube-proxy owns the limit on most nodes: the table's advice needs its settings.
         if judge::table_needs_advice(&sample, deltas.as_ref(), &self.config.thresholds) {
             sample.kube_proxy = self.kube_proxy.lookup(&self.node);
@@ -564,11 +546,21 @@ impl ConntrackCollector {
         } else {
             Status::Degraded(degraded.join("; "))
         };
-        Ok((sample, deltas, status))
+        Ok((Reading { sample, deltas }, status))
+    }
+
+    fn judge(&mut self, r: &Reading) -> Vec<Draft> {
+        judge::judge(
+            &r.sample,
+            r.deltas.as_ref(),
+            self.race_streak,
+            &self.config.thresholds,
+        )
     }
 
     /// The metrics of a sample, plus the kernel-log counters.
-    fn metrics(&self, sample: &Sample) -> Vec<Metric> {
+    fn metrics(&self, r: &Reading) -> Vec<Metric> {
+        let sample = &r.sample;
         let mut out = metrics(sample);
         if sample.table_log.is_some() {
             out.push(Metric::counter(

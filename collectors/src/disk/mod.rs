@@ -24,11 +24,12 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::collector::{CollectContext, Collection, Collector, Status, TransitionLog};
+use crate::collector::{CollectContext, Phases, Status};
 use crate::metric::Metric;
 use crate::node::discover::{self, Discovery, Locations, Role};
 use crate::node::Node;
 use crate::proc::mountinfo::{self, Mount};
+use crate::rules::Draft;
 use crate::sys::statvfs::{self, FsUsage, StatFsFn};
 
 pub use judge::{DiskSample, DockerSample, FsSample, RoleDir, Thresholds};
@@ -75,8 +76,6 @@ pub struct DiskCollector {
     labels: logs::LabelCache,
     /// Log file names per docker container directory, per data root.
     docker_dirs: HashMap<PathBuf, logs::DockerDirCache>,
-    /// Findings of the previous run, to log transitions.
-    transitions: TransitionLog,
     last_walk: walk::Spent,
 }
 
@@ -93,7 +92,6 @@ impl DiskCollector {
             walkers: BTreeMap::new(),
             labels: logs::LabelCache::default(),
             docker_dirs: HashMap::new(),
-            transitions: TransitionLog::new("disk"),
             last_walk: walk::Spent::default(),
         }
     }
@@ -152,7 +150,7 @@ impl DiskCollector {
     /// Reads everything the rules look at: the filesystems of the runtime and kubelet
     /// directories with what fills them, the kubelet's settings, docker's logging. `Err` with
     /// the reason when there is nothing to judge (no such directory).
-    fn sample(&mut self) -> Result<(DiskSample, Status), String> {
+    fn read_host(&mut self) -> Result<(DiskSample, Status), String> {
         let disc = self.discover();
         let mut notes = disc.notes.clone();
         if disc.dirs.is_empty() {
@@ -429,7 +427,7 @@ impl DiskCollector {
 
     /// The metrics of a sample: usage per filesystem and role, the walk's completeness, the
     /// largest logs of the node.
-    fn metrics(sample: &DiskSample) -> Vec<Metric> {
+    fn sample_metrics(sample: &DiskSample) -> Vec<Metric> {
         let mut metrics = Vec::new();
         for g in &sample.filesystems {
             let mut roles: Vec<Role> = g.roles.iter().map(|r| r.role).collect();
@@ -482,22 +480,20 @@ impl DiskCollector {
     }
 }
 
-impl Collector for DiskCollector {
-    fn name(&self) -> &'static str {
-        "disk"
+/// sample -> judge (in the rule file's words, rendered by the agent's context) + metrics.
+impl Phases for DiskCollector {
+    const NAME: &'static str = "disk";
+    type Sample = DiskSample;
+
+    fn sample(&mut self, _ctx: &CollectContext) -> Result<(DiskSample, Status), Status> {
+        self.read_host().map_err(Status::Unavailable)
     }
 
-    /// sample -> judge -> findings (in the rule file's words) + metrics.
-    fn collect(&mut self, ctx: &CollectContext) -> Collection {
-        let c = match self.sample() {
-            Ok((sample, status)) => Collection {
-                status,
-                findings: ctx.render(judge::judge(&sample, &self.config.thresholds)),
-                metrics: Self::metrics(&sample),
-            },
-            Err(why) => Collection::unavailable(why),
-        };
-        self.transitions.observe(&c);
-        c
+    fn judge(&mut self, sample: &DiskSample) -> Vec<Draft> {
+        judge::judge(sample, &self.config.thresholds)
+    }
+
+    fn metrics(&self, sample: &DiskSample) -> Vec<Metric> {
+        Self::sample_metrics(sample)
     }
 }

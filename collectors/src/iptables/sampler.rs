@@ -52,7 +52,9 @@ fn poll_timeout(d: Duration) -> nix::poll::PollTimeout {
 }
 
 impl Sampler {
-    /// Starts the thread; the first read of `/proc/locks` is taken at once.
+    /// Starts the thread and waits (up to a second) until it watches the lock file: the first
+    /// read of `/proc/locks`, when the options ask for one, is in the tracker when this
+    /// returns.
     pub fn start(
         host: HostPaths,
         lock_path: PathBuf,
@@ -65,6 +67,7 @@ impl Sampler {
         let stop = Arc::new(AtomicBool::new(false));
         let thread_stop = Arc::clone(&stop);
         let period = options.period.max(Duration::from_millis(10));
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
         let handle = std::thread::Builder::new()
             .name("xtables-lock-sampler".into())
             .spawn(move || {
@@ -81,6 +84,7 @@ impl Sampler {
                     tr.set_cpu(thread_cpu());
                     r
                 };
+                let _ = ready_tx.send(());
                 loop {
                     let timeout = poll_timeout(runner.sleep_for(Instant::now()));
                     {
@@ -105,6 +109,8 @@ impl Sampler {
                     tr.set_cpu(thread_cpu());
                 }
             })?;
+        // A thread that died in its setup closes the channel: no wait then.
+        let _ = ready_rx.recv_timeout(Duration::from_secs(1));
         Ok(Sampler {
             tracker,
             stop,

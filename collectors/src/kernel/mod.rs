@@ -31,8 +31,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Instant;
 
-use crate::collector::{CollectContext, Collection, Collector, HostNetns, Status};
-use crate::finding::Finding;
+use crate::collector::{CollectContext, HostNetns, Phases, Status};
 use crate::host::HostPaths;
 use crate::kmsg::{KmsgConfig, KmsgReader};
 use crate::metric::Metric;
@@ -41,6 +40,7 @@ use crate::node::Node;
 use crate::pods::{PodDirectory, PodsConfig};
 use crate::proc::cgroup::{self, PodRef};
 use crate::proc::{meminfo, mountinfo, netstat};
+use crate::rules::Draft;
 use crate::sys::statvfs::{self, FsUsage, StatFsFn};
 
 pub use judge::{
@@ -163,8 +163,6 @@ pub struct KernelCollector {
     previous_netstat: Option<(Instant, netstat::ListenCounters)>,
     /// Pod UID -> namespace/name, container id -> name, from the node's on-disk metadata.
     pods: PodDirectory,
-    /// Finding keys of the last run, to log transitions.
-    active: BTreeSet<(String, String)>,
     /// Which daemons ran when the runtime directories were last looked up in this run
     /// (unknown unless a hung task or a filesystem error needed them).
     daemons: discover::Daemons,
@@ -191,7 +189,6 @@ impl KernelCollector {
             totals: Totals::default(),
             previous_netstat: None,
             pods,
-            active: BTreeSet::new(),
             daemons: discover::Daemons::default(),
         }
     }
@@ -540,25 +537,8 @@ impl KernelCollector {
         Some(delta)
     }
 
-    fn log_transitions(&mut self, findings: &[Finding]) {
-        let now: BTreeSet<(String, String)> = findings.iter().map(|f| f.key()).collect();
-        for f in findings {
-            if !self.active.contains(&f.key()) {
-                tracing::warn!(id = f.id.as_str(), subject = f.subject.as_str(), severity = %f.severity, summary = f.summary.en.as_str(), "kernel finding appeared");
-            }
-        }
-        for (id, subject) in self.active.difference(&now) {
-            tracing::info!(
-                id = id.as_str(),
-                subject = subject.as_str(),
-                "kernel finding resolved"
-            );
-        }
-        self.active = now;
-    }
-
     /// The metrics of a sample, plus the event counters and the kernel-log reader's.
-    fn metrics(&self, sample: &KernelSample) -> Vec<Metric> {
+    fn sample_metrics(&self, sample: &KernelSample) -> Vec<Metric> {
         let t = self.totals;
         let mut out: Vec<Metric> = [
             ("oom_system", t.oom_system),
@@ -603,22 +583,23 @@ impl KernelCollector {
     }
 }
 
-impl Collector for KernelCollector {
-    fn name(&self) -> &'static str {
-        "kernel"
+/// sample -> judge (in the rule file's words, rendered by the agent's context) + metrics.
+impl Phases for KernelCollector {
+    const NAME: &'static str = "kernel";
+    type Sample = KernelSample;
+
+    fn sample(&mut self, ctx: &CollectContext) -> Result<(KernelSample, Status), Status> {
+        Ok(self.read_host(ctx.host_netns))
     }
 
-    /// sample -> judge -> findings (in the rule file's words) + metrics.
-    fn collect(&mut self, ctx: &CollectContext) -> Collection {
-        let (sample, status) = self.sample(ctx.host_netns);
-        let drafts = judge::judge(&sample, &self.config.thresholds);
-        let findings = ctx.render(judge::daemon_advice(drafts, &self.daemons));
-        self.log_transitions(&findings);
-        Collection {
-            status,
-            findings,
-            metrics: self.metrics(&sample),
-        }
+    /// The rules, with the advice that depends on which daemons run now.
+    fn judge(&mut self, sample: &KernelSample) -> Vec<Draft> {
+        let drafts = judge::judge(sample, &self.config.thresholds);
+        judge::daemon_advice(drafts, &self.daemons)
+    }
+
+    fn metrics(&self, sample: &KernelSample) -> Vec<Metric> {
+        self.sample_metrics(sample)
     }
 }
 
@@ -626,7 +607,7 @@ impl KernelCollector {
     /// Reads everything the rules look at: new kernel-log records into the event groups, the
     /// kubepods limits, and the counters and files the events are judged against. The status
     /// says what could not be read.
-    fn sample(&mut self, host_netns: HostNetns) -> (KernelSample, Status) {
+    fn read_host(&mut self, host_netns: HostNetns) -> (KernelSample, Status) {
         let mut status = self.read_kernel_log();
         let host = self.node.host().clone();
 

@@ -29,8 +29,9 @@ pub mod thresholds;
 
 use std::time::{Duration, Instant};
 
-use crate::collector::{CollectContext, Collection, Collector, Status, TransitionLog};
+use crate::collector::{CollectContext, Phases, Status};
 use crate::host::HostPaths;
+use crate::metric::Metric;
 use crate::node::Node;
 use crate::pods::PodDirectory;
 use crate::proc::delayacct;
@@ -39,6 +40,7 @@ use crate::proc::loadavg;
 use crate::proc::pressure;
 use crate::proc::stat::{self, Stat};
 use crate::proc::uptime;
+use crate::rules::Draft;
 use crate::sys::{block, cgroup_io, cpu_online};
 
 use cgroups::{Fallback, NameFloors, Plan};
@@ -96,7 +98,6 @@ pub struct LoadCollector {
     detail_problems: Vec<String>,
     pods: PodDirectory,
     last: Option<Observation>,
-    transitions: TransitionLog,
 }
 
 impl LoadCollector {
@@ -117,7 +118,6 @@ impl LoadCollector {
             detail_problems: Vec::new(),
             pods,
             last: None,
-            transitions: TransitionLog::new("load"),
         }
     }
 
@@ -139,35 +139,34 @@ impl LoadCollector {
     }
 }
 
-/// sample -> judge -> findings (in the rule file's words) + metrics.
-impl Collector for LoadCollector {
-    fn name(&self) -> &'static str {
-        "load"
+/// sample -> judge (in the rule file's words, rendered by the agent's context) + metrics.
+impl Phases for LoadCollector {
+    const NAME: &'static str = "load";
+    type Sample = Sample;
+
+    fn sample(&mut self, _ctx: &CollectContext) -> Result<(Sample, Status), Status> {
+        self.read_host().map_err(Status::Unavailable)
     }
 
-    fn collect(&mut self, ctx: &CollectContext) -> Collection {
-        let c = match self.sample() {
-            Ok((sample, status)) => {
-                let drafts = match &sample.window {
-                    Some(obs) => judge::judge(obs, &self.config.thresholds),
-                    None => Vec::new(),
-                };
-                self.reported = !drafts.is_empty();
-                let findings = ctx.render(drafts);
-                let metrics = judge::metrics(&sample);
-                if let Some(obs) = sample.window {
-                    self.last = Some(obs);
-                }
-                Collection {
-                    status,
-                    findings,
-                    metrics,
-                }
-            }
-            Err(reason) => Collection::unavailable(reason),
+    /// The window's rules (none on the first run, which has no window); remembers whether
+    /// they reported anything (the next run's escalation looks at it).
+    fn judge(&mut self, sample: &Sample) -> Vec<Draft> {
+        let drafts = match &sample.window {
+            Some(obs) => judge::judge(obs, &self.config.thresholds),
+            None => Vec::new(),
         };
-        self.transitions.observe(&c);
-        c
+        self.reported = !drafts.is_empty();
+        drafts
+    }
+
+    fn metrics(&self, sample: &Sample) -> Vec<Metric> {
+        judge::metrics(sample)
+    }
+
+    fn keep(&mut self, sample: Sample) {
+        if let Some(obs) = sample.window {
+            self.last = Some(obs);
+        }
     }
 }
 
@@ -175,7 +174,7 @@ impl LoadCollector {
     /// Reads the host into a sample (and keeps what the next window needs); the status says
     /// what could not be read. `Err` says why nothing can be read (the collector is
     /// unavailable).
-    fn sample(&mut self) -> Result<(Sample, Status), String> {
+    fn read_host(&mut self) -> Result<(Sample, Status), String> {
         let mut degraded: Vec<String> = Vec::new();
         let stat = match stat::read(&self.node.host().proc_file("stat")) {
             Ok(s) => s,

@@ -17,11 +17,12 @@ pub mod judge;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use crate::collector::{CollectContext, Collection, Collector, Status, TransitionLog};
+use crate::collector::{CollectContext, Phases, Status};
 use crate::kmsg::{KmsgConfig, KmsgReader};
 use crate::metric::Metric;
 use crate::node::Node;
 use crate::proc::{buddyinfo, meminfo, vmstat};
+use crate::rules::Draft;
 
 pub use judge::{CompactionDelta, FailureGroup, MemorySample, Thresholds};
 
@@ -75,8 +76,6 @@ pub struct MemoryCollector {
     /// Failures seen since start, by order (a counter for `/metrics`).
     failures_by_order: BTreeMap<u32, u64>,
     previous_compaction: Option<(Instant, u64, u64)>,
-    /// Finding keys of the last run, to log transitions.
-    transitions: TransitionLog,
 }
 
 impl MemoryCollector {
@@ -92,7 +91,6 @@ impl MemoryCollector {
             suppressed: std::collections::VecDeque::new(),
             failures_by_order: BTreeMap::new(),
             previous_compaction: None,
-            transitions: TransitionLog::new("memory"),
         }
     }
 
@@ -187,9 +185,13 @@ impl MemoryCollector {
     }
 }
 
-impl MemoryCollector {
+/// sample -> judge (in the rule file's words, rendered by the agent's context) + metrics.
+impl Phases for MemoryCollector {
+    const NAME: &'static str = "memory";
+    type Sample = MemorySample;
+
     /// Reads everything the rules look at; the status says what could not be read.
-    fn sample(&mut self) -> (MemorySample, Status) {
+    fn sample(&mut self, _ctx: &CollectContext) -> Result<(MemorySample, Status), Status> {
         let mut status = Status::Ok;
         let zones = match buddyinfo::read(self.node.host()) {
             Ok(b) => b.zones,
@@ -233,7 +235,11 @@ impl MemoryCollector {
                 .fold(0, |acc: u64, (_, n)| acc.saturating_add(*n)),
             lookback_seconds: self.config.kmsg.lookback.as_secs(),
         };
-        (sample, status)
+        Ok((sample, status))
+    }
+
+    fn judge(&mut self, sample: &MemorySample) -> Vec<Draft> {
+        judge::judge(sample, &self.config.thresholds)
     }
 
     /// The metrics of a sample, plus the failure counters and the kernel-log reader's.
@@ -292,26 +298,6 @@ impl MemoryCollector {
         }
         metrics.extend(self.kmsg.metrics("memory"));
         metrics
-    }
-}
-
-/// sample -> judge -> findings (in the rule file's words) + metrics.
-impl Collector for MemoryCollector {
-    fn name(&self) -> &'static str {
-        "memory"
-    }
-
-    fn collect(&mut self, ctx: &CollectContext) -> Collection {
-        let (sample, status) = self.sample();
-        let findings = ctx.render(judge::judge(&sample, &self.config.thresholds));
-        let metrics = self.metrics(&sample);
-        let c = Collection {
-            status,
-            findings,
-            metrics,
-        };
-        self.transitions.observe(&c);
-        c
     }
 }
 

@@ -40,13 +40,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::collector::{CollectContext, Collection, Collector, HostNetns, Status, TransitionLog};
+use crate::collector::{CollectContext, HostNetns, Phases, Status};
 use crate::config::{flag_value, kubelet};
 use crate::metric::Metric;
 use crate::node::discover::Locations;
 use crate::node::Node;
+use crate::nodelog::LogSample;
 use crate::pods::{PodDirectory, PodsConfig};
 use crate::proc::{cgroup, mountinfo, net_unix, uptime};
+use crate::rules::Draft;
 use crate::sys::statvfs::StatFsFn;
 
 use judge::{
@@ -148,7 +150,6 @@ pub struct RuntimeCollector {
     logs: crate::nodelog::NodeLogWatcher,
     /// Unix seconds now (the wall clock; tests fix it).
     clock: Box<dyn Fn() -> i64 + Send>,
-    transitions: TransitionLog,
 }
 
 /// One runtime as probed: its instance, the target index in the plan (when asked) or the
@@ -183,7 +184,6 @@ impl RuntimeCollector {
             pods: None,
             ticks: procs::ticks_per_second(),
             statfs: Box::new(crate::sys::statvfs::usage),
-            transitions: TransitionLog::new("runtime"),
         }
     }
 
@@ -217,7 +217,7 @@ impl RuntimeCollector {
 
     /// Reads the host and asks the daemons: the sample and the reasons for a degraded
     /// status.
-    pub fn sample(&mut self, host_netns: HostNetns, node: &str) -> (Sample, Vec<String>) {
+    fn read_host(&mut self, host_netns: HostNetns, node: &str) -> (Sample, Vec<String>) {
         let mut notes = Vec::new();
         let t0 = Instant::now();
         let refresh = self
@@ -951,43 +951,57 @@ fn unix_now() -> i64 {
         .map_or(0, |d| d.as_secs() as i64)
 }
 
-/// sample -> judge -> findings (in the rule file's words) + metrics.
-impl Collector for RuntimeCollector {
-    fn name(&self) -> &'static str {
-        "runtime"
-    }
+/// One run's reading: the daemons' sample and the node logs' incidents.
+pub struct Reading {
+    pub sample: Sample,
+    pub log: LogSample,
+}
 
-    fn collect(&mut self, ctx: &CollectContext) -> Collection {
-        let (sample, mut notes) = self.sample(ctx.host_netns, &ctx.node_name);
-        let mut drafts = judge::judge(&sample, &self.config.thresholds);
+/// sample -> judge (in the rule file's words, rendered by the agent's context) + metrics.
+impl Phases for RuntimeCollector {
+    const NAME: &'static str = "runtime";
+    type Sample = Reading;
+
+    fn sample(&mut self, ctx: &CollectContext) -> Result<(Reading, Status), Status> {
+        let (sample, mut notes) = self.read_host(ctx.host_netns, &ctx.node_name);
         let log = self.logs.sample((self.clock)());
-        drafts.extend(logs::judge(
-            self.node.host(),
-            &sample,
-            &self.config.thresholds,
-            &log,
-            &self.config.log_thresholds,
-            &self.config.locations,
-        ));
         notes.extend(logs::notes(&log));
         let status = if notes.is_empty() {
             Status::Ok
         } else {
             Status::Degraded(notes.join("; "))
         };
-        let mut metrics = metrics(&sample);
-        metrics.push(Metric::counter(
+        Ok((Reading { sample, log }, status))
+    }
+
+    /// The daemons' rules and the node logs' (which see what the probes know now).
+    fn judge(&mut self, r: &Reading) -> Vec<Draft> {
+        let mut drafts = judge::judge(&r.sample, &self.config.thresholds);
+        drafts.extend(logs::judge(
+            self.node.host(),
+            &r.sample,
+            &self.config.thresholds,
+            &r.log,
+            &self.config.log_thresholds,
+            &self.config.locations,
+        ));
+        drafts
+    }
+
+    fn metrics(&self, r: &Reading) -> Vec<Metric> {
+        let mut out = metrics(&r.sample);
+        out.push(Metric::counter(
             "node_doctor_runtime_walk_passes_total",
             "Complete passes of the immutable-file walk over pod and container directories.",
             self.walker.passes as f64,
         ));
-        metrics.extend(self.logs.metrics("runtime", &log));
-        let c = Collection {
-            status,
-            findings: ctx.render(drafts),
-            metrics,
-        };
-        self.transitions.observe(&c);
-        c
+        out.extend(self.logs.metrics("runtime", &r.log));
+        out
+    }
+
+    /// A hung daemon is waited for up to the probe timeout, plus the bounded walks: the
+    /// shortest run that still gives its finding (also in `check`).
+    fn min_timeout(&self) -> Option<Duration> {
+        Some(self.config.probe_timeout + self.config.walk_time + Duration::from_secs(2))
     }
 }

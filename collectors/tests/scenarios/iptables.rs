@@ -123,6 +123,8 @@ fn kube_router_holding_the_lock_is_critical_and_named() {
         &format!("/var/log/containers/kube-router-7xk2q_kube-system_kube-router-{CID}.log"),
     );
     let mut c = IptablesCollector::new(h.node(), fast_config());
+    // The lock is staged before the first collection: watch it from now on.
+    c.start_sampler();
     std::thread::sleep(Duration::from_millis(1000));
     let out = crate::support::collect(&mut c, &ctx());
     let f = find(&out, "iptables.lock_contention", "pid 31337")
@@ -212,6 +214,8 @@ fn hold_between_thresholds_is_a_warning() {
         ..fast
     };
     let mut c = IptablesCollector::new(h.node(), cfg);
+    // The lock is staged before the first collection: watch it from now on.
+    c.start_sampler();
     std::thread::sleep(Duration::from_millis(600));
     let out = crate::support::collect(&mut c, &ctx());
     let f = find(&out, "iptables.lock_contention", "pid 77").expect("warning");
@@ -232,6 +236,8 @@ fn queued_waiters_without_a_long_hold_warn() {
     h.write("/proc/10/comm", "iptables\n");
     h.write("/proc/11/comm", "kube-proxy\n");
     let mut c = IptablesCollector::new(h.node(), fast_config());
+    // The lock is staged before the first collection: watch it from now on.
+    c.start_sampler();
     // Holders change every sample (short holds) while pid 11 keeps waiting.
     let start = Instant::now();
     let mut n = 0u32;
@@ -842,6 +848,8 @@ fn real_flock_holder_and_waiter() {
         ..IptablesConfig::default()
     };
     let mut c = IptablesCollector::new(h.node(), cfg);
+    // The lock is staged before the first collection: watch it from now on.
+    c.start_sampler();
     let holder = ChildGuard(
         Command::new("flock")
             .arg("-x")
@@ -1355,6 +1363,8 @@ fn polling_fallback_reads_every_period_and_says_so() {
             ..fast_config()
         };
         let mut c = IptablesCollector::new(h.node(), cfg);
+        // The lock is staged before the first collection: watch it from now on.
+        c.start_sampler();
         std::thread::sleep(Duration::from_millis(100));
         replace(
             &h,
@@ -1496,4 +1506,25 @@ fn the_name_filter_comes_first_and_knows_multi_call_binaries() {
     let without = node(false);
     let with = node(true);
     assert_eq!(with, without, "nginx cost {} paths", with - without);
+}
+
+/// Constructing the collector reads nothing and starts nothing (the registry rebuilds a
+/// collector with its constructor after a panic): the lock sampler thread starts at the first
+/// collection, which takes the read at start of a legacy node then, not at construction.
+#[test]
+fn the_sampler_starts_at_the_first_collection_not_at_construction() {
+    let h = legacy_node();
+    h.write("/run/xtables.lock", "");
+    h.write("/proc/locks", "");
+    let node = h.node();
+    let mut c = IptablesCollector::new(node.clone(), fast_config());
+    assert!(!c.sampler_started());
+    assert_eq!(node.per_process_paths(), 0, "nothing read at construction");
+    let out = c.collect(&ctx());
+    assert!(c.sampler_started());
+    assert_eq!(
+        locks_reads(&out),
+        1.0,
+        "the read at start, at the first collection"
+    );
 }

@@ -15,6 +15,7 @@ mod kmsg;
 mod load;
 mod memory;
 mod nodelog;
+mod registry;
 mod rules;
 mod runtime;
 #[path = "../../../agent/tests/e2e/sandbox.rs"]

@@ -1,0 +1,202 @@
+//! The whole plugin system: one table of the collectors, read by everything that lists them
+//! (the agent's CLI and scheduler, the tests, the docs checks). Adding a collector is one row
+//! here (and its folder, rule file, docs page and scenario test: ARCHITECTURE.md "How to add a
+//! collector").
+//!
+//! What only the agent has comes in [`Options`]: the runtime collector's network probe is the
+//! agent's (this crate knows no network protocol).
+
+use std::sync::Arc;
+
+use crate::collector::Collector;
+use crate::conntrack::{ConntrackCollector, ConntrackConfig};
+use crate::disk::{DiskCollector, DiskConfig};
+use crate::iptables::{IptablesCollector, IptablesConfig};
+use crate::kernel::{KernelCollector, KernelConfig};
+use crate::load::{LoadCollector, LoadConfig};
+use crate::memory::{MemoryCollector, MemoryConfig};
+use crate::node::Node;
+use crate::runtime::probe::RuntimeProbe;
+use crate::runtime::{RuntimeCollector, RuntimeConfig};
+
+/// Every collector's configuration: the defaults, with the command line's flags applied by
+/// the agent.
+#[derive(Clone)]
+pub struct Options {
+    pub disk: DiskConfig,
+    pub load: LoadConfig,
+    pub memory: MemoryConfig,
+    pub iptables: IptablesConfig,
+    pub conntrack: ConntrackConfig,
+    pub kernel: KernelConfig,
+    pub runtime: RuntimeConfig,
+    /// How the runtime collector asks the daemons (the agent's probes; tests' fakes).
+    pub runtime_probe: Arc<dyn RuntimeProbe>,
+}
+
+impl Options {
+    /// Every collector's defaults, with `probe` for the runtime collector.
+    pub fn new(probe: Arc<dyn RuntimeProbe>) -> Options {
+        Options {
+            disk: DiskConfig::default(),
+            load: LoadConfig::default(),
+            memory: MemoryConfig::default(),
+            iptables: IptablesConfig::default(),
+            conntrack: ConntrackConfig::default(),
+            kernel: KernelConfig::default(),
+            runtime: RuntimeConfig::default(),
+            runtime_probe: probe,
+        }
+    }
+}
+
+/// One row of the table.
+pub struct Entry {
+    /// The collector's name: `--collector`, `/findings`' `collector`, its rule file's
+    /// `collector`, its docs page `docs/collectors/<name>.md`, its metrics'
+    /// `node_doctor_<name>_*`.
+    pub name: &'static str,
+    /// Builds it (cheap: a constructor reads nothing and starts nothing; also called to
+    /// rebuild it after a panic).
+    pub build: fn(&Node, &Options) -> Box<dyn Collector>,
+    /// The command-line flags that configure it, beside the global ones (a test holds the
+    /// CLI to it, another its docs page).
+    pub flags: &'static [&'static str],
+}
+
+/// Every collector, in the order they are listed.
+pub const COLLECTORS: &[Entry] = &[
+    Entry {
+        name: "disk",
+        build: |n, o| Box::new(DiskCollector::new(n.clone(), o.disk.clone())),
+        flags: &[
+            "--docker-daemon-json",
+            "--containerd-config",
+            "--kubelet-config",
+            "--disk-walk-budget-entries",
+        ],
+    },
+    Entry {
+        name: "load",
+        build: |n, o| Box::new(LoadCollector::new(n.clone(), o.load.clone())),
+        flags: &[
+            "--load-warning-per-cpu",
+            "--load-critical-per-cpu",
+            "--iowait-percent",
+            "--disk-busy-percent",
+        ],
+    },
+    Entry {
+        name: "memory",
+        build: |n, o| Box::new(MemoryCollector::new(n.clone(), o.memory.clone())),
+        flags: &["--kmsg-lookback", "--kmsg-max-records"],
+    },
+    Entry {
+        name: "iptables",
+        build: |n, o| Box::new(IptablesCollector::new(n.clone(), o.iptables.clone())),
+        flags: &[
+            "--xtables-lock",
+            "--xtables-sample-period",
+            "--xtables-hold",
+        ],
+    },
+    Entry {
+        name: "conntrack",
+        build: |n, o| Box::new(ConntrackCollector::new(n.clone(), o.conntrack.clone())),
+        flags: &[
+            "--conntrack-netns-pid",
+            "--conntrack-table-percent",
+            "--nodelocal-dns",
+            "--kubelet-config",
+            "--kmsg-lookback",
+            "--kmsg-max-records",
+        ],
+    },
+    Entry {
+        name: "kernel",
+        build: |n, o| Box::new(KernelCollector::new(n.clone(), o.kernel.clone())),
+        flags: &[
+            "--kmsg-lookback",
+            "--kmsg-max-records",
+            "--docker-daemon-json",
+            "--containerd-config",
+            "--kubelet-config",
+        ],
+    },
+    Entry {
+        name: "runtime",
+        build: |n, o| {
+            Box::new(RuntimeCollector::new(
+                n.clone(),
+                o.runtime.clone(),
+                Arc::clone(&o.runtime_probe),
+            ))
+        },
+        flags: &[
+            "--docker-daemon-json",
+            "--containerd-config",
+            "--kubelet-config",
+            "--docker-socket",
+            "--containerd-socket",
+            "--runtime-probe-timeout",
+            "--cni-conf-dir",
+        ],
+    },
+];
+
+/// The collectors' names, in the table's order.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    COLLECTORS.iter().map(|e| e.name)
+}
+
+/// The row of a collector.
+pub fn entry(name: &str) -> Option<&'static Entry> {
+    COLLECTORS.iter().find(|e| e.name == name)
+}
+
+/// Every collector, built for `node`.
+pub fn all(node: &Node, opts: &Options) -> Vec<Box<dyn Collector>> {
+    COLLECTORS.iter().map(|e| (e.build)(node, opts)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::probe::{ProbePlan, ProbeReport};
+
+    #[derive(Debug)]
+    struct NoProbe;
+    impl RuntimeProbe for NoProbe {
+        fn probe(&self, _plan: &ProbePlan) -> ProbeReport {
+            ProbeReport::default()
+        }
+    }
+
+    /// Each row builds the collector of its name, and no two rows share one.
+    #[test]
+    fn rows_build_the_collector_they_name() {
+        let node = Node::new(crate::HostPaths::new("/nonexistent-host-root"));
+        let opts = Options::new(Arc::new(NoProbe));
+        let built: Vec<&str> = all(&node, &opts).iter().map(|c| c.name()).collect();
+        let named: Vec<&str> = names().collect();
+        assert_eq!(built, named);
+        let mut unique = named.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), named.len(), "{named:?}");
+        assert!(entry("disk").is_some() && entry("nope").is_none());
+    }
+
+    /// Building a collector on this machine's real root looks at no process (no per-process
+    /// path built, none examined); the iptables collector starts its sampler thread at its
+    /// first collection (its scenario tests check that).
+    #[test]
+    fn constructors_read_nothing() {
+        let node = Node::new(crate::HostPaths::new("/"));
+        let opts = Options::new(Arc::new(NoProbe));
+        let built = all(&node, &opts);
+        assert_eq!(built.len(), COLLECTORS.len());
+        assert_eq!(node.per_process_paths(), 0);
+        assert_eq!(node.processes().examined(), 0);
+    }
+}
