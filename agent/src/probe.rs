@@ -719,7 +719,6 @@ pub fn default_options() -> collectors::registry::Options {
 }
 
 /// A socket path for a test server (kept short: unix socket paths are limited to 108 bytes).
-
 #[cfg(test)]
 fn test_socket(dir: &Path, name: &str) -> std::path::PathBuf {
     dir.join(name)
