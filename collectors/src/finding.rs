@@ -2,7 +2,7 @@
 //!
 //! Text a person reads is kept in both languages ([`Text`]); the agent picks one when it renders.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use crate::shell::Cmd;
@@ -224,6 +224,9 @@ pub struct Finding {
     /// Keys of `explain` catalogue entries that share this finding's cause
     /// (e.g. `FailedCreatePodSandBox` for a full kubelet disk).
     pub see_also: Vec<String>,
+    /// The conditions of its rule that held (set by the judge; the words were chosen by them,
+    /// and what the finding sets in the cluster is too: [`crate::rules::RuleBook::cluster`]).
+    pub conditions: BTreeSet<String>,
 }
 
 impl Finding {
@@ -240,7 +243,14 @@ impl Finding {
             evidence: BTreeMap::new(),
             remediation: Remediation::default(),
             see_also: Vec::new(),
+            conditions: BTreeSet::new(),
         }
+    }
+
+    /// Marks a condition of its rule as held (a finding built without the renderer).
+    pub fn condition(mut self, name: &str) -> Finding {
+        self.conditions.insert(name.to_string());
+        self
     }
 
     /// Sets the subject, cut to [`crate::bounded::SUBJECT_BYTES`] with a marker (it names

@@ -260,7 +260,7 @@ impl Planner {
 
     /// The condition types this build writes, in the chosen naming.
     pub fn own_types(&self) -> Vec<&'static str> {
-        classes::CONDITIONS
+        classes::conditions()
             .iter()
             .map(|c| c.ctype(self.s.npd_names))
             .collect()
@@ -341,16 +341,16 @@ impl Planner {
         for o in &sorted {
             for (class, reason) in classes::conditions_of(o.finding) {
                 problems
-                    .entry(class.ctype)
+                    .entry(class.ctype.as_str())
                     .or_default()
                     .push((o.finding, reason));
             }
         }
-        for class in classes::CONDITIONS {
+        for class in classes::conditions() {
             let ctype = class.ctype(npd);
-            let next = match problems.get(class.ctype) {
+            let next = match problems.get(class.ctype.as_str()) {
                 Some(list) => {
-                    self.absent_since.remove(class.ctype);
+                    self.absent_since.remove(class.ctype.as_str());
                     let (f, reason) = list[0];
                     Some((
                         "True",
@@ -403,7 +403,7 @@ impl Planner {
             .collectors
             .iter()
             .filter_map(|c| {
-                if !view.running.contains(c) {
+                if !view.running.contains(&c.as_str()) {
                     Some(format!(
                         "collector {c}: not run by this agent (--collector)"
                     ))
@@ -446,7 +446,7 @@ impl Planner {
         };
         match self.desired.get(class.ctype(npd)) {
             Some(p) if p.status == "True" => {
-                let since = *self.absent_since.entry(class.ctype).or_insert(now);
+                let since = *self.absent_since.entry(class.ctype.as_str()).or_insert(now);
                 if now - since >= time::Duration::try_from(self.s.clear_after).unwrap_or_default() {
                     healthy()
                 } else {
@@ -488,9 +488,10 @@ impl Planner {
             };
             let key = (f.id.clone(), f.subject.clone());
             seen.push(key.clone());
-            let count = classes::number(f, class.count_key).unwrap_or(1.0).max(1.0);
+            let count = classes::number(f, &class.count).unwrap_or(1.0).max(1.0);
             let at = class
-                .age_key
+                .age
+                .as_deref()
                 .and_then(|k| classes::number(f, k))
                 .map(|age| o.last_seen - time::Duration::seconds_f64(age.max(0.0)));
             let prev = self.occurrences.get(&key).cloned();
@@ -529,7 +530,7 @@ impl Planner {
                 }
             };
             let Some(n) = new else { continue };
-            let reason = class.reason(npd, f);
+            let reason = class.reason_for(npd, f);
             let etype = if f.severity >= Severity::Warning {
                 "Warning"
             } else {

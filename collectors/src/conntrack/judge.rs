@@ -589,6 +589,7 @@ fn table_full(
         .var("bytes_per_entry", BYTES_PER_ENTRY)
         .var("log_critical_seconds", t.log_critical_seconds)
         .var("log_warning_seconds", t.log_warning_seconds)
+        .when_if("logged", sample.table_log.is_some_and(|l| l.messages > 0))
         .when_if("refusing_now", st.untracked > 0)
         .when_if("evicting_now", st.evicted > 0)
         .when_if("recovered", st.recovered)
@@ -646,6 +647,7 @@ fn other_table(sample: &Sample, o: &OtherTable, t: &Thresholds) -> Option<Draft>
         .var("log_critical_seconds", t.log_critical_seconds)
         .var("log_warning_seconds", t.log_warning_seconds)
         .when("other_netns")
+        .when_if("logged", o.log.messages > 0)
         .when_if("netns_gone", o.pid.is_none())
         .when_if("seen_seconds_ago", age < 120.0)
         .when_if(

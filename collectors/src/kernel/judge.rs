@@ -527,7 +527,9 @@ fn hung_task(h: &HungGroup, s: &KernelSample, t: &Thresholds) -> Draft {
         .var("recent_seconds", t.recent_seconds)
         .when(condition)
         .when(phase.as_str())
-        .when_if("runtime", runtime);
+        .when_if("runtime", runtime)
+        .when_if("docker_task", h.comm.starts_with("docker"))
+        .when_if("kubelet_task", h.comm == crate::names::KUBELET);
     if let Some(r) = fullest {
         d = d
             .evidence("full_dir", r.host_path.as_str())
@@ -608,7 +610,9 @@ fn fs_error(e: &FsErrorGroup, window: u64, t: &Thresholds) -> Draft {
         .when_if("recovered", recovered)
         .when_if("logged_stop", logged_ro || logged_shutdown)
         .when_if("unrepaired", unrepaired && !stopped_now)
-        .when_if("xfs", xfs);
+        .when_if("xfs", xfs)
+        .when_if("read_only_now", e.read_only_now == Some(true))
+        .when_if("ext4", e.fstype.as_deref() == Some("ext4"));
     if backs {
         let roles: Vec<String> = e.roles.iter().map(|(r, p)| format!("{r} {p}")).collect();
         d = d

@@ -9,7 +9,8 @@ use toml::{Table, Value as Toml};
 
 use super::draft::{Draft, Item, Var};
 use super::model::{
-    CommandT, Cond, Hysteresis, Piece, Rule, RulesError, SeeAlsoT, SourceT, Term, TextT,
+    CommandT, Cond, Hysteresis, MakesEvent, NodeCondition, Piece, Rule, RulesError, SeeAlsoT,
+    SetsCondition, SourceT, Term, TextT,
 };
 use super::template::{self, is_name, Seg};
 use crate::finding::{Evidence, Severity};
@@ -157,6 +158,8 @@ const RULE_KEYS: &[&str] = &[
     "example",
     "raise_after",
     "clear_after",
+    "cluster",
+    "event",
 ];
 
 const OVERRIDE_KEYS: &[&str] = &[
@@ -210,6 +213,8 @@ fn full_rule(file: &str, id: &str, raw: &Table) -> Result<Rule, RulesError> {
         sources: Vec::new(),
         see_also: Vec::new(),
         hysteresis: hysteresis(raw, Hysteresis::DEFAULT).map_err(e)?,
+        cluster: Vec::new(),
+        event: None,
     };
     for c in rule.item_conditions() {
         if !rule.conditions.contains_key(c) {
@@ -231,6 +236,8 @@ fn full_rule(file: &str, id: &str, raw: &Table) -> Result<Rule, RulesError> {
     rule.commands = commands(&rule, raw.get("commands"), "commands").map_err(e)?;
     rule.sources = sources(&rule, raw.get("source")).map_err(e)?;
     rule.see_also = see_also(&rule, raw.get("see_also")).map_err(e)?;
+    rule.cluster = cluster(&rule, raw.get("cluster")).map_err(e)?;
+    rule.event = event(&rule, raw.get("event")).map_err(e)?;
     if rule.steps.is_empty() {
         return Err(e("a rule needs at least one step".into()));
     }
@@ -943,6 +950,179 @@ fn see_also(rule: &Rule, v: Option<&Toml>) -> Result<Vec<SeeAlsoT>, String> {
         // unit test runs it on them), and parsing the whole catalogue on every start would
         // double what a `check` spends before it reads the host.
         out.push(SeeAlsoT { when, key });
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------- cluster, event
+
+/// A string field of a table, non-empty.
+fn field(t: &Table, key: &str, at: At) -> Result<String, String> {
+    match t.get(key) {
+        Some(Toml::String(s)) if !s.trim().is_empty() => Ok(s.clone()),
+        _ => Err(format!("{at}.{key}: a non-empty string")),
+    }
+}
+
+/// A Kubernetes reason or condition type: `UpperCamelCase` letters and digits, at most 128.
+fn is_camel(s: &str) -> bool {
+    s.len() <= 128
+        && s.starts_with(|c: char| c.is_ascii_uppercase())
+        && s.chars().all(|c| c.is_ascii_alphanumeric())
+}
+
+/// A `when` of a cluster entry: the rule's conditions, severities and `has` of evidence (a
+/// finding carries its conditions and evidence, not the vars its words were built with).
+fn finding_cond(rule: &Rule, t: &Table, key: &str, at: At) -> Result<Cond, String> {
+    let c = match t.get(key) {
+        None => Cond::default(),
+        Some(Toml::String(s)) => parse_cond(s).map_err(|m| format!("{at}.{key}: {m}"))?,
+        Some(_) => {
+            return Err(format!(
+                "{at}.{key}: a string such as \"name and not other\""
+            ))
+        }
+    };
+    rule.check_cond(&c, &Scope::default(), at)?;
+    for t in c.terms() {
+        if let Term::Has(n) | Term::NotHas(n) = t {
+            if !rule.example.evidence.contains_key(n) {
+                return Err(format!(
+                    "{at}.{key}: has {n}: a cluster entry tests evidence only"
+                ));
+            }
+        }
+    }
+    Ok(c)
+}
+
+/// `cluster = [{ condition, reason, when }]`: the NodeConditions the rule's finding sets.
+fn cluster(rule: &Rule, v: Option<&Toml>) -> Result<Vec<SetsCondition>, String> {
+    let list = match v {
+        None => return Ok(Vec::new()),
+        Some(Toml::Array(a)) => a,
+        Some(_) => return Err("cluster: a list of { condition, reason, when }".into()),
+    };
+    let mut out = Vec::new();
+    for (i, x) in list.iter().enumerate() {
+        let at = format!("cluster[{i}]");
+        let Toml::Table(t) = x else {
+            return Err(format!("{at}: a table {{ condition, reason, when }}"));
+        };
+        check_keys(t, &["condition", "reason", "when"]).map_err(|m| format!("{at}: {m}"))?;
+        let reason = field(t, "reason", &at)?;
+        if !is_camel(&reason) {
+            return Err(format!(
+                "{at}.reason: {reason:?} is not a reason (UpperCamelCase)"
+            ));
+        }
+        out.push(SetsCondition {
+            condition: field(t, "condition", &at)?,
+            reason,
+            when: finding_cond(rule, t, "when", &at)?,
+        });
+    }
+    Ok(out)
+}
+
+/// `event = { reason, npd_reason, npd_when, when, count, age }`: the Event the rule's finding
+/// makes.
+fn event(rule: &Rule, v: Option<&Toml>) -> Result<Option<MakesEvent>, String> {
+    let t = match v {
+        None => return Ok(None),
+        Some(Toml::Table(t)) => t,
+        Some(_) => return Err("event: a table { reason, count, age, when, npd_reason }".into()),
+    };
+    let at = "event";
+    check_keys(
+        t,
+        &["reason", "npd_reason", "npd_when", "when", "count", "age"],
+    )
+    .map_err(|m| format!("{at}: {m}"))?;
+    let reason = field(t, "reason", at)?;
+    let npd_reason = match t.get("npd_reason") {
+        None => None,
+        Some(_) => Some(field(t, "npd_reason", at)?),
+    };
+    for r in std::iter::once(&reason).chain(&npd_reason) {
+        if !is_camel(r) {
+            return Err(format!("{at}: {r:?} is not a reason (UpperCamelCase)"));
+        }
+    }
+    let evidence = |key: &str| -> Result<Option<String>, String> {
+        match t.get(key) {
+            None => Ok(None),
+            Some(_) => {
+                let name = field(t, key, at)?;
+                if !rule.example.evidence.contains_key(&name) {
+                    return Err(format!("{at}.{key}: {name:?} is not the rule's evidence"));
+                }
+                Ok(Some(name))
+            }
+        }
+    };
+    let Some(count) = evidence("count")? else {
+        return Err(format!("{at}.count: the evidence that counts occurrences"));
+    };
+    Ok(Some(MakesEvent {
+        reason,
+        npd_when: finding_cond(rule, t, "npd_when", at)?,
+        npd_reason,
+        when: finding_cond(rule, t, "when", at)?,
+        count,
+        age: evidence("age")?,
+    }))
+}
+
+/// The NodeCondition classes of `cluster.toml` (`[[node_condition]]`); their collectors are
+/// filled in by the book from the rules that name them.
+pub(crate) fn node_conditions(file: &str, text: &str) -> Result<Vec<NodeCondition>, RulesError> {
+    let table = parse_toml(file, text)?;
+    let toml_err = |m: String| RulesError::Toml {
+        file: file.to_string(),
+        message: m,
+    };
+    check_keys(&table, &["node_condition"]).map_err(toml_err)?;
+    let Some(Toml::Array(list)) = table.get("node_condition") else {
+        return Err(toml_err("needs [[node_condition]] tables".into()));
+    };
+    let mut out: Vec<NodeCondition> = Vec::new();
+    for (i, x) in list.iter().enumerate() {
+        let at = format!("node_condition[{i}]");
+        let Toml::Table(t) = x else {
+            return Err(toml_err(format!("{at}: a table")));
+        };
+        check_keys(t, &["type", "healthy_reason", "healthy_message", "npd"])
+            .map_err(|m| toml_err(format!("{at}: {m}")))?;
+        let get = |k: &str| field(t, k, &at).map_err(toml_err);
+        let ctype = get("type")?;
+        let healthy_reason = get("healthy_reason")?;
+        let npd = match t.get("npd") {
+            None => None,
+            Some(Toml::Table(n)) => {
+                let f = |k: &str| field(n, k, &format!("{at}.npd")).map_err(toml_err);
+                Some((f("type")?, f("healthy_reason")?))
+            }
+            Some(_) => return Err(toml_err(format!("{at}.npd: {{ type, healthy_reason }}"))),
+        };
+        let names = std::iter::once(&ctype)
+            .chain(std::iter::once(&healthy_reason))
+            .chain(npd.iter().flat_map(|(a, b)| [a, b]));
+        for n in names {
+            if !is_camel(n) {
+                return Err(toml_err(format!("{at}: {n:?} is not UpperCamelCase")));
+            }
+        }
+        if out.iter().any(|c| c.ctype == ctype) {
+            return Err(toml_err(format!("{at}: {ctype} is defined twice")));
+        }
+        out.push(NodeCondition {
+            ctype,
+            healthy_reason,
+            healthy_message: get("healthy_message")?,
+            npd,
+            collectors: Vec::new(),
+        });
     }
     Ok(out)
 }

@@ -56,6 +56,11 @@
 //!   of tables for items, with `conditions = [...]`). It declares what placeholders exist,
 //!   and a test renders every rule from it in both languages under every condition.
 //!
+//! - **cluster**, **event**: what a warning or critical finding of the rule sets in the
+//!   cluster: `cluster = [{ condition, reason, when }]` (NodeCondition classes of
+//!   `collectors/rules/cluster.toml`) and `event = { reason, npd_reason, npd_when, when, count,
+//!   age }` ([`RuleBook::cluster`], [`RuleBook::event`]; docs/kubernetes.md).
+//!
 //! - **raise_after**, **clear_after** (cycles, 1–100): the rule's hysteresis, applied by the
 //!   agent's state in `serve` ([`Hysteresis`]): a finding is raised once its judge has
 //!   reported it on `raise_after` successful runs in a row, and cleared once it has been
@@ -79,25 +84,20 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 pub use draft::{Draft, Item, Var};
-pub use model::{Cites, Hysteresis, Rule, RulesError};
+use model::Cond;
+pub use model::{Cites, Hysteresis, MakesEvent, NodeCondition, Rule, RulesError};
 
 use crate::finding::Finding;
 
-/// The built-in rule files, by file name.
-const FILES: &[(&str, &str)] = &[
-    ("memory.toml", include_str!("../../rules/memory.toml")),
-    ("conntrack.toml", include_str!("../../rules/conntrack.toml")),
-    ("disk.toml", include_str!("../../rules/disk.toml")),
-    ("kernel.toml", include_str!("../../rules/kernel.toml")),
-    ("load.toml", include_str!("../../rules/load.toml")),
-    ("iptables.toml", include_str!("../../rules/iptables.toml")),
-    ("runtime.toml", include_str!("../../rules/runtime.toml")),
-    // The runtime collector's log-derived findings (collectors/src/nodelog/judge.rs).
-    (
-        "runtime_logs.toml",
-        include_str!("../../rules/runtime_logs.toml"),
-    ),
-];
+include!(concat!(env!("OUT_DIR"), "/rule_files.rs"));
+
+/// The file of the NodeCondition classes, among [`FILES`]; every other file holds rules.
+const CLUSTER_FILE: &str = "cluster.toml";
+
+/// The built-in rule files (every file but [`CLUSTER_FILE`]).
+fn rule_files() -> impl Iterator<Item = &'static (&'static str, &'static str)> {
+    FILES.iter().filter(|(f, _)| *f != CLUSTER_FILE)
+}
 
 /// The built-in rule files, each parsed the first time one of its collector's rules is asked
 /// for: a `check` of a healthy node renders no finding and parses none of them (parsing all
@@ -109,7 +109,7 @@ struct Builtin {
 impl Builtin {
     fn new() -> Builtin {
         Builtin {
-            files: FILES.iter().map(|(f, _)| (*f, OnceLock::new())).collect(),
+            files: rule_files().map(|(f, _)| (*f, OnceLock::new())).collect(),
         }
     }
 
@@ -118,7 +118,8 @@ impl Builtin {
     /// their ids only.
     fn file(&self, i: usize) -> &BTreeMap<String, Rule> {
         let (name, cell) = &self.files[i];
-        cell.get_or_init(|| match load::builtin_file(name, FILES[i].1) {
+        let text = rule_files().nth(i).map_or("", |(_, t)| *t);
+        cell.get_or_init(|| match load::builtin_file(name, text) {
             Ok(rules) => rules.into_iter().map(|r| (r.id.clone(), r)).collect(),
             Err(e) => {
                 tracing::error!(error = %e, "a built-in rule file does not load; its findings will carry their ids only");
@@ -131,7 +132,7 @@ impl Builtin {
     fn get(&self, id: &str) -> Option<&Rule> {
         let collector = id.split('.').next().unwrap_or(id);
         (0..self.files.len())
-            .filter(|i| file_collector(FILES[*i].0) == collector)
+            .filter(|i| file_collector(self.files[*i].0) == collector)
             .find_map(|i| self.file(i).get(id))
     }
 
@@ -194,7 +195,7 @@ impl RuleBook {
     pub fn load_builtin() -> Result<RuleBook, RulesError> {
         let mut rules = Vec::new();
         let mut ids = BTreeMap::new();
-        for (file, text) in FILES {
+        for (file, text) in rule_files() {
             for r in load::builtin_file(file, text)? {
                 if let Some(old) = ids.insert(r.id.clone(), *file) {
                     return Err(RulesError::Invalid {
@@ -221,6 +222,52 @@ impl RuleBook {
                 })
             })
             .clone()
+    }
+
+    /// The built-in book, for as long as the program runs (what the cluster mapping is read
+    /// from: an override changes words and hysteresis, not what a rule sets in the cluster).
+    fn builtin_static() -> &'static RuleBook {
+        let _ = RuleBook::builtin();
+        BUILTIN
+            .get()
+            .map_or_else(|| unreachable!("initialised above"), |b| &**b)
+    }
+
+    /// The NodeCondition classes (`collectors/rules/cluster.toml`), each with the collectors
+    /// whose rules set it. Parses every built-in rule file the first time.
+    pub fn node_conditions() -> &'static [NodeCondition] {
+        static CLASSES: OnceLock<Vec<NodeCondition>> = OnceLock::new();
+        CLASSES.get_or_init(|| match load_node_conditions(RuleBook::builtin_static()) {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::error!(error = %e, "the built-in NodeCondition classes do not load; no condition is written");
+                Vec::new()
+            }
+        })
+    }
+
+    /// The NodeConditions a finding sets, each with its reason: its rule's `cluster` entries
+    /// whose `when` holds for the finding (its severity, conditions and evidence). Whether a
+    /// finding of its severity sets any is the reporter's matter.
+    pub fn cluster(f: &Finding) -> Vec<(&'static NodeCondition, &'static str)> {
+        let Some(rule) = RuleBook::builtin_static().get(&f.id) else {
+            return Vec::new();
+        };
+        let classes = RuleBook::node_conditions();
+        rule.cluster
+            .iter()
+            .filter(|c| holds(&c.when, f))
+            .filter_map(|c| {
+                let class = classes.iter().find(|k| k.ctype == c.condition)?;
+                Some((class, c.reason.as_str()))
+            })
+            .collect()
+    }
+
+    /// The Event a finding makes, if its rule has one whose `when` holds.
+    pub fn event(f: &Finding) -> Option<&'static MakesEvent> {
+        let rule = RuleBook::builtin_static().get(&f.id)?;
+        rule.event.as_ref().filter(|e| holds(&e.when, f))
     }
 
     /// A rule by id.
@@ -310,6 +357,54 @@ impl RuleBook {
         d.conditions = conditions.iter().map(|c| c.to_string()).collect();
         render::render(Some(rule), d, node)
     }
+}
+
+/// Whether a rule's `when` holds for a finding.
+fn holds(c: &Cond, f: &Finding) -> bool {
+    c.holds_for(f.severity.as_str(), &f.conditions, &|n| {
+        f.evidence.contains_key(n)
+    })
+}
+
+impl MakesEvent {
+    /// The event's reason, node-problem-detector's with `npd` where the rule has one and its
+    /// `npd_when` holds (NPD's `Ext4Error` is ext4's only).
+    pub fn reason_for(&self, npd: bool, f: &Finding) -> &str {
+        match &self.npd_reason {
+            Some(r) if npd && holds(&self.npd_when, f) => r,
+            _ => &self.reason,
+        }
+    }
+}
+
+/// The classes of `cluster.toml`, their collectors filled from the rules of `book` that name
+/// them; a rule naming a class that does not exist is an error.
+fn load_node_conditions(book: &RuleBook) -> Result<Vec<NodeCondition>, RulesError> {
+    let text = FILES
+        .iter()
+        .find(|(f, _)| *f == CLUSTER_FILE)
+        .map_or("", |(_, t)| *t);
+    let mut classes = load::node_conditions(CLUSTER_FILE, text)?;
+    for rule in book.rules() {
+        for c in &rule.cluster {
+            let Some(class) = classes.iter_mut().find(|k| k.ctype == c.condition) else {
+                return Err(RulesError::Invalid {
+                    file: rule.file.clone(),
+                    id: rule.id.clone(),
+                    message: format!(
+                        "cluster: {:?} is not a NodeCondition of {CLUSTER_FILE}",
+                        c.condition
+                    ),
+                });
+            };
+            let collector = rule.id.split('.').next().unwrap_or("").to_string();
+            if !class.collectors.contains(&collector) {
+                class.collectors.push(collector);
+                class.collectors.sort();
+            }
+        }
+    }
+    Ok(classes)
 }
 
 #[cfg(test)]

@@ -36,6 +36,26 @@ pub enum RulesError {
 pub(crate) struct Cond(pub Vec<Vec<Term>>);
 
 impl Cond {
+    /// Whether it holds for a finding of `severity` whose rule conditions `held` and whose
+    /// evidence has the names `has` answers for.
+    pub(crate) fn holds_for(
+        &self,
+        severity: &str,
+        held: &BTreeSet<String>,
+        has: &dyn Fn(&str) -> bool,
+    ) -> bool {
+        let flag = |n: &str| n == severity || held.contains(n);
+        self.is_always()
+            || self.0.iter().any(|alt| {
+                alt.iter().all(|t| match t {
+                    Term::Flag(n) => flag(n),
+                    Term::NotFlag(n) => !flag(n),
+                    Term::Has(n) => has(n),
+                    Term::NotHas(n) => !has(n),
+                })
+            })
+    }
+
     pub(crate) fn terms(&self) -> impl Iterator<Item = &Term> {
         self.0.iter().flatten()
     }
@@ -169,6 +189,65 @@ pub struct Rule {
     pub(crate) sources: Vec<SourceT>,
     pub(crate) see_also: Vec<SeeAlsoT>,
     pub(crate) hysteresis: Hysteresis,
+    /// The NodeConditions its finding sets ([`SetsCondition`]).
+    pub(crate) cluster: Vec<SetsCondition>,
+    /// The Event its finding makes ([`MakesEvent`]).
+    pub(crate) event: Option<MakesEvent>,
+}
+
+/// A NodeCondition class (`collectors/rules/cluster.toml`): one lasting problem class.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeCondition {
+    /// node-doctor's own condition type (`NodeDoctor…`).
+    pub ctype: String,
+    /// The reason and message while no problem of the class holds.
+    pub healthy_reason: String,
+    pub healthy_message: String,
+    /// node-problem-detector's condition type and healthy reason (`--kube-npd-names`).
+    pub npd: Option<(String, String)>,
+    /// The collectors whose rules set it: when none of them runs, its status is unknown.
+    pub collectors: Vec<String>,
+}
+
+impl NodeCondition {
+    /// The condition type written, in the chosen naming.
+    pub fn ctype(&self, npd: bool) -> &str {
+        match (npd, &self.npd) {
+            (true, Some((t, _))) => t,
+            _ => &self.ctype,
+        }
+    }
+
+    pub fn healthy_reason(&self, npd: bool) -> &str {
+        match (npd, &self.npd) {
+            (true, Some((_, r))) => r,
+            _ => &self.healthy_reason,
+        }
+    }
+}
+
+/// A NodeCondition a rule's finding sets, and with which reason, when `when` holds (the
+/// rule's `cluster` entries; the reporter sets it for warning and critical findings only).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SetsCondition {
+    pub condition: String,
+    pub reason: String,
+    pub when: Cond,
+}
+
+/// The Event a rule's finding makes (a problem that happens: an OOM kill, a hung task), when
+/// `when` holds (the rule's `event`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MakesEvent {
+    pub reason: String,
+    /// node-problem-detector's reason (`--kube-npd-names`), when `npd_when` holds.
+    pub(crate) npd_reason: Option<String>,
+    pub(crate) npd_when: Cond,
+    pub(crate) when: Cond,
+    /// The evidence that counts occurrences in the finding's window.
+    pub count: String,
+    /// The evidence that says how long ago the latest occurrence was.
+    pub age: Option<String>,
 }
 
 impl Rule {
@@ -219,6 +298,18 @@ impl Rule {
     }
 
     /// Every condition name a `when` of the rule tests (built-ins included).
+    /// The NodeConditions and reasons its `cluster` entries name (under whatever `when`).
+    pub fn cluster_reasons(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.cluster
+            .iter()
+            .map(|c| (c.condition.as_str(), c.reason.as_str()))
+    }
+
+    /// The Event its finding makes, if any.
+    pub fn event(&self) -> Option<&MakesEvent> {
+        self.event.as_ref()
+    }
+
     pub fn conditions_used(&self) -> BTreeSet<String> {
         let mut out = BTreeSet::new();
         let mut add = |c: &Cond| {
@@ -250,6 +341,13 @@ impl Rule {
         }
         for s in &self.see_also {
             add(&s.when);
+        }
+        for c in &self.cluster {
+            add(&c.when);
+        }
+        if let Some(e) = &self.event {
+            add(&e.when);
+            add(&e.npd_when);
         }
         out
     }

@@ -160,6 +160,7 @@ pub(crate) fn without_rule(d: Draft) -> Finding {
     );
     let mut f = Finding::new(&d.id, d.severity, title, summary).subject(d.subject);
     f.evidence = d.evidence;
+    f.conditions = d.conditions;
     f
 }
 
@@ -270,6 +271,7 @@ pub(crate) fn build(rule: &Rule, d: &Draft, node: &str, problems: &mut Vec<Strin
     for s in rule.see_also.iter().filter(|s| env.holds(&s.when)) {
         f = f.see_also(s.key.clone());
     }
+    f.conditions = d.conditions.clone();
     f
 }
 

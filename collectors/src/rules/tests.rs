@@ -668,7 +668,7 @@ fn the_lazy_built_in_book_holds_what_the_eager_one_holds() {
 
 #[test]
 fn each_built_in_file_holds_the_rules_of_the_collector_its_name_says() {
-    for (file, text) in FILES {
+    for (file, text) in rule_files() {
         let rules = load::builtin_file(file, text).unwrap();
         assert!(!rules.is_empty(), "{file}");
         for r in rules {
@@ -700,4 +700,145 @@ fn the_lazy_book_parses_only_the_files_of_the_collector_asked_for() {
         parsed(&b),
         ["memory.toml", "runtime.toml", "runtime_logs.toml"]
     );
+}
+
+/// The NodeCondition classes load, and the collectors feeding each are those whose rules
+/// name it (as the kube reporter's table had them).
+#[test]
+fn node_conditions_load_with_the_collectors_that_set_them() {
+    let classes = RuleBook::node_conditions();
+    assert_eq!(classes.len(), 11);
+    let feeds = |t: &str| -> Vec<&str> {
+        classes
+            .iter()
+            .find(|c| c.ctype == t)
+            .unwrap_or_else(|| panic!("{t}"))
+            .collectors
+            .iter()
+            .map(String::as_str)
+            .collect()
+    };
+    assert_eq!(feeds("NodeDoctorFilesystemFull"), ["disk"]);
+    assert_eq!(feeds("NodeDoctorKernelDeadlock"), ["kernel"]);
+    assert_eq!(
+        feeds("NodeDoctorContainerRuntimeUnhealthy"),
+        ["kernel", "runtime"]
+    );
+    assert_eq!(feeds("NodeDoctorKubeletUnhealthy"), ["kernel", "runtime"]);
+    assert!(
+        classes.iter().all(|c| !c.collectors.is_empty()),
+        "a class no rule sets"
+    );
+    let ro = classes
+        .iter()
+        .find(|c| c.ctype == "NodeDoctorReadonlyFilesystem")
+        .unwrap();
+    assert_eq!(ro.ctype(true), "ReadonlyFilesystem");
+    assert_eq!(ro.healthy_reason(false), "FilesystemIsNotReadOnly");
+}
+
+/// What a finding sets follows its rule's `cluster` entries and their `when`.
+#[test]
+fn a_finding_sets_what_its_rule_says_under_its_conditions() {
+    let hung = |conds: &[&str]| {
+        let mut f = Finding::new(
+            "kernel.hung_task",
+            Severity::Critical,
+            crate::Text::new("t", "t"),
+            crate::Text::new("s", "s"),
+        );
+        for c in conds {
+            f = f.condition(c);
+        }
+        RuleBook::cluster(&f)
+            .into_iter()
+            .map(|(c, r)| format!("{}/{r}", c.ctype))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        hung(&["runtime", "docker_task"]),
+        [
+            "NodeDoctorKernelDeadlock/DockerHung",
+            "NodeDoctorContainerRuntimeUnhealthy/ContainerRuntimeHung"
+        ]
+    );
+    assert_eq!(
+        hung(&["runtime", "kubelet_task"]),
+        [
+            "NodeDoctorKernelDeadlock/TaskHung",
+            "NodeDoctorKubeletUnhealthy/KubeletHung"
+        ]
+    );
+    assert!(
+        hung(&[]).is_empty(),
+        "a task that is not the runtime's sets nothing"
+    );
+    let fs = Finding::new(
+        "kernel.fs_error",
+        Severity::Info,
+        crate::Text::new("t", "t"),
+        crate::Text::new("s", "s"),
+    )
+    .evidence("errors", 2)
+    .condition("ext4");
+    assert!(
+        RuleBook::event(&fs).is_none(),
+        "an info error makes no event"
+    );
+    let mut warn = fs.clone();
+    warn.severity = Severity::Warning;
+    let e = RuleBook::event(&warn).unwrap();
+    assert_eq!(e.reason_for(true, &warn), "Ext4Error");
+    let mut xfs = warn.clone();
+    xfs.conditions.clear();
+    assert_eq!(e.reason_for(true, &xfs), "NodeDoctorFilesystemError");
+    assert_eq!(e.reason_for(false, &warn), "NodeDoctorFilesystemError");
+}
+
+/// A rule that names a NodeCondition that does not exist, or a reason that is not one, does
+/// not load.
+#[test]
+fn cluster_entries_are_checked() {
+    let base = r#"collector = "x"
+[[rule]]
+id = "x.y"
+conditions = { a = "a" }
+title = { en = "t", zh = "题" }
+summary = [{ en = "s", zh = "述" }, { when = "a", en = ".", zh = "。" }]
+steps = [{ en = "s", zh = "步" }]
+commands = ["true"]
+source = { none = "test" }
+CLUSTER
+[rule.example]
+severity = "warning"
+evidence = { n = 1 }
+"#;
+    let file = |cluster: &str| base.replace("CLUSTER", cluster);
+    let ok = load::builtin_file(
+        "x.toml",
+        &file(
+            r#"cluster = [{ condition = "NodeDoctorHighLoad", reason = "LoadHigh", when = "a" }]"#,
+        ),
+    );
+    assert!(ok.is_ok(), "{ok:?}");
+    for (bad, why) in [
+        (
+            r#"cluster = [{ condition = "NodeDoctorHighLoad", reason = "load high" }]"#,
+            "not a reason",
+        ),
+        (
+            r#"cluster = [{ condition = "NodeDoctorHighLoad", reason = "LoadHigh", when = "b" }]"#,
+            "unknown condition",
+        ),
+        (
+            r#"event = { reason = "X", count = "nope" }"#,
+            "not the rule's evidence",
+        ),
+        (r#"event = { reason = "X" }"#, "count"),
+    ] {
+        let e = load::builtin_file("x.toml", &file(bad))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(why), "{bad}: {e}");
+    }
 }
