@@ -34,7 +34,7 @@ const SMALL_BODY: usize = 64 << 10;
 /// `GET /containers/json` and `Tasks.List` on a node with hundreds of containers.
 const LIST_BODY: usize = 16 << 20;
 /// How much of an unexpected answer is kept for people.
-const DETAIL_CHARS: usize = 200;
+const DETAIL_BYTES: usize = 200;
 
 /// The agent's probe: real sockets under the host root, real TCP to the kubelet.
 #[derive(Debug, Default, Clone, Copy)]
@@ -137,13 +137,9 @@ fn timed_out(start: Instant, connected: bool) -> Outcome {
     }
 }
 
+/// At most [`DETAIL_BYTES`] bytes of a daemon's text, and `…` when it was longer.
 fn cut(s: &str) -> String {
-    let t: String = s.chars().take(DETAIL_CHARS).collect();
-    if t.len() < s.len() {
-        format!("{t}…")
-    } else {
-        t
-    }
+    collectors::bounded::ellipsis(s, DETAIL_BYTES + '…'.len_utf8())
 }
 
 /// An HTTP/1.1 sender over a connected stream (its connection driven by a spawned task).

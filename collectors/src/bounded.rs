@@ -63,6 +63,33 @@ pub fn truncate_in_place(s: &mut String, max: usize) {
     }
 }
 
+/// The longest prefix of `s` of at most `max` bytes that ends on a character boundary: host
+/// text kept to a size where no marker is wanted (a name, a value quoted in an error).
+pub fn prefix(s: &str, max: usize) -> &str {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// [`prefix`] as an owned string.
+pub fn prefix_owned(s: &str, max: usize) -> String {
+    prefix(s, max).to_string()
+}
+
+/// `s` within `max` bytes, with `…` in place of what was cut (one line of a message read by
+/// a person; [`truncate`] says how much was cut).
+pub fn ellipsis(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    const MARK: &str = "…";
+    let mut out = prefix(s, max.saturating_sub(MARK.len())).to_string();
+    out.push_str(MARK);
+    out
+}
+
 fn marker(dropped: usize) -> String {
     format!("…[truncated {dropped} bytes]")
 }
@@ -70,6 +97,18 @@ fn marker(dropped: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prefixes_and_ellipses_end_on_character_boundaries() {
+        assert_eq!(prefix("abc", 10), "abc");
+        assert_eq!(prefix("abc", 2), "ab");
+        assert_eq!(prefix("日本", 4), "日");
+        assert_eq!(prefix("日本", 0), "");
+        assert_eq!(ellipsis("abc", 3), "abc");
+        assert_eq!(ellipsis("abcdef", 5), "ab…");
+        assert_eq!(ellipsis("日本語", 7), "日…");
+        assert!(ellipsis(&"x".repeat(100), 10).len() <= 10);
+    }
 
     #[test]
     fn short_text_is_unchanged() {

@@ -106,29 +106,15 @@ fn add(t: OffsetDateTime, d: Duration) -> OffsetDateTime {
 }
 
 /// RFC 3339 in seconds (the precision of `metav1.Time`).
-pub fn rfc3339(t: OffsetDateTime) -> String {
-    let t = t.replace_nanosecond(0).unwrap_or(t);
-    t.format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default()
-}
+pub use crate::timefmt::rfc3339;
 
 pub fn parse_time(s: &str) -> Option<OffsetDateTime> {
     OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok()
 }
 
-/// Cuts `s` to `max` bytes on a character boundary, marking the cut.
-pub fn bounded(mut s: String, max: usize) -> String {
-    if s.len() <= max {
-        return s;
-    }
-    const MARK: &str = "…";
-    let mut end = max.saturating_sub(MARK.len());
-    while end > 0 && !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    s.truncate(end);
-    s.push_str(MARK);
-    s
+/// Cuts `s` to `max` bytes on a character boundary, marking the cut with `…`.
+pub fn bounded(s: String, max: usize) -> String {
+    collectors::bounded::ellipsis(&s, max)
 }
 
 /// `<id> (<subject>): <summary> Fix: <first command>. More: <explain>, <docs>` — one line,

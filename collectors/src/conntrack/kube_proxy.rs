@@ -25,6 +25,7 @@ use std::path::{Component, Path};
 
 use crate::host::HostPaths;
 use crate::hostfs::{self, cap};
+use crate::node::follow::{Followed, Rescan};
 use crate::node::Node;
 
 /// kube-proxy's defaults (`pkg/proxy/apis/config/v1alpha1/defaults.go`).
@@ -269,23 +270,25 @@ pub fn settings(host: &HostPaths, pid: u32, args: &[String]) -> KubeProxy {
 /// is searched only when it is not known, and then at most every `rescan_every` lookups).
 #[derive(Debug)]
 pub struct KubeProxyFinder {
-    finder: super::kubelet::PidFinder,
+    finder: Followed,
 }
 
 impl KubeProxyFinder {
     pub fn new(rescan_every: u32) -> KubeProxyFinder {
         KubeProxyFinder {
-            finder: super::kubelet::PidFinder::new(
-                "kube-proxy",
+            finder: Followed::new(
+                &["kube-proxy"],
+                1,
+                Rescan::WhileMissing(rescan_every),
                 "conntrack/kube-proxy",
-                rescan_every,
             ),
         }
     }
 
     /// What the node's kube-proxy means for the limit now.
     pub fn lookup(&mut self, node: &Node) -> KubeProxy {
-        match self.finder.find(node) {
+        self.finder.refresh(node, &[]);
+        match super::kubelet::first(&self.finder, "kube-proxy") {
             Some((pid, args)) => settings(node.host(), pid, &args),
             None => KubeProxy::NotFound,
         }

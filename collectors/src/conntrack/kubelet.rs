@@ -3,11 +3,13 @@
 //! `/var/lib/kubelet/config.yaml`). Command-line flags win over the file, as in the kubelet.
 //!
 //! Parsing is [`crate::config::kubelet`]'s (the same reader the disk collector uses); this
-//! module only keeps the kubelet's pid between samples so the process table is walked rarely.
+//! module only follows the kubelet's process between samples so the process table is searched
+//! rarely.
 
 use std::path::PathBuf;
 
 use crate::config::{self, kubelet};
+use crate::node::follow::{Followed, Rescan};
 use crate::node::Node;
 
 pub use crate::config::kubelet::{cluster_dns_from_args, cluster_dns_from_config};
@@ -26,72 +28,29 @@ pub struct KubeletDns {
     pub config_error: Option<String>,
 }
 
-/// Finds a process by its `comm` among the host's processes (the shared process table) and
-/// keeps its pid and start time between samples: a sample confirms it with one read of its
-/// `stat` (its arguments are remembered by the table); the table is searched only when the
-/// process is not known (and then at most every `rescan_every` calls).
-#[derive(Debug)]
-pub struct PidFinder {
-    comm: &'static str,
-    /// The call site's name for the shared process table.
-    caller: &'static str,
-    pid: Option<(u32, Option<u64>)>,
-    samples_since_scan: u32,
-    rescan_every: u32,
+/// The first process of a followed name: its pid and arguments.
+pub(crate) fn first(f: &Followed, name: &str) -> Option<(u32, Vec<String>)> {
+    f.first(name).map(|p| (p.pid, p.args.clone()))
 }
 
-impl PidFinder {
-    pub fn new(comm: &'static str, caller: &'static str, rescan_every: u32) -> PidFinder {
-        PidFinder {
-            comm,
-            caller,
-            pid: None,
-            samples_since_scan: u32::MAX,
-            rescan_every: rescan_every.max(1),
-        }
-    }
-
-    /// The process's pid and arguments: the remembered process while it is still there (same
-    /// start time, same `comm`), else a search of the process table (throttled to every
-    /// `rescan_every` calls).
-    pub fn find(&mut self, node: &Node) -> Option<(u32, Vec<String>)> {
-        let procs = node.processes();
-        if let Some((p, start)) = self.pid {
-            match procs.reread(p) {
-                Some(now) if &*now.comm == self.comm && now.start == start && !now.is_dead() => {
-                    return Some((p, procs.args(&now).map(|a| a.to_vec()).unwrap_or_default()));
-                }
-                _ => {}
-            }
-            self.pid = None;
-            self.samples_since_scan = u32::MAX;
-        }
-        self.samples_since_scan = self.samples_since_scan.saturating_add(1);
-        if self.samples_since_scan < self.rescan_every {
-            return None;
-        }
-        self.samples_since_scan = 0;
-        let found = procs.named(self.caller, &[self.comm]).ok()?;
-        let p = found.into_iter().find_map(|p| {
-            let args = procs.args(&p)?;
-            Some((p, args))
-        })?;
-        self.pid = Some((p.0.pid, p.0.start));
-        Some((p.0.pid, p.1.to_vec()))
-    }
-}
-
-/// Finds the kubelet among the host's processes ([`PidFinder`]) and reads its DNS setting.
+/// Follows the kubelet among the host's processes ([`Followed`]: confirmed with one `stat`
+/// per sample, looked up only while it is not known, at most every `rescan_every` samples) and
+/// reads its DNS setting.
 #[derive(Debug)]
 pub struct KubeletFinder {
-    finder: PidFinder,
+    finder: Followed,
     default_config: PathBuf,
 }
 
 impl KubeletFinder {
     pub fn new(default_config: PathBuf, rescan_every: u32) -> KubeletFinder {
         KubeletFinder {
-            finder: PidFinder::new("kubelet", "conntrack/kubelet", rescan_every),
+            finder: Followed::new(
+                &["kubelet"],
+                1,
+                Rescan::WhileMissing(rescan_every),
+                "conntrack/kubelet",
+            ),
             default_config,
         }
     }
@@ -99,7 +58,8 @@ impl KubeletFinder {
     /// Looks up the kubelet's cluster DNS on the host.
     pub fn lookup(&mut self, node: &Node) -> KubeletDns {
         let host = node.host();
-        let (pid, args) = match self.finder.find(node) {
+        self.finder.refresh(node, &[]);
+        let (pid, args) = match first(&self.finder, "kubelet") {
             Some((p, a)) => (Some(p), a),
             None => (None, Vec::new()),
         };

@@ -455,21 +455,10 @@ impl LogScanner {
                 s.recent.pop_front();
             }
             s.last_time = line.time_text;
-            s.last_message = cut(&line.message, EXAMPLE_BYTES);
+            s.last_message = crate::bounded::prefix_owned(&line.message, EXAMPLE_BYTES);
             s.last_file = host_path.to_string();
         }
     }
-}
-
-fn cut(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_string();
-    }
-    let mut end = max;
-    while end > 0 && !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    s[..end].to_string()
 }
 
 /// Directory entries sorted by name, at most [`entries::PODS`] (empty when unreadable).

@@ -255,7 +255,7 @@ impl KernelCollector {
             oom::OomKind::System => self.totals.oom_system += 1,
             oom::OomKind::Cgroup => self.totals.oom_cgroup += 1,
         }
-        let comm = cut(&kill.comm, MAX_COMM_BYTES);
+        let comm = crate::bounded::prefix_owned(&kill.comm, MAX_COMM_BYTES);
         let missing = kill.report == oom::Report::Missing;
         let key = match (&pod, kill.kind) {
             (Some(p), _) => p.uid.clone(),
@@ -267,7 +267,7 @@ impl KernelCollector {
                 .or_else(|| kill.task_memcg.clone())
                 .unwrap_or_else(|| format!("comm:{comm}")),
         };
-        let key = (kill.kind, cut(&key, 512));
+        let key = (kill.kind, crate::bounded::prefix_owned(&key, 512));
         self.last_oom = Some(key.clone());
         let stat = self
             .ooms
@@ -301,8 +301,12 @@ impl KernelCollector {
             stat.last_pid = kill.pid;
             stat.last_comm = comm;
             stat.pod = pod;
-            stat.task_memcg = kill.task_memcg.map(|s| cut(&s, 512));
-            stat.oom_memcg = kill.oom_memcg.map(|s| cut(&s, 512));
+            stat.task_memcg = kill
+                .task_memcg
+                .map(|s| crate::bounded::prefix_owned(&s, 512));
+            stat.oom_memcg = kill
+                .oom_memcg
+                .map(|s| crate::bounded::prefix_owned(&s, 512));
             stat.limit_bytes = kill.limit_bytes.or(stat.limit_bytes);
             stat.usage_bytes = kill.usage_bytes.or(stat.usage_bytes);
         }
@@ -317,7 +321,7 @@ impl KernelCollector {
 
     fn note_hung(&mut self, h: hung_task::HungTask, usec: u64) {
         self.totals.hung_task += 1;
-        let comm = cut(&h.comm, MAX_COMM_BYTES);
+        let comm = crate::bounded::prefix_owned(&h.comm, MAX_COMM_BYTES);
         let stat = self.hung.entry(comm).or_insert_with_key(|comm| {
             tracing::info!(
                 comm = comm.as_str(),
@@ -862,12 +866,4 @@ fn cap_map<K: Ord + Clone, V>(map: &mut BTreeMap<K, V>, cap: usize, key: impl Fn
             None => break,
         }
     }
-}
-
-fn cut(s: &str, max: usize) -> String {
-    let mut end = s.len().min(max);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    s[..end].to_string()
 }

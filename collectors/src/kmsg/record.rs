@@ -67,7 +67,11 @@ pub fn parse_record(text: &str) -> Result<Record, KmsgParseError> {
     let mut fields = header.split(',');
     let (prio, seq, usec) = match (fields.next(), fields.next(), fields.next()) {
         (Some(p), Some(s), Some(u)) => (p, s, u),
-        _ => return Err(KmsgParseError::ShortHeader(cut(header, 64))),
+        _ => {
+            return Err(KmsgParseError::ShortHeader(
+                crate::bounded::prefix(header, 64).to_string(),
+            ))
+        }
     };
     let prio: u32 = number("prio", prio)?;
     let seq: u64 = number("seq", seq)?;
@@ -92,17 +96,8 @@ pub fn parse_record(text: &str) -> Result<Record, KmsgParseError> {
 fn number<T: std::str::FromStr>(field: &'static str, s: &str) -> Result<T, KmsgParseError> {
     s.trim().parse().map_err(|_| KmsgParseError::BadNumber {
         field,
-        value: cut(s, 32),
+        value: crate::bounded::prefix(s, 32).to_string(),
     })
-}
-
-/// At most `max` bytes of `s`, cut on a char boundary.
-pub(crate) fn cut(s: &str, max: usize) -> String {
-    let mut end = s.len().min(max);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    s[..end].to_string()
 }
 
 /// Decodes the kernel's `\xNN` escapes (it escapes control bytes and `\` itself).

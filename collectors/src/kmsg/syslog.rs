@@ -114,11 +114,13 @@ fn split_line(line: &str) -> Result<(u32, Option<u64>, &str), SyslogParseError> 
     let rest = line.strip_prefix('<').ok_or(SyslogParseError::NoPrefix)?;
     let (prio, rest) = rest.split_once('>').ok_or(SyslogParseError::NoPrefix)?;
     if prio.is_empty() || prio.len() > 10 || !prio.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(SyslogParseError::BadPriority(super::record::cut(prio, 16)));
+        return Err(SyslogParseError::BadPriority(
+            crate::bounded::prefix(prio, 16).to_string(),
+        ));
     }
     let prio: u32 = prio
         .parse()
-        .map_err(|_| SyslogParseError::BadPriority(super::record::cut(prio, 16)))?;
+        .map_err(|_| SyslogParseError::BadPriority(crate::bounded::prefix(prio, 16).to_string()))?;
     let stamped = bracketed(rest).and_then(|(inner, after)| Some((timestamp(inner)?, after)));
     let Some((usec, after)) = stamped else {
         return Ok((prio, None, rest));

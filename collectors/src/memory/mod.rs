@@ -111,7 +111,7 @@ impl MemoryCollector {
             if f.order > MAX_FAILURE_ORDER {
                 continue;
             }
-            let comm = cut(&f.comm, MAX_COMM_BYTES);
+            let comm = crate::bounded::prefix_owned(&f.comm, MAX_COMM_BYTES);
             *self.failures_by_order.entry(f.order).or_insert(0) += 1;
             let stat = self
                 .failures
@@ -299,12 +299,4 @@ impl Phases for MemoryCollector {
         metrics.extend(self.kmsg.metrics("memory"));
         metrics
     }
-}
-
-fn cut(s: &str, max: usize) -> String {
-    let mut end = s.len().min(max);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    s[..end].to_string()
 }

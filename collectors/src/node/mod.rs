@@ -14,6 +14,7 @@
 
 pub mod daemons;
 pub mod discover;
+pub mod follow;
 pub mod processes;
 
 use std::sync::Arc;

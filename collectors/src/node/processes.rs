@@ -90,6 +90,8 @@ pub struct Proc {
     pub comm: Arc<str>,
     /// Single-letter state (`R`, `S`, `D`, `Z`...) when `stat` was read.
     pub state: Option<char>,
+    /// User + system CPU time in clock ticks when `stat` was read (at that read).
+    pub cpu_ticks: Option<u64>,
 }
 
 impl Proc {
@@ -320,6 +322,7 @@ impl ProcessTable {
                 start: None,
                 comm: Arc::from(""),
                 state: None,
+                cpu_ticks: None,
             });
             let settled = is_settled(&proc, uptime, ticks);
             let mut entry = Entry::new(proc, ino, settled, now);
@@ -412,6 +415,7 @@ fn examine(host: &HostPaths, p: u32, buf: &mut Vec<u8>) -> Option<Proc> {
             start: Some(st.starttime),
             comm: st.comm.into(),
             state: Some(st.state),
+            cpu_ticks: Some(st.utime.saturating_add(st.stime)),
         });
     }
     let comm = pid::comm(host, p)?;
@@ -420,6 +424,7 @@ fn examine(host: &HostPaths, p: u32, buf: &mut Vec<u8>) -> Option<Proc> {
         start: None,
         comm: comm.into(),
         state: None,
+        cpu_ticks: None,
     })
 }
 

@@ -32,7 +32,6 @@ pub mod kube_proxy;
 pub mod logs;
 pub mod ports;
 pub mod probe;
-pub mod procs;
 pub mod runtimes;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
@@ -44,6 +43,7 @@ use crate::collector::{CollectContext, HostNetns, Phases, Status};
 use crate::config::{flag_value, kubelet};
 use crate::metric::Metric;
 use crate::node::discover::Locations;
+use crate::node::follow::{self, Followed, Rescan};
 use crate::node::Node;
 use crate::nodelog::LogSample;
 use crate::pods::{PodDirectory, PodsConfig};
@@ -58,6 +58,9 @@ use judge::{
 pub use judge::{Sample, Thresholds};
 use probe::{Outcome, ProbePlan, ProbeReport, RuntimeProbe, Target, TaskStatus};
 
+/// At most this many processes per daemon name are followed (a node runs one of each; two
+/// containerd are a docker-managed one beside the system's).
+const MAX_PER_DAEMON: usize = 4;
 /// Configuration of the runtime collector.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RuntimeConfig {
@@ -125,7 +128,7 @@ pub struct RuntimeCollector {
     node: Node,
     config: RuntimeConfig,
     probe: Arc<dyn RuntimeProbe>,
-    procs: procs::ProcessTable,
+    procs: Followed,
     /// Daemons wanted but not found in the last collection (the next refresh looks for them).
     missing: Vec<&'static str>,
     seen: BTreeMap<(Daemon, String), Option<String>>,
@@ -163,13 +166,20 @@ impl RuntimeCollector {
     pub fn new(node: Node, config: RuntimeConfig, probe: Arc<dyn RuntimeProbe>) -> Self {
         let logs =
             crate::nodelog::NodeLogWatcher::new(node.host().clone(), config.node_log.clone());
+        let procs = Followed::new(
+            crate::names::DAEMONS,
+            MAX_PER_DAEMON,
+            Rescan::Every(config.rescan_samples),
+            "runtime/procs",
+        );
+        let ticks = node.facts().clock_ticks;
         RuntimeCollector {
             logs,
             clock: Box::new(unix_now),
             node,
             config,
             probe,
-            procs: procs::ProcessTable::new(),
+            procs,
             missing: Vec::new(),
             seen: BTreeMap::new(),
             kubelet_seen: false,
@@ -182,7 +192,7 @@ impl RuntimeCollector {
             flagged: BTreeMap::new(),
             owners: BTreeMap::new(),
             pods: None,
-            ticks: procs::ticks_per_second(),
+            ticks,
             statfs: Box::new(crate::sys::statvfs::usage),
         }
     }
@@ -220,9 +230,7 @@ impl RuntimeCollector {
     fn read_host(&mut self, host_netns: HostNetns, node: &str) -> (Sample, Vec<String>) {
         let mut notes = Vec::new();
         let t0 = Instant::now();
-        let refresh = self
-            .procs
-            .refresh(&self.node, &self.missing, self.config.rescan_samples);
+        let refresh = self.procs.refresh(&self.node, &self.missing);
         if refresh.unreadable {
             notes.push(format!(
                 "{} cannot be listed: the daemons' processes are unknown (run with hostPID and the host's /proc)",
@@ -582,7 +590,7 @@ impl RuntimeCollector {
 
     fn kubelet(
         &mut self,
-        proc: Option<&procs::Proc>,
+        proc: Option<&follow::Proc>,
         healthz: Option<Healthz>,
         target: Option<usize>,
         report: &ProbeReport,

@@ -9,10 +9,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::FileTypeExt;
 
 use super::judge::{Daemon, Why};
-use super::procs::ProcessTable;
 use crate::config::{containerd, docker, flag_value};
 use crate::host::HostPaths;
 use crate::node::discover::Locations;
+use crate::node::follow::Followed;
 
 /// One runtime daemon the node uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,7 +31,7 @@ pub struct Instance {
 
 /// What [`find`] works from.
 pub struct Inputs<'a> {
-    pub procs: &'a ProcessTable,
+    pub procs: &'a Followed,
     pub locations: &'a Locations,
     /// `--docker-socket` / `--containerd-socket` (host paths).
     pub docker_socket: Option<&'a str>,
@@ -275,6 +275,7 @@ pub fn find(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::node::follow::Rescan;
 
     fn proc_dir(root: &std::path::Path, pid: u32, comm: &str, args: &str) {
         let d = root.join(format!("proc/{pid}"));
@@ -295,8 +296,8 @@ mod tests {
         listening: Option<BTreeSet<String>>,
     ) -> Vec<Instance> {
         let host = crate::node::Node::new(crate::HostPaths::new(root));
-        let mut procs = ProcessTable::new();
-        procs.refresh(&host, &[], 1);
+        let mut procs = Followed::new(crate::names::DAEMONS, 4, Rescan::Every(1), "test");
+        procs.refresh(&host, &[]);
         let locations = Locations::default();
         let inp = Inputs {
             procs: &procs,

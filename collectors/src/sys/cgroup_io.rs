@@ -262,11 +262,7 @@ pub fn parse_procs(text: &str) -> Result<Vec<u32>, String> {
 
 /// The first 80 bytes of host text quoted in an error.
 fn clip(s: &str) -> String {
-    let mut end = s.len().min(80);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{:?}", &s[..end])
+    format!("{:?}", crate::bounded::prefix(s, 80))
 }
 
 /// One cgroup of a walk.
