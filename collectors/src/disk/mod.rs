@@ -83,6 +83,17 @@ pub struct DiskCollector {
 /// host-side mount point when mountinfo knows it.
 type Placed = (String, u64, Option<(Mount, String)>);
 
+/// The runtime's and kubelet's directories grouped by filesystem, while a sample is read: the
+/// keys in the order met, each filesystem's sample, the agent-side directory its usage is
+/// read through, and the filesystems whose usage could not be read.
+#[derive(Default)]
+struct Filesystems {
+    order: Vec<String>,
+    groups: HashMap<String, FsSample>,
+    agent_of: HashMap<String, PathBuf>,
+    stat_failed: HashSet<String>,
+}
+
 impl DiskCollector {
     pub fn new(node: Node, config: DiskConfig) -> Self {
         DiskCollector {
@@ -168,29 +179,50 @@ impl DiskCollector {
                 Vec::new()
             }
         };
-
-        // Group the directories by filesystem.
-        let mut order: Vec<String> = Vec::new();
-        let mut groups: HashMap<String, FsSample> = HashMap::new();
-        let mut agent_of: HashMap<String, PathBuf> = HashMap::new();
-        let key_of = |this: &Self, host_path: &Path, agent: &Path| -> Option<Placed> {
-            let dev = std::fs::metadata(agent).ok()?.dev();
-            let loc = this
-                .locate(&mounts, host_path, agent, dev)
-                .map(|(m, mp)| (m.clone(), mp));
-            let key = match &loc {
-                Some((m, _)) => format!("m{}", m.mount_id),
-                None => format!("d{dev}"),
-            };
-            Some((key, dev, loc))
+        let mut fs = self.group_by_filesystem(&disc, &mounts, &mut notes);
+        let largest_logs = self.container_logs(&disc, &mounts, &mut fs);
+        let attention = self.needing_attention(&disc, &fs);
+        self.walk(&disc, &attention, &mut fs);
+        self.deleted_files(&attention, &mut fs, &mut notes);
+        let sample = self.assemble(disc, fs, largest_logs);
+        let status = if notes.is_empty() {
+            Status::Ok
+        } else {
+            Status::Degraded(notes.join("; "))
         };
+        Ok((sample, status))
+    }
+
+    /// The filesystem a directory is on, as a key (the mount, else the device), with its
+    /// device number and mount.
+    fn placed(&self, mounts: &[Mount], host_path: &Path, agent: &Path) -> Option<Placed> {
+        let dev = std::fs::metadata(agent).ok()?.dev();
+        let loc = self
+            .locate(mounts, host_path, agent, dev)
+            .map(|(m, mp)| (m.clone(), mp));
+        let key = match &loc {
+            Some((m, _)) => format!("m{}", m.mount_id),
+            None => format!("d{dev}"),
+        };
+        Some((key, dev, loc))
+    }
+
+    /// The runtime's and the kubelet's directories grouped by the filesystem they are on,
+    /// each filesystem's usage read once.
+    fn group_by_filesystem(
+        &self,
+        disc: &Discovery,
+        mounts: &[Mount],
+        notes: &mut Vec<String>,
+    ) -> Filesystems {
+        let mut fs = Filesystems::default();
         for (role, host_path, agent) in &disc.dirs {
-            let Some((key, dev, loc)) = key_of(self, Path::new(host_path), agent) else {
+            let Some((key, dev, loc)) = self.placed(mounts, Path::new(host_path), agent) else {
                 continue;
             };
-            let entry = groups.entry(key.clone()).or_insert_with(|| {
-                order.push(key.clone());
-                agent_of.insert(key.clone(), agent.clone());
+            let entry = fs.groups.entry(key.clone()).or_insert_with(|| {
+                fs.order.push(key.clone());
+                fs.agent_of.insert(key.clone(), agent.clone());
                 let (mount_point, device, fstype) = match &loc {
                     Some((m, mp)) => (mp.clone(), m.source.clone(), m.fstype.clone()),
                     None => (host_path.clone(), "unknown".into(), "unknown".into()),
@@ -212,21 +244,29 @@ impl DiskCollector {
                 host_path: host_path.clone(),
             });
         }
-        let mut stat_failed: HashSet<String> = HashSet::new();
-        for key in &order {
-            let (Some(g), Some(agent)) = (groups.get_mut(key), agent_of.get(key)) else {
+        for key in &fs.order {
+            let (Some(g), Some(agent)) = (fs.groups.get_mut(key), fs.agent_of.get(key)) else {
                 continue;
             };
             match (self.statfs)(agent) {
                 Ok(u) => g.usage = u,
                 Err(e) => {
                     notes.push(format!("statfs {}: {e}", agent.display()));
-                    stat_failed.insert(key.clone());
+                    fs.stat_failed.insert(key.clone());
                 }
             }
         }
+        fs
+    }
 
-        // Container logs, attributed to the filesystem of their directory.
+    /// The largest container logs of each filesystem (into its sample) and of the node
+    /// (returned), from docker's and the kubelet's log directories.
+    fn container_logs(
+        &mut self,
+        disc: &Discovery,
+        mounts: &[Mount],
+        fs: &mut Filesystems,
+    ) -> Vec<logs::LogFile> {
         let mut all_logs: Vec<(String, logs::LogFile)> = Vec::new();
         let mut log_dirs: Vec<(PathBuf, bool)> = Vec::new();
         for (role, _, agent) in &disc.dirs {
@@ -254,7 +294,8 @@ impl DiskCollector {
                 .host()
                 .host_side(dir)
                 .unwrap_or_else(|| dir.clone());
-            let key = key_of(self, &host_dir, dir)
+            let key = self
+                .placed(mounts, &host_dir, dir)
                 .map(|k| k.0)
                 .unwrap_or_default();
             for l in found {
@@ -273,7 +314,7 @@ impl DiskCollector {
             by_key.entry(k.clone()).or_default().push(l.clone());
         }
         for (k, v) in by_key {
-            if let Some(g) = groups.get_mut(&k) {
+            if let Some(g) = fs.groups.get_mut(&k) {
                 let mut top = logs::largest(v, top_n);
                 self.labels.annotate(&mut top);
                 g.logs = top;
@@ -281,21 +322,24 @@ impl DiskCollector {
         }
         let mut overall = logs::largest(all_logs.into_iter().map(|x| x.1).collect(), top_n);
         self.labels.annotate(&mut overall);
+        overall
+    }
 
-        // Which filesystems need attention (a walk, an fd scan): those the rules will judge
-        // at warning or worse.
+    /// Which filesystems need attention (a walk, an fd scan): those the rules will judge at
+    /// warning or worse.
+    fn needing_attention(&self, disc: &Discovery, fs: &Filesystems) -> Vec<String> {
         let settings = disc
             .kubelet
             .as_ref()
             .map(|k| k.0.clone())
             .unwrap_or_default();
         let thresholds = self.config.thresholds;
-        let attention: Vec<String> = order
+        fs.order
             .iter()
             .filter(|k| {
                 self.config.walk_when_healthy
-                    || !stat_failed.contains(*k)
-                        && groups.get(*k).is_some_and(|g| {
+                    || !fs.stat_failed.contains(*k)
+                        && fs.groups.get(*k).is_some_and(|g| {
                             judge::assess_space(g, &settings, &thresholds)
                                 .severity
                                 .is_some()
@@ -305,9 +349,12 @@ impl DiskCollector {
                         })
             })
             .cloned()
-            .collect();
+            .collect()
+    }
 
-        // Bounded walk of the data roots on filesystems that need attention.
+    /// The bounded walk of the data roots on the filesystems that need attention (resumed
+    /// next cycle when the budget runs out).
+    fn walk(&mut self, disc: &Discovery, attention: &[String], fs: &mut Filesystems) {
         let live_roots: HashSet<PathBuf> = disc
             .dirs
             .iter()
@@ -318,8 +365,8 @@ impl DiskCollector {
         let walk_start = Instant::now();
         let deadline = walk_start + self.config.walk_budget;
         let mut remaining = self.config.walk_budget_entries;
-        for key in &attention {
-            let Some(g) = groups.get_mut(key) else {
+        for key in attention {
+            let Some(g) = fs.groups.get_mut(key) else {
                 continue;
             };
             for (role, host_path, agent) in &disc.dirs {
@@ -349,45 +396,54 @@ impl DiskCollector {
                 }
             }
         }
-
-        // A walk of a filesystem that is healthy again (or a root that is gone) is dropped with
-        // its stack and open directory; it starts afresh if the disk fills again.
+        // A walk of a filesystem that is healthy again (or a root that is gone) is dropped
+        // with its stack and open directory; it starts afresh if the disk fills again.
         self.walkers.retain(|root, _| walked.contains(root));
         self.last_walk = walk::Spent {
             entries: self.config.walk_budget_entries - remaining,
             elapsed: walk_start.elapsed(),
         };
+    }
 
-        // Deleted-but-open files on those filesystems.
-        if !attention.is_empty() {
-            let devs: HashSet<u64> = attention
-                .iter()
-                .filter_map(|k| groups.get(k).map(|g| g.dev))
-                .collect();
-            match deleted::scan(&self.node, &devs) {
-                Ok(scan) => {
-                    if scan.denied > 0 {
-                        notes.push(format!(
-                            "cannot read /proc/<pid>/fd of {} processes: deleted-but-open files need root (CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH)",
-                            scan.denied
-                        ));
-                    }
-                    for key in &attention {
-                        if let Some(g) = groups.get_mut(key) {
-                            g.deleted = scan
-                                .files
-                                .iter()
-                                .filter(|f| f.dev == g.dev)
-                                .cloned()
-                                .collect();
-                        }
+    /// Deleted-but-open files on the filesystems that need attention.
+    fn deleted_files(&self, attention: &[String], fs: &mut Filesystems, notes: &mut Vec<String>) {
+        if attention.is_empty() {
+            return;
+        }
+        let devs: HashSet<u64> = attention
+            .iter()
+            .filter_map(|k| fs.groups.get(k).map(|g| g.dev))
+            .collect();
+        match deleted::scan(&self.node, &devs) {
+            Ok(scan) => {
+                if scan.denied > 0 {
+                    notes.push(format!(
+                        "cannot read /proc/<pid>/fd of {} processes: deleted-but-open files need root (CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH)",
+                        scan.denied
+                    ));
+                }
+                for key in attention {
+                    if let Some(g) = fs.groups.get_mut(key) {
+                        g.deleted = scan
+                            .files
+                            .iter()
+                            .filter(|f| f.dev == g.dev)
+                            .cloned()
+                            .collect();
                     }
                 }
-                Err(e) => notes.push(format!("{e}; deleted-but-open files not scanned")),
             }
+            Err(e) => notes.push(format!("{e}; deleted-but-open files not scanned")),
         }
+    }
 
-        // The paths the findings print are the host's.
+    /// The sample, with the paths the findings print made the host's.
+    fn assemble(
+        &self,
+        disc: Discovery,
+        mut fs: Filesystems,
+        mut overall: Vec<logs::LogFile>,
+    ) -> DiskSample {
         let host = self.node.host();
         let host_side = |l: &mut logs::LogFile| {
             if let Some(p) = host.host_side(&l.path) {
@@ -395,16 +451,17 @@ impl DiskCollector {
             }
         };
         overall.iter_mut().for_each(host_side);
-        let filesystems = order
+        let filesystems = fs
+            .order
             .iter()
-            .filter(|k| !stat_failed.contains(*k))
-            .filter_map(|k| groups.remove(k))
+            .filter(|k| !fs.stat_failed.contains(*k))
+            .filter_map(|k| fs.groups.remove(k))
             .map(|mut g| {
                 g.logs.iter_mut().for_each(host_side);
                 g
             })
             .collect();
-        let sample = DiskSample {
+        DiskSample {
             filesystems,
             kubelet: disc.kubelet,
             docker: disc
@@ -416,13 +473,7 @@ impl DiskCollector {
                 }),
             largest_logs: overall,
             daemons: disc.daemons,
-        };
-        let status = if notes.is_empty() {
-            Status::Ok
-        } else {
-            Status::Degraded(notes.join("; "))
-        };
-        Ok((sample, status))
+        }
     }
 
     /// The metrics of a sample: usage per filesystem and role, the walk's completeness, the

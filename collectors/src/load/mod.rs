@@ -36,12 +36,12 @@ use crate::node::Node;
 use crate::pods::PodDirectory;
 use crate::proc::delayacct;
 use crate::proc::diskstats::{self, DiskStat};
-use crate::proc::loadavg;
+use crate::proc::loadavg::{self, Loadavg};
 use crate::proc::pressure;
 use crate::proc::stat::{self, Stat};
 use crate::proc::uptime;
 use crate::rules::Draft;
-use crate::sys::{block, cgroup_io, cpu_online};
+use crate::sys::{block, cgroup_io};
 
 use cgroups::{Fallback, NameFloors, Plan};
 pub use config::LoadConfig;
@@ -170,12 +170,76 @@ impl Phases for LoadCollector {
     }
 }
 
+/// The whole-node levels one run reads.
+struct Levels {
+    stat: Stat,
+    load: Loadavg,
+    uptime_seconds: f64,
+    cpus: u32,
+    disks: Vec<DiskStat>,
+    pressures: Pressures,
+}
+
+/// The window's whole-node part: CPU shares and disk rates since the previous run.
+struct WholeNode {
+    elapsed: f64,
+    previous_load1: f64,
+    cpu: CpuPercent,
+    per_cpu: Vec<(u32, CpuPercent)>,
+    disk_rates: Vec<DiskRates>,
+}
+
+/// The per-process pass of an escalated run: what was read, over which span, how IO wait
+/// was measured, and whose processes.
+type Detail = (processes::ProcSample, f64, bool, Scope);
+
 impl LoadCollector {
     /// Reads the host into a sample (and keeps what the next window needs); the status says
     /// what could not be read. `Err` says why nothing can be read (the collector is
     /// unavailable).
     fn read_host(&mut self) -> Result<(Sample, Status), String> {
         let mut degraded: Vec<String> = Vec::new();
+        let levels = self.read_levels(&mut degraded)?;
+        let whole = self.whole_node(&levels);
+        let (reason, detail) = self.escalate(&levels, whole.as_ref(), &mut degraded);
+        let window = whole.map(|w| self.observe(&levels, w, detail.as_ref()));
+        // The next window's "previous iowait": this window's, or the last one judged.
+        let iowait_percent = window.as_ref().or(self.last.as_ref()).map(|o| o.cpu.iowait);
+        let Levels {
+            stat,
+            load,
+            uptime_seconds,
+            cpus,
+            disks,
+            pressures,
+        } = levels;
+        let sample = Sample {
+            load,
+            cpus,
+            procs_running: stat.procs_running.unwrap_or(load.running),
+            procs_blocked: stat.procs_blocked.unwrap_or(0),
+            pressures,
+            process_detail: reason,
+            window,
+        };
+        self.previous = Some(SystemSample {
+            uptime_seconds,
+            taken: Instant::now(),
+            load1: load.load1,
+            stat,
+            disks,
+            iowait_percent,
+        });
+        let status = if degraded.is_empty() {
+            Status::Ok
+        } else {
+            Status::Degraded(degraded.join("; "))
+        };
+        Ok((sample, status))
+    }
+
+    /// The whole-node levels: `/proc/stat`, loadavg, uptime, online CPUs, diskstats, PSI.
+    fn read_levels(&self, degraded: &mut Vec<String>) -> Result<Levels, String> {
         let stat = match stat::read(&self.node.host().proc_file("stat")) {
             Ok(s) => s,
             Err(e) => {
@@ -203,7 +267,7 @@ impl LoadCollector {
             }
             _ => uptime_seconds,
         };
-        let cpus = match cpu_online::read(self.node.host()) {
+        let cpus = match self.node.online_cpus() {
             Ok(v) if !v.is_empty() => v.len() as u32,
             other => {
                 if let Err(e) = other {
@@ -230,46 +294,72 @@ impl LoadCollector {
                 Err(e) => degraded.push(e.to_string()),
             }
         }
-
-        // The window's whole-node part: CPU shares and disk rates since the previous run.
-        let previous_procs_blocked = self.previous.as_ref().and_then(|p| p.stat.procs_blocked);
-        let mut window_parts = None;
-        if let Some(prev) = &self.previous {
-            let elapsed = uptime_seconds - prev.uptime_seconds;
-            if elapsed > 0.0 {
-                let cpu = CpuPercent::between(&prev.stat.total, &stat.total).unwrap_or_default();
-                let per_cpu: Vec<(u32, CpuPercent)> = stat
-                    .cpus
-                    .iter()
-                    .filter_map(|(n, now)| {
-                        let (_, before) = prev.stat.cpus.iter().find(|(m, _)| m == n)?;
-                        Some((*n, CpuPercent::between(before, now)?))
-                    })
-                    .collect();
-                let disk_rates = disk_windows(self.node.host(), &prev.disks, &disks, elapsed);
-                window_parts = Some((elapsed, prev.load1, cpu, per_cpu, disk_rates));
-            }
-        }
-        let procs_blocked = stat.procs_blocked.unwrap_or(0);
-        let signals = Signals {
+        Ok(Levels {
+            stat,
+            load,
+            uptime_seconds,
             cpus,
-            load1: load.load1,
+            disks,
+            pressures,
+        })
+    }
+
+    /// The window since the previous run (none on the first run, or when no time passed).
+    fn whole_node(&self, levels: &Levels) -> Option<WholeNode> {
+        let prev = self.previous.as_ref()?;
+        let elapsed = levels.uptime_seconds - prev.uptime_seconds;
+        if elapsed <= 0.0 {
+            return None;
+        }
+        let cpu = CpuPercent::between(&prev.stat.total, &levels.stat.total).unwrap_or_default();
+        let per_cpu: Vec<(u32, CpuPercent)> = levels
+            .stat
+            .cpus
+            .iter()
+            .filter_map(|(n, now)| {
+                let (_, before) = prev.stat.cpus.iter().find(|(m, _)| m == n)?;
+                Some((*n, CpuPercent::between(before, now)?))
+            })
+            .collect();
+        let disk_rates = disk_windows(self.node.host(), &prev.disks, &levels.disks, elapsed);
+        Some(WholeNode {
+            elapsed,
+            previous_load1: prev.load1,
+            cpu,
+            per_cpu,
+            disk_rates,
+        })
+    }
+
+    /// Whether this run reads per-process detail (a whole-node signal at its bar, or a
+    /// finding of the previous window), and that pass when it does.
+    fn escalate(
+        &mut self,
+        levels: &Levels,
+        whole: Option<&WholeNode>,
+        degraded: &mut Vec<String>,
+    ) -> (Option<Reason>, Option<Detail>) {
+        let procs_blocked = levels.stat.procs_blocked.unwrap_or(0);
+        let signals = Signals {
+            cpus: levels.cpus,
+            load1: levels.load.load1,
             procs_blocked,
-            previous_procs_blocked,
-            cpu_busy_percent: window_parts.as_ref().map(|w| w.2.busy()),
-            iowait_percent: window_parts.as_ref().map(|w| w.2.iowait),
-            max_disk_busy_percent: window_parts
-                .as_ref()
-                .and_then(|w| w.4.iter().map(|d| d.busy_percent).max_by(f64::total_cmp)),
-            pressure: pressures,
+            previous_procs_blocked: self.previous.as_ref().and_then(|p| p.stat.procs_blocked),
+            cpu_busy_percent: whole.map(|w| w.cpu.busy()),
+            iowait_percent: whole.map(|w| w.cpu.iowait),
+            max_disk_busy_percent: whole.and_then(|w| {
+                w.disk_rates
+                    .iter()
+                    .map(|d| d.busy_percent)
+                    .max_by(f64::total_cmp)
+            }),
+            pressure: levels.pressures,
         };
         let reason = escalation::needs_detail(&signals, &self.config.thresholds)
             .or(self.reported.then_some(Reason::FindingReported));
         self.log_escalation(reason);
-
-        // Per-process detail, only when a whole-node signal is at its bar.
-        let mut detail = None;
         self.catch_up_span = None;
+        let mut detail = None;
         if let Some(reason) = reason {
             let delayacct = match delayacct::read(self.node.host()) {
                 Ok(d) => d.is_on(),
@@ -280,9 +370,14 @@ impl LoadCollector {
                     false
                 }
             };
-            let window = window_parts.as_ref().map(|w| w.0);
-            let (procs, span, scope) =
-                self.detail(reason, uptime_seconds, window, procs_blocked, delayacct);
+            let window = whole.map(|w| w.elapsed);
+            let (procs, span, scope) = self.detail(
+                reason,
+                levels.uptime_seconds,
+                window,
+                procs_blocked,
+                delayacct,
+            );
             self.detail_problems.clear();
             if procs.io_denied > 0 {
                 self.detail_problems
@@ -301,88 +396,65 @@ impl LoadCollector {
         }
         self.detail_last_run = reason.is_some();
         degraded.extend(self.detail_problems.iter().cloned());
+        (reason, detail)
+    }
 
-        let mut window = None;
-        if let Some((elapsed, previous_load1, cpu, per_cpu, disk_rates)) = window_parts {
-            let mut culprits = processes::Culprits::default();
-            let mut kubelet_running = None;
-            let mut process_scope = None;
-            if let Some((procs, span, delayacct, scope)) = &detail {
-                self.pods.refresh_if_stale(Instant::now());
-                let plan = IoWaitPlan {
-                    delayacct: *delayacct,
-                    samples: self.config.io_wait_samples,
-                    interval: self.config.io_wait_sample_interval,
-                    max_candidates: self.config.io_wait_max_candidates,
-                };
-                culprits = processes::culprits(
-                    self.node.host(),
-                    procs,
-                    *span,
-                    &self.config,
-                    &self.pods,
-                    procs_blocked,
-                    &plan,
-                );
-                let seen = procs.procs.iter().any(|d| d.comm == "kubelet");
-                kubelet_running = match scope {
-                    // Only the candidates' tasks were read: a kubelet among them runs; its
-                    // absence from them says nothing.
-                    Scope::Cgroups(_) if seen => Some(true),
-                    Scope::Cgroups(_) => self.cgroup_previous.as_ref().and_then(kubelet_service),
-                    Scope::All(_) => procs.list_error.is_none().then_some(seen),
-                };
-                process_scope = Some(scope.describe(procs.procs.len()));
-            }
-            window = Some(Observation {
-                elapsed_seconds: elapsed,
-                cpus,
-                load,
-                previous_load1: Some(previous_load1),
-                procs_running: stat.procs_running.unwrap_or(load.running),
+    /// The typed window the rules judge, with the culprits of the per-process pass.
+    fn observe(&mut self, levels: &Levels, w: WholeNode, detail: Option<&Detail>) -> Observation {
+        let procs_blocked = levels.stat.procs_blocked.unwrap_or(0);
+        let mut culprits = processes::Culprits::default();
+        let mut kubelet_running = None;
+        let mut process_scope = None;
+        if let Some((procs, span, delayacct, scope)) = detail {
+            self.pods.refresh_if_stale(Instant::now());
+            let plan = IoWaitPlan {
+                delayacct: *delayacct,
+                samples: self.config.io_wait_samples,
+                interval: self.config.io_wait_sample_interval,
+                max_candidates: self.config.io_wait_max_candidates,
+            };
+            culprits = processes::culprits(
+                self.node.host(),
+                procs,
+                *span,
+                &self.config,
+                &self.pods,
                 procs_blocked,
-                previous_procs_blocked,
-                cpu,
-                previous_iowait_percent: self.previous.as_ref().and_then(|p| p.iowait_percent),
-                per_cpu,
-                disks: disk_rates,
-                pressure: pressures,
-                top_io: culprits.top_io,
-                top_cpu: culprits.top_cpu,
-                blocked: culprits.blocked,
-                io_wait_method: culprits.io_wait_method,
-                total_io_wait_percent: culprits.total_io_wait_percent,
-                total_io_bytes_per_second: culprits.total_io_bytes_per_second,
-                total_cpu_percent: culprits.total_cpu_percent,
-                kubelet_running,
-                process_scope,
-            });
+                &plan,
+            );
+            let seen = procs.procs.iter().any(|d| d.comm == "kubelet");
+            kubelet_running = match scope {
+                // Only the candidates' tasks were read: a kubelet among them runs; its
+                // absence from them says nothing.
+                Scope::Cgroups(_) if seen => Some(true),
+                Scope::Cgroups(_) => self.cgroup_previous.as_ref().and_then(kubelet_service),
+                Scope::All(_) => procs.list_error.is_none().then_some(seen),
+            };
+            process_scope = Some(scope.describe(procs.procs.len()));
         }
-        // The next window's "previous iowait": this window's, or the last one judged.
-        let iowait_percent = window.as_ref().or(self.last.as_ref()).map(|o| o.cpu.iowait);
-        let sample = Sample {
-            load,
-            cpus,
-            procs_running: stat.procs_running.unwrap_or(load.running),
+        Observation {
+            elapsed_seconds: w.elapsed,
+            cpus: levels.cpus,
+            load: levels.load,
+            previous_load1: Some(w.previous_load1),
+            procs_running: levels.stat.procs_running.unwrap_or(levels.load.running),
             procs_blocked,
-            pressures,
-            process_detail: reason,
-            window,
-        };
-        self.previous = Some(SystemSample {
-            uptime_seconds,
-            taken: Instant::now(),
-            load1: load.load1,
-            stat,
-            disks,
-            iowait_percent,
-        });
-        let status = if degraded.is_empty() {
-            Status::Ok
-        } else {
-            Status::Degraded(degraded.join("; "))
-        };
-        Ok((sample, status))
+            previous_procs_blocked: self.previous.as_ref().and_then(|p| p.stat.procs_blocked),
+            cpu: w.cpu,
+            previous_iowait_percent: self.previous.as_ref().and_then(|p| p.iowait_percent),
+            per_cpu: w.per_cpu,
+            disks: w.disk_rates,
+            pressure: levels.pressures,
+            top_io: culprits.top_io,
+            top_cpu: culprits.top_cpu,
+            blocked: culprits.blocked,
+            io_wait_method: culprits.io_wait_method,
+            total_io_wait_percent: culprits.total_io_wait_percent,
+            total_io_bytes_per_second: culprits.total_io_bytes_per_second,
+            total_cpu_percent: culprits.total_cpu_percent,
+            kubelet_running,
+            process_scope,
+        }
     }
 }
 
