@@ -155,6 +155,26 @@ pub struct RuntimeCollector {
     clock: Box<dyn Fn() -> i64 + Send>,
 }
 
+/// The kubelet as one collection sees it.
+struct KubeletView {
+    proc: Option<follow::Proc>,
+    args: Vec<String>,
+    conf: Option<kubelet::Config>,
+    /// This node runs a kubelet (its process, its configuration, or it was seen before).
+    here: bool,
+    /// Its container runtime endpoint.
+    endpoint: Option<String>,
+}
+
+/// What one collection asks the daemons, and where each answer will be.
+struct Asked {
+    plan: ProbePlan,
+    probed: Vec<Probed>,
+    cri_target: Option<usize>,
+    healthz: Option<Healthz>,
+    healthz_target: Option<usize>,
+}
+
 /// One runtime as probed: its instance, the target index in the plan (when asked) or the
 /// outcome decided before asking (no socket).
 struct Probed {
@@ -240,18 +260,73 @@ impl RuntimeCollector {
         let up = uptime::read(self.node.host())
             .ok()
             .map(|u| u.since_boot.as_secs_f64());
+        let k = self.kubelet_view(&mut notes);
+        let instances = self.find_runtimes(&k, &mut notes);
+        let asked = self.plan(&instances, &k, host_netns, &mut notes);
+        let report = if asked.plan.targets.is_empty() {
+            ProbeReport::default()
+        } else {
+            self.probe.probe(&asked.plan)
+        };
 
-        // The kubelet.
-        let k_proc = self.procs.first("kubelet").cloned();
-        let k_args = k_proc.as_ref().map(|p| p.args.clone()).unwrap_or_default();
-        let k_conf_path = self
+        let mut sample = Sample {
+            runtimes: self.runtime_samples(&asked.probed, &report, &mut notes),
+            ..Sample::default()
+        };
+        self.missing = sample
+            .runtimes
+            .iter()
+            .filter(|r| r.pid.is_none())
+            .map(|r| r.daemon.as_str())
+            .collect();
+        if k.here && k.proc.is_none() {
+            self.missing.push("kubelet");
+        }
+        sample.sync = self.sync(&asked.probed, &report);
+        if asked
+            .probed
+            .iter()
+            .any(|p| p.inst.daemon == Daemon::Dockerd)
+        {
+            sample.duplicates = self.duplicates();
+        }
+        if k.here {
+            sample.kubelet = Some(self.kubelet(
+                k.proc.as_ref(),
+                asked.healthz,
+                asked.healthz_target,
+                &report,
+                up,
+            ));
+            sample.cni = Some(self.cni(&k.args, asked.cri_target, &report));
+        }
+        let kubelet_root = flag_value(&k.args, "--root-dir")
+            .unwrap_or_else(|| kubelet::DEFAULT_ROOT_DIR.to_string());
+        sample.immutable = self.immutable(&asked.probed, k.here.then_some(kubelet_root.as_str()));
+        let static_dir = kubelet::static_pod_path(&k.args, k.conf.as_ref())
+            .or_else(|| k.here.then(|| kubelet::DEFAULT_STATIC_POD_PATH.to_string()));
+        sample.port_conflicts = self.ports(&asked.probed, static_dir.as_deref(), node, &mut notes);
+        sample.kube_proxy = self.kube_proxy();
+
+        tracing::trace!(
+            elapsed_ms = t0.elapsed().as_millis() as u64,
+            "runtime sampled"
+        );
+        (sample, notes)
+    }
+
+    /// The kubelet as this collection sees it: its process, flags and configuration file.
+    fn kubelet_view(&mut self, notes: &mut Vec<String>) -> KubeletView {
+        let proc = self.procs.first("kubelet").cloned();
+        let args = proc.as_ref().map(|p| p.args.clone()).unwrap_or_default();
+        let conf_path = self
             .config
             .locations
             .kubelet_config
             .clone()
-            .or_else(|| flag_value(&k_args, "--config"))
+            .or_else(|| flag_value(&args, "--config"))
             .unwrap_or_else(|| kubelet::DEFAULT_CONFIG.to_string());
-        let k_conf = match kubelet::read_config(self.node.host(), &k_conf_path) {
+        let conf = match kubelet::read_config(self.node.host(), &conf_path) {
             Ok(c) => c,
             Err(e) => {
                 notes.push(format!(
@@ -260,21 +335,28 @@ impl RuntimeCollector {
                 None
             }
         };
-        let kubelet_here = k_proc.is_some() || k_conf.is_some() || self.kubelet_seen;
-        self.kubelet_seen |= k_proc.is_some();
-        let endpoint = kubelet::runtime_endpoint(&k_args, k_conf.as_ref());
+        let here = proc.is_some() || conf.is_some() || self.kubelet_seen;
+        self.kubelet_seen |= proc.is_some();
+        let endpoint = kubelet::runtime_endpoint(&args, conf.as_ref());
+        KubeletView {
+            proc,
+            args,
+            conf,
+            here,
+            endpoint,
+        }
+    }
 
-        // The runtimes.
-        let locations = self.config.locations.clone();
-        let seen = self.seen.clone();
+    /// The runtimes this node uses ([`runtimes::find`]).
+    fn find_runtimes(&self, k: &KubeletView, notes: &mut Vec<String>) -> Vec<runtimes::Instance> {
         let inputs = runtimes::Inputs {
             procs: &self.procs,
-            locations: &locations,
+            locations: &self.config.locations,
             docker_socket: self.config.docker_socket.as_deref(),
             containerd_socket: self.config.containerd_socket.as_deref(),
-            kubelet_endpoint: endpoint.as_deref(),
-            kubelet_docker_endpoint: flag_value(&k_args, "--docker-endpoint"),
-            seen: &seen,
+            kubelet_endpoint: k.endpoint.as_deref(),
+            kubelet_docker_endpoint: flag_value(&k.args, "--docker-endpoint"),
+            seen: &self.seen,
         };
         let host = self.node.host().clone();
         let mut listening = || {
@@ -282,9 +364,18 @@ impl RuntimeCollector {
                 .ok()
                 .map(|l| l.into_iter().collect::<BTreeSet<String>>())
         };
-        let instances = runtimes::find(self.node.host(), &inputs, &mut listening, &mut notes);
+        runtimes::find(self.node.host(), &inputs, &mut listening, notes)
+    }
 
-        // One plan for everything to ask.
+    /// One plan for everything to ask: each runtime, the kubelet's CRI endpoint (once,
+    /// cri-dockerd's own target when it is that) and its `/healthz`.
+    fn plan(
+        &self,
+        instances: &[runtimes::Instance],
+        k: &KubeletView,
+        host_netns: HostNetns,
+        notes: &mut Vec<String>,
+    ) -> Asked {
         let mut plan = ProbePlan {
             targets: Vec::new(),
             timeout: self.config.probe_timeout,
@@ -300,37 +391,35 @@ impl RuntimeCollector {
             .filter_map(|i| i.containerd.as_deref())
             .collect();
         let mut probed = Vec::new();
-        for inst in &instances {
-            let target = match self.socket_precheck(&inst.socket) {
-                Err(o) => Err(o),
-                Ok(agent) => {
-                    plan.targets.push(match inst.daemon {
-                        Daemon::Dockerd => Target::Docker {
-                            socket: agent,
-                            list_running: inst
-                                .containerd
-                                .as_deref()
-                                .is_some_and(|c| containerd_sockets.contains(c)),
-                        },
-                        Daemon::Containerd => Target::Containerd {
-                            socket: agent,
-                            tasks_namespace: docker_uses
-                                .contains(inst.socket.as_str())
-                                .then(|| self.config.docker_namespace.clone()),
-                        },
-                        Daemon::CriDockerd => Target::Cri { socket: agent },
-                    });
-                    Ok(plan.targets.len() - 1)
-                }
-            };
+        for inst in instances {
+            let target = self.socket_precheck(&inst.socket).map(|agent| {
+                plan.targets.push(match inst.daemon {
+                    Daemon::Dockerd => Target::Docker {
+                        socket: agent,
+                        list_running: inst
+                            .containerd
+                            .as_deref()
+                            .is_some_and(|c| containerd_sockets.contains(c)),
+                    },
+                    Daemon::Containerd => Target::Containerd {
+                        socket: agent,
+                        tasks_namespace: docker_uses
+                            .contains(inst.socket.as_str())
+                            .then(|| self.config.docker_namespace.clone()),
+                    },
+                    Daemon::CriDockerd => Target::Cri { socket: agent },
+                });
+                plan.targets.len() - 1
+            });
             probed.push(Probed {
                 inst: inst.clone(),
                 target,
             });
         }
-        let cri_socket = kubelet_here
+        let cri_socket = k
+            .here
             .then(|| {
-                endpoint
+                k.endpoint
                     .as_deref()
                     .and_then(runtimes::endpoint_path)
                     .or_else(|| {
@@ -340,7 +429,6 @@ impl RuntimeCollector {
                     })
             })
             .flatten();
-        // The kubelet's CRI endpoint, asked once: cri-dockerd's own target when it is that.
         let shim = cri_socket.as_deref().and_then(|s| {
             probed.iter().find_map(|p| {
                 (p.inst.daemon == Daemon::CriDockerd && p.inst.socket == s)
@@ -353,57 +441,74 @@ impl RuntimeCollector {
             plan.targets.push(Target::Cri { socket: agent });
             Some(plan.targets.len() - 1)
         });
-        let healthz = if !kubelet_here {
-            None
-        } else {
-            match kubelet::healthz(&k_args, k_conf.as_ref()) {
-                Err(e) => Some(Healthz::BadConfig(e)),
-                Ok(None) => Some(Healthz::Disabled),
-                Ok(Some(_)) if !host_netns.sysctls_are_hosts() => {
-                    notes.push(format!(
-                        "the kubelet's /healthz was not checked: node-doctor is not in the host's network namespace ({}), so 127.0.0.1 is not the node's; run the DaemonSet with hostNetwork: true",
-                        host_netns.as_str()
-                    ));
-                    Some(Healthz::NotFromHere)
-                }
-                Ok(Some(addr)) => {
-                    plan.targets.push(Target::KubeletHealthz { addr });
-                    Some(Healthz::Probed {
-                        addr: addr.to_string(),
-                        outcome: Outcome::Failed("not asked".into()),
-                        status: None,
-                    })
-                }
-            }
-        };
+        let healthz = k
+            .here
+            .then(|| self.healthz(k, host_netns, &mut plan, notes));
         let healthz_target = match healthz {
             Some(Healthz::Probed { .. }) => Some(plan.targets.len() - 1),
             _ => None,
         };
-        let report = if plan.targets.is_empty() {
-            ProbeReport::default()
-        } else {
-            self.probe.probe(&plan)
-        };
+        Asked {
+            plan,
+            probed,
+            cri_target,
+            healthz,
+            healthz_target,
+        }
+    }
 
-        // Runtimes.
-        let mut sample = Sample::default();
-        for p in &probed {
+    /// The kubelet's `/healthz`: planned when it is on and reachable from here.
+    fn healthz(
+        &self,
+        k: &KubeletView,
+        host_netns: HostNetns,
+        plan: &mut ProbePlan,
+        notes: &mut Vec<String>,
+    ) -> Healthz {
+        match kubelet::healthz(&k.args, k.conf.as_ref()) {
+            Err(e) => Healthz::BadConfig(e),
+            Ok(None) => Healthz::Disabled,
+            Ok(Some(_)) if !host_netns.sysctls_are_hosts() => {
+                notes.push(format!(
+                    "the kubelet's /healthz was not checked: node-doctor is not in the host's network namespace ({}), so 127.0.0.1 is not the node's; run the DaemonSet with hostNetwork: true",
+                    host_netns.as_str()
+                ));
+                Healthz::NotFromHere
+            }
+            Ok(Some(addr)) => {
+                plan.targets.push(Target::KubeletHealthz { addr });
+                Healthz::Probed {
+                    addr: addr.to_string(),
+                    outcome: Outcome::Failed("not asked".into()),
+                    status: None,
+                }
+            }
+        }
+    }
+
+    /// Each runtime's answer, version and data directory's fill; the ones that answered
+    /// or run are remembered.
+    fn runtime_samples(
+        &mut self,
+        probed: &[Probed],
+        report: &ProbeReport,
+        notes: &mut Vec<String>,
+    ) -> Vec<RuntimeSample> {
+        let no_answer = || Outcome::Failed("no answer from the probe".into());
+        let mut out = Vec::new();
+        for p in probed {
             let (outcome, version) = match p.target {
                 Err(ref o) => (o.clone(), None),
-                Ok(i) => match (p.inst.daemon, &report) {
-                    (Daemon::Dockerd, r) => match r.docker(i) {
-                        Some(d) => (d.ping.clone(), d.version.clone()),
-                        None => (Outcome::Failed("no answer from the probe".into()), None),
-                    },
-                    (Daemon::Containerd, r) => match r.containerd(i) {
-                        Some(c) => (c.version_call.clone(), c.version.clone()),
-                        None => (Outcome::Failed("no answer from the probe".into()), None),
-                    },
-                    (Daemon::CriDockerd, r) => match r.cri(i) {
-                        Some(c) => (c.version_call.clone(), c.runtime.clone().map(|v| v.1)),
-                        None => (Outcome::Failed("no answer from the probe".into()), None),
-                    },
+                Ok(i) => match p.inst.daemon {
+                    Daemon::Dockerd => report
+                        .docker(i)
+                        .map_or((no_answer(), None), |d| (d.ping.clone(), d.version.clone())),
+                    Daemon::Containerd => report.containerd(i).map_or((no_answer(), None), |c| {
+                        (c.version_call.clone(), c.version.clone())
+                    }),
+                    Daemon::CriDockerd => report.cri(i).map_or((no_answer(), None), |c| {
+                        (c.version_call.clone(), c.runtime.clone().map(|v| v.1))
+                    }),
                 },
             };
             if let Outcome::Failed(why) = &outcome {
@@ -423,7 +528,7 @@ impl RuntimeCollector {
                     used_percent: u.used_percent(),
                 })
             });
-            sample.runtimes.push(RuntimeSample {
+            out.push(RuntimeSample {
                 daemon: p.inst.daemon,
                 socket: p.inst.socket.clone(),
                 why: p.inst.why.iter().copied().collect(),
@@ -434,78 +539,42 @@ impl RuntimeCollector {
                 data_dir,
             });
         }
-        self.missing = sample
-            .runtimes
-            .iter()
-            .filter(|r| r.pid.is_none())
-            .map(|r| r.daemon.as_str())
-            .collect();
-        if kubelet_here && k_proc.is_none() {
-            self.missing.push("kubelet");
-        }
+        out
+    }
 
-        // dockerd and containerd in step.
-        sample.sync = self.sync(&probed, &report);
-
-        // Duplicate installs, on docker nodes.
-        if probed.iter().any(|p| p.inst.daemon == Daemon::Dockerd) {
-            let mut running = Vec::new();
-            for (name, comm) in [("dockerd", "dockerd"), ("containerd", "containerd")] {
-                if let Some(exe) = self
-                    .procs
-                    .first(comm)
-                    .and_then(|p| install::exe(self.node.host(), p.pid))
-                {
-                    running.push((name, exe));
-                }
+    /// Duplicate installs of dockerd and containerd beside the running ones.
+    fn duplicates(&self) -> Vec<judge::DuplicateInstall> {
+        let mut running = Vec::new();
+        for (name, comm) in [("dockerd", "dockerd"), ("containerd", "containerd")] {
+            if let Some(exe) = self
+                .procs
+                .first(comm)
+                .and_then(|p| install::exe(self.node.host(), p.pid))
+            {
+                running.push((name, exe));
             }
-            sample.duplicates = install::duplicates(self.node.host(), &running);
         }
+        install::duplicates(self.node.host(), &running)
+    }
 
-        // The kubelet.
-        if kubelet_here {
-            sample.kubelet =
-                Some(self.kubelet(k_proc.as_ref(), healthz, healthz_target, &report, up));
+    /// The kubelet's CNI configuration and the runtime's NetworkReady condition.
+    fn cni(&self, k_args: &[String], cri_target: Option<usize>, report: &ProbeReport) -> CniSample {
+        let plugin = flag_value(k_args, "--network-plugin");
+        let conf_dir = flag_value(k_args, "--cni-conf-dir")
+            .unwrap_or_else(|| self.config.cni_conf_dir.clone());
+        let dir = match plugin.as_deref() {
+            Some(p) if !p.is_empty() && p != "cni" => judge::CniDir::NotUsed,
+            _ => cni::check(&self.node.host().resolve(&conf_dir), &conf_dir),
+        };
+        let network_ready = cri_target
+            .and_then(|i| report.cri(i))
+            .and_then(|c| c.conditions.as_ref())
+            .and_then(|cs| cs.iter().find(|c| c.kind == "NetworkReady").cloned());
+        CniSample {
+            conf_dir,
+            dir,
+            network_ready,
         }
-
-        // CNI.
-        if kubelet_here {
-            let plugin = flag_value(&k_args, "--network-plugin");
-            let conf_dir = flag_value(&k_args, "--cni-conf-dir")
-                .unwrap_or_else(|| self.config.cni_conf_dir.clone());
-            let dir = match plugin.as_deref() {
-                Some(p) if !p.is_empty() && p != "cni" => judge::CniDir::NotUsed,
-                _ => cni::check(&self.node.host().resolve(&conf_dir), &conf_dir),
-            };
-            let network_ready = cri_target
-                .and_then(|i| report.cri(i))
-                .and_then(|c| c.conditions.as_ref())
-                .and_then(|cs| cs.iter().find(|c| c.kind == "NetworkReady").cloned());
-            sample.cni = Some(CniSample {
-                conf_dir,
-                dir,
-                network_ready,
-            });
-        }
-
-        // Immutable files.
-        let kubelet_root = flag_value(&k_args, "--root-dir")
-            .unwrap_or_else(|| kubelet::DEFAULT_ROOT_DIR.to_string());
-        sample.immutable = self.immutable(&probed, kubelet_here.then_some(kubelet_root.as_str()));
-
-        // hostNetwork ports.
-        let static_dir = kubelet::static_pod_path(&k_args, k_conf.as_ref())
-            .or_else(|| kubelet_here.then(|| kubelet::DEFAULT_STATIC_POD_PATH.to_string()));
-        sample.port_conflicts = self.ports(&probed, static_dir.as_deref(), node, &mut notes);
-
-        // kube-proxy.
-        sample.kube_proxy = self.kube_proxy();
-
-        tracing::trace!(
-            elapsed_ms = t0.elapsed().as_millis() as u64,
-            "runtime sampled"
-        );
-        (sample, notes)
     }
 
     fn remember(&mut self, daemon: Daemon, socket: &str, data_dir: Option<String>) {
