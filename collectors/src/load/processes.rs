@@ -289,11 +289,65 @@ pub fn culprits(
     plan: &IoWaitPlan,
 ) -> Culprits {
     let n = config.top_processes;
+    let blocked_tasks = blocked_tasks(host, sample, config.max_blocked_tasks, procs_blocked);
+    let (method, io_wait) = io_wait(host, sample, elapsed, plan, &blocked_tasks, procs_blocked);
+    let by_wait = top_by_io(sample, &io_wait, n);
+    let by_cpu = top_by_cpu(sample, n);
 
-    // D-state tasks: main threads from the pass over /proc; other threads only when the
-    // kernel counts more blocked tasks than that found, with a cap on threads read.
-    let max = config.max_blocked_tasks;
-    let mut blocked_tasks: Vec<(&ProcDelta, Option<u32>, String)> = Vec::new();
+    let mut namer = Namer {
+        host,
+        pods,
+        elapsed,
+        io_wait: &io_wait,
+        origins: HashMap::new(),
+    };
+    let top_io = by_wait
+        .iter()
+        .map(|d| namer.culprit(d, None, d.state, None))
+        .collect();
+    let top_cpu = by_cpu
+        .iter()
+        .map(|d| namer.culprit(d, None, d.state, None))
+        .collect();
+    let blocked = blocked_tasks
+        .into_iter()
+        .map(|(d, tid, comm)| {
+            let w = match tid {
+                Some(t) => pid::task_wchan(host, d.pid, t),
+                None => pid::wchan(host, d.pid),
+            };
+            let mut c = namer.culprit(d, tid, 'D', w);
+            c.comm = comm;
+            c
+        })
+        .collect();
+    Culprits {
+        top_io,
+        top_cpu,
+        blocked,
+        io_wait_method: method,
+        total_io_wait_percent: io_wait.values().sum(),
+        total_io_bytes_per_second: sample
+            .procs
+            .iter()
+            .map(|d| d.io_bytes() as f64 / io_span(d, elapsed))
+            .sum(),
+        total_cpu_percent: sample.procs.iter().map(|d| cpu_percent(d, elapsed)).sum(),
+    }
+}
+
+/// A task in D state: its process, its thread (`None` for the main thread), and its name.
+type BlockedTask<'a> = (&'a ProcDelta, Option<u32>, String);
+
+/// D-state tasks: main threads from the pass over /proc; other threads only when the
+/// kernel counts more blocked tasks than that found, with a cap on threads read.
+fn blocked_tasks<'a>(
+    host: &HostPaths,
+    sample: &'a ProcSample,
+    max: usize,
+    procs_blocked: u64,
+) -> Vec<BlockedTask<'a>> {
+    let mut blocked_tasks: Vec<BlockedTask<'a>> = Vec::new();
     for d in sample.procs.iter().filter(|d| d.state == 'D').take(max) {
         blocked_tasks.push((d, None, d.comm.clone()));
     }
@@ -316,49 +370,30 @@ pub fn culprits(
             }
         }
     }
+    blocked_tasks
+}
 
-    // IO wait per pid, as a percentage (of the window, or of the samples).
+/// IO wait per pid, as a percentage (of the window, or of the samples), and how it was
+/// measured.
+fn io_wait(
+    host: &HostPaths,
+    sample: &ProcSample,
+    elapsed: f64,
+    plan: &IoWaitPlan,
+    blocked_tasks: &[BlockedTask],
+    procs_blocked: u64,
+) -> (IoWaitMethod, HashMap<u32, f64>) {
     let total_blkio: u64 = sample
         .procs
         .iter()
         .map(|d| d.blkio_ticks.unwrap_or(0))
         .sum();
     let someone_waited = !blocked_tasks.is_empty() || procs_blocked > 0;
-    let observations = f64::from(plan.samples) + 1.0;
-    let sampled = |tasks: &[(u32, Option<u32>)]| -> HashMap<u32, f64> {
-        sample_d_states(host, tasks, plan.samples, plan.interval)
-            .into_iter()
-            .map(|(pid, count)| (pid, f64::from(count) * 100.0 / observations))
-            .collect()
-    };
-    let (method, io_wait): (IoWaitMethod, HashMap<u32, f64>) = if plan.delayacct && total_blkio > 0
-    {
-        let mut per: HashMap<u32, f64> = sample
-            .procs
-            .iter()
-            .filter_map(|d| {
-                let t = d.blkio_ticks.filter(|t| *t > 0)?;
-                Some((d.pid, t as f64 / USER_HZ / elapsed * 100.0))
-            })
-            .collect();
-        // A task the kernel does not account (forked before kernel.task_delayacct was turned
-        // on: the kernel gives delay accounting only to tasks created while it is on) shows no
-        // delay while it sits in D state: sampled like without delay accounting.
-        let mut unaccounted: Vec<(u32, Option<u32>)> = blocked_tasks
-            .iter()
-            .filter(|(d, _, _)| !per.contains_key(&d.pid))
-            .map(|(d, tid, _)| (d.pid, *tid))
-            .collect();
-        unaccounted.truncate(plan.max_candidates);
-        if unaccounted.is_empty() {
-            (IoWaitMethod::DelayAcct, per)
-        } else {
-            per.extend(sampled(&unaccounted));
-            (IoWaitMethod::DelayAcctAndSampling, per)
-        }
+    if plan.delayacct && total_blkio > 0 {
+        io_wait_from_delayacct(host, sample, elapsed, plan, blocked_tasks)
     } else if someone_waited {
         let mut candidates: Vec<(u32, Option<u32>)> = Vec::new();
-        for (d, tid, _) in &blocked_tasks {
+        for (d, tid, _) in blocked_tasks {
             candidates.push((d.pid, *tid));
         }
         let mut by_bytes: Vec<&ProcDelta> =
@@ -370,13 +405,73 @@ pub fn culprits(
             }
         }
         candidates.truncate(plan.max_candidates);
-        (IoWaitMethod::DStateSampling, sampled(&candidates))
+        (
+            IoWaitMethod::DStateSampling,
+            sampled_io_wait(host, plan, &candidates),
+        )
     } else {
         (IoWaitMethod::BytesOnly, HashMap::new())
-    };
-    let wait_of = |d: &ProcDelta| io_wait.get(&d.pid).copied().unwrap_or(0.0);
+    }
+}
 
-    // Candidates for top IO: the top n by IO wait and the top n by bytes.
+/// IO wait from delay accounting, with the D-state tasks it does not cover sampled.
+fn io_wait_from_delayacct(
+    host: &HostPaths,
+    sample: &ProcSample,
+    elapsed: f64,
+    plan: &IoWaitPlan,
+    blocked_tasks: &[BlockedTask],
+) -> (IoWaitMethod, HashMap<u32, f64>) {
+    let mut per: HashMap<u32, f64> = sample
+        .procs
+        .iter()
+        .filter_map(|d| {
+            let t = d.blkio_ticks.filter(|t| *t > 0)?;
+            Some((d.pid, t as f64 / USER_HZ / elapsed * 100.0))
+        })
+        .collect();
+    // A task the kernel does not account (forked before kernel.task_delayacct was turned
+    // on: the kernel gives delay accounting only to tasks created while it is on) shows no
+    // delay while it sits in D state: sampled like without delay accounting.
+    let mut unaccounted: Vec<(u32, Option<u32>)> = blocked_tasks
+        .iter()
+        .filter(|(d, _, _)| !per.contains_key(&d.pid))
+        .map(|(d, tid, _)| (d.pid, *tid))
+        .collect();
+    unaccounted.truncate(plan.max_candidates);
+    if unaccounted.is_empty() {
+        (IoWaitMethod::DelayAcct, per)
+    } else {
+        per.extend(sampled_io_wait(host, plan, &unaccounted));
+        (IoWaitMethod::DelayAcctAndSampling, per)
+    }
+}
+
+/// IO wait of `tasks` by sampling their states: per pid, the percentage of observations in D.
+fn sampled_io_wait(
+    host: &HostPaths,
+    plan: &IoWaitPlan,
+    tasks: &[(u32, Option<u32>)],
+) -> HashMap<u32, f64> {
+    let observations = f64::from(plan.samples) + 1.0;
+    sample_d_states(host, tasks, plan.samples, plan.interval)
+        .into_iter()
+        .map(|(pid, count)| (pid, f64::from(count) * 100.0 / observations))
+        .collect()
+}
+
+/// A process's IO wait in `io_wait` (0 when it has none).
+fn wait_of(io_wait: &HashMap<u32, f64>, d: &ProcDelta) -> f64 {
+    io_wait.get(&d.pid).copied().unwrap_or(0.0)
+}
+
+/// Candidates for top IO: the top n by IO wait and the top n by bytes.
+fn top_by_io<'a>(
+    sample: &'a ProcSample,
+    io_wait: &HashMap<u32, f64>,
+    n: usize,
+) -> Vec<&'a ProcDelta> {
+    let wait_of = |d: &ProcDelta| wait_of(io_wait, d);
     let mut by_wait: Vec<&ProcDelta> = sample.procs.iter().filter(|d| wait_of(d) > 0.0).collect();
     by_wait.sort_by(|a, b| {
         wait_of(b)
@@ -393,6 +488,11 @@ pub fn culprits(
             by_wait.push(d);
         }
     }
+    by_wait
+}
+
+/// The top n processes by CPU time in the window.
+fn top_by_cpu(sample: &ProcSample, n: usize) -> Vec<&ProcDelta> {
     let mut by_cpu: Vec<&ProcDelta> = sample
         .procs
         .iter()
@@ -400,65 +500,49 @@ pub fn culprits(
         .collect();
     by_cpu.sort_by(|a, b| b.cpu_ticks.cmp(&a.cpu_ticks).then(a.pid.cmp(&b.pid)));
     by_cpu.truncate(n);
+    by_cpu
+}
 
-    let mut origins: HashMap<u32, Origin> = HashMap::new();
-    let mut origin = |d: &ProcDelta| -> Origin {
-        origins
+/// A process's CPU use over the window, percent of one CPU.
+fn cpu_percent(d: &ProcDelta, elapsed: f64) -> f64 {
+    d.cpu_ticks.unwrap_or(0) as f64 / USER_HZ / elapsed * 100.0
+}
+
+/// Makes the culprits of one window, finding each process's origin once.
+struct Namer<'a> {
+    host: &'a HostPaths,
+    pods: &'a PodDirectory,
+    elapsed: f64,
+    io_wait: &'a HashMap<u32, f64>,
+    origins: HashMap<u32, Origin>,
+}
+
+impl Namer<'_> {
+    fn culprit(
+        &mut self,
+        d: &ProcDelta,
+        tid: Option<u32>,
+        state: char,
+        wchan: Option<String>,
+    ) -> Culprit {
+        let (host, pods) = (self.host, self.pods);
+        let origin = self
+            .origins
             .entry(d.pid)
             .or_insert_with(|| origin_of(host, d, pods))
-            .clone()
-    };
-    let mk =
-        |d: &ProcDelta, tid: Option<u32>, state: char, origin: Origin, wchan: Option<String>| {
-            Culprit {
-                pid: d.pid,
-                tid,
-                comm: d.comm.clone(),
-                state,
-                cpu_percent: d.cpu_ticks.unwrap_or(0) as f64 / USER_HZ / elapsed * 100.0,
-                read_bytes_per_second: d.read_bytes.unwrap_or(0) as f64 / io_span(d, elapsed),
-                write_bytes_per_second: d.write_bytes.unwrap_or(0) as f64 / io_span(d, elapsed),
-                io_wait_percent: wait_of(d),
-                wchan,
-                origin,
-            }
-        };
-    let top_io = by_wait
-        .iter()
-        .map(|d| mk(d, None, d.state, origin(d), None))
-        .collect();
-    let top_cpu = by_cpu
-        .iter()
-        .map(|d| mk(d, None, d.state, origin(d), None))
-        .collect();
-    let blocked = blocked_tasks
-        .into_iter()
-        .map(|(d, tid, comm)| {
-            let w = match tid {
-                Some(t) => pid::task_wchan(host, d.pid, t),
-                None => pid::wchan(host, d.pid),
-            };
-            let mut c = mk(d, tid, 'D', origin(d), w);
-            c.comm = comm;
-            c
-        })
-        .collect();
-    Culprits {
-        top_io,
-        top_cpu,
-        blocked,
-        io_wait_method: method,
-        total_io_wait_percent: io_wait.values().sum(),
-        total_io_bytes_per_second: sample
-            .procs
-            .iter()
-            .map(|d| d.io_bytes() as f64 / io_span(d, elapsed))
-            .sum(),
-        total_cpu_percent: sample
-            .procs
-            .iter()
-            .map(|d| d.cpu_ticks.unwrap_or(0) as f64 / USER_HZ / elapsed * 100.0)
-            .sum(),
+            .clone();
+        Culprit {
+            pid: d.pid,
+            tid,
+            comm: d.comm.clone(),
+            state,
+            cpu_percent: cpu_percent(d, self.elapsed),
+            read_bytes_per_second: d.read_bytes.unwrap_or(0) as f64 / io_span(d, self.elapsed),
+            write_bytes_per_second: d.write_bytes.unwrap_or(0) as f64 / io_span(d, self.elapsed),
+            io_wait_percent: wait_of(self.io_wait, d),
+            wchan,
+            origin,
+        }
     }
 }
 

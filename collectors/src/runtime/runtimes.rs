@@ -107,169 +107,202 @@ pub fn find(
     notes: &mut Vec<String>,
 ) -> Vec<Instance> {
     let mut f = Found { list: Vec::new() };
-
-    for p in inp.procs.get("dockerd") {
-        let conf_path = flag_value(&p.args, "--config-file")
-            .map(|c| in_cwd(p.pid, c))
-            .unwrap_or_else(|| inp.locations.daemon_json.clone());
-        let conf = match docker::read_daemon_json(host, &conf_path) {
-            Ok(c) => c,
-            Err(e) => {
-                notes.push(e.to_string());
-                None
-            }
-        };
-        let data = flag_value(&p.args, "--data-root")
-            .or_else(|| flag_value(&p.args, "--graph"))
-            .or_else(|| conf.as_ref().and_then(|c| c.data_root.clone()))
-            .unwrap_or_else(|| docker::DEFAULT_DATA_ROOT.to_string());
-        let exec = flag_value(&p.args, "--exec-root")
-            .or_else(|| conf.as_ref().and_then(|c| c.exec_root.clone()))
-            .unwrap_or_else(|| docker::DEFAULT_EXEC_ROOT.to_string());
-        let managed = format!("{}/containerd/containerd.sock", exec.trim_end_matches('/'));
-        let uses = flag_value(&p.args, "--containerd")
-            .or_else(|| conf.as_ref().and_then(|c| c.containerd.clone()))
-            .or_else(|| is_socket(host, &managed).then_some(managed))
-            .unwrap_or_else(|| containerd::DEFAULT_SOCKET.to_string());
-        for socket in docker::api_sockets(&p.args, conf.as_ref()) {
-            let i = f.get(Daemon::Dockerd, &socket);
-            i.why.insert(Why::Running);
-            i.pid.get_or_insert(p.pid);
-            i.data_dir = Some(data.clone());
-            i.containerd = Some(uses.clone());
-        }
-        let c = f.get(Daemon::Containerd, &uses);
-        c.why.insert(Why::UsedByDocker);
-    }
-
-    for p in inp.procs.get("containerd") {
-        let conf_path = flag_value(&p.args, "--config")
-            .or_else(|| flag_value(&p.args, "-c"))
-            .map(|c| in_cwd(p.pid, c))
-            .unwrap_or_else(|| inp.locations.containerd_config.clone());
-        let conf = match containerd::read(host, &conf_path) {
-            Ok(c) => c.unwrap_or_default(),
-            Err(e) => {
-                notes.push(e.to_string());
-                containerd::Config::default()
-            }
-        };
-        let socket = flag_value(&p.args, "--address")
-            .or_else(|| flag_value(&p.args, "-a"))
-            .or(conf.grpc_address)
-            .unwrap_or_else(|| containerd::DEFAULT_SOCKET.to_string());
-        let root = flag_value(&p.args, "--root")
-            .or(conf.root)
-            .unwrap_or_else(|| containerd::DEFAULT_ROOT.to_string());
-        let i = f.get(Daemon::Containerd, &socket);
-        i.why.insert(Why::Running);
-        i.pid.get_or_insert(p.pid);
-        i.data_dir = Some(root);
-    }
-
-    // cri-dockerd listens on its --container-runtime-endpoint (default
-    // unix:///var/run/cri-dockerd.sock) and talks to dockerd at its --docker-endpoint.
-    for p in inp.procs.get("cri-dockerd") {
-        let socket = flag_value(&p.args, "--container-runtime-endpoint")
-            .and_then(|e| endpoint_path(&e))
-            .unwrap_or_else(|| CRI_DOCKERD_SOCKET.to_string());
-        let i = f.get(Daemon::CriDockerd, &socket);
-        i.why.insert(Why::Running);
-        i.pid.get_or_insert(p.pid);
-    }
-
+    f.running_dockerd(host, inp, notes);
+    f.running_containerd(host, inp, notes);
+    f.running_cri_dockerd(inp);
     if let Some(s) = inp.docker_socket {
         f.get(Daemon::Dockerd, s).why.insert(Why::Configured);
     }
     if let Some(s) = inp.containerd_socket {
         f.get(Daemon::Containerd, s).why.insert(Why::Configured);
     }
+    f.kubelet_endpoint(inp);
+    f.seen_earlier(inp);
+    f.sockets_left(host, listening);
+    f.default_data_dirs(host, inp);
+    f.list.retain(|i| !i.why.is_empty());
+    f.list
+        .sort_by(|a, b| (a.daemon, &a.socket).cmp(&(b.daemon, &b.socket)));
+    f.list
+}
 
-    if let Some(path) = inp.kubelet_endpoint.and_then(endpoint_path) {
+impl Found {
+    /// Running dockerd daemons: their API sockets, data root, and the containerd they use.
+    fn running_dockerd(&mut self, host: &HostPaths, inp: &Inputs, notes: &mut Vec<String>) {
+        for p in inp.procs.get("dockerd") {
+            let conf_path = flag_value(&p.args, "--config-file")
+                .map(|c| in_cwd(p.pid, c))
+                .unwrap_or_else(|| inp.locations.daemon_json.clone());
+            let conf = match docker::read_daemon_json(host, &conf_path) {
+                Ok(c) => c,
+                Err(e) => {
+                    notes.push(e.to_string());
+                    None
+                }
+            };
+            let data = flag_value(&p.args, "--data-root")
+                .or_else(|| flag_value(&p.args, "--graph"))
+                .or_else(|| conf.as_ref().and_then(|c| c.data_root.clone()))
+                .unwrap_or_else(|| docker::DEFAULT_DATA_ROOT.to_string());
+            let exec = flag_value(&p.args, "--exec-root")
+                .or_else(|| conf.as_ref().and_then(|c| c.exec_root.clone()))
+                .unwrap_or_else(|| docker::DEFAULT_EXEC_ROOT.to_string());
+            let managed = format!("{}/containerd/containerd.sock", exec.trim_end_matches('/'));
+            let uses = flag_value(&p.args, "--containerd")
+                .or_else(|| conf.as_ref().and_then(|c| c.containerd.clone()))
+                .or_else(|| is_socket(host, &managed).then_some(managed))
+                .unwrap_or_else(|| containerd::DEFAULT_SOCKET.to_string());
+            for socket in docker::api_sockets(&p.args, conf.as_ref()) {
+                let i = self.get(Daemon::Dockerd, &socket);
+                i.why.insert(Why::Running);
+                i.pid.get_or_insert(p.pid);
+                i.data_dir = Some(data.clone());
+                i.containerd = Some(uses.clone());
+            }
+            let c = self.get(Daemon::Containerd, &uses);
+            c.why.insert(Why::UsedByDocker);
+        }
+    }
+
+    /// Running containerd daemons: their socket and root.
+    fn running_containerd(&mut self, host: &HostPaths, inp: &Inputs, notes: &mut Vec<String>) {
+        for p in inp.procs.get("containerd") {
+            let conf_path = flag_value(&p.args, "--config")
+                .or_else(|| flag_value(&p.args, "-c"))
+                .map(|c| in_cwd(p.pid, c))
+                .unwrap_or_else(|| inp.locations.containerd_config.clone());
+            let conf = match containerd::read(host, &conf_path) {
+                Ok(c) => c.unwrap_or_default(),
+                Err(e) => {
+                    notes.push(e.to_string());
+                    containerd::Config::default()
+                }
+            };
+            let socket = flag_value(&p.args, "--address")
+                .or_else(|| flag_value(&p.args, "-a"))
+                .or(conf.grpc_address)
+                .unwrap_or_else(|| containerd::DEFAULT_SOCKET.to_string());
+            let root = flag_value(&p.args, "--root")
+                .or(conf.root)
+                .unwrap_or_else(|| containerd::DEFAULT_ROOT.to_string());
+            let i = self.get(Daemon::Containerd, &socket);
+            i.why.insert(Why::Running);
+            i.pid.get_or_insert(p.pid);
+            i.data_dir = Some(root);
+        }
+    }
+
+    /// Running cri-dockerd daemons. cri-dockerd listens on its --container-runtime-endpoint
+    /// (default unix:///var/run/cri-dockerd.sock) and talks to dockerd at its
+    /// --docker-endpoint.
+    fn running_cri_dockerd(&mut self, inp: &Inputs) {
+        for p in inp.procs.get("cri-dockerd") {
+            let socket = flag_value(&p.args, "--container-runtime-endpoint")
+                .and_then(|e| endpoint_path(&e))
+                .unwrap_or_else(|| CRI_DOCKERD_SOCKET.to_string());
+            let i = self.get(Daemon::CriDockerd, &socket);
+            i.why.insert(Why::Running);
+            i.pid.get_or_insert(p.pid);
+        }
+    }
+
+    /// The runtime the kubelet's `--container-runtime-endpoint` names.
+    fn kubelet_endpoint(&mut self, inp: &Inputs) {
+        let Some(path) = inp.kubelet_endpoint.and_then(endpoint_path) else {
+            return;
+        };
         let name = path.rsplit('/').next().unwrap_or("");
-        if let Some(i) = f
+        if let Some(i) = self
             .list
             .iter_mut()
             .find(|i| i.daemon == Daemon::Containerd && i.socket == path)
         {
             i.why.insert(Why::Kubelet);
         } else if name == "containerd.sock" {
-            f.get(Daemon::Containerd, &path).why.insert(Why::Kubelet);
+            self.get(Daemon::Containerd, &path).why.insert(Why::Kubelet);
         } else if name == "cri-dockerd.sock" || name == "dockershim.sock" {
             let d = inp
                 .kubelet_docker_endpoint
                 .as_deref()
                 .and_then(endpoint_path)
                 .unwrap_or_else(|| docker::DEFAULT_SOCKET.to_string());
-            f.get(Daemon::Dockerd, &d).why.insert(Why::Kubelet);
+            self.get(Daemon::Dockerd, &d).why.insert(Why::Kubelet);
             // cri-dockerd is a daemon of its own (dockershim lived inside the kubelet).
             if name == "cri-dockerd.sock" {
-                f.get(Daemon::CriDockerd, &path).why.insert(Why::Kubelet);
+                self.get(Daemon::CriDockerd, &path).why.insert(Why::Kubelet);
             }
         }
     }
 
-    for ((daemon, socket), data) in inp.seen {
-        let i = f.get(*daemon, socket);
-        i.why.insert(Why::SeenEarlier);
-        if i.data_dir.is_none() {
-            i.data_dir = data.clone();
-        }
-    }
-
-    // A daemon's socket in /run with nothing listening on it: it ran since boot and died.
-    let mut listeners: Option<Option<BTreeSet<String>>> = None;
-    for (daemon, socket) in [
-        (Daemon::Dockerd, docker::DEFAULT_SOCKET),
-        (Daemon::Containerd, containerd::DEFAULT_SOCKET),
-    ] {
-        if f.list
-            .iter()
-            .any(|i| i.daemon == daemon && i.socket == socket)
-        {
-            continue;
-        }
-        if !is_socket(host, socket) {
-            continue;
-        }
-        let l = listeners.get_or_insert_with(&mut *listening);
-        // Unknown (unreadable table): say nothing rather than risk waking a socket-activated
-        // daemon or calling a live one dead.
-        if let Some(l) = l {
-            let other = if socket.starts_with("/var/run/") {
-                socket.replacen("/var/run/", "/run/", 1)
-            } else {
-                socket.replacen("/run/", "/var/run/", 1)
-            };
-            if !l.contains(socket) && !l.contains(&other) {
-                f.get(daemon, socket).why.insert(Why::SocketLeft);
+    /// The runtimes this agent saw in earlier collections, with their data directories.
+    fn seen_earlier(&mut self, inp: &Inputs) {
+        for ((daemon, socket), data) in inp.seen {
+            let i = self.get(*daemon, socket);
+            i.why.insert(Why::SeenEarlier);
+            if i.data_dir.is_none() {
+                i.data_dir = data.clone();
             }
         }
     }
 
-    // Data directories of runtimes known only by their socket: the defaults.
-    for i in &mut f.list {
-        if i.data_dir.is_none() && i.daemon != Daemon::CriDockerd {
-            i.data_dir = Some(match i.daemon {
-                Daemon::Dockerd => docker::read_daemon_json(host, &inp.locations.daemon_json)
-                    .ok()
-                    .flatten()
-                    .and_then(|c| c.data_root)
-                    .unwrap_or_else(|| docker::DEFAULT_DATA_ROOT.to_string()),
-                Daemon::Containerd | Daemon::CriDockerd => {
-                    containerd::read(host, &inp.locations.containerd_config)
+    /// A daemon's socket in /run with nothing listening on it: it ran since boot and died.
+    fn sockets_left(
+        &mut self,
+        host: &HostPaths,
+        listening: &mut dyn FnMut() -> Option<BTreeSet<String>>,
+    ) {
+        let mut listeners: Option<Option<BTreeSet<String>>> = None;
+        for (daemon, socket) in [
+            (Daemon::Dockerd, docker::DEFAULT_SOCKET),
+            (Daemon::Containerd, containerd::DEFAULT_SOCKET),
+        ] {
+            if self
+                .list
+                .iter()
+                .any(|i| i.daemon == daemon && i.socket == socket)
+            {
+                continue;
+            }
+            if !is_socket(host, socket) {
+                continue;
+            }
+            let l = listeners.get_or_insert_with(&mut *listening);
+            // Unknown (unreadable table): say nothing rather than risk waking a
+            // socket-activated daemon or calling a live one dead.
+            if let Some(l) = l {
+                let other = if socket.starts_with("/var/run/") {
+                    socket.replacen("/var/run/", "/run/", 1)
+                } else {
+                    socket.replacen("/run/", "/var/run/", 1)
+                };
+                if !l.contains(socket) && !l.contains(&other) {
+                    self.get(daemon, socket).why.insert(Why::SocketLeft);
+                }
+            }
+        }
+    }
+
+    /// Data directories of runtimes known only by their socket: the defaults.
+    fn default_data_dirs(&mut self, host: &HostPaths, inp: &Inputs) {
+        for i in &mut self.list {
+            if i.data_dir.is_none() && i.daemon != Daemon::CriDockerd {
+                i.data_dir = Some(match i.daemon {
+                    Daemon::Dockerd => docker::read_daemon_json(host, &inp.locations.daemon_json)
                         .ok()
                         .flatten()
-                        .and_then(|c| c.root)
-                        .unwrap_or_else(|| containerd::DEFAULT_ROOT.to_string())
-                }
-            });
+                        .and_then(|c| c.data_root)
+                        .unwrap_or_else(|| docker::DEFAULT_DATA_ROOT.to_string()),
+                    Daemon::Containerd | Daemon::CriDockerd => {
+                        containerd::read(host, &inp.locations.containerd_config)
+                            .ok()
+                            .flatten()
+                            .and_then(|c| c.root)
+                            .unwrap_or_else(|| containerd::DEFAULT_ROOT.to_string())
+                    }
+                });
+            }
         }
     }
-    f.list.retain(|i| !i.why.is_empty());
-    f.list
-        .sort_by(|a, b| (a.daemon, &a.socket).cmp(&(b.daemon, &b.socket)));
-    f.list
 }
 
 #[cfg(test)]
