@@ -9,14 +9,17 @@
 //!
 //! Layers: `proc::nf_conntrack_stat`, `proc::snmp`, `proc::net_udp` parse; [`kubelet`] finds
 //! the kubelet's cluster DNS; [`kube_proxy`] reads kube-proxy's conntrack settings;
-//! [`kernel_log`] classifies "table full" messages by table; [`judge`] holds the rules. This
-//! module samples, keeps the previous sample for rates and the kernel-log events per table,
-//! and emits metrics.
+//! [`kernel_log`] classifies "table full" messages by table; [`sample`] is the typed reading
+//! (what was read, tests build it directly), [`thresholds`] the limits, and [`judge`] holds
+//! the rules. This module samples, keeps the previous sample for rates and the kernel-log
+//! events per table, and emits metrics.
 
 pub mod judge;
 pub mod kernel_log;
 pub mod kube_proxy;
 pub mod kubelet;
+pub mod sample;
+pub mod thresholds;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
@@ -33,8 +36,9 @@ use crate::proc::uptime::BootClock;
 use crate::proc::{meminfo, net_udp, nf_conntrack_stat, ns, snmp};
 use crate::rules::Draft;
 
-pub use judge::{Deltas, OtherTable, RaceAccounting, Sample, TableLog, Thresholds};
 pub use kernel_log::Table;
+pub use sample::{Deltas, OtherTable, RaceAccounting, Sample, TableLog};
+pub use thresholds::Thresholds;
 
 /// Thresholds and paths of the conntrack collector.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,7 +67,7 @@ impl Default for ConntrackConfig {
         ConntrackConfig {
             netns_pid: 1,
             thresholds: Thresholds::default(),
-            nodelocal_dns_address: judge::DEFAULT_NODELOCAL_DNS,
+            nodelocal_dns_address: sample::DEFAULT_NODELOCAL_DNS,
             kubelet_config: PathBuf::from("/var/lib/kubelet/config.yaml"),
             kubelet_pods_dir: PathBuf::from("/var/lib/kubelet/pods"),
             kubelet_rescan_samples: 20,

@@ -12,8 +12,11 @@
 //! - [`patterns`]: what a line means: the kubelet's PLEG and runtime/network readiness, the
 //!   runtimes' name conflicts, ttrpc errors and image pull failures, with the names they carry
 //!   validated.
+//! - [`sample`]: the typed reading the log rules judge (the incidents [`Incidents`] keeps,
+//!   the read's report, the live facts), which tests build directly; [`thresholds`]: the
+//!   log rules' limits.
 //! - [`judge`]: the log-derived findings of the `runtime` collector as drafts
-//!   (`collectors/rules/runtime_logs.toml`), from the incidents [`Incidents`] keeps.
+//!   (`collectors/rules/runtime_logs.toml`), from a [`LogSample`].
 //!
 //! [`NodeLog::read_new`] reads what is new in every source (a bounded look back on the first
 //! read, then only new lines or entries), keeps the lines of the programs asked for, drops a
@@ -27,7 +30,9 @@ pub mod journal_follow;
 pub mod judge;
 pub mod patterns;
 pub mod registry;
+pub mod sample;
 pub mod syslog;
+pub mod thresholds;
 pub mod tz;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -38,8 +43,9 @@ use std::time::Duration;
 use crate::host::HostPaths;
 use crate::metric::Metric;
 
-pub use judge::{Incident, LiveFacts, LogSample, Thresholds};
 pub use patterns::{classify, Event, EventKind};
+pub use sample::{Incident, LiveFacts, LogSample, ReadReport, SourceKind};
+pub use thresholds::Thresholds;
 
 /// Where and how much to read.
 #[derive(Debug, Clone, PartialEq)]
@@ -80,22 +86,6 @@ impl Default for NodeLogConfig {
 /// Bytes of a syslog file read at once (a cycle reads as many pieces as its budget allows).
 const CHUNK: u64 = 1 << 20;
 
-/// Which kind of source a line came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum SourceKind {
-    Syslog,
-    Journal,
-}
-
-impl SourceKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SourceKind::Syslog => "syslog",
-            SourceKind::Journal => "journal",
-        }
-    }
-}
-
 /// One line of a program the reader was asked for, inside the window.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogRecord {
@@ -107,41 +97,6 @@ pub struct LogRecord {
     pub ident: String,
     pub pid: Option<u32>,
     pub message: String,
-}
-
-/// What one read did, per source and in all.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ReadReport {
-    /// Host paths read this cycle.
-    pub files: Vec<String>,
-    pub bytes_read: BTreeMap<SourceKind, u64>,
-    /// Lines or entries looked at (before the program filter).
-    pub records_read: BTreeMap<SourceKind, u64>,
-    /// Lines kept (of the programs asked for, inside the window, not seen already).
-    pub records_kept: u64,
-    /// Lines skipped because another source gave them already.
-    pub duplicates: u64,
-    /// Lines dropped for a timestamp older than the window or not readable.
-    pub outside_window: u64,
-    /// Syslog lines in none of the formats.
-    pub unparsed: u64,
-    /// Journal fields whose compression could not be decoded.
-    pub undecodable_fields: u64,
-    /// A budget ran out: the rest is read next cycle.
-    pub behind: bool,
-    /// Sources that could not be read, with the reason.
-    pub errors: Vec<String>,
-    /// The zone syslog times were read in.
-    pub zone: String,
-    /// Why `etc/localtime` could not be used, if it could not.
-    pub zone_problem: Option<String>,
-}
-
-impl ReadReport {
-    /// No source exists at all (no syslog file, no journal file).
-    pub fn no_source(&self) -> bool {
-        self.files.is_empty()
-    }
 }
 
 /// The reader of every node log source, with its positions between cycles.

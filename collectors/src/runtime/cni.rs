@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use super::judge::CniDir;
+use super::sample::CniDir;
 use crate::hostfs::{self, cap};
 
 /// At most this many directory entries are looked at.

@@ -11,7 +11,7 @@
 use std::collections::BTreeSet;
 use std::os::unix::fs::MetadataExt;
 
-use super::judge::DuplicateInstall;
+use super::sample::DuplicateInstall;
 use crate::host::HostPaths;
 
 /// Where each component's binary is installed, by package generation.

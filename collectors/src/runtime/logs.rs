@@ -9,7 +9,8 @@ use crate::node::discover::Locations;
 use crate::nodelog::{self, LiveFacts, LogSample};
 use crate::rules::Draft;
 
-use super::judge::{Sample, Thresholds};
+use super::sample::Sample;
+use super::thresholds::Thresholds;
 
 /// Registries whose configuration is read per collection, at most (the most recently seen).
 const MAX_REGISTRIES: usize = 20;

@@ -17,8 +17,9 @@
 //!    and container directories ([`immutable`], a resumable walk), hostNetwork port
 //!    conflicts ([`ports`]), kube-proxy's IPVS settings and CPU ([`kube_proxy`]), duplicate
 //!    installs ([`install`]);
-//! 5. [`judge::judge`] turns the typed [`Sample`] into drafts; `ctx.render` gives them the
-//!    rule file's words.
+//! 5. [`judge::judge`] turns the typed [`Sample`] (its types in [`sample`]: what was read,
+//!    which tests build directly) into drafts under the [`thresholds`]; `ctx.render` gives
+//!    them the rule file's words.
 //!
 //! The node logs' findings (PLEG, CNI and runtime-not-ready from the kubelet's log,
 //! same-name containers, image pulls, ttrpc) are judged by `crate::nodelog`'s judge with
@@ -33,6 +34,8 @@ pub mod logs;
 pub mod ports;
 pub mod probe;
 pub mod runtimes;
+pub mod sample;
+pub mod thresholds;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::path::PathBuf;
@@ -51,12 +54,13 @@ use crate::proc::{cgroup, mountinfo, net_unix, uptime};
 use crate::rules::Draft;
 use crate::sys::statvfs::StatFsFn;
 
-use judge::{
+use probe::{Outcome, ProbePlan, ProbeReport, RuntimeProbe, Target, TaskStatus};
+pub use sample::Sample;
+use sample::{
     CniSample, Daemon, DiskFill, Healthz, ImmutableFile, KubeProxySample, KubeletSample,
     PortConflict, PortHolder, RuntimeSample, SyncSample,
 };
-pub use judge::{Sample, Thresholds};
-use probe::{Outcome, ProbePlan, ProbeReport, RuntimeProbe, Target, TaskStatus};
+pub use thresholds::Thresholds;
 
 /// At most this many processes per daemon name are followed (a node runs one of each; two
 /// containerd are a docker-managed one beside the system's).
@@ -543,7 +547,7 @@ impl RuntimeCollector {
     }
 
     /// Duplicate installs of dockerd and containerd beside the running ones.
-    fn duplicates(&self) -> Vec<judge::DuplicateInstall> {
+    fn duplicates(&self) -> Vec<sample::DuplicateInstall> {
         let mut running = Vec::new();
         for (name, comm) in [("dockerd", "dockerd"), ("containerd", "containerd")] {
             if let Some(exe) = self
@@ -563,7 +567,7 @@ impl RuntimeCollector {
         let conf_dir = flag_value(k_args, "--cni-conf-dir")
             .unwrap_or_else(|| self.config.cni_conf_dir.clone());
         let dir = match plugin.as_deref() {
-            Some(p) if !p.is_empty() && p != "cni" => judge::CniDir::NotUsed,
+            Some(p) if !p.is_empty() && p != "cni" => sample::CniDir::NotUsed,
             _ => cni::check(&self.node.host().resolve(&conf_dir), &conf_dir),
         };
         let network_ready = cri_target

@@ -23,7 +23,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
-use super::judge::DeclaredPod;
+use super::sample::DeclaredPod;
 use crate::config::docker;
 use crate::host::HostPaths;
 use crate::hostfs::{self, cap};

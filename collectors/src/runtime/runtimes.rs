@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::FileTypeExt;
 
-use super::judge::{Daemon, Why};
+use super::sample::{Daemon, Why};
 use crate::config::{containerd, docker, flag_value};
 use crate::host::HostPaths;
 use crate::node::discover::Locations;

@@ -2,7 +2,9 @@
 
 use super::*;
 use crate::conntrack::kube_proxy::Settings;
+use crate::conntrack::sample::TableLog;
 use crate::finding::Finding;
+use crate::proc::nf_conntrack_stat::NfConntrackStat;
 
 /// The drafts, in the built-in words.
 fn judge(s: &Sample, d: Option<&Deltas>, streak: u32, t: &Thresholds, node: &str) -> Vec<Finding> {

@@ -1,0 +1,34 @@
+//! The limits of the conntrack rules: the collector's tunables, apart from the judge that uses
+//! them.
+
+/// Thresholds of the conntrack rules.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Thresholds {
+    /// Table fill (entries / nf_conntrack_max) at which `conntrack.table_full` warns.
+    pub table_warning_percent: f64,
+    /// Table fill at which it is critical.
+    pub table_critical_percent: f64,
+    /// Consecutive samples with lost insert races before `conntrack.insert_races` turns
+    /// critical (4 samples = one minute at the agent's 15 s interval).
+    pub races_critical_samples: u32,
+    /// A "table full" kernel message at most this old keeps `conntrack.table_full`
+    /// critical, whatever the table looks like now (the kernel dropped packets that
+    /// recently; two minutes = eight samples at 15 s).
+    pub log_critical_seconds: f64,
+    /// A message at most this old (and older than `log_critical_seconds`) leaves a warning
+    /// when nothing else is wrong; older ones leave info until they leave the kernel-log
+    /// window (`--kmsg-lookback`).
+    pub log_warning_seconds: f64,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            table_warning_percent: 75.0,
+            table_critical_percent: 90.0,
+            races_critical_samples: 4,
+            log_critical_seconds: 120.0,
+            log_warning_seconds: 600.0,
+        }
+    }
+}

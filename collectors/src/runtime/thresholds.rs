@@ -1,0 +1,36 @@
+//! The limits of the runtime rules: the collector's tunables, apart from the judge that uses
+//! them.
+
+use std::time::Duration;
+
+/// What the rules judge by.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Thresholds {
+    /// A first answer slower than this is `runtime.slow` (a healthy `/_ping` or `Version`
+    /// takes about a millisecond).
+    pub slow_answer: Duration,
+    /// A runtime data directory at least this full is named as the likely cause of a hang
+    /// (the handbook's disk-full case).
+    pub disk_full_percent: f64,
+    /// This many kubelet restarts within the window make `runtime.kubelet_restarts`.
+    pub kubelet_restarts: u32,
+    pub kubelet_restart_window: Duration,
+    /// kube-proxy using at least this many CPU cores (averaged between two samples) with a
+    /// short IPVS sync period makes `runtime.kube_proxy_ipvs_sync`.
+    pub kube_proxy_cpu_cores: f64,
+    /// The handbook's advice: `--ipvs-sync-period=30s`.
+    pub ipvs_sync_period: Duration,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            slow_answer: Duration::from_secs(1),
+            disk_full_percent: 95.0,
+            kubelet_restarts: 3,
+            kubelet_restart_window: Duration::from_secs(30 * 60),
+            kube_proxy_cpu_cores: 0.5,
+            ipvs_sync_period: Duration::from_secs(30),
+        }
+    }
+}
