@@ -266,10 +266,38 @@ fn pub_uses(code: &str) -> Vec<(String, usize, usize)> {
     out
 }
 
+/// The modules declared in their own file under `#[cfg(test)]` (`#[cfg(test)] mod tests;`):
+/// test code, left out like inline test modules.
+fn test_modules(modules: &BTreeMap<Module, String>) -> Vec<Module> {
+    let mut out = Vec::new();
+    for (m, text) in modules {
+        let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+        while let Some(l) = lines.next() {
+            if l != "#[cfg(test)]" {
+                continue;
+            }
+            let Some(next) = lines.next() else { break };
+            let decl = next
+                .strip_prefix("pub(crate) ")
+                .or_else(|| next.strip_prefix("pub(super) "))
+                .or_else(|| next.strip_prefix("pub "))
+                .unwrap_or(next);
+            if let Some(name) = decl.strip_prefix("mod ").and_then(|r| r.strip_suffix(';')) {
+                let mut t = m.clone();
+                t.push(name.trim().to_string());
+                out.push(t);
+            }
+        }
+    }
+    out
+}
+
 /// Every import circle of the crate in `src`: (the folder, the members of one circle), where
 /// a member is a child file or subfolder of the folder, or `(mod)` for the folder's own file.
 pub fn circles(src: &Path) -> Vec<(String, Vec<String>)> {
-    let modules = modules(src);
+    let mut modules = modules(src);
+    let tests = test_modules(&modules);
+    modules.retain(|m, _| !tests.iter().any(|t| m.starts_with(t)));
     let codes: BTreeMap<Module, String> =
         modules.iter().map(|(m, t)| (m.clone(), code(t))).collect();
     let mut krate = Crate {
@@ -498,6 +526,27 @@ mod tests {
                     vec!["b/inner".to_string(), "b/other".to_string()]
                 ),
             ]
+        );
+    }
+
+    /// A test module in a file of its own (`#[cfg(test)] mod tests;`) is test code: its
+    /// imports make no circle.
+    #[test]
+    fn a_test_module_in_its_own_file_is_left_out() {
+        let t = fake(&[
+            ("lib.rs", "pub mod m;\n"),
+            ("m/mod.rs", "pub mod a;\npub mod b;\n"),
+            ("m/a.rs", "use super::b::B;\npub struct A;\n"),
+            ("m/b.rs", "pub struct B;\n#[cfg(test)]\nmod tests;\n"),
+            ("m/b/tests.rs", "use crate::m::a::A;\n"),
+        ]);
+        assert!(circles(t.path()).is_empty());
+        // The same import outside a test module is a circle.
+        std::fs::write(t.path().join("m/b.rs"), "pub struct B;\nmod helpers;\n").unwrap();
+        std::fs::write(t.path().join("m/b/helpers.rs"), "use crate::m::a::A;\n").unwrap();
+        assert_eq!(
+            circles(t.path()),
+            vec![("m".to_string(), vec!["m/a".to_string(), "m/b".to_string()])]
         );
     }
 

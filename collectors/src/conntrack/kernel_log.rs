@@ -20,7 +20,7 @@
 //! the table the collector reads or to another namespace's. `nf_conntrack: expectation table
 //! full` is a different table (helpers' expectations) and is not matched.
 //!
-//! Reading the kernel log is the shared reader's job (`kmsg.rs`); this module only
+//! Reading the kernel log is the shared reader's job (`kmsg/`); this module only
 //! classifies message strings, so it is tested on plain strings.
 
 /// Which table a "table full" message is about.

@@ -25,6 +25,7 @@ pub mod escalation;
 pub mod judge;
 pub mod observation;
 pub mod processes;
+pub mod sample;
 pub mod thresholds;
 
 use std::time::{Duration, Instant};
@@ -46,11 +47,11 @@ use crate::sys::{block, cgroup_io};
 use cgroups::{Fallback, NameFloors, Plan};
 pub use config::LoadConfig;
 pub use escalation::{Reason, Signals};
-pub use judge::Sample;
 pub use observation::{
     CpuPercent, Culprit, DiskRates, IoWaitMethod, Observation, Origin, Pressures,
 };
 use processes::{IoWaitPlan, ProcessTracker};
+pub use sample::Sample;
 pub use thresholds::{Escalation, Thresholds};
 
 /// Which processes the tracker holds counters of (what the next pass can measure over the

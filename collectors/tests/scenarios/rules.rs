@@ -226,6 +226,10 @@ fn converted_collectors_hold_no_prose() {
         let mut files = Vec::new();
         rust_files(&dir, &mut files);
         for f in files {
+            // A test module in its own file (`judge/tests.rs`) may hold any text.
+            if f.ends_with("tests.rs") {
+                continue;
+            }
             let text = std::fs::read_to_string(&f).unwrap();
             let code = without_tests(&text);
             if let Some(l) = code

@@ -963,7 +963,7 @@ pub fn idle_processes(h: &FakeHost, from: u32, n: u32, net: u64, mnt: u64) {
     }
 }
 
-/// Cost and escalation (docs/collectors/runtime.md, `proc/daemons.rs`): the same healthy
+/// Cost and escalation (docs/collectors/runtime.md, `node/daemons.rs`): the same healthy
 /// docker node run by systemd (each daemon in its unit's cgroup, cgroup v2) finds its daemons
 /// there and never lists `/proc`: nothing of the 200 other processes is read, and the
 /// findings are those of the node found by listing. Then a node where nothing listens on a
