@@ -1,7 +1,9 @@
-//! The disk rules: a typed [`DiskSample`] -> drafts (id, severity, subject, evidence,
-//! conditions). Pure: no file access here. Their words, from the handbook's node-disk-full
-//! section (`002_af370464fa0f13dd.txt`, lines 1–165) and the disk-full parts of its
-//! ContainerCreating and Terminating sections, are in `collectors/rules/disk.toml`.
+//! The disk rules: a typed [`DiskSample`] (from [`sample`](super::sample)) -> drafts (id,
+//! severity, subject, evidence, conditions) under the [`Thresholds`] of
+//! [`thresholds`](super::thresholds). Pure: no file access here. Their words, from the
+//! handbook's node-disk-full section (`002_af370464fa0f13dd.txt`, lines 1–165) and the
+//! disk-full parts of its ContainerCreating and Terminating sections, are in
+//! `collectors/rules/disk.toml`.
 
 use crate::config::docker::DaemonConfig;
 use crate::config::kubelet::{Settings, Threshold};
@@ -9,110 +11,10 @@ use crate::finding::Severity;
 use crate::node::discover::{Daemons, Role};
 use crate::rules::template::human_bytes;
 use crate::rules::{Draft, Item};
-use crate::sys::statvfs::FsUsage;
 
-use super::deleted::DeletedFile;
 use super::logs::LogFile;
-use super::walk::DirSizes;
-
-/// A directory serving a role, with its host-side path (symlinks resolved).
-#[derive(Debug, Clone, PartialEq)]
-pub struct RoleDir {
-    pub role: Role,
-    pub host_path: String,
-}
-
-/// One filesystem serving one or more roles, with what fills it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FsSample {
-    pub mount_point: String,
-    pub device: String,
-    pub fstype: String,
-    /// `st_dev` of the role directories.
-    pub dev: u64,
-    pub roles: Vec<RoleDir>,
-    pub usage: FsUsage,
-    /// The largest container logs on this filesystem, largest first (host-side paths).
-    pub logs: Vec<LogFile>,
-    /// Top-level directory sizes per walked role root (host path, figures).
-    pub dirs: Vec<(Role, String, DirSizes)>,
-    /// Deleted-but-open files on this filesystem (when scanned).
-    pub deleted: Vec<DeletedFile>,
-}
-
-impl FsSample {
-    pub fn has(&self, role: Role) -> bool {
-        self.roles.iter().any(|r| r.role == role)
-    }
-
-    pub fn role_names(&self) -> String {
-        self.roles
-            .iter()
-            .map(|r| r.role.as_str())
-            .collect::<Vec<_>>()
-            .join(",")
-    }
-
-    fn path_of(&self, role: Role) -> Option<&str> {
-        self.roles
-            .iter()
-            .find(|r| r.role == role)
-            .map(|r| r.host_path.as_str())
-    }
-}
-
-/// Docker's logging setup, when docker's data root exists.
-#[derive(Debug, Clone, PartialEq)]
-pub struct DockerSample {
-    /// The daemon config; `None` when the file does not exist (docker's defaults apply).
-    pub config: Option<DaemonConfig>,
-    /// Host path of `daemon.json`.
-    pub daemon_json: String,
-    /// Host path of the data root.
-    pub data_root: String,
-}
-
-/// Everything the disk rules look at.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct DiskSample {
-    /// The filesystems of the runtime and kubelet directories whose usage could be read.
-    pub filesystems: Vec<FsSample>,
-    /// The kubelet's effective disk settings and its config path, when a kubelet is present.
-    pub kubelet: Option<(Settings, String)>,
-    pub docker: Option<DockerSample>,
-    /// The largest container logs of the node, largest first (host-side paths; a metric).
-    pub largest_logs: Vec<LogFile>,
-    /// Which of the kubelet, dockerd and containerd run: the advice to restart a runtime or
-    /// drain the node says so when they do not.
-    pub daemons: Daemons,
-}
-
-/// Thresholds of the disk rules besides the kubelet's own (which come from its settings).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Thresholds {
-    /// Critical under this many free bytes (only on filesystems larger than ten times it).
-    pub min_free_bytes: u64,
-    /// Critical at or above this used share.
-    pub critical_used_percent: f64,
-    /// Warning within this many percentage points of an eviction threshold.
-    pub warning_margin_percent: f64,
-    /// A deleted-open finding needs at least this many bytes held...
-    pub deleted_min_bytes: u64,
-    /// ...or this share of the filesystem.
-    pub deleted_min_percent: f64,
-}
-
-impl Default for Thresholds {
-    fn default() -> Self {
-        Thresholds {
-            min_free_bytes: 1 << 30,
-            critical_used_percent: 95.0,
-            warning_margin_percent: 5.0,
-            deleted_min_bytes: 1 << 30,
-            deleted_min_percent: 5.0,
-        }
-    }
-}
+use super::sample::{DiskSample, FsSample};
+use super::thresholds::Thresholds;
 
 /// Which threshold decided a verdict: the condition the rule file's summary tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -629,7 +531,9 @@ fn docker_log_unbounded(
 mod tests {
     use super::*;
     use crate::config::kubelet::{effective, parse_config};
+    use crate::disk::sample::RoleDir;
     use crate::finding::Finding;
+    use crate::sys::statvfs::FsUsage;
 
     const GIB_U: u64 = 1 << 30;
 

@@ -10,13 +10,16 @@
 //! `/proc/*/fd` (only when a filesystem needs attention).
 //!
 //! The shape of every collector: `DiskCollector::sample` reads the host into a typed
-//! [`DiskSample`]; [`judge::judge`] turns it into drafts under [`DiskConfig::thresholds`];
-//! `collect` renders them in the words of `collectors/rules/disk.toml`
-//! ([`CollectContext::render`]) and adds the metrics of the sample.
+//! [`DiskSample`] (the model, in [`sample`]); [`judge::judge`] turns it into drafts under
+//! [`DiskConfig::thresholds`] (the limits, in [`thresholds`]); `collect` renders them in the
+//! words of `collectors/rules/disk.toml` ([`CollectContext::render`]) and adds the metrics of
+//! the sample.
 
 pub mod deleted;
 pub mod judge;
 pub mod logs;
+pub mod sample;
+pub mod thresholds;
 pub mod walk;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -32,7 +35,8 @@ use crate::proc::mountinfo::{self, Mount};
 use crate::rules::Draft;
 use crate::sys::statvfs::{self, FsUsage, StatFsFn};
 
-pub use judge::{DiskSample, DockerSample, FsSample, RoleDir, Thresholds};
+pub use sample::{DiskSample, DockerSample, FsSample, RoleDir};
+pub use thresholds::Thresholds;
 
 /// Settings of the disk collector.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,5 +1,6 @@
 //! The iptables rules: a typed [`Sample`] (lock window, namespace comparisons, kube-proxy log
-//! counts, backend facts) in, drafts and metrics out. No file access here.
+//! counts, backend facts; [`sample`](super::sample)) and the [`Thresholds`] of
+//! [`thresholds`](super::thresholds) in, drafts and metrics out. No file access here.
 //!
 //! Every rule follows the handbook `002_af370464fa0f13dd.txt`, chapter "Kube-Proxy" (lines
 //! 1009–1336); the words, and the sub-section each finding cites, are in
@@ -8,9 +9,11 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::backend::{Backend, BinaryBackend};
+use super::backend::Backend;
 use super::kplog::LogKind;
-use super::tracker::{HoldObs, LockId, LockWatch, ProcInfo, Window};
+use super::sample::{BackendFacts, MountGap, Sample};
+use super::thresholds::Thresholds;
+use super::tracker::{HoldObs, LockId, LockWatch, ProcInfo};
 use crate::finding::Severity;
 use crate::metric::Metric;
 use crate::rules::Draft;
@@ -34,61 +37,6 @@ pub const KUBE_PROXY_PANIC: &str = "iptables.kube_proxy_panic";
 
 /// Characters of a container id `crictl inspect` is given (what `crictl ps` prints).
 const SHORT_CONTAINER_ID: usize = 13;
-
-/// Thresholds of the lock rules.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Thresholds {
-    /// A hold at least this long is a warning.
-    pub hold_warning: Duration,
-    /// A hold at least this long is critical (kube-proxy waits 5 s).
-    pub hold_critical: Duration,
-    /// Waiters seen on this many consecutive samples are a queue (warning).
-    pub waiter_streak_samples: u32,
-}
-
-impl Default for Thresholds {
-    fn default() -> Self {
-        Thresholds {
-            hold_warning: Duration::from_secs(2),
-            hold_critical: Duration::from_secs(5),
-            waiter_streak_samples: 2,
-        }
-    }
-}
-
-/// kube-proxy's logged messages of one kind since the agent started.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LogCount {
-    pub kind: LogKind,
-    /// Matches within the sample's log window.
-    pub recent: u64,
-    /// Matches since the agent started.
-    pub total: u64,
-    /// The latest match: its timestamp text, message (cut) and host-side log path.
-    pub last_time: String,
-    pub last_message: String,
-    pub last_file: String,
-}
-
-/// One collection's reading of the host.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Sample {
-    /// The xtables lock file, as a host path.
-    pub lock_path: String,
-    /// What the lock sampler saw since the previous collection.
-    pub window: Window,
-    /// How often the sampler read `/proc/locks` (a waiter streak of N samples is about N of
-    /// these).
-    pub sample_period: Duration,
-    /// iptables users in the host network namespace whose lock file is not the host's (empty
-    /// when namespaces could not be compared: the status says why).
-    pub mount_gaps: Vec<MountGap>,
-    /// kube-proxy's messages per kind seen since the agent started, in [`LogKind`] order.
-    pub logs: Vec<LogCount>,
-    /// The window [`LogCount::recent`] covers.
-    pub log_window: Duration,
-    pub backend: BackendFacts,
-}
 
 /// Judges one sample.
 pub fn judge(s: &Sample, th: &Thresholds) -> Vec<Draft> {
@@ -210,18 +158,6 @@ fn lock_drafts(s: &Sample, th: &Thresholds) -> Vec<Draft> {
     out
 }
 
-/// A process in the host network namespace but its own mount namespace, whose view of the
-/// lock path is not the host's lock file.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MountGap {
-    pub proc: ProcInfo,
-    pub mnt_ns: u64,
-    /// The lock's identity on the host (`None`: no lock file on the host).
-    pub host_lock: Option<LockId>,
-    /// The lock's identity inside the process's root (`None`: no file there).
-    pub pod_lock: Option<LockId>,
-}
-
 /// `iptables.lock_not_mounted`: one finding per mount namespace.
 fn mount_draft(g: &MountGap, lock_path: &str) -> Draft {
     let inode = |l: Option<LockId>| {
@@ -243,21 +179,8 @@ fn mount_draft(g: &MountGap, lock_path: &str) -> Draft {
     identified(d, "process", &g.proc)
 }
 
-/// Backend facts: legacy tables in the kernel and the host's `iptables` symlink target.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct BackendFacts {
-    /// `None` when `/proc/net/ip_tables_names` is absent (legacy module not loaded).
-    pub legacy_tables: Option<Vec<String>>,
-    pub binary: Option<BinaryBackend>,
-}
-
+// The evidence of the backend findings: a decision, so it stays with the judge.
 impl BackendFacts {
-    fn host_backend(&self) -> Backend {
-        self.binary.as_ref().map_or(Backend::Unknown, |b| b.backend)
-    }
-    fn legacy_in_use(&self) -> bool {
-        self.legacy_tables.as_ref().is_some_and(|t| !t.is_empty())
-    }
     fn with_evidence(&self, mut d: Draft) -> Draft {
         d = d.evidence("host_iptables_backend", self.host_backend().as_str());
         if let Some(b) = &self.binary {
@@ -410,7 +333,9 @@ pub fn metrics(s: &Sample) -> Vec<Metric> {
 mod tests {
     use super::*;
     use crate::finding::Finding;
-    use crate::iptables::tracker::WaiterObs;
+    use crate::iptables::backend::BinaryBackend;
+    use crate::iptables::sample::LogCount;
+    use crate::iptables::tracker::{WaiterObs, Window};
 
     fn render(d: Vec<Draft>) -> Vec<Finding> {
         let rules = crate::rules::RuleBook::builtin();

@@ -8,6 +8,7 @@
 //! Layout: [`sampler`] (the lock thread and hold tracking), [`lockwatch`] (its inotify watch:
 //! when `/proc/locks` is read), [`kplog`]
 //! (incremental kube-proxy log scanning), [`backend`] (legacy tables, iptables symlink target),
+//! [`sample`] (what a collection read, typed), [`thresholds`] (the limits of the lock rules),
 //! [`judge`] (a typed [`Sample`] -> drafts under [`IptablesConfig::thresholds`], and metrics).
 //! This file reads the host into a sample; `collect` renders the drafts in the rule file's
 //! words ([`CollectContext::render`]) and adds the metrics of the sample.
@@ -16,7 +17,9 @@ pub mod backend;
 pub mod judge;
 pub mod kplog;
 pub mod lockwatch;
+pub mod sample;
 pub mod sampler;
+pub mod thresholds;
 pub mod tracker;
 
 use std::collections::HashSet;
@@ -31,10 +34,11 @@ use crate::pods::{PodDirectory, PodsConfig};
 use crate::proc::ns;
 use crate::rules::Draft;
 
-pub use judge::{Sample, Thresholds};
+pub use sample::Sample;
+pub use thresholds::Thresholds;
 
-use judge::{BackendFacts, LogCount, MountGap};
 use kplog::{LogScanner, ScanLimits};
+use sample::{BackendFacts, LogCount, MountGap};
 use sampler::Sampler;
 use tracker::{LockId, LockWatch, ProcInfo, SamplerOptions, Tracker, Window};
 

@@ -16,16 +16,18 @@
 //! `collectors/rules/kernel.toml`).
 //!
 //! The shape of every collector: `KernelCollector::sample` reads the host into a typed
-//! [`KernelSample`]; [`judge::judge`] turns it into drafts under
-//! [`KernelConfig::thresholds`]; `collect` renders them in the rule file's words
-//! ([`CollectContext::render`]) and adds the metrics of the sample.
+//! [`KernelSample`] (the model, in [`sample`]); [`judge::judge`] turns it into drafts under
+//! [`KernelConfig::thresholds`] (the limits, in [`thresholds`]); `collect` renders them in
+//! the rule file's words ([`CollectContext::render`]) and adds the metrics of the sample.
 
 pub mod fs_error;
 pub mod hung_task;
 pub mod judge;
 pub mod memcg;
 pub mod oom;
+pub mod sample;
 pub mod tasks;
+pub mod thresholds;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -43,10 +45,11 @@ use crate::proc::{meminfo, mountinfo, netstat};
 use crate::rules::Draft;
 use crate::sys::statvfs::{self, FsUsage, StatFsFn};
 
-pub use judge::{
+pub use sample::{
     FsErrorGroup, HungGroup, KernelSample, ListenDelta, NodeMemory, OomGroup, PidUsage, RoleFs,
-    Thresholds, TinyPod,
+    TinyPod,
 };
+pub use thresholds::Thresholds;
 
 /// Longest task name kept from a log line (the kernel's comm is 16 bytes).
 const MAX_COMM_BYTES: usize = 64;

@@ -7,12 +7,15 @@
 //! titles are in `collectors/rules/memory.toml`).
 //!
 //! The shape every collector has: `MemoryCollector::sample` reads the host into a typed
-//! [`MemorySample`]; [`judge::judge`] turns it into drafts under the thresholds of
-//! [`MemoryConfig::thresholds`]; `collect` renders them in the rule file's words
-//! ([`CollectContext::render`]) and adds the metrics of the sample.
+//! [`MemorySample`] (the model, in [`sample`]); [`judge::judge`] turns it into drafts under
+//! the thresholds of [`MemoryConfig::thresholds`] (the limits, in [`thresholds`]); `collect`
+//! renders them in the rule file's words ([`CollectContext::render`]) and adds the metrics of
+//! the sample.
 
 pub mod alloc_failure;
 pub mod judge;
+pub mod sample;
+pub mod thresholds;
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -24,7 +27,8 @@ use crate::node::Node;
 use crate::proc::{buddyinfo, meminfo, vmstat};
 use crate::rules::Draft;
 
-pub use judge::{CompactionDelta, FailureGroup, MemorySample, Thresholds};
+pub use sample::{CompactionDelta, FailureGroup, MemorySample};
+pub use thresholds::Thresholds;
 
 /// Orders above this in a log line are garbage (no kernel has more than 2^15-page blocks).
 const MAX_FAILURE_ORDER: u32 = 15;
