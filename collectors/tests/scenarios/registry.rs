@@ -1,6 +1,7 @@
 //! The registry is the one list of collectors (ARCHITECTURE.md "How to add a collector"):
-//! every collector in it has its folder, rule file, docs page (naming its flags), scenario
-//! test module and README row; and no other file keeps a list of them or names their types.
+//! every collector in it has its folder (`mod.rs`, `sample.rs`, `thresholds.rs`, `judge.rs`),
+//! rule file, docs page (naming its flags), scenario test module and README row; and no
+//! other file keeps a list of them or names their types.
 
 use std::path::{Path, PathBuf};
 
@@ -26,10 +27,13 @@ fn every_collector_has_its_folder_rule_file_docs_page_scenarios_and_readme_row()
     for e in COLLECTORS {
         let name = e.name;
         let dir = repo.join("collectors/src").join(name);
-        assert!(
-            dir.join("mod.rs").is_file(),
-            "{name}: no collectors/src/{name}/mod.rs"
-        );
+        // One layout: the collector, what it read, its limits, its decisions.
+        for file in ["mod.rs", "sample.rs", "thresholds.rs", "judge.rs"] {
+            assert!(
+                dir.join(file).is_file(),
+                "{name}: no collectors/src/{name}/{file}"
+            );
+        }
         assert!(
             rule_files.iter().any(|t| t
                 .lines()
