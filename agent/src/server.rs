@@ -17,11 +17,13 @@ use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{HeaderValue, ALLOW, AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
 use hyper::server::conn::http1;
-use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
+use tower::ServiceBuilder;
+use tower_http::compression::CompressionLayer;
 
 use crate::api;
 use crate::connections::{Clock, ConnState, ConnTable, Registration, Throttle, Tracked};
@@ -304,6 +306,13 @@ pub async fn serve(
     }
 }
 
+/// Response compression: gzip only (what Prometheus, curl `--compressed` and browsers all
+/// accept), at tower-http's default level, for bodies over tower-http's default minimum
+/// (32 bytes; `/healthz`'s `ok` stays as it is).
+fn compression() -> CompressionLayer {
+    CompressionLayer::new().gzip(true)
+}
+
 /// One accepted connection.
 struct Conn {
     stream: TcpStream,
@@ -331,11 +340,16 @@ impl Conn {
         }
         let _ = self.stream.set_nodelay(true);
         let state = Arc::clone(&self.state);
-        let service = service_fn(move |req: Request<Incoming>| {
-            state.mark_served();
-            let resp = handle(&app, &req);
-            async move { Ok::<_, Infallible>(resp) }
-        });
+        // gzip when the client asks (`Accept-Encoding`; Prometheus always does): tower-http's
+        // layer over the handler, which also sets `Vary: accept-encoding`.
+        let service =
+            TowerToHyperService::new(ServiceBuilder::new().layer(compression()).service_fn(
+                move |req: Request<Incoming>| {
+                    state.mark_served();
+                    let resp = handle(&app, &req);
+                    async move { Ok::<_, Infallible>(resp) }
+                },
+            ));
         let io = Tracked::new(
             self.stream,
             Arc::clone(&self.state),

@@ -467,6 +467,78 @@ fn process_metrics_match_the_running_agent() {
     );
 }
 
+/// `/metrics`, `/findings` and the page are gzip-compressed when the client asks (as
+/// Prometheus always does), with `Vary`, and decompress to what an uncompressed request gets;
+/// a client that does not ask gets plain text.
+#[test]
+fn responses_are_gzip_compressed_when_asked() {
+    use std::io::Read;
+    let root = FakeRoot::quiet();
+    let s = Server::start(root.root(), &[]);
+    s.wait_ready(30);
+    let gunzip = |body: &[u8]| {
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(body)
+            .read_to_end(&mut out)
+            .expect("a gzip stream");
+        out
+    };
+    for path in ["/metrics", "/findings", "/findings?lang=zh", "/"] {
+        let plain = s.get(path);
+        assert_eq!(plain.status, 200, "{path}");
+        assert_eq!(plain.header("content-encoding"), "", "{path}");
+        let zipped = s.raw(&format!(
+            "GET {path} HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip, deflate\r\nConnection: close\r\n\r\n"
+        ));
+        assert_eq!(zipped.status, 200, "{path}");
+        assert_eq!(zipped.header("content-encoding"), "gzip", "{path}");
+        assert!(
+            zipped
+                .header("vary")
+                .to_ascii_lowercase()
+                .contains("accept-encoding"),
+            "{path}: {:?}",
+            zipped.headers
+        );
+        assert_eq!(
+            zipped.header("content-type"),
+            plain.header("content-type"),
+            "{path}"
+        );
+        let body = gunzip(&zipped.body);
+        assert!(
+            zipped.body.len() * 2 < body.len(),
+            "{path}: {} bytes compressed to {}",
+            body.len(),
+            zipped.body.len()
+        );
+        match path {
+            "/metrics" => {
+                let text = String::from_utf8(body).unwrap();
+                let e = parse_exposition(&text).unwrap();
+                let plain_e = parse_exposition(&plain.text()).unwrap();
+                assert_eq!(
+                    e.types.keys().collect::<Vec<_>>(),
+                    plain_e.types.keys().collect::<Vec<_>>()
+                );
+            }
+            "/" => assert!(String::from_utf8(body).unwrap().contains("<html")),
+            _ => {
+                let j: serde_json::Value = serde_json::from_slice(&body).unwrap();
+                assert_eq!(j["node"], plain.json()["node"], "{path}");
+            }
+        }
+    }
+    // Tiny bodies are not worth it.
+    let h = s.raw(
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(
+        (h.header("content-encoding"), h.text().as_str()),
+        ("", "ok\n")
+    );
+}
+
 #[test]
 fn health_readiness_html_404_405() {
     let root = FakeRoot::quiet();

@@ -424,17 +424,58 @@ impl Conn {
                 headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
             }
         }
-        let len: usize = headers
-            .get("content-length")
-            .and_then(|v| v.parse().ok())
-            .ok_or_else(|| bad("no content-length"))?;
-        let mut body = vec![0; if self.head_only { 0 } else { len }];
-        self.reader.read_exact(&mut body)?;
+        let chunked = headers
+            .get("transfer-encoding")
+            .is_some_and(|v| v.eq_ignore_ascii_case("chunked"));
+        let body = if self.head_only {
+            Vec::new()
+        } else if chunked {
+            self.read_chunked()?
+        } else {
+            let len: usize = headers
+                .get("content-length")
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| bad("no content-length"))?;
+            let mut body = vec![0; len];
+            self.reader.read_exact(&mut body)?;
+            body
+        };
         Ok(Response {
             status,
             headers,
             body,
         })
+    }
+}
+
+impl Conn {
+    /// A chunked body (RFC 9112 §7.1): size lines in hex, the chunks, a zero-size last chunk
+    /// and an empty trailer.
+    fn read_chunked(&mut self) -> std::io::Result<Vec<u8>> {
+        let bad = |m: String| std::io::Error::new(std::io::ErrorKind::InvalidData, m);
+        let mut body = Vec::new();
+        loop {
+            let mut line = String::new();
+            self.reader.read_line(&mut line)?;
+            let size = line.trim_end().split(';').next().unwrap_or("");
+            let n = usize::from_str_radix(size, 16)
+                .map_err(|e| bad(format!("bad chunk size {line:?}: {e}")))?;
+            if n == 0 {
+                // Trailer lines up to the empty one.
+                loop {
+                    line.clear();
+                    self.reader.read_line(&mut line)?;
+                    if line.trim_end().is_empty() {
+                        return Ok(body);
+                    }
+                }
+            }
+            let start = body.len();
+            body.resize(start + n, 0);
+            self.reader.read_exact(&mut body[start..])?;
+            line.clear();
+            self.reader.read_line(&mut line)?;
+        }
     }
 }
 
