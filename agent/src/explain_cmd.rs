@@ -358,7 +358,11 @@ fn entry_block(out: &mut String, m: &explain::Match<'_>, choice: Option<&str>, l
     field(
         out,
         pick(lang, "source", "出处"),
-        format_args!("{} § {}", e.doc, e.section),
+        format_args!(
+            "{} § {}",
+            collectors::handbooks::name(&e.doc, lang),
+            e.section
+        ),
     );
 }
 
@@ -506,7 +510,9 @@ mod tests {
         assert_eq!(code, 0);
         assert!(out.contains("Backend Service not found"), "{out}");
         assert!(
-            out.contains("source: 000_fc34186b6df04717.txt § E4041 Service Not Found"),
+            out.contains(
+                "source: Tencent Cloud TKE, Ingress error codes § E4041 Service Not Found"
+            ),
             "{out}"
         );
         assert!(out.contains("risk if unfixed: Synchronisation"), "{out}");
@@ -514,7 +520,9 @@ mod tests {
         assert_eq!(code, 0);
         assert!(out.contains("后端 Service 不存在"), "{out}");
         assert!(
-            out.contains("出处: 001_003e6d03f71f65c9.txt § Ingress Event 报错原因和处理办法"),
+            out.contains(
+                "出处: 腾讯云 TKE《Service/Ingress 事件错误码》 § Ingress Event 报错原因和处理办法"
+            ),
             "{out}"
         );
         assert!(!out.contains("Backend Service not found"), "{out}");

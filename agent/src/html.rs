@@ -135,10 +135,9 @@ fn finding(h: &mut String, view: &View<'_>, f: &FindingView<'_>) {
     if let Some(src) = f.source {
         let _ = write!(
             h,
-            "<p><small>{}: {} § {}",
+            "<p><small>{}: {}",
             t("Source", "出处"),
-            escape(src.doc),
-            escape(src.section)
+            escape(&collectors::handbooks::cite(src, view.lang))
         );
         // External documentation: the rule file's own https:// address, a link.
         if let Some(url) = src.url {

@@ -103,7 +103,7 @@ pub fn render(view: &View<'_>, colour: bool) -> String {
             field(
                 &mut o,
                 t("source", "出处"),
-                format_args!("{} § {}{url}", v(src.doc), v(src.section)),
+                format_args!("{}{url}", v(&collectors::handbooks::cite(src, view.lang))),
             );
         }
         for s in &f.see_also {
@@ -291,7 +291,13 @@ mod tests {
         );
         assert!(out.contains("evidence: used_percent=97.5"));
         assert!(out.contains("    $ df -h /var/lib/docker"));
-        assert!(out.contains("source: 002_af370464fa0f13dd.txt § 节点磁盘爆满排障处理"));
+        assert!(out.contains(
+            "source: Tencent Cloud TKE, Node and Pod troubleshooting handbook § 节点磁盘爆满排障处理"
+        ));
+        assert!(
+            !out.contains("002_af370464fa0f13dd.txt"),
+            "the file name is a machine field"
+        );
         let link = out
             .lines()
             .find(|l| l.starts_with("  see also: node-doctor explain disk-full ("))

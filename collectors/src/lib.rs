@@ -18,6 +18,7 @@ pub mod disk;
 pub mod error;
 pub mod explain;
 pub mod finding;
+pub mod handbooks;
 pub mod host;
 pub mod hostfs;
 #[cfg(test)]
