@@ -439,8 +439,20 @@ pub struct ServeArgs {
     #[arg(long, env = "NODE_DOCTOR_AUTH_TOKEN_FILE", value_name = "FILE")]
     pub auth_token_file: Option<PathBuf>,
 
+    /// Base URL of the rule pages that NodeConditions, Events and the alerts link to
+    /// (<URL>/rules/<id>): a mirror of the agent's /rules pages, or an agent behind a Service
+    /// or Ingress that people reach (the pages are the same on every node and need no
+    /// token). Unset or empty: they link to this agent's own page (the pod IP from $POD_IP,
+    /// else the listen address) and name `node-doctor explain <id>`.
+    #[arg(long = "docs-url", env = "NODE_DOCTOR_DOCS_URL", default_value = "", value_parser = parse_docs_url, value_name = "URL")]
+    pub docs_url: String,
+
     #[command(flatten)]
     pub kube: KubeFlags,
+}
+
+fn parse_docs_url(s: &str) -> Result<String, String> {
+    crate::links::Links::docs_url(s).map(Option::unwrap_or_default)
 }
 
 /// The Kubernetes reporter (docs/kubernetes.md): findings as NodeConditions and Events.
@@ -476,7 +488,7 @@ pub struct KubeFlags {
 }
 
 impl KubeFlags {
-    pub fn config(&self) -> crate::kube::Config {
+    pub fn config(&self, links: crate::links::Links) -> crate::kube::Config {
         crate::kube::Config {
             npd_names: self.npd_names,
             heartbeat: self.heartbeat,
@@ -484,6 +496,7 @@ impl KubeFlags {
             min_write_interval: self.min_write_interval,
             request_timeout: self.request_timeout,
             tick: Duration::from_secs(1),
+            links,
         }
     }
 }

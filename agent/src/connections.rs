@@ -292,6 +292,31 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Tracked<T> {
     }
 }
 
+/// Connections the server closed on its own since it started, by reason (`/metrics`:
+/// `node_doctor_http_connections_shed_total{reason}`): `limit`, the longest-idle connection
+/// closed to admit a new one at the server's `MAX_CONNECTIONS`; `no_request`, a connection that sent
+/// nothing within its `HEADER_READ_TIMEOUT`.
+pub struct Shed {
+    pub limit: std::sync::atomic::AtomicU64,
+    pub no_request: std::sync::atomic::AtomicU64,
+}
+
+pub static SHED: Shed = Shed {
+    limit: std::sync::atomic::AtomicU64::new(0),
+    no_request: std::sync::atomic::AtomicU64::new(0),
+};
+
+impl Shed {
+    /// `(reason, count)` of every reason.
+    pub fn counts(&self) -> [(&'static str, u64); 2] {
+        use std::sync::atomic::Ordering::Relaxed;
+        [
+            ("limit", self.limit.load(Relaxed)),
+            ("no_request", self.no_request.load(Relaxed)),
+        ]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

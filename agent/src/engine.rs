@@ -9,6 +9,7 @@ use hyper::body::Bytes;
 use time::OffsetDateTime;
 
 use crate::api;
+use crate::links::Links;
 use crate::metrics;
 use crate::scheduler::{Factory, RunReport, Runner};
 use crate::state::{Snapshot, State};
@@ -108,8 +109,8 @@ pub struct Published {
 }
 
 impl Published {
-    pub fn new(generation: u64, snapshot: Snapshot) -> Published {
-        let metrics = metrics::encode_snapshot(&snapshot);
+    pub fn new(generation: u64, snapshot: Snapshot, links: &Links) -> Published {
+        let metrics = metrics::encode_snapshot(&snapshot, links);
         let json_en = api::to_json(&View::new(&snapshot, &Filter::default()));
         let json_zh = api::to_json(&View::new(
             &snapshot,
@@ -133,14 +134,26 @@ pub struct Shared {
     /// The state and the generation of its latest change.
     state: Mutex<(State, u64)>,
     published: RwLock<Arc<Published>>,
+    /// Where `/metrics`' `node_doctor_finding_info{runbook}` points.
+    links: Links,
 }
 
 impl Shared {
+    #[cfg(test)]
     pub fn new(state: State) -> Shared {
-        let first = Arc::new(Published::new(0, state.snapshot(OffsetDateTime::now_utc())));
+        Shared::with_links(state, Links::default())
+    }
+
+    pub fn with_links(state: State, links: Links) -> Shared {
+        let first = Arc::new(Published::new(
+            0,
+            state.snapshot(OffsetDateTime::now_utc()),
+            &links,
+        ));
         Shared {
             state: Mutex::new((state, 0)),
             published: RwLock::new(first),
+            links,
         }
     }
 
@@ -154,7 +167,7 @@ impl Shared {
             *generation += 1;
             (*generation, st.snapshot(OffsetDateTime::now_utc()))
         };
-        let rendered = Arc::new(Published::new(generation, snapshot));
+        let rendered = Arc::new(Published::new(generation, snapshot, &self.links));
         let mut published = self.published.write().unwrap_or_else(|e| e.into_inner());
         if rendered.generation > published.generation {
             *published = rendered;

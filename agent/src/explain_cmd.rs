@@ -404,6 +404,35 @@ pub fn run_to(out: &mut dyn Write, query: &str, lang: Lang, format: Format) -> i
     }
 }
 
+/// `node-doctor explain <rule id>`: the rule's own text (its page, `/rules/<id>`) on stdout,
+/// `None` when no rule in force has that id (the query then goes to the catalogue).
+pub fn run_rule(
+    book: &collectors::rules::RuleBook,
+    id: &str,
+    lang: Lang,
+    format: Format,
+    thresholds: &crate::rules_page::Thresholds,
+) -> Option<i32> {
+    let text = crate::rules_page::text(book, id, lang, thresholds)?;
+    let out = match format {
+        Format::Table => text,
+        Format::Json => {
+            let mut s = serde_json::to_string_pretty(&json!({
+                "query": id,
+                "matched": true,
+                "rule": id,
+                "page": crate::links::path(id),
+                "text": text,
+            }))
+            .unwrap_or_default();
+            s.push('\n');
+            s
+        }
+    };
+    let _ = std::io::stdout().lock().write_all(out.as_bytes());
+    Some(0)
+}
+
 /// Runs `node-doctor explain` on stdout.
 pub fn run(query: &str, lang: Lang, format: Format) -> i32 {
     run_to(&mut std::io::stdout().lock(), query, lang, format)

@@ -131,7 +131,7 @@ fn finding(h: &mut String, view: &View<'_>, f: &FindingView<'_>) {
             ),
         );
     }
-    remediation(h, f);
+    remediation(h, f, view.lang);
     if let Some(src) = f.source {
         let _ = write!(
             h,
@@ -159,17 +159,19 @@ fn finding(h: &mut String, view: &View<'_>, f: &FindingView<'_>) {
     h.push_str("</div>\n");
 }
 
-/// A finding's evidence (a table), steps (a numbered list) and commands (preformatted, one
-/// a line); each left out when empty.
-fn remediation(h: &mut String, f: &FindingView<'_>) {
+/// A finding's evidence (a table, keys in words and values in human units, the raw name as
+/// the row's tooltip), steps (a numbered list) and commands (preformatted, one a line); each
+/// left out when empty.
+fn remediation(h: &mut String, f: &FindingView<'_>, lang: Lang) {
     if !f.evidence.is_empty() {
         h.push_str("<table>");
         for (k, v) in f.evidence {
             let _ = write!(
                 h,
-                "<tr><th>{}</th><td>{}</td></tr>",
+                "<tr title=\"{}\"><th>{}</th><td>{}</td></tr>",
                 escape(k),
-                escape(&v.to_string())
+                escape(&crate::human::key(k)),
+                escape(&crate::human::value(k, v, lang))
             );
         }
         h.push_str("</table>\n");
@@ -256,6 +258,26 @@ mod tests {
             },
         );
         assert!(zh.contains("清理空间"));
+    }
+
+    #[test]
+    fn evidence_reads_in_words_and_human_units() {
+        let mut f = finding("memory.exhaustion", "", Severity::Critical);
+        f.evidence
+            .insert("mem_total_bytes".into(), 17_179_869_184_i64.into());
+        f.evidence
+            .insert("last_table_full_seconds_ago".into(), 400_i64.into());
+        let s = snapshot("n", vec![f], unavailable("x"));
+        let p = render(&s, &Filter::default());
+        assert!(
+            p.contains("<tr title=\"mem_total_bytes\"><th>mem total</th><td>16.0 GiB</td></tr>"),
+            "{p}"
+        );
+        assert!(
+            p.contains("<th>last table full</th><td>6 min 40 s ago</td>"),
+            "{p}"
+        );
+        assert!(!p.contains("17179869184"), "{p}");
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod engine;
 mod exit;
 mod explain_cmd;
 mod html;
+mod human;
 // The import-circle check both crates run on their own `src/` (ARCHITECTURE.md, "Module
 // layers"): the collectors crate's file, included here by path.
 #[cfg(test)]
@@ -14,9 +15,11 @@ mod html;
 mod imports;
 mod kube;
 mod kube_stats;
+mod links;
 mod metrics;
 mod netns;
 mod probe;
+mod rules_page;
 mod scheduler;
 mod server;
 mod state;
@@ -66,7 +69,22 @@ fn main() -> ExitCode {
             Format::Table => explain_cmd::Format::Table,
             Format::Json => explain_cmd::Format::Json,
         };
-        let code = explain_cmd::run(&args.query.join(" "), args.lang.into(), format);
+        let query = args.query.join(" ");
+        // A rule id (`node-doctor explain load.high_load`, what NodeConditions and Events point
+        // to): the rule's own text, with the rule files and thresholds of these flags.
+        if let Some(id) = rule_id(&query) {
+            let rules = match load_rules(&cli.rules_files) {
+                Ok(r) => r,
+                Err(msg) => return usage(&msg),
+            };
+            let thresholds = rules_page::thresholds(&cli.tuning.options());
+            if let Some(code) =
+                explain_cmd::run_rule(&rules, id, args.lang.into(), format, &thresholds)
+            {
+                return ExitCode::from(u8::try_from(code).unwrap_or(EXIT_AGENT_FAILED));
+            }
+        }
+        let code = explain_cmd::run(&query, args.lang.into(), format);
         return ExitCode::from(u8::try_from(code).unwrap_or(EXIT_AGENT_FAILED));
     }
     // A panic outside the collectors' catch_unwind is a bug; make it visible in the logs.
@@ -110,7 +128,8 @@ fn main() -> ExitCode {
                 Ok(r) => r,
                 Err(msg) => return usage(&msg),
             };
-            match serve(args, runners, ctx) {
+            let thresholds = rules_page::thresholds(&opts);
+            match serve(args, runners, ctx, thresholds) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     tracing::error!(error = format!("{e:#}"), "node-doctor failed");
@@ -134,6 +153,18 @@ fn main() -> ExitCode {
         // Handled before the host is looked at.
         Command::Explain(_) => ExitCode::SUCCESS,
     }
+}
+
+/// The query as a rule id, when it looks like one: `<collector>.<name>`, one word.
+fn rule_id(query: &str) -> Option<&str> {
+    let q = query.trim();
+    let (collector, name) = q.split_once('.')?;
+    (collectors::registry::entry(collector).is_some()
+        && !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'))
+    .then_some(q)
 }
 
 /// The built-in rules with the operator's `--rules-file`s applied; a file that does not
@@ -206,6 +237,7 @@ fn serve(
     args: &ServeArgs,
     runners: Vec<scheduler::Runner>,
     ctx: CollectContext,
+    thresholds: rules_page::Thresholds,
 ) -> anyhow::Result<()> {
     let token = match &args.auth_token_file {
         None => None,
@@ -218,7 +250,6 @@ fn serve(
     let names: Vec<String> = runners.iter().map(|r| r.name().to_string()).collect();
     // serve applies each rule's hysteresis (raise_after/clear_after of its rule file).
     let state = State::new(ctx.node_name.clone(), &names).with_hysteresis(Arc::clone(&ctx.rules));
-    let shared = Arc::new(Shared::new(state));
     let stop = Arc::new(Stop::default());
 
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -231,6 +262,12 @@ fn serve(
         .block_on(async { server::listen(args.listen) })
         .with_context(|| format!("listening on {}", args.listen))?;
     let local = listener.local_addr().unwrap_or(args.listen);
+    // Where NodeConditions, Events and /metrics' runbook links point (docs/deploy.md).
+    let links = links::Links {
+        base: links::Links::docs_url(&args.docs_url).map_err(anyhow::Error::msg)?,
+        agent: links::Links::agent_address(std::env::var("POD_IP").ok().as_deref(), local),
+    };
+    let shared = Arc::new(Shared::with_links(state, links.clone()));
     // SIGHUP re-reads the token file; without a handler it would end the process.
     {
         let _rt = rt.enter();
@@ -257,14 +294,19 @@ fn serve(
     if args.kube.report {
         // Its own thread and runtime: the API server never slows collection or the HTTP server.
         kube::spawn(
-            args.kube.config(),
+            args.kube.config(links),
             ctx.node_name.clone(),
             Arc::clone(&shared),
         )
         .context("starting the Kubernetes reporter")?;
     }
 
-    let app = Arc::new(server::App { shared, token });
+    let app = Arc::new(server::App {
+        shared,
+        token,
+        rules: Arc::clone(&ctx.rules),
+        thresholds: Arc::new(thresholds),
+    });
     rt.block_on(server::serve(listener, app, shutdown_signal()));
     stop.stop();
     // Hung collector threads are never joined: leave without waiting for them.

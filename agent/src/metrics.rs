@@ -62,11 +62,39 @@ fn help(h: &str) -> String {
     h.trim_end_matches('.').to_string()
 }
 
-/// Encodes one snapshot as OpenMetrics text.
-pub fn encode_snapshot(snap: &Snapshot) -> String {
+/// A label value as exported: host text (a subject, a pod or mount name) without the
+/// characters that act on a terminal or reader instead of being shown (C0 and C1 controls,
+/// DEL, bidi overrides and isolates, line separators: [`collectors::sanitize::is_unsafe`]);
+/// a Prometheus UI, `promtool` or an Alertmanager message prints label values as they are.
+/// Nothing else is changed, so series stay the same for clean values.
+pub fn label_value(s: &str) -> String {
+    if s.chars().any(collectors::sanitize::is_unsafe) {
+        s.chars()
+            .filter(|c| !collectors::sanitize::is_unsafe(*c))
+            .collect()
+    } else {
+        s.to_string()
+    }
+}
+
+/// A collector metric's labels with their values made safe ([`label_value`]).
+fn clean(l: &Labels) -> Labels {
+    l.iter().map(|(k, v)| (k.clone(), label_value(v))).collect()
+}
+
+fn labels(pairs: &[(&str, &str)]) -> Labels {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), label_value(v)))
+        .collect()
+}
+
+/// Encodes one snapshot as OpenMetrics text; `links` gives the runbook of each finding.
+pub fn encode_snapshot(snap: &Snapshot, links: &crate::links::Links) -> String {
     let mut reg = Registry::default();
     register_build_info(&mut reg);
     register_findings(&mut reg, snap);
+    register_finding_info(&mut reg, snap, links);
     register_transitions(&mut reg, snap);
     register_collector_runs(&mut reg, snap);
     register_collector_metrics(&mut reg, snap);
@@ -103,18 +131,42 @@ fn register_findings(reg: &mut Registry, snap: &Snapshot) {
     for a in &snap.findings {
         let f = &a.finding;
         finding
-            .get_or_create(&vec![
-                ("collector".to_string(), f.collector.clone()),
-                ("id".to_string(), f.id.clone()),
-                ("severity".to_string(), f.severity.as_str().to_string()),
-                ("subject".to_string(), f.subject.clone()),
-            ])
+            .get_or_create(&labels(&[
+                ("collector", &f.collector),
+                ("id", &f.id),
+                ("severity", f.severity.as_str()),
+                ("subject", &f.subject),
+            ]))
             .set(1.0);
     }
     reg.register(
         "node_doctor_finding",
         "Active finding (1 per finding; subject tells apart several findings of one rule)",
         finding,
+    );
+}
+
+/// `node_doctor_finding_info{collector,id,subject,title,runbook}`, 1 per shown finding: what
+/// the alerts print (the finding's title in its own words, the link to its rule's page),
+/// looked up by the alert's annotations, so a title that changes with the finding's
+/// conditions changes no alert's identity (manifests/overlays/prometheus-operator).
+fn register_finding_info(reg: &mut Registry, snap: &Snapshot, links: &crate::links::Links) {
+    let info = GaugeFamily::default();
+    for a in &snap.findings {
+        let f = &a.finding;
+        info.get_or_create(&labels(&[
+            ("collector", &f.collector),
+            ("id", &f.id),
+            ("subject", &f.subject),
+            ("title", &f.title.en),
+            ("runbook", &links.rule(&f.id)),
+        ]))
+        .set(1.0);
+    }
+    reg.register(
+        "node_doctor_finding_info",
+        "The title and the rule page of each active finding (value always 1; join on collector, id and subject)",
+        info,
     );
 }
 
@@ -219,7 +271,7 @@ fn register_family(reg: &mut Registry, name: &str, samples: &[&Metric]) {
         MetricKind::Gauge => {
             let fam = GaugeFamily::default();
             for m in samples {
-                fam.get_or_create(&m.labels).set(m.value);
+                fam.get_or_create(&clean(&m.labels)).set(m.value);
             }
             reg.register(name, help_text, fam);
         }
@@ -237,7 +289,7 @@ fn register_family(reg: &mut Registry, name: &str, samples: &[&Metric]) {
             }
             let fam = CounterFamily::default();
             for m in samples {
-                fam.get_or_create(&m.labels).inc_by(m.value);
+                fam.get_or_create(&clean(&m.labels)).inc_by(m.value);
             }
             reg.register(base, help_text, fam);
         }
@@ -370,6 +422,27 @@ pub fn read_process(proc: &Path, k: &KernelFacts) -> anyhow::Result<ProcessSampl
 }
 
 /// The `process_*` families of one sample, OpenMetrics text without the closing `# EOF`.
+/// The HTTP server's own family: `node_doctor_http_connections_shed_total{reason}`, every
+/// reason from the start (at 0 until it happens).
+pub fn encode_server() -> String {
+    let mut reg = Registry::default();
+    let shed = CounterFamily::default();
+    for (reason, n) in crate::connections::SHED.counts() {
+        shed.get_or_create(&vec![("reason".to_string(), reason.to_string())])
+            .inc_by(n as f64);
+    }
+    reg.register(
+        "node_doctor_http_connections_shed",
+        "Connections the HTTP server closed on its own since the agent started: limit (the longest-idle one, to admit a new connection at the cap), no_request (nothing sent within the header timeout)",
+        shed,
+    );
+    let mut out = String::new();
+    if encode(&mut out, &reg).is_err() {
+        out.clear();
+    }
+    out.strip_suffix("# EOF\n").unwrap_or(&out).to_string()
+}
+
 pub fn encode_process(p: &ProcessSample) -> String {
     let mut reg = Registry::default();
     let cpu = Counter::<f64, AtomicU64>::default();
@@ -471,30 +544,31 @@ pub fn with_process(generation: u64, snapshot_text: &Bytes) -> Bytes {
         c.facts = Some(f);
         read_process(proc, &f)
     });
-    let body = match sample {
+    let mut tail = match sample {
         Ok(p) => {
             if c.failing {
                 tracing::info!("process metrics are readable again");
                 c.failing = false;
             }
-            let process = encode_process(&p);
-            let head = snapshot_text
-                .strip_suffix(b"# EOF\n")
-                .unwrap_or(snapshot_text);
-            let mut out = Vec::with_capacity(head.len() + process.len() + 6);
-            out.extend_from_slice(head);
-            out.extend_from_slice(process.as_bytes());
-            out.extend_from_slice(b"# EOF\n");
-            Bytes::from(out)
+            encode_process(&p)
         }
         Err(e) => {
             if !c.failing {
                 tracing::warn!(error = format!("{e:#}"), "process metrics are not exported");
                 c.failing = true;
             }
-            snapshot_text.clone()
+            String::new()
         }
     };
+    tail.push_str(&encode_server());
+    let head = snapshot_text
+        .strip_suffix(b"# EOF\n")
+        .unwrap_or(snapshot_text);
+    let mut out = Vec::with_capacity(head.len() + tail.len() + 6);
+    out.extend_from_slice(head);
+    out.extend_from_slice(tail.as_bytes());
+    out.extend_from_slice(b"# EOF\n");
+    let body = Bytes::from(out);
     c.body = Some((generation, Instant::now(), body.clone()));
     body
 }
@@ -544,13 +618,16 @@ mod tests {
 
     #[test]
     fn encodes_core_families_and_collector_metrics() {
-        let text = encode_snapshot(&snapshot(vec![
-            Metric::gauge("node_doctor_disk_avail_bytes", "Available bytes.", 10.0)
-                .label("mountpoint", "/"),
-            Metric::gauge("node_doctor_disk_avail_bytes", "Available bytes.", 20.0)
-                .label("mountpoint", "/data"),
-            Metric::counter("node_doctor_disk_errors_total", "Errors.", 3.0),
-        ]));
+        let text = encode_snapshot(
+            &snapshot(vec![
+                Metric::gauge("node_doctor_disk_avail_bytes", "Available bytes.", 10.0)
+                    .label("mountpoint", "/"),
+                Metric::gauge("node_doctor_disk_avail_bytes", "Available bytes.", 20.0)
+                    .label("mountpoint", "/data"),
+                Metric::counter("node_doctor_disk_errors_total", "Errors.", 3.0),
+            ]),
+            &crate::links::Links::default(),
+        );
         for want in [
             "# TYPE node_doctor_build_info gauge",
             &format!(
@@ -559,6 +636,8 @@ mod tests {
             ),
             "node_doctor_finding{collector=\"disk\",id=\"disk.filesystem_full\",severity=\"critical\",subject=\"/\"} 1.0",
             "node_doctor_finding{collector=\"disk\",id=\"disk.filesystem_full\",severity=\"warning\",subject=\"/var/lib/docker\"} 1.0",
+            "# TYPE node_doctor_finding_info gauge",
+            "node_doctor_finding_info{collector=\"disk\",id=\"disk.filesystem_full\",subject=\"/\",title=\"disk.filesystem_full title\",runbook=\"/rules/disk.filesystem_full\"} 1.0",
             "# TYPE node_doctor_finding_transitions counter",
             "node_doctor_finding_transitions_total{collector=\"disk\",id=\"disk.filesystem_full\",transition=\"raised\"} 2.0",
             "node_doctor_finding_transitions_total{collector=\"disk\",id=\"disk.filesystem_full\",transition=\"cleared\"} 0.0",
@@ -630,7 +709,7 @@ mod tests {
                 stuck_for: Duration::from_secs(60),
             },
         );
-        let text = encode_snapshot(&st.snapshot(t0));
+        let text = encode_snapshot(&st.snapshot(t0), &Default::default());
         let series = |le: &str| {
             format!(
                 "node_doctor_collector_duration_seconds_bucket{{le=\"{le}\",collector=\"disk\"}} "
@@ -663,16 +742,53 @@ mod tests {
         );
     }
 
+    /// ESC, other controls and bidi overrides never reach a label value; the rest of the
+    /// text is kept. The runbook follows --docs-url.
+    #[test]
+    fn label_values_lose_control_and_bidi_characters() {
+        assert_eq!(
+            label_value("pod-\u{1b}[31mred\u{202e}gpj.exe\n"),
+            "pod-[31mredgpj.exe"
+        );
+        assert_eq!(label_value("/var/lib/节点"), "/var/lib/节点");
+        let text = encode_snapshot(
+            &snapshot(vec![Metric::gauge(
+                "node_doctor_disk_avail_bytes",
+                "Available.",
+                1.0,
+            )
+            .label("mountpoint", "/mnt/\u{1b}]0;owned\u{7}x\u{2066}")]),
+            &crate::links::Links {
+                base: Some("https://sre.example.com/nd".into()),
+                agent: None,
+            },
+        );
+        assert!(text.contains("mountpoint=\"/mnt/]0;ownedx\""), "{text}");
+        assert!(
+            !text
+                .chars()
+                .any(|c| c != '\n' && collectors::sanitize::is_unsafe(c)),
+            "{text}"
+        );
+        assert!(
+            text.contains("runbook=\"https://sre.example.com/nd/rules/disk.filesystem_full\""),
+            "{text}"
+        );
+    }
+
     #[test]
     fn invalid_or_conflicting_families_are_dropped() {
-        let text = encode_snapshot(&snapshot(vec![
-            Metric::gauge("bad name", "x", 1.0),
-            Metric::gauge("node_doctor_x", "x", 1.0),
-            Metric::counter("node_doctor_x", "x", 1.0),
-            Metric::gauge("node_doctor_y", "y", 1.0).label("bad-label", "v"),
-            Metric::gauge("node_doctor_collector_up", "spoof", 1.0),
-            Metric::gauge("node_doctor_ok", "ok", 2.0),
-        ]));
+        let text = encode_snapshot(
+            &snapshot(vec![
+                Metric::gauge("bad name", "x", 1.0),
+                Metric::gauge("node_doctor_x", "x", 1.0),
+                Metric::counter("node_doctor_x", "x", 1.0),
+                Metric::gauge("node_doctor_y", "y", 1.0).label("bad-label", "v"),
+                Metric::gauge("node_doctor_collector_up", "spoof", 1.0),
+                Metric::gauge("node_doctor_ok", "ok", 2.0),
+            ]),
+            &Default::default(),
+        );
         assert!(!text.contains("bad name"));
         assert!(!text.contains("node_doctor_x"));
         assert!(!text.contains("node_doctor_y"));
@@ -765,7 +881,7 @@ mod tests {
 
     #[test]
     fn the_scrape_body_ends_with_one_eof_after_the_process_families() {
-        let snap = Bytes::from(encode_snapshot(&snapshot(vec![])));
+        let snap = Bytes::from(encode_snapshot(&snapshot(vec![]), &Default::default()));
         let body = with_process(7, &snap);
         let text = std::str::from_utf8(&body).unwrap();
         assert!(text.starts_with("# HELP node_doctor_build_info"), "{text}");

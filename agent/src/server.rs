@@ -55,6 +55,10 @@ pub struct App {
     pub shared: Arc<Shared>,
     /// Bearer token required on /findings, /metrics, /explain and /.
     pub token: Option<Arc<Token>>,
+    /// The rules in force and the collectors' thresholds, for `/rules` (no node data there,
+    /// so no token).
+    pub rules: Arc<collectors::rules::RuleBook>,
+    pub thresholds: Arc<crate::rules_page::Thresholds>,
 }
 
 type Resp = Response<Full<Bytes>>;
@@ -114,7 +118,9 @@ pub fn handle(app: &App, req: &Request<Incoming>) -> Resp {
     let path = req.uri().path();
     let protected = match path {
         "/findings" | "/metrics" | "/" | "/explain" => true,
-        "/healthz" | "/readyz" => false,
+        // The rule pages hold no node data: alerts and NodeConditions link to them.
+        "/healthz" | "/readyz" | "/rules" | "/rules/" => false,
+        p if p.starts_with("/rules/") => false,
         _ => return text(StatusCode::NOT_FOUND, format!("not found: {path}\n")),
     };
     if req.method() != Method::GET && req.method() != Method::HEAD {
@@ -136,6 +142,9 @@ pub fn handle(app: &App, req: &Request<Incoming>) -> Resp {
             HeaderValue::from_static("Bearer realm=\"node-doctor\""),
         );
         return r;
+    }
+    if let Some(rest) = path.strip_prefix("/rules") {
+        return rules(app, rest, req.uri().query());
     }
     let published = app.shared.latest();
     match path {
@@ -208,6 +217,32 @@ pub fn handle(app: &App, req: &Request<Incoming>) -> Resp {
     }
 }
 
+/// `/rules` (the index) and `/rules/<id>` (a rule's page), in `?lang=`'s language.
+fn rules(app: &App, rest: &str, query: Option<&str>) -> Resp {
+    let lang = match Filter::from_query(query) {
+        Ok(f) => f.lang,
+        Err(msg) => return text(StatusCode::BAD_REQUEST, format!("{msg}\n")),
+    };
+    let html = "text/html; charset=utf-8";
+    match rest.strip_prefix('/').unwrap_or(rest) {
+        "" => respond(
+            StatusCode::OK,
+            html,
+            crate::rules_page::index(&app.rules, lang),
+        ),
+        id => match crate::rules_page::page(&app.rules, id, lang, &app.thresholds) {
+            Some(p) => respond(StatusCode::OK, html, p),
+            None => text(
+                StatusCode::NOT_FOUND,
+                format!(
+                    "no rule {:?}; the rules are listed at /rules\n",
+                    collectors::bounded::prefix(id, 128)
+                ),
+            ),
+        },
+    }
+}
+
 /// Pending connections the kernel queues for `accept` (tokio's default is 128). During a
 /// flood of connects the accept loop can fall behind for a moment; with a short queue the
 /// kernel then drops SYNs, and a legitimate client waits a full second for its retransmit.
@@ -270,6 +305,7 @@ pub async fn serve(
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .admit(now);
                 if admitted.evicted.is_some() {
+                    crate::connections::SHED.limit.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     tracing::debug!(peer = %peer, "at the connection limit: closed the longest-idle connection");
                     if let Some(n) = shed_log.hit(now) {
                         tracing::warn!(
@@ -335,7 +371,13 @@ impl Conn {
         };
         match arrived {
             Ok(Ok(n)) if n > 0 => self.state.touch(self.clock.now_ms()),
-            // Timed out, closed by the client, or a socket error: nothing to answer.
+            Err(_elapsed) => {
+                crate::connections::SHED
+                    .no_request
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                return;
+            }
+            // Closed by the client, or a socket error: nothing to answer.
             _ => return,
         }
         let _ = self.stream.set_nodelay(true);

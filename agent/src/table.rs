@@ -83,9 +83,12 @@ pub fn render(view: &View<'_>, colour: bool) -> String {
             let ev: Vec<String> = f
                 .evidence
                 .iter()
-                .map(|(k, e)| format!("{}={}", v(k), v(&e.to_string())))
+                .map(|(k, e)| {
+                    let words = crate::human::key(k);
+                    format!("{} {}", v(&words), v(&crate::human::value(k, e, view.lang)))
+                })
                 .collect();
-            field(&mut o, t("evidence", "证据"), ev.join("  "));
+            field(&mut o, t("evidence", "证据"), ev.join("; "));
         }
         numbered(
             &mut o,
@@ -289,7 +292,7 @@ mod tests {
             out.contains("CRITICAL disk.filesystem_full  /var/lib/docker"),
             "{out}"
         );
-        assert!(out.contains("evidence: used_percent=97.5"));
+        assert!(out.contains("evidence: used 97.5 %"), "{out}");
         assert!(out.contains("    $ df -h /var/lib/docker"));
         assert!(out.contains(
             "source: Tencent Cloud TKE, Node and Pod troubleshooting handbook § 节点磁盘爆满排障处理"

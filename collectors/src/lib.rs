@@ -26,6 +26,7 @@ mod imports;
 pub mod iptables;
 pub mod kernel;
 pub mod kmsg;
+pub mod listing;
 pub mod load;
 pub mod memory;
 pub mod metric;

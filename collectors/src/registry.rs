@@ -13,6 +13,7 @@ use crate::conntrack::{ConntrackCollector, ConntrackConfig};
 use crate::disk::{DiskCollector, DiskConfig};
 use crate::iptables::{IptablesCollector, IptablesConfig};
 use crate::kernel::{KernelCollector, KernelConfig};
+use crate::listing::Listed;
 use crate::load::{LoadCollector, LoadConfig};
 use crate::memory::{MemoryCollector, MemoryConfig};
 use crate::node::Node;
@@ -62,6 +63,8 @@ pub struct Entry {
     /// The command-line flags that configure it, beside the global ones (a test holds the
     /// CLI to it, another its docs page).
     pub flags: &'static [&'static str],
+    /// Its thresholds as configured, for the rule pages (`/rules/<id>`).
+    pub thresholds: fn(&Options) -> Listed,
 }
 
 /// Every collector, in the order they are listed.
@@ -75,6 +78,7 @@ pub const COLLECTORS: &[Entry] = &[
             "--kubelet-config",
             "--disk-walk-budget-entries",
         ],
+        thresholds: |o| o.disk.thresholds.listed(),
     },
     Entry {
         name: "load",
@@ -85,11 +89,13 @@ pub const COLLECTORS: &[Entry] = &[
             "--iowait-percent",
             "--disk-busy-percent",
         ],
+        thresholds: |o| o.load.thresholds.listed(),
     },
     Entry {
         name: "memory",
         build: |n, o| Box::new(MemoryCollector::new(n.clone(), o.memory.clone())),
         flags: &["--kmsg-lookback", "--kmsg-max-records"],
+        thresholds: |o| o.memory.thresholds.listed(),
     },
     Entry {
         name: "iptables",
@@ -99,6 +105,7 @@ pub const COLLECTORS: &[Entry] = &[
             "--xtables-sample-period",
             "--xtables-hold",
         ],
+        thresholds: |o| o.iptables.thresholds.listed(),
     },
     Entry {
         name: "conntrack",
@@ -111,6 +118,7 @@ pub const COLLECTORS: &[Entry] = &[
             "--kmsg-lookback",
             "--kmsg-max-records",
         ],
+        thresholds: |o| o.conntrack.thresholds.listed(),
     },
     Entry {
         name: "kernel",
@@ -122,6 +130,7 @@ pub const COLLECTORS: &[Entry] = &[
             "--containerd-config",
             "--kubelet-config",
         ],
+        thresholds: |o| o.kernel.thresholds.listed(),
     },
     Entry {
         name: "runtime",
@@ -141,8 +150,27 @@ pub const COLLECTORS: &[Entry] = &[
             "--runtime-probe-timeout",
             "--cni-conf-dir",
         ],
+        thresholds: |o| {
+            let mut l = o.runtime.thresholds.listed();
+            l.extend(o.runtime.log_thresholds.listed().into_iter().map(|mut s| {
+                s.name = log_name(s.name);
+                s
+            }));
+            l
+        },
     },
 ];
+
+/// The runtime collector's node-log thresholds, named apart from its own.
+fn log_name(name: &'static str) -> &'static str {
+    match name {
+        "state_window_seconds" => "logs.state_window_seconds",
+        "event_window_seconds" => "logs.event_window_seconds",
+        "settle_seconds" => "logs.settle_seconds",
+        "max_subjects" => "logs.max_subjects",
+        other => other,
+    }
+}
 
 /// The collectors' names, in the table's order.
 pub fn names() -> impl Iterator<Item = &'static str> {
@@ -169,6 +197,52 @@ mod tests {
     impl RuntimeProbe for NoProbe {
         fn probe(&self, _plan: &ProbePlan) -> ProbeReport {
             ProbeReport::default()
+        }
+    }
+
+    /// Every collector lists every field of its thresholds, each once, with a value.
+    #[test]
+    fn thresholds_list_every_field() {
+        use crate::listing::assert_lists_every_field as every;
+        let o = Options::new(Arc::new(NoProbe));
+        every(
+            &format!("{:?}", o.disk.thresholds),
+            &o.disk.thresholds.listed(),
+        );
+        every(
+            &format!("{:?}", o.load.thresholds),
+            &o.load.thresholds.listed(),
+        );
+        every(
+            &format!("{:?}", o.memory.thresholds),
+            &o.memory.thresholds.listed(),
+        );
+        every(
+            &format!("{:?}", o.iptables.thresholds),
+            &o.iptables.thresholds.listed(),
+        );
+        every(
+            &format!("{:?}", o.conntrack.thresholds),
+            &o.conntrack.thresholds.listed(),
+        );
+        every(
+            &format!("{:?}", o.kernel.thresholds),
+            &o.kernel.thresholds.listed(),
+        );
+        every(
+            &format!("{:?}", o.runtime.thresholds),
+            &o.runtime.thresholds.listed(),
+        );
+        let logs = &o.runtime.log_thresholds;
+        every(&format!("{logs:?}"), &logs.listed());
+        for e in COLLECTORS {
+            let listed = (e.thresholds)(&o);
+            let mut names: Vec<&str> = listed.iter().map(|s| s.name).collect();
+            assert!(!names.is_empty(), "{}", e.name);
+            names.sort_unstable();
+            let n = names.len();
+            names.dedup();
+            assert_eq!(names.len(), n, "{}: a threshold listed twice", e.name);
         }
     }
 

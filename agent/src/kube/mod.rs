@@ -31,8 +31,6 @@ use crate::state::Snapshot;
 use client::{Api, ApiError, KubeApi};
 use planner::{EventWrite, Jitter, Observed, Planner, Settings, View};
 
-/// Where condition and event messages point for a finding's explanation (`#<id>` anchors).
-pub const DOCS_URL: &str = "https://github.com/node-doctor/node-doctor/blob/main/docs/findings.md";
 /// Longest wait after failures (without a `Retry-After`).
 pub const MAX_BACKOFF: Duration = Duration::from_secs(300);
 /// Longest `Retry-After` honoured.
@@ -48,6 +46,8 @@ pub struct Config {
     pub request_timeout: Duration,
     /// How often the reporter looks at the latest snapshot.
     pub tick: Duration,
+    /// Where messages link for a rule (`--docs-url`, else this agent's page).
+    pub links: crate::links::Links,
 }
 
 impl Config {
@@ -58,7 +58,7 @@ impl Config {
             heartbeat: self.heartbeat,
             clear_after: self.clear_after,
             min_write_interval: self.min_write_interval,
-            docs_base: DOCS_URL.to_string(),
+            links: self.links.clone(),
         }
     }
 }

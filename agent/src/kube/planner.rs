@@ -47,7 +47,8 @@ pub struct Settings {
     pub clear_after: Duration,
     pub min_write_interval: Duration,
     /// Base for the agent's own pages in messages (`/explain`, docs anchors).
-    pub docs_base: String,
+    /// Where messages link for a rule.
+    pub links: crate::links::Links,
 }
 
 /// One finding as the planner sees it.
@@ -117,9 +118,10 @@ pub fn bounded(s: String, max: usize) -> String {
     collectors::bounded::ellipsis(&s, max)
 }
 
-/// `<id> (<subject>): <summary> Fix: <first command>. More: <explain>, <docs>` — one line,
-/// control characters made visible, at most [`MAX_MESSAGE_BYTES`].
-pub fn message(f: &Finding, others: usize, docs_base: &str) -> String {
+/// `<id> (<subject>): <summary> Fix: <first command> More: node-doctor explain <id>; <link>`
+/// — one line, control characters made visible, at most [`MAX_MESSAGE_BYTES`]. The link is
+/// the rule's page ([`crate::links::Links`]).
+pub fn message(f: &Finding, others: usize, links: &crate::links::Links) -> String {
     let vis = |s: &str| collectors::sanitize::visible(s).into_owned();
     let mut m = f.id.clone();
     if !f.subject.is_empty() {
@@ -131,13 +133,10 @@ pub fn message(f: &Finding, others: usize, docs_base: &str) -> String {
         m.push_str(" Fix: ");
         m.push_str(&vis(&bounded(cmd.clone(), 240)));
     }
-    let explain = match f.see_also.first() {
-        Some(key) => format!("node-doctor explain {key}; "),
-        None => String::new(),
-    };
     let tail = format!(
-        " More: {explain}{docs_base}#{}{}",
+        " More: node-doctor explain {}; {}{}",
         f.id,
+        links.rule(&f.id),
         if others > 0 {
             format!(" (+{others} more finding(s) in /findings)")
         } else {
@@ -341,7 +340,7 @@ impl Planner {
                     Some((
                         "True",
                         reason.to_string(),
-                        message(f, list.len() - 1, &self.s.docs_base),
+                        message(f, list.len() - 1, &self.s.links),
                     ))
                 }
                 None => self.absent(class, now, view),
@@ -522,7 +521,7 @@ impl Planner {
             } else {
                 "Normal"
             };
-            let msg = message(f, 0, &self.s.docs_base);
+            let msg = message(f, 0, &self.s.links);
             let ekey = format!("finding/{reason}/{}/{}", f.id, f.subject);
             self.happen(now, ekey, reason.to_string(), etype, msg, n.max(1));
         }

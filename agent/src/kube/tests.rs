@@ -33,7 +33,7 @@ fn settings() -> Settings {
         heartbeat: Duration::from_secs(300),
         clear_after: Duration::ZERO,
         min_write_interval: Duration::ZERO,
-        docs_base: super::DOCS_URL.into(),
+        links: crate::links::Links::default(),
     }
 }
 
@@ -147,7 +147,9 @@ async fn a_problem_sets_its_condition_and_a_warning_event_and_clearing_keeps_oth
     );
     assert!(msg.contains("Fix: df -h /var/lib/containerd"), "{msg}");
     assert!(
-        msg.contains("docs/findings.md#disk.filesystem_full"),
+        msg.ends_with(
+            " More: node-doctor explain disk.filesystem_full; /rules/disk.filesystem_full"
+        ),
         "{msg}"
     );
     let t1 = c["lastTransitionTime"].as_str().unwrap().to_string();
@@ -643,15 +645,31 @@ fn messages_name_the_finding_and_stay_bounded_and_printable() {
     let mut f = disk_full();
     f.summary.en = format!("\x1b[31mred{}", "x".repeat(5000));
     f.see_also = vec!["disk-full".into()];
-    let m = message(&f, 2, super::DOCS_URL);
+    let docs = crate::links::Links {
+        base: Some("https://sre.example.com/nd".into()),
+        agent: Some("http://10.0.0.7:9808".into()),
+    };
+    let m = message(&f, 2, &docs);
     assert!(m.len() <= MAX_MESSAGE_BYTES);
     assert!(!m.contains('\x1b'), "{m}");
     assert!(m.starts_with("disk.filesystem_full (/var/lib/containerd): \\x1b[31mred"));
     assert!(
-        m.ends_with("docs/findings.md#disk.filesystem_full (+2 more finding(s) in /findings)"),
+        m.ends_with(
+            " More: node-doctor explain disk.filesystem_full; https://sre.example.com/nd/rules/disk.filesystem_full (+2 more finding(s) in /findings)"
+        ),
         "{m}"
     );
-    assert!(m.contains("node-doctor explain disk-full;"), "{m}");
+    // Without --docs-url: this agent's own page.
+    let own = crate::links::Links {
+        base: None,
+        agent: Some("http://10.0.0.7:9808".into()),
+    };
+    let m = message(&f, 0, &own);
+    assert!(
+        m.ends_with(" More: node-doctor explain disk.filesystem_full; http://10.0.0.7:9808/rules/disk.filesystem_full"),
+        "{m}"
+    );
+    assert!(!m.contains("github.com"), "{m}");
 }
 
 #[test]

@@ -447,3 +447,69 @@ fn http_explain_requires_the_bearer_token_when_set() {
     let r = s.raw("GET /explain?q=nothing-here HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     assert_eq!(r.status, 401);
 }
+
+/// `node-doctor explain <rule id>`: the rule's own text, with the thresholds of the flags
+/// given and the words of `--rules-file`; an id-shaped word naming no rule goes to the
+/// catalogue.
+#[test]
+fn a_rule_id_prints_the_rules_own_text() {
+    let out = run(
+        &[
+            "--conntrack-table-percent",
+            "70,85",
+            "explain",
+            "conntrack.table_full",
+        ],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("conntrack.table_full  [collector conntrack, rule file conntrack.toml]\n"),
+        "{text}"
+    );
+    for want in [
+        "  [when critical and other_netns] conntrack table of another network namespace full",
+        "conditions:\n",
+        "  other_netns: ",
+        "raise_after = ",
+        "what to do:\n  1. ",
+        "commands:\n",
+        "source: Linux kernel documentation § Netfilter Conntrack Sysfs variables",
+        "table warning percent 70 %; table critical percent 85 %",
+        "page: /rules/conntrack.table_full",
+    ] {
+        assert!(text.contains(want), "missing {want:?}:\n{text}");
+    }
+    assert!(
+        !text.chars().any(|c| c.is_control() && c != '\n'),
+        "{text:?}"
+    );
+
+    // An operator's words are the rule's words here too.
+    let root = FakeRoot::quiet();
+    root.write(
+        "/rules.toml",
+        "[[rule]]\nid = \"disk.filesystem_full\"\ntitle = { en = \"Our own title\", zh = \"我们的标题\" }\n",
+    );
+    let rules = root.path("/rules.toml");
+    let out = run(
+        &[
+            "--rules-file",
+            rules.to_str().unwrap(),
+            "explain",
+            "--lang",
+            "zh",
+            "disk.filesystem_full",
+        ],
+        &[],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("\n我们的标题\n"), "{text}");
+    assert!(text.contains("处理步骤:"), "{text}");
+
+    // Shaped like an id, no such rule: the catalogue answers (no match here).
+    let (code, text) = explain_table(&["disk.nope"]);
+    assert_eq!(code, 1, "{text}");
+}

@@ -13,6 +13,7 @@ mod hysteresis;
 mod image;
 mod kube;
 mod manifests;
+mod prometheus;
 mod readme;
 mod real_disk;
 mod real_load;

@@ -623,6 +623,11 @@ fn bearer_token_protects_data_but_not_probes() {
     }
     assert_eq!(req("/healthz", None), 200);
     assert!(matches!(req("/readyz", None), 200 | 503));
+    // The rule pages hold no node data: alerts and NodeConditions link to them.
+    assert_eq!(req("/rules", None), 200);
+    assert_eq!(req("/rules/disk.filesystem_full?lang=zh", None), 200);
+    assert_eq!(req("/rules/disk.nope", None), 404);
+    assert_eq!(req("/rules/disk.filesystem_full?lang=fr", None), 400);
     let r = s.raw("GET /findings HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     assert!(r.header("www-authenticate").starts_with("Bearer"));
 }

@@ -11,7 +11,9 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use crate::support::{agent_bin, exclusive, raise_nofile, Conn, FakeRoot, Memory, Server};
+use crate::support::{
+    agent_bin, exclusive, parse_exposition, raise_nofile, Conn, FakeRoot, Memory, Server,
+};
 
 /// The agent's anonymous memory (RssAnon: heap and stacks, what a flood grows) under a flood:
 /// at most half the DaemonSet's 64 MiB memory limit.
@@ -98,6 +100,17 @@ fn assert_bounded(what: &str, m: Memory) {
     );
 }
 
+/// `node_doctor_http_connections_shed_total{reason}` as the agent exports it.
+fn shed_count(s: &Server, reason: &str) -> f64 {
+    let text = s.get("/metrics").text();
+    let exp = parse_exposition(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    exp.find("node_doctor_http_connections_shed_total")
+        .into_iter()
+        .find(|m| m.labels.get("reason").map(String::as_str) == Some(reason))
+        .map(|m| m.value)
+        .unwrap_or_else(|| panic!("no shed counter for {reason}:\n{text}"))
+}
+
 /// 10,000 idle connections, twice: the agent keeps at most MAX_CONNECTIONS of them (closing
 /// the longest-idle one to admit each new one), its memory stays under 32 MiB, a fresh
 /// client is answered at once, and after each flood closes the agent is back where it was.
@@ -159,6 +172,12 @@ fn an_idle_connection_flood_is_shed_and_the_agent_keeps_answering() {
         mib(growth),
         after_rounds[0],
         after_rounds[1]
+    );
+    // Every connection closed at the cap is counted: two floods of 10,000 into 256 places.
+    let shed = shed_count(&s, "limit");
+    assert!(
+        shed >= (2 * (FLOOD - MAX_CONNECTIONS)) as f64,
+        "node_doctor_http_connections_shed_total{{reason=\"limit\"}} is {shed}"
     );
     // Shedding is logged at most once a minute, never a line per connection.
     let logs = s.logs();
@@ -303,6 +322,10 @@ fn idle_connections_are_closed_after_the_header_timeout() {
     );
     // The keep-alive connection's next read sees the close (it may already have happened).
     assert!(kept.read_response().is_err());
+    // The silent one is counted as shed (the keep-alive one had its request: hyper's own
+    // idle timeout, not shedding); the other reason stays at 0.
+    assert_eq!(shed_count(&s, "no_request"), 1.0);
+    assert_eq!(shed_count(&s, "limit"), 0.0);
     let idle = answered.elapsed();
     assert!(
         idle >= Duration::from_millis(4500) && idle < Duration::from_secs(10),

@@ -32,3 +32,36 @@ impl Default for Thresholds {
         }
     }
 }
+
+impl Thresholds {
+    /// Every threshold with its value, for the rule pages ([`crate::listing`]).
+    pub fn listed(&self) -> crate::listing::Listed {
+        use crate::listing as l;
+        vec![
+            l::setting(
+                "table_warning_percent",
+                l::percent(self.table_warning_percent),
+            ),
+            l::setting(
+                "table_critical_percent",
+                l::percent(self.table_critical_percent),
+            ),
+            l::setting(
+                "races_critical_samples",
+                self.races_critical_samples.to_string(),
+            ),
+            l::setting(
+                "log_critical_seconds",
+                l::duration(std::time::Duration::from_secs_f64(
+                    self.log_critical_seconds.max(0.0),
+                )),
+            ),
+            l::setting(
+                "log_warning_seconds",
+                l::duration(std::time::Duration::from_secs_f64(
+                    self.log_warning_seconds.max(0.0),
+                )),
+            ),
+        ]
+    }
+}

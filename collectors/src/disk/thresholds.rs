@@ -28,3 +28,23 @@ impl Default for Thresholds {
         }
     }
 }
+
+impl Thresholds {
+    /// Every threshold with its value, for the rule pages ([`crate::listing`]).
+    pub fn listed(&self) -> crate::listing::Listed {
+        use crate::listing as l;
+        vec![
+            l::setting("min_free_bytes", l::bytes(self.min_free_bytes)),
+            l::setting(
+                "critical_used_percent",
+                l::percent(self.critical_used_percent),
+            ),
+            l::setting(
+                "warning_margin_percent",
+                l::percent(self.warning_margin_percent),
+            ),
+            l::setting("deleted_min_bytes", l::bytes(self.deleted_min_bytes)),
+            l::setting("deleted_min_percent", l::percent(self.deleted_min_percent)),
+        ]
+    }
+}

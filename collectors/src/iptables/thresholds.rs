@@ -23,3 +23,18 @@ impl Default for Thresholds {
         }
     }
 }
+
+impl Thresholds {
+    /// Every threshold with its value, for the rule pages ([`crate::listing`]).
+    pub fn listed(&self) -> crate::listing::Listed {
+        use crate::listing as l;
+        vec![
+            l::setting("hold_warning", l::duration(self.hold_warning)),
+            l::setting("hold_critical", l::duration(self.hold_critical)),
+            l::setting(
+                "waiter_streak_samples",
+                self.waiter_streak_samples.to_string(),
+            ),
+        ]
+    }
+}

@@ -47,3 +47,43 @@ impl Default for Thresholds {
         }
     }
 }
+
+impl Thresholds {
+    /// Every threshold with its value, for the rule pages ([`crate::listing`]).
+    pub fn listed(&self) -> crate::listing::Listed {
+        use crate::listing as l;
+        vec![
+            l::setting(
+                "oom_cgroup_critical_kills",
+                self.oom_cgroup_critical_kills.to_string(),
+            ),
+            l::setting(
+                "oom_system_critical_kills",
+                self.oom_system_critical_kills.to_string(),
+            ),
+            l::setting(
+                "oom_system_available_percent",
+                l::percent(self.oom_system_available_percent),
+            ),
+            l::setting("recent_seconds", l::seconds(self.recent_seconds)),
+            l::setting("tiny_limit_bytes", l::bytes(self.tiny_limit_bytes)),
+            l::setting(
+                "hung_disk_used_percent",
+                l::percent(self.hung_disk_used_percent),
+            ),
+            l::setting("listen_drops_min", self.listen_drops_min.to_string()),
+            l::setting(
+                "listen_drops_critical_per_second",
+                l::num(self.listen_drops_critical_per_second),
+            ),
+            l::setting(
+                "pids_warning_percent",
+                l::percent(self.pids_warning_percent),
+            ),
+            l::setting(
+                "pids_critical_percent",
+                l::percent(self.pids_critical_percent),
+            ),
+        ]
+    }
+}

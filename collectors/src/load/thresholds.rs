@@ -128,3 +128,72 @@ impl Escalation {
         }
     }
 }
+
+impl Thresholds {
+    /// Every threshold with its value, for the rule pages ([`crate::listing`]).
+    pub fn listed(&self) -> crate::listing::Listed {
+        use crate::listing as l;
+        vec![
+            l::setting("load_warning_per_cpu", l::num(self.load_warning_per_cpu)),
+            l::setting("load_critical_per_cpu", l::num(self.load_critical_per_cpu)),
+            l::setting("iowait_info_percent", l::percent(self.iowait_info_percent)),
+            l::setting(
+                "iowait_warning_percent",
+                l::percent(self.iowait_warning_percent),
+            ),
+            l::setting(
+                "iowait_critical_percent",
+                l::percent(self.iowait_critical_percent),
+            ),
+            l::setting("disk_busy_percent", l::percent(self.disk_busy_percent)),
+            l::setting("psi_io_full_percent", l::percent(self.psi_io_full_percent)),
+            l::setting("blocked_per_cpu", l::num(self.blocked_per_cpu)),
+            l::setting("cpu_busy_percent", l::percent(self.cpu_busy_percent)),
+            l::setting(
+                "culprit_min_share_percent",
+                l::percent(self.culprit_min_share_percent),
+            ),
+            l::setting(
+                "culprit_min_io_wait_percent",
+                l::percent(self.culprit_min_io_wait_percent),
+            ),
+            l::setting(
+                "culprit_min_io_bytes_per_second",
+                format!(
+                    "{}/s",
+                    l::bytes(self.culprit_min_io_bytes_per_second.max(0.0) as u64)
+                ),
+            ),
+            l::setting(
+                "culprit_min_cpu_percent",
+                l::percent(self.culprit_min_cpu_percent),
+            ),
+            l::setting("escalation.load_share", l::num(self.escalation.load_share)),
+            l::setting(
+                "escalation.cpu_busy_share",
+                l::num(self.escalation.cpu_busy_share),
+            ),
+            l::setting(
+                "escalation.iowait_share",
+                l::num(self.escalation.iowait_share),
+            ),
+            l::setting(
+                "escalation.disk_busy_share",
+                l::num(self.escalation.disk_busy_share),
+            ),
+            l::setting(
+                "escalation.psi_io_full_share",
+                l::num(self.escalation.psi_io_full_share),
+            ),
+            l::setting(
+                "escalation.psi_some_avg10_percent",
+                l::percent(self.escalation.psi_some_avg10_percent),
+            ),
+            l::setting(
+                "escalation.procs_blocked",
+                self.escalation.procs_blocked.to_string(),
+            ),
+            l::setting("escalation.catch_up", l::duration(self.escalation.catch_up)),
+        ]
+    }
+}

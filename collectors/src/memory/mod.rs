@@ -82,6 +82,10 @@ pub struct MemoryCollector {
     previous_compaction: Option<(Instant, u64, u64)>,
 }
 
+/// The highest page order the kernel allocates by default (`MAX_PAGE_ORDER`, formerly
+/// `MAX_ORDER - 1`): the counter of each order 0 to this is exported from the start.
+const MAX_PAGE_ORDER: u32 = 10;
+
 impl MemoryCollector {
     pub fn new(node: Node, config: MemoryConfig) -> Self {
         let page_size_bytes = node.facts().page_size;
@@ -93,7 +97,10 @@ impl MemoryCollector {
             page_size_bytes,
             failures: BTreeMap::new(),
             suppressed: std::collections::VecDeque::new(),
-            failures_by_order: BTreeMap::new(),
+            // Every order the kernel allocates (0 to MAX_PAGE_ORDER, 10 on every
+            // architecture's default build) at 0 from the start: a panel or a `rate()` sees
+            // the counter before the first failure, and counts that failure too.
+            failures_by_order: (0..=MAX_PAGE_ORDER).map(|o| (o, 0)).collect(),
             previous_compaction: None,
         }
     }

@@ -32,3 +32,26 @@ impl Default for Thresholds {
         }
     }
 }
+
+impl Thresholds {
+    /// Every threshold with its value, for the rule pages ([`crate::listing`]).
+    pub fn listed(&self) -> crate::listing::Listed {
+        use crate::listing as l;
+        vec![
+            l::setting("fragmentation_order", self.fragmentation_order.to_string()),
+            l::setting(
+                "fragmentation_unusable_percent",
+                l::percent(self.fragmentation_unusable_percent),
+            ),
+            l::setting(
+                "fragmentation_min_free_bytes",
+                l::bytes(self.fragmentation_min_free_bytes),
+            ),
+            l::setting(
+                "exhaustion_available_percent",
+                l::percent(self.exhaustion_available_percent),
+            ),
+            l::setting("recent_seconds", l::seconds(self.recent_seconds)),
+        ]
+    }
+}

@@ -25,3 +25,25 @@ impl Default for Thresholds {
         }
     }
 }
+
+impl Thresholds {
+    /// Every threshold with its value, for the rule pages ([`crate::listing`]).
+    pub fn listed(&self) -> crate::listing::Listed {
+        use crate::listing as l;
+        vec![
+            l::setting(
+                "state_window_seconds",
+                l::seconds(self.state_window_seconds.max(0).unsigned_abs()),
+            ),
+            l::setting(
+                "event_window_seconds",
+                l::seconds(self.event_window_seconds.max(0).unsigned_abs()),
+            ),
+            l::setting(
+                "settle_seconds",
+                l::seconds(self.settle_seconds.max(0).unsigned_abs()),
+            ),
+            l::setting("max_subjects", self.max_subjects.to_string()),
+        ]
+    }
+}

@@ -72,6 +72,7 @@
 //! `raise_after`, `clear_after` replace; the file is checked against the built-in rule's
 //! declarations at start-up.
 
+mod describe;
 mod draft;
 mod load;
 mod model;
@@ -83,6 +84,7 @@ use std::fmt;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
+pub use describe::{Citation, CommandLine, Description, Part, SetsCondition as Sets};
 pub use draft::{Draft, Item, Var};
 use model::Cond;
 pub use model::{Cites, Hysteresis, MakesEvent, NodeCondition, Rule, RulesError};

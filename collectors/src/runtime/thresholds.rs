@@ -34,3 +34,21 @@ impl Default for Thresholds {
         }
     }
 }
+
+impl Thresholds {
+    /// Every threshold with its value, for the rule pages ([`crate::listing`]).
+    pub fn listed(&self) -> crate::listing::Listed {
+        use crate::listing as l;
+        vec![
+            l::setting("slow_answer", l::duration(self.slow_answer)),
+            l::setting("disk_full_percent", l::percent(self.disk_full_percent)),
+            l::setting("kubelet_restarts", self.kubelet_restarts.to_string()),
+            l::setting(
+                "kubelet_restart_window",
+                l::duration(self.kubelet_restart_window),
+            ),
+            l::setting("kube_proxy_cpu_cores", l::num(self.kube_proxy_cpu_cores)),
+            l::setting("ipvs_sync_period", l::duration(self.ipvs_sync_period)),
+        ]
+    }
+}

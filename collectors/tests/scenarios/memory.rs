@@ -369,8 +369,21 @@ fn failures_older_than_the_lookback_are_ignored() {
             "node_doctor_memory_page_alloc_failures_total",
             &[("order", "6")]
         ),
-        None
+        Some(0.0)
     );
+    // Every order's counter is there at 0 from the first run (panels and rate() see it
+    // before the first failure).
+    for order in 0..=10 {
+        assert_eq!(
+            metric(
+                &c,
+                "node_doctor_memory_page_alloc_failures_total",
+                &[("order", &order.to_string())]
+            ),
+            Some(0.0),
+            "order {order}"
+        );
+    }
 }
 
 #[test]
