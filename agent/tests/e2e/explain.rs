@@ -77,7 +77,7 @@ fn explain_exact_codes() {
     let (code, table) = explain_table(&["E4041"]);
     assert_eq!(code, 0);
     assert!(
-        table.contains("source: 000_fc34186b6df04717.txt § E4041 Service Not Found"),
+        table.contains("source: Tencent Cloud TKE, Ingress error codes § E4041 Service Not Found"),
         "{table}"
     );
 

@@ -85,7 +85,13 @@ fn kube_reporter_sets_and_clears_a_condition_with_events() {
     assert_eq!(c["reason"], "LoadHigh");
     let msg = c["message"].as_str().unwrap();
     assert!(msg.starts_with("load.high_load: "), "{msg}");
-    assert!(msg.contains("docs/findings.md#load.high_load"), "{msg}");
+    // The link is this agent's own page of the rule (no --docs-url), and it answers.
+    let link = format!("http://{}/rules/load.high_load", server.addr);
+    assert!(
+        msg.ends_with(&format!(" More: node-doctor explain load.high_load; {link}")),
+        "{msg}"
+    );
+    assert_eq!(server.get("/rules/load.high_load").status, 200);
     let set_at = c["lastTransitionTime"].as_str().unwrap().to_string();
     wait_for(10, "a Warning LoadHigh event", &server, || {
         s.events()
