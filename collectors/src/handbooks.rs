@@ -1,6 +1,6 @@
 //! The source documents by title (`collectors/catalogue/handbooks.toml`): a citation reads
-//! "Tencent Cloud TKE, Node and Pod troubleshooting handbook § 节点磁盘爆满排障处理" wherever
-//! a person reads it; the file name stays the machine field (`Source::doc`).
+//! "Tencent Cloud TKE, Node and Pod troubleshooting handbook § <section>" wherever a person
+//! reads it; the file name stays the machine field (`Source::doc`).
 
 use std::sync::OnceLock;
 

@@ -88,7 +88,9 @@ fn kube_reporter_sets_and_clears_a_condition_with_events() {
     // The link is this agent's own page of the rule (no --docs-url), and it answers.
     let link = format!("http://{}/rules/load.high_load", server.addr);
     assert!(
-        msg.ends_with(&format!(" More: node-doctor explain load.high_load; {link}")),
+        msg.ends_with(&format!(
+            " More: node-doctor explain load.high_load; {link}"
+        )),
         "{msg}"
     );
     assert_eq!(server.get("/rules/load.high_load").status, 200);

@@ -19,6 +19,8 @@ pub const MONITORING_FILES: &[&str] = &[
 /// authority; this list lets the deployment be checked without a running agent.
 pub const DOCUMENTED_EXPORTS: &[&str] = &[
     "node_doctor_finding",
+    "node_doctor_finding_info",
+    "node_doctor_build_info",
     "node_doctor_collector_up",
     "node_doctor_collector_duration_seconds",
     "node_doctor_collector_duration_seconds_bucket",
