@@ -15,7 +15,16 @@
 //! The figures it prints (bytes/s and block-IO delay of each process over the check's window,
 //! read by the test itself from `/proc/<pid>/io` and field 42, and who was named) are the ones
 //! quoted in docs/collectors/load.md.
+//!
+//! Issue 28 ("Accuracy"), a steady load: one fio job writes 4 MiB/s, steadily, with direct IO
+//! to a loop device throttled to that rate, while `node-doctor serve --collector load
+//! --interval 3s` runs on the real host; the test polls `/findings` 40 times, 3 s apart, and
+//! counts how often the set of load findings (id and subject) changes. A steady load must give
+//! a steady set: at most two changes (the first raise, and one more as a rule with a longer
+//! `raise_after` joins). The same guards clean up fio, the cgroup, the loop device and the
+//! file, and the server is killed, also when an assertion fails.
 
+use std::collections::BTreeSet;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -267,7 +276,8 @@ fn io_and_delay(pid: u32) -> Option<(u64, u64)> {
     Some((wb, blkio))
 }
 
-fn skip_reason() -> Option<String> {
+/// Why a test of this file cannot run here: root, `fio` and `losetup`.
+fn skip_reason_tools() -> Option<String> {
     if !crate::support::is_root() {
         return Some("needs root (loop devices, cgroups, every process's /proc/<pid>/io)".into());
     }
@@ -277,6 +287,13 @@ fn skip_reason() -> Option<String> {
                 "needs `{tool}` (Debian package {package}: apt-get install {package})"
             ));
         }
+    }
+    None
+}
+
+fn skip_reason() -> Option<String> {
+    if let Some(why) = skip_reason_tools() {
+        return Some(why);
     }
     if !Path::new(DelayAcct::PATH).exists() {
         return Some(format!(
@@ -471,5 +488,165 @@ fn real_throttled_fio_jobs_are_named_over_a_buffered_writer() {
                 if delayacct { "on" } else { "off" }
             );
         }
+    }
+}
+
+/// The steady load: fio asks for 4 MiB/s on a loop device throttled to 3 MiB/s, so it writes
+/// 3 MiB/s steadily and its job waits on the throttle most of the time (PSI io full around
+/// `io_bound`'s 20% on this shared VM, iowait around 10% and more).
+const STEADY_RATE: &str = "4m";
+const STEADY_THROTTLE_BPS: u64 = 3 * 1024 * 1024;
+/// How often and how many times `/findings` is read (the agent's interval is the same 3 s).
+const POLLS: usize = 40;
+const POLL_EVERY: Duration = Duration::from_secs(3);
+/// The most changes of the set of load findings a steady load may show over the polls.
+const MAX_CHANGES: usize = 2;
+
+/// The load findings of a `/findings` document, by id and subject (a finding shown as
+/// `clearing` is still shown).
+fn load_set(v: &Value) -> BTreeSet<String> {
+    v["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|f| f["collector"] == "load")
+        .map(|f| match f["subject"].as_str() {
+            Some(s) if !s.is_empty() => format!("{} {s}", f["id"].as_str().unwrap_or("?")),
+            _ => f["id"].as_str().unwrap_or("?").to_string(),
+        })
+        .collect()
+}
+
+/// The findings a steady IO load can cause: `io_bound`, `iowait` and fio as a host process.
+/// The machine's other work (builds sharing its two CPUs) raises `cpu_bound`, `high_load` and
+/// `host_process rustc` of its own, which are right and not the steady load's.
+fn steady_io_set(all: &BTreeSet<String>) -> BTreeSet<String> {
+    all.iter()
+        .filter(|f| {
+            f.starts_with("load.io_bound") || *f == "load.iowait" || *f == "load.host_process fio"
+        })
+        .cloned()
+        .collect()
+}
+
+/// How many times a sequence of sets changes, counting a first set that is not empty.
+fn set_changes(sets: &[BTreeSet<String>]) -> usize {
+    let first = usize::from(sets.first().is_some_and(|s| !s.is_empty()));
+    first + sets.windows(2).filter(|w| w[0] != w[1]).count()
+}
+
+/// The whole-node figures the load rules decide on, as the last run's metrics give them:
+/// iowait, PSI io full avg10, D-state tasks and the busiest disk.
+fn load_figures(metrics: &str) -> String {
+    let Ok(e) = crate::support::parse_exposition(metrics) else {
+        return "metrics unreadable".into();
+    };
+    let one = |name: &str, label: &[(&str, &str)]| {
+        e.find(name)
+            .into_iter()
+            .find(|s| {
+                label
+                    .iter()
+                    .all(|(k, v)| s.labels.get(*k).map(String::as_str) == Some(*v))
+            })
+            .map_or(f64::NAN, |s| s.value)
+    };
+    let busiest = e
+        .find("node_doctor_load_disk_busy_percent")
+        .into_iter()
+        .max_by(|a, b| a.value.total_cmp(&b.value))
+        .map(|s| format!("{} {:.0}%", s.labels["device"], s.value))
+        .unwrap_or_default();
+    format!(
+        "iowait {:.1}%, psi io full {:.1}%, blocked {}, load1 {:.2}, busiest disk {busiest}",
+        one("node_doctor_load_cpu_percent", &[("mode", "iowait")]),
+        one(
+            "node_doctor_load_pressure_avg10_percent",
+            &[("resource", "io"), ("kind", "full")]
+        ),
+        one("node_doctor_load_procs_blocked", &[]),
+        one("node_doctor_load_load1", &[]),
+    )
+}
+
+/// The steady load under `serve`: the changes of the set of load findings over the polls.
+fn steady_load() -> Result<(), String> {
+    let tag = format!("nd-e2e-steady-{}", std::process::id());
+    let backing = TempFile(Path::new(DIR).join(format!("{tag}.img")));
+    std::fs::File::create(&backing.0)
+        .and_then(|f| f.set_len(256 << 20))
+        .map_err(|e| format!("{}: {e}", backing.0.display()))?;
+    let lo = Loop::attach(&backing.0)?;
+    let cg = Throttle::new(&tag, &lo, STEADY_THROTTLE_BPS)?;
+    // One job, joined to the cgroup by its shell before it becomes fio; it runs past the polls
+    // and is killed by its guard.
+    let fio = Tree::spawn(
+        Command::new("sh")
+            .arg("-c")
+            .arg("echo $$ > \"$0\" && exec \"$@\"")
+            .arg(cg.dir.join("cgroup.procs"))
+            .arg("fio")
+            .args([
+                "--name=steady",
+                "--rw=write",
+                "--bs=64k",
+                "--direct=1",
+                "--ioengine=psync",
+                "--time_based",
+                "--runtime=600",
+            ])
+            .arg(format!("--rate={STEADY_RATE}"))
+            .arg(format!("--filename={}", lo.dev)),
+    );
+    std::thread::sleep(Duration::from_millis(2500));
+    if cg.procs().len() < 2 {
+        return Err(format!(
+            "fio did not start its job in {}: {:?}",
+            cg.dir.display(),
+            cg.procs()
+        ));
+    }
+    let server =
+        crate::support::Server::start(Path::new("/"), &["--collector", "load", "--interval", "3s"]);
+    let mut sets: Vec<BTreeSet<String>> = Vec::with_capacity(POLLS);
+    for poll in 0..POLLS {
+        std::thread::sleep(POLL_EVERY);
+        let set = load_set(&server.get("/findings").json());
+        println!(
+            "poll {:2}: {:?}; {}",
+            poll + 1,
+            set,
+            load_figures(&server.get("/metrics").text())
+        );
+        sets.push(set);
+    }
+    let io_sets: Vec<BTreeSet<String>> = sets.iter().map(steady_io_set).collect();
+    let changes = set_changes(&io_sets);
+    println!(
+        "fio --rate={STEADY_RATE} on a loop device throttled to {STEADY_THROTTLE_BPS} B/s ({}): over {POLLS} polls {}s apart the set of the steady load's findings changed {changes} time(s), the set of all load findings {} time(s)",
+        cg.kind,
+        POLL_EVERY.as_secs(),
+        set_changes(&sets)
+    );
+    drop(server);
+    drop(fio);
+    if changes > MAX_CHANGES {
+        return Err(format!(
+            "the set of the steady load's findings changed {changes} times (at most {MAX_CHANGES}): {io_sets:#?}"
+        ));
+    }
+    Ok(())
+}
+
+#[test]
+fn real_steady_throttled_io_keeps_a_steady_set_of_load_findings() {
+    let _machine = crate::support::exclusive();
+    let name = "real_steady_throttled_io_keeps_a_steady_set_of_load_findings";
+    if let Some(why) = skip_reason_tools() {
+        println!("SKIP {name}: {why}");
+        return;
+    }
+    if let Err(e) = steady_load() {
+        panic!("{e}");
     }
 }

@@ -359,7 +359,8 @@ fn table_full(
 }
 
 /// `conntrack.table_full` for another namespace's table (subject `netns <inode>`): what the
-/// kernel log said, and its fill now when a process in it was found.
+/// kernel log said, and its fill now when a process in it was found. Without a process in it
+/// the message's age alone decides: a warning up to `log_warning_seconds`, info after.
 fn other_table(sample: &Sample, o: &OtherTable, t: &Thresholds) -> Option<Draft> {
     let age = o.log.last_seconds_ago?;
     let used = o.entries.and_then(|e| sample.percent_of_max(e));
@@ -369,9 +370,12 @@ fn other_table(sample: &Sample, o: &OtherTable, t: &Thresholds) -> Option<Draft>
     } else if used.is_some_and(|u| u >= t.table_warning_percent) {
         severity = severity.max(Severity::Warning);
     }
-    // The namespace is gone (its pod deleted): what the log said is history.
+    // No process is left in the namespace (its pod deleted or its sandbox recreated): its
+    // table cannot be read, and what the log said decides alone, capped at a warning. Packets
+    // were dropped that recently and the pod's replacement may fill its new table the same
+    // way, but nothing is left to act on in this namespace.
     if o.pid.is_none() {
-        severity = Severity::Info;
+        severity = log_severity(age, t).min(Severity::Warning);
     }
     let rec = recommended_max(sample.max.unwrap_or(0), sample.mem_total_bytes);
     let (subject, netns) = match o.netns {

@@ -18,6 +18,15 @@ pub struct Thresholds {
     /// A message at most this old (and older than `log_critical_seconds`) leaves a warning
     /// when nothing else is wrong; older ones leave info until they leave the kernel-log
     /// window (`--kmsg-lookback`).
+    ///
+    /// It is also how long another network namespace's table stays a warning once no process
+    /// is left in it (its pod deleted, or its sandbox recreated): packets were dropped that
+    /// recently, and a controller's replacement pod, in a new namespace, tends to fill its
+    /// table the same way; only the critical step is left out, as nothing is left to read or
+    /// act on in that namespace. Ten minutes (40 samples at 15 s) is the node's own table's
+    /// warning window, so both decay alike, and it outlasts the kubelet's longest restart
+    /// back-off (5 min): a workload that fills its table again on its next start keeps one
+    /// warning instead of falling to info in between.
     pub log_warning_seconds: f64,
 }
 

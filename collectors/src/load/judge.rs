@@ -4,6 +4,12 @@
 //! raises, their severity, subject and evidence, and the conditions that pick the advice; the
 //! words (the handbook's high-load section, in our own words) are in
 //! `collectors/rules/load.toml`.
+//!
+//! **Dead band.** `io_bound`, `iowait` and `host_process` are raised at their limits and,
+//! once the previous window reported them ([`Observation::held`]), kept while their figures
+//! stay at or above the lower levels of [`super::thresholds::Hold`]: a steady load whose
+//! figures hover around a limit gives a steady set of findings; such a finding carries the
+//! condition `held`.
 
 use super::observation::{Culprit, IoWaitMethod, Observation, Origin};
 use super::sample::Sample;
@@ -41,8 +47,24 @@ pub fn judge(obs: &Observation, th: &Thresholds) -> Vec<Draft> {
     out.extend(iowait(obs, th, &io));
     let pressing: Vec<(String, Severity)> =
         out.iter().map(|d| (d.id.clone(), d.severity)).collect();
-    out.extend(host_processes(&io, &cpu, &pressing, obs.io_wait_method, th));
+    // The processes host_process named last window stay candidates at the hold floors.
+    let held_io = held_culprits(material_io_at(obs, th, th.hold.culprit_share), obs);
+    let held_cpu = held_culprits(material_cpu_at(obs, th, th.hold.culprit_share), obs);
+    out.extend(host_processes(
+        (&io, &held_io),
+        (&cpu, &held_cpu),
+        &pressing,
+        obs.io_wait_method,
+        th,
+    ));
     out
+}
+
+/// The culprits of `list` that `host_process` named on the previous window.
+fn held_culprits<'a>(list: Vec<&'a Culprit>, obs: &Observation) -> Vec<&'a Culprit> {
+    list.into_iter()
+        .filter(|c| obs.held.has(HOST_PROCESS, &c.comm))
+        .collect()
 }
 
 /// `part` in percent of `whole` (0 when the whole is 0).
@@ -61,15 +83,20 @@ fn share(part: f64, whole: f64) -> f64 {
 /// of all bytes), most bytes first; kernel threads after the processes. A process with
 /// near-zero IO is never named, whatever its rank among the few that did any.
 pub fn material_io<'a>(obs: &'a Observation, th: &Thresholds) -> Vec<&'a Culprit> {
+    material_io_at(obs, th, 1.0)
+}
+
+/// [`material_io`] with every floor multiplied by `at` (the dead band's lower floors).
+fn material_io_at<'a>(obs: &'a Observation, th: &Thresholds, at: f64) -> Vec<&'a Culprit> {
+    let min_share = at * th.culprit_min_share_percent;
     let waits = |c: &Culprit| {
         obs.io_wait_method != IoWaitMethod::BytesOnly
-            && c.io_wait_percent >= th.culprit_min_io_wait_percent
-            && share(c.io_wait_percent, obs.total_io_wait_percent) >= th.culprit_min_share_percent
+            && c.io_wait_percent >= at * th.culprit_min_io_wait_percent
+            && share(c.io_wait_percent, obs.total_io_wait_percent) >= min_share
     };
     let moves = |c: &Culprit| {
-        c.io_bytes_per_second() >= th.culprit_min_io_bytes_per_second
-            && share(c.io_bytes_per_second(), obs.total_io_bytes_per_second)
-                >= th.culprit_min_share_percent
+        c.io_bytes_per_second() >= at * th.culprit_min_io_bytes_per_second
+            && share(c.io_bytes_per_second(), obs.total_io_bytes_per_second) >= min_share
     };
     let mut by_wait: Vec<&Culprit> = obs.top_io.iter().filter(|c| waits(c)).collect();
     by_wait.sort_by(|a, b| {
@@ -97,11 +124,16 @@ pub fn material_io<'a>(obs: &'a Observation, th: &Thresholds) -> Vec<&'a Culprit
 /// The CPU culprits worth naming, most CPU first: at least `culprit_min_cpu_percent` of one
 /// CPU and `culprit_min_share_percent` of all processes' CPU time.
 pub fn material_cpu<'a>(obs: &'a Observation, th: &Thresholds) -> Vec<&'a Culprit> {
+    material_cpu_at(obs, th, 1.0)
+}
+
+/// [`material_cpu`] with every floor multiplied by `at`.
+fn material_cpu_at<'a>(obs: &'a Observation, th: &Thresholds, at: f64) -> Vec<&'a Culprit> {
     obs.top_cpu
         .iter()
         .filter(|c| {
-            c.cpu_percent >= th.culprit_min_cpu_percent
-                && share(c.cpu_percent, obs.total_cpu_percent) >= th.culprit_min_share_percent
+            c.cpu_percent >= at * th.culprit_min_cpu_percent
+                && share(c.cpu_percent, obs.total_cpu_percent) >= at * th.culprit_min_share_percent
         })
         .collect()
 }
@@ -258,13 +290,19 @@ fn high_load(
 /// `load.io_bound`: a saturated disk (one finding per disk), or PSI io / D-state tasks high
 /// without one.
 fn io_bound(obs: &Observation, th: &Thresholds, io: &[&Culprit]) -> Vec<Draft> {
+    let hold = &th.hold;
     let cpus = f64::from(obs.cpus.max(1));
     let psi_full = obs.pressure.io.and_then(|p| p.full).map(|l| l.avg10);
+    let psi_some = obs.pressure.io.map(|p| p.some.avg10);
     let blocked_limit = (cpus * th.blocked_per_cpu).max(1.0);
-    let blocked_sustained = obs.procs_blocked as f64 >= blocked_limit
-        && obs
-            .previous_procs_blocked
-            .is_some_and(|b| b as f64 >= blocked_limit);
+    let blocked_at = |limit: f64| {
+        obs.procs_blocked as f64 >= limit
+            && obs
+                .previous_procs_blocked
+                .is_some_and(|b| b as f64 >= limit)
+    };
+    let blocked_sustained = blocked_at(blocked_limit);
+    let hold_busy = hold.disk_busy_share * th.disk_busy_percent;
     let load_per_cpu = obs.load.load1 / cpus;
     let escalate =
         obs.cpu.iowait >= th.iowait_critical_percent || load_per_cpu >= th.load_critical_per_cpu;
@@ -275,15 +313,21 @@ fn io_bound(obs: &Observation, th: &Thresholds, io: &[&Culprit]) -> Vec<Draft> {
     };
 
     let mut out = Vec::new();
+    // A disk reported last window is kept down to the hold level.
     let busy: Vec<_> = obs
         .disks
         .iter()
-        .filter(|d| d.busy_percent >= th.disk_busy_percent)
+        .filter(|d| {
+            d.busy_percent >= th.disk_busy_percent
+                || (obs.held.has(IO_BOUND, &d.name) && d.busy_percent >= hold_busy)
+        })
         .collect();
     for disk in &busy {
         let d = Draft::new(IO_BOUND, severity)
             .subject(disk.name.as_str())
             .when("disk_saturated")
+            .when_if("held", disk.busy_percent < th.disk_busy_percent)
+            .var("hold_busy_percent", hold_busy)
             .evidence("device", disk.name.as_str())
             .evidence_opt("dm_name", disk.dm_name.as_deref())
             .evidence("busy_percent", disk.busy_percent)
@@ -304,9 +348,23 @@ fn io_bound(obs: &Observation, th: &Thresholds, io: &[&Culprit]) -> Vec<Draft> {
         out.push(io_culprits(d, obs, io, th));
     }
     let psi_high = psi_full.is_some_and(|p| p >= th.psi_io_full_percent);
-    if busy.is_empty() && (psi_high || blocked_sustained) {
+    let raised = psi_high || blocked_sustained;
+    // Reported last window: kept while PSI io full, the D-state tasks or PSI io some stay at
+    // their hold levels.
+    let hold_psi_full = hold.psi_io_full_share * th.psi_io_full_percent;
+    let hold_blocked = hold.blocked_share * blocked_limit;
+    let kept = obs.held.has(IO_BOUND, "")
+        && (psi_full.is_some_and(|p| p >= hold_psi_full)
+            || blocked_at(hold_blocked)
+            || psi_some.is_some_and(|p| p >= hold.psi_io_some_percent));
+    if busy.is_empty() && (raised || kept) {
         let d = Draft::new(IO_BOUND, severity)
             .when("tasks_stalled")
+            .when_if("held", !raised)
+            .evidence_opt("psi_io_some_avg10_percent", psi_some)
+            .var("hold_psi_full_percent", hold_psi_full)
+            .var("hold_blocked", hold_blocked)
+            .var("hold_psi_some_percent", hold.psi_io_some_percent)
             .evidence("procs_blocked", obs.procs_blocked)
             .evidence("threshold_blocked", blocked_limit)
             .evidence("cpu_iowait_percent", obs.cpu.iowait)
@@ -420,19 +478,40 @@ fn cpu_bound(obs: &Observation, th: &Thresholds, cpu: &[&Culprit]) -> Option<Dra
 /// `load.iowait`: share of CPU time idle while IO is outstanding.
 fn iowait(obs: &Observation, th: &Thresholds, io: &[&Culprit]) -> Option<Draft> {
     let wa = obs.cpu.iowait;
-    let (severity, limit) = if wa > th.iowait_critical_percent {
-        (Severity::Critical, th.iowait_critical_percent)
+    let limit_of = |s: Severity| match s {
+        Severity::Critical => th.iowait_critical_percent,
+        Severity::Warning => th.iowait_warning_percent,
+        Severity::Info => th.iowait_info_percent,
+    };
+    let raised = if wa > th.iowait_critical_percent {
+        Some(Severity::Critical)
     } else if wa > th.iowait_warning_percent {
-        (Severity::Warning, th.iowait_warning_percent)
+        Some(Severity::Warning)
     } else if wa > th.iowait_info_percent
         && !obs
             .previous_iowait_percent
             .is_some_and(|p| p <= th.iowait_info_percent)
     {
-        (Severity::Info, th.iowait_info_percent)
+        Some(Severity::Info)
     } else {
-        return None;
+        None
     };
+    // Reported last window: the highest severity up to that one whose limit iowait still
+    // reaches at the hold share; at least info while tasks stall on IO (PSI io some), which
+    // busy CPUs hide from iowait.
+    let held = obs.held.severity(IOWAIT, "");
+    let psi_some = obs.pressure.io.map(|p| p.some.avg10);
+    let kept = held.and_then(|h| {
+        [Severity::Critical, Severity::Warning, Severity::Info]
+            .into_iter()
+            .filter(|s| *s <= h)
+            .find(|s| wa > th.hold.iowait_share * limit_of(*s))
+            .or(psi_some
+                .is_some_and(|p| p >= th.hold.psi_io_some_percent)
+                .then_some(Severity::Info))
+    });
+    let severity = raised.max(kept)?;
+    let limit = limit_of(severity);
     let (max_cpu, max_wa) = obs
         .per_cpu
         .iter()
@@ -451,6 +530,11 @@ fn iowait(obs: &Observation, th: &Thresholds, io: &[&Culprit]) -> Option<Draft> 
         .iter()
         .max_by(|a, b| a.busy_percent.total_cmp(&b.busy_percent));
     let mut d = Draft::new(IOWAIT, severity)
+        .when_if("held", raised < Some(severity))
+        .when_if("held_by_io_pressure", wa <= th.hold.iowait_share * limit)
+        .evidence_opt("psi_io_some_avg10_percent", psi_some)
+        .var("hold_percent", th.hold.iowait_share * limit)
+        .var("hold_psi_some_percent", th.hold.psi_io_some_percent)
         .evidence("iowait_percent", wa)
         .evidence("threshold_percent", limit)
         .evidence("max_cpu_iowait_percent", max_wa)
@@ -477,8 +561,8 @@ fn iowait(obs: &Observation, th: &Thresholds, io: &[&Culprit]) -> Option<Draft> 
 /// the node is under load (the handbook's "other cause": a service such as a database
 /// installed on the node and not managed by Kubernetes).
 fn host_processes(
-    io: &[&Culprit],
-    cpu: &[&Culprit],
+    (io, held_io): (&[&Culprit], &[&Culprit]),
+    (cpu, held_cpu): (&[&Culprit], &[&Culprit]),
     pressing: &[(String, Severity)],
     method: IoWaitMethod,
     th: &Thresholds,
@@ -494,8 +578,18 @@ fn host_processes(
     let cpu_sev = worst(&[CPU_BOUND, HIGH_LOAD]);
     let mut seen: Vec<&str> = Vec::new();
     let mut out = Vec::new();
-    let io = io.iter().take(NAMED_IN_TEXT).map(|c| (c, "io", io_sev));
-    let cpu = cpu.iter().take(NAMED_IN_TEXT).map(|c| (c, "cpu", cpu_sev));
+    // The material culprits the text names, then those named last window that are still
+    // candidates at the hold floors (the dead band; `seen` keeps each name once).
+    let io = io
+        .iter()
+        .take(NAMED_IN_TEXT)
+        .chain(held_io)
+        .map(|c| (c, "io", io_sev));
+    let cpu = cpu
+        .iter()
+        .take(NAMED_IN_TEXT)
+        .chain(held_cpu)
+        .map(|c| (c, "cpu", cpu_sev));
     for (c, resource, sev) in io.chain(cpu) {
         let Some(sev) = sev else { continue };
         let Origin::Host {

@@ -48,11 +48,11 @@ use cgroups::{Fallback, NameFloors, Plan};
 pub use config::LoadConfig;
 pub use escalation::{Reason, Signals};
 pub use observation::{
-    CpuPercent, Culprit, DiskRates, IoWaitMethod, Observation, Origin, Pressures,
+    CpuPercent, Culprit, DiskRates, Held, IoWaitMethod, Observation, Origin, Pressures,
 };
 use processes::{IoWaitPlan, ProcessTracker};
 pub use sample::Sample;
-pub use thresholds::{Escalation, Thresholds};
+pub use thresholds::{Escalation, Hold, Thresholds};
 
 /// Which processes the tracker holds counters of (what the next pass can measure over the
 /// window without a catch-up).
@@ -90,8 +90,8 @@ pub struct LoadCollector {
     last_scope: Option<&'static str>,
     /// Whether the previous run read per-process detail (the tracker holds its counters).
     detail_last_run: bool,
-    /// Whether the judge reported anything on the previous window.
-    reported: bool,
+    /// What the judge reported on the previous window (the next window's dead band).
+    held: Held,
     /// How long the last catch-up waited (`None` when the last run made none).
     catch_up_span: Option<Duration>,
     /// Why the last pass over the processes was incomplete (kept while no pass is made, so
@@ -114,7 +114,7 @@ impl LoadCollector {
             cgroup_previous: None,
             last_scope: None,
             detail_last_run: false,
-            reported: false,
+            held: Held::default(),
             catch_up_span: None,
             detail_problems: Vec::new(),
             pods,
@@ -149,14 +149,18 @@ impl Phases for LoadCollector {
         self.read_host().map_err(Status::Unavailable)
     }
 
-    /// The window's rules (none on the first run, which has no window); remembers whether
-    /// they reported anything (the next run's escalation looks at it).
+    /// The window's rules (none on the first run, which has no window); remembers what they
+    /// reported (the next window's dead band, and the next run's escalation).
     fn judge(&mut self, sample: &Sample) -> Vec<Draft> {
         let drafts = match &sample.window {
             Some(obs) => judge::judge(obs, &self.config.thresholds),
             None => Vec::new(),
         };
-        self.reported = !drafts.is_empty();
+        self.held = Held::of(
+            drafts
+                .iter()
+                .map(|d| (d.id.as_str(), d.subject.as_str(), d.severity)),
+        );
         drafts
     }
 
@@ -357,7 +361,7 @@ impl LoadCollector {
             pressure: levels.pressures,
         };
         let reason = escalation::needs_detail(&signals, &self.config.thresholds)
-            .or(self.reported.then_some(Reason::FindingReported));
+            .or((!self.held.is_empty()).then_some(Reason::FindingReported));
         self.log_escalation(reason);
         self.catch_up_span = None;
         let mut detail = None;
@@ -455,6 +459,7 @@ impl LoadCollector {
             total_cpu_percent: culprits.total_cpu_percent,
             kubelet_running,
             process_scope,
+            held: self.held.clone(),
         }
     }
 }

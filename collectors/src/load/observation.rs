@@ -1,6 +1,9 @@
 //! The typed window the rules judge: what changed between two samples, already turned into
 //! percentages and rates. Tests build these directly.
 
+use std::collections::BTreeMap;
+
+use crate::finding::Severity;
 use crate::proc::cgroup::QosClass;
 use crate::proc::diskstats::DiskStat;
 use crate::proc::loadavg::Loadavg;
@@ -314,6 +317,39 @@ pub struct Observation {
     /// Which processes the culprits come from: the tasks of the candidate cgroups (named,
     /// with their IO and CPU), or every process and why (`None`: no process was read).
     pub process_scope: Option<String>,
+    /// What the previous window reported: the dead band keeps those findings while their
+    /// figures stay above the hold levels ([`super::thresholds::Hold`]).
+    pub held: Held,
+}
+
+/// The findings one window reported, by rule id and subject, with their severity: what the
+/// next window's dead band may keep.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Held(BTreeMap<(String, String), Severity>);
+
+impl Held {
+    /// The findings reported, as (id, subject, severity).
+    pub fn of<'a>(reported: impl IntoIterator<Item = (&'a str, &'a str, Severity)>) -> Held {
+        Held(
+            reported
+                .into_iter()
+                .map(|(id, subject, sev)| ((id.to_string(), subject.to_string()), sev))
+                .collect(),
+        )
+    }
+
+    /// The severity `id` was reported with for `subject`, if it was.
+    pub fn severity(&self, id: &str, subject: &str) -> Option<Severity> {
+        self.0.get(&(id.to_string(), subject.to_string())).copied()
+    }
+
+    pub fn has(&self, id: &str, subject: &str) -> bool {
+        self.severity(id, subject).is_some()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
 }
 
 /// How a window's IO wait was measured.

@@ -35,6 +35,9 @@ pub struct Thresholds {
     /// The low bars of the whole-node signals above which a run reads per-process detail
     /// (which processes are behind a finding); below all of them no rule can fire.
     pub escalation: Escalation,
+    /// The dead band of `io_bound`, `iowait` and `host_process`: the lower levels that keep a
+    /// finding the previous window reported.
+    pub hold: Hold,
 }
 
 impl Default for Thresholds {
@@ -54,6 +57,67 @@ impl Default for Thresholds {
             culprit_min_io_bytes_per_second: 64.0 * 1024.0,
             culprit_min_cpu_percent: 10.0,
             escalation: Escalation::default(),
+            hold: Hold::default(),
+        }
+    }
+}
+
+/// The dead band of the rules a steady IO load keeps near their limits (`io_bound`, `iowait`,
+/// `host_process`): a finding is raised at its rule's limit, and once the previous window
+/// reported it (same rule, same subject), it is kept while its figure stays at or above a
+/// lower level, so a figure hovering around a limit does not raise, clear and raise the
+/// finding again (issue 28: fio writing steadily to a throttled loop device flipped
+/// `io_bound` three times in 40 polls). A clear drop still clears it. Every hold level is at
+/// or above the escalation bar of the same signal (`Escalation`), and a held finding needs
+/// the previous window's report, which escalates the run anyway (`Reason::FindingReported`).
+/// `serve`'s `raise_after`/`clear_after` count cycles on top of this (the rule file).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hold {
+    /// `io_bound` on a disk: kept while the disk is busy ≥ this share of `disk_busy_percent`
+    /// (0.8: 72% at the default 90%).
+    pub disk_busy_share: f64,
+    /// `io_bound` without a busy disk: kept while PSI io `full` avg10 ≥ this share of
+    /// `psi_io_full_percent` (0.5: 10% at the default 20%)...
+    pub psi_io_full_share: f64,
+    /// ...or D-state tasks ≥ this share of its limit (`blocked_per_cpu` × CPUs, at least 1)
+    /// on this sample and the previous one (0.5)...
+    pub blocked_share: f64,
+    /// ...or PSI io `some` avg10 ≥ this many percent (20): tasks still stall on IO a fifth of
+    /// the time, while runnable work on the other CPUs keeps `full` (all non-idle tasks
+    /// stalled) and iowait (idle time with IO outstanding) low. Also keeps `iowait` at info.
+    pub psi_io_some_percent: f64,
+    /// `iowait`: a severity is kept while iowait stays above this share of that severity's
+    /// limit (0.5: info above 0.5%, warning above 5%, critical above 15% at 1/10/30%).
+    pub iowait_share: f64,
+    /// `host_process`: a process it named stays named while it is among the IO or CPU
+    /// candidates at this share of the culprit floors (0.5: 5% IO wait or 32 KiB/s, or 5% of
+    /// a CPU, and 5% of the window's total) and a pressing finding is reported.
+    pub culprit_share: f64,
+}
+
+impl Default for Hold {
+    fn default() -> Self {
+        Hold {
+            disk_busy_share: 0.8,
+            psi_io_full_share: 0.5,
+            blocked_share: 0.5,
+            psi_io_some_percent: 20.0,
+            iowait_share: 0.5,
+            culprit_share: 0.5,
+        }
+    }
+}
+
+impl Hold {
+    /// No dead band: every finding is judged on its limits alone.
+    pub fn none() -> Self {
+        Hold {
+            disk_busy_share: 1.0,
+            psi_io_full_share: 1.0,
+            blocked_share: 1.0,
+            psi_io_some_percent: f64::INFINITY,
+            iowait_share: 1.0,
+            culprit_share: 1.0,
         }
     }
 }

@@ -499,7 +499,8 @@ fn table_full_in_another_netns_is_that_namespaces_finding() {
         .remediation
         .commands
         .contains(&"nsenter -t 4242 -n conntrack -S".to_string()));
-    // The process is gone (the pod deleted): the finding turns to info.
+    // The process is gone (the pod deleted): its table cannot be read any more, and the
+    // messages, 4 s old, leave a warning (info once they are 10 min old: the next test).
     std::fs::remove_dir_all(h.path("/proc/4242")).unwrap();
     let got = c.collect(&ctx());
     let f = got
@@ -507,7 +508,8 @@ fn table_full_in_another_netns_is_that_namespaces_finding() {
         .iter()
         .find(|f| f.subject == "netns 4026532177")
         .expect("the namespace's finding");
-    assert_eq!(f.severity, Severity::Info);
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(f.evidence.get("netns_pid").is_none(), "{:?}", f.evidence);
 
     // Reading that namespace itself (netns_pid 4243 lives in it): the messages are ours.
     let h = node("10.96.0.10", UDP_STUB_ONLY);
@@ -527,6 +529,117 @@ fn table_full_in_another_netns_is_that_namespaces_finding() {
     assert_eq!(num(f, "table_full_messages"), 10.0);
     assert_eq!(f.severity, Severity::Critical);
     assert_eq!(got.findings.len(), 1, "{:#?}", got.findings);
+}
+
+/// "table full" messages of another network namespace in which no process is left (a pod
+/// deleted seconds after its table filled; 6.18 wording `table full in netns N`) next to the
+/// node's own (`nf_conntrack: nf_conntrack: table full, dropping packet`, unnamed: the initial
+/// namespace's on 6.17+). Fresh, the namespace's finding is a warning saying how many and how
+/// long ago, and the node's is critical; staged 15 minutes old, both are info.
+#[test]
+fn table_full_in_a_namespace_without_processes_warns_while_recent_then_is_info() {
+    let stage = |at: &[f64]| {
+        let h = node("10.96.0.10", UDP_STUB_ONLY);
+        // Uptime 5000 s: a record at `t` s since boot is 5000 - t seconds old.
+        let mut kmsg = String::from("6,1,1000000,-;Linux version 6.18.44\n");
+        for (i, t) in at.iter().enumerate() {
+            let usec = (t * 1_000_000.0) as u64;
+            kmsg.push_str(&format!(
+                "4,{},{usec},-;nf_conntrack: nf_conntrack: table full in netns 4026532177, dropping packet\n",
+                100 + 2 * i
+            ));
+        }
+        let last = at.iter().copied().fold(0.0, f64::max);
+        kmsg.push_str(&format!(
+            "4,999,{},-;nf_conntrack: nf_conntrack: table full, dropping packet\n",
+            ((last - 6.0) * 1_000_000.0) as u64
+        ));
+        h.write("/dev/kmsg", kmsg)
+            .write("/proc/1/net/stat/nf_conntrack", stat_6_18(1200, 0, 0, 0))
+            .symlink("net:[4026531840]", "/proc/1/ns/net");
+        let mut c = ConntrackCollector::new(h.node(), ConntrackConfig::default());
+        let got = crate::support::collect(&mut c, &ctx());
+        assert_eq!(got.status, Status::Ok, "{:?}", got.status);
+        assert_eq!(got.findings.len(), 2, "{:#?}", got.findings);
+        got
+    };
+    let netns = |c: &Collection| {
+        c.findings
+            .iter()
+            .find(|f| f.subject == "netns 4026532177")
+            .cloned()
+            .expect("the namespace's finding")
+    };
+    let own = |c: &Collection| {
+        c.findings
+            .iter()
+            .find(|f| f.subject.is_empty())
+            .cloned()
+            .expect("the node's own finding")
+    };
+
+    // Three messages, the last 4 s ago; the node's own 10 s ago.
+    let fresh = stage(&[4990.0, 4993.0, 4996.0]);
+    let f = netns(&fresh);
+    assert_eq!(f.severity, Severity::Warning);
+    assert_eq!(num(&f, "table_full_messages"), 3.0);
+    assert!((num(&f, "last_table_full_seconds_ago") - 4.0).abs() < 0.01);
+    assert_eq!(text(&f, "netns"), "4026532177");
+    assert!(f.evidence.get("netns_pid").is_none(), "{:?}", f.evidence);
+    assert_eq!(
+        f.title.en,
+        "conntrack table of another network namespace was full"
+    );
+    assert!(
+        f.summary.en.contains(
+            "no process is left in that namespace (its pod is gone); 3 \"table full\" kernel message(s), the last 4 s ago. That namespace dropped packets then"
+        ),
+        "{}",
+        f.summary.en
+    );
+    assert!(
+        f.summary
+            .en
+            .contains("a warning until it has been quiet for 10 min, then info"),
+        "{}",
+        f.summary.en
+    );
+    assert!(
+        f.remediation.steps[0]
+            .en
+            .starts_with("No process is left in that namespace: the pod that owned it was deleted"),
+        "{:#?}",
+        f.remediation.steps
+    );
+    assert!(f.remediation.commands.contains(
+        &"kubectl get pods -A -o wide --sort-by=.metadata.creationTimestamp --field-selector spec.nodeName=node-1"
+            .to_string()
+    ));
+    assert!(f
+        .remediation
+        .commands
+        .contains(&"dmesg -T | grep 'conntrack: table full' | tail -n 5".to_string()));
+    let o = own(&fresh);
+    assert_eq!(o.severity, Severity::Critical);
+    assert_eq!(num(&o, "table_full_messages"), 1.0);
+    assert!((num(&o, "last_table_full_seconds_ago") - 10.0).abs() < 0.01);
+
+    // The same messages 15 minutes old (the namespace quiet for longer than 10 min): info,
+    // and the node's own too.
+    let old = stage(&[4090.0, 4093.0, 4096.0]);
+    let f = netns(&old);
+    assert_eq!(f.severity, Severity::Info);
+    assert_eq!(num(&f, "table_full_messages"), 3.0);
+    assert!((num(&f, "last_table_full_seconds_ago") - 904.0).abs() < 0.01);
+    assert!(
+        f.summary
+            .en
+            .contains("3 \"table full\" kernel message(s), the last 15 min ago."),
+        "{}",
+        f.summary.en
+    );
+    assert!(f.remediation.steps[0].en.starts_with("No process is left"));
+    assert_eq!(own(&old).severity, Severity::Info);
 }
 
 /// kube-proxy sets nf_conntrack_max itself when it starts: a kubeadm kube-proxy (its

@@ -407,7 +407,7 @@ fn kernel_log_findings_decay_with_age() {
 }
 
 /// Another namespace's table (6.17+ names it): its own subject, severity by the message's
-/// age and its fill now, info once the namespace is gone.
+/// age and its fill now; without a process in it, a warning while the message is recent.
 #[test]
 fn other_namespaces_tables_have_their_own_finding() {
     let cfg = Thresholds::default();
@@ -450,8 +450,10 @@ fn other_namespaces_tables_have_their_own_finding() {
         .remediation
         .commands
         .contains(&"nsenter -t 48211 -n conntrack -S".to_string()));
+    // No process left in it, its last message 30 s old: packets were dropped seconds ago, a
+    // warning (never critical: nothing in that namespace can be read or acted on).
     let gone = f.iter().find(|f| f.subject == "netns 4026532999").unwrap();
-    assert_eq!(gone.severity, Severity::Info);
+    assert_eq!(gone.severity, Severity::Warning);
     assert!(gone
         .summary
         .en
@@ -589,4 +591,94 @@ fn sizing_formula() {
     // Rounded up to a multiple of 65536; unknown memory.
     assert_eq!(recommended_max(100_000, None), 262144);
     assert_eq!(recommended_max(0, None), 65536);
+}
+
+/// Another namespace with no process left in it: the last message's age alone decides, a
+/// warning up to `log_warning_seconds` (600 s) and info after, never critical; the node's own
+/// table with a message of the same age is critical (kept). The finding says how long ago and
+/// how many, why it decays, and what to do when the namespace's pod is gone.
+#[test]
+fn a_namespace_without_processes_warns_while_recent_and_decays_to_info() {
+    let cfg = Thresholds::default();
+    let gone_at = |age: f64| {
+        let mut s = sample(1000, 262144);
+        s.other_tables = vec![OtherTable {
+            netns: Some(4026532177),
+            log: TableLog {
+                messages: 7,
+                last_seconds_ago: Some(age),
+            },
+            pid: None,
+            entries: None,
+        }];
+        let f = judge(&s, None, 0, &cfg, "node-1");
+        assert_eq!(f.len(), 1, "{f:#?}");
+        f.into_iter().next().unwrap()
+    };
+    for (age, want) in [
+        (4.0, Severity::Warning),
+        (119.0, Severity::Warning),
+        (600.0, Severity::Warning),
+        (601.0, Severity::Info),
+        (3000.0, Severity::Info),
+    ] {
+        let f = gone_at(age);
+        assert_eq!(f.severity, want, "{age} s: {f:#?}");
+        assert_eq!(f.subject, "netns 4026532177");
+        assert_eq!(f.evidence["table_full_messages"].as_f64(), Some(7.0));
+        assert_eq!(
+            f.evidence["last_table_full_seconds_ago"].as_f64(),
+            Some(age)
+        );
+        assert!(f.evidence.get("netns_pid").is_none(), "{f:#?}");
+        assert!(f.conditions.contains("netns_gone"));
+        assert_eq!(
+            f.title.en,
+            "conntrack table of another network namespace was full"
+        );
+    }
+    let fresh = gone_at(4.0);
+    assert_eq!(
+        fresh.summary.en,
+        "The conntrack table of network namespace 4026532177 (not the one node-doctor reads) \
+         was full; no process is left in that namespace (its pod is gone); 7 \"table full\" \
+         kernel message(s), the last 4 s ago. That namespace dropped packets then; with nothing \
+         left in it to read, the finding is a warning until it has been quiet for 10 min, then \
+         info until the message leaves the kernel-log window."
+    );
+    let old = gone_at(900.0);
+    assert!(
+        old.summary
+            .en
+            .contains("7 \"table full\" kernel message(s), the last 15 min ago."),
+        "{}",
+        old.summary.en
+    );
+    for f in [&fresh, &old] {
+        let steps: Vec<&str> = f.remediation.steps.iter().map(|s| s.en.as_str()).collect();
+        assert!(
+            steps[0].starts_with("No process is left in that namespace: the pod that owned it was deleted or its sandbox recreated"),
+            "{steps:#?}"
+        );
+        assert!(!steps
+            .iter()
+            .any(|s| s.contains("the commands list its processes")));
+        let cmds = &f.remediation.commands;
+        assert!(cmds.contains(&"kubectl get pods -A -o wide --sort-by=.metadata.creationTimestamp --field-selector spec.nodeName=node-1".to_string()), "{cmds:#?}");
+        assert!(
+            !cmds
+                .iter()
+                .any(|c| c.starts_with("lsns") || c.starts_with("nsenter")),
+            "{cmds:#?}"
+        );
+    }
+    // The node's own table, its last message as fresh: critical, as before.
+    let mut own = sample(1000, 262144);
+    own.table_log = Some(TableLog {
+        messages: 7,
+        last_seconds_ago: Some(4.0),
+    });
+    let f = judge(&own, None, 0, &cfg, "node-1");
+    assert_eq!(f[0].severity, Severity::Critical);
+    assert!(f[0].subject.is_empty());
 }

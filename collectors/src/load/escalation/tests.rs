@@ -1,6 +1,6 @@
 use super::*;
 use crate::load::judge::judge;
-use crate::load::observation::{CpuPercent, DiskRates, IoWaitMethod};
+use crate::load::observation::{CpuPercent, DiskRates, Held, IoWaitMethod};
 use crate::load::thresholds::Escalation;
 use crate::proc::loadavg::Loadavg;
 use crate::proc::pressure::{Pressure, PsiLine};
@@ -76,6 +76,7 @@ fn window(
         total_cpu_percent: 0.0,
         kubelet_running: Some(true),
         process_scope: None,
+        held: Held::default(),
     }
 }
 

@@ -1,6 +1,7 @@
 use super::*;
 use crate::finding::Finding;
-use crate::load::observation::Pressures;
+use crate::load::observation::{Held, Pressures};
+use crate::load::thresholds::Hold;
 use crate::load::{CpuPercent, DiskRates};
 use crate::proc::cgroup::QosClass;
 use crate::proc::loadavg::Loadavg;
@@ -59,6 +60,7 @@ fn quiet(cpus: u32) -> Observation {
         total_cpu_percent: 0.0,
         kubelet_running: Some(true),
         process_scope: None,
+        held: Held::default(),
     }
 }
 
@@ -603,4 +605,282 @@ fn cordon_advice_says_when_the_kubelet_is_not_running() {
     assert!(!only(&f, HIGH_LOAD)[0]
         .evidence
         .contains_key("kubelet_running"));
+}
+
+/// Judges windows one after another as the collector does: each window holds what the one
+/// before reported. Returns, per window, the set of (id, subject) and the findings.
+fn run(windows: Vec<Observation>, th: &Thresholds) -> Vec<(Vec<String>, Vec<Finding>)> {
+    let rules = crate::rules::RuleBook::builtin();
+    let mut held = Held::default();
+    let mut out = Vec::new();
+    for mut obs in windows {
+        obs.held = held;
+        let drafts = judge(&obs, th);
+        held = Held::of(
+            drafts
+                .iter()
+                .map(|d| (d.id.as_str(), d.subject.as_str(), d.severity)),
+        );
+        let f: Vec<Finding> = drafts
+            .into_iter()
+            .map(|d| rules.render(d, "node-1"))
+            .collect();
+        let mut set: Vec<String> = f
+            .iter()
+            .map(|f| format!("{} {}", f.id, f.subject))
+            .collect();
+        set.sort();
+        out.push((set, f));
+    }
+    out
+}
+
+/// How many times the set of findings changes over a run, counting the first raise.
+fn changes(run: &[(Vec<String>, Vec<Finding>)]) -> usize {
+    let mut last: Vec<String> = Vec::new();
+    let mut n = 0;
+    for (set, _) in run {
+        if *set != last {
+            n += 1;
+            last = set.clone();
+        }
+    }
+    n
+}
+
+/// A steady IO load on 2 CPUs, its figures hovering around the limits: PSI io full around
+/// 20%, iowait around 10%, the fio job on the host around the culprit floors (10% IO wait,
+/// 64 KiB/s).
+fn hovering(
+    psi_full: f64,
+    psi_some: f64,
+    iowait: f64,
+    fio_wait: f64,
+    fio_bytes: f64,
+) -> Observation {
+    let mut obs = quiet(2);
+    obs.cpu.iowait = iowait;
+    obs.cpu.idle = 100.0 - iowait;
+    obs.previous_iowait_percent = Some(iowait);
+    obs.procs_blocked = 1;
+    obs.previous_procs_blocked = Some(1);
+    obs.pressure.io = Some(Pressure {
+        some: PsiLine {
+            avg10: psi_some,
+            avg60: psi_some,
+            avg300: psi_some,
+            total_us: 0,
+        },
+        full: Some(PsiLine {
+            avg10: psi_full,
+            avg60: psi_full,
+            avg300: psi_full,
+            total_us: 0,
+        }),
+    });
+    obs.io_wait_method = IoWaitMethod::DStateSampling;
+    let mut fio = culprit(4321, "fio", host("/nd-e2e-steady"));
+    fio.state = 'D';
+    fio.cpu_percent = 1.0;
+    fio.io_wait_percent = fio_wait;
+    fio.write_bytes_per_second = fio_bytes;
+    // Another writer (a build) moving 30 KiB/s (under the floors) without waiting.
+    let mut other = culprit(999, "cargo", host("/user.slice"));
+    other.cpu_percent = 1.0;
+    other.write_bytes_per_second = 30.0 * 1024.0;
+    other.io_wait_percent = 1.0;
+    obs.top_io = vec![fio, other];
+    fill_totals(&mut obs);
+    obs
+}
+
+/// Issue 28: a steady load whose figures hover around the limits raises its findings once
+/// and keeps them (the dead band); without it the same windows raise and clear them again
+/// and again. PSI io full 22/18/13/21/..., iowait 11/9/6/10.5/... (warning at 10%), fio's IO
+/// wait 12/8/6/11/...% and bytes 72/48/36/66/... KiB/s (the culprit floors are 10% and 64 KiB/s).
+#[test]
+fn a_load_hovering_at_the_limits_raises_once_and_stays() {
+    let figures: [(f64, f64, f64, f64); 12] = [
+        (22.0, 40.0, 11.0, 12.0),
+        (18.0, 38.0, 9.0, 8.0),
+        (13.0, 31.0, 6.0, 6.0),
+        (21.0, 42.0, 10.5, 11.0),
+        (19.0, 39.0, 8.0, 9.0),
+        (11.0, 25.0, 5.5, 7.0),
+        (24.0, 45.0, 12.0, 13.0),
+        (17.5, 36.0, 9.5, 9.5),
+        (20.5, 41.0, 10.1, 10.5),
+        (12.0, 28.0, 6.5, 6.5),
+        (23.0, 44.0, 11.5, 12.0),
+        (16.0, 33.0, 7.0, 8.0),
+    ];
+    let windows = || {
+        figures
+            .iter()
+            .map(|(full, some, wa, wait)| hovering(*full, *some, *wa, *wait, wait * 6.0 * 1024.0))
+            .collect::<Vec<_>>()
+    };
+    let th = Thresholds::default();
+    let steady = run(windows(), &th);
+    let want = vec![
+        "load.host_process fio".to_string(),
+        format!("{IO_BOUND} "),
+        format!("{IOWAIT} "),
+    ];
+    for (i, (set, _)) in steady.iter().enumerate() {
+        assert_eq!(*set, want, "window {}: {steady:#?}", i + 1);
+    }
+    assert_eq!(changes(&steady), 1, "only the first raise");
+    // The severity of iowait steps down only under half its limit: warning all along.
+    assert!(steady
+        .iter()
+        .all(|(_, f)| only(f, IOWAIT)[0].severity == Severity::Warning));
+    // Held windows say so.
+    let (_, f) = &steady[2];
+    let io = only(f, IO_BOUND)[0];
+    assert!(io.conditions.contains("held"), "{io:#?}");
+    assert!(
+        io.summary.en.contains(
+            "below the limits now, kept while PSI io full stays ≥ 10%, D-state tasks ≥ 1.0 or tasks stall on IO ≥ 20% of the time (PSI io some 31.0%; dead band)"
+        ),
+        "{}",
+        io.summary.en
+    );
+    assert_eq!(num(io, "psi_io_full_avg10_percent"), 13.0);
+    assert_eq!(num(io, "psi_io_some_avg10_percent"), 31.0);
+    let wa = only(f, IOWAIT)[0];
+    assert!(wa.conditions.contains("held"));
+    assert_eq!(num(wa, "iowait_percent"), 6.0);
+    assert_eq!(num(wa, "threshold_percent"), 10.0);
+    assert!(
+        wa.summary
+            .en
+            .ends_with(" Under the limit now, kept until iowait is at most 5.0% (dead band)."),
+        "{}",
+        wa.summary.en
+    );
+    let hp = only(f, HOST_PROCESS)[0];
+    assert_eq!(hp.subject, "fio");
+    assert_eq!(num(hp, "pid"), 4321.0);
+    assert!(!hp.remediation.commands.is_empty());
+
+    // Without the dead band the same windows flap.
+    let flappy = run(
+        windows(),
+        &Thresholds {
+            hold: Hold::none(),
+            ..Thresholds::default()
+        },
+    );
+    assert!(changes(&flappy) >= 6, "{flappy:#?}");
+}
+
+/// The dead band keeps a finding only while its figures stay at the hold levels: a clear
+/// drop (PSI io full 3%, some 5%, iowait 0.2%, no task in D state, fio waiting 1% at 8 KiB/s)
+/// clears everything in one window, from any severity.
+#[test]
+fn a_clear_drop_still_clears() {
+    let th = Thresholds::default();
+    let mut drop = hovering(3.0, 5.0, 0.2, 1.0, 8.0 * 1024.0);
+    drop.procs_blocked = 0;
+    let r = run(
+        vec![hovering(35.0, 60.0, 32.0, 40.0, 96.0 * 1024.0), drop],
+        &th,
+    );
+    assert_eq!(r[0].0.len(), 3, "{r:#?}");
+    assert_eq!(only(&r[0].1, IOWAIT)[0].severity, Severity::Critical);
+    assert!(r[1].0.is_empty(), "{r:#?}");
+    // Critical iowait steps down to where its figure is: 20% is under 30% but above 15%
+    // (half of it): kept critical; 12% is warning; 4% is info (above 0.5%).
+    let steps = run(
+        vec![
+            hovering(35.0, 60.0, 32.0, 40.0, 96.0 * 1024.0),
+            hovering(35.0, 60.0, 20.0, 40.0, 96.0 * 1024.0),
+            hovering(35.0, 60.0, 12.0, 40.0, 96.0 * 1024.0),
+            hovering(35.0, 60.0, 4.0, 40.0, 96.0 * 1024.0),
+        ],
+        &th,
+    );
+    let sev: Vec<Severity> = steps
+        .iter()
+        .map(|(_, f)| only(f, IOWAIT)[0].severity)
+        .collect();
+    assert_eq!(
+        sev,
+        [
+            Severity::Critical,
+            Severity::Critical,
+            Severity::Warning,
+            Severity::Info
+        ]
+    );
+}
+
+/// Busy CPUs hide a steady IO stall from iowait (no idle time) and PSI io full (runnable
+/// tasks are not stalled); PSI io some still shows it: the IO findings reported before are
+/// kept, and say why. Never raised from PSI io some alone.
+#[test]
+fn busy_cpus_hiding_the_io_wait_keep_the_io_findings() {
+    let th = Thresholds::default();
+    let r = run(
+        vec![
+            hovering(30.0, 55.0, 12.0, 40.0, 96.0 * 1024.0),
+            hovering(4.0, 52.0, 0.0, 40.0, 96.0 * 1024.0),
+        ],
+        &th,
+    );
+    let f = &r[1].1;
+    let io = only(f, IO_BOUND)[0];
+    assert!(io.conditions.contains("held"));
+    let wa = only(f, IOWAIT)[0];
+    assert_eq!(wa.severity, Severity::Info);
+    assert!(wa.conditions.contains("held_by_io_pressure"));
+    assert!(
+        wa.summary.en.ends_with(
+            " Kept while tasks stall on IO 52.0% of the time (PSI io some, hold 20%): busy CPUs leave no idle time for iowait to show it."
+        ),
+        "{}",
+        wa.summary.en
+    );
+    assert_eq!(num(wa, "psi_io_some_avg10_percent"), 52.0);
+    assert_eq!(only(f, HOST_PROCESS)[0].subject, "fio");
+    // The same window with nothing reported before raises nothing.
+    assert!(
+        run(vec![hovering(4.0, 52.0, 0.0, 40.0, 96.0 * 1024.0)], &th)[0]
+            .0
+            .is_empty()
+    );
+}
+
+/// A saturated disk: raised at 90% busy, kept down to 72% (80% of the limit), cleared under.
+#[test]
+fn a_busy_disk_is_kept_down_to_its_hold_level() {
+    let disk = |busy: f64| {
+        let mut obs = quiet(2);
+        obs.disks = vec![DiskRates {
+            name: "vdb".into(),
+            busy_percent: busy,
+            ..DiskRates::default()
+        }];
+        obs
+    };
+    let th = Thresholds::default();
+    let r = run(
+        vec![disk(95.0), disk(80.0), disk(73.0), disk(71.0), disk(85.0)],
+        &th,
+    );
+    let sets: Vec<bool> = r
+        .iter()
+        .map(|(s, _)| s == &[format!("{IO_BOUND} vdb")])
+        .collect();
+    assert_eq!(sets, [true, true, true, false, false], "{r:#?}");
+    let held = only(&r[1].1, IO_BOUND)[0];
+    assert!(held.conditions.contains("held"));
+    assert!(
+        held.summary
+            .en
+            .contains("below the limit now, kept until the disk is busy under 72% (dead band); "),
+        "{}",
+        held.summary.en
+    );
 }
