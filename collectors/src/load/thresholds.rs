@@ -258,6 +258,18 @@ impl Thresholds {
                 self.escalation.procs_blocked.to_string(),
             ),
             l::setting("escalation.catch_up", l::duration(self.escalation.catch_up)),
+            l::setting("hold.disk_busy_share", l::num(self.hold.disk_busy_share)),
+            l::setting(
+                "hold.psi_io_full_share",
+                l::num(self.hold.psi_io_full_share),
+            ),
+            l::setting("hold.blocked_share", l::num(self.hold.blocked_share)),
+            l::setting(
+                "hold.psi_io_some_percent",
+                l::percent(self.hold.psi_io_some_percent),
+            ),
+            l::setting("hold.iowait_share", l::num(self.hold.iowait_share)),
+            l::setting("hold.culprit_share", l::num(self.hold.culprit_share)),
         ]
     }
 }
