@@ -1047,12 +1047,16 @@ impl Phases for RuntimeCollector {
         let (sample, mut notes) = self.read_host(ctx.host_netns, &ctx.node_name);
         let log = self.logs.sample((self.clock)());
         notes.extend(logs::notes(&log));
-        let status = if notes.is_empty() {
-            Status::Ok
-        } else {
-            Status::Degraded(notes.join("; "))
-        };
-        Ok((Reading { sample, log }, status))
+        // No runtime and no kubelet: a machine that is not a node, by design.
+        let absent = (sample.runtimes.is_empty() && sample.kubelet.is_none())
+            .then(|| {
+                "no container runtime or kubelet on this host: none runs or is configured, and no \
+                 socket, docker shim or enabled docker unit is left; nothing to judge"
+                    .to_string()
+            })
+            .into_iter()
+            .collect();
+        Ok((Reading { sample, log }, Status::from_notes(notes, absent)))
     }
 
     /// The daemons' rules and the node logs' (which see what the probes know now).
