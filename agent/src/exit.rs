@@ -8,7 +8,7 @@
 //! | 1 | a warning (worst finding) |
 //! | 2 | a critical finding |
 //! | 3 | node-doctor itself failed (missing, empty or wrong host root; cannot write the report) |
-//! | 4 + (0, 1 or 2) | as 0/1/2, but at least one collector did not complete: it timed out, failed, or could not read (all or part of) its sources; the report names which and why |
+//! | 4 + (0, 1 or 2) | as 0/1/2, but at least one collector did not complete: it timed out, failed, or could not read (all or part of) its sources that should exist (refused, unreadable, malformed); the report names which and why. A source absent by design (PSI off, an nft-only node, no runtime on a machine that is not a node) is stated in the collector's message and is not incomplete |
 //! | 64 | bad usage (unknown flag, bad value, unknown collector) |
 //!
 //! In a script: `rc & 3` is the severity (when `rc != 3` and `rc < 64`), `rc & 4` says the
@@ -29,13 +29,17 @@ Exit codes:
   2   the worst finding is critical
   3   node-doctor itself failed (missing, empty or wrong --host-root; cannot write the report)
   4   nothing above info, but a collector did not complete (timed out, failed, or could not
-      read all of its sources); 5 and 6 are 1 and 2 with the same caveat. rc & 4 is set
-      whenever the check was incomplete; the report names each such collector and why
+      read a source that should exist); 5 and 6 are 1 and 2 with the same caveat. rc & 4 is
+      set whenever the check was incomplete; the report names each such collector and why.
+      A source absent by design (PSI off, nft-only node, not a node) is a note, not this
   64  bad usage (unknown flag, bad value, unknown collector)";
 
-/// True when a collector's status means it did not judge everything it is meant to.
+/// True when a collector's status means it could not look at everything it is meant to
+/// (it timed out, failed, or a source that should exist was refused, unreadable or
+/// malformed). A source this host does not have by design (`Status::Noted`: PSI off, no
+/// legacy iptables, not a node) is stated in the message and is complete.
 pub fn is_incomplete(status: &Status) -> bool {
-    !matches!(status, Status::Ok)
+    !status.is_complete()
 }
 
 /// The exit code for the worst finding and whether any collector was incomplete.
@@ -110,6 +114,9 @@ mod tests {
     #[test]
     fn only_ok_is_complete() {
         assert!(!is_incomplete(&Status::Ok));
+        assert!(!is_incomplete(&Status::Noted(
+            "no legacy iptables table and no xtables lock: nft-only node".into()
+        )));
         assert!(is_incomplete(&Status::Degraded("x".into())));
         assert!(is_incomplete(&Status::Unavailable("x".into())));
         assert!(is_incomplete(&Status::Error("timed out after 1s".into())));

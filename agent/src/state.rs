@@ -169,9 +169,14 @@ impl Histogram {
 }
 
 impl CollectorState {
-    /// `node_doctor_collector_up`: its latest run read the host (ok or degraded).
+    /// `node_doctor_collector_up`: its latest run read the host (ok, with or without a
+    /// note, or degraded).
     pub fn up(&self) -> bool {
-        self.last_run.is_some() && matches!(self.status, Status::Ok | Status::Degraded(_))
+        self.last_run.is_some()
+            && matches!(
+                self.status,
+                Status::Ok | Status::Noted(_) | Status::Degraded(_)
+            )
     }
 }
 
@@ -512,6 +517,7 @@ fn log_status(collector: &str, from: &Status, to: &Status, first: bool) {
     if first {
         match to {
             Status::Ok => tracing::info!(collector, status, "collector is running"),
+            Status::Noted(_) => tracing::info!(collector, status, reason, "collector is running"),
             _ => tracing::warn!(collector, status, reason, "collector's first run is not ok"),
         }
         return;
@@ -519,6 +525,7 @@ fn log_status(collector: &str, from: &Status, to: &Status, first: bool) {
     let from = from.as_str();
     match to {
         Status::Ok => tracing::info!(collector, from, status, "collector recovered"),
+        Status::Noted(_) => tracing::info!(collector, from, status, reason, "collector recovered"),
         Status::Degraded(_) | Status::Unavailable(_) => {
             tracing::warn!(collector, from, status, reason, "collector status changed")
         }

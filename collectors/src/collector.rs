@@ -12,10 +12,16 @@ use crate::rules::{Draft, RuleBook};
 pub enum Status {
     /// Everything it reads was read.
     Ok,
-    /// It ran, but part of its sources were missing or refused (the reason says which and
-    /// what to do, e.g. "/dev/kmsg needs CAP_SYSLOG").
+    /// Complete, with a note: everything that exists was read, and a source this host does
+    /// not have by design is named (PSI off in the kernel, no legacy iptables, not a
+    /// Kubernetes node). Reads as `ok` with a message; never makes a check incomplete.
+    Noted(String),
+    /// It ran, but part of its sources that should exist were missing, refused, unreadable
+    /// or malformed (the reason says which and what to do, e.g. "/dev/kmsg needs
+    /// CAP_SYSLOG"): it could not look.
     Degraded(String),
-    /// Its sources are absent on this host (module not loaded, no such runtime, not root).
+    /// It could read none of its sources (refused, not mounted under the host root, not
+    /// root), or has not run yet. A source absent by design is [`Status::Noted`], not this.
     Unavailable(String),
     /// It failed (the agent also uses this for timeouts and panics).
     Error(String),
@@ -24,7 +30,7 @@ pub enum Status {
 impl Status {
     pub fn as_str(&self) -> &'static str {
         match self {
-            Status::Ok => "ok",
+            Status::Ok | Status::Noted(_) => "ok",
             Status::Degraded(_) => "degraded",
             Status::Unavailable(_) => "unavailable",
             Status::Error(_) => "error",
@@ -34,7 +40,9 @@ impl Status {
     pub fn message(&self) -> Option<&str> {
         match self {
             Status::Ok => None,
-            Status::Degraded(m) | Status::Unavailable(m) | Status::Error(m) => Some(m),
+            Status::Noted(m) | Status::Degraded(m) | Status::Unavailable(m) | Status::Error(m) => {
+                Some(m)
+            }
         }
     }
 
@@ -43,22 +51,48 @@ impl Status {
         use crate::bounded::{truncate, MESSAGE_BYTES};
         match self {
             Status::Ok => Status::Ok,
+            Status::Noted(m) => Status::Noted(truncate(m, MESSAGE_BYTES)),
             Status::Degraded(m) => Status::Degraded(truncate(m, MESSAGE_BYTES)),
             Status::Unavailable(m) => Status::Unavailable(truncate(m, MESSAGE_BYTES)),
             Status::Error(m) => Status::Error(truncate(m, MESSAGE_BYTES)),
         }
     }
 
-    /// Combines two statuses, keeping the worse and joining degraded reasons.
+    /// Combines two statuses, keeping the worse and joining degraded reasons and notes (a
+    /// degraded status keeps the notes beside its reasons).
     pub fn worst(self, other: Status) -> Status {
         use Status::*;
         match (self, other) {
             (Error(a), _) | (_, Error(a)) => Error(a),
             (Unavailable(a), _) | (_, Unavailable(a)) => Unavailable(a),
-            (Degraded(a), Degraded(b)) => Degraded(format!("{a}; {b}")),
+            (Degraded(a), Degraded(b) | Noted(b)) | (Noted(b), Degraded(a)) => {
+                Degraded(format!("{a}; {b}"))
+            }
             (Degraded(a), Ok) | (Ok, Degraded(a)) => Degraded(a),
+            (Noted(a), Noted(b)) => Noted(format!("{a}; {b}")),
+            (Noted(a), Ok) | (Ok, Noted(a)) => Noted(a),
             (Ok, Ok) => Ok,
         }
+    }
+
+    /// The status of a run from what it could not read (`could_not`: degraded) and what
+    /// this host does not have by design (`absent`: noted).
+    pub fn from_notes(could_not: Vec<String>, absent: Vec<String>) -> Status {
+        let noted = if absent.is_empty() {
+            Status::Ok
+        } else {
+            Status::Noted(absent.join("; "))
+        };
+        if could_not.is_empty() {
+            noted
+        } else {
+            Status::Degraded(could_not.join("; ")).worst(noted)
+        }
+    }
+
+    /// True when the run looked at everything it is meant to: `ok`, with or without a note.
+    pub fn is_complete(&self) -> bool {
+        matches!(self, Status::Ok | Status::Noted(_))
     }
 }
 
@@ -267,6 +301,42 @@ mod tests {
     }
 
     #[test]
+    fn a_note_is_complete_and_reads_as_ok_with_a_message() {
+        let n = Status::Noted("no /proc/pressure: PSI is off".into());
+        assert_eq!(n.as_str(), "ok");
+        assert_eq!(n.message(), Some("no /proc/pressure: PSI is off"));
+        assert!(n.is_complete() && Status::Ok.is_complete());
+        for s in ["degraded", "unavailable", "error"] {
+            let st = match s {
+                "degraded" => Status::Degraded("x".into()),
+                "unavailable" => Status::Unavailable("x".into()),
+                _ => Status::Error("x".into()),
+            };
+            assert!(!st.is_complete(), "{s}");
+        }
+        // Notes join; a could-not-look reason wins and keeps the note beside it.
+        assert_eq!(
+            Status::Ok
+                .worst(Status::Noted("a".into()))
+                .worst(Status::Noted("b".into())),
+            Status::Noted("a; b".into())
+        );
+        assert_eq!(
+            Status::Noted("a".into()).worst(Status::Degraded("d".into())),
+            Status::Degraded("d; a".into())
+        );
+        assert_eq!(Status::from_notes(vec![], vec![]), Status::Ok);
+        assert_eq!(
+            Status::from_notes(vec![], vec!["n".into()]),
+            Status::Noted("n".into())
+        );
+        assert_eq!(
+            Status::from_notes(vec!["d".into(), "e".into()], vec!["n".into()]),
+            Status::Degraded("d; e; n".into())
+        );
+    }
+
+    #[test]
     fn bounded_caps_every_piece_of_host_text() {
         use crate::bounded::{EVIDENCE_BYTES, MESSAGE_BYTES, SUBJECT_BYTES, TEXT_BYTES};
         let huge = "9".repeat(10 << 20);
@@ -282,6 +352,7 @@ mod tests {
             Status::Unavailable(huge.clone()),
             Status::Error(huge.clone()),
             Status::Degraded(huge.clone()),
+            Status::Noted(huge.clone()),
         ] {
             let b = status.clone().bounded();
             assert_eq!(b.as_str(), status.as_str());

@@ -363,3 +363,114 @@ fn a_missing_host_root_is_an_agent_failure() {
     assert_eq!(out.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&out.stderr).contains("host root"));
 }
+
+/// Issue 28, "honest incomplete": a node whose sources all exist, and which lacks three by
+/// design: an nft-only node (pid 1's network view lists no legacy iptables table, and there
+/// is no `/run/xtables.lock`: legacy iptables never ran), a kernel without PSI (no
+/// `/proc/pressure`), and no container runtime or kubelet (not a node). Every collector
+/// completes, each absence is stated in its collector's message with status `ok`, and
+/// `check` exits without bit 4.
+#[test]
+fn a_staged_nft_only_node_without_psi_is_complete_and_exits_without_bit_4() {
+    let root = FakeRoot::quiet();
+    root.write(
+        "/proc/buddyinfo",
+        "Node 0, zone      DMA      1      1      1      0      2      1      1      0      1      1      3 \n\
+Node 0, zone    DMA32   1184   1062    832    612    422    258    140     71     34     20    457 \n\
+Node 0, zone   Normal   4411   3868   3114   2347   1619   1009    555    284    133     66   4833 \n",
+    );
+    root.write(
+        "/proc/vmstat",
+        "nr_free_pages 5468686\ncompact_stall 0\ncompact_fail 0\ncompact_success 0\n",
+    );
+    root.write("/dev/kmsg", "6,1,1000000,-;Linux version 6.18.44\n");
+    // Linux 6.18 text (this VM's), trimmed to the columns the readers use where a header names
+    // them.
+    root.write(
+        "/proc/diskstats",
+        " 253       0 vda 1000 0 20000 500 2000 0 40000 900 0 1200 1400 0 0 0 0 0 0\n",
+    );
+    root.write("/proc/locks", "");
+    root.write("/proc/sys/kernel/osrelease", "6.18.44\n");
+    root.write("/proc/sys/net/netfilter/nf_conntrack_max", "262144\n");
+    root.write("/proc/sys/net/netfilter/nf_conntrack_buckets", "65536\n");
+    root.write(
+        "/proc/1/net/stat/nf_conntrack",
+        "entries  clashres found new invalid ignore delete chainlength insert insert_failed drop early_drop icmp_error  expect_new expect_create expect_delete search_restart\n\
+00000010  00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000  00000000 00000000 00000000 00000000\n\
+00000010  00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000  00000000 00000000 00000000 00000000\n",
+    );
+    root.write(
+        "/proc/1/net/snmp",
+        "Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors InCsumErrors IgnoredMulti MemErrors\nUdp: 1200 3 17 1300 11 0 0 0 0\n",
+    );
+    root.write(
+        "/proc/1/net/udp",
+        "   sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops            \n",
+    );
+    root.write(
+        "/proc/1/net/netstat",
+        "TcpExt: SyncookiesSent ListenOverflows ListenDrops TCPBacklogDrop\nTcpExt: 0 0 0 0\n",
+    );
+    // nft-only: the legacy table lists exist (ip_tables loaded) and are empty.
+    root.write("/proc/1/net/ip_tables_names", "");
+    root.write("/proc/1/net/ip6_tables_names", "");
+    let check = |format: Option<&str>| {
+        let mut args = vec![
+            "check",
+            "--host-root",
+            root.root().to_str().unwrap(),
+            "--interval",
+            "100ms",
+            "--node-name",
+            "nft-1",
+        ];
+        if let Some(f) = format {
+            args.extend(["--format", f]);
+        }
+        run(&args, &[])
+    };
+    let out = check(Some("json"));
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(v["complete"], true, "{v:#}");
+    assert_eq!(v["incomplete"], serde_json::json!([]), "{v:#}");
+    let code = out.status.code().unwrap();
+    assert_eq!(code & 4, 0, "no incomplete bit: {code}: {v:#}");
+    assert_eq!(code, expected_exit(&v));
+    let collectors = v["collectors"].as_array().unwrap();
+    assert_eq!(collectors.len(), 7, "{v:#}");
+    let message = |name: &str| {
+        let c = collectors.iter().find(|c| c["name"] == name).unwrap();
+        assert_eq!(c["status"], "ok", "{c}");
+        c["message"].as_str().unwrap_or_default().to_string()
+    };
+    for name in ["conntrack", "kernel", "memory"] {
+        message(name);
+    }
+    let m = message("iptables");
+    assert!(m.contains("nft-only") && m.contains("xtables.lock"), "{m}");
+    let m = message("load");
+    assert!(
+        m.contains("/proc/pressure") && m.contains("PSI is off"),
+        "{m}"
+    );
+    let m = message("disk");
+    assert!(m.contains("not a node"), "{m}");
+    let m = message("runtime");
+    assert!(m.contains("no container runtime or kubelet"), "{m}");
+    // The table: each note on its collector's line, and no "incomplete" line.
+    let out = check(None);
+    assert_eq!(out.status.code().unwrap() & 4, 0);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("incomplete"), "{text}");
+    assert!(text.contains("an nft-only node has no lock"), "{text}");
+
+    // The same node where pid 1's network view is refused to be read: the iptables
+    // collector cannot tell nft-only from a legacy node whose lock is missing, and says so.
+    root.fifo("/proc/1/net/ip_tables_names");
+    let out = check(Some("json"));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["incomplete"], serde_json::json!(["iptables"]), "{v:#}");
+    assert_eq!(out.status.code().unwrap() & 4, 4);
+}

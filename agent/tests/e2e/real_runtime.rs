@@ -56,6 +56,46 @@ impl Daemons {
     }
 }
 
+/// An image made here (the static busybox and two applet links, imported from a tarball: no
+/// registry) and a container `nd-runtime-test` running `sleep` from it, with no network.
+fn run_busybox(d: &mut Daemons, busybox: &std::path::Path) {
+    let img = d.dir().join("img");
+    std::fs::create_dir_all(img.join("bin")).unwrap();
+    std::fs::copy(busybox, img.join("bin/busybox")).unwrap();
+    for applet in ["sh", "sleep"] {
+        std::os::unix::fs::symlink("busybox", img.join("bin").join(applet)).unwrap();
+    }
+    let tar = d.dir().join("img.tar");
+    let st = Command::new("tar")
+        .arg("-C")
+        .arg(&img)
+        .arg("-cf")
+        .arg(&tar)
+        .arg(".")
+        .status()
+        .expect("tar");
+    assert!(st.success());
+    let started = Instant::now();
+    d.docker(&["import", tar.to_str().unwrap(), "nd-busybox:test"]);
+    d.docker(&[
+        "run",
+        "-d",
+        "--name",
+        "nd-runtime-test",
+        "--network",
+        "none",
+        "nd-busybox:test",
+        "/bin/sleep",
+        "100000",
+    ]);
+    let pid = d.docker(&["inspect", "--format", "{{.State.Pid}}", "nd-runtime-test"]);
+    d.container_pid = String::from_utf8_lossy(&pid.stdout).trim().parse().ok();
+    println!(
+        "image imported and container running in {:?}",
+        started.elapsed()
+    );
+}
+
 /// The runtime findings of a check: (id, subject).
 fn findings(v: &Value) -> Vec<(String, String)> {
     v["findings"]
@@ -99,43 +139,7 @@ fn real_dockerd_and_containerd_hung_stopped_crashed_and_restarted() {
     let t_containerd = d.start_containerd();
     let t_dockerd = d.start_dockerd();
     println!("containerd up in {t_containerd:?}, dockerd up in {t_dockerd:?}");
-
-    // An image made here: the static busybox and two applet links, imported from a tarball.
-    let img = d.dir().join("img");
-    std::fs::create_dir_all(img.join("bin")).unwrap();
-    std::fs::copy(&busybox, img.join("bin/busybox")).unwrap();
-    for applet in ["sh", "sleep"] {
-        std::os::unix::fs::symlink("busybox", img.join("bin").join(applet)).unwrap();
-    }
-    let tar = d.dir().join("img.tar");
-    let st = Command::new("tar")
-        .arg("-C")
-        .arg(&img)
-        .arg("-cf")
-        .arg(&tar)
-        .arg(".")
-        .status()
-        .expect("tar");
-    assert!(st.success());
-    let started = Instant::now();
-    d.docker(&["import", tar.to_str().unwrap(), "nd-busybox:test"]);
-    d.docker(&[
-        "run",
-        "-d",
-        "--name",
-        "nd-runtime-test",
-        "--network",
-        "none",
-        "nd-busybox:test",
-        "/bin/sleep",
-        "100000",
-    ]);
-    let pid = d.docker(&["inspect", "--format", "{{.State.Pid}}", "nd-runtime-test"]);
-    d.container_pid = String::from_utf8_lossy(&pid.stdout).trim().parse().ok();
-    println!(
-        "image imported and container running in {:?}",
-        started.elapsed()
-    );
+    run_busybox(&mut d, &busybox);
 
     let dsock = d.docker_sock().to_string_lossy().into_owned();
     let csock = d.containerd_sock().to_string_lossy().into_owned();
@@ -230,6 +234,109 @@ fn real_dockerd_and_containerd_hung_stopped_crashed_and_restarted() {
         out.is_ok_and(|o| !o.stdout.is_empty())
     });
     phase(&d, "containerd restarted", &[]);
+    assert!(d.container_pid.is_some_and(alive), "the container survived");
+}
+
+/// Issue 28, "Runtime, docker stopped": dockerd terminated cleanly (`SIGTERM`: it removes its
+/// socket and pid file) while live-restore keeps its container, and node-doctor is told
+/// nothing about docker (no `--docker-socket`, no kubelet, no docker unit on this VM): the
+/// shim of docker's container (`containerd-shim-runc-v2 -namespace moby`) and its task
+/// directory in containerd's state are the signs, and the check warns that dockerd is not
+/// running. Restarted, dockerd takes the container over and the warning is gone.
+#[test]
+fn real_dockerd_terminated_with_live_restore_warns_naming_docker_from_its_shims() {
+    let name = "real_dockerd_terminated_with_live_restore_warns_naming_docker_from_its_shims";
+    if !is_root() {
+        println!("SKIP {name}: needs root (starts containerd and dockerd)");
+        return;
+    }
+    let (Some(_), Some(_), Some(_), Some(busybox), Some(cli)) = (
+        program(&["/usr/bin/containerd", "/usr/local/bin/containerd"]),
+        program(&["/usr/sbin/dockerd", "/usr/bin/dockerd"]),
+        program(&["/usr/sbin/runc", "/usr/bin/runc"]),
+        program(&["/bin/busybox", "/usr/bin/busybox"]),
+        program(&["/usr/bin/docker", "/usr/local/bin/docker"]),
+    ) else {
+        println!("SKIP {name}: needs containerd, dockerd, runc, the docker client and busybox-static (scripts/test.sh installs docker.io and busybox-static)");
+        return;
+    };
+    if std::path::Path::new("/var/run/docker.sock").exists() {
+        println!("SKIP {name}: this machine has a docker socket at /var/run/docker.sock");
+        return;
+    }
+    let mut d = Daemons::new(cli);
+    d.start_containerd();
+    d.start_dockerd();
+    run_busybox(&mut d, &busybox);
+    // Nothing about docker on the command line: what the node shows is all there is.
+    let check = || {
+        let out = run(
+            &[
+                "check",
+                "--host-root",
+                "/",
+                "--collector",
+                "runtime",
+                "--format",
+                "json",
+                "--interval",
+                "200ms",
+                "--node-name",
+                "rt-2",
+            ],
+            &[],
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "{e}: {}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        (v, out.status.code())
+    };
+    let docker_findings = |v: &Value| -> Vec<Value> {
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["evidence"]["daemon"] == "dockerd")
+            .cloned()
+            .collect()
+    };
+    let (v, _) = check();
+    assert!(docker_findings(&v).is_empty(), "dockerd runs: {v:#}");
+
+    d.signal_dockerd(Signal::SIGTERM);
+    assert!(!d.docker_sock().exists());
+    assert!(!d.dir().join("d/docker.pid").exists(), "pid file removed");
+    assert!(d.container_pid.is_some_and(alive), "live-restore kept it");
+    let t = Instant::now();
+    let (v, code) = check();
+    println!("dockerd terminated: one check in {:?}", t.elapsed());
+    assert_complete(&v);
+    let found = docker_findings(&v);
+    assert_eq!(found.len(), 1, "{v:#}\n{}", d.logs());
+    let f = &found[0];
+    assert_eq!(f["id"], "runtime.not_running", "{f:#}");
+    assert_eq!(f["severity"], "warning", "{f:#}");
+    assert_eq!(f["subject"], "/var/run/docker.sock", "{f:#}");
+    assert_eq!(f["evidence"]["expected_because"], "moby_shims", "{f:#}");
+    assert!(f["evidence"]["moby_shims"].as_u64() >= Some(1), "{f:#}");
+    assert!(f["title"].as_str().unwrap().contains("dockerd"), "{f:#}");
+    assert!(
+        f["summary"].as_str().unwrap().contains("live-restore"),
+        "{f:#}"
+    );
+    assert_eq!(
+        code.map(|c| c & 3),
+        Some(1),
+        "a warning is the worst: {v:#}"
+    );
+
+    d.start_dockerd();
+    let (v, _) = check();
+    assert!(docker_findings(&v).is_empty(), "dockerd back: {v:#}");
     assert!(d.container_pid.is_some_and(alive), "the container survived");
 }
 
@@ -381,5 +488,177 @@ fn an_immutable_file_under_a_pod_directory_on_real_ext4() {
         std::fs::read_to_string(root.join("var/log/messages")).unwrap(),
         log,
         "the log is unchanged"
+    );
+}
+
+/// A loop device with an ext4 filesystem mounted at `mnt`; on drop (also after a failed
+/// assertion) the attribute is cleared, the filesystem unmounted and the loop device
+/// detached.
+struct Ext4Loop {
+    mnt: PathBuf,
+    loop_dev: Option<String>,
+    locked: Option<PathBuf>,
+}
+
+impl Drop for Ext4Loop {
+    fn drop(&mut self) {
+        if let Some(f) = self.locked.take() {
+            let _ = Command::new("chattr").arg("-i").arg(f).status();
+        }
+        let _ = nix::mount::umount2(&self.mnt, nix::mount::MntFlags::MNT_DETACH);
+        if let Some(dev) = self.loop_dev.take() {
+            let _ = Command::new("losetup").arg("-d").arg(dev).status();
+        }
+    }
+}
+
+/// Issue 28, "immutable file under data-root": docker's `data-root` is `/data/docker`
+/// (daemon.json), a real ext4 filesystem on a loop device, and a file of a writable layer
+/// there has `chattr +i`; the kubelet's log has the handbook's line naming it
+/// (`RemoveContainer … failed to remove root filesystem: remove
+/// /data/docker/overlay2/<layer>/diff/usr/bin/bash: operation not permitted`). No layer
+/// database names the layer, no dockerd runs: the log line alone makes the collector look,
+/// and `runtime.immutable_file` names the file. After `chattr -i` it is gone.
+#[test]
+fn an_immutable_file_the_kubelet_log_names_under_docker_data_root_on_real_ext4() {
+    let name = "an_immutable_file_the_kubelet_log_names_under_docker_data_root_on_real_ext4";
+    if !is_root() {
+        println!("SKIP {name}: needs root (mounts a loop device)");
+        return;
+    }
+    let (Some(mkfs), Some(chattr), Some(losetup)) = (
+        program(&["/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4"]),
+        program(&["/usr/bin/chattr", "/bin/chattr"]),
+        program(&["/usr/sbin/losetup", "/sbin/losetup"]),
+    ) else {
+        println!("SKIP {name}: needs e2fsprogs (mkfs.ext4, chattr) and losetup");
+        return;
+    };
+    let root = tempfile::tempdir().unwrap();
+    let mnt = root.path().join("data/docker");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let image = root.path().join("data-root.img");
+    std::fs::File::create(&image)
+        .unwrap()
+        .set_len(16 << 20)
+        .unwrap();
+    let st = Command::new(mkfs)
+        .args(["-q", "-F"])
+        .arg(&image)
+        .status()
+        .expect("mkfs.ext4");
+    assert!(st.success());
+    let mut guard = Ext4Loop {
+        mnt: mnt.clone(),
+        loop_dev: None,
+        locked: None,
+    };
+    let out = Command::new(&losetup)
+        .args(["-f", "--show"])
+        .arg(&image)
+        .output()
+        .expect("losetup");
+    if !out.status.success() {
+        println!(
+            "SKIP {name}: cannot attach a loop device here: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return;
+    }
+    let dev = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    guard.loop_dev = Some(dev.clone());
+    let st = Command::new("mount")
+        .arg(&dev)
+        .arg(&mnt)
+        .status()
+        .expect("mount");
+    assert!(st.success(), "mount {dev}");
+
+    let layer = "b1aea29c590aa9abda79f7cf3976422073fb3652757f0391db88534027546868";
+    let host_path = format!("/data/docker/overlay2/{layer}/diff/usr/bin/bash");
+    let file = root.path().join(host_path.trim_start_matches('/'));
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, "elf").unwrap();
+    let st = Command::new(&chattr).arg("+i").arg(&file).status().unwrap();
+    assert!(st.success());
+    guard.locked = Some(file.clone());
+    assert!(
+        std::fs::remove_file(&file).is_err(),
+        "an immutable file cannot be removed, even by root"
+    );
+
+    let r = root.path();
+    std::os::unix::fs::symlink("/proc", r.join("proc")).unwrap();
+    std::fs::create_dir_all(r.join("etc/docker")).unwrap();
+    std::fs::write(
+        r.join("etc/docker/daemon.json"),
+        r#"{"data-root": "/data/docker", "storage-driver": "overlay2"}"#,
+    )
+    .unwrap();
+    // The handbook's kubelet line, dated now (syslog format, UTC: no etc/localtime).
+    let now = Command::new("date")
+        .args(["-u", "+%b %e %H:%M:%S"])
+        .output()
+        .expect("date");
+    let now = String::from_utf8_lossy(&now.stdout).trim().to_string();
+    let cid = "19d837c77a3c294052a99ff9347c520bc8acb7b8b9a9dc9fab281fc09df38257";
+    let log = format!(
+        "{now} node-1 kubelet[14109]: E0927 14:37:21.922965 14109 remote_runtime.go:250] RemoveContainer \"{cid}\" from runtime service failed: rpc error: code = Unknown desc = failed to remove container \"{cid}\": Error response from daemon: container {cid}: driver \"overlay2\" failed to remove root filesystem: remove {host_path}: operation not permitted\n"
+    );
+    std::fs::create_dir_all(r.join("var/log")).unwrap();
+    std::fs::write(r.join("var/log/messages"), &log).unwrap();
+
+    let check = || {
+        let out = run(
+            &[
+                "check",
+                "--host-root",
+                r.to_str().unwrap(),
+                "--collector",
+                "runtime",
+                "--format",
+                "json",
+                "--interval",
+                "100ms",
+                "--node-name",
+                "node-1",
+            ],
+            &[],
+        );
+        let v: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["id"] == "runtime.immutable_file")
+            .cloned()
+            .collect::<Vec<Value>>()
+    };
+    let found = check();
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let f = &found[0];
+    assert_eq!(f["subject"], host_path.as_str());
+    assert_eq!(f["evidence"]["file"], host_path.as_str());
+    assert_eq!(f["evidence"]["attributes"], "i");
+    assert_eq!(f["evidence"]["log_program"], "kubelet");
+    assert_eq!(f["evidence"]["log_file"], "/var/log/messages");
+    let commands: Vec<&str> = f["remediation"]["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert!(
+        commands.contains(&format!("chattr -i {host_path}").as_str()),
+        "{commands:?}"
+    );
+
+    let st = Command::new(&chattr).arg("-i").arg(&file).status().unwrap();
+    assert!(st.success());
+    guard.locked = None;
+    assert!(
+        check().is_empty(),
+        "cleared: no finding though the log line stays"
     );
 }

@@ -274,6 +274,19 @@ impl ConntrackCollector {
         self.netns_pids.extend(found);
     }
 
+    /// The status of a run whose stat file cannot be read: `nf_conntrack` not loaded is a
+    /// node without connection tracking, by design (complete, with a note); a pid that is not
+    /// visible, a refused file or a permission error could not be looked at.
+    fn unavailable_status(&self, e: &ReadError) -> Status {
+        let not_loaded =
+            e.is_not_found() && self.node.host().proc_pid(self.config.netns_pid).exists();
+        match self.unavailable_reason(e) {
+            Some(reason) if not_loaded => Status::Noted(reason),
+            Some(reason) => Status::Unavailable(reason),
+            None => Status::Error(e.to_string()),
+        }
+    }
+
     fn unavailable_reason(&self, e: &ReadError) -> Option<String> {
         if e.is_refused() {
             // A FIFO or an oversized file where the kernel's stat file should be.
@@ -515,10 +528,7 @@ impl Phases for ConntrackCollector {
                 // The namespace may come back (module loaded later): forget the old sample.
                 self.previous = None;
                 self.race_streak = 0;
-                return Err(match self.unavailable_reason(&e) {
-                    Some(reason) => Status::Unavailable(reason),
-                    None => Status::Error(e.to_string()),
-                });
+                return Err(self.unavailable_status(&e));
             }
         };
         let mut degraded = Vec::new();

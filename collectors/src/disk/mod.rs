@@ -164,15 +164,22 @@ impl DiskCollector {
 
     /// Reads everything the rules look at: the filesystems of the runtime and kubelet
     /// directories with what fills them, the kubelet's settings, docker's logging. `Err` with
-    /// the reason when there is nothing to judge (no such directory).
-    fn read_host(&mut self) -> Result<(DiskSample, Status), String> {
+    /// the status when there is nothing to judge: no such directory is a machine that is not
+    /// a node (complete, with a note), unless a configuration file that names them could not
+    /// be read (unavailable).
+    fn read_host(&mut self) -> Result<(DiskSample, Status), Status> {
         let disc = self.discover();
         let mut notes = disc.notes.clone();
         if disc.dirs.is_empty() {
-            return Err(format!(
+            let none = format!(
                 "no container runtime or kubelet directory under {}: looked for the docker data/exec roots, the containerd root/state and the kubelet root dir",
                 self.node.host().root().display()
-            ));
+            );
+            return Err(if notes.is_empty() {
+                Status::Noted(format!("{none}; not a node, nothing to judge"))
+            } else {
+                Status::Unavailable(format!("{}; {none}", notes.join("; ")))
+            });
         }
         let mounts = match mountinfo::read(self.node.host(), 1) {
             Ok(m) => m,
@@ -541,7 +548,7 @@ impl Phases for DiskCollector {
     type Sample = DiskSample;
 
     fn sample(&mut self, _ctx: &CollectContext) -> Result<(DiskSample, Status), Status> {
-        self.read_host().map_err(Status::Unavailable)
+        self.read_host()
     }
 
     fn judge(&mut self, sample: &DiskSample) -> Vec<Draft> {

@@ -344,6 +344,29 @@ struct MountScan {
     unreadable: Vec<String>,
 }
 
+/// Whether the lock file is absent (not there at all, as opposed to refused).
+fn lock_absent(agent: &Path) -> bool {
+    matches!(std::fs::symlink_metadata(agent), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
+}
+
+/// The status of a lock that could not be watched. An nft-only node (no legacy table in the
+/// host's network namespace) that never ran legacy iptables has no lock file by design:
+/// nothing can hold it, so the check is complete and the note says why. Anything else
+/// (refused, unreadable, or absent while legacy tables are in use) could not be looked at.
+fn lock_status(err: &str, no_lock: bool, absent: bool, nft_only: bool) -> Status {
+    if no_lock && absent && nft_only {
+        return Status::Noted(format!(
+            "no xtables lock ({err}) and no legacy iptables table in the host's network namespace: \
+             an nft-only node has no lock to contend for"
+        ));
+    }
+    Status::Degraded(if no_lock {
+        format!("xtables lock not watched: {err} (it appears once iptables has run on the host)")
+    } else {
+        format!("xtables lock not watched: {err}")
+    })
+}
+
 fn unix_now() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -365,25 +388,33 @@ impl Phases for IptablesCollector {
         let mut status = Status::Ok;
         let lock_path = display(&self.config.lock_path);
         let mut window = self.window();
+        let legacy = backend::legacy_use(self.node.host(), self.config.reference_pid);
         if let Some(err) = &window.error {
-            let reason = if window.lock.is_none() {
-                format!("xtables lock not watched: {err} (it appears once iptables has run on the host)")
-            } else {
-                format!("xtables lock not watched: {err}")
-            };
-            status = status.worst(Status::Degraded(reason));
+            // Known nft-only: the reference process's network view is visible and lists no
+            // legacy table (a pid that is not visible tells nothing).
+            let net_visible = self
+                .node
+                .host()
+                .proc_pid(self.config.reference_pid)
+                .join("net")
+                .is_dir();
+            status = status.worst(lock_status(
+                err,
+                window.lock.is_none(),
+                lock_absent(&self.lock_agent_path()),
+                net_visible && legacy == backend::LegacyUse::NotInUse,
+            ));
         }
         if let LockWatch::Polling { reason } = &window.watch {
-            status = status.worst(Status::Degraded(format!(
+            // Still looked at, every sample period: complete, with a note.
+            status = status.worst(Status::Noted(format!(
                 "xtables lock polled through /proc/locks, not watched with inotify: {reason}"
             )));
         }
         let host_lock = LockId::of_path(&self.lock_agent_path()).ok();
         // Only a legacy iptables user takes the lock: with no legacy table in the host's
         // network namespace nobody can miss it, and no process is looked at.
-        let mut gaps = if backend::legacy_use(self.node.host(), self.config.reference_pid)
-            .lock_users_possible()
-        {
+        let mut gaps = if legacy.lock_users_possible() {
             self.recent_mount_gaps(host_lock)
         } else {
             Ok(MountScan {
@@ -476,6 +507,29 @@ impl Phases for IptablesCollector {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_absent_lock_on_an_nft_only_node_is_a_note_not_incomplete() {
+        let err = "cannot stat /run/xtables.lock: No such file or directory (os error 2)";
+        let s = lock_status(err, true, true, true);
+        assert!(s.is_complete(), "{s:?}");
+        assert!(s.message().unwrap().contains("nft-only"), "{s:?}");
+        // Legacy tables in use (or unknown: unreadable, the pid not visible), the lock
+        // absent: could not look.
+        assert!(matches!(
+            lock_status(err, true, true, false),
+            Status::Degraded(_)
+        ));
+        // There but refused (permission, a FIFO): could not look.
+        assert!(matches!(
+            lock_status("permission denied", true, false, true),
+            Status::Degraded(_)
+        ));
+        assert!(matches!(
+            lock_status("inotify: too many watches", false, false, true),
+            Status::Degraded(_)
+        ));
+    }
 
     #[test]
     fn iptables_user_patterns() {

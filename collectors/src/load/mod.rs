@@ -175,6 +175,14 @@ impl Phases for LoadCollector {
     }
 }
 
+/// A kernel without PSI (built without `CONFIG_PSI`, or booted with `psi=0`) has no
+/// `/proc/pressure` files by design: a note, not a source that could not be read.
+fn psi_note() -> String {
+    "no /proc/pressure: PSI is off in this kernel (CONFIG_PSI, psi=0), so pressure stall \
+     figures are not reported"
+        .to_string()
+}
+
 /// The whole-node levels one run reads.
 struct Levels {
     stat: Stat,
@@ -183,6 +191,8 @@ struct Levels {
     cpus: u32,
     disks: Vec<DiskStat>,
     pressures: Pressures,
+    /// No PSI file exists (or the kernel refuses them with `EOPNOTSUPP`): PSI is off.
+    psi_absent: bool,
 }
 
 /// The window's whole-node part: CPU shares and disk rates since the previous run.
@@ -205,6 +215,7 @@ impl LoadCollector {
     fn read_host(&mut self) -> Result<(Sample, Status), String> {
         let mut degraded: Vec<String> = Vec::new();
         let levels = self.read_levels(&mut degraded)?;
+        let absent = levels.psi_absent.then(psi_note).into_iter().collect();
         let whole = self.whole_node(&levels);
         let (reason, detail) = self.escalate(&levels, whole.as_ref(), &mut degraded);
         let window = whole.map(|w| self.observe(&levels, w, detail.as_ref()));
@@ -217,6 +228,7 @@ impl LoadCollector {
             cpus,
             disks,
             pressures,
+            ..
         } = levels;
         let sample = Sample {
             load,
@@ -235,12 +247,7 @@ impl LoadCollector {
             disks,
             iowait_percent,
         });
-        let status = if degraded.is_empty() {
-            Status::Ok
-        } else {
-            Status::Degraded(degraded.join("; "))
-        };
-        Ok((sample, status))
+        Ok((sample, Status::from_notes(degraded, absent)))
     }
 
     /// The whole-node levels: `/proc/stat`, loadavg, uptime, online CPUs, diskstats, PSI.
@@ -289,14 +296,21 @@ impl LoadCollector {
             }
         };
         let mut pressures = Pressures::default();
+        let mut psi_absent = true;
         for (res, slot) in [
             ("cpu", &mut pressures.cpu),
             ("io", &mut pressures.io),
             ("memory", &mut pressures.memory),
         ] {
             match pressure::read(&self.node.host().proc_file("pressure").join(res)) {
-                Ok(p) => *slot = p,
-                Err(e) => degraded.push(e.to_string()),
+                Ok(p) => {
+                    psi_absent &= p.is_none();
+                    *slot = p;
+                }
+                Err(e) => {
+                    psi_absent = false;
+                    degraded.push(e.to_string());
+                }
             }
         }
         Ok(Levels {
@@ -306,6 +320,7 @@ impl LoadCollector {
             cpus,
             disks,
             pressures,
+            psi_absent,
         })
     }
 

@@ -41,10 +41,16 @@ pub enum EventKind {
     /// `manifest for imroc/test:v0.2 not found`, `manifest unknown`, `failed to resolve
     /// reference "…": … not found`.
     PullNotFound,
+    /// A file the runtime or the kubelet could not remove: `driver "overlay2" failed to
+    /// remove root filesystem: remove /data/docker/overlay2/<layer>/diff/usr/bin/bash:
+    /// operation not permitted` (handbook 002, Terminating: the "i" attribute), `unlinkat
+    /// <path>: operation not permitted`. The subject is the path, which the runtime
+    /// collector checks for the attribute; no log rule of its own.
+    RemoveNotPermitted,
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 10] = [
+    pub const ALL: [EventKind; 11] = [
         EventKind::PlegUnhealthy,
         EventKind::RuntimeNotReady,
         EventKind::NetworkNotReady,
@@ -55,6 +61,7 @@ impl EventKind {
         EventKind::PullUnknownCa,
         EventKind::PullAuth,
         EventKind::PullNotFound,
+        EventKind::RemoveNotPermitted,
     ];
 
     /// The `kind` label of the match counter.
@@ -70,6 +77,7 @@ impl EventKind {
             EventKind::PullUnknownCa => "pull_unknown_ca",
             EventKind::PullAuth => "pull_auth",
             EventKind::PullNotFound => "pull_not_found",
+            EventKind::RemoveNotPermitted => "remove_not_permitted",
         }
     }
 
@@ -188,7 +196,7 @@ fn quoted_after<'a>(s: &'a str, marker: &str) -> Option<&'a str> {
 pub fn classify(ident: &str, message: &str) -> Vec<Event> {
     let mut out = Vec::new();
     // Cheap pre-filter: none of the phrases, no work.
-    const HINTS: [&str; 14] = [
+    const HINTS: [&str; 15] = [
         "PLEG",
         "pleg",
         "untime",
@@ -203,6 +211,7 @@ pub fn classify(ident: &str, message: &str) -> Vec<Event> {
         "nauthorized",
         "auth credentials",
         "not found",
+        "not permitted",
     ];
     if !HINTS.iter().any(|h| message.contains(h)) && !message.contains("manifest unknown") {
         return out;
@@ -248,6 +257,13 @@ pub fn classify(ident: &str, message: &str) -> Vec<Event> {
     }
     if m.contains("ttrpc: client shutting down") || m.contains("ttrpc: closed") {
         let mut e = Event::new(EventKind::Ttrpc);
+        e.detail.runtime = runtime;
+        out.push(e);
+    }
+    if let Some(path) = path_not_removed(&m) {
+        let mut e = Event::new(EventKind::RemoveNotPermitted);
+        e.subject = path.clone();
+        e.detail.path = Some(path);
         e.detail.runtime = runtime;
         out.push(e);
     }
@@ -310,6 +326,25 @@ fn path_before_no_space(m: &str) -> Option<String> {
         && p.len() <= 512
         && p.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"/._-:+@".contains(&b)))
+    .then(|| p.to_string())
+}
+
+/// `remove <path>: operation not permitted` or `unlinkat <path>: operation not permitted`
+/// -> the path: absolute, at most 1 KiB, no control characters and no `..` component (it is
+/// host text; the reader resolves it under the host root again before looking at it).
+fn path_not_removed(m: &str) -> Option<String> {
+    const TAIL: &str = ": operation not permitted";
+    let end = m.find(TAIL)?;
+    let head = &m[..end];
+    let start = ["remove ", "unlinkat ", "unlink "]
+        .iter()
+        .filter_map(|op| head.rfind(op).map(|i| i + op.len()))
+        .max()?;
+    let p = &head[start..];
+    (p.starts_with('/')
+        && p.len() <= 1024
+        && !p.chars().any(char::is_control)
+        && !p.split('/').any(|c| c == ".."))
     .then(|| p.to_string())
 }
 
@@ -495,6 +530,38 @@ mod tests {
         let mut v = classify(ident, m);
         assert_eq!(v.len(), 1, "{m}: {v:?}");
         v.remove(0)
+    }
+
+    #[test]
+    fn files_that_could_not_be_removed() {
+        // The handbook's kubelet line (002, Terminating), unwrapped.
+        let e = one(
+            "kubelet",
+            r#"E0927 14:37:21.922965 14109 remote_runtime.go:250] RemoveContainer "19d837c77a3c294052a99ff9347c520bc8acb7b8b9a9dc9fab281fc09df38257" from runtime service failed: rpc error: code = Unknown desc = failed to remove container "19d837c77a3c294052a99ff9347c520bc8acb7b8b9a9dc9fab281fc09df38257": Error response from daemon: container 19d837c77a3c294052a99ff9347c520bc8acb7b8b9a9dc9fab281fc09df38257: driver "overlay2" failed to remove root filesystem: remove /data/docker/overlay2/b1aea29c590aa9abda79f7cf3976422073fb3652757f0391db88534027546868/diff/usr/bin/bash: operation not permitted"#,
+        );
+        let want = "/data/docker/overlay2/b1aea29c590aa9abda79f7cf3976422073fb3652757f0391db88534027546868/diff/usr/bin/bash";
+        assert_eq!(
+            (e.kind, e.subject.as_str(), e.detail.runtime),
+            (EventKind::RemoveNotPermitted, want, Some(Runtime::Docker))
+        );
+        assert_eq!(e.detail.path.as_deref(), Some(want));
+        let e = one(
+            "kubelet",
+            "E0927 14:37:21.922965 14109 kubelet_pods.go:1120] failed to remove pod directory: unlinkat /var/lib/kubelet/pods/65046a06-f795-11e9-9bb6-b67fb7a70bad/volumes/kubernetes.io~empty-dir/data/locked.txt: operation not permitted",
+        );
+        assert!(e.subject.ends_with("data/locked.txt"), "{e:?}");
+        // Hostile or unusable paths are no event.
+        for bad in [
+            "remove ../etc/shadow: operation not permitted",
+            "remove /var/lib/docker/../../etc/shadow: operation not permitted",
+            "remove relative/path: operation not permitted",
+            "remove /a\x1b[31m: operation not permitted",
+            "operation not permitted",
+        ] {
+            assert!(classify("kubelet", &bad).is_empty(), "{bad}");
+        }
+        let long = format!("remove /{}: operation not permitted", "a".repeat(2000));
+        assert!(classify("kubelet", &long).is_empty());
     }
 
     #[test]

@@ -47,6 +47,32 @@ pub fn attributes(path: &Path) -> Option<(bool, bool)> {
     Some((flags & IMMUTABLE_FL != 0, flags & APPEND_FL != 0))
 }
 
+/// Named files at most the logs make a collection check (the most recently logged first).
+pub const MAX_NAMED: usize = 16;
+
+/// The agent-side path of a regular file a log names (host text: a path the kubelet or a
+/// runtime could not remove), resolved under the host root only: absolute, at most 1 KiB,
+/// no `..` component, symlinks followed the way the host would and re-rooted (never out of
+/// the root), and the file itself a regular file, not a link, FIFO, device or directory.
+/// `None` for anything else.
+pub fn named_file(host: &crate::HostPaths, host_path: &str) -> Option<PathBuf> {
+    if !host_path.starts_with('/')
+        || host_path.len() > 1024
+        || host_path.chars().any(char::is_control)
+        || Path::new(host_path)
+            .components()
+            .any(|c| matches!(c, std::path::Component::ParentDir))
+    {
+        return None;
+    }
+    let agent = host.resolve(host_path);
+    if !agent.starts_with(host.root()) {
+        return None;
+    }
+    let m = std::fs::symlink_metadata(&agent).ok()?;
+    m.file_type().is_file().then_some(agent)
+}
+
 /// Whose directory a walk root is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Owner {

@@ -126,7 +126,22 @@ fn runtime(r: &RuntimeSample, t: &Thresholds) -> Option<Draft> {
         Outcome::NotSocket if alive => {
             Some(base(UNREACHABLE, Severity::Critical).when("not_a_socket"))
         }
-        Outcome::NoSocket | Outcome::NotSocket => Some(base(NOT_RUNNING, Severity::Critical)),
+        Outcome::NoSocket | Outcome::NotSocket => {
+            // Known only by the shims of its containers or its enabled unit: stopped, and
+            // nothing says the kubelet or the operator depends on it. A warning, whether its
+            // containers still run (live-restore) or not.
+            let severity = if r.why.iter().all(|w| w.is_sign_only()) {
+                Severity::Warning
+            } else {
+                Severity::Critical
+            };
+            Some(
+                base(NOT_RUNNING, severity)
+                    .evidence_opt("moby_shims", (r.moby_shims > 0).then_some(r.moby_shims))
+                    .when_if("containers_left", r.moby_shims > 0)
+                    .when_if("unit_enabled", r.why.contains(&Why::SystemdUnit)),
+            )
+        }
         Outcome::BadAnswer { latency, detail } => Some(
             base(UNREACHABLE, Severity::Critical)
                 .evidence("latency_seconds", secs(*latency))
@@ -315,6 +330,8 @@ fn immutable(f: &ImmutableFile) -> Draft {
         .evidence_opt("pod_namespace", f.pod.as_ref().map(|p| p.0.clone()))
         .evidence_opt("pod_name", f.pod.as_ref().map(|p| p.1.clone()))
         .evidence_opt("container_id", f.container_id.clone())
+        .evidence_opt("log_program", f.named_by.as_ref().map(|n| n.0.clone()))
+        .evidence_opt("log_file", f.named_by.as_ref().map(|n| n.1.clone()))
         .when_if("immutable", f.immutable)
         .when_if("append_only", f.append_only)
 }

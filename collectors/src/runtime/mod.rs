@@ -122,6 +122,15 @@ impl Default for RuntimeConfig {
     }
 }
 
+/// The `comm` of containerd's shims: `containerd-shim`, `containerd-shim-runc-v2` (cut to 15
+/// bytes) and docker 18's `docker-containerd-shim`.
+const SHIM_COMMS: &[&str] = &["containerd-shim", "docker-containe"];
+/// Shims whose arguments are read per collection, at most (their `cmdline` is remembered per
+/// process by the node's table).
+const MAX_SHIMS: usize = 256;
+/// Entries of `/etc/systemd/system` looked at for `*.wants` directories, at most.
+const MAX_UNIT_DIRS: usize = 512;
+
 /// Runtimes remembered from earlier collections, at most.
 const MAX_SEEN: usize = 8;
 /// Kubelet restarts remembered, at most.
@@ -361,6 +370,7 @@ impl RuntimeCollector {
             kubelet_endpoint: k.endpoint.as_deref(),
             kubelet_docker_endpoint: flag_value(&k.args, "--docker-endpoint"),
             seen: &self.seen,
+            docker_signs: &self.docker_signs(),
         };
         let host = self.node.host().clone();
         let mut listening = || {
@@ -369,6 +379,132 @@ impl RuntimeCollector {
                 .map(|l| l.into_iter().collect::<BTreeSet<String>>())
         };
         runtimes::find(self.node.host(), &inputs, &mut listening, notes)
+    }
+
+    /// Files the node's logs name as impossible to remove (`remove <path>: operation not
+    /// permitted`), checked for the attribute wherever they lie under the host root: docker's
+    /// `data-root` from daemon.json (`/data/docker` in the handbook) as much as the
+    /// kubelet's and the runtimes' default directories. Paths are host text: resolved under
+    /// the root only, regular files only ([`immutable::named_file`]), at most
+    /// [`immutable::MAX_NAMED`] per collection.
+    fn named_in_logs(&self, log: &LogSample, sample: &mut Sample) {
+        use crate::nodelog::patterns::EventKind;
+        let mut named: Vec<&crate::nodelog::sample::Incident> = log
+            .incidents
+            .iter()
+            .filter(|i| i.kind == EventKind::RemoveNotPermitted)
+            .collect();
+        named.sort_by_key(|i| std::cmp::Reverse(i.last_seen));
+        for inc in named.into_iter().take(immutable::MAX_NAMED) {
+            let by = Some((inc.ident.clone(), inc.file.clone()));
+            if let Some(f) = sample.immutable.iter_mut().find(|f| f.path == inc.subject) {
+                f.named_by = by;
+                continue;
+            }
+            let Some(agent) = immutable::named_file(self.node.host(), &inc.subject) else {
+                continue;
+            };
+            let Some((i, a)) = immutable::attributes(&agent) else {
+                continue;
+            };
+            if !(i || a) {
+                continue;
+            }
+            let pod_uid = inc
+                .subject
+                .split("/pods/")
+                .nth(1)
+                .and_then(|rest| rest.split('/').next())
+                .filter(|u| crate::names::is_pod_uid(u))
+                .map(String::from);
+            sample.immutable.push(ImmutableFile {
+                path: inc.subject.clone(),
+                immutable: i,
+                append_only: a,
+                is_dir: false,
+                pod_uid,
+                pod: None,
+                container_id: None,
+                named_by: by,
+            });
+        }
+    }
+
+    /// Signs of docker when no dockerd runs: the shims of its containers (`-namespace moby`,
+    /// live-restore keeps them) and its unit enabled on a host booted with systemd
+    /// (`/run/systemd/system`, what `sd_booted()` tests). Nothing is read while dockerd runs.
+    ///
+    /// The process table is listed for the shims only when containerd's state holds task
+    /// directories in docker's namespace (`<state>/io.containerd.runtime.v2.task/moby/<id>`,
+    /// one per live task, on a tmpfs): a containerd-only node pays nothing.
+    fn docker_signs(&self) -> runtimes::DockerSigns {
+        if self.procs.first("dockerd").is_some() {
+            return runtimes::DockerSigns::default();
+        }
+        let unit = enabled_unit(self.node.host(), "docker.service");
+        let ns = self.config.docker_namespace.as_str();
+        if self.moby_task_dirs(ns) == 0 {
+            return runtimes::DockerSigns {
+                moby_shims: 0,
+                unit,
+            };
+        }
+        let procs = self.node.processes();
+        let moby_shims = procs
+            .named("runtime/shims", SHIM_COMMS)
+            .unwrap_or_default()
+            .iter()
+            .take(MAX_SHIMS)
+            .filter(|p| {
+                procs
+                    .args(p)
+                    .is_some_and(|a| flag_value(&a, "-namespace").as_deref() == Some(ns))
+            })
+            .count() as u32;
+        runtimes::DockerSigns { moby_shims, unit }
+    }
+
+    /// Task directories of containerd namespace `ns` under the states of the containerds
+    /// this node may run: the default, docker's own (`/var/run/docker/containerd/daemon`),
+    /// the configured one's and each running one's (`--state`, its `--config`).
+    fn moby_task_dirs(&self, ns: &str) -> usize {
+        use crate::config::containerd;
+        let host = self.node.host();
+        let state_of = |conf: &str| {
+            containerd::read(host, conf)
+                .ok()
+                .flatten()
+                .and_then(|c| c.state)
+        };
+        let mut states: BTreeSet<String> = BTreeSet::from([
+            containerd::DEFAULT_STATE.to_string(),
+            format!(
+                "{}/containerd/daemon",
+                crate::config::docker::DEFAULT_EXEC_ROOT
+            ),
+        ]);
+        states.extend(state_of(&self.config.locations.containerd_config));
+        for p in self.procs.get("containerd") {
+            let conf = flag_value(&p.args, "--config").or_else(|| flag_value(&p.args, "-c"));
+            states
+                .extend(flag_value(&p.args, "--state").or_else(|| conf.and_then(|c| state_of(&c))));
+        }
+        states
+            .iter()
+            .flat_map(|st| {
+                let st = st.trim_end_matches('/');
+                [
+                    format!("{st}/io.containerd.runtime.v2.task/{ns}"),
+                    format!("{st}/io.containerd.runtime.v1.linux/{ns}"),
+                ]
+            })
+            .map(|d| {
+                dir_names(&host.resolve(d), MAX_SHIMS)
+                    .iter()
+                    .filter(|id| crate::names::is_container_id(id))
+                    .count()
+            })
+            .sum()
     }
 
     /// One plan for everything to ask: each runtime, the kubelet's CRI endpoint (once,
@@ -541,6 +677,7 @@ impl RuntimeCollector {
                 timeout: self.config.probe_timeout,
                 version,
                 data_dir,
+                moby_shims: p.inst.moby_shims,
             });
         }
         out
@@ -830,6 +967,7 @@ impl RuntimeCollector {
                         pod_uid: f.pod_uid.clone(),
                         pod,
                         container_id: f.container_id.clone(),
+                        named_by: None,
                     });
                 }
                 _ => gone.push(agent.clone()),
@@ -960,6 +1098,23 @@ impl RuntimeCollector {
     }
 }
 
+/// The host path of `unit`'s link in a `*.wants` directory of `/etc/systemd/system` (what
+/// `systemctl enable` makes), when the host was booted with systemd; `None` otherwise (an
+/// installed unit that is not enabled, or a host systemd does not run).
+fn enabled_unit(host: &crate::HostPaths, unit: &str) -> Option<String> {
+    let booted =
+        std::fs::symlink_metadata(host.resolve("/run/systemd/system")).is_ok_and(|m| m.is_dir());
+    if !booted {
+        return None;
+    }
+    let etc = host.resolve("/etc/systemd/system");
+    dir_names(&etc, MAX_UNIT_DIRS)
+        .into_iter()
+        .filter(|d| d.ends_with(".wants"))
+        .find(|d| std::fs::symlink_metadata(etc.join(d).join(unit)).is_ok())
+        .map(|d| format!("/etc/systemd/system/{d}/{unit}"))
+}
+
 fn dir_names(dir: &std::path::Path, max: usize) -> Vec<String> {
     crate::hostfs::dir_entries(dir, max)
         .map(|it| {
@@ -1044,15 +1199,20 @@ impl Phases for RuntimeCollector {
     type Sample = Reading;
 
     fn sample(&mut self, ctx: &CollectContext) -> Result<(Reading, Status), Status> {
-        let (sample, mut notes) = self.read_host(ctx.host_netns, &ctx.node_name);
+        let (mut sample, mut notes) = self.read_host(ctx.host_netns, &ctx.node_name);
         let log = self.logs.sample((self.clock)());
         notes.extend(logs::notes(&log));
-        let status = if notes.is_empty() {
-            Status::Ok
-        } else {
-            Status::Degraded(notes.join("; "))
-        };
-        Ok((Reading { sample, log }, status))
+        self.named_in_logs(&log, &mut sample);
+        // No runtime and no kubelet: a machine that is not a node, by design.
+        let absent = (sample.runtimes.is_empty() && sample.kubelet.is_none())
+            .then(|| {
+                "no container runtime or kubelet on this host: none runs or is configured, and no \
+                 socket, docker shim or enabled docker unit is left; nothing to judge"
+                    .to_string()
+            })
+            .into_iter()
+            .collect();
+        Ok((Reading { sample, log }, Status::from_notes(notes, absent)))
     }
 
     /// The daemons' rules and the node logs' (which see what the probes know now).

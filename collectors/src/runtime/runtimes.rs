@@ -1,9 +1,11 @@
 //! Which container runtimes this node really uses, where their API sockets are, and why the
 //! node is taken to use each: the kubelet's `--container-runtime-endpoint`, the running
 //! daemons (their flags and configuration files), the operator's `--docker-socket` /
-//! `--containerd-socket`, what this agent saw earlier, and a daemon's socket left in `/run`
-//! with nothing listening on it. Installed packages and unit files are no reason: a node
-//! with docker installed but unused has no docker findings.
+//! `--containerd-socket`, what this agent saw earlier, a daemon's socket left in `/run`
+//! with nothing listening on it, and, for a dockerd that does not run, the shims of its
+//! containers (live-restore) or its systemd unit enabled on a host booted with systemd.
+//! Installed packages, unit files that are not enabled and an empty `/var/lib/docker` are no
+//! reason: a node with docker installed but unused has no docker findings.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::FileTypeExt;
@@ -27,6 +29,17 @@ pub struct Instance {
     pub data_dir: Option<String>,
     /// dockerd only: the containerd socket it uses.
     pub containerd: Option<String>,
+    /// dockerd only: shims of its containers running without it.
+    pub moby_shims: u32,
+}
+
+/// Signs that docker is used here although no dockerd runs ([`docker_signs`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DockerSigns {
+    /// `containerd-shim… -namespace <docker's namespace>` processes running.
+    pub moby_shims: u32,
+    /// The enabled unit's link (host path), on a host booted with systemd.
+    pub unit: Option<String>,
 }
 
 /// What [`find`] works from.
@@ -42,6 +55,8 @@ pub struct Inputs<'a> {
     pub kubelet_docker_endpoint: Option<String>,
     /// Runtimes seen in earlier collections: (daemon, socket) -> data directory.
     pub seen: &'a BTreeMap<(Daemon, String), Option<String>>,
+    /// Signs of docker when no dockerd runs.
+    pub docker_signs: &'a DockerSigns,
 }
 
 /// The socket path of an endpoint (`unix:///x.sock` or `/x.sock`); `None` for others.
@@ -89,6 +104,7 @@ impl Found {
                     pid: None,
                     data_dir: None,
                     containerd: None,
+                    moby_shims: 0,
                 });
                 self.list.len() - 1
             }
@@ -119,6 +135,7 @@ pub fn find(
     f.kubelet_endpoint(inp);
     f.seen_earlier(inp);
     f.sockets_left(host, listening);
+    f.docker_signs(host, inp);
     f.default_data_dirs(host, inp);
     f.list.retain(|i| !i.why.is_empty());
     f.list
@@ -282,6 +299,54 @@ impl Found {
         }
     }
 
+    /// A dockerd that does not run, known by the shims of its containers or its enabled
+    /// unit: expected at the socket another reason names, else at daemon.json's first host
+    /// (the default). Nothing is added when that socket exists but no other reason names it:
+    /// something listens there (systemd's `docker.socket` starts dockerd on demand; a socket
+    /// nobody listens on is already [`Why::SocketLeft`]), and asking would wake it.
+    fn docker_signs(&mut self, host: &HostPaths, inp: &Inputs) {
+        let signs = inp.docker_signs;
+        if signs.moby_shims == 0 && signs.unit.is_none() {
+            return;
+        }
+        if self
+            .list
+            .iter()
+            .any(|i| i.daemon == Daemon::Dockerd && i.pid.is_some())
+        {
+            return;
+        }
+        let known = self
+            .list
+            .iter()
+            .find(|i| i.daemon == Daemon::Dockerd)
+            .map(|i| i.socket.clone());
+        let socket = match known {
+            Some(s) => s,
+            None => {
+                let conf = docker::read_daemon_json(host, &inp.locations.daemon_json)
+                    .ok()
+                    .flatten();
+                let s = docker::api_sockets(&[], conf.as_ref())
+                    .into_iter()
+                    .next()
+                    .unwrap_or_else(|| docker::DEFAULT_SOCKET.to_string());
+                if is_socket(host, &s) {
+                    return;
+                }
+                s
+            }
+        };
+        let i = self.get(Daemon::Dockerd, &socket);
+        if signs.moby_shims > 0 {
+            i.why.insert(Why::MobyShims);
+            i.moby_shims = signs.moby_shims;
+        }
+        if signs.unit.is_some() {
+            i.why.insert(Why::SystemdUnit);
+        }
+    }
+
     /// Data directories of runtimes known only by their socket: the defaults.
     fn default_data_dirs(&mut self, host: &HostPaths, inp: &Inputs) {
         for i in &mut self.list {
@@ -328,10 +393,21 @@ mod tests {
         seen: &BTreeMap<(Daemon, String), Option<String>>,
         listening: Option<BTreeSet<String>>,
     ) -> Vec<Instance> {
+        find_signs(root, endpoint, seen, listening, &DockerSigns::default())
+    }
+
+    fn find_signs(
+        root: &std::path::Path,
+        endpoint: Option<&str>,
+        seen: &BTreeMap<(Daemon, String), Option<String>>,
+        listening: Option<BTreeSet<String>>,
+        signs: &DockerSigns,
+    ) -> Vec<Instance> {
         let host = crate::node::Node::new(crate::HostPaths::new(root));
         let mut procs = Followed::new(crate::names::DAEMONS, 4, Rescan::Every(1), "test");
         procs.refresh(&host, &[]);
         let locations = Locations::default();
+        let signs = signs.clone();
         let inp = Inputs {
             procs: &procs,
             locations: &locations,
@@ -340,6 +416,7 @@ mod tests {
             kubelet_endpoint: endpoint,
             kubelet_docker_endpoint: None,
             seen,
+            docker_signs: &signs,
         };
         let mut notes = Vec::new();
         find(host.host(), &inp, &mut || listening.clone(), &mut notes)
@@ -467,5 +544,57 @@ mod tests {
             Some("/run/x.sock")
         );
         assert_eq!(endpoint_path("npipe:////./pipe/x"), None);
+    }
+
+    #[test]
+    fn a_stopped_dockerd_known_by_its_shims_or_its_enabled_unit() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(t.path().join("proc")).unwrap();
+        std::fs::create_dir_all(t.path().join("var/lib/docker")).unwrap();
+        let none = DockerSigns::default();
+        // An empty /var/lib/docker is no sign.
+        assert!(find_signs(t.path(), None, &BTreeMap::new(), None, &none).is_empty());
+        let shims = DockerSigns {
+            moby_shims: 2,
+            unit: None,
+        };
+        let got = find_signs(t.path(), None, &BTreeMap::new(), None, &shims);
+        assert_eq!(got.len(), 1, "{got:#?}");
+        assert_eq!(
+            (got[0].daemon, got[0].socket.as_str(), got[0].moby_shims),
+            (Daemon::Dockerd, docker::DEFAULT_SOCKET, 2)
+        );
+        assert_eq!(got[0].why, BTreeSet::from([Why::MobyShims]));
+        // daemon.json's host is where it is expected.
+        std::fs::create_dir_all(t.path().join("etc/docker")).unwrap();
+        std::fs::write(
+            t.path().join("etc/docker/daemon.json"),
+            r#"{"hosts": ["unix:///run/d/docker.sock"], "data-root": "/data/docker"}"#,
+        )
+        .unwrap();
+        let unit = DockerSigns {
+            moby_shims: 0,
+            unit: Some("/etc/systemd/system/multi-user.target.wants/docker.service".into()),
+        };
+        let got = find_signs(t.path(), None, &BTreeMap::new(), None, &unit);
+        assert_eq!(got[0].socket, "/run/d/docker.sock");
+        assert_eq!(got[0].why, BTreeSet::from([Why::SystemdUnit]));
+        assert_eq!(got[0].data_dir.as_deref(), Some("/data/docker"));
+        // The kubelet names cri-dockerd: the signs join that reason, at that socket.
+        let got = find_signs(
+            t.path(),
+            Some("unix:///var/run/cri-dockerd.sock"),
+            &BTreeMap::new(),
+            None,
+            &shims,
+        );
+        let d = got.iter().find(|i| i.daemon == Daemon::Dockerd).unwrap();
+        assert_eq!(d.socket, docker::DEFAULT_SOCKET);
+        assert_eq!(d.why, BTreeSet::from([Why::Kubelet, Why::MobyShims]));
+        // Its socket exists and something listens (socket activation): not asked, not added.
+        std::fs::create_dir_all(t.path().join("run/d")).unwrap();
+        let _l =
+            std::os::unix::net::UnixListener::bind(t.path().join("run/d/docker.sock")).unwrap();
+        assert!(find_signs(t.path(), None, &BTreeMap::new(), None, &unit).is_empty());
     }
 }

@@ -37,7 +37,8 @@ impl Daemon {
     }
 }
 
-/// Why the node is taken to use a runtime (an installed unit file is not a reason).
+/// Why the node is taken to use a runtime (an installed unit file is not a reason; one that
+/// systemd is told to start at boot is, and so are docker's containers' shims).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Why {
     /// The kubelet's container runtime endpoint names it (or cri-dockerd/dockershim, for
@@ -53,6 +54,12 @@ pub enum Why {
     SocketLeft,
     /// dockerd is configured to use this containerd.
     UsedByDocker,
+    /// Shims of docker's containers (`containerd-shim… -namespace moby`) run: its
+    /// containers outlived it (live-restore).
+    MobyShims,
+    /// Its systemd unit is enabled (a `*.wants/docker.service` link) on a host booted with
+    /// systemd: it is meant to run.
+    SystemdUnit,
 }
 
 impl Why {
@@ -64,7 +71,15 @@ impl Why {
             Why::Configured => "configured",
             Why::SocketLeft => "socket_left",
             Why::UsedByDocker => "used_by_dockerd",
+            Why::MobyShims => "moby_shims",
+            Why::SystemdUnit => "systemd_unit",
         }
+    }
+
+    /// Signs that docker is installed and used, which do not say the kubelet or the operator
+    /// depend on it: a daemon known only by them is stopped (a warning), not missing.
+    pub fn is_sign_only(self) -> bool {
+        matches!(self, Why::MobyShims | Why::SystemdUnit)
     }
 }
 
@@ -94,6 +109,9 @@ pub struct RuntimeSample {
     pub version: Option<String>,
     /// Its data directory's fill, when known.
     pub data_dir: Option<DiskFill>,
+    /// dockerd: shims of its containers running (`-namespace moby`), counted only when no
+    /// dockerd runs.
+    pub moby_shims: u32,
 }
 
 /// The kubelet, on a node that has one.
@@ -191,6 +209,9 @@ pub struct ImmutableFile {
     pub pod: Option<(String, String)>,
     /// The container whose directory or writable layer holds it.
     pub container_id: Option<String>,
+    /// The log that names it as a file that could not be removed: the program (`kubelet`,
+    /// `dockerd`) and the log file's host path.
+    pub named_by: Option<(String, String)>,
 }
 
 /// A hostNetwork pod's port bound by a process outside that pod.

@@ -647,7 +647,8 @@ fn deleted_open_file_held_by_dockerd_on_a_fake_host() {
 }
 
 #[test]
-fn no_runtime_or_kubelet_is_unavailable() {
+fn no_runtime_or_kubelet_is_complete_with_a_note() {
+    // Not a node: nothing to judge, by design. Complete, and the message says so.
     let h = FakeHost::new();
     h.write(
         "/proc/1/mountinfo",
@@ -655,11 +656,21 @@ fn no_runtime_or_kubelet_is_unavailable() {
     );
     let c = collect(&h, DiskConfig::default(), &[]);
     assert!(
-        matches!(c.status, Status::Unavailable(ref m) if m.contains("kubelet")),
+        matches!(c.status, Status::Noted(ref m) if m.contains("kubelet") && m.contains("not a node")),
         "{:?}",
         c.status
     );
+    assert!(c.status.is_complete());
     assert!(c.findings.is_empty());
+    // A configuration file that should name the directories but cannot be read: could not
+    // look.
+    h.write("/etc/docker/daemon.json", "{ not json");
+    let c = collect(&h, DiskConfig::default(), &[]);
+    assert!(
+        matches!(c.status, Status::Unavailable(ref m) if m.contains("daemon.json")),
+        "{:?}",
+        c.status
+    );
 }
 
 #[test]

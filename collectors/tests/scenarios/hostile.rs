@@ -516,6 +516,29 @@ fn runtime_commands_with_hostile_sockets_directories_and_files_are_inert() {
         }
     }
     let _unlock = Unlock(file.clone(), locked);
+    // A file the kubelet's log names as not removable (issue 28): a path is log text, so no
+    // control character reaches it (the reader refuses those); every other payload does.
+    let named_name = hostile_word("named").replace("\u{1b}[31m", "");
+    let named_host = format!("/data/docker/overlay2/l1/diff/{named_name}");
+    let named = h.path(&named_host);
+    std::fs::create_dir_all(named.parent().unwrap()).unwrap();
+    std::fs::write(&named, "x").unwrap();
+    let named_locked = locked
+        && std::process::Command::new("chattr")
+            .arg("+i")
+            .arg(&named)
+            .output()
+            .is_ok_and(|o| o.status.success());
+    let _unlock_named = Unlock(named.clone(), named_locked);
+    let now = std::process::Command::new("date")
+        .args(["-u", "+%b %e %H:%M:%S"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    h.write(
+        "/var/log/messages",
+        format!("{now} node-1 kubelet[100]: E1123 remote_runtime.go:250] RemoveContainer failed: driver \"overlay2\" failed to remove root filesystem: remove {named_host}: operation not permitted\n"),
+    );
     let probe: std::sync::Arc<FakeProbe> = std::sync::Arc::default();
     let mut c = RuntimeCollector::new(h.node(), RuntimeConfig::default(), probe);
     // Not recorded as a golden file: what is found depends on chattr working here.
@@ -531,6 +554,10 @@ fn runtime_commands_with_hostile_sockets_directories_and_files_are_inert() {
         assert!(got.contains(&"runtime.immutable_file"), "{got:?}");
         assert_reached(&cmds, "file");
         raw.push(hostile("file"));
+    }
+    if named_locked {
+        assert_reached(&cmds, "named");
+        raw.push(named_name.clone());
     } else {
         println!("NOTE {test}: chattr +i did not work here; the immutable file is not staged");
     }

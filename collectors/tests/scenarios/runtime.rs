@@ -1060,3 +1060,215 @@ fn a_quiet_node_costs_one_read_per_daemon_per_cycle() {
         "one stat per daemon and two exe links; nothing of the 200 others"
     );
 }
+
+/// A docker node (no kubelet here: a plain docker host) after `systemctl stop docker` or a
+/// clean SIGTERM: no dockerd process, its socket and pid file gone. What says docker is used:
+/// `live`: live-restore kept two containers, each with its shim (`-namespace moby`) and its
+/// task directory in containerd's state; `unit`: docker.service enabled on a host booted with
+/// systemd.
+fn docker_stopped(live: bool, unit: bool) -> (FakeHost, Arc<FakeProbe>) {
+    let h = FakeHost::new();
+    h.write("/proc/uptime", "86400.00 170000.00\n")
+        .write(
+            "/proc/1/net/unix",
+            "Num       RefCount Protocol Flags    Type St Inode Path\n\
+             ffff8f0c41d4c900: 00000002 00000000 00010000 0001 01 63303 /run/containerd/containerd.sock\n",
+        )
+        .write(
+            "/etc/docker/daemon.json",
+            r#"{"data-root": "/data/docker", "live-restore": true}"#,
+        )
+        .mkdir("/data/docker/containers")
+        .mkdir("/var/lib/containerd");
+    process(&h, 150, "containerd", "/usr/bin/containerd", 4_000);
+    socket(&h, "/run/containerd/containerd.sock");
+    if live {
+        for (pid, id) in [(300, CID), (301, CID2)] {
+            process(
+                &h,
+                pid,
+                "containerd-shim",
+                &format!("/usr/bin/containerd-shim-runc-v2 -namespace moby -id {id} -address /run/containerd/containerd.sock"),
+                4_600,
+            );
+            h.mkdir(&format!(
+                "/run/containerd/io.containerd.runtime.v2.task/moby/{id}"
+            ));
+        }
+    }
+    if unit {
+        h.mkdir("/run/systemd/system").symlink(
+            "/lib/systemd/system/docker.service",
+            "/etc/systemd/system/multi-user.target.wants/docker.service",
+        );
+    }
+    let probe = Arc::new(FakeProbe::default());
+    probe.set(Kind::Containerd, "containerd.sock", containerd(ok(1), None));
+    (h, probe)
+}
+
+/// Issue 28, "Runtime": dockerd stopped cleanly on a node that uses it is a warning naming
+/// docker, whether live-restore kept its containers or not; an empty `/var/lib/docker` or an
+/// installed-but-not-enabled unit is no sign of use.
+#[test]
+fn a_stopped_dockerd_is_a_warning_whether_its_containers_run_on_or_not() {
+    use collectors::Severity;
+    for (live, unit) in [(true, false), (false, true), (true, true)] {
+        let (h, probe) = docker_stopped(live, unit);
+        let mut c = collector(&h, &probe, RuntimeConfig::default());
+        let out = collect(&mut c, &ctx());
+        only(&out, "runtime.not_running", "/var/run/docker.sock");
+        let f = &out.findings[0];
+        assert_eq!(f.severity, Severity::Warning, "live {live} unit {unit}");
+        assert_eq!(f.evidence["daemon"].as_str(), Some("dockerd"));
+        assert_eq!(f.evidence["outcome"].as_str(), Some("no_socket"));
+        let because = f.evidence["expected_because"].as_str().unwrap();
+        assert_eq!(because.contains("moby_shims"), live, "{because}");
+        assert_eq!(because.contains("systemd_unit"), unit, "{because}");
+        // The data root of daemon.json, not the default.
+        assert_eq!(f.evidence["data_dir"].as_str(), Some("/data/docker"));
+        assert!(f.title.en.contains("dockerd"), "{}", f.title.en);
+        if live {
+            assert_eq!(f.evidence["moby_shims"], collectors::Evidence::from(2u32));
+            assert!(
+                f.summary
+                    .en
+                    .contains("2 of its containers still run without it (live-restore)"),
+                "{}",
+                f.summary.en
+            );
+            assert!(f
+                .remediation
+                .steps
+                .iter()
+                .any(|s| s.en.contains("live-restore")));
+        } else {
+            assert!(!f.evidence.contains_key("moby_shims"));
+            assert!(
+                f.summary.en.contains("none of its containers runs now"),
+                "{}",
+                f.summary.en
+            );
+        }
+        assert!(f
+            .remediation
+            .commands
+            .contains(&"systemctl start docker".to_string()));
+        let src = f.remediation.source.as_ref().unwrap();
+        assert_eq!(
+            (src.doc, src.section),
+            ("002_af370464fa0f13dd.txt", "Pod 异常排查概述")
+        );
+        assert_eq!(out.status, Status::Ok, "{:?}", out.status);
+    }
+}
+
+#[test]
+fn an_empty_var_lib_docker_or_an_installed_unit_is_no_sign_of_docker() {
+    let h = FakeHost::new();
+    h.write("/proc/uptime", "86400.00 170000.00\n")
+        .mkdir("/proc/1")
+        .mkdir("/var/lib/docker")
+        .write("/lib/systemd/system/docker.service", "[Service]\n")
+        // Enabled, but systemd does not run this host (no /run/systemd/system).
+        .symlink(
+            "/lib/systemd/system/docker.service",
+            "/etc/systemd/system/multi-user.target.wants/docker.service",
+        );
+    let probe = Arc::new(FakeProbe::default());
+    let mut c = collector(&h, &probe, RuntimeConfig::default());
+    let out = collect(&mut c, &ctx());
+    assert!(out.findings.is_empty(), "{:#?}", out.findings);
+    // Not a node: complete, and the message says why nothing was judged.
+    assert!(
+        matches!(&out.status, Status::Noted(m) if m.contains("nothing to judge")),
+        "{:?}",
+        out.status
+    );
+    assert_eq!(out.status.as_str(), "ok");
+}
+
+/// Issue 28, "immutable file under data-root": the handbook's kubelet line names a file in
+/// docker's writable layer under `data-root` `/data/docker` (daemon.json), a container no
+/// longer in docker's layer database (the walk does not reach it). The file named is checked
+/// where it lies; a path that climbs out with `..`, a symlink pointing out of the root, a FIFO
+/// and a file without the attribute named the same way give nothing.
+#[test]
+fn a_file_the_kubelet_log_names_under_docker_data_root_is_checked_where_it_lies() {
+    let test = "a_file_the_kubelet_log_names_under_docker_data_root_is_checked_where_it_lies";
+    if !crate::support::root_or_skip(test) {
+        return;
+    }
+    let (h, probe) = docker_node();
+    h.write(
+        "/etc/docker/daemon.json",
+        r#"{"data-root": "/data/docker"}"#,
+    );
+    let layer = "b1aea29c590aa9abda79f7cf3976422073fb3652757f0391db88534027546868";
+    let bash = format!("/data/docker/overlay2/{layer}/diff/usr/bin/bash");
+    let plain = format!("/data/docker/overlay2/{layer}/diff/usr/bin/sh");
+    h.write(&bash, "elf").write(&plain, "elf");
+    h.symlink(
+        "/etc/shadow",
+        &format!("/data/docker/overlay2/{layer}/diff/etc-link"),
+    );
+    h.fifo(&format!("/data/docker/overlay2/{layer}/diff/fifo"));
+    let st = std::process::Command::new("chattr")
+        .arg("+i")
+        .arg(h.path(&bash))
+        .status();
+    if !st.is_ok_and(|s| s.success()) {
+        println!("SKIP {test}: chattr +i does not work on this filesystem");
+        return;
+    }
+    let _unlock = Unlock(h.path(&bash));
+    let line = |path: &str| {
+        format!("Nov 23 11:59:50 node-1 kubelet[100]: E1123 11:59:50.000000     100 remote_runtime.go:250] RemoveContainer \"{CID}\" from runtime service failed: rpc error: code = Unknown desc = failed to remove container \"{CID}\": Error response from daemon: container {CID}: driver \"overlay2\" failed to remove root filesystem: remove {path}: operation not permitted\n")
+    };
+    let mut lines = line(&bash);
+    for p in [
+        plain.clone(),
+        format!("/data/docker/overlay2/{layer}/diff/../../../../../etc/passwd"),
+        format!("/data/docker/overlay2/{layer}/diff/etc-link"),
+        format!("/data/docker/overlay2/{layer}/diff/fifo"),
+        "/nonexistent/file".to_string(),
+    ] {
+        lines += &line(&p);
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(h.path("/var/log/messages"))
+        .unwrap();
+    std::io::Write::write_all(&mut f, lines.as_bytes()).unwrap();
+    let mut c = collector(&h, &probe, RuntimeConfig::default());
+    let out = collect(&mut c, &ctx());
+    only(&out, "runtime.immutable_file", &bash);
+    let f = &out.findings[0];
+    assert_eq!(f.severity, collectors::Severity::Warning);
+    assert_eq!(f.evidence["file"].as_str(), Some(bash.as_str()));
+    assert_eq!(f.evidence["attributes"].as_str(), Some("i"));
+    assert_eq!(f.evidence["log_program"].as_str(), Some("kubelet"));
+    assert_eq!(f.evidence["log_file"].as_str(), Some("/var/log/messages"));
+    assert!(
+        f.summary
+            .en
+            .contains("kubelet's log (/var/log/messages) names it"),
+        "{}",
+        f.summary.en
+    );
+    assert!(f.summary.en.contains("Terminating"), "{}", f.summary.en);
+    assert!(f
+        .remediation
+        .commands
+        .contains(&format!("chattr -i {bash}")));
+    assert!(f
+        .remediation
+        .commands
+        .contains(&format!("lsattr -d {bash}")));
+    let src = f.remediation.source.as_ref().unwrap();
+    assert_eq!(src.section, "检查是否存在 “i” 文件属性");
+    // Cleared: gone at the next collection, though the log line stays.
+    drop(_unlock);
+    let out = collect(&mut c, &ctx());
+    assert!(out.findings.is_empty(), "{:#?}", out.findings);
+}

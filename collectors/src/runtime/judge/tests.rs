@@ -25,6 +25,7 @@ fn rt(daemon: Daemon, pid: Option<u32>, outcome: Outcome) -> RuntimeSample {
         timeout: Duration::from_secs(2),
         version: None,
         data_dir: None,
+        moby_shims: 0,
     }
 }
 
@@ -344,6 +345,7 @@ fn immutable_files_name_the_file_and_the_attribute() {
             pod_uid: None,
             pod: None,
             container_id: Some("19d837c77a3c".into()),
+            named_by: Some(("kubelet".into(), "/var/log/messages".into())),
         }],
         ..Sample::default()
     };
@@ -438,4 +440,76 @@ fn kube_proxy_needs_ipvs_high_cpu_and_a_short_period() {
     assert!(ids(&k("iptables", 0.9, 5)).is_empty());
     assert!(ids(&k("ipvs", 0.1, 5)).is_empty());
     assert!(ids(&k("ipvs", 0.9, 30)).is_empty());
+}
+
+#[test]
+fn a_stopped_dockerd_known_by_its_shims_or_unit_is_a_warning_naming_docker() {
+    // Clean SIGTERM with live-restore: socket and pid file gone, two containers run on.
+    let mut d = rt(Daemon::Dockerd, None, Outcome::NoSocket);
+    d.why = vec![Why::MobyShims, Why::SystemdUnit];
+    d.moby_shims = 2;
+    let s = Sample {
+        runtimes: vec![d.clone()],
+        ..Sample::default()
+    };
+    let f = findings(&s);
+    assert_eq!(f.len(), 1, "{f:#?}");
+    let f = &f[0];
+    assert_eq!(
+        (f.id.as_str(), f.severity),
+        (NOT_RUNNING, Severity::Warning)
+    );
+    assert_eq!(f.subject, "/var/run/docker.sock");
+    assert_eq!(f.evidence["daemon"], crate::Evidence::from("dockerd"));
+    assert_eq!(f.evidence["moby_shims"], crate::Evidence::from(2u32));
+    assert_eq!(
+        f.evidence["expected_because"],
+        crate::Evidence::from("moby_shims, systemd_unit")
+    );
+    assert!(f.title.en.contains("dockerd"), "{}", f.title.en);
+    assert!(
+        f.summary.en.contains("2 of its containers still run"),
+        "{}",
+        f.summary.en
+    );
+    let steps: Vec<&str> = f.remediation.steps.iter().map(|s| s.en.as_str()).collect();
+    assert!(
+        steps.iter().any(|s| s.contains("live-restore")),
+        "{steps:?}"
+    );
+    assert!(
+        f.remediation
+            .commands
+            .iter()
+            .any(|c| c == "systemctl start docker"),
+        "{:?}",
+        f.remediation.commands
+    );
+    assert_eq!(
+        f.remediation.source.as_ref().map(|s| s.section),
+        Some("Pod 异常排查概述")
+    );
+    // Without live-restore its containers died with it: still a warning, and the summary
+    // says none runs.
+    d.moby_shims = 0;
+    d.why = vec![Why::SystemdUnit];
+    let s = Sample {
+        runtimes: vec![d.clone()],
+        ..Sample::default()
+    };
+    let f = &findings(&s)[0];
+    assert_eq!(
+        (f.id.as_str(), f.severity),
+        (NOT_RUNNING, Severity::Warning)
+    );
+    assert!(!f.evidence.contains_key("moby_shims"));
+    assert!(f.summary.en.contains("enabled"), "{}", f.summary.en);
+    // The kubelet depends on it too: critical, as before.
+    d.why = vec![Why::Kubelet, Why::MobyShims];
+    d.moby_shims = 1;
+    let s = Sample {
+        runtimes: vec![d],
+        ..Sample::default()
+    };
+    assert_eq!(ids(&s), vec![(NOT_RUNNING.to_string(), Severity::Critical)]);
 }
