@@ -558,7 +558,7 @@ mod tests {
             "remove /a\x1b[31m: operation not permitted",
             "operation not permitted",
         ] {
-            assert!(classify("kubelet", &bad).is_empty(), "{bad}");
+            assert!(classify("kubelet", bad).is_empty(), "{bad}");
         }
         let long = format!("remove /{}: operation not permitted", "a".repeat(2000));
         assert!(classify("kubelet", &long).is_empty());

@@ -509,7 +509,7 @@ fn table_full_in_another_netns_is_that_namespaces_finding() {
         .find(|f| f.subject == "netns 4026532177")
         .expect("the namespace's finding");
     assert_eq!(f.severity, Severity::Warning);
-    assert!(f.evidence.get("netns_pid").is_none(), "{:?}", f.evidence);
+    assert!(!f.evidence.contains_key("netns_pid"), "{:?}", f.evidence);
 
     // Reading that namespace itself (netns_pid 4243 lives in it): the messages are ours.
     let h = node("10.96.0.10", UDP_STUB_ONLY);
@@ -585,7 +585,7 @@ fn table_full_in_a_namespace_without_processes_warns_while_recent_then_is_info()
     assert_eq!(num(&f, "table_full_messages"), 3.0);
     assert!((num(&f, "last_table_full_seconds_ago") - 4.0).abs() < 0.01);
     assert_eq!(text(&f, "netns"), "4026532177");
-    assert!(f.evidence.get("netns_pid").is_none(), "{:?}", f.evidence);
+    assert!(!f.evidence.contains_key("netns_pid"), "{:?}", f.evidence);
     assert_eq!(
         f.title.en,
         "conntrack table of another network namespace was full"

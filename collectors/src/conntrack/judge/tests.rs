@@ -630,7 +630,7 @@ fn a_namespace_without_processes_warns_while_recent_and_decays_to_info() {
             f.evidence["last_table_full_seconds_ago"].as_f64(),
             Some(age)
         );
-        assert!(f.evidence.get("netns_pid").is_none(), "{f:#?}");
+        assert!(!f.evidence.contains_key("netns_pid"), "{f:#?}");
         assert!(f.conditions.contains("netns_gone"));
         assert_eq!(
             f.title.en,
