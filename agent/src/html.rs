@@ -163,19 +163,7 @@ fn finding(h: &mut String, view: &View<'_>, f: &FindingView<'_>) {
 /// the row's tooltip), steps (a numbered list) and commands (preformatted, one a line); each
 /// left out when empty.
 fn remediation(h: &mut String, f: &FindingView<'_>, lang: Lang) {
-    if !f.evidence.is_empty() {
-        h.push_str("<table>");
-        for (k, v) in f.evidence {
-            let _ = write!(
-                h,
-                "<tr title=\"{}\"><th>{}</th><td>{}</td></tr>",
-                escape(k),
-                escape(&crate::human::key(k)),
-                escape(&crate::human::value(k, v, lang))
-            );
-        }
-        h.push_str("</table>\n");
-    }
+    evidence_table(h, f.evidence, lang);
     if !f.steps.is_empty() {
         h.push_str("<ol>");
         for s in &f.steps {
@@ -187,6 +175,29 @@ fn remediation(h: &mut String, f: &FindingView<'_>, lang: Lang) {
         let cmds: Vec<String> = f.commands.iter().map(|c| escape(c)).collect();
         let _ = writeln!(h, "<pre>{}</pre>", cmds.join("\n"));
     }
+}
+
+/// Evidence as a table: keys in words, values in human units, the raw name as the row's
+/// tooltip; nothing when there is none.
+pub fn evidence_table(
+    h: &mut String,
+    evidence: &std::collections::BTreeMap<String, collectors::finding::Evidence>,
+    lang: Lang,
+) {
+    if evidence.is_empty() {
+        return;
+    }
+    h.push_str("<table>");
+    for (k, v) in evidence {
+        let _ = write!(
+            h,
+            "<tr title=\"{}\"><th>{}</th><td>{}</td></tr>",
+            escape(k),
+            escape(&crate::human::key(k)),
+            escape(&crate::human::value(k, v, lang))
+        );
+    }
+    h.push_str("</table>\n");
 }
 
 /// The table of the collectors shown: name, status, latest run, its duration, its message.

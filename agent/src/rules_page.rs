@@ -387,19 +387,7 @@ fn example_html(h: &mut String, d: &Description, lang: Lang) {
         },
         escape(f.summary.get(lang)),
     );
-    if !f.evidence.is_empty() {
-        h.push_str("<table>");
-        for (k, v) in &f.evidence {
-            let _ = write!(
-                h,
-                "<tr title=\"{}\"><th>{}</th><td>{}</td></tr>",
-                escape(k),
-                escape(&crate::human::key(k)),
-                escape(&crate::human::value(k, v, lang))
-            );
-        }
-        h.push_str("</table>\n");
-    }
+    crate::html::evidence_table(h, &f.evidence, lang);
     let cmds: Vec<String> = f.remediation.commands.iter().map(|c| escape(c)).collect();
     if !cmds.is_empty() {
         let _ = writeln!(h, "<pre>{}</pre>", cmds.join("\n"));

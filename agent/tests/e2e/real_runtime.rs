@@ -427,33 +427,7 @@ fn an_immutable_file_under_a_pod_directory_on_real_ext4() {
     std::fs::create_dir_all(root.join("var/log")).unwrap();
     std::fs::write(root.join("var/log/messages"), &log).unwrap();
 
-    let check = || {
-        let out = run(
-            &[
-                "check",
-                "--host-root",
-                root.to_str().unwrap(),
-                "--collector",
-                "runtime",
-                "--format",
-                "json",
-                "--interval",
-                "100ms",
-                "--node-name",
-                "node-1",
-            ],
-            &[],
-        );
-        let v: Value = serde_json::from_slice(&out.stdout)
-            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
-        v["findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|f| f["id"] == "runtime.immutable_file")
-            .cloned()
-            .collect::<Vec<Value>>()
-    };
+    let check = || immutable_findings(&root);
     let found = check();
     assert_eq!(found.len(), 1, "{found:#?}");
     let f = &found[0];
@@ -608,33 +582,7 @@ fn an_immutable_file_the_kubelet_log_names_under_docker_data_root_on_real_ext4()
     std::fs::create_dir_all(r.join("var/log")).unwrap();
     std::fs::write(r.join("var/log/messages"), &log).unwrap();
 
-    let check = || {
-        let out = run(
-            &[
-                "check",
-                "--host-root",
-                r.to_str().unwrap(),
-                "--collector",
-                "runtime",
-                "--format",
-                "json",
-                "--interval",
-                "100ms",
-                "--node-name",
-                "node-1",
-            ],
-            &[],
-        );
-        let v: Value = serde_json::from_slice(&out.stdout)
-            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
-        v["findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|f| f["id"] == "runtime.immutable_file")
-            .cloned()
-            .collect::<Vec<Value>>()
-    };
+    let check = || immutable_findings(r);
     let found = check();
     assert_eq!(found.len(), 1, "{found:#?}");
     let f = &found[0];
@@ -661,4 +609,33 @@ fn an_immutable_file_the_kubelet_log_names_under_docker_data_root_on_real_ext4()
         check().is_empty(),
         "cleared: no finding though the log line stays"
     );
+}
+
+/// `check --collector runtime` on `root`: its `runtime.immutable_file` findings.
+fn immutable_findings(root: &std::path::Path) -> Vec<Value> {
+    let out = run(
+        &[
+            "check",
+            "--host-root",
+            root.to_str().unwrap(),
+            "--collector",
+            "runtime",
+            "--format",
+            "json",
+            "--interval",
+            "100ms",
+            "--node-name",
+            "node-1",
+        ],
+        &[],
+    );
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["id"] == "runtime.immutable_file")
+        .cloned()
+        .collect()
 }
