@@ -24,6 +24,9 @@ use super::thresholds::Thresholds;
 use crate::finding::Severity;
 use crate::rules::Draft;
 
+/// Broken overlay2 layers reported at most (one finding each).
+const MAX_LAYERS: usize = 8;
+
 /// Applies the log rules.
 pub fn judge(sample: &LogSample, live: &LiveFacts, t: &Thresholds) -> Vec<Draft> {
     let j = Judging { sample, live, t };
@@ -39,6 +42,7 @@ pub fn judge(sample: &LogSample, live: &LiveFacts, t: &Thresholds) -> Vec<Draft>
         );
     }
     out.extend(j.image_pulls());
+    out.extend(j.docker_store());
     out
 }
 
@@ -96,6 +100,37 @@ impl<'a> Judging<'a> {
             .evidence("last_line", i.example.as_str())
             .var("window_seconds", self.window(i.kind))
             .when_if("journal", i.source == SourceKind::Journal)
+    }
+
+    /// node-problem-detector's docker monitor: a broken overlay2 layer (one finding per
+    /// layer), a half-written image layer, containers whose process died before they
+    /// started.
+    fn docker_store(&self) -> Vec<Draft> {
+        let mut out: Vec<Draft> = self
+            .of(EventKind::CorruptOverlay2)
+            .into_iter()
+            .take(MAX_LAYERS)
+            .map(|i| {
+                self.base("runtime.overlay2_corrupt", Severity::Warning, i)
+                    .subject(i.subject.clone())
+                    .evidence("layer", i.subject.as_str())
+            })
+            .collect();
+        if let Some(i) = self.of(EventKind::CorruptImage).first() {
+            out.push(
+                self.base("runtime.image_layer_corrupt", Severity::Warning, i)
+                    .subject(i.subject.clone())
+                    .evidence_opt("image", (i.subject != "dockerd").then(|| i.subject.clone())),
+            );
+        }
+        if let Some(i) = self.of(EventKind::StartDead).first() {
+            out.push(
+                self.base("runtime.container_start_dead", Severity::Warning, i)
+                    .subject(i.subject.clone())
+                    .evidence("runtime", i.subject.as_str()),
+            );
+        }
+        out
     }
 
     /// The live state is known healthy and the incident's last line is older than `settle`.

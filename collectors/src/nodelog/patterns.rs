@@ -47,10 +47,22 @@ pub enum EventKind {
     /// <path>: operation not permitted`. The subject is the path, which the runtime
     /// collector checks for the attribute; no log rule of its own.
     RemoveNotPermitted,
+    /// dockerd: `… returned error: readlink /var/lib/docker/overlay2/<layer>: invalid
+    /// argument` (node-problem-detector's `CorruptDockerOverlay2`): a layer directory of the
+    /// overlay2 store is broken (its `link` file or `l/` symlink). The subject is the layer.
+    CorruptOverlay2,
+    /// dockerd: `failed to register layer: rename /var/lib/docker/image/… /var/lib/docker/
+    /// image/…: directory not empty` (NPD's `CorruptDockerImage`): the image store holds a
+    /// half-written layer, so pulls of images sharing it fail.
+    CorruptImage,
+    /// dockerd / kubelet: `OCI runtime start failed: container process is already dead`
+    /// (NPD's `DockerContainerStartupFailure`): runc started the container's process and it
+    /// was gone before docker could start it.
+    StartDead,
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 11] = [
+    pub const ALL: [EventKind; 14] = [
         EventKind::PlegUnhealthy,
         EventKind::RuntimeNotReady,
         EventKind::NetworkNotReady,
@@ -62,6 +74,9 @@ impl EventKind {
         EventKind::PullAuth,
         EventKind::PullNotFound,
         EventKind::RemoveNotPermitted,
+        EventKind::CorruptOverlay2,
+        EventKind::CorruptImage,
+        EventKind::StartDead,
     ];
 
     /// The `kind` label of the match counter.
@@ -78,6 +93,9 @@ impl EventKind {
             EventKind::PullAuth => "pull_auth",
             EventKind::PullNotFound => "pull_not_found",
             EventKind::RemoveNotPermitted => "remove_not_permitted",
+            EventKind::CorruptOverlay2 => "corrupt_overlay2",
+            EventKind::CorruptImage => "corrupt_image",
+            EventKind::StartDead => "start_dead",
         }
     }
 
@@ -196,7 +214,7 @@ fn quoted_after<'a>(s: &'a str, marker: &str) -> Option<&'a str> {
 pub fn classify(ident: &str, message: &str) -> Vec<Event> {
     let mut out = Vec::new();
     // Cheap pre-filter: none of the phrases, no work.
-    const HINTS: [&str; 15] = [
+    const HINTS: [&str; 18] = [
         "PLEG",
         "pleg",
         "untime",
@@ -212,6 +230,9 @@ pub fn classify(ident: &str, message: &str) -> Vec<Event> {
         "auth credentials",
         "not found",
         "not permitted",
+        "readlink",
+        "register layer",
+        "already dead",
     ];
     if !HINTS.iter().any(|h| message.contains(h)) && !message.contains("manifest unknown") {
         return out;
@@ -267,6 +288,30 @@ pub fn classify(ident: &str, message: &str) -> Vec<Event> {
         e.detail.runtime = runtime;
         out.push(e);
     }
+    if let Some(layer) = corrupt_overlay2_layer(&m) {
+        let mut e = Event::new(EventKind::CorruptOverlay2);
+        e.subject = layer.clone();
+        e.detail.path = Some(layer);
+        e.detail.runtime = Some(Runtime::Docker);
+        out.push(e);
+    }
+    if m.contains("failed to register layer") {
+        let mut e = Event::new(EventKind::CorruptImage);
+        e.subject = image_of(&m).unwrap_or_else(|| "dockerd".to_string());
+        e.detail.runtime = Some(Runtime::Docker);
+        out.push(e);
+    }
+    if m.contains("container process is already dead") {
+        let mut e = Event::new(EventKind::StartDead);
+        e.subject = match runtime {
+            Some(Runtime::Docker) => "dockerd",
+            Some(Runtime::Containerd) => "containerd",
+            None => "container runtime",
+        }
+        .to_string();
+        e.detail.runtime = runtime;
+        out.push(e);
+    }
     if let Some(kind) = pull_kind(&m) {
         let image = image_of(&m);
         let registry = image
@@ -303,6 +348,27 @@ fn runtime_of(ident: &str, m: &str) -> Option<Runtime> {
         }
         _ => None,
     }
+}
+
+/// `readlink /var/lib/docker/overlay2/<layer>: invalid argument` -> the layer directory
+/// (`…/overlay2/<layer>`, whatever docker's data-root), when it is a plain absolute path.
+fn corrupt_overlay2_layer(m: &str) -> Option<String> {
+    let end = m.find(": invalid argument")?;
+    let start = m[..end].rfind("readlink ")? + "readlink ".len();
+    let p = &m[start..end];
+    let at = p.find("/overlay2/")?;
+    let layer_end = p[at + "/overlay2/".len()..]
+        .find('/')
+        .map_or(p.len(), |i| at + "/overlay2/".len() + i);
+    let layer = &p[..layer_end];
+    (layer.starts_with('/')
+        && layer.len() <= 512
+        && layer.len() > at + "/overlay2/".len()
+        && !layer.contains("..")
+        && layer
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-".contains(&b)))
+    .then(|| layer.to_string())
 }
 
 /// `reason:DockerDaemonNotReady` -> `DockerDaemonNotReady` (letters only).
@@ -530,6 +596,63 @@ mod tests {
         let mut v = classify(ident, m);
         assert_eq!(v.len(), 1, "{m}: {v:?}");
         v.remove(0)
+    }
+
+    /// node-problem-detector's docker monitor lines, as dockerd writes them (logrus, its
+    /// quotes escaped) and as the kubelet relays them.
+    #[test]
+    fn dockerds_store_and_start_failures() {
+        let layer = "/var/lib/docker/overlay2/0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0";
+        let e = one(
+            "dockerd",
+            &format!(
+                r#"time="2026-11-23T11:59:40.000000000Z" level=error msg="Handler for GET /v1.41/containers/json returned error: readlink {layer}: invalid argument""#
+            ),
+        );
+        assert_eq!(
+            (e.kind, e.subject.as_str(), e.detail.runtime),
+            (EventKind::CorruptOverlay2, layer, Some(Runtime::Docker))
+        );
+        // The layer, not a file under it; any data-root.
+        let e = one(
+            "kubelet",
+            "E1123 11:59:40.000000 100 remote_runtime.go:390] ListContainers failed: rpc error: code = Unknown desc = Error response from daemon: readlink /data/docker/overlay2/abc123/diff/etc: invalid argument",
+        );
+        assert_eq!(e.subject, "/data/docker/overlay2/abc123");
+        let e = one(
+            "dockerd",
+            r#"time="2026-11-23T11:59:45Z" level=error msg="Error trying v2 registry: failed to register layer: rename /var/lib/docker/image/overlay2/layerdb/tmp/write-set-1 /var/lib/docker/image/overlay2/layerdb/sha256/5e4d: directory not empty""#,
+        );
+        assert_eq!(
+            (e.kind, e.subject.as_str()),
+            (EventKind::CorruptImage, "dockerd")
+        );
+        let e = one(
+            "dockerd",
+            r#"time="2026-11-23T11:59:50Z" level=error msg="Handler for POST /v1.41/containers/9a8b/start returned error: OCI runtime start failed: container process is already dead: unknown""#,
+        );
+        assert_eq!(
+            (e.kind, e.subject.as_str()),
+            (EventKind::StartDead, "dockerd")
+        );
+        let e = one(
+            "containerd",
+            r#"time="2026-11-23T11:59:50Z" level=error msg="StartContainer for "9a8b" failed" error="failed to create containerd task: failed to create shim task: OCI runtime start failed: container process is already dead: unknown""#,
+        );
+        assert_eq!(
+            (e.kind, e.subject.as_str()),
+            (EventKind::StartDead, "containerd")
+        );
+        // Hostile or unusable layer paths are no event.
+        for bad in [
+            "readlink relative/overlay2/x: invalid argument",
+            "readlink /var/lib/docker/overlay2/../../etc: invalid argument",
+            "readlink /var/lib/docker/overlay2/a\x1b[31m: invalid argument",
+            "readlink /var/lib/docker/overlay2/: invalid argument",
+            "readlink /proc/self/exe: invalid argument",
+        ] {
+            assert!(classify("dockerd", bad).is_empty(), "{bad}");
+        }
     }
 
     #[test]

@@ -36,6 +36,8 @@ pub const KUBELET_NOT_RUNNING: &str = "runtime.kubelet_not_running";
 pub const KUBELET_UNHEALTHY: &str = "runtime.kubelet_unhealthy";
 /// The kubelet restarted again and again.
 pub const KUBELET_RESTARTS: &str = "runtime.kubelet_restarts";
+/// A runtime daemon restarted again and again.
+pub const DAEMON_RESTARTS: &str = "runtime.daemon_restarts";
 /// No usable CNI configuration, or the runtime says its network is not ready.
 pub const CNI_NOT_READY: &str = "runtime.cni_not_ready";
 /// A file under a pod's or container's directory with the immutable or append-only attribute.
@@ -50,6 +52,7 @@ pub fn judge(s: &Sample, t: &Thresholds) -> Vec<Draft> {
     let mut out = Vec::new();
     for r in &s.runtimes {
         out.extend(runtime(r, t));
+        out.extend(restarts(r, t));
     }
     if let Some(sync) = &s.sync {
         out.extend(out_of_sync(sync));
@@ -70,6 +73,21 @@ pub fn judge(s: &Sample, t: &Thresholds) -> Vec<Draft> {
         out.extend(kube_proxy(k, t));
     }
     out
+}
+
+/// `runtime.daemon_restarts`: node-problem-detector's `FrequentDockerRestart` and
+/// `FrequentContainerdRestart`, from the processes.
+fn restarts(r: &RuntimeSample, t: &Thresholds) -> Option<Draft> {
+    (r.restarts_in_window >= t.daemon_restarts).then(|| {
+        Draft::new(DAEMON_RESTARTS, Severity::Warning)
+            .subject(r.daemon.as_str())
+            .when(r.daemon.condition())
+            .evidence("daemon", r.daemon.as_str())
+            .evidence("restarts", r.restarts_in_window)
+            .evidence("window_minutes", t.kubelet_restart_window.as_secs() / 60)
+            .evidence("restarts_threshold", t.daemon_restarts)
+            .evidence_opt("pid", r.pid)
+    })
 }
 
 fn secs(d: Duration) -> f64 {

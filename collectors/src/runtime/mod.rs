@@ -33,11 +33,12 @@ pub mod kube_proxy;
 pub mod logs;
 pub mod ports;
 pub mod probe;
+pub mod restarts;
 pub mod runtimes;
 pub mod sample;
 pub mod thresholds;
 
-use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -134,7 +135,6 @@ const MAX_UNIT_DIRS: usize = 512;
 /// Runtimes remembered from earlier collections, at most.
 const MAX_SEEN: usize = 8;
 /// Kubelet restarts remembered, at most.
-const MAX_RESTARTS: usize = 64;
 
 /// The runtime collector.
 pub struct RuntimeCollector {
@@ -146,10 +146,8 @@ pub struct RuntimeCollector {
     missing: Vec<&'static str>,
     seen: BTreeMap<(Daemon, String), Option<String>>,
     kubelet_seen: bool,
-    /// The kubelet process last seen: pid and start time in ticks.
-    kubelet_last: Option<(u32, u64)>,
-    /// Start times (seconds after boot) of the kubelet processes that replaced another.
-    kubelet_restarts: VecDeque<f64>,
+    /// Restarts of the kubelet and the runtimes, from their processes.
+    restarts: restarts::Restarts,
     /// Differences between dockerd and containerd in the last collection: (id, in docker).
     sync_previous: BTreeSet<(String, bool)>,
     kube_proxy_previous: Option<(u32, u64, u64, Instant)>,
@@ -216,8 +214,7 @@ impl RuntimeCollector {
             missing: Vec::new(),
             seen: BTreeMap::new(),
             kubelet_seen: false,
-            kubelet_last: None,
-            kubelet_restarts: VecDeque::new(),
+            restarts: restarts::Restarts::default(),
             sync_previous: BTreeSet::new(),
             kube_proxy_previous: None,
             walker: immutable::Walker::new(),
@@ -286,6 +283,7 @@ impl RuntimeCollector {
             runtimes: self.runtime_samples(&asked.probed, &report, &mut notes),
             ..Sample::default()
         };
+        self.count_restarts(&mut sample.runtimes, up);
         self.missing = sample
             .runtimes
             .iter()
@@ -678,9 +676,31 @@ impl RuntimeCollector {
                 version,
                 data_dir,
                 moby_shims: p.inst.moby_shims,
+                restarts_in_window: 0,
             });
         }
         out
+    }
+
+    /// Each runtime's restarts in the window, from its process's pid and start time.
+    fn count_restarts(&mut self, runtimes: &mut [RuntimeSample], uptime: Option<f64>) {
+        let ticks = self.ticks as f64;
+        for r in runtimes.iter_mut() {
+            let name = r.daemon.as_str();
+            let proc = r.pid.and_then(|pid| {
+                self.procs
+                    .get(name)
+                    .iter()
+                    .find(|p| p.pid == pid)
+                    .map(|p| (p.pid, p.start_ticks))
+            });
+            self.restarts.observe(name, proc, ticks);
+        }
+        let window = self.config.thresholds.kubelet_restart_window.as_secs_f64();
+        self.restarts.prune(uptime, window);
+        for r in runtimes.iter_mut() {
+            r.restarts_in_window = self.restarts.count(r.daemon.as_str());
+        }
     }
 
     /// Duplicate installs of dockerd and containerd beside the running ones.
@@ -807,23 +827,10 @@ impl RuntimeCollector {
         uptime: Option<f64>,
     ) -> KubeletSample {
         let ticks = self.ticks as f64;
-        if let Some(p) = proc {
-            let now = (p.pid, p.start_ticks);
-            if let Some(last) = self.kubelet_last {
-                if last != now {
-                    self.kubelet_restarts
-                        .push_back(p.start_ticks as f64 / ticks);
-                    while self.kubelet_restarts.len() > MAX_RESTARTS {
-                        self.kubelet_restarts.pop_front();
-                    }
-                }
-            }
-            self.kubelet_last = Some(now);
-        }
+        self.restarts
+            .observe("kubelet", proc.map(|p| (p.pid, p.start_ticks)), ticks);
         let window = self.config.thresholds.kubelet_restart_window.as_secs_f64();
-        if let Some(up) = uptime {
-            self.kubelet_restarts.retain(|s| up - s <= window);
-        }
+        self.restarts.prune(uptime, window);
         let healthz = match (healthz, target) {
             (Some(Healthz::Probed { addr, .. }), Some(i)) => match report.healthz(i) {
                 Some(h) => Healthz::Probed {
@@ -843,7 +850,7 @@ impl RuntimeCollector {
         KubeletSample {
             pid: proc.map(|p| p.pid),
             healthz,
-            restarts_in_window: self.kubelet_restarts.len() as u32,
+            restarts_in_window: self.restarts.count("kubelet"),
             started_seconds_ago: proc
                 .zip(uptime)
                 .map(|(p, up)| (up - p.start_ticks as f64 / ticks).max(0.0) as u64),

@@ -112,6 +112,9 @@ pub struct RuntimeSample {
     /// dockerd: shims of its containers running (`-namespace moby`), counted only when no
     /// dockerd runs.
     pub moby_shims: u32,
+    /// Its restarts (a new process where the last collection saw another) in the window
+    /// (`kubelet_restart_window`).
+    pub restarts_in_window: u32,
 }
 
 /// The kubelet, on a node that has one.

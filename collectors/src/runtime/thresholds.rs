@@ -14,7 +14,13 @@ pub struct Thresholds {
     pub disk_full_percent: f64,
     /// This many kubelet restarts within the window make `runtime.kubelet_restarts`.
     pub kubelet_restarts: u32,
+    /// The window of both restart rules (node-problem-detector counts 5 starts in 20
+    /// minutes; node-doctor sees restarts from the processes, which a crash loop under
+    /// systemd's back-off reaches sooner than 5).
     pub kubelet_restart_window: Duration,
+    /// This many restarts of a runtime (dockerd, containerd, cri-dockerd) within the window
+    /// make `runtime.daemon_restarts`.
+    pub daemon_restarts: u32,
     /// kube-proxy using at least this many CPU cores (averaged between two samples) with a
     /// short IPVS sync period makes `runtime.kube_proxy_ipvs_sync`.
     pub kube_proxy_cpu_cores: f64,
@@ -29,6 +35,7 @@ impl Default for Thresholds {
             disk_full_percent: 95.0,
             kubelet_restarts: 3,
             kubelet_restart_window: Duration::from_secs(30 * 60),
+            daemon_restarts: 3,
             kube_proxy_cpu_cores: 0.5,
             ipvs_sync_period: Duration::from_secs(30),
         }
@@ -47,6 +54,7 @@ impl Thresholds {
                 "kubelet_restart_window",
                 l::duration(self.kubelet_restart_window),
             ),
+            l::setting("daemon_restarts", self.daemon_restarts.to_string()),
             l::setting("kube_proxy_cpu_cores", l::num(self.kube_proxy_cpu_cores)),
             l::setting("ipvs_sync_period", l::duration(self.ipvs_sync_period)),
         ]

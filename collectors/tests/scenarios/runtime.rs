@@ -1272,3 +1272,126 @@ fn a_file_the_kubelet_log_names_under_docker_data_root_is_checked_where_it_lies(
     let out = collect(&mut c, &ctx());
     assert!(out.findings.is_empty(), "{:#?}", out.findings);
 }
+
+/// node-problem-detector's FrequentDockerRestart / FrequentContainerdRestart, from the
+/// processes: dockerd replaced three times (a new pid and start time each) is
+/// `runtime.daemon_restarts` for dockerd; containerd, steady, is not.
+#[test]
+fn dockerd_restarting_again_and_again() {
+    let (h, probe) = docker_node();
+    let mut c = collector(&h, &probe, RuntimeConfig::default());
+    let out = collect(&mut c, &ctx());
+    assert!(out.findings.is_empty(), "{:#?}", out.findings);
+    for (i, pid) in [201u32, 202, 203].into_iter().enumerate() {
+        gone(&h, if i == 0 { 200 } else { pid - 1 });
+        process(
+            &h,
+            pid,
+            "dockerd",
+            "/usr/bin/dockerd -H fd:// --containerd=/run/containerd/containerd.sock",
+            8_600_000 + i as u64 * 1000,
+        );
+        let out = collect(&mut c, &ctx());
+        if i < 2 {
+            assert!(out.findings.is_empty(), "{:#?}", out.findings);
+            continue;
+        }
+        only(&out, "runtime.daemon_restarts", "dockerd");
+        let f = &out.findings[0];
+        assert_eq!(f.severity, collectors::Severity::Warning);
+        assert_eq!(f.evidence["restarts"].as_f64(), Some(3.0));
+        assert_eq!(f.evidence["restarts_threshold"].as_f64(), Some(3.0));
+        assert_eq!(f.evidence["window_minutes"].as_f64(), Some(30.0));
+        assert_eq!(f.evidence["pid"].as_f64(), Some(203.0));
+        assert!(
+            f.summary
+                .en
+                .starts_with("dockerd restarted 3 times in the last 30 minutes"),
+            "{}",
+            f.summary.en
+        );
+        assert!(f.summary.en.contains("live-restore"), "{}", f.summary.en);
+        assert!(f
+            .remediation
+            .commands
+            .iter()
+            .any(|c| c == "systemctl show docker -p NRestarts"));
+        assert!(f
+            .remediation
+            .source
+            .as_ref()
+            .is_some_and(|s| s.section.contains("FrequentDockerRestart")));
+    }
+}
+
+/// node-problem-detector's docker monitor, in dockerd's own wording (logrus lines in the
+/// syslog file): a broken overlay2 layer under a data-root of its own, a half-written image
+/// layer, a container whose process died before its start. One finding each, with the layer,
+/// the line and the counts; the overlay2 one sets NPD's CorruptDockerOverlay2.
+#[test]
+fn dockerds_store_and_start_failures_from_its_log() {
+    let (h, probe) = docker_node();
+    let clock = Arc::new(std::sync::atomic::AtomicI64::new(NOW));
+    let at = clock.clone();
+    let mut c = collector(&h, &probe, RuntimeConfig::default())
+        .with_clock(move || at.load(std::sync::atomic::Ordering::Relaxed));
+    let layer =
+        "/data/docker/overlay2/3b1f0c9e8d7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c";
+    let mut lines = String::new();
+    for t in ["11:59:20", "11:59:40"] {
+        lines += &format!("Nov 23 {t} node-1 dockerd[200]: time=\"2026-11-23T{t}.000000000Z\" level=error msg=\"Handler for GET /v1.41/containers/json returned error: readlink {layer}: invalid argument\"\n");
+    }
+    lines += "Nov 23 11:59:45 node-1 dockerd[200]: time=\"2026-11-23T11:59:45.000000000Z\" level=error msg=\"Error trying v2 registry: failed to register layer: rename /data/docker/image/overlay2/layerdb/tmp/write-set-771204 /data/docker/image/overlay2/layerdb/sha256/5e4d3c2b1a0f9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a29180716f5e4d3c2b1: directory not empty\"\n";
+    lines += "Nov 23 11:59:50 node-1 dockerd[200]: time=\"2026-11-23T11:59:50.000000000Z\" level=error msg=\"Handler for POST /v1.41/containers/9a8b7c6d5e4f/start returned error: OCI runtime start failed: container process is already dead: unknown\"\n";
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(h.path("/var/log/messages"))
+        .unwrap();
+    std::io::Write::write_all(&mut f, lines.as_bytes()).unwrap();
+    let out = collect(&mut c, &ctx());
+    let got = ids(&out);
+    for want in [
+        ("runtime.overlay2_corrupt", layer),
+        ("runtime.image_layer_corrupt", "dockerd"),
+        ("runtime.container_start_dead", "dockerd"),
+    ] {
+        assert!(
+            got.contains(&(want.0.to_string(), want.1.to_string())),
+            "{want:?} not in {got:?}"
+        );
+    }
+    let find = |id: &str| out.findings.iter().find(|f| f.id == id).unwrap();
+    let o = find("runtime.overlay2_corrupt");
+    assert_eq!(o.severity, collectors::Severity::Warning);
+    assert_eq!(o.evidence["layer"].as_str(), Some(layer));
+    assert_eq!(o.evidence["lines_in_window"].as_f64(), Some(2.0));
+    assert_eq!(o.evidence["last_seen_seconds_ago"].as_f64(), Some(20.0));
+    assert!(
+        o.summary.en.contains("missing or not a symlink"),
+        "{}",
+        o.summary.en
+    );
+    assert!(o
+        .remediation
+        .commands
+        .iter()
+        .any(|c| c == &format!("ls -l {layer}/link {layer}/lower")));
+    let sets = collectors::rules::RuleBook::cluster(o);
+    assert_eq!(sets[0].0.ctype(true), "CorruptDockerOverlay2");
+    let i = find("runtime.image_layer_corrupt");
+    assert!(i.evidence["last_line"]
+        .as_str()
+        .is_some_and(|l| l.contains("failed to register layer")));
+    assert!(i.summary.en.contains("half") || i.summary.en.contains("interrupted pull"));
+    assert_eq!(
+        collectors::rules::RuleBook::event(i).map(|e| e.reason_for(true, i)),
+        Some("CorruptDockerImage")
+    );
+    let d = find("runtime.container_start_dead");
+    assert_eq!(d.evidence["runtime"].as_str(), Some("dockerd"));
+    assert!(d.remediation.steps.iter().any(|s| s.en.contains("OOM")));
+    assert_eq!(
+        collectors::rules::RuleBook::event(d).map(|e| e.reason_for(true, d)),
+        Some("DockerContainerStartupFailure")
+    );
+}

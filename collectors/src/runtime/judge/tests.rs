@@ -26,6 +26,7 @@ fn rt(daemon: Daemon, pid: Option<u32>, outcome: Outcome) -> RuntimeSample {
         version: None,
         data_dir: None,
         moby_shims: 0,
+        restarts_in_window: 0,
     }
 }
 
@@ -239,6 +240,66 @@ fn duplicates_only_matter_where_docker_runs() {
         ids(&s),
         vec![(DUPLICATE_INSTALL.to_string(), Severity::Warning)]
     );
+}
+
+/// node-problem-detector's FrequentDockerRestart / FrequentContainerdRestart: a runtime that
+/// restarted `daemon_restarts` times in the window warns, naming it, with the condition of
+/// its class (and NPD's name with --kube-npd-names).
+#[test]
+fn a_runtime_that_keeps_restarting_warns_with_its_npd_condition() {
+    let ok = Outcome::Answered {
+        latency: Duration::from_millis(1),
+    };
+    let t = Thresholds::default();
+    for (daemon, class, npd) in [
+        (
+            Daemon::Dockerd,
+            "NodeDoctorFrequentDockerRestart",
+            "FrequentDockerRestart",
+        ),
+        (
+            Daemon::Containerd,
+            "NodeDoctorFrequentContainerdRestart",
+            "FrequentContainerdRestart",
+        ),
+    ] {
+        let mut r = rt(daemon, Some(4242), ok.clone());
+        r.restarts_in_window = t.daemon_restarts - 1;
+        let s = Sample {
+            runtimes: vec![r.clone()],
+            ..Sample::default()
+        };
+        assert!(ids(&s).is_empty(), "below the threshold: {:?}", ids(&s));
+        r.restarts_in_window = t.daemon_restarts + 1;
+        let s = Sample {
+            runtimes: vec![r],
+            ..Sample::default()
+        };
+        let f = findings(&s);
+        assert_eq!(f.len(), 1, "{f:#?}");
+        let f = &f[0];
+        assert_eq!(f.id, DAEMON_RESTARTS);
+        assert_eq!(f.severity, Severity::Warning);
+        assert_eq!(f.subject, daemon.as_str());
+        assert_eq!(f.evidence["restarts"].as_f64(), Some(4.0));
+        assert_eq!(f.evidence["window_minutes"].as_f64(), Some(30.0));
+        assert_eq!(f.evidence["pid"].as_f64(), Some(4242.0));
+        assert!(f.title.en.starts_with(daemon.as_str()), "{}", f.title.en);
+        assert!(f
+            .summary
+            .en
+            .contains("restarted 4 times in the last 30 minutes"));
+        assert!(f
+            .remediation
+            .steps
+            .iter()
+            .any(|s| s.en.contains("OOM killer")));
+        let sets = crate::rules::RuleBook::cluster(f);
+        assert_eq!(sets.len(), 1, "{sets:?}");
+        assert_eq!(sets[0].0.ctype(false), class);
+        assert_eq!(sets[0].0.ctype(true), npd);
+        assert_eq!(sets[0].1, npd);
+    }
 }
 
 #[test]
