@@ -134,7 +134,6 @@ const MAX_UNIT_DIRS: usize = 512;
 
 /// Runtimes remembered from earlier collections, at most.
 const MAX_SEEN: usize = 8;
-/// Kubelet restarts remembered, at most.
 
 /// The runtime collector.
 pub struct RuntimeCollector {
