@@ -1256,3 +1256,59 @@ fn the_reporter_holds_no_finding_id() {
         }
     }
 }
+
+/// Every rule's example finding (warning or critical, every condition it declares held) in
+/// one snapshot, reported to the stand-in API server once with node-doctor's names and once
+/// with node-problem-detector's: every status patch and Event validates against the official
+/// schemas, and each class a rule names is written in the naming chosen.
+#[tokio::test]
+async fn every_rules_conditions_and_events_validate_in_both_namings() {
+    let book = collectors::rules::RuleBook::builtin();
+    let mut by_collector: std::collections::BTreeMap<String, Vec<Finding>> =
+        std::collections::BTreeMap::new();
+    for rule in book.rules() {
+        let conditions: Vec<&str> = rule.conditions().keys().map(String::as_str).collect();
+        let mut f = collectors::rules::RuleBook::render_example(rule, &conditions, NODE);
+        if f.severity == Severity::Info {
+            f.severity = Severity::Warning;
+        }
+        let collector = rule.id.split('.').next().unwrap_or("").to_string();
+        f.collector = collector.clone();
+        by_collector.entry(collector).or_default().push(f);
+    }
+    let runs: Vec<(String, Collection)> = by_collector
+        .into_iter()
+        .map(|(c, fs)| (c, with(Status::Ok, fs)))
+        .collect();
+    let runs: Vec<(&str, Collection)> = runs.iter().map(|(c, r)| (c.as_str(), r.clone())).collect();
+    for npd in [false, true] {
+        let s = standin_with_rbac();
+        s.add_node(NODE, vec![kubelet_ready()]);
+        let dir = tempfile::tempdir().unwrap();
+        let api = api_for(&s, dir.path(), kube_standin::DEFAULT_TOKEN).await;
+        let mut r = Reporter::new(
+            Settings {
+                npd_names: npd,
+                ..settings()
+            },
+            api,
+            Arc::new(Stats::default()),
+        );
+        let snap = snapshot(t(0), &runs);
+        r.tick(t(0), Instant::now(), Some(&snap)).await;
+        r.tick(t(1), Instant::now(), Some(&snap)).await;
+        assert!(
+            s.schema_errors().is_empty(),
+            "npd={npd}: {:#?}",
+            s.schema_errors()
+        );
+        for class in collectors::rules::RuleBook::node_conditions() {
+            let ctype = class.ctype(npd);
+            let c = s
+                .condition(NODE, ctype)
+                .unwrap_or_else(|| panic!("npd={npd}: {ctype} not written"));
+            assert_eq!(c["status"], "True", "npd={npd}: {c:#}");
+        }
+        assert!(!s.events().is_empty());
+    }
+}
