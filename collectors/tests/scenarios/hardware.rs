@@ -9,7 +9,7 @@
 use std::time::{Duration, SystemTime};
 
 use collectors::hardware::{HardwareCollector, HardwareConfig};
-use collectors::{Collection, Finding, Severity, Status};
+use collectors::{Collection, Collector, Finding, Severity, Status};
 
 use crate::support::{self, FakeHost};
 
@@ -688,4 +688,107 @@ fn a_healthy_host_without_edac_is_quiet_and_says_so() {
         support::find_metric(&c, "node_doctor_hardware_corrupted_bytes", &[]).map(|m| m.value),
         Some(0.0)
     );
+}
+
+/// Detaches a test's loop device and unmounts its tmpfs, even when the test fails.
+struct LoopOnTmpfs {
+    mount_point: std::path::PathBuf,
+    device: Option<String>,
+}
+
+impl Drop for LoopOnTmpfs {
+    fn drop(&mut self) {
+        let quiet = |c: &mut std::process::Command| {
+            let _ = c.stderr(std::process::Stdio::null()).status();
+        };
+        if let Some(d) = &self.device {
+            quiet(std::process::Command::new("losetup").args(["-d", d]));
+        }
+        quiet(std::process::Command::new("umount").arg(&self.mount_point));
+    }
+}
+
+/// Real kernel: a loop device over an 8 MiB sparse file on a 1 MiB tmpfs of the test's own;
+/// direct writes past the first MiB fail in the backing file (ENOSPC), and the block layer
+/// logs a request error for the loop device (6.18: `critical space allocation error, dev
+/// loop0, sector 2048 op 0x1:(WRITE) flags 0x8800 phys_seg 1 prio class 2`). The collector
+/// reading the real `/dev/kmsg` names the device.
+#[test]
+fn real_kernel_loop_device_write_errors_are_io_errors() {
+    if !support::root_or_skip("real_kernel_loop_device_write_errors_are_io_errors") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let mnt = tmp.path().join("tmpfs");
+    std::fs::create_dir(&mnt).unwrap();
+    let ok = |cmd: &mut std::process::Command| cmd.status().is_ok_and(|s| s.success());
+    if !ok(std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "node-doctor-test"])
+        .arg(&mnt))
+    {
+        eprintln!("SKIP real_kernel_loop_device_write_errors_are_io_errors: cannot mount a tmpfs");
+        return;
+    }
+    let mut guard = LoopOnTmpfs {
+        mount_point: mnt.clone(),
+        device: None,
+    };
+    let image = mnt.join("disk.img");
+    std::fs::File::create(&image)
+        .unwrap()
+        .set_len(8 << 20)
+        .unwrap();
+    let out = std::process::Command::new("losetup")
+        .args(["-f", "--show"])
+        .arg(&image)
+        .output();
+    let loop_dev = out
+        .as_ref()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    if !loop_dev.starts_with("/dev/loop") {
+        eprintln!("SKIP real_kernel_loop_device_write_errors_are_io_errors: no loop device ({out:?})");
+        return;
+    }
+    guard.device = Some(loop_dev.clone());
+    let dev = loop_dev.trim_start_matches("/dev/").to_string();
+    // Fails once the tmpfs is full; the failure is the point.
+    let _ = std::process::Command::new("dd")
+        .args(["if=/dev/zero", &format!("of={loop_dev}"), "bs=64k", "count=32", "oflag=direct"])
+        .stderr(std::process::Stdio::null())
+        .status();
+    let mut col = HardwareCollector::new(
+        collectors::Node::new(collectors::HostPaths::new("/")),
+        HardwareConfig {
+            kmsg: collectors::kmsg::KmsgConfig {
+                lookback: Duration::from_secs(30),
+                ..Default::default()
+            },
+            ..HardwareConfig::default()
+        },
+    );
+    let mut found = None;
+    for _ in 0..20 {
+        let c = col.collect(&support::ctx());
+        if let Some(f) = c
+            .findings
+            .into_iter()
+            .find(|f| f.id == "hardware.io_error" && f.subject == dev)
+        {
+            found = Some(f);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let f = found.unwrap_or_else(|| panic!("no hardware.io_error for {dev}"));
+    eprintln!("real loop-device error: {}", f.summary.en);
+    assert!(f.evidence["errors"].as_f64().unwrap() >= 1.0);
+    let kinds = f.evidence["kinds"].as_str().unwrap();
+    assert!(
+        kinds.contains("critical space allocation") || kinds.contains("I/O"),
+        "{kinds}"
+    );
+    assert!(f.evidence["sector"].as_f64().is_some());
+    assert!(!f.conditions.contains("pods_affected"));
+    drop(guard);
 }
