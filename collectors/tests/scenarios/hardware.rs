@@ -747,14 +747,22 @@ fn real_kernel_loop_device_write_errors_are_io_errors() {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default();
     if !loop_dev.starts_with("/dev/loop") {
-        eprintln!("SKIP real_kernel_loop_device_write_errors_are_io_errors: no loop device ({out:?})");
+        eprintln!(
+            "SKIP real_kernel_loop_device_write_errors_are_io_errors: no loop device ({out:?})"
+        );
         return;
     }
     guard.device = Some(loop_dev.clone());
     let dev = loop_dev.trim_start_matches("/dev/").to_string();
     // Fails once the tmpfs is full; the failure is the point.
     let _ = std::process::Command::new("dd")
-        .args(["if=/dev/zero", &format!("of={loop_dev}"), "bs=64k", "count=32", "oflag=direct"])
+        .args([
+            "if=/dev/zero",
+            &format!("of={loop_dev}"),
+            "bs=64k",
+            "count=32",
+            "oflag=direct",
+        ])
         .stderr(std::process::Stdio::null())
         .status();
     let mut col = HardwareCollector::new(
