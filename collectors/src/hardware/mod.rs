@@ -430,7 +430,7 @@ impl HardwareCollector {
     }
 
     /// Phase: `/sys/block/md*/md/degraded` and every disk's `badblocks`.
-    fn block_sysfs(&self) -> (Vec<(String, u64)>, Vec<(String, u64)>) {
+    fn block_sysfs(&self) -> (Vec<DeviceCount>, Vec<DeviceCount>) {
         let dir = self.node.host().sys_file("block");
         let (mut degraded, mut bad) = (Vec::new(), Vec::new());
         for n in listing(&dir) {
@@ -450,6 +450,9 @@ impl HardwareCollector {
         (degraded, bad)
     }
 }
+
+/// A block device and a count read for it (`md/degraded`, bad-block ranges).
+type DeviceCount = (String, u64);
 
 /// A mount source on disk `dev`: `/dev/sdb`, `/dev/sdb1`, `/dev/nvme0n1p2`.
 fn from_disk(source: &str, dev: &str) -> bool {
