@@ -517,6 +517,13 @@ impl Phases for HardwareCollector {
         let taint =
             match hostfs::read_text(&host.proc_file("sys/kernel/tainted"), hostfs::cap::VALUE) {
                 Ok(t) => taint::parse(&t),
+                // Every kernel since 2.6 has it: only a staged root lacks it.
+                Err(e) if e.is_not_found() => {
+                    absent.push(
+                        "no proc/sys/kernel/tainted: the kernel's taint is not judged".to_string(),
+                    );
+                    None
+                }
                 Err(e) => {
                     notes.push(format!("{e}; the kernel's taint is not judged"));
                     None
