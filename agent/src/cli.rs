@@ -306,6 +306,7 @@ impl CollectorFlags {
         o.runtime.containerd_socket = self.containerd_socket.clone();
         o.runtime.probe_timeout = self.runtime_probe_timeout.max(Duration::from_millis(10));
         o.runtime.cni_conf_dir = self.cni_conf_dir.clone();
+        o.hardware.kmsg = kmsg.clone();
         o.conntrack.kmsg = kmsg;
         o
     }
@@ -729,6 +730,7 @@ mod tests {
         assert_eq!(o.memory.kmsg.lookback, Duration::from_secs(600));
         assert_eq!(o.conntrack.kmsg.lookback, Duration::from_secs(600));
         assert_eq!(o.kernel.kmsg.lookback, Duration::from_secs(600));
+        assert_eq!(o.hardware.kmsg.lookback, Duration::from_secs(600));
         assert_eq!(
             (
                 o.load.thresholds.iowait_info_percent,

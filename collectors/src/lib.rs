@@ -19,6 +19,7 @@ pub mod error;
 pub mod explain;
 pub mod finding;
 pub mod handbooks;
+pub mod hardware;
 pub mod host;
 pub mod hostfs;
 #[cfg(test)]

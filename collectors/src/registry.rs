@@ -11,6 +11,7 @@ use std::sync::Arc;
 use crate::collector::Collector;
 use crate::conntrack::{ConntrackCollector, ConntrackConfig};
 use crate::disk::{DiskCollector, DiskConfig};
+use crate::hardware::{HardwareCollector, HardwareConfig};
 use crate::iptables::{IptablesCollector, IptablesConfig};
 use crate::kernel::{KernelCollector, KernelConfig};
 use crate::listing::Listed;
@@ -31,6 +32,7 @@ pub struct Options {
     pub conntrack: ConntrackConfig,
     pub kernel: KernelConfig,
     pub runtime: RuntimeConfig,
+    pub hardware: HardwareConfig,
     /// How the runtime collector asks the daemons (the agent's probes; tests' fakes).
     pub runtime_probe: Arc<dyn RuntimeProbe>,
 }
@@ -46,6 +48,7 @@ impl Options {
             conntrack: ConntrackConfig::default(),
             kernel: KernelConfig::default(),
             runtime: RuntimeConfig::default(),
+            hardware: HardwareConfig::default(),
             runtime_probe: probe,
         }
     }
@@ -159,6 +162,12 @@ pub const COLLECTORS: &[Entry] = &[
             l
         },
     },
+    Entry {
+        name: "hardware",
+        build: |n, o| Box::new(HardwareCollector::new(n.clone(), o.hardware.clone())),
+        flags: &["--kmsg-lookback", "--kmsg-max-records"],
+        thresholds: |o| o.hardware.thresholds.listed(),
+    },
 ];
 
 /// The runtime collector's node-log thresholds, named apart from its own.
@@ -232,6 +241,10 @@ mod tests {
         every(
             &format!("{:?}", o.runtime.thresholds),
             &o.runtime.thresholds.listed(),
+        );
+        every(
+            &format!("{:?}", o.hardware.thresholds),
+            &o.hardware.thresholds.listed(),
         );
         let logs = &o.runtime.log_thresholds;
         every(&format!("{logs:?}"), &logs.listed());

@@ -48,9 +48,11 @@ const VOLATILE_FLOATS: &[&str] = &[
 
 /// Evidence strings and integers that differ between runs or machines: the pid the iptables
 /// sampler last saw holding the lock, how many consecutive samples its thread saw a waiter,
-/// timestamps the iptables tests write relative to now, and the inode numbers (and
+/// timestamps the iptables tests write relative to now, the age of a staged crash record (its
+/// file's mtime: when the test ran), and the inode numbers (and
 /// `/proc/locks` ids, `<dev>:<inode>`) of the fake hosts' lock files.
 const VOLATILE_VALUES: &[&str] = &[
+    "crash_age_seconds",
     "holder_pid",
     "host_lock_inode",
     "last_seen",

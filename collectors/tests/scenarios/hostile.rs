@@ -618,3 +618,61 @@ fn node_log_commands_with_hostile_file_node_and_line_names_are_inert() {
         &[hostile("node")],
     );
 }
+
+/// The hardware collector: a pstore record, a RAID array and a disk with hostile names (read
+/// from directory listings and `/proc/mdstat`), and the node name in `kubectl drain`.
+#[test]
+fn hardware_commands_with_hostile_record_array_and_disk_names_are_inert() {
+    use collectors::hardware::{HardwareCollector, HardwareConfig};
+    let h = FakeHost::new();
+    let mc = "/sys/devices/system/edac/mc/mc0";
+    h.write("/proc/uptime", "7200.00 14000.00\n")
+        .write("/proc/meminfo", "MemTotal: 8009924 kB\n")
+        .write("/proc/sys/kernel/tainted", "0\n")
+        .write("/dev/kmsg", "")
+        .write(&format!("{mc}/ce_count"), "0\n")
+        .write(&format!("{mc}/ue_count"), "1\n")
+        .write(
+            &format!("/sys/fs/pstore/dmesg-efi-{}", hostile("pstore")),
+            "Panic#1 Part1\n<0>[ 1.0] Kernel panic - not syncing: Fatal machine check\n",
+        )
+        .write(
+            "/proc/mdstat",
+            format!(
+                "Personalities : [raid1]\nmd{} : active raid1 sdb1[1](F) sda1[0]\n      1048512 blocks super 1.2 [2/1] [U_]\n\nunused devices: <none>\n",
+                hostile_word("array")
+            ),
+        )
+        .write(&format!("/sys/block/{}/badblocks", hostile("disk")), "1234 8\n");
+    let out = crate::support::collect(
+        &mut HardwareCollector::new(h.node(), HardwareConfig::default()),
+        &hostile_ctx(),
+    );
+    let cmds = commands(&out);
+    for id in [
+        "hardware.memory_uncorrected",
+        "hardware.previous_crash",
+        "hardware.raid_degraded",
+        "hardware.bad_blocks",
+    ] {
+        assert!(
+            ids(&out).contains(&id),
+            "{id}: {:?} {:?}",
+            ids(&out),
+            out.status
+        );
+    }
+    for tag in ["node", "pstore", "array", "disk"] {
+        assert_reached(&cmds, tag);
+    }
+    assert_inert(
+        "hardware_commands_with_hostile_record_array_and_disk_names_are_inert",
+        &cmds,
+        &[
+            hostile("node"),
+            hostile("pstore"),
+            hostile_word("array"),
+            hostile("disk"),
+        ],
+    );
+}

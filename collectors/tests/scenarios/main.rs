@@ -7,6 +7,7 @@ mod conntrack;
 mod disk;
 mod explain;
 mod golden;
+mod hardware;
 mod hostile;
 mod hostile_files;
 mod iptables;

@@ -1,0 +1,437 @@
+//! Hardware error lines of the kernel log, every wording of the kernels node-doctor meets:
+//!
+//! ```text
+//! mce: [Hardware Error]: Machine check events logged                                   (3.10 .. 6.x)
+//! mce: [Hardware Error]: CPU 3: Machine Check Exception: 0 Bank 7: be00000000800400     (3.10)
+//! mce: [Hardware Error]: CPU 3: Machine Check: 0 Bank 7: be00000000800400               (4.x .. 6.x)
+//! MCE 0x1a2b3c: dirty LRU page recovery: Recovered                                     (3.10)
+//! Memory failure: 0x1a2b3c: recovery action for dirty LRU page: Recovered              (4.x .. 6.x)
+//! {1}[Hardware Error]: event severity: corrected                                       (APEI GHES, CPER)
+//! {1}[Hardware Error]:  section_type: memory error
+//! EDAC MC0: 1 CE memory read error on CPU_SrcID#0_Ha#0_Chan#0_DIMM#0 (channel:0 slot:0 ...)
+//! EDAC MC0: 1 UE memory read error on CPU_SrcID#0_Ha#0_Chan#0_DIMM#0 (channel:0 ...)
+//! nvme nvme0: I/O 123 QID 4 timeout, aborting                                          (3.10 backports .. 6.x)
+//! nvme nvme0: I/O tag 123 (007b) opcode 0x2 (Read) QID 4 timeout, aborting req_op:READ(0) size:4096  (6.8+)
+//! nvme nvme0: I/O 123 QID 4 timeout, reset controller
+//! nvme nvme0: Abort status: 0x0
+//! nvme nvme0: controller is down; will reset: CSTS=0xffffffff, PCI_STATUS=0xffff
+//! nvme nvme0: Removing after probe failure status: -19
+//! end_request: I/O error, dev sdb, sector 1234                                         (3.10)
+//! blk_update_request: I/O error, dev sdb, sector 1234                                  (4.x .. 5.15)
+//! blk_update_request: I/O error, dev sdb, sector 1234 op 0x1:(WRITE) flags 0x800 phys_seg 1 prio class 0
+//! I/O error, dev sdb, sector 1234 op 0x1:(WRITE) flags 0x800 phys_seg 1 prio class 0   (5.16 .. 6.x)
+//! critical medium error, dev sdb, sector 1234 op 0x0:(READ) flags 0x0 phys_seg 1 prio class 0
+//! ```
+
+/// Longest device, label or section name kept from a line.
+const MAX_NAME: usize = 64;
+
+/// How `memory_failure()` ended for a poisoned page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recovery {
+    Recovered,
+    /// Delayed, Ignored, Failed: the page could not be isolated cleanly.
+    NotRecovered,
+}
+
+/// A CPER record's severity (`cper_severity_str`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CperSeverity {
+    Info,
+    Corrected,
+    Recoverable,
+    Fatal,
+}
+
+impl CperSeverity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CperSeverity::Info => "info",
+            CperSeverity::Corrected => "corrected",
+            CperSeverity::Recoverable => "recoverable",
+            CperSeverity::Fatal => "fatal",
+        }
+    }
+}
+
+/// What an NVMe controller line reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum NvmeEvent {
+    /// A command timed out and is aborted (or the abort's own status).
+    Timeout,
+    /// The driver resets the controller (a timeout it could not abort, or a dead controller).
+    Reset,
+    /// The controller failed to come back and the driver removed it: the disk is gone.
+    Removed,
+}
+
+impl NvmeEvent {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NvmeEvent::Timeout => "timeout",
+            NvmeEvent::Reset => "reset",
+            NvmeEvent::Removed => "removed",
+        }
+    }
+}
+
+/// One recognised line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HwLine {
+    /// `Machine check events logged`: corrected machine checks the kernel passed to mcelog.
+    MceLogged,
+    /// A machine check reported for a CPU and bank.
+    MceBank { cpu: u32, bank: u32 },
+    /// A poisoned page handled by `memory_failure()`.
+    MemoryFailure { pfn: String, recovery: Recovery },
+    /// A CPER record's severity line; `seq` is the `{N}` record number.
+    CperSeverity { seq: u32, severity: CperSeverity },
+    /// A CPER section's type (follows its record's severity line).
+    CperSection { seq: u32, section_type: String },
+    /// An EDAC memory error line (the one node-problem-detector's `MemoryReadError` matches).
+    Edac {
+        controller: String,
+        count: u64,
+        uncorrected: bool,
+        label: Option<String>,
+    },
+    Nvme {
+        controller: String,
+        event: NvmeEvent,
+    },
+    /// A block-layer request error: the disk and the error's kind (`I/O`, `critical medium`).
+    BlockError {
+        device: String,
+        kind: String,
+        sector: Option<u64>,
+    },
+}
+
+fn name(s: &str) -> String {
+    crate::bounded::prefix_owned(s, MAX_NAME)
+}
+
+fn leading_u32(s: &str) -> Option<u32> {
+    let d: &str = &s[..s.bytes().take_while(u8::is_ascii_digit).count()];
+    d.parse().ok()
+}
+
+/// A device name as the kernel prints it: `sdb`, `nvme0n1`, `dm-0`, `loop7`, `vda`.
+fn is_device_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 32
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'!')
+}
+
+/// Parses one kernel log message; `None` when it is none of the lines above.
+pub fn parse(message: &str) -> Option<HwLine> {
+    let m = message.trim();
+    if let Some(rest) = m.strip_prefix("mce: [Hardware Error]: ") {
+        return mce(rest);
+    }
+    if let Some(rest) = m.strip_prefix("Memory failure: ") {
+        return memory_failure(rest);
+    }
+    if let Some(rest) = m.strip_prefix("MCE ") {
+        // 3.10: `MCE 0x1a2b3c: dirty LRU page recovery: Recovered`
+        if rest.starts_with("0x") && rest.contains("recovery: ") {
+            return memory_failure(rest);
+        }
+    }
+    if m.starts_with('{') {
+        return cper(m);
+    }
+    if let Some(rest) = m.strip_prefix("EDAC ") {
+        return edac(rest);
+    }
+    if let Some(rest) = m.strip_prefix("nvme ") {
+        return nvme(rest);
+    }
+    block(m)
+}
+
+fn mce(rest: &str) -> Option<HwLine> {
+    if rest.starts_with("Machine check events logged") {
+        return Some(HwLine::MceLogged);
+    }
+    let cpu_rest = rest.strip_prefix("CPU ")?;
+    let cpu = leading_u32(cpu_rest)?;
+    let after = cpu_rest.split_once(": ")?.1;
+    let after = after
+        .strip_prefix("Machine Check Exception: ")
+        .or_else(|| after.strip_prefix("Machine Check: "))?;
+    let bank_at = after.find("Bank ")?;
+    let bank = leading_u32(&after[bank_at + 5..])?;
+    Some(HwLine::MceBank { cpu, bank })
+}
+
+fn memory_failure(rest: &str) -> Option<HwLine> {
+    let (pfn, tail) = rest.split_once(':')?;
+    if !pfn.starts_with("0x") || !pfn[2..].bytes().all(|b| b.is_ascii_hexdigit()) || pfn.len() < 3 {
+        return None;
+    }
+    let result = tail.rsplit(": ").next()?.trim();
+    let recovery = match result {
+        "Recovered" => Recovery::Recovered,
+        "Delayed" | "Ignored" | "Failed" => Recovery::NotRecovered,
+        _ => return None,
+    };
+    Some(HwLine::MemoryFailure {
+        pfn: name(pfn),
+        recovery,
+    })
+}
+
+fn cper(m: &str) -> Option<HwLine> {
+    let close = m.find('}')?;
+    let seq: u32 = m[1..close].parse().ok()?;
+    let rest = m[close + 1..]
+        .strip_prefix("[Hardware Error]:")?
+        .trim_start();
+    if let Some(sev) = rest.strip_prefix("event severity: ") {
+        let severity = match sev.trim() {
+            "corrected" => CperSeverity::Corrected,
+            "recoverable" => CperSeverity::Recoverable,
+            "fatal" => CperSeverity::Fatal,
+            "info" => CperSeverity::Info,
+            _ => return None,
+        };
+        return Some(HwLine::CperSeverity { seq, severity });
+    }
+    let t = rest.strip_prefix("section_type: ")?.trim();
+    (!t.is_empty()).then(|| HwLine::CperSection {
+        seq,
+        section_type: name(t),
+    })
+}
+
+fn edac(rest: &str) -> Option<HwLine> {
+    // `MC0: 1 CE memory read error on LABEL (...)`, amd64: `MC0: 1 CE on mc#0csrow#1channel#0 (...)`
+    let (mc, tail) = rest.split_once(": ")?;
+    if !mc.starts_with("MC") || !mc[2..].bytes().all(|b| b.is_ascii_digit()) || mc.len() < 3 {
+        return None;
+    }
+    let (n, tail) = tail.split_once(' ')?;
+    let count: u64 = n.parse().ok()?;
+    let uncorrected = if tail.starts_with("CE ") {
+        false
+    } else if tail.starts_with("UE ") {
+        true
+    } else {
+        return None;
+    };
+    let label = tail.split_once(" on ").and_then(|(_, l)| {
+        let l = l.split(" (").next().unwrap_or(l).trim();
+        (!l.is_empty()).then(|| name(l))
+    });
+    Some(HwLine::Edac {
+        controller: format!("mc{}", &mc[2..]),
+        count,
+        uncorrected,
+        label,
+    })
+}
+
+fn nvme(rest: &str) -> Option<HwLine> {
+    let (ctrl, tail) = rest.split_once(": ")?;
+    if !numbered(ctrl, "nvme") {
+        return None;
+    }
+    let event = if tail.contains(" timeout, reset controller")
+        || tail.starts_with("controller is down; will reset")
+    {
+        NvmeEvent::Reset
+    } else if tail.contains(" timeout, aborting") || tail.starts_with("Abort status: ") {
+        NvmeEvent::Timeout
+    } else if tail.starts_with("Removing after probe failure") {
+        NvmeEvent::Removed
+    } else {
+        return None;
+    };
+    Some(HwLine::Nvme {
+        controller: name(ctrl),
+        event,
+    })
+}
+
+fn numbered(s: &str, prefix: &str) -> bool {
+    s.strip_prefix(prefix)
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+fn block(m: &str) -> Option<HwLine> {
+    const MARK: &str = " error, dev ";
+    let at = m.find(MARK)?;
+    let head = &m[..at];
+    // `end_request: I/O`, `blk_update_request: critical medium`, `I/O`: the caller is optional.
+    let kind = head.rsplit_once(": ").map_or(head, |(_, k)| k).trim();
+    const KINDS: &[&str] = &[
+        "I/O",
+        "critical medium",
+        "critical target",
+        "critical nexus",
+        "critical space allocation",
+        "recoverable transport",
+        "timeout",
+        "protection",
+    ];
+    if !KINDS.contains(&kind) {
+        return None;
+    }
+    let rest = &m[at + MARK.len()..];
+    let (device, tail) = rest.split_once(", ").unwrap_or((rest, ""));
+    if !is_device_name(device) {
+        return None;
+    }
+    let sector = tail
+        .strip_prefix("sector ")
+        .and_then(|s| s.split(' ').next())
+        .and_then(|s| s.parse().ok());
+    Some(HwLine::BlockError {
+        device: device.to_string(),
+        kind: kind.to_string(),
+        sector,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn machine_checks() {
+        assert_eq!(
+            parse("mce: [Hardware Error]: Machine check events logged"),
+            Some(HwLine::MceLogged)
+        );
+        let bank = Some(HwLine::MceBank { cpu: 3, bank: 7 });
+        assert_eq!(
+            parse(
+                "mce: [Hardware Error]: CPU 3: Machine Check Exception: 0 Bank 7: be00000000800400"
+            ),
+            bank
+        );
+        assert_eq!(
+            parse("mce: [Hardware Error]: CPU 3: Machine Check: 0 Bank 7: be00000000800400"),
+            bank
+        );
+        assert_eq!(
+            parse("mce: [Hardware Error]: TSC 0 ADDR 1ffff MISC 8c"),
+            None
+        );
+        assert_eq!(
+            parse("Memory failure: 0x1a2b3c: recovery action for dirty LRU page: Recovered"),
+            Some(HwLine::MemoryFailure {
+                pfn: "0x1a2b3c".into(),
+                recovery: Recovery::Recovered
+            })
+        );
+        assert_eq!(
+            parse("MCE 0x1a2b3c: dirty LRU page recovery: Failed"),
+            Some(HwLine::MemoryFailure {
+                pfn: "0x1a2b3c".into(),
+                recovery: Recovery::NotRecovered
+            })
+        );
+        assert_eq!(parse("Memory failure: 0x1a: something: Maybe"), None);
+    }
+
+    #[test]
+    fn cper_and_edac() {
+        assert_eq!(
+            parse("{1}[Hardware Error]: event severity: fatal"),
+            Some(HwLine::CperSeverity {
+                seq: 1,
+                severity: CperSeverity::Fatal
+            })
+        );
+        assert_eq!(
+            parse("{12}[Hardware Error]:  section_type: memory error"),
+            Some(HwLine::CperSection {
+                seq: 12,
+                section_type: "memory error".into()
+            })
+        );
+        assert_eq!(
+            parse("{1}[Hardware Error]:  Error 0, type: corrected"),
+            None
+        );
+        assert_eq!(
+            parse("EDAC MC0: 1 CE memory read error on CPU_SrcID#0_Ha#0_Chan#0_DIMM#0 (channel:0 slot:0 page:0x12345 offset:0x0 grain:32 syndrome:0x0)"),
+            Some(HwLine::Edac { controller: "mc0".into(), count: 1, uncorrected: false, label: Some("CPU_SrcID#0_Ha#0_Chan#0_DIMM#0".into()) })
+        );
+        assert_eq!(
+            parse("EDAC MC1: 2 UE on mc#1csrow#1channel#0 (csrow:1 channel:0 page:0x1 offset:0x0 grain:64)"),
+            Some(HwLine::Edac { controller: "mc1".into(), count: 2, uncorrected: true, label: Some("mc#1csrow#1channel#0".into()) })
+        );
+        assert_eq!(parse("EDAC MC: Ver: 3.0.0"), None);
+    }
+
+    #[test]
+    fn nvme_and_block() {
+        let n = |e| {
+            Some(HwLine::Nvme {
+                controller: "nvme0".into(),
+                event: e,
+            })
+        };
+        assert_eq!(
+            parse("nvme nvme0: I/O 123 QID 4 timeout, aborting"),
+            n(NvmeEvent::Timeout)
+        );
+        assert_eq!(parse("nvme nvme0: I/O tag 123 (007b) opcode 0x2 (Read) QID 4 timeout, aborting req_op:READ(0) size:4096"), n(NvmeEvent::Timeout));
+        assert_eq!(
+            parse("nvme nvme0: I/O 123 QID 4 timeout, reset controller"),
+            n(NvmeEvent::Reset)
+        );
+        assert_eq!(
+            parse("nvme nvme0: Abort status: 0x0"),
+            n(NvmeEvent::Timeout)
+        );
+        assert_eq!(
+            parse("nvme nvme0: controller is down; will reset: CSTS=0xffffffff, PCI_STATUS=0xffff"),
+            n(NvmeEvent::Reset)
+        );
+        assert_eq!(
+            parse("nvme nvme0: Removing after probe failure status: -19"),
+            n(NvmeEvent::Removed)
+        );
+        assert_eq!(parse("nvme nvme0: 8/0/0 default/read/poll queues"), None);
+        let b = |k: &str| {
+            Some(HwLine::BlockError {
+                device: "sdb".into(),
+                kind: k.into(),
+                sector: Some(1234),
+            })
+        };
+        assert_eq!(
+            parse("end_request: I/O error, dev sdb, sector 1234"),
+            b("I/O")
+        );
+        assert_eq!(
+            parse("blk_update_request: I/O error, dev sdb, sector 1234"),
+            b("I/O")
+        );
+        assert_eq!(parse("blk_update_request: I/O error, dev sdb, sector 1234 op 0x1:(WRITE) flags 0x800 phys_seg 1 prio class 0"), b("I/O"));
+        assert_eq!(parse("I/O error, dev sdb, sector 1234 op 0x1:(WRITE) flags 0x800 phys_seg 1 prio class 2"), b("I/O"));
+        assert_eq!(parse("critical medium error, dev sdb, sector 1234 op 0x0:(READ) flags 0x0 phys_seg 1 prio class 0"), b("critical medium"));
+        assert_eq!(
+            parse("Buffer I/O error on dev sdb1, logical block 0, async page read"),
+            None
+        );
+        assert_eq!(parse("I/O error, dev s;db, sector 1"), None);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics(s in "\\PC*") {
+            let _ = parse(&s);
+        }
+
+        #[test]
+        fn never_panics_near_markers(pre in "(mce: \\[Hardware Error\\]: |Memory failure: |MCE |\\{|EDAC |nvme |I/O)", post in "\\PC{0,40}") {
+            let _ = parse(&format!("{pre}{post}"));
+        }
+    }
+}
