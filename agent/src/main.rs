@@ -97,6 +97,10 @@ fn main() -> ExitCode {
         Ok(r) => r,
         Err(msg) => return usage(&msg),
     };
+    let npd_configs = match load_npd_configs(&cli.tuning.npd_configs) {
+        Ok(c) => c,
+        Err(msg) => return usage(&msg),
+    };
     let host = HostPaths::new(&cli.host_root);
     if let Err(msg) = exit::check_host_root(&cli.host_root) {
         // Said on stderr whatever the log level: `check` logs only errors by default, and an
@@ -112,7 +116,8 @@ fn main() -> ExitCode {
         netns::detect(&host),
     )
     .with_rules(rules);
-    let opts: CollectorOptions = cli.tuning.options();
+    let mut opts: CollectorOptions = cli.tuning.options();
+    opts.npd.configs = npd_configs;
     // The node context every collector shares: built once, here.
     let node = collectors::Node::new(host.clone());
 
@@ -179,6 +184,21 @@ fn load_rules(paths: &[std::path::PathBuf]) -> Result<Arc<RuleBook>, String> {
         .map_err(|e| format!("--rules-file: {e}"))?;
     tracing::info!(files = ?book.overrides(), "rule overrides loaded");
     Ok(Arc::new(book))
+}
+
+/// Reads and checks the `--npd-config` files: one node-doctor cannot honour stops the agent.
+fn load_npd_configs(
+    paths: &[std::path::PathBuf],
+) -> Result<Vec<collectors::npd::NpdConfig>, String> {
+    let configs = paths
+        .iter()
+        .map(|p| collectors::npd::config::load(p).map_err(|e| format!("--npd-config: {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    if !configs.is_empty() {
+        let files: Vec<&str> = configs.iter().map(|c| c.file.as_str()).collect();
+        tracing::info!(files = ?files, "node-problem-detector configs loaded");
+    }
+    Ok(configs)
 }
 
 fn usage(msg: &str) -> ExitCode {

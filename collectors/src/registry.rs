@@ -17,6 +17,7 @@ use crate::listing::Listed;
 use crate::load::{LoadCollector, LoadConfig};
 use crate::memory::{MemoryCollector, MemoryConfig};
 use crate::node::Node;
+use crate::npd::{NpdCollector, NpdConfigs};
 use crate::runtime::probe::RuntimeProbe;
 use crate::runtime::{RuntimeCollector, RuntimeConfig};
 
@@ -31,6 +32,7 @@ pub struct Options {
     pub conntrack: ConntrackConfig,
     pub kernel: KernelConfig,
     pub runtime: RuntimeConfig,
+    pub npd: NpdConfigs,
     /// How the runtime collector asks the daemons (the agent's probes; tests' fakes).
     pub runtime_probe: Arc<dyn RuntimeProbe>,
 }
@@ -46,6 +48,7 @@ impl Options {
             conntrack: ConntrackConfig::default(),
             kernel: KernelConfig::default(),
             runtime: RuntimeConfig::default(),
+            npd: NpdConfigs::default(),
             runtime_probe: probe,
         }
     }
@@ -159,6 +162,12 @@ pub const COLLECTORS: &[Entry] = &[
             l
         },
     },
+    Entry {
+        name: "npd",
+        build: |n, o| Box::new(NpdCollector::new(n.clone(), o.npd.clone())),
+        flags: &["--npd-config", "--kmsg-max-records"],
+        thresholds: |o| o.npd.thresholds.listed(),
+    },
 ];
 
 /// The runtime collector's node-log thresholds, named apart from its own.
@@ -232,6 +241,10 @@ mod tests {
         every(
             &format!("{:?}", o.runtime.thresholds),
             &o.runtime.thresholds.listed(),
+        );
+        every(
+            &format!("{:?}", o.npd.thresholds),
+            &o.npd.thresholds.listed(),
         );
         let logs = &o.runtime.log_thresholds;
         every(&format!("{logs:?}"), &logs.listed());
