@@ -342,7 +342,8 @@ fn npd_without_a_config_is_noted() {
     assert!(out.findings.is_empty());
 }
 
-/// A config whose log file is missing: degraded, naming the config.
+/// A config whose log file is missing, or a FIFO (never opened, so never waited on):
+/// degraded, naming the config.
 #[test]
 fn npd_a_missing_log_file_is_degraded() {
     let h = FakeHost::new();
@@ -352,6 +353,13 @@ fn npd_a_missing_log_file_is_degraded() {
     let out = c.collect(&support::ctx());
     assert!(
         matches!(&out.status, Status::Degraded(m) if m.contains("filelog-syslog.json")),
+        "{:?}",
+        out.status
+    );
+    h.fifo("/var/log/kern.log");
+    let out = c.collect(&support::ctx());
+    assert!(
+        matches!(&out.status, Status::Degraded(m) if m.contains("filelog-syslog.json") && m.contains("kern.log")),
         "{:?}",
         out.status
     );
