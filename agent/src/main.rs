@@ -116,6 +116,13 @@ fn main() -> ExitCode {
         netns::detect(&host),
     )
     .with_rules(rules);
+    if let Command::Serve(args) = &cli.command {
+        if args.kube.report {
+            if let Err(msg) = register_npd_conditions(&npd_configs, args.kube.npd_names) {
+                return usage(&msg);
+            }
+        }
+    }
     let mut opts: CollectorOptions = cli.tuning.options();
     opts.npd.configs = npd_configs;
     // The node context every collector shares: built once, here.
@@ -199,6 +206,44 @@ fn load_npd_configs(
         tracing::info!(files = ?files, "node-problem-detector configs loaded");
     }
     Ok(configs)
+}
+
+/// With `--kube-report`: the conditions of the `--npd-config` files become condition classes
+/// the reporter writes (healthy: the config's default; set by the config's permanent rules).
+/// A type named by two configs is one class (NPD's kernel-monitor.json and
+/// readonly-monitor.json both name ReadonlyFilesystem); the first config's default is used.
+fn register_npd_conditions(
+    configs: &[collectors::npd::NpdConfig],
+    npd_names: bool,
+) -> Result<(), String> {
+    let mut classes: Vec<collectors::rules::NodeCondition> = Vec::new();
+    for cfg in configs {
+        for c in &cfg.conditions {
+            if classes.iter().any(|k| k.ctype == c.kind) {
+                continue;
+            }
+            let healthy_message = if c.message.is_empty() {
+                format!(
+                    "node-problem-detector config {}: no rule matched",
+                    cfg.source
+                )
+            } else {
+                c.message.clone()
+            };
+            classes.push(collectors::rules::NodeCondition {
+                ctype: c.kind.clone(),
+                healthy_reason: c.reason.clone(),
+                healthy_message,
+                npd: None,
+                collectors: vec!["npd".into()],
+            });
+        }
+    }
+    if classes.is_empty() {
+        return Ok(());
+    }
+    collectors::rules::RuleBook::set_operator_conditions(classes, npd_names)
+        .map_err(|e| format!("--npd-config with --kube-report: {e}"))
 }
 
 fn usage(msg: &str) -> ExitCode {
