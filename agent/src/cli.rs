@@ -107,6 +107,18 @@ pub struct CollectorFlags {
     )]
     pub kmsg_max_records: usize,
 
+    /// npd: a node-problem-detector system-log-monitor config (JSON: kmsg, filelog or
+    /// journald) whose rules node-doctor matches (repeat, or comma-separated). Checked at
+    /// start; a config node-doctor cannot honour exits 64. docs/collectors/npd.md.
+    #[arg(
+        long = "npd-config",
+        global = true,
+        env = "NODE_DOCTOR_NPD_CONFIG",
+        value_delimiter = ',',
+        value_name = "FILE"
+    )]
+    pub npd_configs: Vec<PathBuf>,
+
     /// disk, runtime: docker's daemon.json on the host (data-root, exec-root, log-opts, hosts).
     #[arg(
         long,
@@ -284,6 +296,7 @@ impl CollectorFlags {
         ) = self.iowait_percent;
         o.load.thresholds.disk_busy_percent = self.disk_busy_percent;
         o.memory.kmsg = kmsg.clone();
+        o.npd.kmsg = kmsg.clone();
         o.iptables.lock_path = self.xtables_lock.clone();
         o.iptables.sample_period = self.xtables_sample_period;
         (

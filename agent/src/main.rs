@@ -97,6 +97,10 @@ fn main() -> ExitCode {
         Ok(r) => r,
         Err(msg) => return usage(&msg),
     };
+    let npd_configs = match load_npd_configs(&cli.tuning.npd_configs) {
+        Ok(c) => c,
+        Err(msg) => return usage(&msg),
+    };
     let host = HostPaths::new(&cli.host_root);
     if let Err(msg) = exit::check_host_root(&cli.host_root) {
         // Said on stderr whatever the log level: `check` logs only errors by default, and an
@@ -112,7 +116,15 @@ fn main() -> ExitCode {
         netns::detect(&host),
     )
     .with_rules(rules);
-    let opts: CollectorOptions = cli.tuning.options();
+    if let Command::Serve(args) = &cli.command {
+        if args.kube.report {
+            if let Err(msg) = register_npd_conditions(&npd_configs, args.kube.npd_names) {
+                return usage(&msg);
+            }
+        }
+    }
+    let mut opts: CollectorOptions = cli.tuning.options();
+    opts.npd.configs = npd_configs;
     // The node context every collector shares: built once, here.
     let node = collectors::Node::new(host.clone());
 
@@ -179,6 +191,59 @@ fn load_rules(paths: &[std::path::PathBuf]) -> Result<Arc<RuleBook>, String> {
         .map_err(|e| format!("--rules-file: {e}"))?;
     tracing::info!(files = ?book.overrides(), "rule overrides loaded");
     Ok(Arc::new(book))
+}
+
+/// Reads and checks the `--npd-config` files: one node-doctor cannot honour stops the agent.
+fn load_npd_configs(
+    paths: &[std::path::PathBuf],
+) -> Result<Vec<collectors::npd::NpdConfig>, String> {
+    let configs = paths
+        .iter()
+        .map(|p| collectors::npd::config::load(p).map_err(|e| format!("--npd-config: {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    if !configs.is_empty() {
+        let files: Vec<&str> = configs.iter().map(|c| c.file.as_str()).collect();
+        tracing::info!(files = ?files, "node-problem-detector configs loaded");
+    }
+    Ok(configs)
+}
+
+/// With `--kube-report`: the conditions of the `--npd-config` files become condition classes
+/// the reporter writes (healthy: the config's default; set by the config's permanent rules).
+/// A type named by two configs is one class (NPD's kernel-monitor.json and
+/// readonly-monitor.json both name ReadonlyFilesystem); the first config's default is used.
+fn register_npd_conditions(
+    configs: &[collectors::npd::NpdConfig],
+    npd_names: bool,
+) -> Result<(), String> {
+    let mut classes: Vec<collectors::rules::NodeCondition> = Vec::new();
+    for cfg in configs {
+        for c in &cfg.conditions {
+            if classes.iter().any(|k| k.ctype == c.kind) {
+                continue;
+            }
+            let healthy_message = if c.message.is_empty() {
+                format!(
+                    "node-problem-detector config {}: no rule matched",
+                    cfg.source
+                )
+            } else {
+                c.message.clone()
+            };
+            classes.push(collectors::rules::NodeCondition {
+                ctype: c.kind.clone(),
+                healthy_reason: c.reason.clone(),
+                healthy_message,
+                npd: None,
+                collectors: vec!["npd".into()],
+            });
+        }
+    }
+    if classes.is_empty() {
+        return Ok(());
+    }
+    collectors::rules::RuleBook::set_operator_conditions(classes, npd_names)
+        .map_err(|e| format!("--npd-config with --kube-report: {e}"))
 }
 
 fn usage(msg: &str) -> ExitCode {

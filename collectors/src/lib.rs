@@ -34,6 +34,7 @@ pub mod metric;
 pub mod names;
 pub mod node;
 pub mod nodelog;
+pub mod npd;
 pub mod pods;
 pub mod proc;
 pub mod registry;

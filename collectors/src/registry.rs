@@ -18,6 +18,7 @@ use crate::listing::Listed;
 use crate::load::{LoadCollector, LoadConfig};
 use crate::memory::{MemoryCollector, MemoryConfig};
 use crate::node::Node;
+use crate::npd::{NpdCollector, NpdConfigs};
 use crate::runtime::probe::RuntimeProbe;
 use crate::runtime::{RuntimeCollector, RuntimeConfig};
 
@@ -33,6 +34,7 @@ pub struct Options {
     pub kernel: KernelConfig,
     pub runtime: RuntimeConfig,
     pub hardware: HardwareConfig,
+    pub npd: NpdConfigs,
     /// How the runtime collector asks the daemons (the agent's probes; tests' fakes).
     pub runtime_probe: Arc<dyn RuntimeProbe>,
 }
@@ -49,6 +51,7 @@ impl Options {
             kernel: KernelConfig::default(),
             runtime: RuntimeConfig::default(),
             hardware: HardwareConfig::default(),
+            npd: NpdConfigs::default(),
             runtime_probe: probe,
         }
     }
@@ -168,6 +171,12 @@ pub const COLLECTORS: &[Entry] = &[
         flags: &["--kmsg-lookback", "--kmsg-max-records"],
         thresholds: |o| o.hardware.thresholds.listed(),
     },
+    Entry {
+        name: "npd",
+        build: |n, o| Box::new(NpdCollector::new(n.clone(), o.npd.clone())),
+        flags: &["--npd-config", "--kmsg-max-records"],
+        thresholds: |o| o.npd.thresholds.listed(),
+    },
 ];
 
 /// The runtime collector's node-log thresholds, named apart from its own.
@@ -245,6 +254,10 @@ mod tests {
         every(
             &format!("{:?}", o.hardware.thresholds),
             &o.hardware.thresholds.listed(),
+        );
+        every(
+            &format!("{:?}", o.npd.thresholds),
+            &o.npd.thresholds.listed(),
         );
         let logs = &o.runtime.log_thresholds;
         every(&format!("{logs:?}"), &logs.listed());

@@ -9,14 +9,15 @@ use collectors::{Evidence, Finding, Severity};
 
 pub use collectors::rules::{MakesEvent as EventClass, NodeCondition as ConditionClass};
 
-/// Every condition class, in the order they are written.
-pub fn conditions() -> &'static [ConditionClass] {
-    RuleBook::node_conditions()
+/// Every condition class, in the order they are written: node-doctor's, then those of the
+/// operator's `--npd-config` files.
+pub fn conditions() -> Vec<&'static ConditionClass> {
+    RuleBook::all_node_conditions()
 }
 
 /// The condition classes a finding sets to True, each with its problem reason. Info findings
 /// never set a condition.
-pub fn conditions_of(f: &Finding) -> Vec<(&'static ConditionClass, &'static str)> {
+pub fn conditions_of(f: &Finding) -> Vec<(&'static ConditionClass, String)> {
     if f.severity < Severity::Warning {
         return Vec::new();
     }

@@ -246,7 +246,7 @@ impl Planner {
     /// The condition types this build writes, in the chosen naming.
     pub fn own_types(&self) -> Vec<&'static str> {
         classes::conditions()
-            .iter()
+            .into_iter()
             .map(|c| c.ctype(self.s.npd_names))
             .collect()
     }
@@ -314,7 +314,7 @@ impl Planner {
         }
         let npd = self.s.npd_names;
         // Problems per class: (finding, reason), most severe first.
-        let mut problems: BTreeMap<&'static str, Vec<(&Finding, &'static str)>> = BTreeMap::new();
+        let mut problems: BTreeMap<&'static str, Vec<(&Finding, String)>> = BTreeMap::new();
         let mut sorted: Vec<&Observed> = view.findings.iter().collect();
         sorted.sort_by(|a, b| {
             b.finding
@@ -336,10 +336,10 @@ impl Planner {
             let next = match problems.get(class.ctype.as_str()) {
                 Some(list) => {
                     self.absent_since.remove(class.ctype.as_str());
-                    let (f, reason) = list[0];
+                    let (f, reason) = &list[0];
                     Some((
                         "True",
-                        reason.to_string(),
+                        reason.clone(),
                         message(f, list.len() - 1, &self.s.links),
                     ))
                 }
@@ -515,7 +515,9 @@ impl Planner {
                 }
             };
             let Some(n) = new else { continue };
-            let reason = class.reason_for(npd, f);
+            let Some(reason) = class.reason_for(npd, f) else {
+                continue;
+            };
             let etype = if f.severity >= Severity::Warning {
                 "Warning"
             } else {

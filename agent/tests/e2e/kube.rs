@@ -185,3 +185,97 @@ fn kube_reporter_on_a_stalled_api_server_does_not_slow_findings() {
     );
     assert!(s.condition(NODE, "NodeDoctorHighLoad").is_none());
 }
+
+/// `--npd-config` with `--kube-report`: NPD's kernel-monitor.json's own condition types are
+/// written (healthy: the config's defaults; ReadonlyFilesystem True with the rule's reason
+/// when the kernel log remounts a filesystem read-only), its temporary rule is an Event with
+/// the rule's reason, and both validate against the schemas.
+#[test]
+fn kube_reporter_writes_an_npd_config_conditions_and_events() {
+    let s = standin();
+    let root = FakeRoot::quiet();
+    root.write(
+        "/dev/kmsg",
+        "\
+2,11,86300000100,-;EXT4-fs (sda1): Remounting filesystem read-only
+3,12,86350000000,-;Killed process 4211 (java) total-vm:812kB, anon-rss:401kB, file-rss:0kB
+",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let kc = s.kubeconfig(dir.path(), kube_standin::DEFAULT_TOKEN);
+    let config = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../collectors/tests/fixtures/npd/shipped/kernel-monitor.json");
+    let server = Server::start_with(
+        root.root(),
+        &[
+            "--interval=1s",
+            "--collector=npd",
+            "--npd-config",
+            config.to_str().unwrap(),
+            "--node-name",
+            NODE,
+            "--kube-report",
+            "--kube-clear-after=0s",
+            "--kube-write-interval=0s",
+        ],
+        |c| {
+            c.env("KUBECONFIG", &kc);
+        },
+    );
+    wait_for(30, "ReadonlyFilesystem True", &server, || {
+        status_of(&s, "ReadonlyFilesystem").as_deref() == Some("True")
+    });
+    let c = s.condition(NODE, "ReadonlyFilesystem").unwrap();
+    assert_eq!(c["reason"], "FilesystemIsReadOnly");
+    assert!(c["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("npd.permanent (FilesystemIsReadOnly): "));
+    // The config's other conditions: its healthy defaults.
+    let k = s.condition(NODE, "KernelDeadlock").unwrap();
+    assert_eq!(k["status"], "False");
+    assert_eq!(k["reason"], "KernelHasNoDeadlock");
+    assert_eq!(k["message"], "kernel has no deadlock");
+    wait_for(10, "an OOMKilling event", &server, || {
+        s.events()
+            .iter()
+            .any(|e| e["reason"] == "OOMKilling" && e["type"] == "Warning")
+    });
+    assert!(s.schema_errors().is_empty(), "{:?}", s.schema_errors());
+    assert!(
+        s.requests().iter().all(|r| r.status < 400),
+        "{:#?}",
+        s.requests()
+    );
+    println!(
+        "{}",
+        kube_standin::describe::conditions(&s.node(NODE).unwrap())
+    );
+    println!("{}", kube_standin::describe::events(&s.events()));
+}
+
+/// A config naming a type node-doctor writes itself under --kube-npd-names is refused.
+#[test]
+fn an_npd_config_naming_node_doctors_own_npd_type_is_refused_with_kube_npd_names() {
+    let root = FakeRoot::quiet();
+    let config = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../collectors/tests/fixtures/npd/shipped/readonly-monitor.json");
+    let out = crate::support::run(
+        &[
+            "serve",
+            "--host-root",
+            root.root().to_str().unwrap(),
+            "--npd-config",
+            config.to_str().unwrap(),
+            "--kube-report",
+            "--kube-npd-names",
+        ],
+        &[],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(64), "{err}");
+    assert!(
+        err.contains("ReadonlyFilesystem") && err.contains("NodeDoctorReadonlyFilesystem"),
+        "{err}"
+    );
+}

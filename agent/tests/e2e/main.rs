@@ -13,6 +13,7 @@ mod hysteresis;
 mod image;
 mod kube;
 mod manifests;
+mod npd;
 mod prometheus;
 mod readme;
 mod real_disk;

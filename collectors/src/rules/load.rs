@@ -965,10 +965,26 @@ fn field(t: &Table, key: &str, at: At) -> Result<String, String> {
 }
 
 /// A Kubernetes reason or condition type: `UpperCamelCase` letters and digits, at most 128.
-fn is_camel(s: &str) -> bool {
+pub(crate) fn is_camel(s: &str) -> bool {
     s.len() <= 128
         && s.starts_with(|c: char| c.is_ascii_uppercase())
         && s.chars().all(|c| c.is_ascii_alphanumeric())
+}
+
+/// `{name}`: a condition type or reason taken from the finding's evidence `name` (what an
+/// operator's configuration names: the npd collector's rules), not written in the rule file.
+pub(crate) fn evidence_ref(s: &str) -> Option<&str> {
+    s.strip_prefix('{')?.strip_suffix('}')
+}
+
+/// An evidence reference names evidence of the rule's example.
+fn evidence_ref_checked(rule: &Rule, s: &str, at: At) -> Result<(), String> {
+    match evidence_ref(s) {
+        Some(n) if !rule.example.evidence.contains_key(n) => {
+            Err(format!("{at}: {{{n}}} is not the rule's evidence"))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// A `when` of a cluster entry: the rule's conditions, severities and `has` of evidence (a
@@ -1011,13 +1027,17 @@ fn cluster(rule: &Rule, v: Option<&Toml>) -> Result<Vec<SetsCondition>, String> 
         };
         check_keys(t, &["condition", "reason", "when"]).map_err(|m| format!("{at}: {m}"))?;
         let reason = field(t, "reason", &at)?;
-        if !is_camel(&reason) {
+        let condition = field(t, "condition", &at)?;
+        for (key, v) in [("reason", &reason), ("condition", &condition)] {
+            evidence_ref_checked(rule, v, &format!("{at}.{key}"))?;
+        }
+        if evidence_ref(&reason).is_none() && !is_camel(&reason) {
             return Err(format!(
                 "{at}.reason: {reason:?} is not a reason (UpperCamelCase)"
             ));
         }
         out.push(SetsCondition {
-            condition: field(t, "condition", &at)?,
+            condition,
             reason,
             when: finding_cond(rule, t, "when", &at)?,
         });
@@ -1044,8 +1064,9 @@ fn event(rule: &Rule, v: Option<&Toml>) -> Result<Option<MakesEvent>, String> {
         None => None,
         Some(_) => Some(field(t, "npd_reason", at)?),
     };
+    evidence_ref_checked(rule, &reason, &format!("{at}.reason"))?;
     for r in std::iter::once(&reason).chain(&npd_reason) {
-        if !is_camel(r) {
+        if evidence_ref(r).is_none() && !is_camel(r) {
             return Err(format!("{at}: {r:?} is not a reason (UpperCamelCase)"));
         }
     }

@@ -248,20 +248,86 @@ impl RuleBook {
         })
     }
 
+    /// Registers the condition classes an operator's configuration names (the conditions of
+    /// `--npd-config` files), once, at start: a rule whose `cluster` entry takes its condition
+    /// from evidence (`condition = "{condition}"`) sets one of these. Refused: a type that is
+    /// not UpperCamelCase, one defined twice, or one of node-doctor's own classes' types (or,
+    /// with `npd_names`, their node-problem-detector types, which node-doctor then writes).
+    pub fn set_operator_conditions(
+        classes: Vec<NodeCondition>,
+        npd_names: bool,
+    ) -> Result<(), String> {
+        let builtin = RuleBook::node_conditions();
+        for (i, c) in classes.iter().enumerate() {
+            for n in [&c.ctype, &c.healthy_reason] {
+                if !load::is_camel(n) {
+                    return Err(format!(
+                        "condition {:?}: {:?} is not UpperCamelCase, which a NodeCondition needs",
+                        c.ctype, n
+                    ));
+                }
+            }
+            if classes[..i].iter().any(|o| o.ctype == c.ctype) {
+                return Err(format!("condition {} is named twice", c.ctype));
+            }
+            if let Some(b) = builtin
+                .iter()
+                .find(|b| b.ctype == c.ctype || (npd_names && b.ctype(true) == c.ctype))
+            {
+                return Err(format!(
+                    "condition {} is also written by node-doctor's own class {}{}",
+                    c.ctype,
+                    b.ctype,
+                    if npd_names {
+                        " under --kube-npd-names"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+        }
+        OPERATOR_CONDITIONS
+            .set(classes)
+            .map_err(|_| "operator conditions are registered once".to_string())
+    }
+
+    /// The operator's condition classes ([`RuleBook::set_operator_conditions`]), if any.
+    pub fn operator_conditions() -> &'static [NodeCondition] {
+        OPERATOR_CONDITIONS.get().map_or(&[], Vec::as_slice)
+    }
+
+    /// Every condition class written: the built-in ones, then the operator's.
+    pub fn all_node_conditions() -> Vec<&'static NodeCondition> {
+        RuleBook::node_conditions()
+            .iter()
+            .chain(RuleBook::operator_conditions())
+            .collect()
+    }
+
     /// The NodeConditions a finding sets, each with its reason: its rule's `cluster` entries
     /// whose `when` holds for the finding (its severity, conditions and evidence). Whether a
-    /// finding of its severity sets any is the reporter's matter.
-    pub fn cluster(f: &Finding) -> Vec<(&'static NodeCondition, &'static str)> {
+    /// finding of its severity sets any is the reporter's matter. An entry that takes its
+    /// condition from evidence sets one of the operator's classes, never a built-in one.
+    pub fn cluster(f: &Finding) -> Vec<(&'static NodeCondition, String)> {
         let Some(rule) = RuleBook::builtin_static().get(&f.id) else {
             return Vec::new();
         };
-        let classes = RuleBook::node_conditions();
         rule.cluster
             .iter()
             .filter(|c| holds(&c.when, f))
             .filter_map(|c| {
-                let class = classes.iter().find(|k| k.ctype == c.condition)?;
-                Some((class, c.reason.as_str()))
+                let class = match load::evidence_ref(&c.condition) {
+                    Some(n) => {
+                        let t = f.evidence.get(n)?.to_string();
+                        RuleBook::operator_conditions()
+                            .iter()
+                            .find(|k| k.ctype == t)?
+                    }
+                    None => RuleBook::node_conditions()
+                        .iter()
+                        .find(|k| k.ctype == c.condition)?,
+                };
+                Some((class, from_evidence(&c.reason, f)?))
             })
             .collect()
     }
@@ -371,13 +437,27 @@ fn holds(c: &Cond, f: &Finding) -> bool {
 impl MakesEvent {
     /// The event's reason, node-problem-detector's with `npd` where the rule has one and its
     /// `npd_when` holds (NPD's `Ext4Error` is ext4's only).
-    pub fn reason_for(&self, npd: bool, f: &Finding) -> &str {
+    /// A reason taken from evidence (`reason = "{reason}"`) is the finding's, or `None` when
+    /// the finding lacks it or it is not UpperCamelCase.
+    pub fn reason_for(&self, npd: bool, f: &Finding) -> Option<String> {
         match &self.npd_reason {
-            Some(r) if npd && holds(&self.npd_when, f) => r,
-            _ => &self.reason,
+            Some(r) if npd && holds(&self.npd_when, f) => Some(r.clone()),
+            _ => from_evidence(&self.reason, f),
         }
     }
 }
+
+/// A reason or type as written, or the finding's evidence it names (`{name}`), which must be
+/// UpperCamelCase to be written.
+fn from_evidence(s: &str, f: &Finding) -> Option<String> {
+    match load::evidence_ref(s) {
+        Some(n) => Some(f.evidence.get(n)?.to_string()).filter(|v| load::is_camel(v)),
+        None => Some(s.to_string()),
+    }
+}
+
+/// The operator's condition classes, registered at start.
+static OPERATOR_CONDITIONS: OnceLock<Vec<NodeCondition>> = OnceLock::new();
 
 /// The classes of `cluster.toml`, their collectors filled from the rules of `book` that name
 /// them; a rule naming a class that does not exist is an error.
@@ -389,6 +469,10 @@ fn load_node_conditions(book: &RuleBook) -> Result<Vec<NodeCondition>, RulesErro
     let mut classes = load::node_conditions(CLUSTER_FILE, text)?;
     for rule in book.rules() {
         for c in &rule.cluster {
+            if load::evidence_ref(&c.condition).is_some() {
+                // One of the operator's classes, registered at start.
+                continue;
+            }
             let Some(class) = classes.iter_mut().find(|k| k.ctype == c.condition) else {
                 return Err(RulesError::Invalid {
                     file: rule.file.clone(),

@@ -16,6 +16,7 @@ mod kmsg;
 mod load;
 mod memory;
 mod nodelog;
+mod npd;
 mod registry;
 mod rules;
 mod runtime;

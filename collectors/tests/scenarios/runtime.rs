@@ -1384,14 +1384,14 @@ fn dockerds_store_and_start_failures_from_its_log() {
         .is_some_and(|l| l.contains("failed to register layer")));
     assert!(i.summary.en.contains("half") || i.summary.en.contains("interrupted pull"));
     assert_eq!(
-        collectors::rules::RuleBook::event(i).map(|e| e.reason_for(true, i)),
-        Some("CorruptDockerImage")
+        collectors::rules::RuleBook::event(i).and_then(|e| e.reason_for(true, i)),
+        Some("CorruptDockerImage".to_string())
     );
     let d = find("runtime.container_start_dead");
     assert_eq!(d.evidence["runtime"].as_str(), Some("dockerd"));
     assert!(d.remediation.steps.iter().any(|s| s.en.contains("OOM")));
     assert_eq!(
-        collectors::rules::RuleBook::event(d).map(|e| e.reason_for(true, d)),
-        Some("DockerContainerStartupFailure")
+        collectors::rules::RuleBook::event(d).and_then(|e| e.reason_for(true, d)),
+        Some("DockerContainerStartupFailure".to_string())
     );
 }
