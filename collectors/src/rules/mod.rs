@@ -372,10 +372,13 @@ impl MakesEvent {
     /// The event's reason, node-problem-detector's with `npd` where the rule has one and its
     /// `npd_when` holds (NPD's `Ext4Error` is ext4's only).
     pub fn reason_for(&self, npd: bool, f: &Finding) -> &str {
-        match &self.npd_reason {
-            Some(r) if npd && holds(&self.npd_when, f) => r,
-            _ => &self.reason,
+        if !npd {
+            return &self.reason;
         }
+        self.npd
+            .iter()
+            .find(|(_, when)| holds(when, f))
+            .map_or(&self.reason, |(r, _)| r)
     }
 }
 

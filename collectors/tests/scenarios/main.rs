@@ -15,6 +15,7 @@ mod kmsg;
 mod load;
 mod memory;
 mod nodelog;
+mod npd_parity;
 mod registry;
 mod rules;
 mod runtime;
