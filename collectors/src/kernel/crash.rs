@@ -248,12 +248,11 @@ pub fn rcu_cpu_line(m: &str) -> Option<u32> {
 }
 
 fn leading_number<T: std::str::FromStr>(s: &str) -> Option<T> {
-    let digits: String = s
-        .chars()
-        .take_while(|c| c.is_ascii_digit())
-        .take(10)
-        .collect();
-    digits.parse().ok()
+    let n = s.bytes().take_while(u8::is_ascii_digit).count();
+    if n == 0 || n > 10 {
+        return None;
+    }
+    s[..n].parse().ok()
 }
 
 /// Host text kept for evidence: no control characters, bounded.
@@ -334,18 +333,25 @@ impl Assembler {
             } else {
                 out.push(Event::Stall(s));
             }
-        } else if let Some((cpu, pid, comm)) = task_line(m) {
-            if let Some(Pending::Oops(o, _)) = &mut self.pending {
-                if o.pid.is_none() {
-                    o.cpu = Some(cpu);
-                    o.pid = Some(pid);
-                    o.comm = Some(comm);
+        } else {
+            // The follow-up lines are looked for only while an event waits for them.
+            match &mut self.pending {
+                Some(Pending::Oops(o, _)) if o.pid.is_none() => {
+                    if let Some((cpu, pid, comm)) = task_line(m) {
+                        o.cpu = Some(cpu);
+                        o.pid = Some(pid);
+                        o.comm = Some(comm);
+                    }
                 }
-            }
-        } else if let Some(cpu) = rcu_cpu_line(m) {
-            if let Some(Pending::Rcu(mut s, _)) = self.pending.take() {
-                s.cpu = Some(cpu);
-                out.push(Event::Stall(s));
+                Some(Pending::Rcu(..)) => {
+                    if let Some(cpu) = rcu_cpu_line(m) {
+                        if let Some(Pending::Rcu(mut s, _)) = self.pending.take() {
+                            s.cpu = Some(cpu);
+                            out.push(Event::Stall(s));
+                        }
+                    }
+                }
+                _ => {}
             }
         }
         // Past its span, a pending event is complete.
