@@ -53,6 +53,7 @@ APT_PACKAGES=(
                # and runc) by hand in a temp dir; no service is started by the install
     e2fsprogs  # runtime: mkfs.ext4, chattr and lsattr for the immutable-file test on a real
                # ext4 loop filesystem
+    xfsprogs   # kernel: mkfs.xfs and xfs_io for the real XFS shutdown test on a loop device
     systemd-journal-remote # nodelog: writes fresh journal files (with systemd's journalctl,
                # which it pulls in) that the journal reader must read as journalctl does
     docker-registry # e2e image: scripts/deploy.sh pushes the image it builds to a registry

@@ -727,6 +727,80 @@ fn npd_names_are_opt_in() {
     }
 }
 
+/// The kernel's own failures under `--kube-npd-names`: node-problem-detector's
+/// FrequentUnregisterNetDevice condition and its UnregisterNetDevice, KernelOops and IOError
+/// event reasons (its kernel-monitor and kernel-monitor-counter rules).
+#[test]
+fn npd_names_of_the_kernels_own_failures() {
+    let text = || (Text::new("t", "t"), Text::new("s", "s"));
+    let netdev = {
+        let (t, s) = text();
+        Finding::new("kernel.unregister_netdevice", Severity::Critical, t, s)
+            .subject("lo")
+            .evidence("device", "lo")
+            .evidence("waits", 3)
+            .evidence("last_seen_seconds_ago", 10)
+            .condition("frequent")
+    };
+    let oops = {
+        let (t, s) = text();
+        Finding::new("kernel.oops", Severity::Critical, t, s)
+            .subject("java")
+            .evidence("oopses", 1)
+            .evidence("last_seen_seconds_ago", 10)
+    };
+    let io = {
+        let (t, s) = text();
+        Finding::new("kernel.fs_error", Severity::Warning, t, s)
+            .subject("sdc")
+            .evidence("errors", 1)
+            .evidence("last_seen_seconds_ago", 10)
+            .condition("buffer_io_logged")
+    };
+    let snap = snapshot(
+        t(0),
+        &[("kernel", with(Status::Ok, vec![netdev, oops, io]))],
+    );
+    for (npd, condition, events) in [
+        (
+            false,
+            "NodeDoctorFrequentUnregisterNetDevice",
+            [
+                "NodeDoctorUnregisterNetDevice",
+                "NodeDoctorKernelOops",
+                "NodeDoctorFilesystemError",
+            ],
+        ),
+        (
+            true,
+            "FrequentUnregisterNetDevice",
+            ["UnregisterNetDevice", "KernelOops", "IOError"],
+        ),
+    ] {
+        let mut p = Planner::new(Settings {
+            npd_names: npd,
+            ..settings()
+        });
+        p.take_over(&json!({"metadata": {"uid": "u"}}), t(0));
+        p.observe(t(0), &view(&snap));
+        let c = p.desired().find(|c| c.ctype == condition).unwrap();
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("True", "UnregisterNetDevice")
+        );
+        let mut reasons = Vec::new();
+        while let Some(w) = p.next_event(t(0)) {
+            if let super::planner::EventWrite::Create { body, .. } = &w {
+                reasons.push(body["reason"].as_str().unwrap().to_string());
+            }
+            p.event_written(&w, Ok("e".into()));
+        }
+        for want in events {
+            assert!(reasons.iter().any(|r| r == want), "{want}: {reasons:?}");
+        }
+    }
+}
+
 #[test]
 fn a_collector_that_does_not_run_makes_its_conditions_unknown_not_healthy() {
     let mut p = Planner::new(settings());

@@ -111,6 +111,32 @@ pub fn parse(message: &str) -> Option<FsError> {
     None
 }
 
+/// An ext4 warning (`EXT4-fs warning (device sda1): ext4_dx_add_entry:2461: Directory index
+/// full!`, the same from 3.10 to 6.x): the device and the function that warned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ext4Warning {
+    pub device: String,
+    /// The kernel function named after the device (`ext4_dx_add_entry`), when it looks like one.
+    pub function: Option<String>,
+}
+
+/// Parses an `EXT4-fs warning (device …)` message; `None` for anything else.
+pub fn parse_ext4_warning(message: &str) -> Option<Ext4Warning> {
+    let rest = message.trim().strip_prefix("EXT4-fs warning (device ")?;
+    let device = dev_until(rest, ')')?;
+    let function = rest
+        .split_once("): ")
+        .and_then(|(_, t)| t.split_once(':'))
+        .map(|(f, _)| f)
+        .filter(|f| {
+            !f.is_empty()
+                && f.len() <= 64
+                && f.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+        .map(str::to_string);
+    Some(Ext4Warning { device, function })
+}
+
 /// The device name up to `end`, when it looks like one (no spaces, no slashes, not `.` or
 /// `..`, short): it names files under `/sys/class/block` and `/sys/fs/ext4`.
 fn dev_until(s: &str, end: char) -> Option<String> {
@@ -151,6 +177,33 @@ mod tests {
         // Kernel 6.18.44 (this VM): an ordinary mount message is not an error.
         assert_eq!(
             p("EXT4-fs (vda): mounted filesystem 00000000-0000-0000-0000-000000000000 r/w without journal. Quota mode: none."),
+            None
+        );
+    }
+
+    #[test]
+    fn ext4_warnings() {
+        // The same from 3.10 (CentOS 7) to 6.x.
+        assert_eq!(
+            parse_ext4_warning(
+                "EXT4-fs warning (device sda1): ext4_dx_add_entry:2461: Directory index full!"
+            ),
+            Some(Ext4Warning {
+                device: "sda1".into(),
+                function: Some("ext4_dx_add_entry".into())
+            })
+        );
+        assert_eq!(
+            parse_ext4_warning("EXT4-fs warning (device vdb): ext4_end_bio:343: I/O error 10 writing to inode 12 starting block 8193)")
+                .and_then(|w| w.function),
+            Some("ext4_end_bio".into())
+        );
+        assert_eq!(
+            parse_ext4_warning("EXT4-fs warning (device a/b): x:1: y"),
+            None
+        );
+        assert_eq!(
+            p("EXT4-fs warning (device sda1): ext4_dx_add_entry:2461: Directory index full!"),
             None
         );
     }

@@ -5,6 +5,7 @@
 //! pages, are in `collectors/rules/kernel.toml`.
 
 use crate::finding::Severity;
+use crate::kernel::crash::StallKind;
 use crate::kernel::fs_error::FsErrorKind;
 use crate::kernel::oom::OomKind;
 use crate::kernel::tasks::{sysctl_name, PID_MAX, THREADS_MAX};
@@ -15,7 +16,8 @@ use crate::proc::cgroup::QosClass;
 use crate::rules::{Draft, Item};
 
 use super::sample::{
-    FsErrorGroup, HungGroup, KernelSample, ListenDelta, OomGroup, PidUsage, TinyPod,
+    Ext4WarningGroup, FsErrorGroup, HungGroup, KernelSample, ListenDelta, NetdevGroup, OomGroup,
+    OopsGroup, PidUsage, StallGroup, TinyPod,
 };
 use super::thresholds::Thresholds;
 
@@ -34,7 +36,137 @@ pub fn judge(s: &KernelSample, t: &Thresholds) -> Vec<Draft> {
     out.extend(s.fs_errors.iter().map(|e| fs_error(e, s.window_seconds, t)));
     out.extend(s.listen.as_ref().and_then(|l| listen_drops(l, t)));
     out.extend(s.pids.as_ref().and_then(|p| pid_exhaustion(p, t)));
+    out.extend(s.oopses.iter().map(|o| oops(o, s.window_seconds, t)));
+    out.extend(s.stalls.iter().map(|g| cpu_stall(g, s.window_seconds, t)));
+    out.extend(s.netdev.iter().map(|n| unregister_netdevice(n, s, t)));
+    out.extend(
+        s.ext4_warnings
+            .iter()
+            .map(|w| ext4_warning(w, s.window_seconds, t)),
+    );
     out
+}
+
+/// `kernel.oops`: the kernel oopsed (or panicked and the node lived on). The kernel that oopsed
+/// still runs until the node reboots (a lock the dead task held stays held, its memory may be
+/// inconsistent): critical while recent, then warning, never history (info) while in the window.
+fn oops(o: &OopsGroup, window_seconds: u64, t: &Thresholds) -> Draft {
+    let phase = Phase::of(None, o.last_seen_seconds_ago, t.recent_seconds);
+    let severity = match phase {
+        Phase::Past => Severity::Warning,
+        _ => Severity::Critical,
+    };
+    Draft::new("kernel.oops", severity)
+        .subject(o.comm.clone().unwrap_or_else(|| "kernel".to_string()))
+        .evidence("oopses", o.oopses)
+        .evidence("kind", o.last_kind.as_str())
+        .evidence(
+            "kinds",
+            o.kinds
+                .iter()
+                .map(|k| k.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+        )
+        .evidence("process_context", o.process_context)
+        .evidence("window_seconds", window_seconds)
+        .evidence("phase", phase.as_str())
+        .evidence_opt("comm", o.comm.clone())
+        .evidence_opt("pid", o.last_pid)
+        .evidence_opt("cpu", o.last_cpu)
+        .evidence_opt("panic", o.panic.clone())
+        .evidence_opt("last_seen_seconds_ago", o.last_seen_seconds_ago)
+        .var("recent_seconds", t.recent_seconds)
+        .when(phase.as_str())
+        .when_if("process_context", o.process_context)
+        .when_if("panicked", o.panic.is_some())
+}
+
+/// `kernel.cpu_stall`: soft or hard lockups, RCU stalls of one CPU. Critical while recent (the
+/// CPU ran nothing else for seconds: probes and the kubelet time out), then history.
+fn cpu_stall(g: &StallGroup, window_seconds: u64, t: &Thresholds) -> Draft {
+    let phase = Phase::of(None, g.last_seen_seconds_ago, t.recent_seconds);
+    let severity = match phase {
+        Phase::Past => Severity::Info,
+        _ => Severity::Critical,
+    };
+    let has = |k: StallKind| g.kinds.contains(&k);
+    Draft::new("kernel.cpu_stall", severity)
+        .subject(
+            g.cpu
+                .map_or_else(|| "cpu".to_string(), |c| format!("cpu{c}")),
+        )
+        .evidence("reports", g.reports)
+        .evidence(
+            "kinds",
+            g.kinds
+                .iter()
+                .map(|k| k.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+        )
+        .evidence("window_seconds", window_seconds)
+        .evidence("phase", phase.as_str())
+        .evidence_opt("cpu", g.cpu)
+        .evidence_opt("stuck_seconds", g.max_stuck_seconds)
+        .evidence_opt("comm", g.last_comm.clone())
+        .evidence_opt("pid", g.last_pid)
+        .evidence_opt("rcu_flavor", g.rcu_flavor.clone())
+        .evidence_opt("last_seen_seconds_ago", g.last_seen_seconds_ago)
+        .var("recent_seconds", t.recent_seconds)
+        .when(phase.as_str())
+        .when_if("soft_lockup", has(StallKind::SoftLockup))
+        .when_if("hard_lockup", has(StallKind::HardLockup))
+        .when_if("rcu_stall", has(StallKind::RcuStall))
+}
+
+/// `kernel.unregister_netdevice`: a network device cannot be freed. Frequent (at least
+/// `unregister_frequent_waits` waits of any device in `unregister_frequent_seconds`, the
+/// last one recent): critical, the device is stuck and network namespaces are not torn
+/// down. Otherwise a warning while recent, then history.
+fn unregister_netdevice(n: &NetdevGroup, s: &KernelSample, t: &Thresholds) -> Draft {
+    let phase = Phase::of(None, n.last_seen_seconds_ago, t.recent_seconds);
+    let frequent = s.netdev_waits_recent >= t.unregister_frequent_waits.max(1)
+        && decay::is_recent(n.last_seen_seconds_ago, t.unregister_frequent_seconds);
+    let severity = match phase {
+        _ if frequent => Severity::Critical,
+        Phase::Past => Severity::Info,
+        _ => Severity::Warning,
+    };
+    Draft::new("kernel.unregister_netdevice", severity)
+        .subject(n.device.clone())
+        .evidence("device", n.device.as_str())
+        .evidence("waits", n.waits)
+        .evidence("node_waits_recent", s.netdev_waits_recent)
+        .evidence("window_seconds", s.window_seconds)
+        .evidence("phase", phase.as_str())
+        .evidence_opt("usage_count", n.usage_count)
+        .evidence_opt("last_seen_seconds_ago", n.last_seen_seconds_ago)
+        .var("recent_seconds", t.recent_seconds)
+        .var("frequent_waits", t.unregister_frequent_waits)
+        .var("frequent_seconds", t.unregister_frequent_seconds)
+        .when(phase.as_str())
+        .when_if("frequent", frequent)
+}
+
+/// `kernel.ext4_warning`: ext4 warned about a device (not an error: the filesystem stays
+/// writable). A warning while recent, then history.
+fn ext4_warning(w: &Ext4WarningGroup, window_seconds: u64, t: &Thresholds) -> Draft {
+    let phase = Phase::of(None, w.last_seen_seconds_ago, t.recent_seconds);
+    let severity = match phase {
+        Phase::Past => Severity::Info,
+        _ => Severity::Warning,
+    };
+    Draft::new("kernel.ext4_warning", severity)
+        .subject(w.device.clone())
+        .evidence("device", w.device.as_str())
+        .evidence("warnings", w.warnings)
+        .evidence("window_seconds", window_seconds)
+        .evidence("phase", phase.as_str())
+        .evidence_opt("function", w.last_function.clone())
+        .evidence_opt("last_seen_seconds_ago", w.last_seen_seconds_ago)
+        .var("recent_seconds", t.recent_seconds)
+        .when(phase.as_str())
 }
 
 /// What the runtime advice of a hung task or a filesystem error needs to know: whether a
@@ -424,7 +556,11 @@ fn fs_error(e: &FsErrorGroup, window: u64, t: &Thresholds) -> Draft {
         .when_if("unrepaired", unrepaired && !stopped_now)
         .when_if("xfs", xfs)
         .when_if("read_only_now", e.read_only_now == Some(true))
-        .when_if("ext4", e.fstype.as_deref() == Some("ext4"));
+        .when_if(
+            "ext4_error_logged",
+            e.kinds.contains(&FsErrorKind::Ext4Error),
+        )
+        .when_if("buffer_io_logged", e.kinds.contains(&FsErrorKind::BufferIo));
     if backs {
         let roles: Vec<String> = e.roles.iter().map(|(r, p)| format!("{r} {p}")).collect();
         d = d

@@ -8,6 +8,8 @@
 //!   (`procs_blocked`, `statvfs` of the runtime and kubelet directories);
 //! - filesystem errors (ext4 errors, read-only remounts, XFS shutdowns, buffer I/O errors),
 //!   placed through the host's mountinfo and checked against the runtime/kubelet directories;
+//! - the kernel's own failures: oopses (and a panic a node survived), soft and hard lockups,
+//!   RCU stalls; network devices that cannot be freed (`unregister_netdevice`); ext4 warnings;
 //! - listen-queue drops from `<root>/proc/1/net/netstat` deltas, with the SYN backlog sysctls;
 //! - PID exhaustion: tasks against `kernel.pid_max` and `kernel.threads-max`.
 //!
@@ -20,10 +22,12 @@
 //! [`KernelConfig::thresholds`] (the limits, in [`thresholds`]); `collect` renders them in
 //! the rule file's words ([`CollectContext::render`]) and adds the metrics of the sample.
 
+pub mod crash;
 pub mod fs_error;
 pub mod hung_task;
 pub mod judge;
 pub mod memcg;
+pub mod netdev;
 pub mod oom;
 pub mod sample;
 pub mod tasks;
@@ -35,6 +39,7 @@ use std::time::Instant;
 
 use crate::collector::{CollectContext, HostNetns, Phases, Status};
 use crate::host::HostPaths;
+use crate::kmsg::decay;
 use crate::kmsg::{KmsgConfig, KmsgReader};
 use crate::metric::Metric;
 use crate::node::discover::{self, Locations};
@@ -46,8 +51,8 @@ use crate::rules::Draft;
 use crate::sys::statvfs::{self, FsUsage, StatFsFn};
 
 pub use sample::{
-    FsErrorGroup, HungGroup, KernelSample, ListenDelta, NodeMemory, OomGroup, PidUsage, RoleFs,
-    TinyPod,
+    Ext4WarningGroup, FsErrorGroup, HungGroup, KernelSample, ListenDelta, NetdevGroup, NodeMemory,
+    OomGroup, OopsGroup, PidUsage, RoleFs, StallGroup, TinyPod,
 };
 pub use thresholds::Thresholds;
 
@@ -130,6 +135,44 @@ struct FsStat {
     stops_writes_now: bool,
 }
 
+/// Oopses of one task name within the window.
+#[derive(Debug, Clone)]
+struct OopsStat {
+    oopses: u64,
+    kinds: BTreeSet<crash::OopsKind>,
+    last: crash::Oops,
+    panic: Option<String>,
+}
+
+/// Lockups and RCU stalls of one CPU within the window.
+#[derive(Debug, Clone)]
+struct StallStat {
+    kinds: BTreeSet<crash::StallKind>,
+    reports: u64,
+    max_stuck_seconds: Option<u64>,
+    last: crash::Stall,
+}
+
+/// `unregister_netdevice` waits of one device; `times`: the latest few, to count the recent.
+#[derive(Debug, Clone, Default)]
+struct NetdevStat {
+    waits: u64,
+    usage_count: Option<u64>,
+    times: Vec<u64>,
+    last_usec: u64,
+}
+
+/// Times kept per device for the frequency of `unregister_netdevice` waits.
+const NETDEV_TIMES_KEPT: usize = 16;
+
+/// ext4 warnings of one device.
+#[derive(Debug, Clone, Default)]
+struct Ext4WarnStat {
+    warnings: u64,
+    last_function: Option<String>,
+    last_usec: u64,
+}
+
 /// Pids of one hung task name checked for D state.
 const HUNG_PIDS_KEPT: usize = 8;
 
@@ -147,6 +190,10 @@ struct Totals {
     hung_task: u64,
     fs_error: u64,
     backlog_drop: u64,
+    oops: u64,
+    cpu_stall: u64,
+    unregister_netdevice: u64,
+    ext4_warning: u64,
 }
 
 /// The kernel collector. See the module documentation.
@@ -162,6 +209,13 @@ pub struct KernelCollector {
     last_oom: Option<(oom::OomKind, String)>,
     hung: BTreeMap<String, HungStat>,
     fs: BTreeMap<String, FsStat>,
+    crash: crash::Assembler,
+    /// Keyed by task name ("" when the oops named none).
+    oopses: BTreeMap<String, OopsStat>,
+    /// Keyed by CPU (`None`: the log named none).
+    stalls: BTreeMap<Option<u32>, StallStat>,
+    netdev: BTreeMap<String, NetdevStat>,
+    ext4_warnings: BTreeMap<String, Ext4WarnStat>,
     totals: Totals,
     previous_netstat: Option<(Instant, netstat::ListenCounters)>,
     /// Pod UID -> namespace/name, container id -> name, from the node's on-disk metadata.
@@ -189,6 +243,11 @@ impl KernelCollector {
             last_oom: None,
             hung: BTreeMap::new(),
             fs: BTreeMap::new(),
+            crash: crash::Assembler::default(),
+            oopses: BTreeMap::new(),
+            stalls: BTreeMap::new(),
+            netdev: BTreeMap::new(),
+            ext4_warnings: BTreeMap::new(),
             totals: Totals::default(),
             previous_netstat: None,
             pods,
@@ -237,12 +296,24 @@ impl KernelCollector {
             if let Some(e) = fs_error::parse(msg) {
                 self.note_fs(e, record.usec);
             }
+            for event in self.crash.feed(msg, record.usec) {
+                self.note_crash(event);
+            }
+            if let Some(w) = netdev::parse(msg) {
+                self.note_netdev(w, record.usec);
+            }
+            if let Some(w) = fs_error::parse_ext4_warning(msg) {
+                self.note_ext4_warning(w, record.usec);
+            }
         }
         // At the end of what the kernel holds, the last kill is final, and so is a decision
         // line without its victim line (kernels before 5.0 print them back to back).
         if !batch.truncated_by_budget {
             for kill in self.assembler.flush() {
                 self.note_oom(kill);
+            }
+            for event in self.crash.flush() {
+                self.note_crash(event);
             }
         }
         batch.status
@@ -375,6 +446,148 @@ impl KernelCollector {
         stat.last_usec = stat.last_usec.max(usec);
     }
 
+    fn note_crash(&mut self, event: crash::Event) {
+        match event {
+            crash::Event::Oops(o) => {
+                self.totals.oops += 1;
+                let key = o.comm.clone().unwrap_or_default();
+                let stat = self.oopses.entry(key).or_insert_with(|| {
+                    tracing::warn!(kind = o.kind.as_str(), pid = ?o.pid, comm = ?o.comm, cpu = ?o.cpu, panic = ?o.panic, "kernel oopsed");
+                    OopsStat {
+                        oopses: 0,
+                        kinds: BTreeSet::new(),
+                        last: o.clone(),
+                        panic: None,
+                    }
+                });
+                stat.oopses += 1;
+                stat.kinds.insert(o.kind);
+                if o.panic.is_some() {
+                    stat.panic.clone_from(&o.panic);
+                }
+                if o.usec >= stat.last.usec {
+                    stat.last = o;
+                }
+            }
+            crash::Event::Stall(st) => {
+                self.totals.cpu_stall += 1;
+                let entry = self.stalls.entry(st.cpu).or_insert_with(|| {
+                    tracing::warn!(kind = st.kind.as_str(), cpu = ?st.cpu, comm = ?st.comm, "kernel reported a stalled CPU");
+                    StallStat {
+                        kinds: BTreeSet::new(),
+                        reports: 0,
+                        max_stuck_seconds: None,
+                        last: st.clone(),
+                    }
+                });
+                entry.reports += 1;
+                entry.kinds.insert(st.kind);
+                entry.max_stuck_seconds = entry.max_stuck_seconds.max(st.stuck_seconds);
+                if st.usec >= entry.last.usec {
+                    entry.last = st;
+                }
+            }
+        }
+    }
+
+    fn note_netdev(&mut self, w: netdev::Wait, usec: u64) {
+        self.totals.unregister_netdevice += 1;
+        let stat = self.netdev.entry(w.device).or_insert_with_key(|dev| {
+            tracing::warn!(
+                device = dev.as_str(),
+                "kernel is waiting for a network device to become free"
+            );
+            NetdevStat::default()
+        });
+        stat.waits += 1;
+        stat.usage_count = w.usage_count.or(stat.usage_count);
+        if stat.times.len() == NETDEV_TIMES_KEPT {
+            stat.times.remove(0);
+        }
+        stat.times.push(usec);
+        stat.last_usec = stat.last_usec.max(usec);
+    }
+
+    fn note_ext4_warning(&mut self, w: fs_error::Ext4Warning, usec: u64) {
+        self.totals.ext4_warning += 1;
+        let stat = self.ext4_warnings.entry(w.device).or_default();
+        stat.warnings += 1;
+        if usec >= stat.last_usec {
+            stat.last_usec = usec;
+            stat.last_function = w.function.or(stat.last_function.take());
+        }
+    }
+
+    /// Oops, stall, netdev and ext4-warning groups as the judge sees them; the node-wide
+    /// count of recent `unregister_netdevice` waits.
+    fn crash_groups(
+        &self,
+    ) -> (
+        Vec<OopsGroup>,
+        Vec<StallGroup>,
+        Vec<NetdevGroup>,
+        u64,
+        Vec<Ext4WarningGroup>,
+    ) {
+        let oopses = self
+            .oopses
+            .iter()
+            .map(|(comm, s)| OopsGroup {
+                comm: (!comm.is_empty()).then(|| comm.clone()),
+                oopses: s.oopses,
+                kinds: s.kinds.iter().copied().collect(),
+                last_kind: s.last.kind,
+                last_pid: s.last.pid,
+                last_cpu: s.last.cpu,
+                process_context: s.last.process_context(),
+                panic: s.panic.clone(),
+                last_seen_seconds_ago: self.age(s.last.usec),
+            })
+            .collect();
+        let stalls = self
+            .stalls
+            .iter()
+            .map(|(cpu, s)| StallGroup {
+                cpu: *cpu,
+                kinds: s.kinds.iter().copied().collect(),
+                reports: s.reports,
+                max_stuck_seconds: s.max_stuck_seconds,
+                last_comm: s.last.comm.clone(),
+                last_pid: s.last.pid,
+                rcu_flavor: s.last.rcu_flavor.clone(),
+                last_seen_seconds_ago: self.age(s.last.usec),
+            })
+            .collect();
+        let netdev = self
+            .netdev
+            .iter()
+            .map(|(dev, s)| NetdevGroup {
+                device: dev.clone(),
+                waits: s.waits,
+                usage_count: s.usage_count,
+                last_seen_seconds_ago: self.age(s.last_usec),
+            })
+            .collect();
+        let frequent = self.config.thresholds.unregister_frequent_seconds;
+        let recent = self
+            .netdev
+            .values()
+            .flat_map(|s| s.times.iter())
+            .filter(|&&t| decay::is_recent(self.age(t), frequent))
+            .count() as u64;
+        let ext4 = self
+            .ext4_warnings
+            .iter()
+            .map(|(dev, s)| Ext4WarningGroup {
+                device: dev.clone(),
+                warnings: s.warnings,
+                last_function: s.last_function.clone(),
+                last_seen_seconds_ago: self.age(s.last_usec),
+            })
+            .collect();
+        (oopses, stalls, netdev, recent, ext4)
+    }
+
     /// Drops groups older than the window (except a hung task still blocked and a
     /// filesystem still refusing writes: still true now), then the stalest beyond the cap.
     fn prune(&mut self) {
@@ -386,7 +599,16 @@ impl KernelCollector {
                 .retain(|_, s| clock.age(s.last_usec) <= window || s.blocked_now.is_some());
             self.fs
                 .retain(|_, s| clock.age(s.last_usec) <= window || s.stops_writes_now);
+            self.oopses.retain(|_, s| clock.age(s.last.usec) <= window);
+            self.stalls.retain(|_, s| clock.age(s.last.usec) <= window);
+            self.netdev.retain(|_, s| clock.age(s.last_usec) <= window);
+            self.ext4_warnings
+                .retain(|_, s| clock.age(s.last_usec) <= window);
         }
+        cap_map(&mut self.oopses, cap, |s| s.last.usec);
+        cap_map(&mut self.stalls, cap, |s| s.last.usec);
+        cap_map(&mut self.netdev, cap, |s| s.last_usec);
+        cap_map(&mut self.ext4_warnings, cap, |s| s.last_usec);
         cap_map(&mut self.ooms, cap, |s| s.last_usec);
         cap_map(&mut self.hung, cap, |s| s.last_usec);
         cap_map(&mut self.fs, cap, |s| s.last_usec);
@@ -553,12 +775,16 @@ impl KernelCollector {
             ("hung_task", t.hung_task),
             ("fs_error", t.fs_error),
             ("backlog_drop", t.backlog_drop),
+            ("oops", t.oops),
+            ("cpu_stall", t.cpu_stall),
+            ("unregister_netdevice", t.unregister_netdevice),
+            ("ext4_warning", t.ext4_warning),
         ]
         .into_iter()
         .map(|(kind, v)| {
             Metric::counter(
                 "node_doctor_kernel_events_total",
-                "Kernel events seen by this agent since start (kernel-log OOM kills, hung tasks and filesystem errors, including the start-up lookback; backlog_drop: host listen-queue drops counted between samples).",
+                "Kernel events seen by this agent since start (kernel-log OOM kills, hung tasks, filesystem errors, oopses, CPU stalls, unregister_netdevice waits and ext4 warnings, including the start-up lookback; backlog_drop: host listen-queue drops counted between samples).",
                 v as f64,
             )
             .label("kind", kind)
@@ -706,6 +932,7 @@ impl KernelCollector {
         )
         .flatten();
 
+        let (oopses, stalls, netdev, netdev_waits_recent, ext4_warnings) = self.crash_groups();
         let sample = KernelSample {
             oom: self.oom_groups(&scan),
             node_memory: NodeMemory {
@@ -724,6 +951,11 @@ impl KernelCollector {
             fs_errors,
             listen,
             pids,
+            oopses,
+            stalls,
+            netdev,
+            netdev_waits_recent,
+            ext4_warnings,
             window_seconds: self.config.kmsg.lookback.as_secs(),
         };
         (sample, status)

@@ -5,6 +5,7 @@
 //! and PID use ([`PidUsage`]). The collector reads it; `judge` decides on it; tests build it
 //! directly.
 
+use crate::kernel::crash::{OopsKind, StallKind};
 use crate::kernel::fs_error::FsErrorKind;
 use crate::kernel::oom::OomKind;
 use crate::pods::PodNames;
@@ -141,6 +142,55 @@ pub struct PidUsage {
     pub threads_max: Option<u64>,
 }
 
+/// Oopses (and panics) of one task name (or of no known task) within the window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OopsGroup {
+    /// The task's name, when the oops's `CPU:` line was read.
+    pub comm: Option<String>,
+    pub oopses: u64,
+    /// What opened each oops, once each.
+    pub kinds: Vec<OopsKind>,
+    pub last_kind: OopsKind,
+    pub last_pid: Option<u32>,
+    pub last_cpu: Option<u32>,
+    /// The last oops happened in a task's context (a pid other than 0, not the idle task).
+    pub process_context: bool,
+    /// The text of a `Kernel panic - not syncing:` line that followed one of them.
+    pub panic: Option<String>,
+    pub last_seen_seconds_ago: Option<u64>,
+}
+
+/// Lockups and RCU stalls of one CPU (or of no CPU the log named) within the window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StallGroup {
+    pub cpu: Option<u32>,
+    pub kinds: Vec<StallKind>,
+    pub reports: u64,
+    pub max_stuck_seconds: Option<u64>,
+    pub last_comm: Option<String>,
+    pub last_pid: Option<u32>,
+    pub rcu_flavor: Option<String>,
+    pub last_seen_seconds_ago: Option<u64>,
+}
+
+/// `unregister_netdevice: waiting for <dev>` lines of one device within the window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NetdevGroup {
+    pub device: String,
+    pub waits: u64,
+    pub usage_count: Option<u64>,
+    pub last_seen_seconds_ago: Option<u64>,
+}
+
+/// ext4 warnings of one device within the window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ext4WarningGroup {
+    pub device: String,
+    pub warnings: u64,
+    pub last_function: Option<String>,
+    pub last_seen_seconds_ago: Option<u64>,
+}
+
 /// Everything the kernel rules look at.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct KernelSample {
@@ -155,6 +205,12 @@ pub struct KernelSample {
     pub fs_errors: Vec<FsErrorGroup>,
     pub listen: Option<ListenDelta>,
     pub pids: Option<PidUsage>,
+    pub oopses: Vec<OopsGroup>,
+    pub stalls: Vec<StallGroup>,
+    pub netdev: Vec<NetdevGroup>,
+    /// `unregister_netdevice` waits of all devices within `unregister_frequent_seconds`.
+    pub netdev_waits_recent: u64,
+    pub ext4_warnings: Vec<Ext4WarningGroup>,
     /// The window kernel-log events are kept in (seconds).
     pub window_seconds: u64,
 }

@@ -29,6 +29,11 @@ pub struct Thresholds {
     /// Tasks as a share of `pid_max` / `threads-max` (percent): warning, critical.
     pub pids_warning_percent: f64,
     pub pids_critical_percent: f64,
+    /// `unregister_netdevice: waiting for` lines (all devices) within
+    /// `unregister_frequent_seconds` that make the wait frequent (critical, and
+    /// node-problem-detector's FrequentUnregisterNetDevice: its log counter's 3 in 20 min).
+    pub unregister_frequent_waits: u64,
+    pub unregister_frequent_seconds: u64,
 }
 
 impl Default for Thresholds {
@@ -44,6 +49,8 @@ impl Default for Thresholds {
             listen_drops_critical_per_second: 10.0,
             pids_warning_percent: 80.0,
             pids_critical_percent: 95.0,
+            unregister_frequent_waits: 3,
+            unregister_frequent_seconds: 1200,
         }
     }
 }
@@ -83,6 +90,14 @@ impl Thresholds {
             l::setting(
                 "pids_critical_percent",
                 l::percent(self.pids_critical_percent),
+            ),
+            l::setting(
+                "unregister_frequent_waits",
+                self.unregister_frequent_waits.to_string(),
+            ),
+            l::setting(
+                "unregister_frequent_seconds",
+                l::seconds(self.unregister_frequent_seconds),
             ),
         ]
     }

@@ -1046,7 +1046,7 @@ fn cluster(rule: &Rule, v: Option<&Toml>) -> Result<Vec<SetsCondition>, String> 
 }
 
 /// `event = { reason, npd_reason, npd_when, when, count, age }`: the Event the rule's finding
-/// makes.
+/// makes (`npd_reason` also a list of `{ reason, when }`).
 fn event(rule: &Rule, v: Option<&Toml>) -> Result<Option<MakesEvent>, String> {
     let t = match v {
         None => return Ok(None),
@@ -1060,12 +1060,38 @@ fn event(rule: &Rule, v: Option<&Toml>) -> Result<Option<MakesEvent>, String> {
     )
     .map_err(|m| format!("{at}: {m}"))?;
     let reason = field(t, "reason", at)?;
-    let npd_reason = match t.get("npd_reason") {
-        None => None,
-        Some(_) => Some(field(t, "npd_reason", at)?),
+    // `npd_reason = "R"` (with `npd_when`), or a list `[{ reason = "R", when = "…" }, …]`
+    // whose first entry that holds names the Event (NPD's Ext4Error and IOError split what is
+    // one node-doctor finding).
+    let npd: Vec<(String, Cond)> = match t.get("npd_reason") {
+        None => Vec::new(),
+        Some(Toml::Array(list)) => {
+            if t.contains_key("npd_when") {
+                return Err(format!(
+                    "{at}: npd_when goes inside each npd_reason entry of a list"
+                ));
+            }
+            let mut out = Vec::new();
+            for (i, e) in list.iter().enumerate() {
+                let eat = format!("{at}.npd_reason[{i}]");
+                let Toml::Table(e) = e else {
+                    return Err(format!("{eat}: a table {{ reason, when }}"));
+                };
+                check_keys(e, &["reason", "when"]).map_err(|m| format!("{eat}: {m}"))?;
+                out.push((
+                    field(e, "reason", &eat)?,
+                    finding_cond(rule, e, "when", &eat)?,
+                ));
+            }
+            out
+        }
+        Some(_) => vec![(
+            field(t, "npd_reason", at)?,
+            finding_cond(rule, t, "npd_when", at)?,
+        )],
     };
     evidence_ref_checked(rule, &reason, &format!("{at}.reason"))?;
-    for r in std::iter::once(&reason).chain(&npd_reason) {
+    for r in std::iter::once(&reason).chain(npd.iter().map(|(r, _)| r)) {
         if evidence_ref(r).is_none() && !is_camel(r) {
             return Err(format!("{at}: {r:?} is not a reason (UpperCamelCase)"));
         }
@@ -1087,8 +1113,7 @@ fn event(rule: &Rule, v: Option<&Toml>) -> Result<Option<MakesEvent>, String> {
     };
     Ok(Some(MakesEvent {
         reason,
-        npd_when: finding_cond(rule, t, "npd_when", at)?,
-        npd_reason,
+        npd,
         when: finding_cond(rule, t, "when", at)?,
         count,
         age: evidence("age")?,

@@ -437,13 +437,16 @@ fn holds(c: &Cond, f: &Finding) -> bool {
 impl MakesEvent {
     /// The event's reason, node-problem-detector's with `npd` where the rule has one and its
     /// `npd_when` holds (NPD's `Ext4Error` is ext4's only).
-    /// A reason taken from evidence (`reason = "{reason}"`) is the finding's, or `None` when
-    /// the finding lacks it or it is not UpperCamelCase.
+    /// With `npd`, the first entry of `npd_reason` whose `when` holds, else the reason. A
+    /// reason taken from evidence (`reason = "{reason}"`) is the finding's, or `None` when the
+    /// finding lacks it or it is not UpperCamelCase.
     pub fn reason_for(&self, npd: bool, f: &Finding) -> Option<String> {
-        match &self.npd_reason {
-            Some(r) if npd && holds(&self.npd_when, f) => Some(r.clone()),
-            _ => from_evidence(&self.reason, f),
+        if npd {
+            if let Some((r, _)) = self.npd.iter().find(|(_, when)| holds(when, f)) {
+                return from_evidence(r, f);
+            }
         }
+        from_evidence(&self.reason, f)
     }
 }
 

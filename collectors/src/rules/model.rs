@@ -240,9 +240,9 @@ pub(crate) struct SetsCondition {
 #[derive(Debug, Clone, PartialEq)]
 pub struct MakesEvent {
     pub reason: String,
-    /// node-problem-detector's reason (`--kube-npd-names`), when `npd_when` holds.
-    pub(crate) npd_reason: Option<String>,
-    pub(crate) npd_when: Cond,
+    /// node-problem-detector's reasons (`--kube-npd-names`), each with the condition under
+    /// which it is the one (the first that holds).
+    pub(crate) npd: Vec<(String, Cond)>,
     pub(crate) when: Cond,
     /// The evidence that counts occurrences in the finding's window.
     pub count: String,
@@ -347,7 +347,9 @@ impl Rule {
         }
         if let Some(e) = &self.event {
             add(&e.when);
-            add(&e.npd_when);
+            for (_, w) in &e.npd {
+                add(w);
+            }
         }
         out
     }

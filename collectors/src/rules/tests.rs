@@ -707,7 +707,7 @@ fn the_lazy_book_parses_only_the_files_of_the_collector_asked_for() {
 #[test]
 fn node_conditions_load_with_the_collectors_that_set_them() {
     let classes = RuleBook::node_conditions();
-    assert_eq!(classes.len(), 15);
+    assert_eq!(classes.len(), 17);
     let feeds = |t: &str| -> Vec<&str> {
         classes
             .iter()
@@ -720,6 +720,8 @@ fn node_conditions_load_with_the_collectors_that_set_them() {
     };
     assert_eq!(feeds("NodeDoctorFilesystemFull"), ["disk"]);
     assert_eq!(feeds("NodeDoctorKernelDeadlock"), ["kernel"]);
+    assert_eq!(feeds("NodeDoctorFrequentUnregisterNetDevice"), ["kernel"]);
+    assert_eq!(feeds("NodeDoctorXfsShutdown"), ["kernel"]);
     assert_eq!(
         feeds("NodeDoctorContainerRuntimeUnhealthy"),
         ["kernel", "runtime"]
@@ -782,7 +784,7 @@ fn a_finding_sets_what_its_rule_says_under_its_conditions() {
         crate::Text::new("s", "s"),
     )
     .evidence("errors", 2)
-    .condition("ext4");
+    .condition("ext4_error_logged");
     assert!(
         RuleBook::event(&fs).is_none(),
         "an info error makes no event"
@@ -791,6 +793,13 @@ fn a_finding_sets_what_its_rule_says_under_its_conditions() {
     warn.severity = Severity::Warning;
     let e = RuleBook::event(&warn).unwrap();
     assert_eq!(e.reason_for(true, &warn).as_deref(), Some("Ext4Error"));
+    // Buffer I/O errors are NPD's IOError; an ext4 error among them names the event Ext4Error
+    // (the first entry of the list that holds).
+    let mut io = warn.clone();
+    io.conditions = ["buffer_io_logged".to_string()].into();
+    assert_eq!(e.reason_for(true, &io).as_deref(), Some("IOError"));
+    io.conditions.insert("ext4_error_logged".into());
+    assert_eq!(e.reason_for(true, &io).as_deref(), Some("Ext4Error"));
     let mut xfs = warn.clone();
     xfs.conditions.clear();
     assert_eq!(
@@ -845,6 +854,53 @@ evidence = { n = 1 }
         (r#"event = { reason = "X" }"#, "count"),
     ] {
         let e = load::builtin_file("x.toml", &file(bad))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(why), "{bad}: {e}");
+    }
+}
+
+/// `npd_reason` as a list of `{ reason, when }` loads; `npd_when` beside a list, an entry
+/// that is not a table, or a reason that is not UpperCamelCase does not.
+#[test]
+fn npd_reason_lists_load_and_bad_ones_are_refused() {
+    let base = |event: &str| {
+        format!(
+            r#"collector = "kernel"
+[[rule]]
+id = "kernel.fs_error"
+conditions = {{ a = "one", b = "other" }}
+title = {{ en = "t", zh = "t" }}
+summary = {{ en = "s", zh = "s" }}
+steps = [{{ en = "x", zh = "x" }}, {{ when = "a", en = "a", zh = "a" }}, {{ when = "b", en = "b", zh = "b" }}]
+commands = ["true"]
+source = {{ none = "test" }}
+{event}
+[rule.example]
+severity = "warning"
+evidence = {{ errors = 1 }}
+"#
+        )
+    };
+    let ok = base(
+        r#"event = { reason = "R", npd_reason = [{ reason = "A", when = "a" }, { reason = "B", when = "b" }], count = "errors" }"#,
+    );
+    load::builtin_file("t.toml", &ok).unwrap_or_else(|e| panic!("{e}"));
+    for (bad, why) in [
+        (
+            r#"event = { reason = "R", npd_reason = [{ reason = "A", when = "a" }], npd_when = "a", count = "errors" }"#,
+            "npd_when goes inside",
+        ),
+        (
+            r#"event = { reason = "R", npd_reason = ["A"], count = "errors" }"#,
+            "a table",
+        ),
+        (
+            r#"event = { reason = "R", npd_reason = [{ reason = "not camel", when = "a" }], count = "errors" }"#,
+            "UpperCamelCase",
+        ),
+    ] {
+        let e = load::builtin_file("t.toml", &base(bad))
             .unwrap_err()
             .to_string();
         assert!(e.contains(why), "{bad}: {e}");

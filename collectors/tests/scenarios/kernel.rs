@@ -1621,3 +1621,453 @@ fn real_kernel_ext4_error_is_read_only_now() {
         std::process::Command::new("losetup").args(["-d", &loop_dev])
     ));
 }
+
+/// An oops expected: task, opening kind, pid, CPU, in a task's context, panic text.
+type ExpectedOops = (
+    &'static str,
+    &'static str,
+    u32,
+    u32,
+    bool,
+    Option<&'static str>,
+);
+
+/// One kernel version's wordings of the kernel's own failures (`fixtures/kmsg/crash.linux-*`):
+/// the oopses expected (task, opening kind, pid, CPU, in a task's context, panic text), the
+/// soft lockup's seconds and task, the RCU flavour, the device that cannot be freed.
+struct CrashWordings {
+    fixture: &'static str,
+    version: &'static str,
+    oopses: &'static [ExpectedOops],
+    soft: (u64, &'static str),
+    rcu: &'static str,
+    netdev: (&'static str, u64),
+}
+
+const CRASH_WORDINGS: &[CrashWordings] = &[
+    CrashWordings {
+        fixture: include_str!("../fixtures/kmsg/crash.linux-3.10.kmsg"),
+        version: "3.10",
+        oopses: &[
+            ("java", "null_pointer_dereference", 1234, 3, true, None),
+            ("nginx", "divide_error", 2345, 5, true, None),
+        ],
+        soft: (22, "java"),
+        rcu: "rcu_sched",
+        netdev: ("lo", 1),
+    },
+    CrashWordings {
+        fixture: include_str!("../fixtures/kmsg/crash.linux-5.4.kmsg"),
+        version: "5.4",
+        oopses: &[
+            ("java", "null_pointer_dereference", 1234, 3, true, None),
+            (
+                "kworker/1:2",
+                "general_protection_fault",
+                2345,
+                1,
+                true,
+                None,
+            ),
+        ],
+        soft: (23, "java"),
+        rcu: "rcu_sched",
+        netdev: ("veth3f2a1b4", 2),
+    },
+    CrashWordings {
+        fixture: include_str!("../fixtures/kmsg/crash.linux-5.15.kmsg"),
+        version: "5.15",
+        oopses: &[
+            ("containerd", "paging_request", 1234, 3, true, None),
+            (
+                "kworker/1:2",
+                "general_protection_fault",
+                2345,
+                1,
+                true,
+                None,
+            ),
+        ],
+        soft: (26, "containerd"),
+        rcu: "rcu_preempt",
+        netdev: ("eth0", 3),
+    },
+    CrashWordings {
+        fixture: include_str!("../fixtures/kmsg/crash.linux-6.8.kmsg"),
+        version: "6.8",
+        oopses: &[
+            (
+                "python3",
+                "kernel_bug",
+                1234,
+                3,
+                true,
+                Some("Fatal exception"),
+            ),
+            ("kubelet", "null_pointer_dereference", 2345, 1, true, None),
+        ],
+        soft: (26, "java"),
+        rcu: "rcu_preempt",
+        netdev: ("lo", 1),
+    },
+    CrashWordings {
+        fixture: include_str!("../fixtures/kmsg/crash.linux-6.18.kmsg"),
+        version: "6.18",
+        oopses: &[
+            ("java", "null_pointer_dereference", 1234, 3, true, None),
+            ("swapper/1", "divide_error", 0, 1, false, None),
+        ],
+        soft: (23, "java"),
+        rcu: "rcu_preempt",
+        netdev: ("veth7c1e2d3", 2),
+    },
+];
+
+/// Every wording of every kernel version: oopses (with the task of their `CPU:` line and a
+/// panic that followed), soft and hard lockups, RCU stalls, `unregister_netdevice` waits, ext4
+/// warnings and the hung task, 100 to 600 s old: all recent.
+#[test]
+fn kernel_failures_in_every_wording_from_3_10_to_6_18() {
+    for w in CRASH_WORDINGS {
+        let v = w.version;
+        let h = host(w.fixture);
+        let c = crate::support::collect(&mut collector(&h), &support::ctx());
+        let all_ids = ids(&c);
+        assert_eq!(
+            all(&c, "kernel.oops").len(),
+            w.oopses.len(),
+            "{v}: {all_ids:?}"
+        );
+        for &(comm, kind, pid, cpu, in_task, panic) in w.oopses {
+            let f =
+                find(&c, "kernel.oops", comm).unwrap_or_else(|| panic!("{v} {comm}: {all_ids:?}"));
+            assert_eq!(f.severity, Severity::Critical, "{v} {comm}: recent");
+            assert_eq!(f.evidence["kind"].as_str(), Some(kind), "{v} {comm}");
+            assert_eq!(
+                f.evidence["pid"].as_f64(),
+                Some(f64::from(pid)),
+                "{v} {comm}"
+            );
+            assert_eq!(
+                f.evidence["cpu"].as_f64(),
+                Some(f64::from(cpu)),
+                "{v} {comm}"
+            );
+            assert_eq!(
+                f.evidence["oopses"].as_f64(),
+                Some(1.0),
+                "{v} {comm}: one oops of several lines"
+            );
+            assert_eq!(
+                f.evidence["process_context"].as_str(),
+                Some(if in_task { "true" } else { "false" }),
+                "{v} {comm}"
+            );
+            assert_eq!(
+                f.evidence.get("panic").and_then(|p| p.as_str()),
+                panic,
+                "{v} {comm}"
+            );
+            if in_task {
+                assert!(
+                    f.summary.en.contains(&format!(
+                        "in task {comm} (pid {pid}) on CPU {cpu}: the kernel killed that task"
+                    )),
+                    "{v}: {}",
+                    f.summary.en
+                );
+            }
+            assert!(
+                f.summary
+                    .en
+                    .contains("treat the node as broken until it is rebooted"),
+                "{v}: {}",
+                f.summary.en
+            );
+            assert!(cmds(f).iter().any(|c| c == "kubectl cordon node-1"), "{v}");
+            assert!(
+                f.remediation
+                    .steps
+                    .iter()
+                    .any(|s| s.en.contains("drain it, then reboot it")),
+                "{v}"
+            );
+            assert_eq!(
+                f.remediation.source.as_ref().and_then(|s| s.url),
+                Some("https://docs.kernel.org/admin-guide/bug-hunting.html")
+            );
+            if panic.is_some() {
+                assert_eq!(f.title.en, "The kernel panicked", "{v}");
+            }
+        }
+        // Soft lockup on CPU 3, naming its task and seconds.
+        let s = find(&c, "kernel.cpu_stall", "cpu3").unwrap_or_else(|| panic!("{v}: {all_ids:?}"));
+        assert_eq!(s.severity, Severity::Critical, "{v}");
+        assert_eq!(s.evidence["kinds"].as_str(), Some("soft_lockup"), "{v}");
+        assert_eq!(
+            s.evidence["stuck_seconds"].as_f64(),
+            Some(w.soft.0 as f64),
+            "{v}"
+        );
+        assert_eq!(s.evidence["comm"].as_str(), Some(w.soft.1), "{v}");
+        assert_eq!(s.evidence["pid"].as_f64(), Some(1234.0), "{v}");
+        assert!(
+            s.summary.en.contains(&format!(
+                "stuck for up to {} s running {} (pid 1234)",
+                w.soft.0, w.soft.1
+            )),
+            "{v}: {}",
+            s.summary.en
+        );
+        assert_eq!(
+            s.remediation.source.as_ref().map(|s| s.section),
+            Some("Softlockup detector and hardlockup detector (aka nmi_watchdog)")
+        );
+        // Hard lockup on CPU 5.
+        let hl = find(&c, "kernel.cpu_stall", "cpu5").unwrap_or_else(|| panic!("{v}: {all_ids:?}"));
+        assert_eq!(hl.evidence["kinds"].as_str(), Some("hard_lockup"), "{v}");
+        assert_eq!(hl.severity, Severity::Critical, "{v}");
+        // RCU stall on CPU 2: the kernel's RCU stall documentation.
+        let r = find(&c, "kernel.cpu_stall", "cpu2").unwrap_or_else(|| panic!("{v}: {all_ids:?}"));
+        assert_eq!(r.evidence["kinds"].as_str(), Some("rcu_stall"), "{v}");
+        assert_eq!(r.evidence["rcu_flavor"].as_str(), Some(w.rcu), "{v}");
+        assert_eq!(
+            r.remediation.source.as_ref().and_then(|s| s.url),
+            Some("https://docs.kernel.org/RCU/stallwarn.html")
+        );
+        // Three waits 10 s apart: frequent, critical.
+        let n = find(&c, "kernel.unregister_netdevice", w.netdev.0)
+            .unwrap_or_else(|| panic!("{v}: {all_ids:?}"));
+        assert_eq!(n.severity, Severity::Critical, "{v}: 3 waits in 20 min");
+        assert_eq!(n.evidence["waits"].as_f64(), Some(3.0), "{v}");
+        assert_eq!(
+            n.evidence["usage_count"].as_f64(),
+            Some(w.netdev.1 as f64),
+            "{v}"
+        );
+        assert!(
+            n.summary
+                .en
+                .contains("3 waits in the last 20 min (from 3: frequent)"),
+            "{v}: {}",
+            n.summary.en
+        );
+        assert!(
+            cmds(n)
+                .iter()
+                .any(|c| c == "kubectl drain node-1 --ignore-daemonsets --delete-emptydir-data"),
+            "{v}"
+        );
+        // The ext4 warning, and the hung task every version words the same.
+        let e =
+            find(&c, "kernel.ext4_warning", "sda1").unwrap_or_else(|| panic!("{v}: {all_ids:?}"));
+        assert_eq!(e.severity, Severity::Warning, "{v}");
+        assert_eq!(
+            e.evidence["function"].as_str(),
+            Some("ext4_dx_add_entry"),
+            "{v}"
+        );
+        assert!(
+            e.summary
+                .en
+                .contains("ext4 logged 1 warning(s) for device sda1"),
+            "{v}: {}",
+            e.summary.en
+        );
+        assert!(
+            cmds(e).iter().any(|c| c == "dmesg -T | grep -w sda1"),
+            "{v}"
+        );
+        assert!(
+            find(&c, "kernel.hung_task", "dockerd").is_some(),
+            "{v}: {all_ids:?}"
+        );
+        assert_eq!(
+            metric(&c, "node_doctor_kernel_events_total", Some("oops")),
+            Some(w.oopses.len() as f64),
+            "{v}"
+        );
+        assert_eq!(
+            metric(&c, "node_doctor_kernel_events_total", Some("cpu_stall")),
+            Some(3.0),
+            "{v}"
+        );
+    }
+}
+
+/// The decay: an hour-old oops stays a warning (the kernel that oopsed still runs), a lockup
+/// and an ext4 warning become history (info), a single `unregister_netdevice` wait is a
+/// warning while recent and not frequent.
+#[test]
+fn kernel_failures_decay_with_age() {
+    let kmsg = "\
+1,10,3700000000,-;BUG: kernel NULL pointer dereference, address: 0000000000000008
+4,11,3700000010,-;Oops: 0000 [#1] SMP PTI
+4,12,3700000020,-;CPU: 3 PID: 1234 Comm: java Not tainted 5.4.0-150-generic #167-Ubuntu
+0,20,3800000000,-;watchdog: BUG: soft lockup - CPU#3 stuck for 23s! [java:1234]
+4,30,3900000000,-;EXT4-fs warning (device sda1): ext4_dx_add_entry:2348: Directory index full!
+0,40,7100000000,-;unregister_netdevice: waiting for lo to become free. Usage count = 1
+";
+    let h = host(kmsg);
+    let c = crate::support::collect(&mut collector(&h), &support::ctx());
+    let o = find(&c, "kernel.oops", "java").unwrap_or_else(|| panic!("{:?}", ids(&c)));
+    assert_eq!(o.severity, Severity::Warning);
+    assert_eq!(o.evidence["phase"].as_str(), Some("past"));
+    assert!(
+        o.summary.en.contains("the kernel that oopsed still runs"),
+        "{}",
+        o.summary.en
+    );
+    let s = find(&c, "kernel.cpu_stall", "cpu3").unwrap();
+    assert_eq!(s.severity, Severity::Info);
+    assert!(s.summary.en.contains("history"), "{}", s.summary.en);
+    assert_eq!(
+        find(&c, "kernel.ext4_warning", "sda1").unwrap().severity,
+        Severity::Info
+    );
+    let n = find(&c, "kernel.unregister_netdevice", "lo").unwrap();
+    assert_eq!(n.severity, Severity::Warning);
+    assert_eq!(n.evidence["node_waits_recent"].as_f64(), Some(1.0));
+    assert!(n.summary.en.contains("every 10 s"), "{}", n.summary.en);
+    assert!(!cmds(n).iter().any(|c| c.starts_with("kubectl drain")));
+}
+
+/// Real kernel: an XFS image on a loop device shut down with `xfs_io -x -c shutdown`: the
+/// collector reading the real kernel log and mountinfo raises `kernel.fs_error` for the loop
+/// device with `xfs_shutdown`, confirmed now (`lstat` of the mount point answers EIO), and
+/// the finding sets NodeDoctorXfsShutdown (node-problem-detector's XfsShutdown /
+/// XfsHasShutdown). Needs `mkfs.xfs` and `xfs_io` (xfsprogs), `losetup`, `mount`.
+#[test]
+fn real_kernel_xfs_shutdown_is_shut_down_now() {
+    let name = "real_kernel_xfs_shutdown_is_shut_down_now";
+    if !support::root_or_skip(name) {
+        return;
+    }
+    let tools = ["mkfs.xfs", "xfs_io", "losetup", "mount", "umount"];
+    if let Some(t) = tools.iter().find(|t| {
+        !std::process::Command::new("sh")
+            .args(["-c", &format!("command -v {t}")])
+            .stdout(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    }) {
+        eprintln!("SKIP {name}: {t} is not installed (xfsprogs)");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let image = tmp.path().join("xfs.img");
+    let mnt = tmp.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    // xfsprogs 5.19+ refuses filesystems under 300 MiB; the file is sparse.
+    std::fs::File::create(&image)
+        .unwrap()
+        .set_len(320 << 20)
+        .unwrap();
+    let ok = |cmd: &mut std::process::Command| {
+        cmd.stdout(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if !ok(std::process::Command::new("mkfs.xfs")
+        .args(["-q", "-f"])
+        .arg(&image))
+    {
+        eprintln!("SKIP {name}: mkfs.xfs failed on a 320 MiB image");
+        return;
+    }
+    let out = std::process::Command::new("losetup")
+        .args(["-f", "--show"])
+        .arg(&image)
+        .output()
+        .unwrap();
+    let loop_dev = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if !out.status.success() || !loop_dev.starts_with("/dev/loop") {
+        eprintln!("SKIP {name}: no loop device ({loop_dev})");
+        return;
+    }
+    let mut guard = LoopMount {
+        mount_point: mnt.clone(),
+        device: Some(loop_dev.clone()),
+    };
+    let dev = loop_dev.trim_start_matches("/dev/").to_string();
+    if !ok(std::process::Command::new("mount").arg(&loop_dev).arg(&mnt)) {
+        eprintln!("SKIP {name}: this kernel cannot mount XFS (no xfs module?)");
+        return;
+    }
+    let pid1_sees_it = std::fs::read_to_string("/proc/1/mountinfo")
+        .is_ok_and(|m| m.contains(&*mnt.to_string_lossy()));
+    if !pid1_sees_it {
+        eprintln!("SKIP {name}: pid 1 is in another mount namespace (the collector reads the host's mounts as pid 1 sees them)");
+        return;
+    }
+    let mut k = KernelCollector::new(
+        collectors::Node::new(HostPaths::new("/")),
+        KernelConfig {
+            kmsg: collectors::kmsg::KmsgConfig {
+                lookback: Duration::from_secs(30),
+                ..Default::default()
+            },
+            ..KernelConfig::default()
+        },
+    );
+    let _ = k.collect(&support::ctx());
+    assert!(ok(std::process::Command::new("xfs_io")
+        .args(["-x", "-c", "shutdown"])
+        .arg(&mnt)));
+    // Up to 10 s: other real-kernel tests (OOM bursts) may be writing the log at the same time.
+    let mut found = None;
+    let mut last = String::new();
+    for _ in 0..100 {
+        let c = k.collect(&support::ctx());
+        last = format!(
+            "{:?} {:?}",
+            c.status,
+            c.findings
+                .iter()
+                .map(|f| (f.key(), f.evidence.clone()))
+                .collect::<Vec<_>>()
+        );
+        if let Some(f) = c
+            .findings
+            .into_iter()
+            .find(|f| f.id == "kernel.fs_error" && f.subject == dev)
+        {
+            if f.evidence.get("shut_down_now").and_then(|e| e.as_str()) == Some("true") {
+                found = Some(f);
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let f = found.unwrap_or_else(|| {
+        panic!("no shut-down kernel.fs_error finding for {dev}; last collection: {last}")
+    });
+    eprintln!("real XFS shutdown: {}", f.summary.en);
+    assert_eq!(f.evidence["phase"].as_str(), Some("ongoing"));
+    assert_eq!(f.evidence["fstype"].as_str(), Some("xfs"));
+    assert!(f.evidence["kinds"]
+        .as_str()
+        .unwrap()
+        .contains("xfs_shutdown"));
+    assert_eq!(
+        f.severity,
+        Severity::Warning,
+        "a test disk: no runtime directory on it"
+    );
+    assert!(cmds(&f)
+        .iter()
+        .any(|c| c == &format!("umount {} && xfs_repair /dev/{dev}", mnt.display())));
+    let sets: Vec<(String, String)> = collectors::rules::RuleBook::cluster(&f)
+        .into_iter()
+        .map(|(class, reason)| (class.ctype(true).to_string(), reason))
+        .collect();
+    assert!(
+        sets.contains(&("XfsShutdown".to_string(), "XfsHasShutdown".to_string())),
+        "{sets:?}"
+    );
+    assert!(ok(std::process::Command::new("umount").arg(&mnt)));
+    guard.device.take();
+    assert!(ok(
+        std::process::Command::new("losetup").args(["-d", &loop_dev])
+    ));
+}

@@ -17,6 +17,7 @@ mod load;
 mod memory;
 mod nodelog;
 mod npd;
+mod npd_parity;
 mod registry;
 mod rules;
 mod runtime;

@@ -393,3 +393,93 @@ mod daemon_advice_tests {
         assert!(daemon_advice(vec![fs], &stopped)[0].is("kubelet_not_running"));
     }
 }
+
+#[test]
+fn kernel_failures_decay_and_unregister_netdevice_is_frequent_at_three() {
+    use crate::kernel::crash::{OopsKind, StallKind};
+    let t = Thresholds::default();
+    let oops_at = |age| OopsGroup {
+        comm: Some("java".into()),
+        oopses: 1,
+        kinds: vec![OopsKind::NullPointer],
+        last_kind: OopsKind::NullPointer,
+        last_pid: Some(1234),
+        last_cpu: Some(3),
+        process_context: true,
+        panic: None,
+        last_seen_seconds_ago: age,
+    };
+    // Unknown age (no /proc/uptime) counts as recent.
+    for (age, want) in [
+        (Some(60), Severity::Critical),
+        (None, Severity::Critical),
+        (Some(901), Severity::Warning),
+    ] {
+        let f = render(oops(&oops_at(age), 3600, &t));
+        assert_eq!(f.severity, want, "{age:?}");
+        assert_eq!(f.subject, "java");
+    }
+    let stall = |age| StallGroup {
+        cpu: Some(3),
+        kinds: vec![StallKind::SoftLockup, StallKind::RcuStall],
+        reports: 2,
+        max_stuck_seconds: Some(23),
+        last_comm: Some("java".into()),
+        last_pid: Some(1234),
+        rcu_flavor: Some("rcu_sched".into()),
+        last_seen_seconds_ago: Some(age),
+    };
+    let f = render(cpu_stall(&stall(60), 3600, &t));
+    assert_eq!(
+        (f.severity, f.subject.as_str()),
+        (Severity::Critical, "cpu3")
+    );
+    // Both kinds: the lockup documentation, not RCU's alone.
+    assert_eq!(
+        f.remediation.source.as_ref().and_then(|s| s.url),
+        Some("https://docs.kernel.org/admin-guide/lockup-watchdogs.html")
+    );
+    assert_eq!(
+        render(cpu_stall(&stall(901), 3600, &t)).severity,
+        Severity::Info
+    );
+    let n = NetdevGroup {
+        device: "lo".into(),
+        waits: 2,
+        usage_count: Some(1),
+        last_seen_seconds_ago: Some(30),
+    };
+    for (recent, want) in [(2, Severity::Warning), (3, Severity::Critical)] {
+        let s = KernelSample {
+            netdev: vec![n.clone()],
+            netdev_waits_recent: recent,
+            ..sample()
+        };
+        let d = unregister_netdevice(&n, &s, &t);
+        assert_eq!(d.is("frequent"), recent >= 3);
+        assert_eq!(render(d).severity, want, "{recent} waits");
+    }
+    // Frequent across devices, but this device's last wait is older than 20 min: not its.
+    let old = NetdevGroup {
+        last_seen_seconds_ago: Some(1300),
+        ..n.clone()
+    };
+    let s = KernelSample {
+        netdev_waits_recent: 5,
+        ..sample()
+    };
+    assert_eq!(
+        render(unregister_netdevice(&old, &s, &t)).severity,
+        Severity::Info
+    );
+    let w = Ext4WarningGroup {
+        device: "sda1".into(),
+        warnings: 1,
+        last_function: Some("ext4_dx_add_entry".into()),
+        last_seen_seconds_ago: Some(10),
+    };
+    assert_eq!(
+        render(ext4_warning(&w, 3600, &t)).severity,
+        Severity::Warning
+    );
+}
