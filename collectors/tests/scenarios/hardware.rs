@@ -800,3 +800,20 @@ fn real_kernel_loop_device_write_errors_are_io_errors() {
     assert!(!f.conditions.contains("pods_affected"));
     drop(guard);
 }
+
+/// node-problem-detector parity, the rule its kernel monitor has that is this collector's:
+/// `MemoryReadError` (`CE memory read error …`). NPD posts an Event per line; node-doctor
+/// counts corrected errors and warns on a burst (10 in 24 h), with NPD's reason under
+/// `--kube-npd-names`.
+#[test]
+fn npd_parity_memory_read_error() {
+    let h = host();
+    let line = "EDAC MC0: 1 CE memory read error on CPU_SrcID#0_Ha#0_Chan#1_DIMM#0 (channel:1 slot:0 page:0x3c2d1 offset:0x0 grain:32 syndrome:0x0 -  area:DRAM err_code:0001:0091 socket:0 ha:0 channel_mask:2 rank:1)";
+    let records: Vec<(u64, &str)> = (0..10).map(|i| (7_000_000_000 + i * 1000, line)).collect();
+    h.write("/dev/kmsg", kmsg(&records));
+    let c = collect(&h);
+    let f = find(&c, "hardware.memory_corrected");
+    let reason = collectors::rules::RuleBook::event(f).and_then(|e| e.reason_for(true, f));
+    eprintln!("node-problem-detector MemoryReadError: 1/1 recognised ({reason:?})");
+    assert_eq!(reason.as_deref(), Some("MemoryReadError"));
+}

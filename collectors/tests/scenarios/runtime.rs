@@ -1395,3 +1395,119 @@ fn dockerds_store_and_start_failures_from_its_log() {
         Some("DockerContainerStartupFailure".to_string())
     );
 }
+
+/// node-problem-detector parity for its docker and systemd monitors
+/// (`config/docker-monitor.json`, `config/systemd-monitor-counter.json`), by reason: each
+/// raises node-doctor's finding, and with `--kube-npd-names` the rule file gives NPD's reason
+/// (Event) or condition. The docker lines are dockerd's own wording (written here); the
+/// systemd monitor's "Started …" lines are counted by NPD, node-doctor sees the restarts in the
+/// processes themselves (three replacements of each daemon, as a crash loop leaves them).
+#[test]
+fn npd_parity_docker_and_systemd_monitors() {
+    let (h, probe) = docker_node();
+    let clock = Arc::new(std::sync::atomic::AtomicI64::new(NOW));
+    let at = clock.clone();
+    let mut c = collector(&h, &probe, RuntimeConfig::default())
+        .with_clock(move || at.load(std::sync::atomic::Ordering::Relaxed));
+    collect(&mut c, &ctx());
+    for i in 0..3u32 {
+        for (old, pid, comm, args) in [
+            (
+                100,
+                300,
+                "kubelet",
+                "/usr/bin/kubelet --config=/var/lib/kubelet/config.yaml",
+            ),
+            (150, 400, "containerd", "/usr/bin/containerd"),
+            (
+                200,
+                500,
+                "dockerd",
+                "/usr/bin/dockerd -H fd:// --containerd=/run/containerd/containerd.sock",
+            ),
+        ] {
+            gone(&h, if i == 0 { old } else { pid + i - 1 });
+            process(&h, pid + i, comm, args, 8_600_000 + u64::from(i) * 1000);
+        }
+        collect(&mut c, &ctx());
+    }
+    let lines = "Nov 23 11:59:40 node-1 dockerd[502]: time=\"2026-11-23T11:59:40.000000000Z\" level=error msg=\"Error trying v2 registry: failed to register layer: rename /var/lib/docker/image/overlay2/layerdb/tmp/write-set-99 /var/lib/docker/image/overlay2/layerdb/sha256/77aa: directory not empty\"\n\
+Nov 23 11:59:45 node-1 dockerd[502]: time=\"2026-11-23T11:59:45.000000000Z\" level=error msg=\"Handler for POST /v1.41/containers/77aa/start returned error: OCI runtime start failed: container process is already dead: unknown\"\n\
+Nov 23 11:59:50 node-1 dockerd[502]: time=\"2026-11-23T11:59:50.000000000Z\" level=error msg=\"Handler for GET /v1.41/containers/json returned error: readlink /var/lib/docker/overlay2/77aa66bb: invalid argument\"\n";
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(h.path("/var/log/messages"))
+        .unwrap();
+    std::io::Write::write_all(&mut f, lines.as_bytes()).unwrap();
+    let out = collect(&mut c, &ctx());
+    // (NPD reason, NPD condition or None for an Event, node-doctor's rule, subject)
+    let checklist: [(&str, Option<&str>, &str, &str); 6] = [
+        (
+            "CorruptDockerImage",
+            None,
+            "runtime.image_layer_corrupt",
+            "dockerd",
+        ),
+        (
+            "DockerContainerStartupFailure",
+            None,
+            "runtime.container_start_dead",
+            "dockerd",
+        ),
+        (
+            "CorruptDockerOverlay2",
+            Some("CorruptDockerOverlay2"),
+            "runtime.overlay2_corrupt",
+            "/var/lib/docker/overlay2/77aa66bb",
+        ),
+        (
+            "FrequentKubeletRestart",
+            Some("FrequentKubeletRestart"),
+            "runtime.kubelet_restarts",
+            "kubelet",
+        ),
+        (
+            "FrequentDockerRestart",
+            Some("FrequentDockerRestart"),
+            "runtime.daemon_restarts",
+            "dockerd",
+        ),
+        (
+            "FrequentContainerdRestart",
+            Some("FrequentContainerdRestart"),
+            "runtime.daemon_restarts",
+            "containerd",
+        ),
+    ];
+    let mut recognised = 0;
+    for (reason, condition, id, subject) in checklist {
+        let Some(f) = out
+            .findings
+            .iter()
+            .find(|f| f.id == id && f.subject == subject)
+        else {
+            eprintln!("MISS  {reason:<30} {id} {subject}: {:?}", ids(&out));
+            continue;
+        };
+        let named = match condition {
+            Some(cond) => collectors::rules::RuleBook::cluster(f)
+                .iter()
+                .any(|(class, r)| class.ctype(true) == cond && r == reason),
+            None => {
+                collectors::rules::RuleBook::event(f).and_then(|e| e.reason_for(true, f))
+                    == Some(reason.to_string())
+            }
+        };
+        if named {
+            recognised += 1;
+            eprintln!("ok    {reason:<30} {id} {subject} ({:?})", f.severity);
+        } else {
+            eprintln!("NAME  {reason:<30} {id} {subject}");
+        }
+    }
+    eprintln!(
+        "node-problem-detector docker and systemd monitors: {recognised}/{} recognised",
+        checklist.len()
+    );
+    assert_eq!(recognised, checklist.len());
+}
