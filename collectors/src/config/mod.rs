@@ -12,6 +12,7 @@
 
 pub mod containerd;
 pub mod docker;
+pub mod go_duration;
 pub mod kubelet;
 
 /// The value of a command-line flag in `args`: `--name=value` or `--name value`. The last

@@ -426,42 +426,15 @@ fn name(field: &str, s: &str) -> Result<(), String> {
 
 /// A Go duration (`5m`, `10h`, `1h30m`, `300ms`, `0`); empty is 0 (NPD's default).
 pub fn go_duration(s: &str) -> Result<Duration, String> {
-    let bad = || {
+    if s.is_empty() {
+        return Ok(Duration::ZERO);
+    }
+    crate::config::go_duration::parse(s).ok_or_else(|| {
         format!(
             "lookback {:?} is not a Go duration (5m, 10h, 1h30m)",
             crate::bounded::prefix(s, 32)
         )
-    };
-    if s.is_empty() || s == "0" {
-        return Ok(Duration::ZERO);
-    }
-    let mut total = 0f64;
-    let mut rest = s;
-    while !rest.is_empty() {
-        let n = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(bad)?;
-        let value: f64 = rest[..n].parse().map_err(|_| bad())?;
-        rest = &rest[n..];
-        let u = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let unit = match &rest[..u] {
-            "ns" => 1e-9,
-            "us" | "µs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return Err(bad()),
-        };
-        rest = &rest[u..];
-        total += value * unit;
-    }
-    if !total.is_finite() || total > 1e12 {
-        return Err(bad());
-    }
-    Ok(Duration::from_secs_f64(total))
+    })
 }
 
 #[cfg(test)]

@@ -17,39 +17,10 @@ pub struct Settings {
     pub min_sync_period: Option<Duration>,
 }
 
-/// Parses a Go duration (`30s`, `1m0s`, `500ms`, `1h`, `0`); `None` when it is not one.
+/// Parses a Go duration (`30s`, `1m0s`, `500ms`, `1h`, `0`), quoted or not; `None` when it
+/// is not one.
 pub fn parse_go_duration(s: &str) -> Option<Duration> {
-    let s = s.trim().trim_matches(|c| c == '"' || c == '\'');
-    if s == "0" {
-        return Some(Duration::ZERO);
-    }
-    let mut total = 0f64;
-    let mut rest = s;
-    if rest.is_empty() {
-        return None;
-    }
-    while !rest.is_empty() {
-        let n = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .filter(|n| *n > 0)?;
-        let value: f64 = rest[..n].parse().ok()?;
-        rest = &rest[n..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let scale = match &rest[..unit_len] {
-            "ns" => 1e-9,
-            "us" | "µs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return None,
-        };
-        rest = &rest[unit_len..];
-        total += value * scale;
-    }
-    (total.is_finite() && total < 1e9).then(|| Duration::from_secs_f64(total))
+    crate::config::go_duration::parse(s.trim().trim_matches(|c| c == '"' || c == '\''))
 }
 
 /// The keys of a `KubeProxyConfiguration` (YAML or JSON) this module needs: top-level `mode`
