@@ -35,16 +35,8 @@ const SUFFIXES: &[(&str, Unit)] = &[
 
 fn split(key: &str) -> (&str, Unit) {
     for (suffix, unit) in SUFFIXES {
-        if let Some(stem) = key.strip_suffix(suffix) {
-            if !stem.is_empty() {
-                let stem = if *suffix == "_percent_now" {
-                    // `mem_available_percent_now`: "mem available now".
-                    &key[..key.len() - "_percent".len() - "_now".len()]
-                } else {
-                    stem
-                };
-                return (stem, *unit);
-            }
+        if let Some(stem) = key.strip_suffix(suffix).filter(|s| !s.is_empty()) {
+            return (stem, *unit);
         }
     }
     (key, Unit::Plain)
@@ -53,13 +45,11 @@ fn split(key: &str) -> (&str, Unit) {
 /// The evidence name in words: its unit suffix left to the value, underscores as spaces
 /// (`mem_total_bytes` → "mem total", `last_table_full_seconds_ago` → "last table full").
 pub fn key(k: &str) -> String {
-    let (stem, unit) = split(k);
+    let (stem, _) = split(k);
     let mut w = stem.replace('_', " ");
+    // `mem_available_percent_now`: "mem available now" (the `_now` stays in words).
     if k.ends_with("_percent_now") {
         w.push_str(" now");
-    }
-    if unit == Unit::PerSecond && w.is_empty() {
-        return k.replace('_', " ");
     }
     w
 }
