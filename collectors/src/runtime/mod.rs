@@ -681,7 +681,8 @@ impl RuntimeCollector {
         out
     }
 
-    /// Each runtime's restarts in the window, from its process's pid and start time.
+    /// Each runtime's restarts in the window, from its process's pid and start time; forgets
+    /// every daemon's restarts older than the window (the kubelet's too).
     fn count_restarts(&mut self, runtimes: &mut [RuntimeSample], uptime: Option<f64>) {
         let ticks = self.ticks as f64;
         for r in runtimes.iter_mut() {
@@ -826,10 +827,9 @@ impl RuntimeCollector {
         uptime: Option<f64>,
     ) -> KubeletSample {
         let ticks = self.ticks as f64;
+        // Restarts older than the window were forgotten this collection by `count_restarts`.
         self.restarts
             .observe("kubelet", proc.map(|p| (p.pid, p.start_ticks)), ticks);
-        let window = self.config.thresholds.kubelet_restart_window.as_secs_f64();
-        self.restarts.prune(uptime, window);
         let healthz = match (healthz, target) {
             (Some(Healthz::Probed { addr, .. }), Some(i)) => match report.healthz(i) {
                 Some(h) => Healthz::Probed {
