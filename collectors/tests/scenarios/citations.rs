@@ -24,6 +24,9 @@ const DOCUMENTATION_SITES: &[&str] = &[
     "https://kubernetes.io/docs/",
     // The component's own rules where node-doctor follows them (FrequentKubeletRestart).
     "https://github.com/kubernetes/node-problem-detector/",
+    // The system-call and /proc manual pages (adjtimex(2), proc(5)) and the time daemons' own.
+    "https://man7.org/linux/man-pages/",
+    "https://chrony-project.org/doc/",
 ];
 
 /// One row of INDEX.md's "Sections of 002 by line" table.

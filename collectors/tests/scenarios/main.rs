@@ -3,6 +3,7 @@
 //! One test binary for all collectors (each collector adds its module below).
 
 mod citations;
+mod clock;
 mod conntrack;
 mod disk;
 mod explain;
