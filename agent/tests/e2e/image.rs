@@ -432,6 +432,27 @@ fn the_image_is_pushed_loaded_and_runs_check_and_serve_as_the_daemonset() {
         );
     }
 
+    // adjtimex(2) from the pod (the runtime's default seccomp profile, no CAP_SYS_TIME): the
+    // clock collector reads the node's clock there, and says what this kernel says.
+    let clock = collectors.iter().find(|c| c["name"] == "clock").unwrap();
+    assert_eq!(
+        clock["status"], "ok",
+        "adjtimex(2) in the container: {clock}"
+    );
+    let here = collectors::clock::timex::read().expect("adjtimex(2) on the host");
+    let boot_grace_over = std::fs::read_to_string("/proc/uptime")
+        .ok()
+        .and_then(|u| u.split_whitespace().next()?.parse::<f64>().ok())
+        .is_some_and(|u| u > 1300.0);
+    if boot_grace_over || here.synchronised() {
+        let reported = report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["id"] == "clock.unsynchronised");
+        assert_eq!(reported, !here.synchronised(), "{report}");
+    }
+
     // `serve` as the DaemonSet runs it (on a loopback port of the host's network namespace:
     // hostNetwork), stopped with SIGTERM as the kubelet stops it.
     let port = free_port();
