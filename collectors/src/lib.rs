@@ -35,6 +35,7 @@ pub mod names;
 pub mod node;
 pub mod nodelog;
 pub mod npd;
+pub mod pressure;
 pub mod pods;
 pub mod proc;
 pub mod registry;

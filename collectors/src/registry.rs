@@ -19,6 +19,7 @@ use crate::load::{LoadCollector, LoadConfig};
 use crate::memory::{MemoryCollector, MemoryConfig};
 use crate::node::Node;
 use crate::npd::{NpdCollector, NpdConfigs};
+use crate::pressure::{PressureCollector, PressureConfig};
 use crate::runtime::probe::RuntimeProbe;
 use crate::runtime::{RuntimeCollector, RuntimeConfig};
 
@@ -35,6 +36,7 @@ pub struct Options {
     pub runtime: RuntimeConfig,
     pub hardware: HardwareConfig,
     pub npd: NpdConfigs,
+    pub pressure: PressureConfig,
     /// How the runtime collector asks the daemons (the agent's probes; tests' fakes).
     pub runtime_probe: Arc<dyn RuntimeProbe>,
 }
@@ -52,6 +54,7 @@ impl Options {
             runtime: RuntimeConfig::default(),
             hardware: HardwareConfig::default(),
             npd: NpdConfigs::default(),
+            pressure: PressureConfig::default(),
             runtime_probe: probe,
         }
     }
@@ -177,6 +180,12 @@ pub const COLLECTORS: &[Entry] = &[
         flags: &["--npd-config", "--kmsg-max-records"],
         thresholds: |o| o.npd.thresholds.listed(),
     },
+    Entry {
+        name: "pressure",
+        build: |n, o| Box::new(PressureCollector::new(n.clone(), o.pressure.clone())),
+        flags: &["--kubelet-config"],
+        thresholds: |o| o.pressure.thresholds.listed(),
+    },
 ];
 
 /// The runtime collector's node-log thresholds, named apart from its own.
@@ -258,6 +267,10 @@ mod tests {
         every(
             &format!("{:?}", o.npd.thresholds),
             &o.npd.thresholds.listed(),
+        );
+        every(
+            &format!("{:?}", o.pressure.thresholds),
+            &o.pressure.thresholds.listed(),
         );
         let logs = &o.runtime.log_thresholds;
         every(&format!("{logs:?}"), &logs.listed());
