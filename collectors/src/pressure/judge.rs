@@ -114,7 +114,6 @@ fn with_pod(d: Draft, p: &PodIdentity) -> Draft {
         .evidence("qos", p.qos.as_str())
         .evidence_opt("namespace", p.namespace.clone())
         .evidence_opt("pod", p.name.clone())
-        .when_if("named", p.namespace.is_some() && p.name.is_some())
 }
 
 /// `pressure.pod_stall`: the pods whose own cgroup stalls most, each on its worst resource
@@ -276,3 +275,6 @@ fn swap_in(s: &PressureSample, t: &Thresholds) -> Option<Draft> {
             .evidence_opt("swap_behavior", behavior),
     )
 }
+
+#[cfg(test)]
+mod tests;
