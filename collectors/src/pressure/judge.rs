@@ -64,6 +64,13 @@ fn stall_draft(id: &str, sev: Severity, r: Resource, stall: &Stall, line: &PsiLi
         .evidence("resource", r.as_str())
         .evidence("line", if stall.full { "full" } else { "some" })
         .evidence("window", window_name(stall.window))
+        .evidence(
+            "averaged_seconds",
+            match stall.window {
+                Window::Avg60 => 60u64,
+                Window::Avg300 => 300,
+            },
+        )
         .evidence("avg10_percent", line.avg10)
         .evidence("avg60_percent", line.avg60)
         .evidence("avg300_percent", line.avg300)

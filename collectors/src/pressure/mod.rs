@@ -33,7 +33,7 @@ use crate::metric::Metric;
 use crate::node::{discover, Node};
 use crate::pods::{PodDirectory, PodsConfig};
 use crate::proc::cgroup::PodRef;
-use crate::proc::{meminfo, swaps, vmstat};
+use crate::proc::{meminfo, swaps, uptime, vmstat};
 use crate::rules::Draft;
 use crate::sys::cgroup_io::Throttling;
 
@@ -76,11 +76,12 @@ impl Default for PressureConfig {
 pub struct PressureCollector {
     node: Node,
     config: PressureConfig,
-    /// Throttling counters of the previous run by agent-side cgroup directory (replaced each
-    /// run: bounded by what one run reads).
-    previous: HashMap<PathBuf, (Instant, Throttling)>,
+    /// Throttling counters of the previous run by agent-side cgroup directory, with the
+    /// host's uptime (seconds) they were read at: the host's clock, so that a staged host's
+    /// windows are what it says (replaced each run: bounded by what one run reads).
+    previous: HashMap<PathBuf, (f64, Throttling)>,
     /// `pswpin`/`pswpout` of the previous run.
-    previous_swap: Option<(Instant, u64, u64)>,
+    previous_swap: Option<(f64, u64, u64)>,
     /// Pod names from the node's pod log directories, made at the first pod finding.
     pods: Option<PodDirectory>,
 }
@@ -99,14 +100,15 @@ impl PressureCollector {
     /// The window of one cgroup's counters since the previous run (`None` the first time).
     fn window(
         &self,
-        next: &mut HashMap<PathBuf, (Instant, Throttling)>,
+        next: &mut HashMap<PathBuf, (f64, Throttling)>,
         dir: &Path,
-        now: Instant,
+        now: Option<f64>,
         t: Throttling,
     ) -> Option<ThrottleWindow> {
+        let now = now?;
         next.insert(dir.to_path_buf(), (now, t));
         let (then, p) = self.previous.get(dir)?;
-        let secs = now.duration_since(*then).as_secs_f64();
+        let secs = now - then;
         // A counter that went back is a new cgroup of the same name.
         (secs > 0.0 && t.periods >= p.periods && t.throttled >= p.throttled).then(|| {
             ThrottleWindow {
@@ -202,7 +204,8 @@ impl PressureCollector {
     fn daemons(
         &self,
         cpu: Option<&(PathBuf, bool)>,
-        next: &mut HashMap<PathBuf, (Instant, Throttling)>,
+        now: Option<f64>,
+        next: &mut HashMap<PathBuf, (f64, Throttling)>,
         found: &HashMap<String, (u32, Vec<String>)>,
     ) -> Vec<DaemonThrottle> {
         let Some((hier, v2)) = cpu else {
@@ -236,7 +239,7 @@ impl PressureCollector {
             let Ok(t) = cgroups::read_throttling(&dir) else {
                 continue;
             };
-            let window = self.window(next, &dir, Instant::now(), t);
+            let window = self.window(next, &dir, now, t);
             out.push(DaemonThrottle {
                 daemon: name.clone(),
                 pid,
@@ -252,7 +255,8 @@ impl PressureCollector {
     fn pods_throttling(
         &mut self,
         cpu: Option<&(PathBuf, bool)>,
-        next: &mut HashMap<PathBuf, (Instant, Throttling)>,
+        now: Option<f64>,
+        next: &mut HashMap<PathBuf, (f64, Throttling)>,
         notes: &mut Vec<String>,
     ) -> Vec<PodThrottle> {
         let Some((hier, _)) = cpu else {
@@ -268,7 +272,6 @@ impl PressureCollector {
                 self.config.max_cgroups, walk.visited
             ));
         }
-        let now = Instant::now();
         let mut found = Vec::new();
         for d in &walk.pods {
             let dirs = std::iter::once((&d.dir, None)).chain(
@@ -305,6 +308,7 @@ impl PressureCollector {
     /// Swap and its rate; the kubelet's swap settings only while swap is on.
     fn swap(
         &mut self,
+        now: Option<f64>,
         found: &HashMap<String, (u32, Vec<String>)>,
         notes: &mut Vec<String>,
     ) -> (Option<Swap>, Option<KubeletSwap>) {
@@ -318,12 +322,11 @@ impl PressureCollector {
         };
         let total = mem.get("SwapTotal").unwrap_or(0);
         let free = mem.get("SwapFree").unwrap_or(0);
-        let now = Instant::now();
         let rate = vmstat::read(host).ok().and_then(|vm| {
-            let (i, o) = (vm.get("pswpin")?, vm.get("pswpout")?);
+            let (i, o, now) = (vm.get("pswpin")?, vm.get("pswpout")?, now?);
             let prev = self.previous_swap.replace((now, i, o));
             let (then, pi, po) = prev?;
-            let secs = now.duration_since(then).as_secs_f64();
+            let secs = now - then;
             (secs > 0.0).then(|| SwapRate {
                 pages_in: i.saturating_sub(pi),
                 pages_out: o.saturating_sub(po),
@@ -407,13 +410,21 @@ impl Phases for PressureCollector {
         } else {
             (None, Vec::new())
         };
+        // The host's clock for every rate of this run.
+        let now = match uptime::read(self.node.host()) {
+            Ok(u) => Some(u.since_boot.as_secs_f64()),
+            Err(e) => {
+                could_not.push(format!("{e}; throttling and swap-in rates are not judged"));
+                None
+            }
+        };
         let found = discover::find_processes(&self.node, CALLER, DAEMONS).unwrap_or_default();
         let mut next = HashMap::new();
-        let daemons = self.daemons(hierarchies.cpu.as_ref(), &mut next, &found);
+        let daemons = self.daemons(hierarchies.cpu.as_ref(), now, &mut next, &found);
         let pod_throttling =
-            self.pods_throttling(hierarchies.cpu.as_ref(), &mut next, &mut absent);
+            self.pods_throttling(hierarchies.cpu.as_ref(), now, &mut next, &mut absent);
         self.previous = next;
-        let (swap, kubelet) = self.swap(&found, &mut could_not);
+        let (swap, kubelet) = self.swap(now, &found, &mut could_not);
         let sample = PressureSample {
             node,
             kubepods,
