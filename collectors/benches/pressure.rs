@@ -55,7 +55,10 @@ fn staged() -> tempfile::TempDir {
         w(&format!("sys/fs/cgroup/kubepods.slice/{r}.pressure"), quiet);
     }
     w("proc/uptime", "7200.00 1.00\n");
-    w("proc/meminfo", "MemTotal: 8009924 kB\nSwapTotal: 0 kB\nSwapFree: 0 kB\n");
+    w(
+        "proc/meminfo",
+        "MemTotal: 8009924 kB\nSwapTotal: 0 kB\nSwapFree: 0 kB\n",
+    );
     w("proc/vmstat", "pswpin 0\npswpout 0\n");
     w("sys/fs/cgroup/cgroup.controllers", "cpu io memory pids\n");
     let stat = "usage_usec 1\nnr_periods 100\nnr_throttled 0\nthrottled_usec 0\n";
@@ -64,7 +67,10 @@ fn staged() -> tempfile::TempDir {
         let pod = format!("sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{uid}.slice");
         w(&format!("{pod}/cpu.stat"), stat);
         for c in 0..2 {
-            w(&format!("{pod}/cri-containerd-{i:08x}{c:056x}.scope/cpu.stat"), stat);
+            w(
+                &format!("{pod}/cri-containerd-{i:08x}{c:056x}.scope/cpu.stat"),
+                stat,
+            );
         }
     }
     t
@@ -73,5 +79,8 @@ fn staged() -> tempfile::TempDir {
 fn main() {
     per_cycle(HostPaths::new("/"), "this machine (real root)");
     let t = staged();
-    per_cycle(HostPaths::new(t.path()), "staged node, 110 pods x 2 containers");
+    per_cycle(
+        HostPaths::new(t.path()),
+        "staged node, 110 pods x 2 containers",
+    );
 }

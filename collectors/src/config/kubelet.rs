@@ -572,7 +572,10 @@ pub enum SwapOrigin {
 
 /// The kubelet's swap settings: `failSwapOn` (`--fail-swap-on` wins over the file; default
 /// true) and `memorySwap.swapBehavior` (file only; `None` when not set).
-pub fn swap_settings(args: &[String], config: Option<&Config>) -> (bool, SwapOrigin, Option<String>) {
+pub fn swap_settings(
+    args: &[String],
+    config: Option<&Config>,
+) -> (bool, SwapOrigin, Option<String>) {
     let behavior = config.and_then(|c| c.swap_behavior.clone());
     // A Go bool flag: `--fail-swap-on` alone is true, a value needs `=`; the last one wins.
     let flag = args.iter().rev().find_map(|a| {
@@ -863,7 +866,9 @@ kind: KubeletConfiguration
             swap_settings(&[], Some(&kubeadm)),
             (true, SwapOrigin::Default, None)
         );
-        let json = parse_config(r#"{"failSwapOn": false, "memorySwap": {"swapBehavior": "NoSwap"}}"#).unwrap();
+        let json =
+            parse_config(r#"{"failSwapOn": false, "memorySwap": {"swapBehavior": "NoSwap"}}"#)
+                .unwrap();
         assert_eq!(json.fail_swap_on, Some(false));
         assert_eq!(json.swap_behavior.as_deref(), Some("NoSwap"));
     }

@@ -96,7 +96,11 @@ fn node_stall(s: &PressureSample, t: &Thresholds) -> Vec<Draft> {
             continue;
         };
         // How much of it is the pods' (the kubepods cgroup's same line and window).
-        let pods = s.kubepods.as_ref().and_then(|k| judged(k, r, &stall)).map(|x| x.1);
+        let pods = s
+            .kubepods
+            .as_ref()
+            .and_then(|k| judged(k, r, &stall))
+            .map(|x| x.1);
         out.push(
             stall_draft("pressure.node_stall", sev, r, &stall, &line)
                 .subject(r.as_str())
@@ -134,9 +138,20 @@ fn pod_stall(s: &PressureSample, t: &Thresholds) -> Vec<Draft> {
                 let stall = t.stall(r);
                 let (line, v) = judged(&pod.psi, r, &stall)?;
                 let sev = severity(v, stall.warning, stall.critical)?;
-                Some((sev, v / stall.warning.max(f64::MIN_POSITIVE), r, stall, line, v))
+                Some((
+                    sev,
+                    v / stall.warning.max(f64::MIN_POSITIVE),
+                    r,
+                    stall,
+                    line,
+                    v,
+                ))
             })
-            .max_by(|a, b| (a.0, a.1).partial_cmp(&(b.0, b.1)).unwrap_or(std::cmp::Ordering::Equal));
+            .max_by(|a, b| {
+                (a.0, a.1)
+                    .partial_cmp(&(b.0, b.1))
+                    .unwrap_or(std::cmp::Ordering::Equal)
+            });
         if let Some(w) = worst {
             hits.push((pod, w));
         }
@@ -150,9 +165,12 @@ fn pod_stall(s: &PressureSample, t: &Thresholds) -> Vec<Draft> {
         .take(t.max_pods_named)
         .map(|(pod, (sev, _, r, stall, line, v))| {
             let file = format!("{}/{}.pressure", pod.cgroup_dir, r.as_str());
-            with_pod(stall_draft("pressure.pod_stall", sev, r, &stall, &line), &pod.pod)
-                .evidence("stall_percent", v)
-                .evidence("pressure_file", file)
+            with_pod(
+                stall_draft("pressure.pod_stall", sev, r, &stall, &line),
+                &pod.pod,
+            )
+            .evidence("stall_percent", v)
+            .evidence("pressure_file", file)
         })
         .collect()
 }
@@ -199,8 +217,7 @@ fn daemon_throttled(s: &PressureSample, t: &Thresholds) -> Vec<Draft> {
 fn pod_throttled(s: &PressureSample, t: &Thresholds) -> Vec<Draft> {
     let mut worst: BTreeMap<&str, &super::sample::PodThrottle> = BTreeMap::new();
     for c in &s.pod_throttling {
-        if c.window.periods < t.min_periods
-            || c.window.percent() < t.pod_throttled_warning_percent
+        if c.window.periods < t.min_periods || c.window.percent() < t.pod_throttled_warning_percent
         {
             continue;
         }
@@ -219,11 +236,14 @@ fn pod_throttled(s: &PressureSample, t: &Thresholds) -> Vec<Draft> {
     hits.into_iter()
         .take(t.max_pods_named)
         .map(|c| {
-            let d = with_pod(Draft::new("pressure.pod_throttled", Severity::Warning), &c.pod)
-                .evidence("cpu_stat_file", format!("{}/cpu.stat", c.cgroup_dir))
-                .evidence_opt("container_id", c.container_id.clone())
-                .evidence("threshold_percent", t.pod_throttled_warning_percent)
-                .when_if("container", c.container_id.is_some());
+            let d = with_pod(
+                Draft::new("pressure.pod_throttled", Severity::Warning),
+                &c.pod,
+            )
+            .evidence("cpu_stat_file", format!("{}/cpu.stat", c.cgroup_dir))
+            .evidence_opt("container_id", c.container_id.clone())
+            .evidence("threshold_percent", t.pod_throttled_warning_percent)
+            .when_if("container", c.container_id.is_some());
             throttle_evidence(d, &c.window)
         })
         .collect()
@@ -242,7 +262,10 @@ fn swap_fail_swap_on(s: &PressureSample) -> Option<Draft> {
         Draft::new("pressure.swap_fail_swap_on", sev)
             .subject("swap")
             .evidence("swap_total_bytes", swap.total_bytes)
-            .evidence("swap_used_bytes", swap.total_bytes.saturating_sub(swap.free_bytes))
+            .evidence(
+                "swap_used_bytes",
+                swap.total_bytes.saturating_sub(swap.free_bytes),
+            )
             .evidence("kubelet_config", k.config_path.as_str())
             .words("swap_areas", swap.areas.iter())
             .when_if("kubelet_running", k.running)
@@ -277,8 +300,14 @@ fn swap_in(s: &PressureSample, t: &Thresholds) -> Option<Draft> {
             .evidence("swap_in_bytes_per_second", per_s * s.page_size_bytes as f64)
             .evidence("window_seconds", rate.window_seconds)
             .evidence("swap_total_bytes", swap.total_bytes)
-            .evidence("swap_used_bytes", swap.total_bytes.saturating_sub(swap.free_bytes))
-            .evidence("threshold_pages_per_second", t.swap_in_warning_pages_per_second)
+            .evidence(
+                "swap_used_bytes",
+                swap.total_bytes.saturating_sub(swap.free_bytes),
+            )
+            .evidence(
+                "threshold_pages_per_second",
+                t.swap_in_warning_pages_per_second,
+            )
             .evidence_opt("swap_behavior", behavior),
     )
 }

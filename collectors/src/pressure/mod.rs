@@ -175,9 +175,9 @@ impl PressureCollector {
         let t = &self.config.thresholds;
         let escalate = Resource::ALL.iter().any(|&r| {
             let stall = t.stall(r);
-            kubepods.some(r).is_some_and(|l| {
-                l.avg60.max(l.avg300).max(l.avg10) >= stall.warning
-            })
+            kubepods
+                .some(r)
+                .is_some_and(|l| l.avg60.max(l.avg300).max(l.avg10) >= stall.warning)
         });
         if !escalate {
             return (Some(kubepods), Vec::new());
@@ -274,11 +274,8 @@ impl PressureCollector {
         }
         let mut found = Vec::new();
         for d in &walk.pods {
-            let dirs = std::iter::once((&d.dir, None)).chain(
-                d.children
-                    .iter()
-                    .map(|(dir, id)| (dir, id.clone())),
-            );
+            let dirs = std::iter::once((&d.dir, None))
+                .chain(d.children.iter().map(|(dir, id)| (dir, id.clone())));
             for (dir, id) in dirs {
                 let Ok(t) = cgroups::read_throttling(dir) else {
                     continue;
@@ -454,7 +451,9 @@ impl Phases for PressureCollector {
                 let Some(p) = psi.get(r) else { continue };
                 for (kind, line) in [("some", Some(p.some)), ("full", p.full)] {
                     let Some(l) = line else { continue };
-                    for (window, v) in [("avg10", l.avg10), ("avg60", l.avg60), ("avg300", l.avg300)] {
+                    for (window, v) in
+                        [("avg10", l.avg10), ("avg60", l.avg60), ("avg300", l.avg300)]
+                    {
                         m.push(
                             Metric::gauge(name, help, v)
                                 .label("resource", r.as_str())

@@ -66,18 +66,51 @@ impl Thresholds {
     pub fn listed(&self) -> crate::listing::Listed {
         use crate::listing as l;
         vec![
-            l::setting("memory_full_warning_percent", l::percent(self.memory_full_warning_percent)),
-            l::setting("memory_full_critical_percent", l::percent(self.memory_full_critical_percent)),
-            l::setting("io_full_warning_percent", l::percent(self.io_full_warning_percent)),
-            l::setting("io_full_critical_percent", l::percent(self.io_full_critical_percent)),
-            l::setting("cpu_some_warning_percent", l::percent(self.cpu_some_warning_percent)),
-            l::setting("cpu_some_critical_percent", l::percent(self.cpu_some_critical_percent)),
-            l::setting("pod_throttled_warning_percent", l::percent(self.pod_throttled_warning_percent)),
-            l::setting("daemon_throttled_warning_percent", l::percent(self.daemon_throttled_warning_percent)),
-            l::setting("daemon_throttled_critical_percent", l::percent(self.daemon_throttled_critical_percent)),
+            l::setting(
+                "memory_full_warning_percent",
+                l::percent(self.memory_full_warning_percent),
+            ),
+            l::setting(
+                "memory_full_critical_percent",
+                l::percent(self.memory_full_critical_percent),
+            ),
+            l::setting(
+                "io_full_warning_percent",
+                l::percent(self.io_full_warning_percent),
+            ),
+            l::setting(
+                "io_full_critical_percent",
+                l::percent(self.io_full_critical_percent),
+            ),
+            l::setting(
+                "cpu_some_warning_percent",
+                l::percent(self.cpu_some_warning_percent),
+            ),
+            l::setting(
+                "cpu_some_critical_percent",
+                l::percent(self.cpu_some_critical_percent),
+            ),
+            l::setting(
+                "pod_throttled_warning_percent",
+                l::percent(self.pod_throttled_warning_percent),
+            ),
+            l::setting(
+                "daemon_throttled_warning_percent",
+                l::percent(self.daemon_throttled_warning_percent),
+            ),
+            l::setting(
+                "daemon_throttled_critical_percent",
+                l::percent(self.daemon_throttled_critical_percent),
+            ),
             l::setting("min_periods", self.min_periods.to_string()),
-            l::setting("swap_in_warning_pages_per_second", l::num(self.swap_in_warning_pages_per_second)),
-            l::setting("swap_in_critical_pages_per_second", l::num(self.swap_in_critical_pages_per_second)),
+            l::setting(
+                "swap_in_warning_pages_per_second",
+                l::num(self.swap_in_warning_pages_per_second),
+            ),
+            l::setting(
+                "swap_in_critical_pages_per_second",
+                l::num(self.swap_in_critical_pages_per_second),
+            ),
             l::setting("min_swap_in_pages", self.min_swap_in_pages.to_string()),
             l::setting("max_pods_named", self.max_pods_named.to_string()),
         ]

@@ -102,8 +102,7 @@ pub fn controller_path(text: &str, controller: &str) -> Option<(String, bool)> {
     let mut v2 = None;
     for line in text.lines() {
         let mut parts = line.splitn(3, ':');
-        let (Some(id), Some(ctrl), Some(path)) = (parts.next(), parts.next(), parts.next())
-        else {
+        let (Some(id), Some(ctrl), Some(path)) = (parts.next(), parts.next(), parts.next()) else {
             continue;
         };
         if !path.starts_with('/') {

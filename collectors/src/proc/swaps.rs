@@ -42,9 +42,11 @@ pub fn parse(text: &str) -> Vec<SwapArea> {
 /// Reads `<root>/proc/swaps`; an empty list when the file does not exist (no swap support).
 pub fn read(host: &HostPaths) -> Result<Vec<SwapArea>, ReadError> {
     let path = host.proc_file("swaps");
-    Ok(crate::hostfs::read_text_optional(&path, crate::hostfs::cap::COUNTERS)?
-        .map(|t| parse(&t))
-        .unwrap_or_default())
+    Ok(
+        crate::hostfs::read_text_optional(&path, crate::hostfs::cap::COUNTERS)?
+            .map(|t| parse(&t))
+            .unwrap_or_default(),
+    )
 }
 
 #[cfg(test)]
@@ -54,7 +56,10 @@ mod tests {
     #[test]
     fn parses_areas_and_the_empty_file() {
         // Linux 6.18 with no swap (this VM): the header alone.
-        assert_eq!(parse("Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n"), vec![]);
+        assert_eq!(
+            parse("Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n"),
+            vec![]
+        );
         // Linux 6.1 (Debian 12) with a swap file and zram.
         let t = "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n/swapfile                               file\t\t2097148\t\t524288\t\t-2\n/dev/zram0                              partition\t4194300\t\t0\t\t100\n";
         let a = parse(t);

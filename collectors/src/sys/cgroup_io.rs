@@ -566,10 +566,7 @@ mod tests {
 
     #[test]
     fn parses_throttling_of_both_versions() {
-        assert_eq!(
-            parse_throttling(CPU_STAT_6_18),
-            Ok(Throttling::default())
-        );
+        assert_eq!(parse_throttling(CPU_STAT_6_18), Ok(Throttling::default()));
         // cgroup v1 cpu.stat, Linux 6.18 (this VM's /sys/fs/cgroup/cpu/cpu.stat after a
         // throttled busy loop): throttled_time in nanoseconds.
         let v1 = "nr_periods 41\nnr_throttled 39\nthrottled_time 3512345678\nnr_bursts 0\nburst_time 0\n";

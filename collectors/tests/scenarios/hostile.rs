@@ -687,7 +687,12 @@ fn pressure_commands_with_a_hostile_cgroup_config_and_node_are_inert() {
     let config = format!("/etc/{}", hostile("config"));
     let pod = format!("/sys/fs/cgroup/cpu/kubepods/pod{UID}");
     let container = format!("{pod}/{}", hostile("cgroup"));
-    let stat = |p: u64, t: u64| format!("nr_periods {p}\nnr_throttled {t}\nthrottled_time {}\n", t * 1_000_000);
+    let stat = |p: u64, t: u64| {
+        format!(
+            "nr_periods {p}\nnr_throttled {t}\nthrottled_time {}\n",
+            t * 1_000_000
+        )
+    };
     let h = FakeHost::new();
     h.write("/proc/pressure/cpu", quiet)
         .write("/proc/pressure/io", quiet)
@@ -722,7 +727,12 @@ fn pressure_commands_with_a_hostile_cgroup_config_and_node_are_inert() {
         "pressure.pod_throttled",
         "pressure.swap_fail_swap_on",
     ] {
-        assert!(ids(&out).contains(&id), "no {id}: {:?} {:?}", ids(&out), out.status);
+        assert!(
+            ids(&out).contains(&id),
+            "no {id}: {:?} {:?}",
+            ids(&out),
+            out.status
+        );
     }
     let cmds = commands(&out);
     for tag in ["cgroup", "config", "node"] {

@@ -100,16 +100,28 @@ fn node_memory_full_stall_sustained_is_critical() {
     assert_eq!(num(f, "stall_percent"), 30.5);
     assert_eq!(num(f, "avg10_percent"), 30.0);
     assert_eq!(text(f, "line"), "full");
-    assert!(f.summary.en.contains("stalled waiting for memory"), "{}", f.summary.en);
+    assert!(
+        f.summary.en.contains("stalled waiting for memory"),
+        "{}",
+        f.summary.en
+    );
     assert!(steps(f).contains("--system-reserved"), "{}", steps(f));
     assert!(steps(f).contains("cordon"));
-    assert!(f.remediation.commands.iter().any(|c| c == "kubectl cordon node-1"));
+    assert!(f
+        .remediation
+        .commands
+        .iter()
+        .any(|c| c == "kubectl cordon node-1"));
     assert_eq!(url(f), "https://docs.kernel.org/accounting/psi.html");
     assert_eq!(out.findings.len(), 1, "IO and CPU are quiet");
     let m = support::find_metric(
         &out,
         "node_doctor_pressure_node_stall_percent",
-        &[("resource", "memory"), ("kind", "full"), ("window", "avg10")],
+        &[
+            ("resource", "memory"),
+            ("kind", "full"),
+            ("window", "avg10"),
+        ],
     )
     .unwrap();
     assert_eq!(m.value, 30.0);
@@ -118,7 +130,9 @@ fn node_memory_full_stall_sustained_is_critical() {
         "/proc/pressure/memory",
         "some avg10=45.10 avg60=9.00 avg300=2.00 total=912345678\nfull avg10=30.00 avg60=8.00 avg300=1.00 total=456789012\n",
     );
-    assert!(support::collect(&mut c, &support::ctx()).findings.is_empty());
+    assert!(support::collect(&mut c, &support::ctx())
+        .findings
+        .is_empty());
 }
 
 /// cgroup v2 with the systemd driver: the kubepods cgroup stalls on IO, one pod's own cgroup
@@ -156,18 +170,24 @@ fn a_kubepods_pod_under_io_pressure_is_named() {
     assert_eq!(num(f, "stall_percent"), 35.0);
     assert_eq!(text(f, "qos"), "Burstable");
     assert_eq!(text(f, "pod_uid"), UID);
-    assert!(f.summary.en.starts_with("Pod shop/db-0"), "{}", f.summary.en);
+    assert!(
+        f.summary.en.starts_with("Pod shop/db-0"),
+        "{}",
+        f.summary.en
+    );
     assert!(steps(f).contains("dedicated volume"));
     assert!(f
         .remediation
         .commands
         .contains(&"kubectl -n shop describe pod db-0".to_string()));
-    assert!(f
-        .remediation
-        .commands
-        .iter()
-        .any(|c| c.starts_with("cat /sys/fs/cgroup/kubepods.slice/") && c.ends_with("/io.pressure")));
-    assert_eq!(out.findings.len(), 1, "the node's IO is quiet, the other pod too");
+    assert!(f.remediation.commands.iter().any(|c| c
+        .starts_with("cat /sys/fs/cgroup/kubepods.slice/")
+        && c.ends_with("/io.pressure")));
+    assert_eq!(
+        out.findings.len(),
+        1,
+        "the node's IO is quiet, the other pod too"
+    );
     // Below the kubepods limit the pods' files are not read at all.
     h.write(&format!("{kp}/io.pressure"), QUIET);
     let out = support::collect(&mut c, &support::ctx());
@@ -204,7 +224,13 @@ fn a_throttled_kubelet_is_named() {
             &format!("{cg}/system.slice/kubelet.service/cpu.stat"),
             cpu_stat_v1(1000, 100, 2_000_000),
         );
-    crate::runtime::process(&h, 700, "kubelet", "/usr/bin/kubelet --config=/var/lib/kubelet/config.yaml", 100);
+    crate::runtime::process(
+        &h,
+        700,
+        "kubelet",
+        "/usr/bin/kubelet --config=/var/lib/kubelet/config.yaml",
+        100,
+    );
     h.write(
         "/proc/700/cgroup",
         "5:pids:/system.slice/kubelet.service\n4:cpu,cpuacct:/system.slice/kubelet.service\n0::/system.slice/kubelet.service\n",
@@ -228,10 +254,9 @@ fn a_throttled_kubelet_is_named() {
     assert_eq!(text(f, "cgroup"), "/system.slice/kubelet.service");
     assert!(f.summary.en.contains("PLEG"), "{}", f.summary.en);
     assert!(steps(f).contains("CPUQuota="));
-    assert!(f
-        .remediation
-        .commands
-        .contains(&"systemctl show kubelet -p CPUQuotaPerSecUSec -p Slice -p ControlGroup".to_string()));
+    assert!(f.remediation.commands.contains(
+        &"systemctl show kubelet -p CPUQuotaPerSecUSec -p Slice -p ControlGroup".to_string()
+    ));
     assert_eq!(
         url(f),
         "https://kubernetes.io/docs/tasks/administer-cluster/reserve-compute-resources/"
@@ -250,9 +275,14 @@ fn a_throttled_kubelet_is_named() {
 fn throttled_pod(h: &FakeHost, pod_dir: &str, container: &str, v1: bool) -> Collection {
     let stat = if v1 { cpu_stat_v1 } else { cpu_stat_v2 };
     h.write(&format!("{pod_dir}/cpu.stat"), stat(500, 0, 0))
-        .write(&format!("{pod_dir}/{container}/cpu.stat"), stat(500, 10, 100_000));
+        .write(
+            &format!("{pod_dir}/{container}/cpu.stat"),
+            stat(500, 10, 100_000),
+        );
     let mut c = collector(h);
-    assert!(support::collect(&mut c, &support::ctx()).findings.is_empty());
+    assert!(support::collect(&mut c, &support::ctx())
+        .findings
+        .is_empty());
     h.write("/proc/uptime", "1030.00 100.00\n")
         .write(&format!("{pod_dir}/cpu.stat"), stat(800, 3, 10_000))
         .write(
@@ -269,7 +299,11 @@ fn assert_throttled_pod(out: &Collection) {
     assert_eq!(num(f, "throttled_percent"), 71.0);
     assert_eq!(num(f, "throttled_periods"), 213.0);
     assert_eq!(text(f, "container_id"), CID);
-    assert!(f.summary.en.contains("used up its CPU limit"), "{}", f.summary.en);
+    assert!(
+        f.summary.en.contains("used up its CPU limit"),
+        "{}",
+        f.summary.en
+    );
     assert!(steps(f).contains("GOMAXPROCS"));
     assert!(f
         .remediation
@@ -279,7 +313,11 @@ fn assert_throttled_pod(out: &Collection) {
         url(f),
         "https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/#how-pods-with-resource-limits-are-run"
     );
-    assert_eq!(out.findings.len(), 1, "the pod's own cgroup (1 %) is not named");
+    assert_eq!(
+        out.findings.len(),
+        1,
+        "the pod's own cgroup (1 %) is not named"
+    );
 }
 
 /// cgroup v1, cgroupfs driver (this VM's kind of hierarchy): `cpu/kubepods/burstable/pod<uid>/<id>`.
@@ -328,7 +366,13 @@ fn swap_on_with_fail_swap_on_warns() {
         "/var/lib/kubelet/config.yaml",
         "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriver: systemd\n",
     );
-    crate::runtime::process(&h, 700, "kubelet", "/usr/bin/kubelet --config=/var/lib/kubelet/config.yaml", 100);
+    crate::runtime::process(
+        &h,
+        700,
+        "kubelet",
+        "/usr/bin/kubelet --config=/var/lib/kubelet/config.yaml",
+        100,
+    );
     let mut c = collector(&h);
     let out = support::collect(&mut c, &support::ctx());
     let f = find(&out, "pressure.swap_fail_swap_on");
@@ -359,7 +403,9 @@ fn swap_on_with_fail_swap_on_warns() {
         "/var/lib/kubelet/config.yaml",
         "kind: KubeletConfiguration\nfailSwapOn: false\nmemorySwap:\n  swapBehavior: LimitedSwap\n",
     );
-    assert!(support::collect(&mut c, &support::ctx()).findings.is_empty());
+    assert!(support::collect(&mut c, &support::ctx())
+        .findings
+        .is_empty());
 }
 
 /// Swap-in at 2,000 pages/s for 30 s: the working set is thrashing.
@@ -372,7 +418,9 @@ fn heavy_swap_in_is_judged_as_a_rate() {
     )
     .write("/proc/vmstat", "pswpin 1000000\npswpout 2000000\n");
     let mut c = collector(&h);
-    assert!(support::collect(&mut c, &support::ctx()).findings.is_empty());
+    assert!(support::collect(&mut c, &support::ctx())
+        .findings
+        .is_empty());
     h.write("/proc/uptime", "1030.00 100.00\n")
         .write("/proc/vmstat", "pswpin 1060000\npswpout 2030000\n");
     let out = support::collect(&mut c, &support::ctx());
@@ -389,7 +437,9 @@ fn heavy_swap_in_is_judged_as_a_rate() {
         .contains(&"grep -E 'pswpin|pswpout' /proc/vmstat".to_string()));
     // The same counters a minute later: no swap-in, no finding.
     h.write("/proc/uptime", "1090.00 100.00\n");
-    assert!(support::collect(&mut c, &support::ctx()).findings.is_empty());
+    assert!(support::collect(&mut c, &support::ctx())
+        .findings
+        .is_empty());
 }
 
 /// The real-host tests of this module run one at a time: the throttled cgroup one test makes
@@ -408,7 +458,10 @@ fn this_machine_reads_its_real_psi_and_stays_quiet() {
     std::thread::sleep(std::time::Duration::from_millis(200));
     let out = c.collect(&ctx);
     assert!(
-        !matches!(out.status, Status::Degraded(_) | Status::Unavailable(_) | Status::Error(_)),
+        !matches!(
+            out.status,
+            Status::Degraded(_) | Status::Unavailable(_) | Status::Error(_)
+        ),
         "{:?}",
         out.status
     );
@@ -436,7 +489,9 @@ fn this_machine_reads_its_real_psi_and_stays_quiet() {
             );
         }
     } else {
-        eprintln!("SKIP part of this_machine_reads_its_real_psi_and_stays_quiet: no /proc/pressure");
+        eprintln!(
+            "SKIP part of this_machine_reads_its_real_psi_and_stays_quiet: no /proc/pressure"
+        );
     }
     let loud: Vec<_> = out
         .findings
@@ -503,10 +558,16 @@ fn a_real_cgroup_with_a_low_quota_is_named_throttled() {
     let hier = if v2 {
         cg.to_path_buf()
     } else {
-        match ["cpu", "cpu,cpuacct"].iter().map(|d| cg.join(d)).find(|d| d.join("cpu.cfs_quota_us").is_file()) {
+        match ["cpu", "cpu,cpuacct"]
+            .iter()
+            .map(|d| cg.join(d))
+            .find(|d| d.join("cpu.cfs_quota_us").is_file())
+        {
             Some(d) => d,
             None => {
-                eprintln!("SKIP a_real_cgroup_with_a_low_quota_is_named_throttled: no cpu controller");
+                eprintln!(
+                    "SKIP a_real_cgroup_with_a_low_quota_is_named_throttled: no cpu controller"
+                );
                 return;
             }
         }
@@ -563,7 +624,10 @@ fn a_real_cgroup_with_a_low_quota_is_named_throttled() {
         .find(|f| f.id == "pressure.pod_throttled" && f.subject == uid)
         .unwrap_or_else(|| panic!("{uid} not named: {:?} {:?}", out.findings, out.status));
     let pct = num(f, "throttled_percent");
-    assert!(pct > 50.0, "a busy loop under a 10 % quota is throttled in most periods: {pct}");
+    assert!(
+        pct > 50.0,
+        "a busy loop under a 10 % quota is throttled in most periods: {pct}"
+    );
     assert!(num(f, "periods") >= 10.0);
     assert!(num(f, "throttled_seconds") > 0.5, "{:?}", f.evidence);
     assert_eq!(text(f, "qos"), "Guaranteed");

@@ -1,9 +1,7 @@
 use super::*;
+use crate::pressure::sample::{DaemonThrottle, KubeletSwap, PodPsi, PodThrottle, Swap, SwapRate};
 use crate::proc::cgroup::QosClass;
 use crate::proc::pressure::Pressure;
-use crate::pressure::sample::{
-    DaemonThrottle, KubeletSwap, PodPsi, PodThrottle, Swap, SwapRate,
-};
 
 fn line(avg10: f64, avg60: f64, avg300: f64) -> PsiLine {
     PsiLine {
@@ -84,7 +82,10 @@ fn node_memory_full_by_its_60s_average_with_two_levels() {
     s.node.as_mut().unwrap().memory = Some(pressure(line(50.0, 40.0, 15.0), line(30.0, 12.0, 5.0)));
     let d = judge(&s, &t);
     assert_eq!(d.len(), 1);
-    assert_eq!((d[0].id.as_str(), d[0].severity), ("pressure.node_stall", Severity::Warning));
+    assert_eq!(
+        (d[0].id.as_str(), d[0].severity),
+        ("pressure.node_stall", Severity::Warning)
+    );
     assert_eq!(d[0].subject, "memory");
     assert!(d[0].is("memory") && !d[0].is("io"));
     assert_eq!(d[0].evidence["stall_percent"], 12.0.into());
@@ -126,8 +127,14 @@ fn pods_are_named_by_their_worst_resource_most_stalled_first_and_bounded() {
     let mut s = sample();
     let stalled = |uid: &str, io_full60: f64, mem_full60: f64| {
         let mut psi = quiet();
-        psi.io = Some(pressure(line(90.0, 90.0, 50.0), line(io_full60, io_full60, 10.0)));
-        psi.memory = Some(pressure(line(20.0, 20.0, 5.0), line(mem_full60, mem_full60, 1.0)));
+        psi.io = Some(pressure(
+            line(90.0, 90.0, 50.0),
+            line(io_full60, io_full60, 10.0),
+        ));
+        psi.memory = Some(pressure(
+            line(20.0, 20.0, 5.0),
+            line(mem_full60, mem_full60, 1.0),
+        ));
         PodPsi {
             pod: pod(uid, uid == UID_A),
             cgroup_dir: format!("/sys/fs/cgroup/kubepods/burstable/pod{uid}"),
@@ -144,7 +151,10 @@ fn pods_are_named_by_their_worst_resource_most_stalled_first_and_bounded() {
     assert_eq!(d.len(), 2);
     assert_eq!(d[0].subject, "shop/p-aaaa");
     assert_eq!(d[0].severity, Severity::Critical);
-    assert!(d[0].is("io"), "60 % IO is further over its limit than 12 % memory");
+    assert!(
+        d[0].is("io"),
+        "60 % IO is further over its limit than 12 % memory"
+    );
     assert_eq!(
         d[0].evidence["pressure_file"],
         format!("/sys/fs/cgroup/kubepods/burstable/pod{UID_A}/io.pressure").into()
@@ -169,7 +179,10 @@ fn throttling_needs_the_floor_and_the_share() {
     assert!(judge(&s, &t).is_empty(), "6.7 % is below 10 %");
     s.daemons[0].window = Some(window(300, 60));
     let d = judge(&s, &t);
-    assert_eq!((d[0].id.as_str(), d[0].severity), ("pressure.daemon_throttled", Severity::Warning));
+    assert_eq!(
+        (d[0].id.as_str(), d[0].severity),
+        ("pressure.daemon_throttled", Severity::Warning)
+    );
     assert!(d[0].is("kubelet"));
     assert_eq!(d[0].evidence["throttled_percent"], 20.0.into());
     assert_eq!(d[0].evidence["throttled_seconds"], 3.0.into());
@@ -185,7 +198,10 @@ fn a_pod_is_named_once_by_its_most_throttled_cgroup() {
     let mut s = sample();
     let cg = |uid: &str, c: Option<&str>, w: ThrottleWindow| PodThrottle {
         pod: pod(uid, true),
-        cgroup_dir: format!("/sys/fs/cgroup/cpu/kubepods/pod{uid}{}", c.map_or(String::new(), |c| format!("/{c}"))),
+        cgroup_dir: format!(
+            "/sys/fs/cgroup/cpu/kubepods/pod{uid}{}",
+            c.map_or(String::new(), |c| format!("/{c}"))
+        ),
         container_id: c.map(str::to_string),
         window: w,
     };
@@ -224,11 +240,17 @@ fn swap_with_fail_swap_on_and_heavy_swap_in() {
         config_path: "/var/lib/kubelet/config.yaml".into(),
     };
     s.kubelet = Some(k.clone());
-    assert!(judge(&s, &t).is_empty(), "swap allowed; 900 pages is below the floor");
+    assert!(
+        judge(&s, &t).is_empty(),
+        "swap allowed; 900 pages is below the floor"
+    );
     k.fail_swap_on = true;
     s.kubelet = Some(k.clone());
     let d = judge(&s, &t);
-    assert_eq!((d[0].id.as_str(), d[0].severity), ("pressure.swap_fail_swap_on", Severity::Warning));
+    assert_eq!(
+        (d[0].id.as_str(), d[0].severity),
+        ("pressure.swap_fail_swap_on", Severity::Warning)
+    );
     assert!(d[0].is("from_config") && d[0].is("kubelet_running"));
     assert_eq!(d[0].evidence["swap_used_bytes"], (1u64 << 30).into());
     k.running = false;
@@ -241,9 +263,15 @@ fn swap_with_fail_swap_on_and_heavy_swap_in() {
         window_seconds: 30.0,
     });
     let d = judge(&s, &t);
-    assert_eq!((d[0].id.as_str(), d[0].severity), ("pressure.swap_in", Severity::Warning));
+    assert_eq!(
+        (d[0].id.as_str(), d[0].severity),
+        ("pressure.swap_in", Severity::Warning)
+    );
     assert_eq!(d[0].evidence["swap_in_pages_per_second"], 1000.0.into());
-    assert_eq!(d[0].evidence["swap_in_bytes_per_second"], 4_096_000.0.into());
+    assert_eq!(
+        d[0].evidence["swap_in_bytes_per_second"],
+        4_096_000.0.into()
+    );
     s.swap.as_mut().unwrap().rate.as_mut().unwrap().pages_in = 90_000;
     assert_eq!(judge(&s, &t)[0].severity, Severity::Critical);
 }
