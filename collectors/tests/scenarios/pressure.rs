@@ -493,10 +493,28 @@ fn this_machine_reads_its_real_psi_and_stays_quiet() {
             "SKIP part of this_machine_reads_its_real_psi_and_stays_quiet: no /proc/pressure"
         );
     }
+    // This shared VM's builds and tests can stall it on IO for real: a node_stall finding is
+    // accepted only when the kernel's file, read again now, still shows that stall (its
+    // `full` avg60/avg300 at half the warning limit or more).
+    let really_stalled = |f: &Finding| {
+        let Ok(text) = std::fs::read_to_string(format!("/proc/pressure/{}", f.subject)) else {
+            return false;
+        };
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{} ", text(f, "line"))));
+        let avg = |k: &str| {
+            line.and_then(|l| l.split_whitespace().find_map(|w| w.strip_prefix(k)))
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
+        avg("avg60=").max(avg("avg300=")) >= num(f, "warning_percent") / 2.0
+    };
     let loud: Vec<_> = out
         .findings
         .iter()
         .filter(|f| f.severity >= Severity::Warning)
+        .filter(|f| !(f.id == "pressure.node_stall" && really_stalled(f)))
         .map(|f| (&f.id, &f.subject))
         .collect();
     assert!(loud.is_empty(), "a healthy machine: {loud:?}");
