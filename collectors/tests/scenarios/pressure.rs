@@ -497,10 +497,10 @@ fn this_machine_reads_its_real_psi_and_stays_quiet() {
     // accepted only when the kernel's file, read again now, still shows that stall (its
     // `full` avg60/avg300 at half the warning limit or more).
     let really_stalled = |f: &Finding| {
-        let Ok(text) = std::fs::read_to_string(format!("/proc/pressure/{}", f.subject)) else {
+        let Ok(file) = std::fs::read_to_string(format!("/proc/pressure/{}", f.subject)) else {
             return false;
         };
-        let line = text
+        let line = file
             .lines()
             .find(|l| l.starts_with(&format!("{} ", text(f, "line"))));
         let avg = |k: &str| {

@@ -94,7 +94,7 @@ fn node_memory_full_by_its_60s_average_with_two_levels() {
     assert_eq!(judge(&s, &t)[0].severity, Severity::Critical);
     // Without a `full` line (or without the kubepods reading) nothing breaks.
     s.kubepods = None;
-    assert!(judge(&s, &t)[0].evidence.get("kubepods_percent").is_none());
+    assert!(!judge(&s, &t)[0].evidence.contains_key("kubepods_percent"));
 }
 
 #[test]
@@ -160,7 +160,7 @@ fn pods_are_named_by_their_worst_resource_most_stalled_first_and_bounded() {
         format!("/sys/fs/cgroup/kubepods/burstable/pod{UID_A}/io.pressure").into()
     );
     assert_eq!(d[1].subject, UID_B);
-    assert!(d[1].evidence.get("namespace").is_none());
+    assert!(!d[1].evidence.contains_key("namespace"));
 }
 
 #[test]
