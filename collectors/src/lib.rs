@@ -37,6 +37,7 @@ pub mod node;
 pub mod nodelog;
 pub mod npd;
 pub mod pods;
+pub mod pressure;
 pub mod proc;
 pub mod registry;
 pub mod rules;

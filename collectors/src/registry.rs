@@ -20,6 +20,7 @@ use crate::load::{LoadCollector, LoadConfig};
 use crate::memory::{MemoryCollector, MemoryConfig};
 use crate::node::Node;
 use crate::npd::{NpdCollector, NpdConfigs};
+use crate::pressure::{PressureCollector, PressureConfig};
 use crate::runtime::probe::RuntimeProbe;
 use crate::runtime::{RuntimeCollector, RuntimeConfig};
 
@@ -37,6 +38,7 @@ pub struct Options {
     pub hardware: HardwareConfig,
     pub npd: NpdConfigs,
     pub clock: ClockConfig,
+    pub pressure: PressureConfig,
     /// How the runtime collector asks the daemons (the agent's probes; tests' fakes).
     pub runtime_probe: Arc<dyn RuntimeProbe>,
 }
@@ -55,6 +57,7 @@ impl Options {
             hardware: HardwareConfig::default(),
             npd: NpdConfigs::default(),
             clock: ClockConfig::default(),
+            pressure: PressureConfig::default(),
             runtime_probe: probe,
         }
     }
@@ -186,6 +189,12 @@ pub const COLLECTORS: &[Entry] = &[
         flags: &[],
         thresholds: |o| o.clock.thresholds.listed(),
     },
+    Entry {
+        name: "pressure",
+        build: |n, o| Box::new(PressureCollector::new(n.clone(), o.pressure.clone())),
+        flags: &["--kubelet-config"],
+        thresholds: |o| o.pressure.thresholds.listed(),
+    },
 ];
 
 /// The runtime collector's node-log thresholds, named apart from its own.
@@ -271,6 +280,10 @@ mod tests {
         every(
             &format!("{:?}", o.clock.thresholds),
             &o.clock.thresholds.listed(),
+        );
+        every(
+            &format!("{:?}", o.pressure.thresholds),
+            &o.pressure.thresholds.listed(),
         );
         let logs = &o.runtime.log_thresholds;
         every(&format!("{logs:?}"), &logs.listed());

@@ -58,6 +58,8 @@ pub const STANDINS: &[&str] = &[
     "sort",
     "ss",
     "stat",
+    "swapoff",
+    "swapon",
     "sysctl",
     "systemctl",
     "tail",
@@ -67,6 +69,7 @@ pub const STANDINS: &[&str] = &[
     "tr",
     "umount",
     "uniq",
+    "vmstat",
     "xfs_repair",
 ];
 

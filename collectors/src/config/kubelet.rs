@@ -46,6 +46,10 @@ pub struct Config {
     pub healthz_bind_address: Option<String>,
     /// `staticPodPath`: the directory of static pod manifests.
     pub static_pod_path: Option<String>,
+    /// `failSwapOn` (default true: the kubelet refuses to start while swap is on).
+    pub fail_swap_on: Option<bool>,
+    /// `memorySwap.swapBehavior` (`NoSwap`, the default since 1.30, or `LimitedSwap`).
+    pub swap_behavior: Option<String>,
 }
 
 /// Parses a kubelet config file (YAML, or JSON when it starts with `{`).
@@ -116,6 +120,10 @@ pub fn parse_config(text: &str) -> Result<Config, String> {
         healthz_port: scalar("healthzPort"),
         healthz_bind_address: scalar("healthzBindAddress"),
         static_pod_path: scalar("staticPodPath"),
+        fail_swap_on: scalar("failSwapOn").map(|s| !s.eq_ignore_ascii_case("false")),
+        swap_behavior: map("memorySwap")
+            .and_then(|m| m.get("swapBehavior").cloned())
+            .filter(|s| !s.is_empty()),
     })
 }
 
@@ -152,6 +160,12 @@ fn parse_json(text: &str) -> Result<Config, String> {
         healthz_port: v.get("healthzPort").and_then(scalar),
         healthz_bind_address: v.get("healthzBindAddress").and_then(scalar),
         static_pod_path: v.get("staticPodPath").and_then(scalar),
+        fail_swap_on: v.get("failSwapOn").and_then(|b| b.as_bool()),
+        swap_behavior: v
+            .get("memorySwap")
+            .and_then(|m| m.get("swapBehavior"))
+            .and_then(scalar)
+            .filter(|s| !s.is_empty()),
     })
 }
 
@@ -548,6 +562,38 @@ pub fn static_pod_path(args: &[String], config: Option<&Config>) -> Option<Strin
         .filter(|p| !p.trim().is_empty())
 }
 
+/// Where the kubelet's `failSwapOn` comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SwapOrigin {
+    Flag,
+    ConfigFile,
+    Default,
+}
+
+/// The kubelet's swap settings: `failSwapOn` (`--fail-swap-on` wins over the file; default
+/// true) and `memorySwap.swapBehavior` (file only; `None` when not set).
+pub fn swap_settings(
+    args: &[String],
+    config: Option<&Config>,
+) -> (bool, SwapOrigin, Option<String>) {
+    let behavior = config.and_then(|c| c.swap_behavior.clone());
+    // A Go bool flag: `--fail-swap-on` alone is true, a value needs `=`; the last one wins.
+    let flag = args.iter().rev().find_map(|a| {
+        let rest = a.strip_prefix("--fail-swap-on")?;
+        match rest.strip_prefix('=') {
+            Some(v) => Some(!v.eq_ignore_ascii_case("false")),
+            None => rest.is_empty().then_some(true),
+        }
+    });
+    if let Some(v) = flag {
+        return (v, SwapOrigin::Flag, behavior);
+    }
+    match config.and_then(|c| c.fail_swap_on) {
+        Some(b) => (b, SwapOrigin::ConfigFile, behavior),
+        None => (true, SwapOrigin::Default, behavior),
+    }
+}
+
 /// Reads a kubelet config file under the host root; `Ok(None)` when it does not exist.
 pub fn read_config(host: &HostPaths, host_path: &str) -> Result<Option<Config>, ReadError> {
     let path = host.resolve(host_path);
@@ -792,6 +838,33 @@ kind: KubeletConfiguration
         );
         assert_eq!(s.hard_origin, "--eviction-hard flag of the running kubelet");
         assert_eq!(s.image_gc_high_percent, 90.0);
+    }
+
+    #[test]
+    fn swap_settings_from_flag_file_and_default() {
+        let yaml = "failSwapOn: false\nmemorySwap:\n  swapBehavior: LimitedSwap\n";
+        let c = parse_config(yaml).unwrap();
+        assert_eq!(
+            swap_settings(&args("/usr/bin/kubelet"), Some(&c)),
+            (false, SwapOrigin::ConfigFile, Some("LimitedSwap".into()))
+        );
+        assert!(swap_settings(&args("/usr/bin/kubelet --fail-swap-on=true"), Some(&c)).0);
+        assert_eq!(
+            swap_settings(&args("/usr/bin/kubelet --fail-swap-on=false"), None),
+            (false, SwapOrigin::Flag, None)
+        );
+        // A bool flag takes no separate value.
+        assert!(swap_settings(&args("/usr/bin/kubelet --fail-swap-on false"), None).0);
+        let kubeadm = parse_config(KUBEADM_CONFIG).unwrap();
+        assert_eq!(
+            swap_settings(&[], Some(&kubeadm)),
+            (true, SwapOrigin::Default, None)
+        );
+        let json =
+            parse_config(r#"{"failSwapOn": false, "memorySwap": {"swapBehavior": "NoSwap"}}"#)
+                .unwrap();
+        assert_eq!(json.fail_swap_on, Some(false));
+        assert_eq!(json.swap_behavior.as_deref(), Some("NoSwap"));
     }
 
     #[test]

@@ -38,7 +38,7 @@ use crate::pods::PodDirectory;
 use crate::proc::delayacct;
 use crate::proc::diskstats::{self, DiskStat};
 use crate::proc::loadavg::{self, Loadavg};
-use crate::proc::pressure;
+use crate::proc::pressure as psi;
 use crate::proc::stat::{self, Stat};
 use crate::proc::uptime;
 use crate::rules::Draft;
@@ -302,7 +302,7 @@ impl LoadCollector {
             ("io", &mut pressures.io),
             ("memory", &mut pressures.memory),
         ] {
-            match pressure::read(&self.node.host().proc_file("pressure").join(res)) {
+            match psi::read(&self.node.host().proc_file("pressure").join(res)) {
                 Ok(p) => {
                     psi_absent &= p.is_none();
                     *slot = p;

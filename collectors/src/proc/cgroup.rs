@@ -95,6 +95,28 @@ pub fn read(host: &HostPaths, pid: u32) -> Option<Placement> {
     Some(parse(&text))
 }
 
+/// The cgroup path of one controller in a `/proc/<pid>/cgroup` text, and whether it is the
+/// v2 hierarchy's: the v1 line whose controller list names `controller` (`4:cpu,cpuacct:/x`),
+/// else the v2 line (`0::/x`). `None` when neither is there.
+pub fn controller_path(text: &str, controller: &str) -> Option<(String, bool)> {
+    let mut v2 = None;
+    for line in text.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (Some(id), Some(ctrl), Some(path)) = (parts.next(), parts.next(), parts.next()) else {
+            continue;
+        };
+        if !path.starts_with('/') {
+            continue;
+        }
+        if id == "0" && ctrl.is_empty() {
+            v2 = Some(path.to_string());
+        } else if ctrl.split(',').any(|c| c == controller) {
+            return Some((path.to_string(), false));
+        }
+    }
+    v2.map(|p| (p, true))
+}
+
 /// Recognises a kubepods cgroup path of either driver.
 pub fn pod_from_path(path: &str) -> Option<PodRef> {
     let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
@@ -263,6 +285,27 @@ mod tests {
                 cgroup: String::new()
             }
         );
+    }
+
+    #[test]
+    fn controller_paths_of_v1_hybrid_and_v2() {
+        // This VM (Linux 6.18, v1 with a v2 hierarchy at unified): the cpu line wins.
+        let hybrid = "12:pids:/system.slice/kubelet.service\n4:cpu:/system.slice/kubelet.service\n0::/system.slice/kubelet.service\n";
+        assert_eq!(
+            controller_path(hybrid, "cpu"),
+            Some(("/system.slice/kubelet.service".into(), false))
+        );
+        let joined = "3:cpu,cpuacct:/kubelet.slice\n";
+        assert_eq!(
+            controller_path(joined, "cpu"),
+            Some(("/kubelet.slice".into(), false))
+        );
+        assert_eq!(
+            controller_path("0::/system.slice/containerd.service\n", "cpu"),
+            Some(("/system.slice/containerd.service".into(), true))
+        );
+        assert_eq!(controller_path("4:cpuacct:/x\nbad\n", "cpu"), None);
+        assert_eq!(controller_path("0::relative\n", "cpu"), None);
     }
 
     proptest::proptest! {

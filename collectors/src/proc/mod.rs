@@ -29,6 +29,7 @@ pub mod pid_io;
 pub mod pressure;
 pub mod snmp;
 pub mod stat;
+pub mod swaps;
 pub mod uptime;
 pub mod vmstat;
 

@@ -240,6 +240,48 @@ pub fn parse_cpu_stat(text: &str) -> Result<u64, String> {
     Err("cpu.stat has no usage_usec line".into())
 }
 
+/// CPU bandwidth throttling of one cgroup since it was created (`cpu.stat`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Throttling {
+    /// Enforcement periods in which the cgroup had runnable tasks (`nr_periods`).
+    pub periods: u64,
+    /// Periods in which it ran out of quota (`nr_throttled`).
+    pub throttled: u64,
+    /// Time its tasks were held back, microseconds (v2 `throttled_usec`, v1 `throttled_time`
+    /// in nanoseconds / 1000).
+    pub throttled_usec: u64,
+}
+
+/// Parses the throttling counters of `cpu.stat`, either version: v2 (`nr_periods`,
+/// `nr_throttled`, `throttled_usec`, beside `usage_usec`) or v1's cpu controller
+/// (`nr_periods`, `nr_throttled`, `throttled_time` in nanoseconds). The v1 file of a
+/// kernel with `cpu.cfs_burst_us` adds `nr_bursts`/`burst_time`; unknown keys are skipped.
+pub fn parse_throttling(text: &str) -> Result<Throttling, String> {
+    let mut t = Throttling::default();
+    let (mut periods, mut throttled, mut time) = (false, false, false);
+    for line in text.lines() {
+        let Some((k, v)) = line.trim().split_once(' ') else {
+            continue;
+        };
+        let num = || {
+            v.trim()
+                .parse::<u64>()
+                .map_err(|_| format!("cpu.stat {k} is not a number: {}", clip(line)))
+        };
+        match k {
+            "nr_periods" => (t.periods, periods) = (num()?, true),
+            "nr_throttled" => (t.throttled, throttled) = (num()?, true),
+            "throttled_usec" => (t.throttled_usec, time) = (num()?, true),
+            "throttled_time" => (t.throttled_usec, time) = (num()? / 1000, true),
+            _ => {}
+        }
+    }
+    if !(periods && throttled && time) {
+        return Err("cpu.stat has no nr_periods/nr_throttled/throttled time".into());
+    }
+    Ok(t)
+}
+
 /// Parses cgroup v1 `cpuacct.usage` (nanoseconds) into microseconds.
 pub fn parse_cpuacct_usage(text: &str) -> Result<u64, String> {
     text.trim()
@@ -522,6 +564,26 @@ mod tests {
         assert!(parse_procs("1\nx\n").is_err());
     }
 
+    #[test]
+    fn parses_throttling_of_both_versions() {
+        assert_eq!(parse_throttling(CPU_STAT_6_18), Ok(Throttling::default()));
+        // cgroup v1 cpu.stat, Linux 6.18 (this VM's /sys/fs/cgroup/cpu/cpu.stat after a
+        // throttled busy loop): throttled_time in nanoseconds.
+        let v1 = "nr_periods 41\nnr_throttled 39\nthrottled_time 3512345678\nnr_bursts 0\nburst_time 0\n";
+        assert_eq!(
+            parse_throttling(v1),
+            Ok(Throttling {
+                periods: 41,
+                throttled: 39,
+                throttled_usec: 3512345
+            })
+        );
+        let v2 = "usage_usec 10\nnr_periods 200\nnr_throttled 50\nthrottled_usec 4000000\n";
+        assert_eq!(parse_throttling(v2).map(|t| t.throttled), Ok(50));
+        assert!(parse_throttling("usage_usec 5\n").is_err());
+        assert!(parse_throttling("nr_periods x\nnr_throttled 1\nthrottled_usec 1\n").is_err());
+    }
+
     proptest::proptest! {
         #[test]
         fn parsers_never_panic(s in "\\PC{0,200}") {
@@ -530,6 +592,7 @@ mod tests {
             let _ = parse_cpu_stat(&s);
             let _ = parse_cpuacct_usage(&s);
             let _ = parse_procs(&s);
+            let _ = parse_throttling(&s);
         }
     }
 

@@ -676,3 +676,71 @@ fn hardware_commands_with_hostile_record_array_and_disk_names_are_inert() {
         ],
     );
 }
+
+/// A container cgroup directory, the kubelet's `--config` path and the node name are hostile:
+/// a throttled container, swap on under that kubelet, and node memory stall name all three.
+#[test]
+fn pressure_commands_with_a_hostile_cgroup_config_and_node_are_inert() {
+    use collectors::pressure::{PressureCollector, PressureConfig};
+    use collectors::Collector;
+    let quiet = "some avg10=0.00 avg60=0.00 avg300=0.00 total=1\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=1\n";
+    let config = format!("/etc/{}", hostile("config"));
+    let pod = format!("/sys/fs/cgroup/cpu/kubepods/pod{UID}");
+    let container = format!("{pod}/{}", hostile("cgroup"));
+    let stat = |p: u64, t: u64| {
+        format!(
+            "nr_periods {p}\nnr_throttled {t}\nthrottled_time {}\n",
+            t * 1_000_000
+        )
+    };
+    let h = FakeHost::new();
+    h.write("/proc/pressure/cpu", quiet)
+        .write("/proc/pressure/io", quiet)
+        .write(
+            "/proc/pressure/memory",
+            "some avg10=50.00 avg60=50.00 avg300=20.00 total=9\nfull avg10=40.00 avg60=40.00 avg300=15.00 total=5\n",
+        )
+        .write("/proc/uptime", "1000.00 1.00\n")
+        .write(
+            "/proc/meminfo",
+            "MemTotal: 8009924 kB\nSwapTotal: 1048576 kB\nSwapFree: 1048576 kB\n",
+        )
+        .write("/proc/vmstat", "pswpin 0\npswpout 0\n")
+        .write("/sys/fs/cgroup/cpu/cpu.stat", stat(0, 0))
+        .write(&format!("{pod}/cpu.stat"), stat(0, 0))
+        .write(&format!("{container}/cpu.stat"), stat(0, 0))
+        .write(&config, "failSwapOn: true\n")
+        .write("/proc/700/comm", "kubelet\n")
+        .write(
+            "/proc/700/stat",
+            "700 (kubelet) S 1 700 700 0 -1 4194560 100 0 0 0 10 0 0 0 20 0 12 0 100 1000000 100 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
+        )
+        .write("/proc/700/cmdline", format!("/usr/bin/kubelet\0--config={config}\0"))
+        .write("/proc/700/cgroup", "0::/system.slice/kubelet.service\n");
+    let mut c = PressureCollector::new(h.node(), PressureConfig::default());
+    let _ = c.collect(&hostile_ctx());
+    h.write("/proc/uptime", "1030.00 1.00\n")
+        .write(&format!("{container}/cpu.stat"), stat(300, 200));
+    let out = crate::support::collect(&mut c, &hostile_ctx());
+    for id in [
+        "pressure.node_stall",
+        "pressure.pod_throttled",
+        "pressure.swap_fail_swap_on",
+    ] {
+        assert!(
+            ids(&out).contains(&id),
+            "no {id}: {:?} {:?}",
+            ids(&out),
+            out.status
+        );
+    }
+    let cmds = commands(&out);
+    for tag in ["cgroup", "config", "node"] {
+        assert_reached(&cmds, tag);
+    }
+    assert_inert(
+        "pressure_commands_with_a_hostile_cgroup_config_and_node_are_inert",
+        &cmds,
+        &[hostile("cgroup"), hostile("config")],
+    );
+}

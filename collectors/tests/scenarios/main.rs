@@ -19,6 +19,7 @@ mod memory;
 mod nodelog;
 mod npd;
 mod npd_parity;
+mod pressure;
 mod registry;
 mod rules;
 mod runtime;
