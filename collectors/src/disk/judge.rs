@@ -702,6 +702,7 @@ fn filling_up(fs: &FsSample, s: &Settings, t: &Thresholds, resource: Resource) -
         .subject(fs.mount_point.clone())
         .evidence("mount_point", fs.mount_point.as_str())
         .evidence("device", fs.device.as_str())
+        .evidence("fstype", fs.fstype.as_str())
         .evidence("roles", fs.role_names())
         .evidence(&format!("fill_rate_{unit}_per_second"), eta.fit.rate)
         .evidence(&format!("recent_rate_{unit}_per_second"), eta.fit.recent_rate)

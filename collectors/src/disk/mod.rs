@@ -29,6 +29,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::collector::{CollectContext, Phases, Status};
+use crate::config::kubelet as config_kubelet;
 use crate::metric::Metric;
 use crate::node::discover::{self, Discovery, Locations, Role};
 use crate::node::Node;
@@ -228,6 +229,9 @@ impl DiskCollector {
         let disc = self.discover();
         let mut notes = disc.notes.clone();
         if disc.dirs.is_empty() {
+            // No filesystem is watched: none has a history any more.
+            self.history.clear();
+            self.growth.clear();
             let none = format!(
                 "no container runtime or kubelet directory under {}: looked for the docker data/exec roots, the containerd root/state and the kubelet root dir",
                 self.node.host().root().display()
@@ -625,11 +629,57 @@ impl DiskCollector {
         }
     }
 
+    /// Time to full of a filesystem: its history's span, and per resource (`space`,
+    /// `inodes`) the fitted rate (once there is enough history) and the seconds to the first
+    /// threshold it will cross (only while it fills).
+    fn trend_metrics(g: &FsSample, settings: &config_kubelet::Settings, t: &Thresholds) -> Vec<Metric> {
+        let mut out = vec![Metric::gauge(
+            "node_doctor_disk_history_seconds",
+            "Seconds of usage history the time-to-full fit can use (kept in memory: 0 after a restart).",
+            g.trend.history_secs,
+        )
+        .label("mountpoint", g.mount_point.clone())];
+        for (resource, fit) in [
+            (trend::Resource::Space, g.trend.space),
+            (trend::Resource::Inodes, g.trend.inodes),
+        ] {
+            let Some(fit) = fit else { continue };
+            out.push(
+                Metric::gauge(
+                    "node_doctor_disk_fill_rate_per_second",
+                    "Fitted use of a filesystem per second (bytes for space, inodes for inodes; negative: freeing), Theil-Sen over its history.",
+                    fit.rate,
+                )
+                .label("mountpoint", g.mount_point.clone())
+                .label("resource", resource.as_str()),
+            );
+            if let Some(eta) = judge::time_to_threshold(g, settings, t, resource) {
+                out.push(
+                    Metric::gauge(
+                        "node_doctor_disk_seconds_to_threshold",
+                        "Seconds until a filling filesystem crosses its first threshold (kubelet eviction, soft with its grace period, or node-doctor's used limit) at the fitted rate.",
+                        eta.secs,
+                    )
+                    .label("mountpoint", g.mount_point.clone())
+                    .label("resource", resource.as_str())
+                    .label("signal", eta.target.signal.clone()),
+                );
+            }
+        }
+        out
+    }
+
     /// The metrics of a sample: usage per filesystem and role, the walk's completeness, the
     /// largest logs of the node.
-    fn sample_metrics(sample: &DiskSample) -> Vec<Metric> {
+    fn sample_metrics(sample: &DiskSample, t: &Thresholds) -> Vec<Metric> {
         let mut metrics = Vec::new();
+        let settings = sample
+            .kubelet
+            .as_ref()
+            .map(|k| k.0.clone())
+            .unwrap_or_default();
         for g in &sample.filesystems {
+            metrics.extend(Self::trend_metrics(g, &settings, t));
             let mut roles: Vec<Role> = g.roles.iter().map(|r| r.role).collect();
             roles.sort();
             roles.dedup();
@@ -747,6 +797,6 @@ impl Phases for DiskCollector {
     }
 
     fn metrics(&self, sample: &DiskSample) -> Vec<Metric> {
-        Self::sample_metrics(sample)
+        Self::sample_metrics(sample, &self.config.thresholds)
     }
 }

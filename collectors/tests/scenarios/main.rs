@@ -5,6 +5,7 @@
 mod citations;
 mod conntrack;
 mod disk;
+mod disk_filling;
 mod explain;
 mod golden;
 mod hardware;
