@@ -705,12 +705,18 @@ fn filling_up(fs: &FsSample, s: &Settings, t: &Thresholds, resource: Resource) -
         .evidence("fstype", fs.fstype.as_str())
         .evidence("roles", fs.role_names())
         .evidence(&format!("fill_rate_{unit}_per_second"), eta.fit.rate)
-        .evidence(&format!("recent_rate_{unit}_per_second"), eta.fit.recent_rate)
+        .evidence(
+            &format!("recent_rate_{unit}_per_second"),
+            eta.fit.recent_rate,
+        )
         .evidence("seconds_to_threshold", eta.secs.round())
         .evidence("threshold", eta.target.threshold.as_str())
         .evidence("threshold_signal", eta.target.signal.as_str())
         .evidence("threshold_kind", eta.target.kind.as_str())
-        .evidence(&format!("threshold_free_{unit}"), eta.target.min_free.round())
+        .evidence(
+            &format!("threshold_free_{unit}"),
+            eta.target.min_free.round(),
+        )
         .evidence("threshold_source", eta.target.origin.as_str())
         .evidence("threshold_at", trend::utc(eta.fit.t_now + eta.secs))
         .evidence("history_seconds", eta.fit.span_secs.round())
@@ -756,10 +762,13 @@ fn filling_up(fs: &FsSample, s: &Settings, t: &Thresholds, resource: Resource) -
         d = d
             .evidence("grower_path", g.path.as_str())
             .evidence("grower_kind", g.kind)
-            .evidence(&format!("grower_{unit}_per_second"), match resource {
-                Resource::Space => g.bytes_per_second,
-                Resource::Inodes => g.entries_per_second,
-            })
+            .evidence(
+                &format!("grower_{unit}_per_second"),
+                match resource {
+                    Resource::Space => g.bytes_per_second,
+                    Resource::Inodes => g.entries_per_second,
+                },
+            )
             .evidence("grower_bytes", g.bytes)
             .evidence_opt("grower_pod_uid", g.pod_uid.as_deref())
             .when(match g.kind {

@@ -632,7 +632,11 @@ impl DiskCollector {
     /// Time to full of a filesystem: its history's span, and per resource (`space`,
     /// `inodes`) the fitted rate (once there is enough history) and the seconds to the first
     /// threshold it will cross (only while it fills).
-    fn trend_metrics(g: &FsSample, settings: &config_kubelet::Settings, t: &Thresholds) -> Vec<Metric> {
+    fn trend_metrics(
+        g: &FsSample,
+        settings: &config_kubelet::Settings,
+        t: &Thresholds,
+    ) -> Vec<Metric> {
         let mut out = vec![Metric::gauge(
             "node_doctor_disk_history_seconds",
             "Seconds of usage history the time-to-full fit can use (kept in memory: 0 after a restart).",

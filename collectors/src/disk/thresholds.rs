@@ -66,8 +66,14 @@ impl Thresholds {
             ),
             l::setting("deleted_min_bytes", l::bytes(self.deleted_min_bytes)),
             l::setting("deleted_min_percent", l::percent(self.deleted_min_percent)),
-            l::setting("fill_warning_secs", l::seconds(self.fill_warning_secs as u64)),
-            l::setting("fill_critical_secs", l::seconds(self.fill_critical_secs as u64)),
+            l::setting(
+                "fill_warning_secs",
+                l::seconds(self.fill_warning_secs as u64),
+            ),
+            l::setting(
+                "fill_critical_secs",
+                l::seconds(self.fill_critical_secs as u64),
+            ),
             l::setting("fill_clear_factor", l::num(self.fill_clear_factor)),
             l::setting(
                 "fill_min_history_secs",

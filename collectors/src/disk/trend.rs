@@ -98,11 +98,7 @@ impl Series {
             self.points.pop_back();
         }
         self.points.push_back(p);
-        while self
-            .points
-            .front()
-            .is_some_and(|f| p.t - f.t > window_secs)
-        {
+        while self.points.front().is_some_and(|f| p.t - f.t > window_secs) {
             self.points.pop_front();
         }
         while self.points.len() > capacity {

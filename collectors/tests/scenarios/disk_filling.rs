@@ -122,7 +122,11 @@ fn a_kubelet_disk_filling_at_a_steady_rate_is_announced_with_its_eta() {
             announced = Some((minute, f.clone(), out.clone()));
             break;
         }
-        assert_eq!(c.walker_count(), 0, "walked at minute {minute} before growth was seen");
+        assert_eq!(
+            c.walker_count(),
+            0,
+            "walked at minute {minute} before growth was seen"
+        );
     }
     let (minute, f, out) = announced.expect("never announced");
     assert_eq!(minute, 30, "announced at minute {minute}");
@@ -140,7 +144,11 @@ fn a_kubelet_disk_filling_at_a_steady_rate_is_announced_with_its_eta() {
     // 17:30 + 10,488 s = 20:24:48.
     assert_eq!(ev_str(&f, "threshold_at"), "2026-11-27T20:24:48Z");
     assert_eq!(ev_num(&f, "history_seconds"), 1800.0);
-    assert!(f.summary.en.contains("filling at 1.0 MiB/s"), "{}", f.summary.en);
+    assert!(
+        f.summary.en.contains("filling at 1.0 MiB/s"),
+        "{}",
+        f.summary.en
+    );
     assert!(
         f.summary.en.contains("hard eviction threshold nodefs.available<10% (kubelet default) in about 175 min, at 2026-11-27T20:24:48Z"),
         "{}",
@@ -150,7 +158,11 @@ fn a_kubelet_disk_filling_at_a_steady_rate_is_announced_with_its_eta() {
     let m = crate::support::find_metric(
         &out,
         "node_doctor_disk_seconds_to_threshold",
-        &[("mountpoint", "/var/lib/kubelet"), ("resource", "space"), ("signal", "nodefs.available")],
+        &[
+            ("mountpoint", "/var/lib/kubelet"),
+            ("resource", "space"),
+            ("signal", "nodefs.available"),
+        ],
     )
     .expect("seconds_to_threshold");
     assert!((m.value - eta).abs() < 1.0);
@@ -165,10 +177,7 @@ fn a_kubelet_disk_filling_at_a_steady_rate_is_announced_with_its_eta() {
     assert_eq!(c.walker_count(), 1);
     let mut named = None;
     for minute in 31..=35 {
-        h.write(
-            &format!("{EMPTY_DIR}/data-{minute}"),
-            vec![7u8; 256 * 1024],
-        );
+        h.write(&format!("{EMPTY_DIR}/data-{minute}"), vec![7u8; 256 * 1024]);
         tick(minute, true);
         let out = c.collect(&ctx());
         let f = find(&out, "disk.filling_up").expect("still filling");
@@ -183,7 +192,11 @@ fn a_kubelet_disk_filling_at_a_steady_rate_is_announced_with_its_eta() {
     assert_eq!(ev_str(&f, "grower_pod_uid"), UID);
     let rate = ev_num(&f, "grower_bytes_per_second");
     assert!(rate >= 256.0 * 1024.0 / 60.0 * 0.9, "{rate}");
-    assert!(f.remediation.steps.iter().any(|s| s.en.contains("sizeLimit")));
+    assert!(f
+        .remediation
+        .steps
+        .iter()
+        .any(|s| s.en.contains("sizeLimit")));
     // The path is one quoted word (`~` is not bare).
     assert!(
         f.remediation
@@ -257,7 +270,10 @@ fn inodes_used_at_a_steady_rate_are_announced() {
     // 110,000 - 9,000 - 50,000 = 51,000 inodes at 5/s.
     assert!((ev_num(&f, "seconds_to_threshold") - 10_200.0).abs() < 200.0);
     assert!(f.summary.en.contains("5.0 inodes/s"), "{}", f.summary.en);
-    assert!(f.remediation.commands.contains(&"df -i /var/lib/kubelet".to_string()));
+    assert!(f
+        .remediation
+        .commands
+        .contains(&"df -i /var/lib/kubelet".to_string()));
 }
 
 /// The bounded state: the history of a filesystem no longer seen is dropped.
@@ -323,7 +339,9 @@ impl KubeletTmpfs {
     }
 
     fn used_percent(&self) -> f64 {
-        collectors::sys::statvfs::usage(&self.mnt).unwrap().used_percent()
+        collectors::sys::statvfs::usage(&self.mnt)
+            .unwrap()
+            .used_percent()
     }
 }
 
@@ -380,12 +398,18 @@ fn real_tmpfs_filled_at_a_steady_rate_is_announced_before_80_percent() {
                 break;
             }
         }
-        assert!(fs.used_percent() < 80.0, "reached 80% unannounced (cycle {cycle})");
+        assert!(
+            fs.used_percent() < 80.0,
+            "reached 80% unannounced (cycle {cycle})"
+        );
         fs.append(&format!("{REAL_EMPTY_DIR}/data"), 2 * MIB);
         std::thread::sleep(std::time::Duration::from_millis(1000));
     }
     let (cycle, used, f) = announced.expect("never announced");
-    eprintln!("announced at cycle {cycle}, {used:.1}% used: {}", f.summary.en);
+    eprintln!(
+        "announced at cycle {cycle}, {used:.1}% used: {}",
+        f.summary.en
+    );
     assert_eq!(ev_str(&f, "fstype"), "tmpfs");
     assert_eq!(ev_str(&f, "threshold"), "nodefs.available<10%");
     // About 2 MiB/s: the estimate is the space left above 10% at that rate.

@@ -387,9 +387,19 @@ fn steady_growth_gives_the_eta_to_the_hard_threshold() {
     assert!(d.is("hard_eviction") && d.is("origin_default"));
     // In the built-in words.
     let f = render(d.clone());
-    assert!(f.summary.en.contains("nodefs.available<10%"), "{}", f.summary.en);
+    assert!(
+        f.summary.en.contains("nodefs.available<10%"),
+        "{}",
+        f.summary.en
+    );
     assert!(f.summary.en.contains("1.0 MiB/s"), "{}", f.summary.en);
-    assert!(f.summary.en.contains("in about 171 min, at 2026-11-27T21:50:40Z"), "{}", f.summary.en);
+    assert!(
+        f.summary
+            .en
+            .contains("in about 171 min, at 2026-11-27T21:50:40Z"),
+        "{}",
+        f.summary.en
+    );
     assert!(f.summary.zh.contains("硬驱逐阈值"), "{}", f.summary.zh);
     assert!(f
         .remediation
@@ -495,7 +505,10 @@ fn shrinking_use_is_not_filling() {
         |i| 100_000.0 + i as f64 * 100.0,
         &t,
     );
-    assert!(f.trend.space.is_some_and(|fit| fit.rate < 0.0 && !fit.filling));
+    assert!(f
+        .trend
+        .space
+        .is_some_and(|fit| fit.rate < 0.0 && !fit.filling));
     assert!(filling_drafts(&f, &s, &t).is_empty());
 }
 
@@ -557,8 +570,18 @@ fn a_soft_threshold_counts_its_grace_period() {
     assert!((num(d, "seconds_to_threshold") - 10330.0).abs() < 10330.0 * 0.02);
     assert!(d.is("soft_eviction") && d.is("origin_file"));
     let f = render(d.clone());
-    assert!(f.summary.en.contains("grace period of 1.5 min"), "{}", f.summary.en);
-    assert!(f.summary.en.contains("evictionSoft in /var/lib/kubelet/config.yaml"), "{}", f.summary.en);
+    assert!(
+        f.summary.en.contains("grace period of 1.5 min"),
+        "{}",
+        f.summary.en
+    );
+    assert!(
+        f.summary
+            .en
+            .contains("evictionSoft in /var/lib/kubelet/config.yaml"),
+        "{}",
+        f.summary.en
+    );
     // The flag form wins over the file.
     let s = effective(
         &["--eviction-soft-grace-period=nodefs.available=2m".to_string()],
@@ -595,7 +618,11 @@ fn inodes_fill_towards_inodes_free() {
     assert_eq!(num(d, "threshold_free_inodes"), 50_000.0);
     let f = render(d.clone());
     assert!(f.summary.en.contains("5.0 inodes/s"), "{}", f.summary.en);
-    assert!(f.remediation.commands.iter().any(|c| c == "df -i /var/lib/kubelet"));
+    assert!(f
+        .remediation
+        .commands
+        .iter()
+        .any(|c| c == "df -i /var/lib/kubelet"));
 }
 
 #[test]
@@ -640,7 +667,11 @@ fn without_a_kubelet_threshold_the_used_limit_applies() {
     assert!((num(&d[0], "seconds_to_threshold") - 3072.0).abs() < 60.0);
     assert!(d[0].is("used_limit"));
     let f = render(d[0].clone());
-    assert!(f.summary.en.contains("no kubelet threshold applies"), "{}", f.summary.en);
+    assert!(
+        f.summary.en.contains("no kubelet threshold applies"),
+        "{}",
+        f.summary.en
+    );
 }
 
 #[test]
@@ -679,8 +710,18 @@ fn the_fastest_grower_is_named_with_its_advice() {
     assert_eq!(text(&d[0], "grower_pod_uid"), uid);
     assert!(d[0].is("grower_empty_dir"));
     let r = render(d[0].clone());
-    assert!(r.summary.en.contains("kubernetes.io~empty-dir/cache (+1.0 MiB/s)"), "{}", r.summary.en);
-    assert!(r.remediation.steps.iter().any(|s| s.en.contains("sizeLimit")));
+    assert!(
+        r.summary
+            .en
+            .contains("kubernetes.io~empty-dir/cache (+1.0 MiB/s)"),
+        "{}",
+        r.summary.en
+    );
+    assert!(r
+        .remediation
+        .steps
+        .iter()
+        .any(|s| s.en.contains("sizeLimit")));
     assert!(r
         .remediation
         .commands
