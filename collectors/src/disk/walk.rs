@@ -401,6 +401,41 @@ mod tests {
     }
 
     #[test]
+    fn items_count_each_byte_in_the_deepest_one() {
+        let t = tempfile::tempdir().unwrap();
+        let r = t.path();
+        let pod = r.join("pods/6f1cbb31-4ad5-4b8e-9b2e-8d3c1f0f8a77");
+        let vol = pod.join("volumes/kubernetes.io~empty-dir/cache");
+        std::fs::create_dir_all(&vol).unwrap();
+        std::fs::write(vol.join("a"), vec![1u8; 64 * 1024]).unwrap();
+        std::fs::write(pod.join("etc-hosts"), vec![1u8; 4096]).unwrap();
+        std::fs::create_dir_all(r.join("plugins")).unwrap();
+        let mut w = Walker::new(r.to_path_buf());
+        assert!(w.items().is_empty());
+        w.advance(BIG);
+        let get = |key: &str| {
+            w.items()
+                .iter()
+                .find(|i| i.key == key)
+                .unwrap_or_else(|| panic!("{key}: {:?}", w.items()))
+                .clone()
+        };
+        let v =
+            get("pods/6f1cbb31-4ad5-4b8e-9b2e-8d3c1f0f8a77/volumes/kubernetes.io~empty-dir/cache");
+        assert_eq!(v.kind, "empty_dir");
+        // The volume directory and its file.
+        assert!(v.bytes >= 64 * 1024 && v.entries == 2, "{v:?}");
+        let p = get("pods/6f1cbb31-4ad5-4b8e-9b2e-8d3c1f0f8a77");
+        assert_eq!(p.kind, "pod_dir");
+        // The pod's own files and directories, not its emptyDir's data.
+        assert!(p.bytes >= 4096 && p.bytes < 64 * 1024, "{p:?}");
+        assert_eq!(get("plugins").kind, "dir");
+        assert_eq!(get("pods").kind, "dir");
+        assert_eq!(item_kind(&["overlay2", "abc"]), Some("layer"));
+        assert_eq!(item_kind(&["overlay2", "abc", "diff"]), None);
+    }
+
+    #[test]
     fn missing_root_yields_nothing() {
         let mut w = Walker::new(PathBuf::from("/nonexistent/node-doctor/x"));
         assert_eq!(w.advance(BIG), Spent::default());
