@@ -448,7 +448,7 @@ impl DiskCollector {
         self.history.retain(|id, _| seen.contains(id));
         if short {
             absent.push(format!(
-                "time to full needs history: a filesystem is estimated after {} min of samples in serve (kept in memory, started again when the agent restarts)",
+                "time to full needs history: run serve (estimated after {} min of samples, kept in memory)",
                 (t.fill_min_history_secs / 60.0).round()
             ));
         }
