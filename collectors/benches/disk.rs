@@ -4,6 +4,9 @@
 //!
 //! Prints CPU time per cycle (getrusage user+sys deltas), wall time, the walk's entries and
 //! time per cycle against its budget, and how many cycles a full pass of the tree takes.
+//! Then the cost of time to full: the Theil–Sen fit of a full history (120 points, space and
+//! inodes) alone, and healthy cycles whose clock advances 3 min each, so that every cycle
+//! after the 120th fits a full history.
 //! Run: `cargo bench -p collectors --bench disk`.
 
 use std::path::Path;
@@ -129,6 +132,84 @@ fn run(label: &str, root: &Path, avail_percent: u64, cycles: usize) {
     );
 }
 
+/// The fit of one filesystem's full history (space and inodes), as each cycle does it.
+fn history_fit() {
+    use collectors::disk::trend::{self, Point, Resource, Series};
+    let t = collectors::disk::Thresholds::default();
+    let mut s = Series::default();
+    for i in 0..400u32 {
+        s.push(
+            Point {
+                t: f64::from(i) * 60.0,
+                avail_bytes: 5e10 - f64::from(i) * 1e6 + f64::from(i % 7) * 3e5,
+                files_free: 9e5 - f64::from(i),
+            },
+            Series::WINDOW_SECS,
+            Series::CAPACITY,
+        );
+    }
+    let points = s.points();
+    let n = 2_000u32;
+    let (c0, w0) = (cpu(), Instant::now());
+    let mut filling = 0;
+    for _ in 0..n {
+        let a = trend::fit(&points, Resource::Space, &t);
+        let b = trend::fit(&points, Resource::Inodes, &t);
+        filling += usize::from(a.is_some_and(|f| f.filling) && b.is_some_and(|f| f.filling));
+    }
+    let (dc, dw) = (cpu() - c0, w0.elapsed());
+    println!(
+        "history fit: {} points, space + inodes: {:.1} us CPU ({:.1} us wall) per filesystem per cycle ({filling}/{n} filling)",
+        points.len(),
+        dc.as_secs_f64() * 1e6 / f64::from(n),
+        dw.as_secs_f64() * 1e6 / f64::from(n),
+    );
+}
+
+/// Healthy cycles (no walk) with the clock 3 min further each: the last 20 fit a full history.
+fn healthy_with_history(root: &Path) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    let clock = Arc::new(AtomicU64::new(1_795_798_800));
+    let c2 = clock.clone();
+    let mut c = DiskCollector::new(
+        collectors::Node::new(HostPaths::new(root)),
+        DiskConfig::default(),
+    )
+    .with_statfs(move |_| {
+        Ok(FsUsage {
+            size_bytes: 100 << 30,
+            avail_bytes: 60 << 30,
+            free_bytes: 60 << 30,
+            files: 6_553_600,
+            files_free: 6_000_000,
+        })
+    })
+    .with_clock(move || c2.load(Ordering::SeqCst) as f64);
+    let ctx = CollectContext::new("bench-node", collectors::HostNetns::Same);
+    let mut cpus = Vec::new();
+    for _ in 0..140 {
+        clock.fetch_add(180, Ordering::SeqCst);
+        let c0 = cpu();
+        let out = c.collect(&ctx);
+        cpus.push(cpu() - c0);
+        assert!(out.findings.iter().all(|f| !f.id.ends_with("filling_up")));
+        assert_eq!(
+            c.last_walk().entries,
+            0,
+            "a healthy, flat disk is not walked"
+        );
+    }
+    let tail = &cpus[120..];
+    let early = &cpus[1..11];
+    let mean = |v: &[Duration]| v.iter().sum::<Duration>().as_secs_f64() * 1e3 / v.len() as f64;
+    println!(
+        "healthy with history: CPU per cycle mean {:.2} ms over cycles 2-11 (history short: no fit), {:.2} ms over cycles 121-140 (full history fitted)",
+        mean(early),
+        mean(tail)
+    );
+}
+
 fn main() {
     let t = tempfile::tempdir().expect("tempdir");
     let b0 = Instant::now();
@@ -140,4 +221,6 @@ fn main() {
     );
     run("critical (97% used)", t.path(), 3, 60);
     run("healthy (40% used)", t.path(), 60, 5);
+    history_fit();
+    healthy_with_history(t.path());
 }

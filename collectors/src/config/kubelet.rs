@@ -32,6 +32,8 @@ pub const DEFAULT_IMAGE_GC_HIGH_PERCENT: f64 = 85.0;
 pub struct Config {
     pub eviction_hard: Option<BTreeMap<String, String>>,
     pub eviction_soft: Option<BTreeMap<String, String>>,
+    /// `evictionSoftGracePeriod`: how long a soft threshold must be crossed before eviction.
+    pub eviction_soft_grace_period: Option<BTreeMap<String, String>>,
     pub image_gc_high_threshold_percent: Option<String>,
     pub container_log_max_size: Option<String>,
     /// Kubelet 1.34+: merge unspecified `evictionHard` signals with the defaults.
@@ -111,6 +113,7 @@ pub fn parse_config(text: &str) -> Result<Config, String> {
     Ok(Config {
         eviction_hard: map("evictionHard"),
         eviction_soft: map("evictionSoft"),
+        eviction_soft_grace_period: map("evictionSoftGracePeriod"),
         image_gc_high_threshold_percent: scalar("imageGCHighThresholdPercent"),
         container_log_max_size: scalar("containerLogMaxSize"),
         merge_default_eviction_settings: scalar("mergeDefaultEvictionSettings")
@@ -150,6 +153,7 @@ fn parse_json(text: &str) -> Result<Config, String> {
     Ok(Config {
         eviction_hard: map("evictionHard"),
         eviction_soft: map("evictionSoft"),
+        eviction_soft_grace_period: map("evictionSoftGracePeriod"),
         image_gc_high_threshold_percent: v.get("imageGCHighThresholdPercent").and_then(scalar),
         container_log_max_size: v.get("containerLogMaxSize").and_then(scalar),
         merge_default_eviction_settings: v
@@ -224,6 +228,14 @@ pub fn parse_eviction_flag(s: &str) -> Result<BTreeMap<String, String>, String> 
         out.insert(k.trim().to_string(), v.trim().to_string());
     }
     Ok(out)
+}
+
+/// Parses the `--eviction-soft-grace-period` flag form: `nodefs.available=1m30s,...`.
+pub fn parse_grace_flag(s: &str) -> BTreeMap<String, String> {
+    s.split(',')
+        .filter_map(|p| p.split_once('='))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect()
 }
 
 /// An eviction threshold: a percentage of capacity or an absolute quantity (bytes for
@@ -309,6 +321,10 @@ pub struct Settings {
     pub hard_origin: Origin,
     pub eviction_soft: BTreeMap<String, Threshold>,
     pub soft_origin: Origin,
+    /// The grace period of each soft threshold (`evictionSoftGracePeriod`,
+    /// `--eviction-soft-grace-period`): the kubelet evicts once the signal has stayed past
+    /// the soft threshold that long.
+    pub eviction_soft_grace: BTreeMap<String, std::time::Duration>,
     pub image_gc_high_percent: f64,
     pub gc_origin: Origin,
     pub container_log_max_size: Option<String>,
@@ -386,6 +402,23 @@ pub fn effective(args: &[String], config: Option<&Config>, config_path: &str) ->
         (BTreeMap::new(), "kubelet default (none)".to_string())
     };
     let eviction_soft = convert(&soft_raw);
+    let grace_raw = match super::flag_value(args, "--eviction-soft-grace-period") {
+        Some(f) => parse_grace_flag(&f),
+        None => config
+            .and_then(|c| c.eviction_soft_grace_period.clone())
+            .unwrap_or_default(),
+    };
+    let eviction_soft_grace = grace_raw
+        .iter()
+        .filter(|(k, _)| DISK_SIGNALS.contains(&k.as_str()))
+        .filter_map(|(k, v)| match super::go_duration::parse(v) {
+            Some(d) => Some((k.clone(), d)),
+            None => {
+                errors.push(format!("{k}: grace period {v:?} is not a duration"));
+                None
+            }
+        })
+        .collect();
 
     let gc_raw = super::flag_value(args, "--image-gc-high-threshold")
         .map(|v| {
@@ -416,6 +449,7 @@ pub fn effective(args: &[String], config: Option<&Config>, config_path: &str) ->
         hard_origin,
         eviction_soft,
         soft_origin,
+        eviction_soft_grace,
         image_gc_high_percent,
         gc_origin,
         container_log_max_size,

@@ -15,6 +15,7 @@ use crate::rules::{Draft, Item};
 use super::logs::LogFile;
 use super::sample::{DiskSample, FsSample};
 use super::thresholds::Thresholds;
+use super::trend::{self, Fit, Resource};
 
 /// Which threshold decided a verdict: the condition the rule file's summary tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -245,6 +246,8 @@ pub fn judge(sample: &DiskSample, t: &Thresholds) -> Vec<Draft> {
         out.extend(filesystem_full(fs, &space, &settings, t));
         out.extend(inodes_exhausted(fs, &inodes, t));
         out.extend(deleted_open_files(fs, space.severity, t));
+        out.extend(filling_up(fs, &settings, t, Resource::Space));
+        out.extend(filling_up(fs, &settings, t, Resource::Inodes));
     }
     if let Some((s, path)) = &sample.kubelet {
         out.extend(kubelet_unprotected(s, path));
@@ -525,6 +528,259 @@ fn docker_log_unbounded(
             .var("data_root", data_root)
             .when_if("no_daemon_json", d.is_none()),
     )
+}
+
+/// What kind of threshold a filling filesystem will cross.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// The kubelet's hard eviction threshold: it evicts pods when crossed.
+    Hard,
+    /// Its soft one: it evicts once crossed for the grace period.
+    Soft,
+    /// node-doctor's used limit (no kubelet threshold applies to the filesystem).
+    Limit,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Hard => "hard",
+            Kind::Soft => "soft",
+            Kind::Limit => "node-doctor",
+        }
+    }
+}
+
+/// A threshold a filesystem's free space or inodes can fall to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Target {
+    /// `nodefs.available`, `imagefs.inodesFree`; `used` for node-doctor's limit.
+    pub signal: String,
+    pub kind: Kind,
+    /// As the summary prints it: `nodefs.available<10%`, `used>=95%`.
+    pub threshold: String,
+    /// The free bytes or inodes at which it is crossed.
+    pub min_free: f64,
+    /// Seconds past the crossing before the kubelet evicts (soft thresholds).
+    pub grace_secs: f64,
+    pub origin: String,
+}
+
+/// The thresholds of a filesystem's space or inodes: the kubelet's hard and soft ones of the
+/// signals its roles map to, or, when none applies, node-doctor's used limit.
+pub fn targets(fs: &FsSample, s: &Settings, t: &Thresholds, resource: Resource) -> Vec<Target> {
+    let u = &fs.usage;
+    let inodes = resource == Resource::Inodes;
+    let cap = if inodes {
+        u.files as f64
+    } else {
+        u.size_bytes as f64
+    };
+    let suffix = if inodes { "inodesFree" } else { "available" };
+    let mut families: Vec<&str> = fs.roles.iter().filter_map(|r| r.role.signal()).collect();
+    families.sort_unstable();
+    families.dedup();
+    let mut out = Vec::new();
+    for fam in families {
+        let signal = format!("{fam}.{suffix}");
+        if let Some(th) = s.eviction_hard.get(&signal).filter(|t| !t.is_zero()) {
+            out.push(Target {
+                threshold: format!("{signal}<{}", fmt_threshold(th)),
+                signal: signal.clone(),
+                kind: Kind::Hard,
+                min_free: th.min_free(cap),
+                grace_secs: 0.0,
+                origin: s.hard_origin.clone(),
+            });
+        }
+        if let Some(th) = s.eviction_soft.get(&signal).filter(|t| !t.is_zero()) {
+            out.push(Target {
+                threshold: format!("{signal}<{}", fmt_threshold(th)),
+                signal: signal.clone(),
+                kind: Kind::Soft,
+                min_free: th.min_free(cap),
+                grace_secs: s
+                    .eviction_soft_grace
+                    .get(&signal)
+                    .map(|d| d.as_secs_f64())
+                    .unwrap_or(0.0),
+                origin: s.soft_origin.clone(),
+            });
+        }
+    }
+    if out.is_empty() && cap > 0.0 {
+        // df's used share: used / (used + available), root's reserve left out.
+        let share = (100.0 - t.critical_used_percent).max(0.0) / 100.0;
+        let min_free = if inodes {
+            cap * share
+        } else {
+            let reserve = u.free_bytes.saturating_sub(u.avail_bytes) as f64;
+            (cap - reserve).max(0.0) * share
+        };
+        out.push(Target {
+            signal: "used".into(),
+            kind: Kind::Limit,
+            threshold: format!("used>={}%", t.critical_used_percent),
+            min_free,
+            grace_secs: 0.0,
+            origin: "node-doctor limit".into(),
+        });
+    }
+    out
+}
+
+/// When a filling filesystem evicts first: the fit, the threshold and the seconds to it
+/// (with a soft threshold's grace period).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Eta {
+    pub fit: Fit,
+    pub target: Target,
+    pub secs: f64,
+}
+
+/// The earliest threshold a filling filesystem will cross, when its history says it fills
+/// (thresholds already crossed are the level rules' and left out).
+pub fn time_to_threshold(
+    fs: &FsSample,
+    s: &Settings,
+    t: &Thresholds,
+    resource: Resource,
+) -> Option<Eta> {
+    let fit = match resource {
+        Resource::Space => fs.trend.space,
+        Resource::Inodes => fs.trend.inodes,
+    }?;
+    if !fit.filling || fit.rate <= 0.0 {
+        return None;
+    }
+    targets(fs, s, t, resource)
+        .into_iter()
+        .filter(|target| fit.free_now > target.min_free)
+        .map(|target| Eta {
+            secs: (fit.free_now - target.min_free) / fit.rate + target.grace_secs,
+            target,
+            fit,
+        })
+        .min_by(|a, b| a.secs.total_cmp(&b.secs))
+}
+
+/// Whether a filesystem grows towards a threshold within the clearing horizon: the walk then
+/// names what grows.
+pub fn growing(fs: &FsSample, s: &Settings, t: &Thresholds) -> bool {
+    let horizon = t.fill_warning_secs * t.fill_clear_factor;
+    [Resource::Space, Resource::Inodes]
+        .into_iter()
+        .filter_map(|r| time_to_threshold(fs, s, t, r))
+        .any(|e| e.secs <= horizon)
+}
+
+/// `disk.filling_up` / `disk.inodes_filling_up`: at the rate fitted over its history, a
+/// filesystem crosses a threshold within the warning horizon (critical within the critical
+/// one); once raised, it stays until the estimate is past the horizon times the clearing
+/// factor or the growth stops.
+fn filling_up(fs: &FsSample, s: &Settings, t: &Thresholds, resource: Resource) -> Option<Draft> {
+    let eta = time_to_threshold(fs, s, t, resource)?;
+    let (id, raised, unit) = match resource {
+        Resource::Space => ("disk.filling_up", fs.trend.raised_space, "bytes"),
+        Resource::Inodes => ("disk.inodes_filling_up", fs.trend.raised_inodes, "inodes"),
+    };
+    let horizon = if raised {
+        t.fill_warning_secs * t.fill_clear_factor
+    } else {
+        t.fill_warning_secs
+    };
+    if eta.secs > horizon {
+        return None;
+    }
+    let severity = if eta.secs <= t.fill_critical_secs {
+        Severity::Critical
+    } else {
+        Severity::Warning
+    };
+    let u = &fs.usage;
+    let mut d = Draft::new(id, severity)
+        .subject(fs.mount_point.clone())
+        .evidence("mount_point", fs.mount_point.as_str())
+        .evidence("device", fs.device.as_str())
+        .evidence("fstype", fs.fstype.as_str())
+        .evidence("roles", fs.role_names())
+        .evidence(&format!("fill_rate_{unit}_per_second"), eta.fit.rate)
+        .evidence(
+            &format!("recent_rate_{unit}_per_second"),
+            eta.fit.recent_rate,
+        )
+        .evidence("seconds_to_threshold", eta.secs.round())
+        .evidence("threshold", eta.target.threshold.as_str())
+        .evidence("threshold_signal", eta.target.signal.as_str())
+        .evidence("threshold_kind", eta.target.kind.as_str())
+        .evidence(
+            &format!("threshold_free_{unit}"),
+            eta.target.min_free.round(),
+        )
+        .evidence("threshold_source", eta.target.origin.as_str())
+        .evidence("threshold_at", trend::utc(eta.fit.t_now + eta.secs))
+        .evidence("history_seconds", eta.fit.span_secs.round())
+        .evidence("history_points", eta.fit.points)
+        .evidence("occurrences", 1u64)
+        .var("warning_horizon_seconds", t.fill_warning_secs)
+        .var("critical_horizon_seconds", t.fill_critical_secs);
+    d = match resource {
+        Resource::Space => d
+            .evidence("size_bytes", u.size_bytes)
+            .evidence("available_bytes", u.avail_bytes)
+            .evidence("used_percent", u.used_percent()),
+        Resource::Inodes => d
+            .evidence("inodes", u.files)
+            .evidence("inodes_free", u.files_free)
+            .evidence("inodes_used_percent", u.inodes_used_percent()),
+    };
+    d = d.when(match eta.target.kind {
+        Kind::Hard => "hard_eviction",
+        Kind::Soft => "soft_eviction",
+        Kind::Limit => "used_limit",
+    });
+    if eta.target.kind == Kind::Soft {
+        d = d.evidence("grace_period_seconds", eta.target.grace_secs);
+    }
+    d = with_origin(d, &eta.target.origin);
+    // What grows fastest between the last two complete walks.
+    let grower = match resource {
+        Resource::Space => fs
+            .trend
+            .growers
+            .iter()
+            .filter(|g| g.bytes_per_second > 0.0)
+            .max_by(|a, b| a.bytes_per_second.total_cmp(&b.bytes_per_second)),
+        Resource::Inodes => fs
+            .trend
+            .growers
+            .iter()
+            .filter(|g| g.entries_per_second > 0.0)
+            .max_by(|a, b| a.entries_per_second.total_cmp(&b.entries_per_second)),
+    };
+    if let Some(g) = grower {
+        d = d
+            .evidence("grower_path", g.path.as_str())
+            .evidence("grower_kind", g.kind)
+            .evidence(
+                &format!("grower_{unit}_per_second"),
+                match resource {
+                    Resource::Space => g.bytes_per_second,
+                    Resource::Inodes => g.entries_per_second,
+                },
+            )
+            .evidence("grower_bytes", g.bytes)
+            .evidence_opt("grower_pod_uid", g.pod_uid.as_deref())
+            .when(match g.kind {
+                "empty_dir" => "grower_empty_dir",
+                "pod_dir" => "grower_pod_dir",
+                "container_dir" => "grower_container_dir",
+                "layer" => "grower_layer",
+                "image" | "image_content" => "grower_image",
+                _ => "grower_other",
+            });
+    }
+    Some(d)
 }
 
 #[cfg(test)]

@@ -20,14 +20,16 @@ pub mod judge;
 pub mod logs;
 pub mod sample;
 pub mod thresholds;
+pub mod trend;
 pub mod walk;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::collector::{CollectContext, Phases, Status};
+use crate::config::kubelet as config_kubelet;
 use crate::metric::Metric;
 use crate::node::discover::{self, Discovery, Locations, Role};
 use crate::node::Node;
@@ -35,7 +37,7 @@ use crate::proc::mountinfo::{self, Mount};
 use crate::rules::Draft;
 use crate::sys::statvfs::{self, FsUsage, StatFsFn};
 
-pub use sample::{DiskSample, DockerSample, FsSample, RoleDir};
+pub use sample::{DiskSample, DockerSample, FsSample, Grower, RoleDir, Trend};
 pub use thresholds::Thresholds;
 
 /// Settings of the disk collector.
@@ -55,6 +57,10 @@ pub struct DiskConfig {
     pub walk_budget: Duration,
     /// Walk (and scan `/proc/*/fd`) even when every filesystem is healthy.
     pub walk_when_healthy: bool,
+    /// Time to full: how far back the history of each filesystem reaches...
+    pub history_window: Duration,
+    /// ...in at most this many points (downsampled: one per `history_window / history_points`).
+    pub history_points: usize,
 }
 
 impl Default for DiskConfig {
@@ -67,6 +73,8 @@ impl Default for DiskConfig {
             walk_budget_entries: 20_000,
             walk_budget: Duration::from_millis(20),
             walk_when_healthy: false,
+            history_window: Duration::from_secs_f64(trend::Series::WINDOW_SECS),
+            history_points: trend::Series::CAPACITY,
         }
     }
 }
@@ -81,6 +89,37 @@ pub struct DiskCollector {
     /// Log file names per docker container directory, per data root.
     docker_dirs: HashMap<PathBuf, logs::DockerDirCache>,
     last_walk: walk::Spent,
+    /// Seconds since the Unix epoch (the system clock; tests inject theirs).
+    clock: Box<dyn Fn() -> f64 + Send>,
+    /// The history of each filesystem seen on the last run, by mount point and device.
+    history: BTreeMap<(String, u64), FsHistory>,
+    /// The items of the last complete walk of each walked root, and what grew since the one
+    /// before.
+    growth: HashMap<PathBuf, RootGrowth>,
+}
+
+/// Filesystems whose history is kept, at most (a node has a handful).
+const MAX_SERIES: usize = 64;
+
+/// Growers named per filesystem, at most.
+const MAX_GROWERS: usize = 5;
+
+/// What the collector remembers of a filesystem between runs.
+#[derive(Debug, Default)]
+struct FsHistory {
+    series: trend::Series,
+    raised_space: bool,
+    raised_inodes: bool,
+}
+
+/// A walked root's last complete pass (when, and its items' bytes and entries) and what grew
+/// between it and the pass before.
+#[derive(Debug, Default)]
+struct RootGrowth {
+    passes: u64,
+    at: f64,
+    items: HashMap<String, (u64, u64)>,
+    growers: Vec<(walk::ItemSize, f64, f64)>,
 }
 
 /// Which filesystem a directory is on: grouping key, `st_dev`, and the mount with its
@@ -108,7 +147,26 @@ impl DiskCollector {
             labels: logs::LabelCache::default(),
             docker_dirs: HashMap::new(),
             last_walk: walk::Spent::default(),
+            clock: Box::new(|| {
+                SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map(|d| d.as_secs_f64())
+                    .unwrap_or(0.0)
+            }),
+            history: BTreeMap::new(),
+            growth: HashMap::new(),
         }
+    }
+
+    /// Replaces the clock (seconds since the Unix epoch): tests make their cycles minutes.
+    pub fn with_clock(mut self, f: impl Fn() -> f64 + Send + 'static) -> Self {
+        self.clock = Box::new(f);
+        self
+    }
+
+    /// Filesystems whose history is kept, for checking that state stays bounded.
+    pub fn history_count(&self) -> usize {
+        self.history.len()
     }
 
     /// Replaces `statvfs` (tests on fake hosts).
@@ -171,6 +229,9 @@ impl DiskCollector {
         let disc = self.discover();
         let mut notes = disc.notes.clone();
         if disc.dirs.is_empty() {
+            // No filesystem is watched: none has a history any more.
+            self.history.clear();
+            self.growth.clear();
             let none = format!(
                 "no container runtime or kubelet directory under {}: looked for the docker data/exec roots, the containerd root/state and the kubelet root dir",
                 self.node.host().root().display()
@@ -190,18 +251,21 @@ impl DiskCollector {
                 Vec::new()
             }
         };
+        let now = (self.clock)();
         let mut fs = self.group_by_filesystem(&disc, &mounts, &mut notes);
+        let mut absent = Vec::new();
+        self.record_history(&mut fs, now, &mut absent);
         let largest_logs = self.container_logs(&disc, &mounts, &mut fs);
-        let attention = self.needing_attention(&disc, &fs);
-        self.walk(&disc, &attention, &mut fs);
-        self.deleted_files(&attention, &mut fs, &mut notes);
+        let (attention, growing) = self.needing_attention(&disc, &fs);
+        self.walk(&disc, &attention, &mut fs, now);
+        let full: Vec<String> = attention
+            .iter()
+            .filter(|k| !growing.contains(*k))
+            .cloned()
+            .collect();
+        self.deleted_files(&full, &mut fs, &mut notes);
         let sample = self.assemble(disc, fs, largest_logs);
-        let status = if notes.is_empty() {
-            Status::Ok
-        } else {
-            Status::Degraded(notes.join("; "))
-        };
-        Ok((sample, status))
+        Ok((sample, Status::from_notes(notes, absent)))
     }
 
     /// The filesystem a directory is on, as a key (the mount, else the device), with its
@@ -248,6 +312,7 @@ impl DiskCollector {
                     logs: Vec::new(),
                     dirs: Vec::new(),
                     deleted: Vec::new(),
+                    trend: Trend::default(),
                 }
             });
             entry.roles.push(RoleDir {
@@ -336,36 +401,97 @@ impl DiskCollector {
         overall
     }
 
+    /// Adds this run's reading of each filesystem to its history and fits it (into the
+    /// sample's `trend`); forgets the filesystems not seen. Notes when some filesystem has too
+    /// little history for a time-to-full estimate (every `check`, the first minutes of `serve`).
+    fn record_history(&mut self, fs: &mut Filesystems, now: f64, absent: &mut Vec<String>) {
+        let t = self.config.thresholds;
+        let window = self.config.history_window.as_secs_f64();
+        let mut seen = HashSet::new();
+        let mut short = false;
+        for key in &fs.order {
+            if fs.stat_failed.contains(key) {
+                continue;
+            }
+            let Some(g) = fs.groups.get_mut(key) else {
+                continue;
+            };
+            let id = (g.mount_point.clone(), g.dev);
+            if !self.history.contains_key(&id) && self.history.len() >= MAX_SERIES {
+                continue;
+            }
+            let h = self.history.entry(id.clone()).or_default();
+            h.series.push(
+                trend::Point {
+                    t: now,
+                    avail_bytes: g.usage.avail_bytes as f64,
+                    files_free: g.usage.files_free as f64,
+                },
+                window,
+                self.config.history_points,
+            );
+            let points = h.series.points();
+            short |= !trend::enough(&points, &t);
+            g.trend = Trend {
+                space: trend::fit(&points, trend::Resource::Space, &t),
+                inodes: (g.usage.files > 0)
+                    .then(|| trend::fit(&points, trend::Resource::Inodes, &t))
+                    .flatten(),
+                history_secs: points.last().map(|l| l.t - points[0].t).unwrap_or(0.0),
+                history_points: points.len(),
+                raised_space: h.raised_space,
+                raised_inodes: h.raised_inodes,
+                growers: Vec::new(),
+            };
+            seen.insert(id);
+        }
+        self.history.retain(|id, _| seen.contains(id));
+        if short {
+            absent.push(format!(
+                "time to full needs history: run serve (estimated after {} min of samples, kept in memory)",
+                (t.fill_min_history_secs / 60.0).round()
+            ));
+        }
+    }
+
     /// Which filesystems need attention (a walk, an fd scan): those the rules will judge at
-    /// warning or worse.
-    fn needing_attention(&self, disc: &Discovery, fs: &Filesystems) -> Vec<String> {
+    /// warning or worse; and, apart, those only growing (their history says they will cross
+    /// a threshold within the clearing horizon): a walk names what grows, no fd scan.
+    fn needing_attention(&self, disc: &Discovery, fs: &Filesystems) -> (Vec<String>, Vec<String>) {
         let settings = disc
             .kubelet
             .as_ref()
             .map(|k| k.0.clone())
             .unwrap_or_default();
         let thresholds = self.config.thresholds;
-        fs.order
-            .iter()
-            .filter(|k| {
-                self.config.walk_when_healthy
-                    || !fs.stat_failed.contains(*k)
-                        && fs.groups.get(*k).is_some_and(|g| {
-                            judge::assess_space(g, &settings, &thresholds)
-                                .severity
-                                .is_some()
-                                || judge::assess_inodes(g, &settings, &thresholds)
-                                    .severity
-                                    .is_some()
-                        })
-            })
-            .cloned()
-            .collect()
+        let mut attention = Vec::new();
+        let mut growing = Vec::new();
+        for k in &fs.order {
+            let Some(g) = fs.groups.get(k).filter(|_| !fs.stat_failed.contains(k)) else {
+                if self.config.walk_when_healthy {
+                    attention.push(k.clone());
+                }
+                continue;
+            };
+            let full = judge::assess_space(g, &settings, &thresholds)
+                .severity
+                .is_some()
+                || judge::assess_inodes(g, &settings, &thresholds)
+                    .severity
+                    .is_some();
+            if full || self.config.walk_when_healthy {
+                attention.push(k.clone());
+            } else if judge::growing(g, &settings, &thresholds) {
+                attention.push(k.clone());
+                growing.push(k.clone());
+            }
+        }
+        (attention, growing)
     }
 
     /// The bounded walk of the data roots on the filesystems that need attention (resumed
     /// next cycle when the budget runs out).
-    fn walk(&mut self, disc: &Discovery, attention: &[String], fs: &mut Filesystems) {
+    fn walk(&mut self, disc: &Discovery, attention: &[String], fs: &mut Filesystems, now: f64) {
         let live_roots: HashSet<PathBuf> = disc
             .dirs
             .iter()
@@ -394,22 +520,38 @@ impl DiskCollector {
                     .walkers
                     .entry(agent.clone())
                     .or_insert_with(|| walk::Walker::new(agent.clone()));
-                let now = Instant::now();
-                if remaining > 0 && now < deadline {
+                let at = Instant::now();
+                if remaining > 0 && at < deadline {
                     let spent = w.advance(walk::Budget {
                         entries: remaining,
-                        time: deadline - now,
+                        time: deadline - at,
                     });
                     remaining = remaining.saturating_sub(spent.entries);
                 }
                 if let Some(s) = w.sizes() {
                     g.dirs.push((*role, host_path.clone(), s));
                 }
+                let growth = self.growth.entry(agent.clone()).or_default();
+                compare_walks(growth, w, now);
+                g.trend
+                    .growers
+                    .extend(growth.growers.iter().map(|(item, bps, eps)| Grower {
+                        path: format!("{}/{}", host_path.trim_end_matches('/'), item.key),
+                        kind: item.kind,
+                        pod_uid: pod_uid(&item.key),
+                        bytes_per_second: *bps,
+                        entries_per_second: *eps,
+                        bytes: item.bytes,
+                    }));
             }
+            g.trend
+                .growers
+                .sort_by(|a, b| b.bytes_per_second.total_cmp(&a.bytes_per_second));
         }
         // A walk of a filesystem that is healthy again (or a root that is gone) is dropped
         // with its stack and open directory; it starts afresh if the disk fills again.
         self.walkers.retain(|root, _| walked.contains(root));
+        self.growth.retain(|root, _| walked.contains(root));
         self.last_walk = walk::Spent {
             entries: self.config.walk_budget_entries - remaining,
             elapsed: walk_start.elapsed(),
@@ -487,11 +629,61 @@ impl DiskCollector {
         }
     }
 
+    /// Time to full of a filesystem: its history's span, and per resource (`space`,
+    /// `inodes`) the fitted rate (once there is enough history) and the seconds to the first
+    /// threshold it will cross (only while it fills).
+    fn trend_metrics(
+        g: &FsSample,
+        settings: &config_kubelet::Settings,
+        t: &Thresholds,
+    ) -> Vec<Metric> {
+        let mut out = vec![Metric::gauge(
+            "node_doctor_disk_history_seconds",
+            "Seconds of usage history the time-to-full fit can use (kept in memory: 0 after a restart).",
+            g.trend.history_secs,
+        )
+        .label("mountpoint", g.mount_point.clone())];
+        for (resource, fit) in [
+            (trend::Resource::Space, g.trend.space),
+            (trend::Resource::Inodes, g.trend.inodes),
+        ] {
+            let Some(fit) = fit else { continue };
+            out.push(
+                Metric::gauge(
+                    "node_doctor_disk_fill_rate_per_second",
+                    "Fitted use of a filesystem per second (bytes for space, inodes for inodes; negative: freeing), Theil-Sen over its history.",
+                    fit.rate,
+                )
+                .label("mountpoint", g.mount_point.clone())
+                .label("resource", resource.as_str()),
+            );
+            if let Some(eta) = judge::time_to_threshold(g, settings, t, resource) {
+                out.push(
+                    Metric::gauge(
+                        "node_doctor_disk_seconds_to_threshold",
+                        "Seconds until a filling filesystem crosses its first threshold (kubelet eviction, soft with its grace period, or node-doctor's used limit) at the fitted rate.",
+                        eta.secs,
+                    )
+                    .label("mountpoint", g.mount_point.clone())
+                    .label("resource", resource.as_str())
+                    .label("signal", eta.target.signal.clone()),
+                );
+            }
+        }
+        out
+    }
+
     /// The metrics of a sample: usage per filesystem and role, the walk's completeness, the
     /// largest logs of the node.
-    fn sample_metrics(sample: &DiskSample) -> Vec<Metric> {
+    fn sample_metrics(sample: &DiskSample, t: &Thresholds) -> Vec<Metric> {
         let mut metrics = Vec::new();
+        let settings = sample
+            .kubelet
+            .as_ref()
+            .map(|k| k.0.clone())
+            .unwrap_or_default();
         for g in &sample.filesystems {
+            metrics.extend(Self::trend_metrics(g, &settings, t));
             let mut roles: Vec<Role> = g.roles.iter().map(|r| r.role).collect();
             roles.sort();
             roles.dedup();
@@ -542,6 +734,48 @@ impl DiskCollector {
     }
 }
 
+/// The walk's growth: when `w` has completed a pass since the last look, what grew between
+/// it and the pass before (the fastest [`MAX_GROWERS`], by bytes then entries per second).
+fn compare_walks(growth: &mut RootGrowth, w: &walk::Walker, now: f64) {
+    if w.passes == growth.passes {
+        return;
+    }
+    let items: HashMap<String, (u64, u64)> = w
+        .items()
+        .iter()
+        .map(|i| (i.key.clone(), (i.bytes, i.entries)))
+        .collect();
+    let dt = now - growth.at;
+    if growth.passes > 0 && dt > 0.0 {
+        let mut grew: Vec<(walk::ItemSize, f64, f64)> = w
+            .items()
+            .iter()
+            .filter_map(|i| {
+                let (b0, e0) = growth.items.get(&i.key).copied().unwrap_or((0, 0));
+                let db = i.bytes as f64 - b0 as f64;
+                let de = i.entries as f64 - e0 as f64;
+                (db > 0.0 || de > 0.0).then(|| (i.clone(), db / dt, de / dt))
+            })
+            .collect();
+        grew.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.2.total_cmp(&a.2)));
+        grew.truncate(MAX_GROWERS);
+        growth.growers = grew;
+    }
+    growth.passes = w.passes;
+    growth.at = now;
+    growth.items = items;
+}
+
+/// The pod uid of an item under the kubelet's `pods/<uid>`, when it is a valid one.
+fn pod_uid(key: &str) -> Option<String> {
+    let mut parts = key.split('/');
+    (parts.next() == Some("pods"))
+        .then(|| parts.next())
+        .flatten()
+        .filter(|u| crate::names::is_pod_uid(u))
+        .map(str::to_string)
+}
+
 /// sample -> judge (in the rule file's words, rendered by the agent's context) + metrics.
 impl Phases for DiskCollector {
     const NAME: &'static str = "disk";
@@ -552,10 +786,21 @@ impl Phases for DiskCollector {
     }
 
     fn judge(&mut self, sample: &DiskSample) -> Vec<Draft> {
-        judge::judge(sample, &self.config.thresholds)
+        let drafts = judge::judge(sample, &self.config.thresholds);
+        // The filling rules' own hysteresis: what was raised this run.
+        for ((mount_point, _), h) in self.history.iter_mut() {
+            let raised = |id: &str| {
+                drafts
+                    .iter()
+                    .any(|d| d.id == id && d.subject == *mount_point)
+            };
+            h.raised_space = raised("disk.filling_up");
+            h.raised_inodes = raised("disk.inodes_filling_up");
+        }
+        drafts
     }
 
     fn metrics(&self, sample: &DiskSample) -> Vec<Metric> {
-        Self::sample_metrics(sample)
+        Self::sample_metrics(sample, &self.config.thresholds)
     }
 }

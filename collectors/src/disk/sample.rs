@@ -10,6 +10,7 @@ use crate::sys::statvfs::FsUsage;
 
 use super::deleted::DeletedFile;
 use super::logs::LogFile;
+use super::trend::Fit;
 use super::walk::DirSizes;
 
 /// A directory serving a role, with its host-side path (symlinks resolved).
@@ -35,6 +36,42 @@ pub struct FsSample {
     pub dirs: Vec<(Role, String, DirSizes)>,
     /// Deleted-but-open files on this filesystem (when scanned).
     pub deleted: Vec<DeletedFile>,
+    /// How fast it fills, from the history the collector keeps (`serve` only: one run has
+    /// none).
+    pub trend: Trend,
+}
+
+/// The time-to-full reading of one filesystem: the fits of its space and inodes (`None`
+/// until there is enough history), whether the filling rules were raised on the last run
+/// (their own hysteresis), and what grew fastest between the last two complete walks.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Trend {
+    pub space: Option<Fit>,
+    pub inodes: Option<Fit>,
+    /// Seconds of history and points kept so far.
+    pub history_secs: f64,
+    pub history_points: usize,
+    pub raised_space: bool,
+    pub raised_inodes: bool,
+    /// Items (a pod's directory or emptyDir, a container's log directory, a layer) that
+    /// grew between the last two complete walks, fastest first.
+    pub growers: Vec<Grower>,
+}
+
+/// An item of a walked root that grew between two complete walks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Grower {
+    /// Host path of the item.
+    pub path: String,
+    /// What it is: `pod_log`, `empty_dir`, `pod_dir`, `container_dir`, `layer`, `image`,
+    /// `image_content`, `volume`, `dir`.
+    pub kind: &'static str,
+    /// The pod's uid for items under a pod directory, when it is a valid one.
+    pub pod_uid: Option<String>,
+    /// Growth per second (bytes, or entries for the inode rule).
+    pub bytes_per_second: f64,
+    pub entries_per_second: f64,
+    pub bytes: u64,
 }
 
 impl FsSample {

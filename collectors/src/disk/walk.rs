@@ -3,6 +3,13 @@
 //! slice at a time. Each cycle spends at most a budget of entries and time, then stops and
 //! resumes where it was on the next cycle, so the agent never causes the IO load it diagnoses.
 //!
+//! Besides the top-level entries, a pass sizes the *items* that say who fills a disk (the
+//! [`ITEMS`] patterns: a pod's directory and each of its emptyDir volumes under the kubelet
+//! root, a container's directory (its logs) and each layer under docker's root, containerd's
+//! snapshots and content store), each byte counted in its deepest item, at most
+//! [`MAX_ITEMS`] per pass; the collector compares the items of two complete passes to name
+//! the fastest grower.
+//!
 //! Sizes are allocated bytes (`st_blocks * 512`, as `du` reports). The walk stays on the
 //! root's filesystem (overlay `merged` mounts and pod volume mounts are skipped). Hard links
 //! are counted once per link (no inode set is kept, so memory stays bounded).
@@ -38,6 +45,57 @@ pub struct Spent {
     pub elapsed: Duration,
 }
 
+/// Item patterns, relative to a walked root (`*`: any name), with the kind they name. The
+/// deepest pattern that matches a directory makes it an item; a top-level entry that matches
+/// none is an item of kind `dir`.
+pub const ITEMS: &[(&[&str], &str)] = &[
+    (
+        &["pods", "*", "volumes", "kubernetes.io~empty-dir", "*"],
+        "empty_dir",
+    ),
+    (&["pods", "*"], "pod_dir"),
+    (&["containers", "*"], "container_dir"),
+    (&["overlay2", "*"], "layer"),
+    (&["image"], "image"),
+    (&["volumes", "*"], "volume"),
+    (
+        &["io.containerd.snapshotter.v1.overlayfs", "snapshots", "*"],
+        "layer",
+    ),
+    (&["io.containerd.content.v1.content"], "image_content"),
+];
+
+/// Items sized per pass, at most (further matches count in their parent item).
+pub const MAX_ITEMS: usize = 4096;
+
+/// Deepest item pattern.
+const ITEM_DEPTH: usize = 5;
+
+/// One item of a complete pass: its path relative to the root, kind, allocated bytes and
+/// entries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ItemSize {
+    pub key: String,
+    pub kind: &'static str,
+    pub bytes: u64,
+    pub entries: u64,
+}
+
+/// The kind of the item at relative path `rel` (its components), if it is one.
+pub fn item_kind(rel: &[&str]) -> Option<&'static str> {
+    let matched = ITEMS.iter().find(|(pat, _)| {
+        pat.len() == rel.len() && pat.iter().zip(rel).all(|(p, r)| *p == "*" || p == r)
+    });
+    match matched {
+        Some((_, kind)) => Some(kind),
+        None if rel.len() == 1 => Some("dir"),
+        None => None,
+    }
+}
+
+/// A directory still to read: its path, top-level entry, item and depth below the root.
+type Pending = (PathBuf, usize, Option<usize>, usize);
+
 #[derive(Debug)]
 struct Top {
     name: String,
@@ -51,9 +109,10 @@ struct Pass {
     started: bool,
     tops: Vec<Top>,
     /// Directories still to read, with the index of their top-level entry.
-    stack: Vec<(PathBuf, usize)>,
-    /// The directory being read, with the index of its top-level entry.
-    current: Option<(ReadDir, usize)>,
+    stack: Vec<Pending>,
+    /// The directory being read, with the index of its top-level entry, its item and depth.
+    current: Option<(ReadDir, usize, Option<usize>, usize)>,
+    items: Vec<ItemSize>,
     files: u64,
     /// The root's own listing is finished (all top-level entries are known).
     root_listed: bool,
@@ -69,6 +128,7 @@ pub struct Walker {
     dev: Option<u64>,
     pass: Pass,
     last_complete: Option<DirSizes>,
+    last_items: Vec<ItemSize>,
     /// Complete passes so far.
     pub passes: u64,
 }
@@ -81,6 +141,7 @@ impl Walker {
             dev: None,
             pass: Pass::default(),
             last_complete: None,
+            last_items: Vec::new(),
             passes: 0,
         }
     }
@@ -112,12 +173,12 @@ impl Walker {
             }
             // The directory being read, or the next one from the stack.
             if self.pass.current.is_none() {
-                let Some((dir, top)) = self.pass.stack.pop() else {
+                let Some((dir, top, item, depth)) = self.pass.stack.pop() else {
                     self.finish_pass();
                     break;
                 };
                 match std::fs::read_dir(&dir) {
-                    Ok(rd) => self.pass.current = Some((rd, top)),
+                    Ok(rd) => self.pass.current = Some((rd, top, item, depth)),
                     Err(_) => {
                         // Vanished or unreadable: count nothing more for it.
                         self.dir_done(top);
@@ -125,10 +186,10 @@ impl Walker {
                     }
                 }
             }
-            let Some((rd, top)) = self.pass.current.as_mut() else {
+            let Some((rd, top, item, depth)) = self.pass.current.as_mut() else {
                 continue;
             };
-            let top = *top;
+            let (top, parent_item, depth) = (*top, *item, *depth);
             match rd.next() {
                 None => {
                     self.pass.current = None;
@@ -143,22 +204,29 @@ impl Walker {
                     if md.dev() != dev {
                         continue;
                     }
+                    let bytes = md.blocks().saturating_mul(512);
+                    let path = entry.path();
+                    let item = self.item_of(&path, depth + 1, md.is_dir()).or(parent_item);
+                    if let Some(it) = item.and_then(|i| self.pass.items.get_mut(i)) {
+                        it.bytes = it.bytes.saturating_add(bytes);
+                        it.entries += 1;
+                    }
                     if top == ROOT {
                         // A top-level entry of the root.
                         let idx = self.pass.tops.len();
                         self.pass.tops.push(Top {
                             name: entry.file_name().to_string_lossy().into_owned(),
-                            bytes: md.blocks().saturating_mul(512),
+                            bytes,
                             pending: usize::from(md.is_dir()),
                         });
                         if md.is_dir() {
-                            self.pass.stack.push((entry.path(), idx));
+                            self.pass.stack.push((path, idx, item, depth + 1));
                         }
                     } else if let Some(t) = self.pass.tops.get_mut(top) {
-                        t.bytes = t.bytes.saturating_add(md.blocks().saturating_mul(512));
+                        t.bytes = t.bytes.saturating_add(bytes);
                         if md.is_dir() {
                             t.pending += 1;
-                            self.pass.stack.push((entry.path(), top));
+                            self.pass.stack.push((path, top, item, depth + 1));
                         }
                     }
                 }
@@ -179,10 +247,36 @@ impl Walker {
         self.dev = Some(root_md.dev());
         self.pass = Pass {
             started: true,
-            stack: vec![(self.root.clone(), ROOT)],
+            stack: vec![(self.root.clone(), ROOT, None, 0)],
             ..Pass::default()
         };
         true
+    }
+
+    /// A new item for the entry at `path` (`depth` below the root) when a pattern names it
+    /// (directories, and any top-level entry), while there is room for one.
+    fn item_of(&mut self, path: &Path, depth: usize, is_dir: bool) -> Option<usize> {
+        if depth > ITEM_DEPTH || (!is_dir && depth > 1) || self.pass.items.len() >= MAX_ITEMS {
+            return None;
+        }
+        let rel = path.strip_prefix(&self.root).ok()?;
+        let parts: Vec<&str> = rel.iter().filter_map(|c| c.to_str()).collect();
+        if parts.len() != depth {
+            return None;
+        }
+        let kind = item_kind(&parts)?;
+        self.pass.items.push(ItemSize {
+            key: parts.join("/"),
+            kind,
+            bytes: 0,
+            entries: 0,
+        });
+        Some(self.pass.items.len() - 1)
+    }
+
+    /// The items of the last complete pass (empty before the first).
+    pub fn items(&self) -> &[ItemSize] {
+        &self.last_items
     }
 
     fn dir_done(&mut self, top: usize) {
@@ -195,7 +289,8 @@ impl Walker {
     }
 
     fn finish_pass(&mut self) {
-        let pass = std::mem::take(&mut self.pass);
+        let mut pass = std::mem::take(&mut self.pass);
+        self.last_items = std::mem::take(&mut pass.items);
         let mut entries: Vec<(String, u64)> =
             pass.tops.into_iter().map(|t| (t.name, t.bytes)).collect();
         entries.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
@@ -303,6 +398,41 @@ mod tests {
         let mut full = Walker::new(t.path().to_path_buf());
         full.advance(BIG);
         assert_eq!(w.sizes(), full.sizes());
+    }
+
+    #[test]
+    fn items_count_each_byte_in_the_deepest_one() {
+        let t = tempfile::tempdir().unwrap();
+        let r = t.path();
+        let pod = r.join("pods/6f1cbb31-4ad5-4b8e-9b2e-8d3c1f0f8a77");
+        let vol = pod.join("volumes/kubernetes.io~empty-dir/cache");
+        std::fs::create_dir_all(&vol).unwrap();
+        std::fs::write(vol.join("a"), vec![1u8; 64 * 1024]).unwrap();
+        std::fs::write(pod.join("etc-hosts"), vec![1u8; 4096]).unwrap();
+        std::fs::create_dir_all(r.join("plugins")).unwrap();
+        let mut w = Walker::new(r.to_path_buf());
+        assert!(w.items().is_empty());
+        w.advance(BIG);
+        let get = |key: &str| {
+            w.items()
+                .iter()
+                .find(|i| i.key == key)
+                .unwrap_or_else(|| panic!("{key}: {:?}", w.items()))
+                .clone()
+        };
+        let v =
+            get("pods/6f1cbb31-4ad5-4b8e-9b2e-8d3c1f0f8a77/volumes/kubernetes.io~empty-dir/cache");
+        assert_eq!(v.kind, "empty_dir");
+        // The volume directory and its file.
+        assert!(v.bytes >= 64 * 1024 && v.entries == 2, "{v:?}");
+        let p = get("pods/6f1cbb31-4ad5-4b8e-9b2e-8d3c1f0f8a77");
+        assert_eq!(p.kind, "pod_dir");
+        // The pod's own files and directories, not its emptyDir's data.
+        assert!(p.bytes >= 4096 && p.bytes < 64 * 1024, "{p:?}");
+        assert_eq!(get("plugins").kind, "dir");
+        assert_eq!(get("pods").kind, "dir");
+        assert_eq!(item_kind(&["overlay2", "abc"]), Some("layer"));
+        assert_eq!(item_kind(&["overlay2", "abc", "diff"]), None);
     }
 
     #[test]

@@ -86,6 +86,12 @@ fn metric<'a>(c: &'a Collection, name: &str, labels: &[(&str, &str)]) -> &'a Met
         .unwrap_or_else(|| panic!("no metric {name} {labels:?}: {:#?}", c.metrics))
 }
 
+/// Complete, with only the note that one run has no history for time to full (every
+/// collection of a fresh collector says so: `disk_filling.rs`).
+fn only_history_noted(s: &Status) -> bool {
+    matches!(s, Status::Noted(m) if m.starts_with("time to full needs history") && !m.contains("; "))
+}
+
 /// Stages running daemons: `/proc/<pid>/comm` and `cmdline` for each (name, pid).
 fn running(h: &FakeHost, daemons: &[(&str, u32)]) {
     for (name, pid) in daemons {
@@ -144,7 +150,7 @@ fn docker_root_97_percent_with_rotated_log_of_a_named_pod() {
             ("/run", usage(GIB, GIB - 10 * MIB)),
         ],
     );
-    assert_eq!(c.status, Status::Ok, "{:?}", c.status);
+    assert!(only_history_noted(&c.status), "{:?}", c.status);
     let f = find(&c, "disk.filesystem_full", "/var/lib/docker");
     assert_eq!(f.severity, Severity::Critical);
     // Linked to the catalogue's "no space left on device" sandbox failure.
@@ -545,7 +551,7 @@ fn healthy_node_yields_no_disk_finding() {
             ("/var/lib/docker", usage(100 * GIB, 55 * GIB)),
         ],
     );
-    assert_eq!(c.status, Status::Ok);
+    assert!(only_history_noted(&c.status), "{:?}", c.status);
     assert!(c.findings.is_empty(), "{:#?}", c.findings);
     // Metrics still flow, and nothing was walked on a healthy node.
     metric(
@@ -1106,7 +1112,7 @@ fn a_quiet_node_reads_no_file_of_other_processes() {
         ],
     ));
     let first = c.collect(&ctx());
-    assert_eq!(first.status, Status::Ok, "{:?}", first.status);
+    assert!(only_history_noted(&first.status), "{:?}", first.status);
     assert!(first.findings.is_empty(), "{:#?}", first.findings);
     let after_first = host.per_process_paths();
     assert!(

@@ -16,7 +16,7 @@ use collectors::kernel::{KernelCollector, KernelConfig};
 use collectors::load::{LoadCollector, LoadConfig};
 use collectors::memory::{MemoryCollector, MemoryConfig};
 use collectors::sys::statvfs::FsUsage;
-use collectors::{CollectContext, Collection};
+use collectors::{CollectContext, Collection, Collector};
 
 use crate::sandbox::{hostile, hostile_word, Sandbox};
 use crate::support::FakeHost;
@@ -682,7 +682,6 @@ fn hardware_commands_with_hostile_record_array_and_disk_names_are_inert() {
 #[test]
 fn pressure_commands_with_a_hostile_cgroup_config_and_node_are_inert() {
     use collectors::pressure::{PressureCollector, PressureConfig};
-    use collectors::Collector;
     let quiet = "some avg10=0.00 avg60=0.00 avg300=0.00 total=1\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=1\n";
     let config = format!("/etc/{}", hostile("config"));
     let pod = format!("/sys/fs/cgroup/cpu/kubepods/pod{UID}");
@@ -742,5 +741,71 @@ fn pressure_commands_with_a_hostile_cgroup_config_and_node_are_inert() {
         "pressure_commands_with_a_hostile_cgroup_config_and_node_are_inert",
         &cmds,
         &[hostile("cgroup"), hostile("config")],
+/// Time to full names what grows: a pod directory and an emptyDir volume with hostile names
+/// under the kubelet root grow while the disk fills (statfs and clock driven, a cycle a
+/// minute); `du -sh <grower>` names them quoted, and the pod directory is no pod uid.
+#[test]
+fn disk_filling_commands_with_a_hostile_grower_are_inert() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    let h = FakeHost::new();
+    h.write(
+        "/proc/1/mountinfo",
+        "22 1 253:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n\
+         95 22 253:32 / /var/lib/kubelet rw,relatime shared:41 - xfs /dev/vdc rw\n",
+    );
+    let volume = format!(
+        "/var/lib/kubelet/pods/{}/volumes/kubernetes.io~empty-dir/{}",
+        hostile("poduid"),
+        hostile("emptydir")
+    );
+    h.write(&format!("{volume}/seed"), vec![1u8; 4096]);
+    let avail = Arc::new(AtomicU64::new(22 * GIB));
+    let clock = Arc::new(AtomicU64::new(1_795_798_800));
+    let (a, k) = (avail.clone(), clock.clone());
+    let mut c = DiskCollector::new(h.node(), DiskConfig::default())
+        .with_statfs(move |_| {
+            Ok(FsUsage {
+                size_bytes: 100 * GIB,
+                avail_bytes: a.load(Ordering::SeqCst),
+                free_bytes: a.load(Ordering::SeqCst),
+                files: 1_000_000,
+                files_free: 900_000,
+            })
+        })
+        .with_clock(move || k.load(Ordering::SeqCst) as f64);
+    let mut last = None;
+    for minute in 0..40u64 {
+        clock.fetch_add(60, Ordering::SeqCst);
+        avail.fetch_sub(60 * MIB, Ordering::SeqCst);
+        h.write(&format!("{volume}/data-{minute}"), vec![7u8; 64 * 1024]);
+        let out = c.collect(&hostile_ctx());
+        let named = out
+            .findings
+            .iter()
+            .any(|f| f.id == "disk.filling_up" && f.evidence.contains_key("grower_path"));
+        if named {
+            last = Some(out);
+            break;
+        }
+    }
+    let out = last.expect("no grower named");
+    let f = out
+        .findings
+        .iter()
+        .find(|f| f.id == "disk.filling_up")
+        .unwrap();
+    assert!(
+        !f.evidence.contains_key("grower_pod_uid"),
+        "{:?}",
+        f.evidence
+    );
+    let cmds = commands(&out);
+    assert_reached(&cmds, "emptydir");
+    assert_reached(&cmds, "poduid");
+    assert_inert(
+        "disk_filling_commands_with_a_hostile_grower_are_inert",
+        &cmds,
+        &[hostile("emptydir")],
     );
 }

@@ -6,6 +6,7 @@ mod citations;
 mod clock;
 mod conntrack;
 mod disk;
+mod disk_filling;
 mod explain;
 mod golden;
 mod hardware;
