@@ -741,6 +741,9 @@ fn pressure_commands_with_a_hostile_cgroup_config_and_node_are_inert() {
         "pressure_commands_with_a_hostile_cgroup_config_and_node_are_inert",
         &cmds,
         &[hostile("cgroup"), hostile("config")],
+    );
+}
+
 /// Time to full names what grows: a pod directory and an emptyDir volume with hostile names
 /// under the kubelet root grow while the disk fills (statfs and clock driven, a cycle a
 /// minute); `du -sh <grower>` names them quoted, and the pod directory is no pod uid.
