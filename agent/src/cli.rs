@@ -320,6 +320,7 @@ impl CollectorFlags {
         o.runtime.probe_timeout = self.runtime_probe_timeout.max(Duration::from_millis(10));
         o.runtime.cni_conf_dir = self.cni_conf_dir.clone();
         o.hardware.kmsg = kmsg.clone();
+        o.tables.kmsg = kmsg.clone();
         o.conntrack.kmsg = kmsg;
         o
     }

@@ -21,6 +21,7 @@ use crate::node::Node;
 use crate::npd::{NpdCollector, NpdConfigs};
 use crate::runtime::probe::RuntimeProbe;
 use crate::runtime::{RuntimeCollector, RuntimeConfig};
+use crate::tables::{TablesCollector, TablesConfig};
 
 /// Every collector's configuration: the defaults, with the command line's flags applied by
 /// the agent.
@@ -35,6 +36,7 @@ pub struct Options {
     pub runtime: RuntimeConfig,
     pub hardware: HardwareConfig,
     pub npd: NpdConfigs,
+    pub tables: TablesConfig,
     /// How the runtime collector asks the daemons (the agent's probes; tests' fakes).
     pub runtime_probe: Arc<dyn RuntimeProbe>,
 }
@@ -52,6 +54,7 @@ impl Options {
             runtime: RuntimeConfig::default(),
             hardware: HardwareConfig::default(),
             npd: NpdConfigs::default(),
+            tables: TablesConfig::default(),
             runtime_probe: probe,
         }
     }
@@ -177,6 +180,12 @@ pub const COLLECTORS: &[Entry] = &[
         flags: &["--npd-config", "--kmsg-max-records"],
         thresholds: |o| o.npd.thresholds.listed(),
     },
+    Entry {
+        name: "tables",
+        build: |n, o| Box::new(TablesCollector::new(n.clone(), o.tables.clone())),
+        flags: &["--kmsg-lookback", "--kmsg-max-records"],
+        thresholds: |o| o.tables.thresholds.listed(),
+    },
 ];
 
 /// The runtime collector's node-log thresholds, named apart from its own.
@@ -258,6 +267,10 @@ mod tests {
         every(
             &format!("{:?}", o.npd.thresholds),
             &o.npd.thresholds.listed(),
+        );
+        every(
+            &format!("{:?}", o.tables.thresholds),
+            &o.tables.thresholds.listed(),
         );
         let logs = &o.runtime.log_thresholds;
         every(&format!("{logs:?}"), &logs.listed());
