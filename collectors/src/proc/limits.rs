@@ -78,7 +78,8 @@ mod tests {
     use super::*;
 
     /// This VM's Linux 6.18 (`cat /proc/self/limits` of a shell).
-    const LINUX_6_18: &str = "Limit                     Soft Limit           Hard Limit           Units     \n\
+    const LINUX_6_18: &str =
+        "Limit                     Soft Limit           Hard Limit           Units     \n\
 Max cpu time              unlimited            unlimited            seconds   \n\
 Max file size             unlimited            unlimited            bytes     \n\
 Max data size             unlimited            unlimited            bytes     \n\

@@ -132,10 +132,7 @@ pub fn parse_thresh(text: &str) -> Option<u64> {
 /// table's own (global) values, in the initial network namespace only (a new namespace has
 /// none: checked on 6.18), so only a reader in the host's namespace sees them.
 pub fn read_gc_thresh(host: &HostPaths, family: &str) -> Result<[u64; 3], ReadError> {
-    let dir = host
-        .proc_file("sys/net")
-        .join(family)
-        .join("neigh/default");
+    let dir = host.proc_file("sys/net").join(family).join("neigh/default");
     let mut out = [0u64; 3];
     for (i, slot) in out.iter_mut().enumerate() {
         let p = dir.join(format!("gc_thresh{}", i + 1));
@@ -182,7 +179,10 @@ mod tests {
     #[test]
     fn older_kernels_without_table_fulls() {
         let s = parse("entries allocs\n00000001 00000002\n").unwrap();
-        assert_eq!((s.entries, s.table_fulls, s.forced_gc_runs), (1, None, None));
+        assert_eq!(
+            (s.entries, s.table_fulls, s.forced_gc_runs),
+            (1, None, None)
+        );
     }
 
     #[test]

@@ -95,7 +95,8 @@ pub fn read(host: &HostPaths) -> Result<Tcp, ReadError> {
 
 /// Reads the host's IPv6 TCP sockets in use; `None` without IPv6 or on any error.
 pub fn read_tcp6_inuse(host: &HostPaths) -> Option<u64> {
-    let text = crate::hostfs::read_text(&path(host, "sockstat6"), crate::hostfs::cap::VALUE).ok()?;
+    let text =
+        crate::hostfs::read_text(&path(host, "sockstat6"), crate::hostfs::cap::VALUE).ok()?;
     parse_tcp6_inuse(&text)
 }
 
@@ -146,7 +147,10 @@ pub fn read_max_orphans(host: &HostPaths) -> Result<u64, ReadError> {
 mod tests {
     #[test]
     fn tcp_mem_line() {
-        assert_eq!(parse_tcp_mem("288459\t384612\t576918\n"), Some([288459, 384612, 576918]));
+        assert_eq!(
+            parse_tcp_mem("288459\t384612\t576918\n"),
+            Some([288459, 384612, 576918])
+        );
         assert_eq!(parse_tcp_mem("1 2"), None);
         assert_eq!(parse_tcp_mem("1 2 x"), None);
     }
@@ -168,10 +172,7 @@ mod tests {
                 mem_pages: Some(102)
             })
         );
-        assert_eq!(
-            parse_tcp6_inuse("TCP6: inuse 7\nUDP6: inuse 0\n"),
-            Some(7)
-        );
+        assert_eq!(parse_tcp6_inuse("TCP6: inuse 7\nUDP6: inuse 0\n"), Some(7));
     }
 
     #[test]

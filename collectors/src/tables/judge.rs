@@ -85,8 +85,17 @@ fn file_handles(s: &Sample, t: &Thresholds) -> Option<Draft> {
             "suggested_file_max",
             pow2_at_least(f.allocated.saturating_mul(2)).max(f.max.saturating_mul(2)),
         );
+    let top: Vec<_> = s
+        .holders
+        .iter()
+        .flat_map(|h| h.top.iter().take(HOLDERS_NAMED))
+        .collect();
     if let Some(h) = &s.holders {
-        let top: Vec<_> = h.top.iter().take(HOLDERS_NAMED).collect();
+        d = d
+            .evidence("scanned_processes", h.scanned)
+            .when_if("scan_partial", h.partial);
+    }
+    if !top.is_empty() {
         let listed = top
             .iter()
             .map(|p| {
@@ -97,21 +106,16 @@ fn file_handles(s: &Sample, t: &Thresholds) -> Option<Draft> {
             .join(", ");
         let held: u64 = top.iter().map(|p| p.fds).sum();
         d = d
-            .evidence("scanned_processes", h.scanned)
-            .when_if("scan_partial", h.partial);
-        if !top.is_empty() {
-            d = d
-                .evidence("top_holders", listed)
-                .evidence("top_holders_fds", held)
-                .items(
-                    "holders",
-                    top.iter()
-                        .map(|p| Item::new().value("pid", p.pid))
-                        .collect(),
-                )
-                .when("holders_known");
-        }
+            .evidence("top_holders", listed)
+            .evidence("top_holders_fds", held);
     }
+    // One command per holder named (none when the scan did not run).
+    d = d.items(
+        "holders",
+        top.iter()
+            .map(|p| Item::new().value("pid", p.pid))
+            .collect(),
+    );
     Some(d)
 }
 
@@ -295,7 +299,10 @@ fn tcp_orphans(s: &Sample, t: &Thresholds) -> Option<Draft> {
             .evidence("threshold_percent", t.orphans_warning_percent)
             .evidence_opt("time_wait", tcp.time_wait)
             .evidence_opt("sockets_inuse", tcp.inuse)
-            .var("suggested_max_orphans", pow2_at_least(max.saturating_mul(2)))
+            .var(
+                "suggested_max_orphans",
+                pow2_at_least(max.saturating_mul(2)),
+            )
             .when_if("all_reset", orphans > max),
     )
 }
@@ -335,7 +342,11 @@ fn still_true(s: &Sample, line: Line) -> Option<bool> {
 fn kernel_lines(s: &Sample, t: &Thresholds) -> Vec<Draft> {
     let mut out = Vec::new();
     for log in s.lines.iter().filter(|l| l.count > 0) {
-        let phase = Phase::of(still_true(s, log.line), log.last_seconds_ago, t.recent_seconds);
+        let phase = Phase::of(
+            still_true(s, log.line),
+            log.last_seconds_ago,
+            t.recent_seconds,
+        );
         let severity = match phase {
             Phase::Ongoing => Severity::Critical,
             Phase::Recent => Severity::Warning,

@@ -89,8 +89,14 @@ mod tests {
         let cases: &[(&str, Option<Line>)] = &[
             ("Neighbour table overflow.", Some(Line::NeighbourOverflow)),
             ("neighbor table overflow!", Some(Line::NeighbourOverflow)),
-            ("arp_cache: neighbor table overflow!", Some(Line::ArpOverflow)),
-            ("ndisc_cache: neighbor table overflow!", Some(Line::NdiscOverflow)),
+            (
+                "arp_cache: neighbor table overflow!",
+                Some(Line::ArpOverflow),
+            ),
+            (
+                "ndisc_cache: neighbor table overflow!",
+                Some(Line::NdiscOverflow),
+            ),
             (
                 "neighbour: arp_cache: neighbor table overflow!",
                 Some(Line::ArpOverflow),
@@ -104,12 +110,21 @@ mod tests {
                 Some(Line::TcpOutOfMemory),
             ),
             ("Out of socket memory", Some(Line::TcpOutOfMemory)),
-            ("TCP: too many orphaned sockets", Some(Line::TcpTooManyOrphans)),
-            ("TCP: too many of orphaned sockets", Some(Line::TcpTooManyOrphans)),
+            (
+                "TCP: too many orphaned sockets",
+                Some(Line::TcpTooManyOrphans),
+            ),
+            (
+                "TCP: too many of orphaned sockets",
+                Some(Line::TcpTooManyOrphans),
+            ),
             // Not ours.
             ("Out of memory: Killed process 1234 (java)", None),
             ("nf_conntrack: table full, dropping packet", None),
-            ("TCP: request_sock_TCP: Possible SYN flooding on port 80.", None),
+            (
+                "TCP: request_sock_TCP: Possible SYN flooding on port 80.",
+                None,
+            ),
             ("net_ratelimit: 3 callbacks suppressed", None),
             ("", None),
         ];

@@ -39,7 +39,9 @@ use crate::proc::{file_nr, limits, neigh_stat, pid_fds, sockstat};
 use crate::rules::Draft;
 
 pub use lines::Line;
-pub use sample::{DaemonFds, Family, FileHandles, Holder, Holders, LineLog, NeighTable, Sample, Tcp};
+pub use sample::{
+    DaemonFds, Family, FileHandles, Holder, Holders, LineLog, NeighTable, Sample, Tcp,
+};
 pub use thresholds::Thresholds;
 
 /// The daemons whose descriptor limits are judged.
@@ -221,7 +223,10 @@ impl TablesCollector {
                 match neigh_stat::read_gc_thresh(host, family.as_str()) {
                     Ok(g) => Some(g),
                     Err(e) => {
-                        notes.push(format!("{e}; the {} neighbour table's fill is not judged", family.as_str()));
+                        notes.push(format!(
+                            "{e}; the {} neighbour table's fill is not judged",
+                            family.as_str()
+                        ));
                         None
                     }
                 }
@@ -353,7 +358,9 @@ impl Phases for TablesCollector {
         let t = &self.config.thresholds;
         let holders = files
             .as_ref()
-            .filter(|f| f.max > 0 && f.allocated as f64 * 100.0 >= t.files_scan_percent * f.max as f64)
+            .filter(|f| {
+                f.max > 0 && f.allocated as f64 * 100.0 >= t.files_scan_percent * f.max as f64
+            })
             .map(|_| self.scan_holders());
         let daemons = self.read_daemons();
         let neigh = self.read_neigh(ctx.host_netns, &mut notes);

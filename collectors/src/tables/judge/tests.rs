@@ -96,8 +96,10 @@ fn file_handles_names_the_top_holders() {
         Some("leaky (pid 42) 800, sshd (pid 7) 12+")
     );
     assert_eq!(d.evidence["top_holders_fds"].as_f64(), Some(812.0));
-    assert!(d.is("holders_known"));
-    assert_eq!(d.vars["suggested_file_max"], crate::rules::Var::One(2048u64.into()));
+    assert_eq!(
+        d.vars["suggested_file_max"],
+        crate::rules::Var::One(2048u64.into())
+    );
 }
 
 #[test]
@@ -119,8 +121,14 @@ fn daemon_near_its_limit() {
         [(DAEMON_FILE_LIMIT, Severity::Critical, "containerd")]
     );
     assert_eq!(d[0].evidence["open_fds"].as_f64(), Some(1000.0));
-    assert_eq!(d[0].vars["suggested_limit"], crate::rules::Var::One((1u64 << 20).into()));
-    assert_eq!(d[0].vars["unit"], crate::rules::Var::One("containerd".into()));
+    assert_eq!(
+        d[0].vars["suggested_limit"],
+        crate::rules::Var::One((1u64 << 20).into())
+    );
+    assert_eq!(
+        d[0].vars["unit"],
+        crate::rules::Var::One("containerd".into())
+    );
     s.daemons = vec![daemon(Some(850))];
     assert_eq!(judge(&s, &t)[0].severity, Severity::Warning);
     // Not counted (its table is far below the limit), or unlimited: nothing.
@@ -170,10 +178,16 @@ fn tcp_memory_and_orphans() {
     let d = judge(&s(tcp(600_000, 0)), &t);
     assert_eq!(d[0].severity, Severity::Critical);
     assert!(d[0].is("above_max"));
-    assert_eq!(d[0].evidence["mem_bytes"].as_f64(), Some(600_000.0 * 4096.0));
+    assert_eq!(
+        d[0].evidence["mem_bytes"].as_f64(),
+        Some(600_000.0 * 4096.0)
+    );
     // Orphans: a quarter of the limit warns, half is critical.
     let d = judge(&s(tcp(0, 40_000)), &t);
-    assert_eq!(ids(&d), [(TCP_ORPHANS, Severity::Warning, "tcp_max_orphans")]);
+    assert_eq!(
+        ids(&d),
+        [(TCP_ORPHANS, Severity::Warning, "tcp_max_orphans")]
+    );
     let d = judge(&s(tcp(0, 70_000)), &t);
     assert_eq!(d[0].severity, Severity::Critical);
 }
