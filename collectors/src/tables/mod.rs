@@ -44,6 +44,31 @@ pub use sample::{
 };
 pub use thresholds::Thresholds;
 
+/// What a run could not read (`degraded`) and what this host does not have by design
+/// (`noted`: a "host" whose pid 1 is not in the kernel's initial network namespace, as in a
+/// kind node or a test's staged node, has no neighbour statistics and none of the initial
+/// namespace's sysctls).
+#[derive(Debug, Default)]
+struct Notes {
+    could_not: Vec<String>,
+    absent: Vec<String>,
+}
+
+impl Notes {
+    /// Files of the kernel's initial network namespace that are missing: absent by design;
+    /// anything else could not be read.
+    fn initial_netns_file(&mut self, e: &crate::ReadError, what: &str) {
+        if e.is_not_found() {
+            self.absent.push(format!(
+                "no {}: not the kernel's initial network namespace (a nested node?); {what}",
+                e.path().display()
+            ));
+        } else {
+            self.could_not.push(format!("{e}; {what}"));
+        }
+    }
+}
+
 /// The daemons whose descriptor limits are judged.
 pub const DAEMONS: &[&str] = &["containerd", "dockerd", "cri-dockerd", "kubelet"];
 
@@ -111,7 +136,7 @@ impl TablesCollector {
     }
 
     /// `file-nr` and `nr_open`.
-    fn read_files(&self, notes: &mut Vec<String>) -> Option<FileHandles> {
+    fn read_files(&self, notes: &mut Notes) -> Option<FileHandles> {
         let host = self.node.host();
         match file_nr::read(host) {
             Ok(f) => Some(FileHandles {
@@ -120,7 +145,9 @@ impl TablesCollector {
                 nr_open: file_nr::read_value(host, "nr_open").ok(),
             }),
             Err(e) => {
-                notes.push(format!("{e}; the open-file table is not judged"));
+                notes
+                    .could_not
+                    .push(format!("{e}; the open-file table is not judged"));
                 None
             }
         }
@@ -203,19 +230,18 @@ impl TablesCollector {
 
     /// Both neighbour tables: entries and counters through pid 1, thresholds from the host
     /// namespace's sysctls.
-    fn read_neigh(&mut self, host_netns: HostNetns, notes: &mut Vec<String>) -> Vec<NeighTable> {
+    fn read_neigh(&mut self, host_netns: HostNetns, notes: &mut Notes) -> Vec<NeighTable> {
         let host = self.node.host();
         let now = Instant::now();
         let mut out = Vec::new();
         for family in [Family::Ipv4, Family::Ipv6] {
             let stat = match neigh_stat::read(host, family.table()) {
                 Ok(s) => s,
+                // No IPv6 (ipv6.disable=1): nothing to judge.
                 Err(e) if e.is_not_found() && family == Family::Ipv6 => continue,
                 Err(e) => {
-                    notes.push(format!(
-                        "{e}; the {} neighbour table is not judged (it is read through pid 1: hostPID)",
-                        family.as_str()
-                    ));
+                    let what = format!("the {} neighbour table is not judged", family.as_str());
+                    notes.initial_netns_file(&e, &what);
                     continue;
                 }
             };
@@ -223,10 +249,11 @@ impl TablesCollector {
                 match neigh_stat::read_gc_thresh(host, family.as_str()) {
                     Ok(g) => Some(g),
                     Err(e) => {
-                        notes.push(format!(
-                            "{e}; the {} neighbour table's fill is not judged",
+                        let what = format!(
+                            "the {} neighbour table's fill is not judged",
                             family.as_str()
-                        ));
+                        );
+                        notes.initial_netns_file(&e, &what);
                         None
                     }
                 }
@@ -260,7 +287,7 @@ impl TablesCollector {
             });
         }
         if !host_netns.sysctls_are_hosts() && !out.is_empty() {
-            notes.push(format!(
+            notes.could_not.push(format!(
                 "the agent is not in the host's network namespace ({}): gc_thresh*, tcp_mem and \
                  tcp_max_orphans are visible there only (run with hostNetwork); the neighbour \
                  tables' fill and TCP limits are not judged",
@@ -271,21 +298,23 @@ impl TablesCollector {
     }
 
     /// `sockstat` through pid 1 and the TCP limits from the host namespace's sysctls.
-    fn read_tcp(&self, host_netns: HostNetns, notes: &mut Vec<String>) -> Option<Tcp> {
+    fn read_tcp(&self, host_netns: HostNetns, notes: &mut Notes) -> Option<Tcp> {
         let host = self.node.host();
         let stat = match sockstat::read(host) {
             Ok(s) => s,
             Err(e) => {
-                notes.push(format!("{e}; TCP memory and orphans are not judged"));
+                notes
+                    .could_not
+                    .push(format!("{e}; TCP memory and orphans are not judged"));
                 return None;
             }
         };
         let (tcp_mem, max_orphans) = if host_netns.sysctls_are_hosts() {
             let mem = sockstat::read_tcp_mem(host)
-                .map_err(|e| notes.push(format!("{e}; TCP memory is not judged")))
+                .map_err(|e| notes.initial_netns_file(&e, "TCP memory is not judged"))
                 .ok();
             let orphans = sockstat::read_max_orphans(host)
-                .map_err(|e| notes.push(format!("{e}; TCP orphans are not judged")))
+                .map_err(|e| notes.initial_netns_file(&e, "TCP orphans are not judged"))
                 .ok();
             (mem, orphans)
         } else {
@@ -353,7 +382,7 @@ impl Phases for TablesCollector {
     type Sample = Sample;
 
     fn sample(&mut self, ctx: &CollectContext) -> Result<(Sample, Status), Status> {
-        let mut notes = Vec::new();
+        let mut notes = Notes::default();
         let files = self.read_files(&mut notes);
         let t = &self.config.thresholds;
         let holders = files
@@ -366,12 +395,7 @@ impl Phases for TablesCollector {
         let neigh = self.read_neigh(ctx.host_netns, &mut notes);
         let tcp = self.read_tcp(ctx.host_netns, &mut notes);
         let (lines, kmsg_status) = self.read_kernel_log();
-        let mut status = if notes.is_empty() {
-            Status::Ok
-        } else {
-            Status::Degraded(notes.join("; "))
-        };
-        status = status.worst(kmsg_status);
+        let status = Status::from_notes(notes.could_not, notes.absent).worst(kmsg_status);
         if files.is_none() && neigh.is_empty() && tcp.is_none() {
             return Err(Status::Unavailable(
                 status

@@ -395,6 +395,32 @@ fn outside_the_host_network_namespace_the_limits_are_not_judged() {
 }
 
 #[test]
+fn a_nested_node_without_the_initial_namespaces_files_is_complete_with_a_note() {
+    // A kind node: pid 1 is in a network namespace of its own, so there is no neighbour
+    // statistics file and none of the initial namespace's sysctls.
+    let h = host();
+    for f in [
+        "/proc/1/net/stat/arp_cache",
+        "/proc/1/net/stat/ndisc_cache",
+        "/proc/sys/net/ipv4/tcp_mem",
+        "/proc/sys/net/ipv4/tcp_max_orphans",
+    ] {
+        std::fs::remove_file(h.path(f)).unwrap();
+    }
+    std::fs::remove_dir_all(h.path("/proc/sys/net/ipv4/neigh")).unwrap();
+    let c = support::collect(&mut collector(&h), &support::ctx());
+    let Status::Noted(why) = &c.status else {
+        panic!("{:?}", c.status)
+    };
+    assert!(
+        why.contains("not the kernel's initial network namespace"),
+        "{why}"
+    );
+    assert!(c.status.is_complete());
+    assert!(c.findings.is_empty(), "{:#?}", c.findings);
+}
+
+#[test]
 fn a_hostile_process_name_stays_in_the_evidence_never_in_a_command() {
     let h = host();
     h.write("/proc/sys/fs/file-nr", "950000\t0\t1000000\n");
