@@ -315,7 +315,7 @@ fn tcp_memory_above_its_high_mark_with_the_kernel_line_is_critical() {
         .remediation
         .commands
         .iter()
-        .any(|c| c == "sysctl -w net.ipv4.tcp_mem=288459' '769224' '1153836"));
+        .any(|c| c == "sysctl -w 'net.ipv4.tcp_mem=288459 769224 1153836'"));
     let k = find(&c, "tables.kernel_table_full", "tcp-memory");
     assert_eq!(k.severity, Severity::Critical);
     assert!(k.title.en.contains("ran out of TCP memory"));
