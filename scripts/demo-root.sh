@@ -25,6 +25,15 @@ w proc/sys/net/netfilter/nf_conntrack_max '65536\n'
 w proc/sys/net/netfilter/nf_conntrack_buckets '16384\n'
 w proc/1/net/snmp 'Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors InCsumErrors IgnoredMulti MemErrors\nUdp: 1200 3 17 1300 11 0 0 0 0\n'
 w proc/1/net/udp '   sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops\n'
+w proc/sys/fs/file-nr '1184\t0\t2470938\n'
+w proc/sys/fs/nr_open '1048576\n'
+w proc/1/net/stat/arp_cache 'entries  allocs   destroys hash_grows lookups  hits     res_failed rcv_probes_mcast rcv_probes_ucast periodic_gc_runs forced_gc_runs unresolved_discards table_fulls\n00000002 0000007e 00000080 00000000   0000014c 00000000 00000000   00000000         00000000         00000000         00000000       00000000            00000000\n'
+w proc/sys/net/ipv4/neigh/default/gc_thresh1 '128\n'
+w proc/sys/net/ipv4/neigh/default/gc_thresh2 '512\n'
+w proc/sys/net/ipv4/neigh/default/gc_thresh3 '1024\n'
+w proc/1/net/sockstat 'sockets: used 11\nTCP: inuse 1 orphan 0 tw 0 alloc 1 mem 102\n'
+w proc/sys/net/ipv4/tcp_mem '288459\t384612\t576918\n'
+w proc/sys/net/ipv4/tcp_max_orphans '131072\n'
 dev=$(stat -c '%d' "$root")
 w proc/1/mountinfo "22 1 $((dev >> 8)):$((dev & 0xff)) / / rw,relatime shared:1 - ext4 /dev/vda rw\n"
 mkdir -p "$root/var/lib/kubelet/pods"

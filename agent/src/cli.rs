@@ -321,6 +321,7 @@ impl CollectorFlags {
         o.runtime.cni_conf_dir = self.cni_conf_dir.clone();
         o.hardware.kmsg = kmsg.clone();
         o.pressure.kubelet_config = self.kubelet_config.clone();
+        o.tables.kmsg = kmsg.clone();
         o.conntrack.kmsg = kmsg;
         o
     }

@@ -45,6 +45,7 @@ pub mod runtime;
 pub mod sanitize;
 pub mod shell;
 pub mod sys;
+pub mod tables;
 
 pub use collector::{CollectContext, Collection, Collector, HostNetns, Phases, Status};
 pub use error::ReadError;

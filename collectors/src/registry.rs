@@ -23,6 +23,7 @@ use crate::npd::{NpdCollector, NpdConfigs};
 use crate::pressure::{PressureCollector, PressureConfig};
 use crate::runtime::probe::RuntimeProbe;
 use crate::runtime::{RuntimeCollector, RuntimeConfig};
+use crate::tables::{TablesCollector, TablesConfig};
 
 /// Every collector's configuration: the defaults, with the command line's flags applied by
 /// the agent.
@@ -39,6 +40,7 @@ pub struct Options {
     pub npd: NpdConfigs,
     pub clock: ClockConfig,
     pub pressure: PressureConfig,
+    pub tables: TablesConfig,
     /// How the runtime collector asks the daemons (the agent's probes; tests' fakes).
     pub runtime_probe: Arc<dyn RuntimeProbe>,
 }
@@ -58,6 +60,7 @@ impl Options {
             npd: NpdConfigs::default(),
             clock: ClockConfig::default(),
             pressure: PressureConfig::default(),
+            tables: TablesConfig::default(),
             runtime_probe: probe,
         }
     }
@@ -195,6 +198,12 @@ pub const COLLECTORS: &[Entry] = &[
         flags: &["--kubelet-config"],
         thresholds: |o| o.pressure.thresholds.listed(),
     },
+    Entry {
+        name: "tables",
+        build: |n, o| Box::new(TablesCollector::new(n.clone(), o.tables.clone())),
+        flags: &["--kmsg-lookback", "--kmsg-max-records"],
+        thresholds: |o| o.tables.thresholds.listed(),
+    },
 ];
 
 /// The runtime collector's node-log thresholds, named apart from its own.
@@ -284,6 +293,10 @@ mod tests {
         every(
             &format!("{:?}", o.pressure.thresholds),
             &o.pressure.thresholds.listed(),
+        );
+        every(
+            &format!("{:?}", o.tables.thresholds),
+            &o.tables.thresholds.listed(),
         );
         let logs = &o.runtime.log_thresholds;
         every(&format!("{logs:?}"), &logs.listed());

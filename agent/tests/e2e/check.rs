@@ -414,6 +414,18 @@ Node 0, zone   Normal   4411   3868   3114   2347   1619   1009    555    284   
     );
     // nft-only: the legacy table lists exist (ip_tables loaded) and are empty.
     root.write("/proc/1/net/ip_tables_names", "");
+    root.write("/proc/sys/fs/file-nr", "1184\t0\t2470938\n");
+    root.write("/proc/sys/fs/nr_open", "1048576\n");
+    root.write("/proc/1/net/stat/arp_cache", "entries  allocs   destroys hash_grows lookups  hits     res_failed rcv_probes_mcast rcv_probes_ucast periodic_gc_runs forced_gc_runs unresolved_discards table_fulls\n00000002 0000007e 00000080 00000000   0000014c 00000000 00000000   00000000         00000000         00000000         00000000       00000000            00000000\n");
+    root.write("/proc/sys/net/ipv4/neigh/default/gc_thresh1", "128\n");
+    root.write("/proc/sys/net/ipv4/neigh/default/gc_thresh2", "512\n");
+    root.write("/proc/sys/net/ipv4/neigh/default/gc_thresh3", "1024\n");
+    root.write(
+        "/proc/1/net/sockstat",
+        "sockets: used 11\nTCP: inuse 1 orphan 0 tw 0 alloc 1 mem 102\n",
+    );
+    root.write("/proc/sys/net/ipv4/tcp_mem", "288459\t384612\t576918\n");
+    root.write("/proc/sys/net/ipv4/tcp_max_orphans", "131072\n");
     root.write("/proc/1/net/ip6_tables_names", "");
     let check = |format: Option<&str>| {
         let mut args = vec![

@@ -27,3 +27,4 @@ mod runtime;
 #[path = "../../../agent/tests/e2e/sandbox.rs"]
 mod sandbox;
 mod support;
+mod tables;
