@@ -454,6 +454,12 @@ fn missing_sources_are_named() {
 
 // ------------------------------------------------------------------ real kernel
 
+/// Whether this test runs in the kernel's initial network namespace: on 6.18 only it has the
+/// neighbour tables' statistics (`/proc/net/stat/arp_cache`), `tcp_mem` and `neigh/default`.
+fn initial_netns() -> bool {
+    std::path::Path::new("/proc/self/net/stat/arp_cache").exists()
+}
+
 /// This VM's own files parse: `file-nr`, `nr_open`, `arp_cache`, `ndisc_cache`, `sockstat`,
 /// `tcp_mem`, `gc_thresh*` and this process's `limits`.
 #[test]
@@ -470,10 +476,18 @@ fn real_kernel_files_parse() {
     }
     let t = sockstat::read(&host).expect("sockstat");
     assert!(t.mem_pages.is_some() && t.orphan.is_some(), "{t:?}");
-    let [min, pressure, max] = sockstat::read_tcp_mem(&host).expect("tcp_mem");
-    assert!(min <= pressure && pressure <= max);
-    let g = neigh_stat::read_gc_thresh(&host, "ipv4").expect("gc_thresh");
-    assert!(g[0] <= g[2], "{g:?}");
+    if initial_netns() {
+        let [min, pressure, max] = sockstat::read_tcp_mem(&host).expect("tcp_mem");
+        assert!(min <= pressure && pressure <= max);
+        let g = neigh_stat::read_gc_thresh(&host, "ipv4").expect("gc_thresh");
+        assert!(g[0] <= g[2], "{g:?}");
+    } else {
+        // A network namespace of its own (test.sh's fresh-netns run): this kernel (6.18) has
+        // no tcp_mem and no neigh/default there, and the readers say so.
+        assert!(sockstat::read_tcp_mem(&host).is_err());
+        assert!(neigh_stat::read_gc_thresh(&host, "ipv4").is_err());
+        eprintln!("real_kernel_files_parse: tcp_mem and gc_thresh* not read: not the initial network namespace");
+    }
     let me = limits::read(&host, std::process::id()).expect("own limits");
     assert!(me.soft.is_some_and(|s| s >= 3), "{me:?}");
 }
@@ -486,13 +500,23 @@ fn real_kernel_this_host_is_quiet() {
         TablesConfig::default(),
     );
     let ctx = CollectContext::new("node-1", HostNetns::Same);
+    let initial = initial_netns();
     for _ in 0..2 {
         let out = c.collect(&ctx);
-        assert!(
-            matches!(out.status, Status::Ok | Status::Degraded(_)),
-            "{:?}",
-            out.status
-        );
+        if initial {
+            assert!(
+                matches!(out.status, Status::Ok | Status::Degraded(_)),
+                "{:?}",
+                out.status
+            );
+        } else {
+            // test.sh's fresh-netns run: the global limits are not in this namespace.
+            assert!(
+                matches!(&out.status, Status::Noted(m) if m.contains("not the kernel's initial network namespace")),
+                "{:?}",
+                out.status
+            );
+        }
         let loud: Vec<_> = out
             .findings
             .iter()
