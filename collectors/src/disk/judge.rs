@@ -772,6 +772,7 @@ fn filling_up(fs: &FsSample, s: &Settings, t: &Thresholds, resource: Resource) -
             .evidence("grower_bytes", g.bytes)
             .evidence_opt("grower_pod_uid", g.pod_uid.as_deref())
             .when(match g.kind {
+                "pod_log" => "grower_pod_log",
                 "empty_dir" => "grower_empty_dir",
                 "pod_dir" => "grower_pod_dir",
                 "container_dir" => "grower_container_dir",

@@ -96,6 +96,11 @@ pub struct DiskCollector {
     /// The items of the last complete walk of each walked root, and what grew since the one
     /// before.
     growth: HashMap<PathBuf, RootGrowth>,
+    /// Each container log's size at the last run (agent-side path) and when it was read: the
+    /// logs that grow fastest are growers too (a pod's logs under `/var/log/pods` are outside
+    /// every walked root). Only the logs of the last listing are kept.
+    log_sizes: HashMap<PathBuf, u64>,
+    logs_at: Option<f64>,
 }
 
 /// Filesystems whose history is kept, at most (a node has a handful).
@@ -155,6 +160,8 @@ impl DiskCollector {
             }),
             history: BTreeMap::new(),
             growth: HashMap::new(),
+            log_sizes: HashMap::new(),
+            logs_at: None,
         }
     }
 
@@ -255,7 +262,7 @@ impl DiskCollector {
         let mut fs = self.group_by_filesystem(&disc, &mounts, &mut notes);
         let mut absent = Vec::new();
         self.record_history(&mut fs, now, &mut absent);
-        let largest_logs = self.container_logs(&disc, &mounts, &mut fs);
+        let largest_logs = self.container_logs(&disc, &mounts, &mut fs, now);
         let (attention, growing) = self.needing_attention(&disc, &fs);
         self.walk(&disc, &attention, &mut fs, now);
         let full: Vec<String> = attention
@@ -342,6 +349,7 @@ impl DiskCollector {
         disc: &Discovery,
         mounts: &[Mount],
         fs: &mut Filesystems,
+        now: f64,
     ) -> Vec<logs::LogFile> {
         let mut all_logs: Vec<(String, logs::LogFile)> = Vec::new();
         let mut log_dirs: Vec<(PathBuf, bool)> = Vec::new();
@@ -381,6 +389,7 @@ impl DiskCollector {
                 all_logs.push((key.clone(), l));
             }
         }
+        self.log_growers(&all_logs, fs, now);
         self.labels.retain(&live_ids);
         self.docker_dirs
             .retain(|dir, _| log_dirs.iter().any(|(d, docker)| *docker && d == dir));
@@ -399,6 +408,52 @@ impl DiskCollector {
         let mut overall = logs::largest(all_logs.into_iter().map(|x| x.1).collect(), top_n);
         self.labels.annotate(&mut overall);
         overall
+    }
+
+    /// The container log that grew fastest on each filesystem since the last run, as a grower
+    /// of kind `pod_log` (a rotated or truncated log, smaller now, is no grower); remembers
+    /// this listing's sizes for the next run.
+    fn log_growers(
+        &mut self,
+        all_logs: &[(String, logs::LogFile)],
+        fs: &mut Filesystems,
+        now: f64,
+    ) {
+        let dt = self.logs_at.map_or(0.0, |t| now - t);
+        let mut best: HashMap<&str, (f64, &logs::LogFile)> = HashMap::new();
+        if dt > 0.0 {
+            for (key, l) in all_logs {
+                let Some(before) = self.log_sizes.get(&l.path) else {
+                    continue;
+                };
+                let Some(grew) = l.size_bytes.checked_sub(*before).filter(|g| *g > 0) else {
+                    continue;
+                };
+                let rate = grew as f64 / dt;
+                if best.get(key.as_str()).is_none_or(|(r, _)| rate > *r) {
+                    best.insert(key.as_str(), (rate, l));
+                }
+            }
+        }
+        for (key, (rate, l)) in best {
+            if let Some(g) = fs.groups.get_mut(key) {
+                let host = self.node.host().host_side(&l.path);
+                let path = host.as_deref().unwrap_or(&l.path);
+                g.trend.growers.push(Grower {
+                    path: path.display().to_string(),
+                    kind: "pod_log",
+                    pod_uid: pod_log_uid(path),
+                    bytes_per_second: rate,
+                    entries_per_second: 0.0,
+                    bytes: l.size_bytes,
+                });
+            }
+        }
+        self.log_sizes = all_logs
+            .iter()
+            .map(|(_, l)| (l.path.clone(), l.size_bytes))
+            .collect();
+        self.logs_at = Some(now);
     }
 
     /// Adds this run's reading of each filesystem to its history and fits it (into the
@@ -767,6 +822,12 @@ fn compare_walks(growth: &mut RootGrowth, w: &walk::Walker, now: f64) {
 }
 
 /// The pod uid of an item under the kubelet's `pods/<uid>`, when it is a valid one.
+/// The pod uid of a CRI log path (`…/pods/<namespace>_<pod>_<uid>/<container>/0.log`).
+fn pod_log_uid(path: &Path) -> Option<String> {
+    let dir = path.parent()?.parent()?.file_name()?.to_str()?;
+    crate::pods::parse_pod_log_dir(dir).map(|p| p.uid)
+}
+
 fn pod_uid(key: &str) -> Option<String> {
     let mut parts = key.split('/');
     (parts.next() == Some("pods"))

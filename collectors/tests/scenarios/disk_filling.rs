@@ -228,6 +228,93 @@ fn a_kubelet_disk_filling_at_a_steady_rate_is_announced_with_its_eta() {
 
 /// A 12 GiB file written and deleted three minutes later, on a disk otherwise steady at
 /// 30 GiB available, over two hours of one-minute cycles: never a forecast, never a walk.
+/// One disk holds everything (the kubelet root and `/var/log/pods`), and what fills it is a
+/// pod's log: 1 MiB/s into `0.log` (a sparse file the test lengthens each minute), outside
+/// every walked root. The announcement names that log, its rate and its pod, and tells to
+/// bound the kubelet's logs.
+#[test]
+fn a_pods_log_filling_the_disk_is_named() {
+    let h = FakeHost::new();
+    h.write(
+        "/proc/1/mountinfo",
+        "22 1 253:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n",
+    )
+    .write(
+        "/var/lib/kubelet/config.yaml",
+        "kind: KubeletConfiguration\n",
+    )
+    .mkdir("/var/lib/kubelet/pods");
+    let log = format!("/var/log/pods/default_web-1_{UID}/app/0.log");
+    // Another pod's log, large and still.
+    h.sparse(
+        "/var/log/pods/default_db-0_0b6e2f4c-3d1a-4f6e-9c2b-7a8d9e0f1a2b/db/0.log",
+        3 * GIB,
+    );
+    let avail = Arc::new(AtomicU64::new(22 * GIB));
+    let clock = Arc::new(AtomicU64::new(T0));
+    let (a, c) = (avail.clone(), clock.clone());
+    let mut col = DiskCollector::new(h.node(), DiskConfig::default())
+        .with_statfs(move |_: &Path| {
+            Ok(FsUsage {
+                size_bytes: 100 * GIB,
+                avail_bytes: a.load(Ordering::SeqCst),
+                free_bytes: a.load(Ordering::SeqCst),
+                files: 1_000_000,
+                files_free: 900_000,
+            })
+        })
+        .with_clock(move || c.load(Ordering::SeqCst) as f64);
+    let mut announced = None;
+    for minute in 0..=32u64 {
+        clock.store(T0 + minute * 60, Ordering::SeqCst);
+        avail.store(22 * GIB - minute * 60 * MIB, Ordering::SeqCst);
+        h.sparse(&log, GIB + minute * 60 * MIB);
+        let out = col.collect(&ctx());
+        if let Some(f) = find(&out, "disk.filling_up") {
+            announced = Some(f.clone());
+            break;
+        }
+    }
+    let f = announced.expect("announced within 32 minutes");
+    assert_eq!(f.severity, Severity::Warning);
+    assert_eq!(ev_str(&f, "grower_kind"), "pod_log");
+    assert_eq!(ev_str(&f, "grower_path"), log);
+    assert_eq!(ev_str(&f, "grower_pod_uid"), UID);
+    let rate = ev_num(&f, "grower_bytes_per_second");
+    assert!((rate - MIB as f64).abs() < 1.0, "{rate}");
+    assert!(
+        f.summary
+            .en
+            .contains(&format!("Fastest grower now: {log} (+1.0 MiB/s)")),
+        "{}",
+        f.summary.en
+    );
+    let steps: Vec<&str> = f.remediation.steps.iter().map(|s| s.en.as_str()).collect();
+    assert!(
+        steps
+            .iter()
+            .any(|s| s.contains("A container's log grows fastest")
+                && s.contains("containerLogMaxSize")),
+        "{steps:#?}"
+    );
+    assert!(
+        f.remediation
+            .commands
+            .iter()
+            .any(|c| c == &format!("du -sh {log}")),
+        "{:?}",
+        f.remediation.commands
+    );
+    assert!(
+        f.remediation
+            .commands
+            .iter()
+            .any(|c| c.ends_with(&format!("grep -- {UID}"))),
+        "{:?}",
+        f.remediation.commands
+    );
+}
+
 #[test]
 fn a_burst_followed_by_a_delete_is_not_announced() {
     let h = kubelet_node();
