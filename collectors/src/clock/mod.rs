@@ -19,6 +19,8 @@ pub mod sample;
 pub mod thresholds;
 pub mod timex;
 
+use std::time::{Duration, Instant};
+
 use crate::collector::{CollectContext, HostNetns, Phases, Status};
 use crate::metric::Metric;
 use crate::node::Node;
@@ -45,7 +47,14 @@ pub struct ClockCollector {
     /// `None`: the running kernel (`adjtimex(2)`), for a real host root only.
     source: Option<TimexSource>,
     previous_offset_seconds: Option<f64>,
+    /// The last lookup of the time daemons and when: asked again after [`DAEMONS_RECHECK`]
+    /// (a node whose clock stays unsynchronised would otherwise pass over `/proc` every run:
+    /// the time daemons have no unit or socket the daemon locator knows).
+    daemons_seen: Option<(Instant, Option<Vec<TimeDaemon>>)>,
 }
+
+/// How long a lookup of the time daemons is reused.
+const DAEMONS_RECHECK: Duration = Duration::from_secs(600);
 
 impl ClockCollector {
     pub fn new(node: Node, config: ClockConfig) -> Self {
@@ -54,6 +63,7 @@ impl ClockCollector {
             config,
             source: None,
             previous_offset_seconds: None,
+            daemons_seen: None,
         }
     }
 
@@ -84,8 +94,20 @@ impl ClockCollector {
         })
     }
 
-    /// The time daemons running, in pid order (`None` when the process table is unreadable).
-    fn daemons(&self) -> Option<Vec<TimeDaemon>> {
+    /// The time daemons running, in pid order (`None` when the process table is unreadable);
+    /// the last lookup when it is younger than [`DAEMONS_RECHECK`].
+    fn daemons(&mut self) -> Option<Vec<TimeDaemon>> {
+        if let Some((at, seen)) = &self.daemons_seen {
+            if at.elapsed() < DAEMONS_RECHECK {
+                return seen.clone();
+            }
+        }
+        let found = self.look_for_daemons();
+        self.daemons_seen = Some((Instant::now(), found.clone()));
+        found
+    }
+
+    fn look_for_daemons(&self) -> Option<Vec<TimeDaemon>> {
         let procs = self
             .node
             .processes()
@@ -122,13 +144,13 @@ impl Phases for ClockCollector {
             uptime_seconds,
             daemons: None,
         };
-        let t = &self.config.thresholds;
+        let t = self.config.thresholds.clone();
         // The daemons are looked for only when a rule has something to say: a synchronised
         // clock costs one system call and the uptime.
-        if !judge::judge(&sample, t).is_empty() {
+        if !judge::judge(&sample, &t).is_empty() {
             sample.daemons = self.daemons();
         }
-        let status = if !timex.synchronised() && !judge::past_grace(&sample, t) {
+        let status = if !timex.synchronised() && !judge::past_grace(&sample, &t) {
             Status::Noted(format!(
                 "the clock is not synchronised yet, within {} s of boot: not judged before then",
                 t.boot_grace_seconds
