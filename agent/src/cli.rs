@@ -119,6 +119,18 @@ pub struct CollectorFlags {
     )]
     pub npd_configs: Vec<PathBuf>,
 
+    /// net: interfaces watched whatever they are (repeat, or comma-separated): an uplink
+    /// with no `device` link in sysfs (a VLAN, a macvlan) that the node's traffic crosses.
+    /// Physical interfaces and bonds are watched without it. docs/collectors/net.md.
+    #[arg(
+        long = "net-interfaces",
+        global = true,
+        env = "NODE_DOCTOR_NET_INTERFACES",
+        value_delimiter = ',',
+        value_name = "IFACE"
+    )]
+    pub net_interfaces: Vec<String>,
+
     /// disk, runtime: docker's daemon.json on the host (data-root, exec-root, log-opts, hosts).
     #[arg(
         long,
@@ -320,6 +332,7 @@ impl CollectorFlags {
         o.runtime.probe_timeout = self.runtime_probe_timeout.max(Duration::from_millis(10));
         o.runtime.cni_conf_dir = self.cni_conf_dir.clone();
         o.hardware.kmsg = kmsg.clone();
+        o.net.interfaces = self.net_interfaces.clone();
         o.conntrack.kmsg = kmsg;
         o
     }

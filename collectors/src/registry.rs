@@ -18,6 +18,7 @@ use crate::kernel::{KernelCollector, KernelConfig};
 use crate::listing::Listed;
 use crate::load::{LoadCollector, LoadConfig};
 use crate::memory::{MemoryCollector, MemoryConfig};
+use crate::net::{NetCollector, NetConfig};
 use crate::node::Node;
 use crate::npd::{NpdCollector, NpdConfigs};
 use crate::runtime::probe::RuntimeProbe;
@@ -37,6 +38,7 @@ pub struct Options {
     pub hardware: HardwareConfig,
     pub npd: NpdConfigs,
     pub clock: ClockConfig,
+    pub net: NetConfig,
     /// How the runtime collector asks the daemons (the agent's probes; tests' fakes).
     pub runtime_probe: Arc<dyn RuntimeProbe>,
 }
@@ -55,6 +57,7 @@ impl Options {
             hardware: HardwareConfig::default(),
             npd: NpdConfigs::default(),
             clock: ClockConfig::default(),
+            net: NetConfig::default(),
             runtime_probe: probe,
         }
     }
@@ -186,6 +189,12 @@ pub const COLLECTORS: &[Entry] = &[
         flags: &[],
         thresholds: |o| o.clock.thresholds.listed(),
     },
+    Entry {
+        name: "net",
+        build: |n, o| Box::new(NetCollector::new(n.clone(), o.net.clone())),
+        flags: &["--net-interfaces"],
+        thresholds: |o| o.net.thresholds.listed(),
+    },
 ];
 
 /// The runtime collector's node-log thresholds, named apart from its own.
@@ -271,6 +280,10 @@ mod tests {
         every(
             &format!("{:?}", o.clock.thresholds),
             &o.clock.thresholds.listed(),
+        );
+        every(
+            &format!("{:?}", o.net.thresholds),
+            &o.net.thresholds.listed(),
         );
         let logs = &o.runtime.log_thresholds;
         every(&format!("{logs:?}"), &logs.listed());
