@@ -750,9 +750,12 @@ mod tests {
             "/run/d/docker.sock",
             "--runtime-probe-timeout",
             "500ms",
+            "--net-interfaces",
+            "bond0.100,macvlan0",
         ])
         .unwrap();
         let o = cli.tuning.options();
+        assert_eq!(o.net.interfaces, ["bond0.100", "macvlan0"]);
         assert_eq!(o.memory.kmsg.lookback, Duration::from_secs(600));
         assert_eq!(o.conntrack.kmsg.lookback, Duration::from_secs(600));
         assert_eq!(o.kernel.kmsg.lookback, Duration::from_secs(600));
