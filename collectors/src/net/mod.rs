@@ -176,21 +176,18 @@ impl NetCollector {
         out
     }
 
-    /// Whether `name` is watched, and why: named by the operator, a bond, or backed by a
-    /// device (not loopback, not a bridge). veths, bridges, tunnels and the CNIs' devices have
-    /// no `device` link.
+    /// Whether `name` is watched, and why: named by the operator, backed by a device, or a
+    /// bond. Loopback, veths, bridges, tunnels and the CNIs' devices have no `device` link and
+    /// are not bonds: two `stat`s each, no read (a node has thousands of veths).
     fn role(&self, name: &str) -> Option<Role> {
         if self.config.interfaces.iter().any(|n| n == name) {
             return Some(Role::Configured);
         }
-        let k = net_class::kind(self.node.host(), name);
-        if k.arp_type == Some(net_class::TYPE_LOOPBACK) || k.is_bridge {
-            return None;
+        let host = self.node.host();
+        if net_class::has_device(host, name) {
+            return Some(Role::Physical);
         }
-        if k.is_bond {
-            return Some(Role::Bond);
-        }
-        k.has_device.then_some(Role::Physical)
+        net_class::is_bond(host, name).then_some(Role::Bond)
     }
 
     fn interface(&self, name: String, role: Role) -> Interface {

@@ -16,10 +16,6 @@ use crate::hostfs::{self, cap};
 /// of veths; the listing is cut there and said so).
 pub const MAX_LISTED: usize = 16_384;
 
-/// `ARPHRD_LOOPBACK`.
-pub const TYPE_LOOPBACK: u32 = 772;
-/// `ARPHRD_ETHER`.
-pub const TYPE_ETHER: u32 = 1;
 /// `IFF_UP`: the interface is administratively up.
 pub const IFF_UP: u64 = 0x1;
 
@@ -41,28 +37,15 @@ pub fn list(host: &HostPaths) -> Result<(Vec<String>, bool), crate::ReadError> {
     Ok((names, cut))
 }
 
-/// What kind of interface a directory of `/sys/class/net` is, from its files alone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Kind {
-    /// `type` (`ARPHRD_*`), `None` when unreadable.
-    pub arp_type: Option<u32>,
-    /// A `device` link: a bus device (PCI, virtio, USB…) backs it.
-    pub has_device: bool,
-    /// A `bonding/` directory: a bond master.
-    pub is_bond: bool,
-    /// A `bridge/` directory: a bridge (docker0, cni0, cbr0).
-    pub is_bridge: bool,
+/// A `device` link: a bus device (PCI, virtio, USB…) backs the interface. The link is only
+/// looked at, never followed or opened.
+pub fn has_device(host: &HostPaths, name: &str) -> bool {
+    std::fs::symlink_metadata(dir(host).join(name).join("device")).is_ok()
 }
 
-pub fn kind(host: &HostPaths, name: &str) -> Kind {
-    let d = dir(host).join(name);
-    Kind {
-        arp_type: value(host, name, "type"),
-        // `device` is a symlink to the bus device: never opened, only looked at.
-        has_device: std::fs::symlink_metadata(d.join("device")).is_ok(),
-        is_bond: d.join("bonding").is_dir(),
-        is_bridge: d.join("bridge").is_dir(),
-    }
+/// A `bonding/` directory: a bond master.
+pub fn is_bond(host: &HostPaths, name: &str) -> bool {
+    dir(host).join(name).join("bonding").is_dir()
 }
 
 /// The text of `<if>/<file>`, trimmed; `None` when missing, refused or unanswerable.
@@ -107,10 +90,9 @@ mod tests {
         let (names, cut) = list(&host).unwrap();
         assert_eq!(names, ["bond0", "eth0"]);
         assert!(!cut);
-        let k = kind(&host, "eth0");
-        assert_eq!(k.arp_type, Some(TYPE_ETHER));
-        assert!(k.has_device && !k.is_bond && !k.is_bridge);
-        assert!(kind(&host, "bond0").is_bond);
+        assert!(has_device(&host, "eth0") && !is_bond(&host, "eth0"));
+        assert!(is_bond(&host, "bond0") && !has_device(&host, "bond0"));
+        assert_eq!(value::<u32>(&host, "eth0", "type"), Some(1));
         assert_eq!(flags(&host, "eth0"), Some(0x1003));
         assert_eq!(statistic(&host, "eth0", "rx_errors"), Some(17));
         assert_eq!(statistic(&host, "eth0", "tx_errors"), None);
