@@ -9,6 +9,8 @@
 //!   mixin `NodeNetworkReceiveErrs`/`NodeNetworkTransmitErrs`, Netdata `interface_inbound_errors`).
 //! - `net.link_flapping`: `carrier_changes` rising (the mixin's `NodeNetworkInterfaceFlapping`).
 //! - `net.link_down`: an interface set up whose link is down (`NO-CARRIER`).
+//! - `net.interface_speed`: a NIC whose link came up at half duplex (a failed
+//!   auto-negotiation: collisions and late retransmits on a link that should be full duplex).
 //! - `net.bond_degraded`: a bond with a slave whose MII status is not up (the mixin's
 //!   `NodeBondingDegraded`).
 
@@ -30,6 +32,7 @@ pub fn judge(sample: &NetSample, t: &Thresholds) -> Vec<Draft> {
         out.extend(interface_errors(i, sample.interval_seconds, t));
         out.extend(link_flapping(i, sample.interval_seconds, t));
         out.extend(link_down(i));
+        out.extend(half_duplex(i));
     }
     for b in &sample.bonds {
         out.extend(bond_degraded(b));
@@ -264,6 +267,20 @@ fn link_down(i: &Interface) -> Option<Draft> {
             .evidence("operstate", i.operstate.as_str())
             .evidence("carrier_changes_total", i.counters.carrier_changes)
             .when_if("bond", i.role == Some(Role::Bond)),
+    )
+}
+
+fn half_duplex(i: &Interface) -> Option<Draft> {
+    if i.role != Some(Role::Physical) || i.operstate != "up" || i.duplex.as_deref() != Some("half")
+    {
+        return None;
+    }
+    Some(
+        Draft::new("net.interface_speed", Severity::Warning)
+            .subject(i.name.as_str())
+            .evidence("interface", i.name.as_str())
+            .evidence("duplex", "half")
+            .evidence_opt("speed_mbps", i.speed_mbps),
     )
 }
 

@@ -450,6 +450,32 @@ fn a_flapping_link_and_a_link_down() {
     assert!(!ids(&out).contains(&"net.link_down"), "{:?}", ids(&out));
 }
 
+/// A NIC whose link negotiated 100 Mb/s half duplex; a veth at half duplex is not judged.
+#[test]
+fn a_nic_at_half_duplex() {
+    let h = host(1000.0);
+    h.write("/sys/class/net/eth0/duplex", "half\n")
+        .write("/sys/class/net/eth0/speed", "100\n")
+        .write("/sys/class/net/veth1a2b3c4/duplex", "half\n")
+        .write("/sys/class/net/veth1a2b3c4/operstate", "up\n");
+    let out = support::collect(&mut collector(&h), &support::ctx());
+    assert_eq!(ids(&out), ["net.interface_speed"]);
+    let f = &out.findings[0];
+    assert_eq!(f.subject, "eth0");
+    assert_eq!(f.severity, Severity::Warning);
+    assert_eq!(num(f, "speed_mbps"), 100.0);
+    assert!(
+        f.summary.en.contains("half duplex at 100 Mb/s"),
+        "{}",
+        f.summary.en
+    );
+    assert!(commands(f).contains("ethtool eth0"));
+    assert_eq!(
+        source_url(f),
+        "https://docs.kernel.org/admin-guide/abi-testing.html"
+    );
+}
+
 /// An active-backup bond whose backup slave lost its link, as 5.15's driver prints it.
 const BOND_5_15: &str = "\
 Ethernet Channel Bonding Driver: v5.15.0-91-generic

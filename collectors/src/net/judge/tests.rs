@@ -232,3 +232,25 @@ fn bond_with_a_slave_down_is_degraded() {
     s.bonds[0] = bond(&[("eth0", "up", 1), ("eth1", "up", 3)]);
     assert!(judge(&s, &Thresholds::default()).is_empty());
 }
+
+#[test]
+fn a_nic_at_half_duplex_is_misnegotiated() {
+    let mut s = sample(Vec::new());
+    let mut i = eth0(Counters::default());
+    i.duplex = Some("half".into());
+    i.speed_mbps = Some(100);
+    s.interfaces.push(i.clone());
+    let d = judge(&s, &Thresholds::default());
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0].id, "net.interface_speed");
+    assert_eq!(d[0].evidence["speed_mbps"].as_f64(), Some(100.0));
+    // A configured virtual interface, or a link that is down: not judged.
+    i.role = Some(Role::Configured);
+    s.interfaces[0] = i.clone();
+    assert!(judge(&s, &Thresholds::default()).is_empty());
+    i.role = Some(Role::Physical);
+    i.operstate = "down".into();
+    i.admin_up = false;
+    s.interfaces[0] = i;
+    assert!(judge(&s, &Thresholds::default()).is_empty());
+}
