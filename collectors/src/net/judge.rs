@@ -11,6 +11,8 @@
 //! - `net.link_down`: an interface set up whose link is down (`NO-CARRIER`).
 //! - `net.interface_speed`: a NIC whose link came up at half duplex (a failed
 //!   auto-negotiation: collisions and late retransmits on a link that should be full duplex).
+//! - `net.mtu_mismatch`: the CNI's devices (overlay, bridge, pod veths) with an MTU larger
+//!   than the uplink's minus the overlay's encapsulation.
 //! - `net.bond_degraded`: a bond with a slave whose MII status is not up (the mixin's
 //!   `NodeBondingDegraded`).
 
@@ -37,7 +39,42 @@ pub fn judge(sample: &NetSample, t: &Thresholds) -> Vec<Draft> {
     for b in &sample.bonds {
         out.extend(bond_degraded(b));
     }
+    out.extend(sample.mtu.as_ref().and_then(mtu_mismatch));
     out
+}
+
+/// The pods' packets must fit the uplink once encapsulated: the overlay device's MTU, the
+/// CNI bridge's and the pod veths' at most the uplink's minus the encapsulation.
+fn mtu_mismatch(m: &super::sample::MtuPath) -> Option<Draft> {
+    let overhead = m.overlay.as_ref().map_or(0, |o| o.2);
+    let limit = m.uplink_mtu.saturating_sub(overhead);
+    let mut over: Vec<&(String, u64)> = m.pod_side.iter().filter(|(_, mtu)| *mtu > limit).collect();
+    let overlay_over = m.overlay.as_ref().filter(|o| o.1 > limit);
+    if over.is_empty() && overlay_over.is_none() {
+        return None;
+    }
+    over.sort_by_key(|(n, mtu)| (std::cmp::Reverse(*mtu), n.clone()));
+    let largest = over
+        .first()
+        .map(|o| o.1)
+        .into_iter()
+        .chain(overlay_over.map(|o| o.1))
+        .max()
+        .unwrap_or(0);
+    let mut names: Vec<String> = overlay_over.map(|o| o.0.clone()).into_iter().collect();
+    names.extend(over.iter().map(|(n, mtu)| format!("{n} ({mtu})")));
+    Some(
+        Draft::new("net.mtu_mismatch", Severity::Warning)
+            .subject(m.uplink.as_str())
+            .evidence("uplink", m.uplink.as_str())
+            .evidence("uplink_mtu", m.uplink_mtu)
+            .evidence("overhead_bytes", overhead)
+            .evidence("limit_mtu", limit)
+            .evidence("largest_mtu", largest)
+            .evidence("too_large", names.join(", "))
+            .evidence_opt("overlay", m.overlay.as_ref().map(|o| o.0.as_str()))
+            .evidence_opt("overlay_mtu", m.overlay.as_ref().map(|o| o.1)),
+    )
 }
 
 /// The softnet window over all CPUs.

@@ -29,15 +29,28 @@ use crate::collector::{CollectContext, Phases, Status};
 use crate::hostfs::{self, cap};
 use crate::metric::Metric;
 use crate::node::Node;
-use crate::proc::{net_bonding, softnet_stat, uptime};
+use crate::proc::{net_bonding, net_route, softnet_stat, uptime};
 use crate::rules::Draft;
 use crate::sys::net_class;
 
-pub use sample::{Bond, Counters, CpuSoftnet, Interface, NetSample, Role, SoftnetDelta, Sysctls};
+pub use sample::{
+    Bond, Counters, CpuSoftnet, Interface, MtuPath, NetSample, Role, SoftnetDelta, Sysctls,
+};
 pub use thresholds::Thresholds;
 
 /// Most bonds read (`/proc/net/bonding` has one file per bond).
 const MAX_BONDS: usize = 64;
+
+/// The CNIs' overlay devices whose own MTU is the pods' budget, and the bytes their
+/// encapsulation adds to a packet (VXLAN over IPv4: 50). Not listed: Cilium's
+/// `cilium_vxlan` (Cilium keeps the device at the uplink's MTU and lowers the routes' MTU
+/// instead) and `tunl0` (made by the `ipip` module whenever it loads, CNI or not).
+const OVERLAYS: &[(&str, u64)] = &[("flannel.1", 50), ("vxlan.calico", 50)];
+
+/// Name prefixes of pod veths (Docker/flannel/bridge plugin `veth`, Calico `cali`, Cilium
+/// `lxc`), and how many of them are read for their MTU.
+const POD_VETH_PREFIXES: &[&str] = &["veth", "cali", "lxc"];
+const MTU_VETHS: usize = 16;
 
 /// Configuration of the net collector.
 #[derive(Debug, Clone, PartialEq)]
@@ -139,13 +152,13 @@ impl NetCollector {
     }
 
     /// Phase 2: the interfaces to watch and their counters.
-    fn interfaces(&self, notes: &mut Vec<String>) -> Vec<Interface> {
+    fn interfaces(&self, notes: &mut Vec<String>) -> (Vec<Interface>, Vec<String>) {
         let host = self.node.host();
         let (names, cut) = match net_class::list(host) {
             Ok(l) => l,
             Err(e) => {
                 notes.push(format!("{e}; no interface is judged"));
-                return Vec::new();
+                return (Vec::new(), Vec::new());
             }
         };
         if cut {
@@ -158,22 +171,59 @@ impl NetCollector {
         let max = self.config.thresholds.max_interfaces;
         let mut out = Vec::new();
         let mut skipped = 0usize;
-        for name in names {
-            let Some(role) = self.role(&name) else {
+        for name in &names {
+            let Some(role) = self.role(name) else {
                 continue;
             };
             if out.len() >= max {
                 skipped += 1;
                 continue;
             }
-            out.push(self.interface(name, role));
+            out.push(self.interface(name.clone(), role));
         }
         if skipped > 0 {
             notes.push(format!(
                 "{skipped} interfaces beyond the first {max} are not watched"
             ));
         }
-        out
+        (out, names)
+    }
+
+    /// Phase 4: the MTUs on the pods' way out: the default route's interface (pid 1's
+    /// namespace), the CNI's overlay device and the pods' side (the CNI bridge and the first
+    /// [`MTU_VETHS`] pod veths by name: one read each).
+    fn mtu(&self, names: &[String]) -> Option<MtuPath> {
+        let host = self.node.host();
+        let uplink =
+            net_route::read_default_interface(&net_route::path(host, self.config.netns_pid))
+                .ok()??;
+        let uplink_mtu = net_class::value(host, &uplink, "mtu")?;
+        let mtu_of = |n: &str| net_class::value::<u64>(host, n, "mtu");
+        let overlay = OVERLAYS.iter().find_map(|(name, overhead)| {
+            names
+                .iter()
+                .any(|n| n == name)
+                .then(|| mtu_of(name).map(|m| (name.to_string(), m, *overhead)))
+                .flatten()
+        });
+        let mut pod_side: Vec<(String, u64)> = ["cni0", "cbr0"]
+            .iter()
+            .filter(|b| names.iter().any(|n| n == *b))
+            .filter_map(|b| mtu_of(b).map(|m| (b.to_string(), m)))
+            .collect();
+        pod_side.extend(
+            names
+                .iter()
+                .filter(|n| POD_VETH_PREFIXES.iter().any(|p| n.starts_with(p)))
+                .take(MTU_VETHS)
+                .filter_map(|n| mtu_of(n).map(|m| (n.clone(), m))),
+        );
+        Some(MtuPath {
+            uplink,
+            uplink_mtu,
+            overlay,
+            pod_side,
+        })
     }
 
     /// Whether `name` is watched, and why: named by the operator, backed by a device, or a
@@ -301,7 +351,7 @@ impl Phases for NetCollector {
         let at = self.stamp();
         let mut notes = Vec::new();
         let cpus = self.softnet(&mut notes);
-        let interfaces = self.interfaces(&mut notes);
+        let (interfaces, names) = self.interfaces(&mut notes);
         if cpus.is_empty() && interfaces.is_empty() && notes.len() >= 2 {
             return Err(Status::Unavailable(notes.join("; ")));
         }
@@ -314,6 +364,7 @@ impl Phases for NetCollector {
             interfaces,
             bonds,
             sysctls: self.sysctls(ctx),
+            mtu: self.mtu(&names),
         };
         let status = if notes.is_empty() {
             Status::Ok

@@ -16,6 +16,23 @@ pub struct NetSample {
     /// `net.core.netdev_max_backlog`, `netdev_budget`, `netdev_budget_usecs` (when readable
     /// and the host's).
     pub sysctls: Sysctls,
+    /// The uplink's MTU against the CNI's devices (`None`: no default route, or its MTU
+    /// unreadable).
+    pub mtu: Option<MtuPath>,
+}
+
+/// The MTUs on the pods' path out of the node.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct MtuPath {
+    /// Host text: the interface of the host's default route, and its MTU.
+    pub uplink: String,
+    pub uplink_mtu: u64,
+    /// The CNI's overlay device found (`flannel.1`, `vxlan.calico`, …), its MTU and the bytes
+    /// its encapsulation adds to every packet.
+    pub overlay: Option<(String, u64, u64)>,
+    /// The pods' side: the CNI's bridge (`cni0`, `cbr0`) and the first pod veths by name,
+    /// with their MTUs (bounded).
+    pub pod_side: Vec<(String, u64)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -20,6 +20,7 @@ pub mod meminfo;
 pub mod mountinfo;
 pub mod net_bonding;
 pub mod net_listen;
+pub mod net_route;
 pub mod net_udp;
 pub mod net_unix;
 pub mod netstat;

@@ -139,7 +139,8 @@ fn host(t: f64) -> FakeHost {
         )
         .write("/proc/sys/net/core/netdev_max_backlog", "1000\n")
         .write("/proc/sys/net/core/netdev_budget", "300\n")
-        .write("/proc/sys/net/core/netdev_budget_usecs", "2000\n");
+        .write("/proc/sys/net/core/netdev_budget_usecs", "2000\n")
+        .write("/proc/1/net/route", ROUTE);
     stage_nic(
         &h,
         "eth0",
@@ -155,6 +156,9 @@ fn host(t: f64) -> FakeHost {
     stage_virtual(&h);
     h
 }
+
+/// The host's routing table (kernel 6.18's format): the default route through eth0.
+const ROUTE: &str = "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT                                                       \neth0\t00000000\t0100000A\t0003\t0\t0\t100\t00000000\t0\t0\t0                                                                               \neth0\t0000000A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0                                                                               \n";
 
 fn later(h: &FakeHost, t: f64) {
     h.write("/proc/uptime", format!("{t:.2} 1000.00\n"));
@@ -474,6 +478,39 @@ fn a_nic_at_half_duplex() {
         source_url(f),
         "https://docs.kernel.org/admin-guide/abi-testing.html"
     );
+}
+
+/// flannel over a 1450-byte uplink (an OpenStack tenant network) with flannel.1 and cni0 left
+/// at 1450: encapsulated, a full pod packet is 1500 bytes and does not fit.
+#[test]
+fn pod_mtu_larger_than_the_uplink_allows() {
+    let h = host(1000.0);
+    h.write("/sys/class/net/eth0/mtu", "1450\n")
+        .write("/sys/class/net/flannel.1/mtu", "1450\n")
+        .write("/sys/class/net/flannel.1/operstate", "unknown\n")
+        .mkdir("/sys/class/net/cni0/bridge")
+        .write("/sys/class/net/cni0/mtu", "1450\n")
+        .write("/sys/class/net/veth1a2b3c4/mtu", "1400\n");
+    let out = support::collect(&mut collector(&h), &support::ctx());
+    assert_eq!(ids(&out), ["net.mtu_mismatch"]);
+    let f = &out.findings[0];
+    assert_eq!(f.subject, "eth0");
+    assert_eq!(num(f, "uplink_mtu"), 1450.0);
+    assert_eq!(num(f, "overhead_bytes"), 50.0);
+    assert_eq!(num(f, "limit_mtu"), 1400.0);
+    assert_eq!(text(f, "too_large"), "flannel.1, cni0 (1450)");
+    assert!(
+        f.summary.en.contains("flannel.1 adds 50 bytes"),
+        "{}",
+        f.summary.en
+    );
+    assert!(commands(f).contains("ip link show dev eth0"));
+    // flannel set right: quiet.
+    h.write("/sys/class/net/flannel.1/mtu", "1400\n")
+        .write("/sys/class/net/cni0/mtu", "1400\n");
+    later(&h, 1015.0);
+    let out = support::collect(&mut collector(&h), &support::ctx());
+    assert!(out.findings.is_empty(), "{:#?}", out.findings);
 }
 
 /// An active-backup bond whose backup slave lost its link, as 5.15's driver prints it.

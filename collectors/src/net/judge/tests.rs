@@ -1,5 +1,5 @@
 use super::*;
-use crate::net::sample::{Bond, Counters, CpuSoftnet, SoftnetDelta, Sysctls};
+use crate::net::sample::{Bond, Counters, CpuSoftnet, MtuPath, SoftnetDelta, Sysctls};
 use crate::proc::net_bonding::{self, Slave};
 
 fn cpu(cpu: u32, processed: u64, dropped: u64, squeeze: u64) -> CpuSoftnet {
@@ -22,6 +22,7 @@ fn sample(cpus: Vec<CpuSoftnet>) -> NetSample {
         cpus,
         interfaces: Vec::new(),
         bonds: Vec::new(),
+        mtu: None,
         sysctls: Sysctls {
             netdev_max_backlog: Some(1000),
             netdev_budget: Some(300),
@@ -252,5 +253,42 @@ fn a_nic_at_half_duplex_is_misnegotiated() {
     i.operstate = "down".into();
     i.admin_up = false;
     s.interfaces[0] = i;
+    assert!(judge(&s, &Thresholds::default()).is_empty());
+}
+
+#[test]
+fn pod_interfaces_larger_than_the_uplink_allows() {
+    let mut s = sample(Vec::new());
+    // flannel over a 1450 uplink (an OpenStack tenant network): flannel.1 left at 1450 and
+    // cni0 at 1450, where 1400 fits.
+    s.mtu = Some(MtuPath {
+        uplink: "ens3".into(),
+        uplink_mtu: 1450,
+        overlay: Some(("flannel.1".into(), 1450, 50)),
+        pod_side: vec![("cni0".into(), 1450), ("veth0a1b".into(), 1400)],
+    });
+    let d = judge(&s, &Thresholds::default());
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0].id, "net.mtu_mismatch");
+    assert_eq!(d[0].subject, "ens3");
+    assert_eq!(d[0].evidence["limit_mtu"].as_f64(), Some(1400.0));
+    assert_eq!(
+        d[0].evidence["too_large"].as_str(),
+        Some("flannel.1, cni0 (1450)")
+    );
+    // Set right: quiet. No overlay: the pods' MTU may equal the uplink's.
+    s.mtu = Some(MtuPath {
+        uplink: "ens3".into(),
+        uplink_mtu: 1450,
+        overlay: Some(("flannel.1".into(), 1400, 50)),
+        pod_side: vec![("cni0".into(), 1400)],
+    });
+    assert!(judge(&s, &Thresholds::default()).is_empty());
+    s.mtu = Some(MtuPath {
+        uplink: "eth0".into(),
+        uplink_mtu: 1500,
+        overlay: None,
+        pod_side: vec![("lxc12ab".into(), 1500)],
+    });
     assert!(judge(&s, &Thresholds::default()).is_empty());
 }
