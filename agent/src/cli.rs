@@ -119,6 +119,18 @@ pub struct CollectorFlags {
     )]
     pub npd_configs: Vec<PathBuf>,
 
+    /// net: interfaces watched whatever they are (repeat, or comma-separated): an uplink
+    /// with no `device` link in sysfs (a VLAN, a macvlan) that the node's traffic crosses.
+    /// Physical interfaces and bonds are watched without it. docs/collectors/net.md.
+    #[arg(
+        long = "net-interfaces",
+        global = true,
+        env = "NODE_DOCTOR_NET_INTERFACES",
+        value_delimiter = ',',
+        value_name = "IFACE"
+    )]
+    pub net_interfaces: Vec<String>,
+
     /// disk, runtime: docker's daemon.json on the host (data-root, exec-root, log-opts, hosts).
     #[arg(
         long,
@@ -322,6 +334,7 @@ impl CollectorFlags {
         o.hardware.kmsg = kmsg.clone();
         o.pressure.kubelet_config = self.kubelet_config.clone();
         o.tables.kmsg = kmsg.clone();
+        o.net.interfaces = self.net_interfaces.clone();
         o.conntrack.kmsg = kmsg;
         o
     }
@@ -739,9 +752,12 @@ mod tests {
             "/run/d/docker.sock",
             "--runtime-probe-timeout",
             "500ms",
+            "--net-interfaces",
+            "bond0.100,macvlan0",
         ])
         .unwrap();
         let o = cli.tuning.options();
+        assert_eq!(o.net.interfaces, ["bond0.100", "macvlan0"]);
         assert_eq!(o.memory.kmsg.lookback, Duration::from_secs(600));
         assert_eq!(o.conntrack.kmsg.lookback, Duration::from_secs(600));
         assert_eq!(o.kernel.kmsg.lookback, Duration::from_secs(600));

@@ -33,6 +33,7 @@ pub mod load;
 pub mod memory;
 pub mod metric;
 pub mod names;
+pub mod net;
 pub mod node;
 pub mod nodelog;
 pub mod npd;

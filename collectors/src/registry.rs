@@ -18,6 +18,7 @@ use crate::kernel::{KernelCollector, KernelConfig};
 use crate::listing::Listed;
 use crate::load::{LoadCollector, LoadConfig};
 use crate::memory::{MemoryCollector, MemoryConfig};
+use crate::net::{NetCollector, NetConfig};
 use crate::node::Node;
 use crate::npd::{NpdCollector, NpdConfigs};
 use crate::pressure::{PressureCollector, PressureConfig};
@@ -41,6 +42,7 @@ pub struct Options {
     pub clock: ClockConfig,
     pub pressure: PressureConfig,
     pub tables: TablesConfig,
+    pub net: NetConfig,
     /// How the runtime collector asks the daemons (the agent's probes; tests' fakes).
     pub runtime_probe: Arc<dyn RuntimeProbe>,
 }
@@ -61,6 +63,7 @@ impl Options {
             clock: ClockConfig::default(),
             pressure: PressureConfig::default(),
             tables: TablesConfig::default(),
+            net: NetConfig::default(),
             runtime_probe: probe,
         }
     }
@@ -204,6 +207,12 @@ pub const COLLECTORS: &[Entry] = &[
         flags: &["--kmsg-lookback", "--kmsg-max-records"],
         thresholds: |o| o.tables.thresholds.listed(),
     },
+    Entry {
+        name: "net",
+        build: |n, o| Box::new(NetCollector::new(n.clone(), o.net.clone())),
+        flags: &["--net-interfaces"],
+        thresholds: |o| o.net.thresholds.listed(),
+    },
 ];
 
 /// The runtime collector's node-log thresholds, named apart from its own.
@@ -297,6 +306,10 @@ mod tests {
         every(
             &format!("{:?}", o.tables.thresholds),
             &o.tables.thresholds.listed(),
+        );
+        every(
+            &format!("{:?}", o.net.thresholds),
+            &o.net.thresholds.listed(),
         );
         let logs = &o.runtime.log_thresholds;
         every(&format!("{logs:?}"), &logs.listed());

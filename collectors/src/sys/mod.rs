@@ -4,4 +4,5 @@
 pub mod block;
 pub mod cgroup_io;
 pub mod cpu_online;
+pub mod net_class;
 pub mod statvfs;

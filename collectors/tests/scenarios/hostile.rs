@@ -812,3 +812,75 @@ fn disk_filling_commands_with_a_hostile_grower_are_inert() {
         &[hostile("emptydir")],
     );
 }
+
+/// The net collector: a NIC and a bond whose names are shell payloads (sysfs directory names,
+/// `/proc/net/bonding` file names), and a bond slave's name from the bonding file's text (one
+/// line, so without a newline), and the default route's interface from the route table's
+/// text (one word). The link-down, flapping, bond and MTU findings print them in commands.
+#[test]
+fn net_commands_with_hostile_interface_bond_and_slave_names_are_inert() {
+    use collectors::net::{NetCollector, NetConfig};
+    let h = FakeHost::new();
+    let nic = hostile("nic");
+    let bond = hostile("bond");
+    let slave = hostile_word("slave");
+    h.write("/proc/uptime", "1000.00 1000.00\n")
+        .mkdir("/sys/devices/pci0000:00/0000:00:03.0");
+    let stage = |name: &str, carrier: u64| {
+        let d = format!("/sys/class/net/{name}");
+        h.write(&format!("{d}/type"), "1\n")
+            .write(&format!("{d}/flags"), "0x1003\n")
+            .write(&format!("{d}/operstate"), "down\n")
+            .write(&format!("{d}/carrier_changes"), format!("{carrier}\n"));
+    };
+    stage(&nic, 1);
+    h.symlink(
+        "/sys/devices/pci0000:00/0000:00:03.0",
+        &format!("/sys/class/net/{nic}/device"),
+    )
+    .mkdir(&format!("/sys/class/net/{bond}/bonding"));
+    stage(&bond, 1);
+    h.write(
+        &format!("/proc/1/net/bonding/{bond}"),
+        format!(
+            "Ethernet Channel Bonding Driver: v5.15.0-91-generic\n\nBonding Mode: fault-tolerance (active-backup)\nCurrently Active Slave: None\nMII Status: down\n\nSlave Interface: {slave}\nMII Status: down\nLink Failure Count: 2\n"
+        ),
+    );
+    // The default route's interface (from the route table's text: one word) at MTU 1400, under
+    // a CNI bridge at 1500.
+    let uplink = hostile_word("uplink");
+    h.write(
+        "/proc/1/net/route",
+        format!("Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n{uplink}\t00000000\t0100000A\t0003\t0\t0\t0\t00000000\t0\t0\t0\n"),
+    )
+    .write(&format!("/sys/class/net/{uplink}/mtu"), "1400\n")
+    .mkdir("/sys/class/net/cni0/bridge")
+    .write("/sys/class/net/cni0/mtu", "1500\n");
+    let mut c = NetCollector::new(h.node(), NetConfig::default());
+    crate::support::collect(&mut c, &hostile_ctx());
+    stage(&nic, 5);
+    h.write("/proc/uptime", "1015.00 1000.00\n");
+    let out = crate::support::collect(&mut c, &hostile_ctx());
+    for id in [
+        "net.link_flapping",
+        "net.link_down",
+        "net.bond_degraded",
+        "net.mtu_mismatch",
+    ] {
+        assert!(
+            ids(&out).contains(&id),
+            "{id}: {:?} {:?}",
+            ids(&out),
+            out.status
+        );
+    }
+    let cmds = commands(&out);
+    for tag in ["nic", "bond", "slave", "uplink", "node"] {
+        assert_reached(&cmds, tag);
+    }
+    assert_inert(
+        "net_commands_with_hostile_interface_bond_and_slave_names_are_inert",
+        &cmds,
+        &[nic, bond, slave, uplink, hostile("node")],
+    );
+}

@@ -17,6 +17,7 @@ mod kernel;
 mod kmsg;
 mod load;
 mod memory;
+mod net;
 mod nodelog;
 mod npd;
 mod npd_parity;

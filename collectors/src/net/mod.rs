@@ -1,0 +1,538 @@
+//! The `net` collector: the node's network data path as the kernel counts it. The softnet
+//! backlog per CPU (`/proc/net/softnet_stat`: drops when a CPU's backlog is full, squeezes
+//! when the receive softirq runs out of budget, uneven work across CPUs), the physical and
+//! bond interfaces' counters and link state (`/sys/class/net/<if>`: errors, drops, misses,
+//! carrier changes, operstate) and the bonds' slaves (`/proc/1/net/bonding/<bond>`).
+//!
+//! Counters are judged as rates over the window between two runs, never as totals since
+//! boot: the first run keeps the counters and judges only states (a link down, a bond
+//! degraded). The previous counters are kept per CPU, interface and bond, and only for those
+//! the last run saw.
+//!
+//! Whose network namespace: `softnet_stat` is per CPU, the same in every namespace; the
+//! bonds are read through pid 1's namespace (the host's); `/sys/class/net` shows the
+//! namespace of whoever mounted that sysfs (the host's `/sys`, bind-mounted into the
+//! DaemonSet's pod, shows the node's); the `net.core` sysctls are read only when
+//! `host_netns` says `<root>/proc/sys/net` is the host's.
+//!
+//! No handbook covers these counters: the rules cite the kernel's documentation
+//! (`collectors/rules/net.toml`).
+
+pub mod judge;
+pub mod sample;
+pub mod thresholds;
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use crate::collector::{CollectContext, Phases, Status};
+use crate::hostfs::{self, cap};
+use crate::metric::Metric;
+use crate::node::Node;
+use crate::proc::{net_bonding, net_route, softnet_stat, uptime};
+use crate::rules::Draft;
+use crate::sys::net_class;
+
+pub use sample::{
+    Bond, Counters, CpuSoftnet, Interface, MtuPath, NetSample, Role, SoftnetDelta, Sysctls,
+};
+pub use thresholds::Thresholds;
+
+/// Most bonds read (`/proc/net/bonding` has one file per bond).
+const MAX_BONDS: usize = 64;
+
+/// The CNIs' overlay devices whose own MTU is the pods' budget, and the bytes their
+/// encapsulation adds to a packet (VXLAN over IPv4: 50). Not listed: Cilium's
+/// `cilium_vxlan` (Cilium keeps the device at the uplink's MTU and lowers the routes' MTU
+/// instead) and `tunl0` (made by the `ipip` module whenever it loads, CNI or not).
+const OVERLAYS: &[(&str, u64)] = &[("flannel.1", 50), ("vxlan.calico", 50)];
+
+/// Name prefixes of pod veths (Docker/flannel/bridge plugin `veth`, Calico `cali`, Cilium
+/// `lxc`), and how many of them are read for their MTU.
+const POD_VETH_PREFIXES: &[&str] = &["veth", "cali", "lxc"];
+const MTU_VETHS: usize = 16;
+
+/// Configuration of the net collector.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NetConfig {
+    pub thresholds: Thresholds,
+    /// Interfaces watched whatever they are (`--net-interfaces`): a VLAN, a macvlan, or an
+    /// uplink without a `device` link that the node's traffic crosses.
+    pub interfaces: Vec<String>,
+    /// The process whose network namespace holds the node's bonds (pid 1: the host's).
+    pub netns_pid: u32,
+}
+
+impl Default for NetConfig {
+    fn default() -> Self {
+        NetConfig {
+            thresholds: Thresholds::default(),
+            interfaces: Vec::new(),
+            netns_pid: 1,
+        }
+    }
+}
+
+/// When a reading was taken: the host's uptime (steady, and a staged host's own), else the
+/// agent's monotonic clock.
+#[derive(Debug, Clone, Copy)]
+enum Stamp {
+    Uptime(f64),
+    Mono(Instant),
+}
+
+impl Stamp {
+    fn since(&self, before: &Stamp) -> Option<f64> {
+        let s = match (self, before) {
+            (Stamp::Uptime(now), Stamp::Uptime(was)) => now - was,
+            (Stamp::Mono(now), Stamp::Mono(was)) => now.duration_since(*was).as_secs_f64(),
+            _ => return None,
+        };
+        (s > 0.0).then_some(s)
+    }
+}
+
+/// What the next run compares with: only what this run saw.
+#[derive(Debug, Default)]
+struct Previous {
+    at: Option<Stamp>,
+    cpus: BTreeMap<u32, SoftnetDelta>,
+    interfaces: BTreeMap<String, Counters>,
+    bond_failures: BTreeMap<String, u64>,
+}
+
+/// Reads the softnet counters, the watched interfaces and the bonds each run.
+pub struct NetCollector {
+    node: Node,
+    config: NetConfig,
+    previous: Previous,
+    pending_at: Option<Stamp>,
+}
+
+impl NetCollector {
+    pub fn new(node: Node, config: NetConfig) -> Self {
+        NetCollector {
+            node,
+            config,
+            previous: Previous::default(),
+            pending_at: None,
+        }
+    }
+
+    fn stamp(&self) -> Stamp {
+        match uptime::read(self.node.host()) {
+            Ok(u) => Stamp::Uptime(u.since_boot.as_secs_f64()),
+            Err(_) => Stamp::Mono(Instant::now()),
+        }
+    }
+
+    /// Phase 1: the softnet counters per CPU, with their change since the last run.
+    fn softnet(&self, notes: &mut Vec<String>) -> Vec<CpuSoftnet> {
+        let path = softnet_stat::path(self.node.host());
+        match softnet_stat::read(&path) {
+            Ok(cpus) => cpus
+                .iter()
+                .map(|c| CpuSoftnet {
+                    cpu: c.cpu,
+                    processed: c.processed,
+                    dropped: c.dropped,
+                    time_squeeze: c.time_squeeze,
+                    delta: self.previous.cpus.get(&c.cpu).map(|was| SoftnetDelta {
+                        processed: wrap32(c.processed, was.processed),
+                        dropped: wrap32(c.dropped, was.dropped),
+                        time_squeeze: wrap32(c.time_squeeze, was.time_squeeze),
+                    }),
+                })
+                .collect(),
+            Err(e) => {
+                notes.push(format!("{e}; the softnet backlog is not judged"));
+                Vec::new()
+            }
+        }
+    }
+
+    /// Phase 2: the interfaces to watch and their counters.
+    fn interfaces(&self, notes: &mut Vec<String>) -> (Vec<Interface>, Vec<String>) {
+        let host = self.node.host();
+        let (names, cut) = match net_class::list(host) {
+            Ok(l) => l,
+            Err(e) => {
+                notes.push(format!("{e}; no interface is judged"));
+                return (Vec::new(), Vec::new());
+            }
+        };
+        if cut {
+            notes.push(format!(
+                "{} lists more than {} entries; the rest are not looked at",
+                net_class::dir(host).display(),
+                net_class::MAX_LISTED
+            ));
+        }
+        let max = self.config.thresholds.max_interfaces;
+        let mut out = Vec::new();
+        let mut skipped = 0usize;
+        for name in &names {
+            let Some(role) = self.role(name) else {
+                continue;
+            };
+            if out.len() >= max {
+                skipped += 1;
+                continue;
+            }
+            out.push(self.interface(name.clone(), role));
+        }
+        if skipped > 0 {
+            notes.push(format!(
+                "{skipped} interfaces beyond the first {max} are not watched"
+            ));
+        }
+        (out, names)
+    }
+
+    /// Phase 4: the MTUs on the pods' way out: the default route's interface (pid 1's
+    /// namespace), the CNI's overlay device and the pods' side (the CNI bridge and the first
+    /// [`MTU_VETHS`] pod veths by name: one read each).
+    fn mtu(&self, names: &[String]) -> Option<MtuPath> {
+        let host = self.node.host();
+        let uplink =
+            net_route::read_default_interface(&net_route::path(host, self.config.netns_pid))
+                .ok()??;
+        let uplink_mtu = net_class::value(host, &uplink, "mtu")?;
+        let mtu_of = |n: &str| net_class::value::<u64>(host, n, "mtu");
+        let overlay = OVERLAYS.iter().find_map(|(name, overhead)| {
+            names
+                .iter()
+                .any(|n| n == name)
+                .then(|| mtu_of(name).map(|m| (name.to_string(), m, *overhead)))
+                .flatten()
+        });
+        let mut pod_side: Vec<(String, u64)> = ["cni0", "cbr0"]
+            .iter()
+            .filter(|b| names.iter().any(|n| n == *b))
+            .filter_map(|b| mtu_of(b).map(|m| (b.to_string(), m)))
+            .collect();
+        pod_side.extend(
+            names
+                .iter()
+                .filter(|n| POD_VETH_PREFIXES.iter().any(|p| n.starts_with(p)))
+                .take(MTU_VETHS)
+                .filter_map(|n| mtu_of(n).map(|m| (n.clone(), m))),
+        );
+        Some(MtuPath {
+            uplink,
+            uplink_mtu,
+            overlay,
+            pod_side,
+        })
+    }
+
+    /// Whether `name` is watched, and why: named by the operator, backed by a device, or a
+    /// bond. Loopback, veths, bridges, tunnels and the CNIs' devices have no `device` link and
+    /// are not bonds: two `stat`s each, no read (a node has thousands of veths).
+    fn role(&self, name: &str) -> Option<Role> {
+        if self.config.interfaces.iter().any(|n| n == name) {
+            return Some(Role::Configured);
+        }
+        let host = self.node.host();
+        if net_class::has_device(host, name) {
+            return Some(Role::Physical);
+        }
+        net_class::is_bond(host, name).then_some(Role::Bond)
+    }
+
+    fn interface(&self, name: String, role: Role) -> Interface {
+        let host = self.node.host();
+        let stat = |c: &str| net_class::statistic(host, &name, c).unwrap_or(0);
+        let counters = Counters {
+            rx_packets: stat("rx_packets"),
+            tx_packets: stat("tx_packets"),
+            rx_errors: stat("rx_errors"),
+            tx_errors: stat("tx_errors"),
+            rx_dropped: stat("rx_dropped"),
+            tx_dropped: stat("tx_dropped"),
+            rx_missed: stat("rx_missed_errors"),
+            rx_fifo: stat("rx_fifo_errors"),
+            tx_fifo: stat("tx_fifo_errors"),
+            rx_crc: stat("rx_crc_errors"),
+            rx_frame: stat("rx_frame_errors"),
+            rx_over: stat("rx_over_errors"),
+            carrier_changes: net_class::value(host, &name, "carrier_changes").unwrap_or(0),
+        };
+        let delta = self
+            .previous
+            .interfaces
+            .get(&name)
+            .map(|was| counters.since(was));
+        Interface {
+            operstate: net_class::text(host, &name, "operstate").unwrap_or_default(),
+            admin_up: net_class::flags(host, &name).is_some_and(|f| f & net_class::IFF_UP != 0),
+            speed_mbps: net_class::value::<i64>(host, &name, "speed")
+                .and_then(|s| u64::try_from(s).ok()),
+            duplex: net_class::text(host, &name, "duplex"),
+            mtu: net_class::value(host, &name, "mtu"),
+            counters,
+            delta,
+            role: Some(role),
+            name,
+        }
+    }
+
+    /// Phase 3: the bonds of the host's namespace.
+    fn bonds(&self, notes: &mut Vec<String>) -> Vec<Bond> {
+        let dir = net_bonding::dir(self.node.host(), self.config.netns_pid);
+        // No bonding directory: the module is not loaded, no bond exists.
+        let Ok(entries) = hostfs::dir_entries(&dir, MAX_BONDS) else {
+            return Vec::new();
+        };
+        let mut names: Vec<String> = entries
+            .filter_map(|e| e.file_name().into_string().ok())
+            .collect();
+        names.sort();
+        let mut out = Vec::new();
+        for name in names {
+            match net_bonding::read(&dir.join(&name)) {
+                Ok(bond) => {
+                    let failures: u64 = bond
+                        .slaves
+                        .iter()
+                        .filter_map(|s| s.link_failure_count)
+                        .sum();
+                    let link_failures_delta = self
+                        .previous
+                        .bond_failures
+                        .get(&name)
+                        .map(|was| failures.saturating_sub(*was));
+                    out.push(Bond {
+                        name,
+                        bond,
+                        link_failures_delta,
+                    });
+                }
+                Err(e) if e.is_not_found() => {}
+                Err(e) => notes.push(format!("{e}; this bond is not judged")),
+            }
+        }
+        out
+    }
+
+    fn sysctls(&self, ctx: &CollectContext) -> Sysctls {
+        if !ctx.host_netns.sysctls_are_hosts() {
+            return Sysctls::default();
+        }
+        let read = |name: &str| -> Option<u64> {
+            let p = self.node.host().proc_file(format!("sys/net/core/{name}"));
+            hostfs::read_text(&p, cap::VALUE).ok()?.trim().parse().ok()
+        };
+        Sysctls {
+            netdev_max_backlog: read("netdev_max_backlog"),
+            netdev_budget: read("netdev_budget"),
+            netdev_budget_usecs: read("netdev_budget_usecs"),
+        }
+    }
+}
+
+/// The change of a kernel `unsigned int` counter (`softnet_stat` prints 32 bits) that may
+/// have wrapped since.
+fn wrap32(now: u64, was: u64) -> u64 {
+    if now >= was {
+        now - was
+    } else if was <= u64::from(u32::MAX) {
+        now + (1u64 << 32) - was
+    } else {
+        now
+    }
+}
+
+impl Phases for NetCollector {
+    const NAME: &'static str = "net";
+    type Sample = NetSample;
+
+    fn sample(&mut self, ctx: &CollectContext) -> Result<(NetSample, Status), Status> {
+        let at = self.stamp();
+        let mut notes = Vec::new();
+        let cpus = self.softnet(&mut notes);
+        let (interfaces, names) = self.interfaces(&mut notes);
+        if cpus.is_empty() && interfaces.is_empty() && notes.len() >= 2 {
+            return Err(Status::Unavailable(notes.join("; ")));
+        }
+        let bonds = self.bonds(&mut notes);
+        let interval_seconds = self.previous.at.as_ref().and_then(|was| at.since(was));
+        self.pending_at = Some(at);
+        let sample = NetSample {
+            interval_seconds,
+            cpus,
+            interfaces,
+            bonds,
+            sysctls: self.sysctls(ctx),
+            mtu: self.mtu(&names),
+        };
+        let status = if notes.is_empty() {
+            Status::Ok
+        } else {
+            Status::Degraded(notes.join("; "))
+        };
+        Ok((sample, status))
+    }
+
+    fn judge(&mut self, sample: &NetSample) -> Vec<Draft> {
+        judge::judge(sample, &self.config.thresholds)
+    }
+
+    fn metrics(&self, sample: &NetSample) -> Vec<Metric> {
+        metrics(sample)
+    }
+
+    fn keep(&mut self, sample: NetSample) {
+        self.previous = Previous {
+            at: self.pending_at.take(),
+            cpus: sample
+                .cpus
+                .iter()
+                .map(|c| {
+                    (
+                        c.cpu,
+                        SoftnetDelta {
+                            processed: c.processed,
+                            dropped: c.dropped,
+                            time_squeeze: c.time_squeeze,
+                        },
+                    )
+                })
+                .collect(),
+            bond_failures: sample
+                .bonds
+                .iter()
+                .map(|b| {
+                    let f = b
+                        .bond
+                        .slaves
+                        .iter()
+                        .filter_map(|s| s.link_failure_count)
+                        .sum();
+                    (b.name.clone(), f)
+                })
+                .collect(),
+            interfaces: sample
+                .interfaces
+                .into_iter()
+                .map(|i| (i.name, i.counters))
+                .collect(),
+        };
+    }
+}
+
+/// The `node_doctor_net_*` families of one sample.
+fn metrics(sample: &NetSample) -> Vec<Metric> {
+    let mut out = Vec::new();
+    for c in &sample.cpus {
+        let cpu = c.cpu.to_string();
+        out.push(
+            Metric::counter(
+                "node_doctor_net_softnet_processed_total",
+                "Frames this CPU's receive softirq processed (softnet_stat column 1; 32-bit, wraps).",
+                c.processed as f64,
+            )
+            .label("cpu", cpu.clone()),
+        );
+        out.push(
+            Metric::counter(
+                "node_doctor_net_softnet_dropped_total",
+                "Frames dropped because this CPU's backlog was full (net.core.netdev_max_backlog).",
+                c.dropped as f64,
+            )
+            .label("cpu", cpu.clone()),
+        );
+        out.push(
+            Metric::counter(
+                "node_doctor_net_softnet_time_squeeze_total",
+                "Times this CPU's receive softirq stopped with work left (net.core.netdev_budget, netdev_budget_usecs).",
+                c.time_squeeze as f64,
+            )
+            .label("cpu", cpu),
+        );
+    }
+    for i in &sample.interfaces {
+        let c = &i.counters;
+        let per_if = [
+            (
+                "node_doctor_net_interface_packets_total",
+                "Packets through the interface (statistics/rx_packets, tx_packets).",
+                c.rx_packets,
+                c.tx_packets,
+            ),
+            (
+                "node_doctor_net_interface_errors_total",
+                "Packets the interface counted as errors (statistics/rx_errors, tx_errors).",
+                c.rx_errors,
+                c.tx_errors,
+            ),
+            (
+                "node_doctor_net_interface_dropped_total",
+                "Packets the interface dropped (statistics/rx_dropped, tx_dropped).",
+                c.rx_dropped,
+                c.tx_dropped,
+            ),
+        ];
+        for (name, help, rx, tx) in per_if {
+            for (dir, v) in [("receive", rx), ("transmit", tx)] {
+                out.push(
+                    Metric::counter(name, help, v as f64)
+                        .label("interface", i.name.clone())
+                        .label("direction", dir),
+                );
+            }
+        }
+        out.push(
+            Metric::counter(
+                "node_doctor_net_interface_missed_total",
+                "Frames the NIC could not place in its receive ring (statistics/rx_missed_errors).",
+                c.rx_missed as f64,
+            )
+            .label("interface", i.name.clone()),
+        );
+        out.push(
+            Metric::counter(
+                "node_doctor_net_interface_carrier_changes_total",
+                "Times the interface's link went up or down since it was created (carrier_changes).",
+                c.carrier_changes as f64,
+            )
+            .label("interface", i.name.clone()),
+        );
+        out.push(
+            Metric::gauge(
+                "node_doctor_net_interface_link_up",
+                "1 when the interface's operstate is up, else 0.",
+                if i.operstate == "up" { 1.0 } else { 0.0 },
+            )
+            .label("interface", i.name.clone()),
+        );
+    }
+    for b in &sample.bonds {
+        let up = b.bond.slaves.iter().filter(|s| s.is_up()).count();
+        for (state, n) in [("up", up), ("down", b.bond.slaves.len() - up)] {
+            out.push(
+                Metric::gauge(
+                    "node_doctor_net_bond_slaves",
+                    "The bond's slaves by MII status (/proc/net/bonding).",
+                    n as f64,
+                )
+                .label("bond", b.name.clone())
+                .label("state", state),
+            );
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrap32;
+
+    #[test]
+    fn a_32_bit_counter_that_wrapped_still_counts_forward() {
+        assert_eq!(wrap32(10, 4), 6);
+        assert_eq!(wrap32(5, 0xffff_fffb), 10);
+        // A counter wider than 32 bits that went back: counted from zero.
+        assert_eq!(wrap32(5, 1 << 40), 5);
+    }
+}

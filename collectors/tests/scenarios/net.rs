@@ -1,0 +1,797 @@
+//! The net collector on fake hosts: `/proc/net/softnet_stat` in the formats of 3.10 (10
+//! columns), 4.19 (11), 5.15 (13) and 6.18 (15, as this VM's kernel prints it); sysfs
+//! interfaces laid out as the kernel lays them out (`/sys/class/net/<if>` with `type`, `flags`,
+//! `operstate`, `carrier_changes`, `statistics/*`, a `device` link for a NIC, `bonding/` for a
+//! bond, `bridge/` for a bridge); and `/proc/1/net/bonding/bond0` in the format of
+//! `drivers/net/bonding/bond_procfs.c`. Each scenario stages a first reading, then a second
+//! 15 s later (the host's `/proc/uptime` is the collector's clock): rates come from the two.
+//!
+//! The real test at the end makes a veth pair in a network and mount namespace of its own,
+//! mounts that namespace's sysfs, flaps the link and reads the real `carrier_changes`.
+
+use collectors::net::{NetCollector, NetConfig};
+use collectors::{Collection, Collector, Finding, Severity, Status};
+
+use crate::support::{self, FakeHost};
+
+/// Staged `statistics/*` values of one interface (the rest read 0).
+#[derive(Default, Clone, Copy)]
+struct Stats {
+    rx_packets: u64,
+    tx_packets: u64,
+    rx_errors: u64,
+    rx_dropped: u64,
+    rx_missed: u64,
+    rx_fifo: u64,
+    rx_crc: u64,
+    carrier_changes: u64,
+}
+
+/// A NIC (`device` link to its virtio/PCI device), set up (`IFF_UP`), link `operstate`.
+fn stage_nic(h: &FakeHost, name: &str, operstate: &str, s: Stats) {
+    let d = format!("/sys/class/net/{name}");
+    h.write(&format!("{d}/type"), "1\n")
+        .write(&format!("{d}/flags"), "0x1003\n")
+        .write(&format!("{d}/operstate"), format!("{operstate}\n"))
+        .write(&format!("{d}/mtu"), "1500\n")
+        .write(&format!("{d}/speed"), "10000\n")
+        .write(&format!("{d}/duplex"), "full\n");
+    if !h.path(&format!("{d}/device")).exists() {
+        h.mkdir("/sys/devices/pci0000:00/0000:00:03.0").symlink(
+            "/sys/devices/pci0000:00/0000:00:03.0",
+            &format!("{d}/device"),
+        );
+    }
+    stage_stats(h, name, s);
+}
+
+fn stage_stats(h: &FakeHost, name: &str, s: Stats) {
+    let d = format!("/sys/class/net/{name}");
+    for (file, v) in [
+        ("rx_packets", s.rx_packets),
+        ("tx_packets", s.tx_packets),
+        ("rx_errors", s.rx_errors),
+        ("tx_errors", 0),
+        ("rx_dropped", s.rx_dropped),
+        ("tx_dropped", 0),
+        ("rx_missed_errors", s.rx_missed),
+        ("rx_fifo_errors", s.rx_fifo),
+        ("rx_crc_errors", s.rx_crc),
+        ("rx_frame_errors", 0),
+        ("rx_over_errors", 0),
+    ] {
+        h.write(&format!("{d}/statistics/{file}"), format!("{v}\n"));
+    }
+    h.write(
+        &format!("{d}/carrier_changes"),
+        format!("{}\n", s.carrier_changes),
+    );
+}
+
+/// lo, a docker bridge and a pod's veth: never watched (no `device`), whatever they count.
+fn stage_virtual(h: &FakeHost) {
+    let bad = Stats {
+        rx_packets: 100,
+        rx_errors: 5_000_000,
+        carrier_changes: 999,
+        ..Stats::default()
+    };
+    h.write("/sys/class/net/lo/type", "772\n")
+        .write("/sys/class/net/lo/flags", "0x9\n")
+        .write("/sys/class/net/lo/operstate", "unknown\n")
+        .mkdir("/sys/class/net/docker0/bridge")
+        .write("/sys/class/net/docker0/type", "1\n")
+        .write("/sys/class/net/docker0/flags", "0x1003\n")
+        .write("/sys/class/net/docker0/operstate", "down\n")
+        .write("/sys/class/net/veth1a2b3c4/type", "1\n")
+        .write("/sys/class/net/veth1a2b3c4/flags", "0x1003\n")
+        .write("/sys/class/net/veth1a2b3c4/operstate", "lowerlayerdown\n");
+    for name in ["lo", "docker0", "veth1a2b3c4"] {
+        stage_stats(h, name, bad);
+    }
+}
+
+/// 6.18's 15 columns (the CPU in the 13th), per CPU `(processed, dropped, squeezed)`.
+fn softnet_6_18(cpus: &[(u64, u64, u64)]) -> String {
+    cpus.iter()
+        .enumerate()
+        .map(|(i, (p, d, s))| {
+            format!("{p:08x} {d:08x} {s:08x} 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 {i:08x} 00000000 00000000\n")
+        })
+        .collect()
+}
+
+/// 5.15's 13 columns.
+fn softnet_5_15(cpus: &[(u64, u64, u64)]) -> String {
+    cpus.iter()
+        .enumerate()
+        .map(|(i, (p, d, s))| {
+            format!("{p:08x} {d:08x} {s:08x} 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 {i:08x}\n")
+        })
+        .collect()
+}
+
+/// 4.19's 11 columns.
+fn softnet_4_19(cpus: &[(u64, u64, u64)]) -> String {
+    cpus.iter()
+        .map(|(p, d, s)| {
+            format!("{p:08x} {d:08x} {s:08x} 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000\n")
+        })
+        .collect()
+}
+
+/// 3.10's 10 columns.
+fn softnet_3_10(cpus: &[(u64, u64, u64)]) -> String {
+    cpus.iter()
+        .map(|(p, d, s)| {
+            format!("{p:08x} {d:08x} {s:08x} 00000000 00000000 00000000 00000000 00000000 00000000 00000000\n")
+        })
+        .collect()
+}
+
+/// A quiet node at uptime `t`: two CPUs sharing the work, eth0 passing traffic.
+fn host(t: f64) -> FakeHost {
+    let h = FakeHost::new();
+    h.write("/proc/uptime", format!("{t:.2} 1000.00\n"))
+        .write(
+            "/proc/net/softnet_stat",
+            softnet_6_18(&[(1_000_000, 0, 10), (990_000, 0, 12)]),
+        )
+        .write("/proc/sys/net/core/netdev_max_backlog", "1000\n")
+        .write("/proc/sys/net/core/netdev_budget", "300\n")
+        .write("/proc/sys/net/core/netdev_budget_usecs", "2000\n")
+        .write("/proc/1/net/route", ROUTE);
+    stage_nic(
+        &h,
+        "eth0",
+        "up",
+        Stats {
+            rx_packets: 5_000_000,
+            tx_packets: 4_000_000,
+            rx_dropped: 12,
+            carrier_changes: 2,
+            ..Stats::default()
+        },
+    );
+    stage_virtual(&h);
+    h
+}
+
+/// The host's routing table (kernel 6.18's format): the default route through eth0.
+const ROUTE: &str = "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT                                                       \neth0\t00000000\t0100000A\t0003\t0\t0\t100\t00000000\t0\t0\t0                                                                               \neth0\t0000000A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0                                                                               \n";
+
+fn later(h: &FakeHost, t: f64) {
+    h.write("/proc/uptime", format!("{t:.2} 1000.00\n"));
+}
+
+fn collector(h: &FakeHost) -> NetCollector {
+    NetCollector::new(h.node(), NetConfig::default())
+}
+
+fn find<'a>(c: &'a Collection, id: &str) -> &'a Finding {
+    c.findings
+        .iter()
+        .find(|f| f.id == id)
+        .unwrap_or_else(|| panic!("no {id} in {:#?}", c.findings))
+}
+
+fn num(f: &Finding, name: &str) -> f64 {
+    f.evidence[name]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{name} in {:?}", f.evidence))
+}
+
+fn text<'a>(f: &'a Finding, name: &str) -> &'a str {
+    f.evidence[name]
+        .as_str()
+        .unwrap_or_else(|| panic!("{name} in {:?}", f.evidence))
+}
+
+fn source_url(f: &Finding) -> String {
+    let s = f.remediation.source.as_ref().expect("a source");
+    s.url.unwrap_or_default().to_string()
+}
+
+fn ids(c: &Collection) -> Vec<&str> {
+    c.findings.iter().map(|f| f.id.as_str()).collect()
+}
+
+fn commands(f: &Finding) -> String {
+    f.remediation.commands.join("\n")
+}
+
+fn steps_en(f: &Finding) -> String {
+    f.remediation
+        .steps
+        .iter()
+        .map(|s| s.en.clone())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn a_healthy_node_is_quiet_and_counts() {
+    let h = host(1000.0);
+    let mut c = collector(&h);
+    let first = support::collect(&mut c, &support::ctx());
+    assert!(matches!(first.status, Status::Ok), "{:?}", first.status);
+    assert!(first.findings.is_empty());
+    // 15 s later: ordinary traffic, a few unknown-protocol frames dropped.
+    later(&h, 1015.0);
+    h.write(
+        "/proc/net/softnet_stat",
+        softnet_6_18(&[(1_200_000, 0, 11), (1_180_000, 0, 12)]),
+    );
+    stage_stats(
+        &h,
+        "eth0",
+        Stats {
+            rx_packets: 5_200_000,
+            tx_packets: 4_150_000,
+            rx_dropped: 15,
+            carrier_changes: 2,
+            ..Stats::default()
+        },
+    );
+    let second = support::collect(&mut c, &support::ctx());
+    assert!(second.findings.is_empty(), "{:#?}", second.findings);
+    let m = support::find_metric(
+        &second,
+        "node_doctor_net_softnet_processed_total",
+        &[("cpu", "1")],
+    )
+    .expect("softnet metric");
+    assert_eq!(m.value, 1_180_000.0);
+    let m = support::find_metric(
+        &second,
+        "node_doctor_net_interface_packets_total",
+        &[("interface", "eth0"), ("direction", "receive")],
+    )
+    .expect("interface metric");
+    assert_eq!(m.value, 5_200_000.0);
+    // Only the NIC is watched: no metric names lo, docker0 or the veth.
+    assert!(second.metrics.iter().all(|m| m
+        .labels
+        .iter()
+        .all(|(_, v)| v != "veth1a2b3c4" && v != "lo" && v != "docker0")));
+}
+
+/// The same backlog drops read from each kernel's format: CPU 1 takes nearly all the traffic
+/// and drops 3,000 frames in 15 s.
+#[test]
+fn backlog_drops_on_one_cpu_in_every_kernel_format() {
+    let formats: [(&str, fn(&[(u64, u64, u64)]) -> String); 4] = [
+        ("3.10", softnet_3_10),
+        ("4.19", softnet_4_19),
+        ("5.15", softnet_5_15),
+        ("6.18", softnet_6_18),
+    ];
+    for (kernel, format) in formats {
+        let h = host(1000.0);
+        h.write(
+            "/proc/net/softnet_stat",
+            format(&[(100_000, 0, 0), (9_000_000, 100, 500)]),
+        );
+        let mut c = collector(&h);
+        assert!(support::collect(&mut c, &support::ctx())
+            .findings
+            .is_empty());
+        later(&h, 1015.0);
+        h.write(
+            "/proc/net/softnet_stat",
+            format(&[(110_000, 0, 0), (9_500_000, 3_100, 1_400)]),
+        );
+        let out = support::collect(&mut c, &support::ctx());
+        let f = find(&out, "net.backlog_drops");
+        assert_eq!(f.severity, Severity::Warning, "{kernel}");
+        assert_eq!(f.subject, "softnet backlog");
+        assert_eq!(num(f, "dropped"), 3000.0, "{kernel}");
+        assert_eq!(num(f, "dropped_per_second"), 200.0);
+        assert_eq!(num(f, "worst_cpu"), 1.0);
+        assert_eq!(num(f, "netdev_max_backlog"), 1000.0);
+        assert_eq!(num(f, "busiest_cpu"), 1.0);
+        assert_eq!(num(f, "busiest_cpu_ratio"), 50.0);
+        assert!(
+            f.summary.en.contains("backlog was full"),
+            "{}",
+            f.summary.en
+        );
+        assert!(steps_en(f).contains("netdev_max_backlog"));
+        assert!(steps_en(f).contains("RPS"));
+        assert!(commands(f).contains("rps_cpus"));
+        assert_eq!(
+            source_url(f),
+            "https://docs.kernel.org/networking/scaling.html"
+        );
+        // 900 squeezes in 15 s with drops: the budget is short, a warning.
+        let q = find(&out, "net.softirq_squeeze");
+        assert_eq!(q.severity, Severity::Warning);
+        assert_eq!(num(q, "squeezes_per_second"), 60.0);
+        assert_eq!(num(q, "netdev_budget"), 300.0);
+        assert!(commands(q).contains("sysctl net.core.netdev_budget net.core.netdev_budget_usecs"));
+        assert_eq!(
+            source_url(q),
+            "https://docs.kernel.org/networking/scaling.html"
+        );
+    }
+}
+
+/// The kernel prints 32-bit counters: a drop counter that wrapped still counts forward, and
+/// without drops the squeezes alone are info.
+#[test]
+fn squeezes_alone_and_a_wrapped_counter() {
+    let h = host(1000.0);
+    h.write(
+        "/proc/net/softnet_stat",
+        softnet_6_18(&[(0xffff_ff00, 0, 0xffff_fff0), (0xffff_ff00, 0, 0)]),
+    );
+    let mut c = collector(&h);
+    support::collect(&mut c, &support::ctx());
+    later(&h, 1015.0);
+    h.write(
+        "/proc/net/softnet_stat",
+        softnet_6_18(&[(0x0001_0000, 0, 0x0000_0200), (0x0001_0000, 0, 0)]),
+    );
+    let out = support::collect(&mut c, &support::ctx());
+    assert_eq!(ids(&out), ["net.softirq_squeeze"]);
+    let q = &out.findings[0];
+    assert_eq!(q.severity, Severity::Info);
+    // 0x10 before the wrap, 0x200 after it.
+    assert_eq!(num(q, "squeezes"), 528.0);
+    assert_eq!(
+        source_url(q),
+        "https://docs.kernel.org/admin-guide/sysctl/net.html"
+    );
+}
+
+/// eth0's NIC misses frames (ring full); eth1 receives damaged frames (CRC), 2 % of them.
+#[test]
+fn interface_missed_and_crc_errors() {
+    let h = host(1000.0);
+    stage_nic(
+        &h,
+        "eth1",
+        "up",
+        Stats {
+            rx_packets: 1_000_000,
+            tx_packets: 10,
+            ..Stats::default()
+        },
+    );
+    let mut c = collector(&h);
+    support::collect(&mut c, &support::ctx());
+    later(&h, 1015.0);
+    stage_stats(
+        &h,
+        "eth0",
+        Stats {
+            rx_packets: 5_100_000,
+            tx_packets: 4_050_000,
+            rx_dropped: 12,
+            rx_missed: 600,
+            rx_fifo: 600,
+            carrier_changes: 2,
+            ..Stats::default()
+        },
+    );
+    stage_stats(
+        &h,
+        "eth1",
+        Stats {
+            rx_packets: 1_010_000,
+            tx_packets: 10,
+            rx_errors: 200,
+            rx_crc: 200,
+            ..Stats::default()
+        },
+    );
+    let out = support::collect(&mut c, &support::ctx());
+    let eth0 = out
+        .findings
+        .iter()
+        .find(|f| f.id == "net.interface_errors" && f.subject == "eth0")
+        .expect("eth0");
+    assert_eq!(eth0.severity, Severity::Warning);
+    assert_eq!(num(eth0, "rx_missed"), 600.0);
+    assert_eq!(num(eth0, "bad_per_second"), 40.0);
+    assert!(eth0.summary.en.contains("receive descriptors"));
+    assert!(commands(eth0).contains("ethtool -g eth0"));
+    let eth1 = out
+        .findings
+        .iter()
+        .find(|f| f.id == "net.interface_errors" && f.subject == "eth1")
+        .expect("eth1");
+    assert_eq!(eth1.severity, Severity::Critical);
+    assert_eq!(num(eth1, "rx_crc"), 200.0);
+    assert!((num(eth1, "bad_percent") - 2.0).abs() < 0.01);
+    assert!(steps_en(eth1).contains("CRC errors are never fixed on the host"));
+    assert!(commands(eth1).contains("kubectl drain node-1"));
+    assert_eq!(
+        source_url(eth1),
+        "https://docs.kernel.org/networking/statistics.html"
+    );
+}
+
+#[test]
+fn a_flapping_link_and_a_link_down() {
+    let h = host(1000.0);
+    stage_nic(&h, "eth1", "up", Stats::default());
+    let mut c = collector(&h);
+    support::collect(&mut c, &support::ctx());
+    later(&h, 1015.0);
+    // eth0 lost its carrier twice (4 changes); eth1 is set up but has no carrier.
+    stage_stats(
+        &h,
+        "eth0",
+        Stats {
+            rx_packets: 5_000_100,
+            tx_packets: 4_000_100,
+            rx_dropped: 12,
+            carrier_changes: 6,
+            ..Stats::default()
+        },
+    );
+    h.write("/sys/class/net/eth1/operstate", "down\n");
+    let out = support::collect(&mut c, &support::ctx());
+    let f = find(&out, "net.link_flapping");
+    assert_eq!(f.subject, "eth0");
+    assert_eq!(f.severity, Severity::Warning);
+    assert_eq!(num(f, "carrier_changes"), 4.0);
+    assert_eq!(num(f, "carrier_changes_total"), 6.0);
+    assert!(commands(f).contains("ethtool eth0"));
+    let d = find(&out, "net.link_down");
+    assert_eq!(d.subject, "eth1");
+    assert_eq!(text(d, "operstate"), "down");
+    assert!(d.summary.en.contains("NO-CARRIER"));
+    assert_eq!(
+        source_url(d),
+        "https://docs.kernel.org/networking/operstates.html"
+    );
+    // Nobody set eth1 up: an unused port, not reported.
+    h.write("/sys/class/net/eth1/flags", "0x1002\n");
+    later(&h, 1030.0);
+    let out = support::collect(&mut c, &support::ctx());
+    assert!(!ids(&out).contains(&"net.link_down"), "{:?}", ids(&out));
+}
+
+/// A NIC whose link negotiated 100 Mb/s half duplex; a veth at half duplex is not judged.
+#[test]
+fn a_nic_at_half_duplex() {
+    let h = host(1000.0);
+    h.write("/sys/class/net/eth0/duplex", "half\n")
+        .write("/sys/class/net/eth0/speed", "100\n")
+        .write("/sys/class/net/veth1a2b3c4/duplex", "half\n")
+        .write("/sys/class/net/veth1a2b3c4/operstate", "up\n");
+    let out = support::collect(&mut collector(&h), &support::ctx());
+    assert_eq!(ids(&out), ["net.interface_speed"]);
+    let f = &out.findings[0];
+    assert_eq!(f.subject, "eth0");
+    assert_eq!(f.severity, Severity::Warning);
+    assert_eq!(num(f, "speed_mbps"), 100.0);
+    assert!(
+        f.summary.en.contains("half duplex at 100 Mb/s"),
+        "{}",
+        f.summary.en
+    );
+    assert!(commands(f).contains("ethtool eth0"));
+    assert_eq!(
+        source_url(f),
+        "https://docs.kernel.org/admin-guide/abi-testing.html"
+    );
+}
+
+/// flannel over a 1450-byte uplink (an OpenStack tenant network) with flannel.1 and cni0 left
+/// at 1450: encapsulated, a full pod packet is 1500 bytes and does not fit.
+#[test]
+fn pod_mtu_larger_than_the_uplink_allows() {
+    let h = host(1000.0);
+    h.write("/sys/class/net/eth0/mtu", "1450\n")
+        .write("/sys/class/net/flannel.1/mtu", "1450\n")
+        .write("/sys/class/net/flannel.1/operstate", "unknown\n")
+        .mkdir("/sys/class/net/cni0/bridge")
+        .write("/sys/class/net/cni0/mtu", "1450\n")
+        .write("/sys/class/net/veth1a2b3c4/mtu", "1400\n");
+    let out = support::collect(&mut collector(&h), &support::ctx());
+    assert_eq!(ids(&out), ["net.mtu_mismatch"]);
+    let f = &out.findings[0];
+    assert_eq!(f.subject, "eth0");
+    assert_eq!(num(f, "uplink_mtu"), 1450.0);
+    assert_eq!(num(f, "overhead_bytes"), 50.0);
+    assert_eq!(num(f, "limit_mtu"), 1400.0);
+    assert_eq!(text(f, "too_large"), "flannel.1, cni0 (1450)");
+    assert!(
+        f.summary.en.contains("flannel.1 adds 50 bytes"),
+        "{}",
+        f.summary.en
+    );
+    assert!(commands(f).contains("ip link show dev eth0"));
+    // flannel set right: quiet.
+    h.write("/sys/class/net/flannel.1/mtu", "1400\n")
+        .write("/sys/class/net/cni0/mtu", "1400\n");
+    later(&h, 1015.0);
+    let out = support::collect(&mut collector(&h), &support::ctx());
+    assert!(out.findings.is_empty(), "{:#?}", out.findings);
+}
+
+/// An active-backup bond whose backup slave lost its link, as 5.15's driver prints it.
+const BOND_5_15: &str = "\
+Ethernet Channel Bonding Driver: v5.15.0-91-generic
+
+Bonding Mode: fault-tolerance (active-backup)
+Primary Slave: None
+Currently Active Slave: eth0
+MII Status: up
+MII Polling Interval (ms): 100
+Up Delay (ms): 0
+Down Delay (ms): 0
+Peer Notification Delay (ms): 0
+
+Slave Interface: eth0
+MII Status: up
+Speed: 10000 Mbps
+Duplex: full
+Link Failure Count: 0
+Permanent HW addr: 52:54:00:12:34:56
+Slave queue ID: 0
+
+Slave Interface: eth1
+MII Status: down
+Speed: Unknown
+Duplex: Unknown
+Link Failure Count: 3
+Permanent HW addr: 52:54:00:12:34:57
+Slave queue ID: 0
+";
+
+#[test]
+fn a_bond_with_a_slave_down_is_degraded() {
+    let h = host(1000.0);
+    h.mkdir("/sys/class/net/bond0/bonding")
+        .write("/sys/class/net/bond0/type", "1\n")
+        .write("/sys/class/net/bond0/flags", "0x1403\n")
+        .write("/sys/class/net/bond0/operstate", "up\n");
+    stage_stats(&h, "bond0", Stats::default());
+    h.write("/proc/1/net/bonding/bond0", BOND_5_15);
+    let mut c = collector(&h);
+    let out = support::collect(&mut c, &support::ctx());
+    // A state: judged on the first run already.
+    let f = find(&out, "net.bond_degraded");
+    assert_eq!(f.subject, "bond0");
+    assert_eq!(f.severity, Severity::Warning);
+    assert_eq!(text(f, "slaves_down"), "eth1");
+    assert_eq!(num(f, "slaves_up"), 1.0);
+    assert_eq!(num(f, "link_failures"), 3.0);
+    assert_eq!(text(f, "active_slave"), "eth0");
+    assert!(f.summary.en.contains("without redundancy"));
+    assert!(commands(f).contains("cat /proc/net/bonding/bond0"));
+    assert!(commands(f).contains("ethtool eth1"));
+    assert_eq!(
+        source_url(f),
+        "https://docs.kernel.org/networking/bonding.html"
+    );
+    let m = support::find_metric(
+        &out,
+        "node_doctor_net_bond_slaves",
+        &[("bond", "bond0"), ("state", "down")],
+    )
+    .expect("bond metric");
+    assert_eq!(m.value, 1.0);
+    // Both slaves down: the bond carries nothing.
+    later(&h, 1015.0);
+    h.write(
+        "/proc/1/net/bonding/bond0",
+        BOND_5_15
+            .replace(
+                "Currently Active Slave: eth0\nMII Status: up",
+                "Currently Active Slave: None\nMII Status: down",
+            )
+            .replace(
+                "MII Status: up\nSpeed: 10000 Mbps",
+                "MII Status: down\nSpeed: Unknown",
+            )
+            .replace("Link Failure Count: 0", "Link Failure Count: 1"),
+    );
+    let out = support::collect(&mut c, &support::ctx());
+    let f = find(&out, "net.bond_degraded");
+    assert_eq!(f.severity, Severity::Critical);
+    assert_eq!(text(f, "slaves_down"), "eth0, eth1");
+    assert_eq!(num(f, "link_failures_in_window"), 1.0);
+    assert!(commands(f).contains("kubectl cordon node-1"));
+}
+
+/// A veth is not watched unless the operator names it; named, its counters are judged.
+#[test]
+fn a_configured_interface_is_watched() {
+    let h = host(1000.0);
+    let mut quiet = collector(&h);
+    let mut named = NetCollector::new(
+        h.node(),
+        NetConfig {
+            interfaces: vec!["veth1a2b3c4".into()],
+            ..NetConfig::default()
+        },
+    );
+    support::collect(&mut quiet, &support::ctx());
+    support::collect(&mut named, &support::ctx());
+    later(&h, 1015.0);
+    stage_stats(
+        &h,
+        "veth1a2b3c4",
+        Stats {
+            rx_packets: 100,
+            rx_errors: 5_000_000,
+            carrier_changes: 1009,
+            ..Stats::default()
+        },
+    );
+    assert!(support::collect(&mut quiet, &support::ctx())
+        .findings
+        .is_empty());
+    let out = support::collect(&mut named, &support::ctx());
+    let f = find(&out, "net.link_flapping");
+    assert_eq!(f.subject, "veth1a2b3c4");
+    assert_eq!(text(f, "role"), "configured");
+    assert_eq!(f.severity, Severity::Critical);
+    // Set up, no carrier (its peer is down): a link down too.
+    assert_eq!(find(&out, "net.link_down").subject, "veth1a2b3c4");
+}
+
+#[test]
+fn nothing_readable_is_unavailable() {
+    let h = FakeHost::new();
+    h.write("/proc/uptime", "1000.00 1000.00\n");
+    let out = support::collect(&mut collector(&h), &support::ctx());
+    assert!(
+        matches!(out.status, Status::Unavailable(_)),
+        "{:?}",
+        out.status
+    );
+    // sysfs alone: degraded, the interfaces still judged.
+    stage_nic(&h, "eth0", "up", Stats::default());
+    let out = support::collect(&mut collector(&h), &support::ctx());
+    match &out.status {
+        Status::Degraded(m) => assert!(m.contains("softnet"), "{m}"),
+        s => panic!("{s:?}"),
+    }
+}
+
+/// The agent outside the host's network namespace: the `net.core` sysctls it would read are
+/// its own namespace's, so the advice goes without them.
+#[test]
+fn sysctls_of_another_namespace_are_not_quoted() {
+    let h = host(1000.0);
+    let ctx = collectors::CollectContext::new("node-1", collectors::HostNetns::Different);
+    let mut c = collector(&h);
+    c.collect(&ctx);
+    later(&h, 1015.0);
+    h.write(
+        "/proc/net/softnet_stat",
+        softnet_6_18(&[(1_100_000, 3_000, 10), (1_090_000, 0, 12)]),
+    );
+    let out = c.collect(&ctx);
+    let f = find(&out, "net.backlog_drops");
+    assert!(!f.evidence.contains_key("netdev_max_backlog"));
+}
+
+/// A real kernel: a veth pair in a network and mount namespace of the test's own, whose
+/// sysfs the test mounts there; the collector's host root is a directory whose `proc` is the
+/// real one and whose `sys` is that mount (through the namespace's `/proc/<pid>/root`). The
+/// test sets the link down and up twice; the real `carrier_changes` rise by 4.
+#[test]
+fn real_veth_flapping_in_its_own_namespace() {
+    use std::process::{Command, Stdio};
+    let test = "real_veth_flapping_in_its_own_namespace";
+    if !support::root_or_skip(test) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let mnt = tmp.path().join("sys");
+    std::fs::create_dir(&mnt).unwrap();
+    let script = format!(
+        "set -e; mount -t sysfs sysfs '{m}'; ip link add ndA type veth peer name ndB; \
+         ip link set ndA up; ip link set ndB up; echo ready; exec sleep 120",
+        m = mnt.display()
+    );
+    let child = Command::new("unshare")
+        .args([
+            "--net",
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            &script,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let Ok(mut child) = child else {
+        eprintln!("SKIP {test}: unshare could not run");
+        return;
+    };
+    // Killed (and its namespace, veths and mount gone) whatever happens below.
+    struct Reap(std::process::Child);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut line = String::new();
+    {
+        use std::io::BufRead;
+        let out = child.stdout.take().unwrap();
+        let _ = std::io::BufReader::new(out).read_line(&mut line);
+    }
+    let pid = child.id();
+    let mut child = Reap(child);
+    if line.trim() != "ready" {
+        let mut err = String::new();
+        if let Some(mut e) = child.0.stderr.take() {
+            use std::io::Read;
+            let _ = e.read_to_string(&mut err);
+        }
+        eprintln!("SKIP {test}: the namespace could not be set up: {err}");
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink("/proc", root.path().join("proc")).unwrap();
+    std::os::unix::fs::symlink(
+        format!("/proc/{pid}/root{}", mnt.display()),
+        root.path().join("sys"),
+    )
+    .unwrap();
+    let host = collectors::HostPaths::new(root.path());
+    assert!(
+        host.sys_file("class/net/ndA").exists(),
+        "the namespace's sysfs shows its veth"
+    );
+    assert!(
+        !host.sys_file("class/net/eth0").exists(),
+        "the namespace's sysfs shows none of the host's interfaces"
+    );
+    let node = collectors::node::Node::new(host);
+    let mut c = NetCollector::new(
+        node,
+        NetConfig {
+            interfaces: vec!["ndA".into()],
+            ..NetConfig::default()
+        },
+    );
+    let ctx = collectors::CollectContext::new("node-1", collectors::HostNetns::Different);
+    let first = c.collect(&ctx);
+    assert!(
+        !ids(&first).contains(&"net.link_flapping"),
+        "{:#?}",
+        first.findings
+    );
+    let before = support::find_metric(
+        &first,
+        "node_doctor_net_interface_carrier_changes_total",
+        &[("interface", "ndA")],
+    )
+    .expect("ndA watched")
+    .value;
+    let ip = |args: &[&str]| {
+        let ok = Command::new("nsenter")
+            .args(["-t", &pid.to_string(), "-n", "ip"])
+            .args(args)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "ip {args:?}");
+    };
+    for _ in 0..2 {
+        ip(&["link", "set", "ndB", "down"]);
+        ip(&["link", "set", "ndB", "up"]);
+    }
+    // The uptime clock ticks in hundredths: let it move.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let second = c.collect(&ctx);
+    let f = find(&second, "net.link_flapping");
+    assert_eq!(f.subject, "ndA");
+    assert_eq!(text(f, "role"), "configured");
+    assert_eq!(num(f, "carrier_changes"), 4.0, "{:?}", f.evidence);
+    assert_eq!(num(f, "carrier_changes_total"), before + 4.0);
+    assert_eq!(f.severity, Severity::Warning);
+    drop(child);
+}
