@@ -34,6 +34,9 @@ w proc/sys/net/ipv4/neigh/default/gc_thresh3 '1024\n'
 w proc/1/net/sockstat 'sockets: used 11\nTCP: inuse 1 orphan 0 tw 0 alloc 1 mem 102\n'
 w proc/sys/net/ipv4/tcp_mem '288459\t384612\t576918\n'
 w proc/sys/net/ipv4/tcp_max_orphans '131072\n'
+# The net collector's files (this VM's 6.18 softnet lines; only the loopback interface).
+w proc/net/softnet_stat '002a31dc 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000\n002dd379 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000001 00000000 00000000\n'
+w sys/class/net/lo/type '772\n'
 dev=$(stat -c '%d' "$root")
 w proc/1/mountinfo "22 1 $((dev >> 8)):$((dev & 0xff)) / / rw,relatime shared:1 - ext4 /dev/vda rw\n"
 mkdir -p "$root/var/lib/kubelet/pods"

@@ -426,6 +426,8 @@ Node 0, zone   Normal   4411   3868   3114   2347   1619   1009    555    284   
     );
     root.write("/proc/sys/net/ipv4/tcp_mem", "288459\t384612\t576918\n");
     root.write("/proc/sys/net/ipv4/tcp_max_orphans", "131072\n");
+    root.write("/proc/net/softnet_stat", "002a31dc 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000\n002dd379 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000001 00000000 00000000\n");
+    root.write("/sys/class/net/lo/type", "772\n");
     root.write("/proc/1/net/ip6_tables_names", "");
     let check = |format: Option<&str>| {
         let mut args = vec![

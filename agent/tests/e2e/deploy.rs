@@ -138,6 +138,9 @@ Node 0, zone   Normal   1163   1101    932    222     40     10      2      1   
     );
     w("proc/sys/net/ipv4/tcp_mem", "288459\t384612\t576918\n");
     w("proc/sys/net/ipv4/tcp_max_orphans", "131072\n");
+    // The net collector's files (this VM's 6.18 softnet lines; only the loopback interface).
+    w("proc/net/softnet_stat", "002a31dc 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000\n002dd379 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000001 00000000 00000000\n");
+    w("sys/class/net/lo/type", "772\n");
     let root_dev = std::fs::metadata(dir)
         .map(|m| std::os::unix::fs::MetadataExt::dev(&m))
         .unwrap();
