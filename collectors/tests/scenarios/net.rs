@@ -256,11 +256,14 @@ fn a_healthy_node_is_quiet_and_counts() {
         .all(|(_, v)| v != "veth1a2b3c4" && v != "lo" && v != "docker0")));
 }
 
+/// A kernel's `softnet_stat` text from (processed, dropped, squeezed) per CPU.
+type SoftnetFormat = fn(&[(u64, u64, u64)]) -> String;
+
 /// The same backlog drops read from each kernel's format: CPU 1 takes nearly all the traffic
 /// and drops 3,000 frames in 15 s.
 #[test]
 fn backlog_drops_on_one_cpu_in_every_kernel_format() {
-    let formats: [(&str, fn(&[(u64, u64, u64)]) -> String); 4] = [
+    let formats: [(&str, SoftnetFormat); 4] = [
         ("3.10", softnet_3_10),
         ("4.19", softnet_4_19),
         ("5.15", softnet_5_15),
