@@ -111,7 +111,7 @@ impl ClockCollector {
         let procs = self
             .node
             .processes()
-            .named(Self::NAME, &daemons::names())
+            .named_apart(Self::NAME, &daemons::names())
             .ok()?;
         Some(
             procs
