@@ -72,6 +72,13 @@ const DAEMONS: &[Daemon] = &[
         pod: None,
     },
     Daemon {
+        // CRI-O: its unit, and its API socket (`/var/run/crio/crio.sock`).
+        comm: "crio",
+        units: &["crio.service"],
+        sockets: &["/crio.sock"],
+        pod: None,
+    },
+    Daemon {
         comm: "kube-proxy",
         units: &["kube-proxy.service"],
         sockets: &[],
@@ -278,12 +285,22 @@ mod tests {
         std::fs::write(docker.join("cgroup.procs"), "").unwrap();
         let got = locate(
             &h,
-            &["kubelet", "containerd", "dockerd", "kube-proxy", "sshd"],
+            &[
+                "kubelet",
+                "containerd",
+                "dockerd",
+                "kube-proxy",
+                "crio",
+                "sshd",
+            ],
         );
         assert_eq!(got["kubelet"], Located::InCgroup(vec![812]));
         assert_eq!(got["containerd"], Located::Unknown, "a listener, no unit");
         assert_eq!(got["dockerd"], Located::Absent);
         assert_eq!(got["kube-proxy"], Located::Absent);
+        // CRI-O (the pressure collector asks for it): no unit, no socket, so not running —
+        // told without a pass over /proc.
+        assert_eq!(got["crio"], Located::Absent);
         assert_eq!(got["sshd"], Located::Unknown, "not a daemon of this module");
     }
 
