@@ -8,7 +8,8 @@ host (a loop device, a blkio cgroup, a network namespace, nf_conntrack_max for a
 is undone in `finally` blocks, and bench-cost.sh undoes it again from outside if this program
 is killed. It writes only under --tmp.
 
-Healthy phase: N idle processes and M held flocks; node_exporter's CPU per scrape (N scrapes,
+Healthy phase: N idle processes and M held flocks, a cluster DNS on the namespace's loopback
+for the dns collector to probe (scripts/dns-test-server.py); node_exporter's CPU per scrape (N scrapes,
 CPU from /proc/<pid>/stat), node-doctor serve's CPU per collector run (from
 node_doctor_collector_cpu_seconds_total and the duration histogram's _count over a window),
 serve's share of a core over the window, and `check` (user + sys of the child, wall).
@@ -175,10 +176,35 @@ def stage_runtime(tmp):
                 f'state = "{tmp}/containerd/state"\n')
 
 
+DNS_ADDR = "127.0.83.53"
+
+
+def kubelet_config(tmp):
+    """Where stage_dns writes the kubelet config naming the bench's cluster DNS."""
+    return os.path.join(tmp, "kubelet.yaml")
+
+
+def stage_dns(tmp):
+    """A cluster DNS for the dns collector to probe each run, as on a node: a kubelet config
+    naming DNS_ADDR (a loopback address of the bench's namespace) and
+    scripts/dns-test-server.py answering there. Without it the collector has no server to
+    ask, and its probe's cost would be missing from the figures."""
+    with open(kubelet_config(tmp), "w") as f:
+        f.write(f"kind: KubeletConfiguration\nclusterDNS:\n- {DNS_ADDR}\n"
+                "clusterDomain: cluster.local\n")
+    server = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dns-test-server.py")
+    p = spawn(["/usr/bin/python3", server, DNS_ADDR, "answer"],
+              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    if p.stdout.readline().strip() != b"ready":
+        raise RuntimeError("the bench's DNS server did not start")
+    return p
+
+
 def node_flags(tmp, lock):
-    """The flags serve and check share: the host, the lock file, the staged runtime."""
+    """The flags serve and check share: the host, the lock file, the staged runtime and
+    cluster DNS."""
     return ["--host-root", "/", "--node-name", "bench-node", "--xtables-lock", lock,
-            "--containerd-config", runtime_config(tmp)]
+            "--containerd-config", runtime_config(tmp), "--kubelet-config", kubelet_config(tmp)]
 
 
 class Agent:
@@ -607,6 +633,7 @@ def main():
     results = {}
     if a.own_net:
         run(["ip", "link", "set", "lo", "up"])
+    stage_dns(a.tmp)
     results["net"] = ("a network namespace of its own (no legacy iptables table: the nft "
                       "backend's node)" if a.own_net else "the host's network namespace")
     results["legacy"] = legacy_tables()

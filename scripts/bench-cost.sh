@@ -12,7 +12,9 @@
 # runs Debian's prometheus-node-exporter (default collectors) and `node-doctor serve`
 # (release build, default interval, --host-root /, a containerd config whose root and state
 # are directories on a 1 GiB tmpfs of the namespace's own, so `disk` judges a healthy
-# runtime filesystem as on a node, whatever this machine's disk holds) on 127.0.0.1,
+# runtime filesystem as on a node, whatever this machine's disk holds; a kubelet config whose
+# clusterDNS is 127.0.83.53, where scripts/dns-test-server.py answers, so `dns` probes each
+# run as on a node) on 127.0.0.1,
 # and measures:
 #   - node_exporter: CPU per /metrics scrape (its threads' schedstat run time over N scrapes);
 #   - node-doctor: every collector's CPU per run at rest (node_doctor_collector_cpu_seconds_total

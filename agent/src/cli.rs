@@ -274,7 +274,7 @@ pub struct CollectorFlags {
     )]
     pub cni_conf_dir: String,
 
-    /// conntrack: where a node-local DNS cache listens.
+    /// conntrack, dns: where a node-local DNS cache listens.
     #[arg(
         long,
         global = true,
@@ -283,6 +283,15 @@ pub struct CollectorFlags {
         value_name = "ADDR"
     )]
     pub nodelocal_dns: SocketAddr,
+
+    /// Send no active probe from this node: the dns collector asks no DNS server.
+    #[arg(long, global = true, env = "NODE_DOCTOR_NO_PROBES")]
+    pub no_probes: bool,
+
+    /// dns: how long one UDP try of a DNS probe waits for its answer (the second try and the
+    /// TCP fallback wait as long).
+    #[arg(long, global = true, env = "NODE_DOCTOR_DNS_PROBE_TIMEOUT", default_value = "2s", value_parser = parse_duration, value_name = "DURATION")]
+    pub dns_probe_timeout: Duration,
 }
 
 impl CollectorFlags {
@@ -335,6 +344,14 @@ impl CollectorFlags {
         o.pressure.kubelet_config = self.kubelet_config.clone();
         o.tables.kmsg = kmsg.clone();
         o.net.interfaces = self.net_interfaces.clone();
+        o.dns.probes = !self.no_probes;
+        o.dns.try_timeout = self
+            .dns_probe_timeout
+            .clamp(Duration::from_millis(10), Duration::from_secs(5));
+        o.dns.nodelocal_dns_address = self.nodelocal_dns;
+        if let Some(k) = &self.kubelet_config {
+            o.dns.kubelet_config = PathBuf::from(k);
+        }
         o.conntrack.kmsg = kmsg;
         o
     }

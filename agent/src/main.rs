@@ -3,6 +3,7 @@
 mod api;
 mod cli;
 mod connections;
+mod dns_probe;
 mod engine;
 mod exit;
 mod explain_cmd;

@@ -293,6 +293,74 @@ fn register_family(reg: &mut Registry, name: &str, samples: &[&Metric]) {
             }
             reg.register(base, help_text, fam);
         }
+        MetricKind::Histogram => {
+            let h = CollectorHistograms(
+                samples
+                    .iter()
+                    .filter(|m| valid_buckets(&m.buckets))
+                    .map(|m| CollectorHistogram {
+                        labels: clean(&m.labels),
+                        buckets: m.buckets.clone(),
+                        sum: m.value,
+                        count: m.count(),
+                    })
+                    .collect(),
+            );
+            if !h.0.is_empty() {
+                reg.register(name, help_text, h);
+            }
+        }
+    }
+}
+
+/// A collector histogram's buckets can be encoded: some, bounds rising, the last +Inf.
+fn valid_buckets(b: &[(f64, u64)]) -> bool {
+    b.last().is_some_and(|l| l.0 == f64::INFINITY) && b.windows(2).all(|w| w[0].0 < w[1].0)
+}
+
+/// A collector's histogram family ([`MetricKind::Histogram`]): per series its labels, its
+/// buckets (upper bound, observations in that bucket alone), their sum and count.
+#[derive(Debug, Default)]
+struct CollectorHistograms(Vec<CollectorHistogram>);
+
+/// One series of a [`CollectorHistograms`].
+#[derive(Debug)]
+struct CollectorHistogram {
+    labels: Labels,
+    /// Upper bound, observations in that bucket alone; the last bound +Inf.
+    buckets: Vec<(f64, u64)>,
+    sum: f64,
+    count: u64,
+}
+
+impl prometheus_client::metrics::TypedMetric for CollectorHistograms {
+    const TYPE: prometheus_client::metrics::MetricType =
+        prometheus_client::metrics::MetricType::Histogram;
+}
+
+impl prometheus_client::encoding::EncodeMetric for CollectorHistograms {
+    fn encode(
+        &self,
+        mut encoder: prometheus_client::encoding::MetricEncoder,
+    ) -> Result<(), std::fmt::Error> {
+        for h in &self.0 {
+            // The encoder sums the counts into cumulative buckets; f64::MAX is its +Inf.
+            let buckets: Vec<(f64, u64)> = h
+                .buckets
+                .iter()
+                .map(|(le, n)| (if le.is_finite() { *le } else { f64::MAX }, *n))
+                .collect();
+            encoder
+                .encode_family(&h.labels)?
+                .encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+                    h.sum, h.count, &buckets, None,
+                )?;
+        }
+        Ok(())
+    }
+
+    fn metric_type(&self) -> prometheus_client::metrics::MetricType {
+        prometheus_client::metrics::MetricType::Histogram
     }
 }
 
@@ -666,6 +734,46 @@ mod tests {
             assert!(text.contains(want), "missing {want:?} in\n{text}");
         }
         assert!(!text.contains(".."), "help gets one full stop");
+    }
+
+    /// A collector's histogram is encoded as one: cumulative buckets ending in +Inf, its sum
+    /// and count; one whose bounds do not rise to +Inf is left out rather than break the
+    /// scrape.
+    #[test]
+    fn collector_histograms_are_encoded_cumulatively() {
+        let h = |server: &str, buckets: Vec<(f64, u64)>| {
+            Metric::histogram(
+                "node_doctor_dns_answer_seconds",
+                "Answer time.",
+                buckets,
+                0.014,
+            )
+            .label("server", server)
+        };
+        let text = encode_snapshot(
+            &snapshot(vec![
+                h(
+                    "10.96.0.10",
+                    vec![(0.001, 1), (0.005, 2), (f64::INFINITY, 1)],
+                ),
+                h("10.96.0.11", vec![(0.005, 2), (0.001, 1)]),
+            ]),
+            &crate::links::Links::default(),
+        );
+        for want in [
+            "# TYPE node_doctor_dns_answer_seconds histogram",
+            "node_doctor_dns_answer_seconds_sum{server=\"10.96.0.10\"} 0.014",
+            "node_doctor_dns_answer_seconds_count{server=\"10.96.0.10\"} 4",
+            "node_doctor_dns_answer_seconds_bucket{le=\"0.001\",server=\"10.96.0.10\"} 1",
+            "node_doctor_dns_answer_seconds_bucket{le=\"0.005\",server=\"10.96.0.10\"} 3",
+            "node_doctor_dns_answer_seconds_bucket{le=\"+Inf\",server=\"10.96.0.10\"} 4",
+        ] {
+            assert!(text.contains(want), "missing {want:?} in\n{text}");
+        }
+        assert!(
+            !text.contains("10.96.0.11"),
+            "bad buckets are left out:\n{text}"
+        );
     }
 
     /// Runs land in their buckets (upper bounds inclusive), the buckets are cumulative and

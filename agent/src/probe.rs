@@ -709,9 +709,13 @@ async fn healthz(
     }
 }
 
-/// Every collector's defaults, with this agent's network probe for the runtime collector.
+/// Every collector's defaults, with this agent's network probes for the runtime and dns
+/// collectors.
 pub fn default_options() -> collectors::registry::Options {
-    collectors::registry::Options::new(std::sync::Arc::new(HostProbe))
+    collectors::registry::Options::new(
+        std::sync::Arc::new(HostProbe),
+        std::sync::Arc::new(crate::dns_probe::HostDnsProbe),
+    )
 }
 
 /// A socket path for a test server (kept short: unix socket paths are limited to 108 bytes).

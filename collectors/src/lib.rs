@@ -16,6 +16,7 @@ pub mod collector;
 pub mod config;
 pub mod conntrack;
 pub mod disk;
+pub mod dns;
 pub mod error;
 pub mod explain;
 pub mod finding;

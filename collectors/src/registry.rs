@@ -3,8 +3,8 @@
 //! here (and its folder, rule file, docs page and scenario test: ARCHITECTURE.md "How to add a
 //! collector").
 //!
-//! What only the agent has comes in [`Options`]: the runtime collector's network probe is the
-//! agent's (this crate knows no network protocol).
+//! What only the agent has comes in [`Options`]: the runtime and dns collectors' network
+//! probes are the agent's (this crate knows no network protocol).
 
 use std::sync::Arc;
 
@@ -12,6 +12,7 @@ use crate::clock::{ClockCollector, ClockConfig};
 use crate::collector::Collector;
 use crate::conntrack::{ConntrackCollector, ConntrackConfig};
 use crate::disk::{DiskCollector, DiskConfig};
+use crate::dns::{DnsCollector, DnsConfig, DnsProbe};
 use crate::hardware::{HardwareCollector, HardwareConfig};
 use crate::iptables::{IptablesCollector, IptablesConfig};
 use crate::kernel::{KernelCollector, KernelConfig};
@@ -43,13 +44,17 @@ pub struct Options {
     pub pressure: PressureConfig,
     pub tables: TablesConfig,
     pub net: NetConfig,
+    pub dns: DnsConfig,
     /// How the runtime collector asks the daemons (the agent's probes; tests' fakes).
     pub runtime_probe: Arc<dyn RuntimeProbe>,
+    /// How the dns collector asks the DNS servers (the agent's; tests' fakes).
+    pub dns_probe: Arc<dyn DnsProbe>,
 }
 
 impl Options {
-    /// Every collector's defaults, with `probe` for the runtime collector.
-    pub fn new(probe: Arc<dyn RuntimeProbe>) -> Options {
+    /// Every collector's defaults, with the agent's (or a test's) network probes: `probe` for
+    /// the runtime collector, `dns_probe` for the dns collector.
+    pub fn new(probe: Arc<dyn RuntimeProbe>, dns_probe: Arc<dyn DnsProbe>) -> Options {
         Options {
             disk: DiskConfig::default(),
             load: LoadConfig::default(),
@@ -64,7 +69,9 @@ impl Options {
             pressure: PressureConfig::default(),
             tables: TablesConfig::default(),
             net: NetConfig::default(),
+            dns: DnsConfig::default(),
             runtime_probe: probe,
+            dns_probe,
         }
     }
 }
@@ -213,6 +220,23 @@ pub const COLLECTORS: &[Entry] = &[
         flags: &["--net-interfaces"],
         thresholds: |o| o.net.thresholds.listed(),
     },
+    Entry {
+        name: "dns",
+        build: |n, o| {
+            Box::new(DnsCollector::new(
+                n.clone(),
+                o.dns.clone(),
+                Arc::clone(&o.dns_probe),
+            ))
+        },
+        flags: &[
+            "--no-probes",
+            "--dns-probe-timeout",
+            "--nodelocal-dns",
+            "--kubelet-config",
+        ],
+        thresholds: |o| o.dns.thresholds.listed(),
+    },
 ];
 
 /// The runtime collector's node-log thresholds, named apart from its own.
@@ -253,12 +277,17 @@ mod tests {
             ProbeReport::default()
         }
     }
+    impl DnsProbe for NoProbe {
+        fn probe(&self, _plan: &crate::dns::DnsPlan) -> crate::dns::DnsReport {
+            crate::dns::DnsReport::default()
+        }
+    }
 
     /// Every collector lists every field of its thresholds, each once, with a value.
     #[test]
     fn thresholds_list_every_field() {
         use crate::listing::assert_lists_every_field as every;
-        let o = Options::new(Arc::new(NoProbe));
+        let o = Options::new(Arc::new(NoProbe), Arc::new(NoProbe));
         every(
             &format!("{:?}", o.disk.thresholds),
             &o.disk.thresholds.listed(),
@@ -311,6 +340,10 @@ mod tests {
             &format!("{:?}", o.net.thresholds),
             &o.net.thresholds.listed(),
         );
+        every(
+            &format!("{:?}", o.dns.thresholds),
+            &o.dns.thresholds.listed(),
+        );
         let logs = &o.runtime.log_thresholds;
         every(&format!("{logs:?}"), &logs.listed());
         for e in COLLECTORS {
@@ -328,7 +361,7 @@ mod tests {
     #[test]
     fn rows_build_the_collector_they_name() {
         let node = Node::new(crate::HostPaths::new("/nonexistent-host-root"));
-        let opts = Options::new(Arc::new(NoProbe));
+        let opts = Options::new(Arc::new(NoProbe), Arc::new(NoProbe));
         let built: Vec<&str> = all(&node, &opts).iter().map(|c| c.name()).collect();
         let named: Vec<&str> = names().collect();
         assert_eq!(built, named);
@@ -345,7 +378,7 @@ mod tests {
     #[test]
     fn constructors_read_nothing() {
         let node = Node::new(crate::HostPaths::new("/"));
-        let opts = Options::new(Arc::new(NoProbe));
+        let opts = Options::new(Arc::new(NoProbe), Arc::new(NoProbe));
         let built = all(&node, &opts);
         assert_eq!(built.len(), COLLECTORS.len());
         assert_eq!(node.per_process_paths(), 0);

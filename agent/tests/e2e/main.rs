@@ -17,6 +17,7 @@ mod npd;
 mod prometheus;
 mod readme;
 mod real_disk;
+mod real_dns;
 mod real_load;
 mod real_runtime;
 mod real_throttled;

@@ -40,6 +40,9 @@ pub struct Config {
     pub merge_default_eviction_settings: Option<bool>,
     /// `clusterDNS`: the DNS servers pods are given (empty when not set).
     pub cluster_dns: Vec<String>,
+    /// `clusterDomain`: the DNS domain of the cluster's Services (`cluster.local` with most
+    /// installers; the kubelet's own default is empty).
+    pub cluster_domain: Option<String>,
     /// `containerRuntimeEndpoint` (kubelet 1.27+; earlier only the flag).
     pub container_runtime_endpoint: Option<String>,
     /// `healthzPort` (default 10248; 0 disables the endpoint).
@@ -119,6 +122,7 @@ pub fn parse_config(text: &str) -> Result<Config, String> {
         merge_default_eviction_settings: scalar("mergeDefaultEvictionSettings")
             .map(|s| s.eq_ignore_ascii_case("true")),
         cluster_dns: cluster_dns_from_config(text),
+        cluster_domain: scalar("clusterDomain").filter(|s| !s.is_empty()),
         container_runtime_endpoint: scalar("containerRuntimeEndpoint"),
         healthz_port: scalar("healthzPort"),
         healthz_bind_address: scalar("healthzBindAddress"),
@@ -160,6 +164,10 @@ fn parse_json(text: &str) -> Result<Config, String> {
             .get("mergeDefaultEvictionSettings")
             .and_then(|b| b.as_bool()),
         cluster_dns: cluster_dns_from_config(text),
+        cluster_domain: v
+            .get("clusterDomain")
+            .and_then(scalar)
+            .filter(|s| !s.is_empty()),
         container_runtime_endpoint: v.get("containerRuntimeEndpoint").and_then(scalar),
         healthz_port: v.get("healthzPort").and_then(scalar),
         healthz_bind_address: v.get("healthzBindAddress").and_then(scalar),
@@ -534,6 +542,16 @@ pub fn cluster_dns(args: &[String], config: Option<&Config>) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The cluster's DNS domain: `--cluster-domain` when given, else `clusterDomain` of its config
+/// file; `None` when neither sets one (the kubelet then gives pods no cluster search domain).
+/// A trailing dot is dropped.
+pub fn cluster_domain(args: &[String], config: Option<&Config>) -> Option<String> {
+    super::flag_value(args, "--cluster-domain")
+        .or_else(|| config.and_then(|c| c.cluster_domain.clone()))
+        .map(|d| d.trim().trim_end_matches('.').to_string())
+        .filter(|d| !d.is_empty())
+}
+
 /// The kubelet's default healthz port.
 pub const DEFAULT_HEALTHZ_PORT: u16 = 10248;
 /// Where kubeadm and most installers put static pod manifests.
@@ -737,6 +755,29 @@ kind: KubeletConfiguration
             parse_config(KUBEADM_CONFIG).unwrap().cluster_dns,
             vec!["10.96.0.10".to_string()]
         );
+    }
+
+    #[test]
+    fn cluster_domain_from_flag_else_config() {
+        let json = "{\"clusterDomain\": \"cluster.local.\"}";
+        let c = parse_config(json).unwrap();
+        assert_eq!(
+            cluster_domain(&[], Some(&c)).as_deref(),
+            Some("cluster.local")
+        );
+        let y = parse_config("clusterDomain: corp.example\n").unwrap();
+        assert_eq!(
+            cluster_domain(&[], Some(&y)).as_deref(),
+            Some("corp.example")
+        );
+        let args = vec![
+            "kubelet".to_string(),
+            "--cluster-domain=k8s.test".to_string(),
+        ];
+        assert_eq!(cluster_domain(&args, Some(&y)).as_deref(), Some("k8s.test"));
+        let empty = parse_config("clusterDomain: \"\"\n").unwrap();
+        assert_eq!(cluster_domain(&[], Some(&empty)), None);
+        assert_eq!(cluster_domain(&[], None), None);
     }
 
     #[test]

@@ -8,9 +8,9 @@
 
 use std::path::PathBuf;
 
-use crate::config::{self, kubelet};
-use crate::node::follow::{Followed, Rescan};
-use crate::node::Node;
+use crate::config::kubelet;
+use crate::node::follow::Followed;
+use crate::node::{self, Node};
 
 pub use crate::config::kubelet::{cluster_dns_from_args, cluster_dns_from_config};
 
@@ -33,58 +33,35 @@ pub(crate) fn first(f: &Followed, name: &str) -> Option<(u32, Vec<String>)> {
     f.first(name).map(|p| (p.pid, p.args.clone()))
 }
 
-/// Follows the kubelet among the host's processes ([`Followed`]: confirmed with one `stat`
-/// per sample, looked up only while it is not known, at most every `rescan_every` samples) and
-/// reads its DNS setting.
+/// Follows the kubelet among the host's processes ([`node::kubelet::KubeletFinder`]) and
+/// reads its DNS setting (the configuration file only when `--cluster-dns` is not given).
 #[derive(Debug)]
 pub struct KubeletFinder {
-    finder: Followed,
-    default_config: PathBuf,
+    finder: node::kubelet::KubeletFinder,
 }
 
 impl KubeletFinder {
     pub fn new(default_config: PathBuf, rescan_every: u32) -> KubeletFinder {
         KubeletFinder {
-            finder: Followed::new(
-                &["kubelet"],
-                1,
-                Rescan::WhileMissing(rescan_every),
+            finder: node::kubelet::KubeletFinder::new(
+                default_config,
+                rescan_every,
                 "conntrack/kubelet",
             ),
-            default_config,
         }
     }
 
     /// Looks up the kubelet's cluster DNS on the host.
     pub fn lookup(&mut self, node: &Node) -> KubeletDns {
-        let host = node.host();
-        self.finder.refresh(node, &[]);
-        let (pid, args) = match first(&self.finder, "kubelet") {
-            Some((p, a)) => (Some(p), a),
-            None => (None, Vec::new()),
-        };
-        let mut out = KubeletDns {
-            pid,
-            config_path: None,
-            cluster_dns: Vec::new(),
-            config_error: None,
-        };
-        if let Some(list) = cluster_dns_from_args(&args) {
-            out.cluster_dns = list;
-            return out;
+        let v = self
+            .finder
+            .lookup_with(node, |args| cluster_dns_from_args(args).is_none());
+        KubeletDns {
+            pid: v.pid,
+            cluster_dns: kubelet::cluster_dns(&v.args, v.config.as_ref()),
+            config_path: v.config_path,
+            config_error: v.config_error,
         }
-        let config = config::flag_value(&args, "--config")
-            .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| self.default_config.to_string_lossy().into_owned());
-        match kubelet::read_config(host, &config) {
-            Ok(Some(c)) => {
-                out.cluster_dns = kubelet::cluster_dns(&args, Some(&c));
-                out.config_path = Some(config);
-            }
-            Ok(None) => {}
-            Err(e) => out.config_error = Some(e.to_string()),
-        }
-        out
     }
 }
 

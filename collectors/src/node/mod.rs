@@ -15,6 +15,7 @@
 pub mod daemons;
 pub mod discover;
 pub mod follow;
+pub mod kubelet;
 pub mod processes;
 
 use std::sync::Arc;

@@ -14,7 +14,7 @@ const HEADER_6_18: &str = "entries  clashres found new invalid ignore delete cha
 
 /// A kernel-6.18 style stat file with two CPUs; counters are split between the CPUs the way
 /// the kernel keeps them (the parser must sum them), `entries` repeats on each line.
-fn stat_6_18(entries: u64, clashres: u64, insert_failed: u64, drop: u64) -> String {
+pub(crate) fn stat_6_18(entries: u64, clashres: u64, insert_failed: u64, drop: u64) -> String {
     stat_6_18_with(entries, clashres, insert_failed, drop, 0)
 }
 

@@ -7,6 +7,7 @@ mod clock;
 mod conntrack;
 mod disk;
 mod disk_filling;
+mod dns;
 mod explain;
 mod golden;
 mod hardware;
