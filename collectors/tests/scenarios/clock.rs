@@ -13,7 +13,7 @@ use collectors::clock::timex::{from_raw, RawTimex};
 use collectors::clock::{ClockCollector, ClockConfig, Timex};
 use collectors::{CollectContext, Collection, Collector, Finding, HostNetns, Severity, Status};
 
-use crate::support::{self, FakeHost};
+use crate::support::{self, only, words, FakeHost};
 
 /// 2 h after boot: past the 20 min grace.
 const UPTIME: &str = "7200.00 14000.00\n";
@@ -51,30 +51,10 @@ fn collect(h: &FakeHost, t: Timex) -> Collection {
     support::collect(&mut collector(h, t), &support::ctx())
 }
 
-fn only<'a>(c: &'a Collection, id: &str) -> &'a Finding {
-    assert_eq!(c.findings.len(), 1, "{:#?}", c.findings);
-    let f = &c.findings[0];
-    assert_eq!(f.id, id);
-    f
-}
-
 fn num(f: &Finding, name: &str) -> f64 {
     f.evidence[name]
         .as_f64()
         .unwrap_or_else(|| panic!("{name} in {:?}", f.evidence))
-}
-
-fn text(f: &Finding) -> String {
-    let mut s = format!("{} {}", f.title.en, f.summary.en);
-    for step in &f.remediation.steps {
-        s.push(' ');
-        s.push_str(&step.en);
-    }
-    for c in &f.remediation.commands {
-        s.push(' ');
-        s.push_str(c);
-    }
-    s
 }
 
 /// The NodeConditions a finding sets, with their reasons.
@@ -98,7 +78,7 @@ fn unsynchronised_without_a_daemon_says_install_one() {
     assert_eq!(f.evidence["status"].as_str(), Some("UNSYNC"));
     assert_eq!(f.evidence["clock_state"].as_str(), Some("TIME_ERROR"));
     assert_eq!(f.evidence["time_daemons"].as_str(), Some("none"));
-    let t = text(f);
+    let t = words(f);
     assert!(t.contains("No time daemon runs"), "{t}");
     assert!(t.contains("Install and enable a time daemon"), "{t}");
     assert!(t.contains("169.254.169.123"), "{t}");
@@ -128,7 +108,7 @@ fn unsynchronised_with_chronyd_asks_chronyd() {
         f.evidence["time_daemons"].as_str(),
         Some("chronyd (pid 612)")
     );
-    let t = text(f);
+    let t = words(f);
     assert!(
         t.contains("chronyd (pid 612) runs but has not synchronised"),
         "{t}"
@@ -157,7 +137,7 @@ fn unsynchronised_with_timesyncd_asks_timedatectl() {
         f.evidence["time_daemons"].as_str(),
         Some("systemd-timesyn (pid 401)")
     );
-    let t = text(&f);
+    let t = words(&f);
     assert!(t.contains("timedatectl timesync-status"), "{t}");
     assert!(!t.contains("chronyc"), "{t}");
 }
@@ -202,7 +182,7 @@ fn a_daemon_that_stopped_updating_leaves_a_growing_bound() {
     assert_eq!(f.severity, Severity::Warning);
     assert_eq!(num(f, "max_error_seconds"), 4.6);
     assert_eq!(num(f, "max_error_threshold_seconds"), 4.0);
-    let t = text(f);
+    let t = words(f);
     assert!(t.contains("error bound has grown to 4.6 s"), "{t}");
     assert!(t.contains("ntpd (pid 731)"), "{t}");
     assert!(t.contains("ntpq -pn"), "{t}");
@@ -226,7 +206,7 @@ fn an_offset_of_seconds_that_does_not_shrink_is_critical() {
     let f = only(&first, "clock.error_large");
     assert_eq!(f.severity, Severity::Critical);
     assert_eq!(num(f, "offset_seconds"), -1.5);
-    assert!(text(f).contains("kubectl cordon node-1"), "{}", text(f));
+    assert!(words(f).contains("kubectl cordon node-1"), "{}", words(f));
     // Unchanged on the next run: still not shrinking, still raised.
     let second = col.collect(&support::ctx());
     assert_eq!(second.findings.len(), 1);
@@ -410,5 +390,5 @@ fn real_a_running_time_daemon_is_named() {
         daemons.contains(&format!("chronyd (pid {pid})")),
         "{daemons}"
     );
-    assert!(text(f).contains("chronyc tracking"), "{}", text(f));
+    assert!(words(f).contains("chronyc tracking"), "{}", words(f));
 }

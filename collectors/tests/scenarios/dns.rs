@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use collectors::dns::probe::{Answer, Attempt, Query, ServerReply};
 use collectors::dns::{DnsCollector, DnsConfig, DnsPlan, DnsProbe, DnsReport};
-use collectors::{Collection, Finding, Severity, Status};
+use collectors::{Finding, Severity, Status};
 
-use crate::support::{self, ctx, FakeHost};
+use crate::support::{self, ctx, only, words, FakeHost};
 
 const UDP_NODELOCAL: &str = include_str!("../fixtures/conntrack/net_udp.linux-6.18");
 
@@ -143,12 +143,6 @@ fn collector(h: &FakeHost, probe: &Arc<Scripted>) -> DnsCollector {
     )
 }
 
-fn only<'a>(c: &'a Collection, id: &str) -> &'a Finding {
-    assert_eq!(c.findings.len(), 1, "{:#?}", c.findings);
-    assert_eq!(c.findings[0].id, id);
-    &c.findings[0]
-}
-
 fn num(f: &Finding, k: &str) -> f64 {
     f.evidence
         .get(k)
@@ -161,19 +155,6 @@ fn text<'a>(f: &'a Finding, k: &str) -> &'a str {
         .get(k)
         .and_then(|e| e.as_str())
         .unwrap_or_else(|| panic!("{k}: {:?}", f.evidence))
-}
-
-fn words(f: &Finding) -> String {
-    let mut s = format!("{} {}", f.title.en, f.summary.en);
-    for step in &f.remediation.steps {
-        s.push(' ');
-        s.push_str(&step.en);
-    }
-    for c in &f.remediation.commands {
-        s.push(' ');
-        s.push_str(c);
-    }
-    s
 }
 
 #[test]

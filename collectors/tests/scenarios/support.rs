@@ -172,3 +172,25 @@ pub fn docs_dir() -> PathBuf {
         beside
     }
 }
+
+/// The one finding of a collection, which must have `id`.
+pub fn only<'a>(c: &'a Collection, id: &str) -> &'a collectors::Finding {
+    assert_eq!(c.findings.len(), 1, "{:#?}", c.findings);
+    assert_eq!(c.findings[0].id, id);
+    &c.findings[0]
+}
+
+/// A finding's English words: title, summary, steps and commands, for assertions on cause
+/// and remediation.
+pub fn words(f: &collectors::Finding) -> String {
+    let mut s = format!("{} {}", f.title.en, f.summary.en);
+    for step in &f.remediation.steps {
+        s.push(' ');
+        s.push_str(&step.en);
+    }
+    for c in &f.remediation.commands {
+        s.push(' ');
+        s.push_str(c);
+    }
+    s
+}
