@@ -1077,3 +1077,138 @@ fn pod_namespaces_are_not_read_without_the_hosts() {
     }
     assert_eq!(pod_namespaces(&out, "read"), 0.0);
 }
+
+/// Real kernel: a network namespace of the test's own (`unshare -n`, held by a sleeping
+/// process, removed with it whatever happens) stands for a pod's. A UDP socket in it with the
+/// smallest receive buffer, never read, is flooded over that namespace's loopback: the
+/// kernel counts `RcvbufErrors` there. The collector, given a host root whose pod cgroup names
+/// that process and whose `proc` is the real one, reads the rise through
+/// `/proc/<pid>/net/snmp` and names the pod, while the host's namespace (here the test's
+/// own, the collector's `netns_pid`) counted none of it.
+#[test]
+fn real_udp_buffer_overflows_in_a_pods_namespace() {
+    use std::io::BufRead;
+    use std::os::fd::AsRawFd;
+    use std::process::{Command, Stdio};
+    let test = "real_udp_buffer_overflows_in_a_pods_namespace";
+    if !support::root_or_skip(test) {
+        return;
+    }
+    struct Reap(std::process::Child);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let child = Command::new("unshare")
+        .args(["-n", "sh", "-c", "ip link set lo up && echo ready && exec sleep 60"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn();
+    let Ok(child) = child else {
+        eprintln!("SKIP {test}: unshare could not run");
+        return;
+    };
+    let mut child = Reap(child);
+    let mut line = String::new();
+    if let Some(out) = child.0.stdout.take() {
+        let _ = std::io::BufReader::new(out).read_line(&mut line);
+    }
+    if line.trim() != "ready" {
+        eprintln!("SKIP {test}: the namespace could not be set up (unshare -n, ip)");
+        return;
+    }
+    let pid = child.0.id();
+    let udp = |p: &str, name: &str| -> u64 {
+        let text = std::fs::read_to_string(format!("/proc/{p}/net/snmp")).unwrap();
+        let mut lines = text.lines().filter(|l| l.starts_with("Udp: "));
+        let names: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+        let values: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+        let i = names.iter().position(|n| *n == name).unwrap();
+        values[i].parse().unwrap()
+    };
+    // The pod: its cgroup (v2, systemd driver) names the namespace's process; its log
+    // directory names it.
+    let h = FakeHost::new();
+    h.symlink("/proc", "/proc");
+    stage_v2_pod(&h, "besteffort", COREDNS_UID, pid);
+    h.mkdir(&format!("/var/log/pods/default_udp-flood_{COREDNS_UID}"));
+    // The host: the test's own namespace (pid 1's links may be closed to this sandbox).
+    let me = std::process::id();
+    let mut c = NetCollector::new(
+        h.node(),
+        NetConfig {
+            netns_pid: me,
+            ..NetConfig::default()
+        },
+    );
+    let ctx = collectors::CollectContext::new("node-1", collectors::HostNetns::Same);
+    let first = c.collect(&ctx);
+    assert!(
+        !ids(&first).contains(&"net.pod_udp_errors"),
+        "{:#?}",
+        first.findings
+    );
+    assert_eq!(pod_namespaces(&first, "read"), 1.0, "{:?}", first.status);
+    let host_before = udp(&me.to_string(), "RcvbufErrors");
+    let pod_before = udp(&pid.to_string(), "RcvbufErrors");
+    // The flood, from a thread that joins the namespace: its sockets are made there.
+    let ns = std::fs::File::open(format!("/proc/{pid}/ns/net")).unwrap();
+    let sent = std::thread::spawn(move || -> Result<u64, String> {
+        // SAFETY: setns on this thread only, with a namespace file we hold open.
+        if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+            return Err(std::io::Error::last_os_error().to_string());
+        }
+        let rx = std::net::UdpSocket::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+        let size: libc::c_int = 1;
+        // SAFETY: a valid socket and a c_int option value of its size.
+        let rc = unsafe {
+            libc::setsockopt(
+                rx.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUF,
+                (&size as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error().to_string());
+        }
+        let to = rx.local_addr().map_err(|e| e.to_string())?;
+        let tx = std::net::UdpSocket::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+        let payload = [0u8; 1200];
+        let mut n = 0;
+        for _ in 0..2000 {
+            if tx.send_to(&payload, to).is_ok() {
+                n += 1;
+            }
+        }
+        Ok(n)
+    })
+    .join()
+    .expect("the flooding thread");
+    let sent = match sent {
+        Ok(n) => n,
+        Err(e) => {
+            eprintln!("SKIP {test}: could not flood in the namespace: {e}");
+            return;
+        }
+    };
+    let pod_rise = udp(&pid.to_string(), "RcvbufErrors") - pod_before;
+    let host_rise = udp(&me.to_string(), "RcvbufErrors") - host_before;
+    assert!(pod_rise >= 1000, "sent {sent}, overflowed {pod_rise}");
+    assert!(host_rise < pod_rise / 2, "the host counted {host_rise}");
+    // The uptime clock ticks in hundredths: let it move.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let second = c.collect(&ctx);
+    let f = find(&second, "net.pod_udp_errors");
+    assert_eq!(f.subject, "default/udp-flood");
+    assert_eq!(num(f, "pid"), f64::from(pid));
+    assert_eq!(num(f, "udp_rcvbuf_errors"), pod_rise as f64);
+    assert!(num(f, "udp_in_errors") >= pod_rise as f64);
+    // Nothing read the socket: every datagram that arrived was lost.
+    assert_eq!(f.severity, Severity::Critical);
+    assert!(commands(f).contains(&format!("nsenter -t {pid} -n cat /proc/net/snmp")));
+    drop(child);
+}
