@@ -463,11 +463,12 @@ impl Phases for NetCollector {
         let mut notes = Vec::new();
         let cpus = self.softnet(&mut notes);
         let (interfaces, names) = self.interfaces(&mut notes);
-        if cpus.is_empty() && interfaces.is_empty() && notes.len() >= 2 {
+        let node_unreadable = cpus.is_empty() && interfaces.is_empty() && notes.len() >= 2;
+        let pods = self.pods(&mut notes);
+        if node_unreadable && pods.is_empty() {
             return Err(Status::Unavailable(notes.join("; ")));
         }
         let bonds = self.bonds(&mut notes);
-        let pods = self.pods(&mut notes);
         let interval_seconds = self.previous.at.as_ref().and_then(|was| at.since(was));
         self.pending_at = Some(at);
         let sample = NetSample {
