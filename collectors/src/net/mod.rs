@@ -42,8 +42,8 @@ use crate::rules::Draft;
 use crate::sys::net_class;
 
 pub use sample::{
-    Bond, Counters, CpuSoftnet, Interface, MtuPath, NetSample, PodConntrack, PodCounters,
-    PodNetns, Role, SoftnetDelta, Sysctls,
+    Bond, Counters, CpuSoftnet, Interface, MtuPath, NetSample, PodConntrack, PodCounters, PodNetns,
+    Role, SoftnetDelta, Sysctls,
 };
 pub use thresholds::Thresholds;
 
@@ -149,7 +149,9 @@ impl NetCollector {
             if podns::kubepods_dir(&host).is_some() {
                 notes.push(format!(
                     "cannot read {}; the pods' own network namespaces are not read",
-                    host.proc_pid(self.config.netns_pid).join("ns/net").display()
+                    host.proc_pid(self.config.netns_pid)
+                        .join("ns/net")
+                        .display()
                 ));
             }
             self.pod_pids.clear();

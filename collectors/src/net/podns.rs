@@ -137,10 +137,7 @@ pub fn read_counters(host: &HostPaths, pid: u32) -> Result<Option<PodCounters>, 
         Err(e) => return Err(e.to_string()),
     };
     let Some(udp) = snmp.table("Udp") else {
-        return Err(format!(
-            "{}: no Udp table",
-            snmp::path(host, pid).display()
-        ));
+        return Err(format!("{}: no Udp table", snmp::path(host, pid).display()));
     };
     let get = |n: &str| udp.get(n).and_then(|v| u64::try_from(v).ok()).unwrap_or(0);
     let conntrack = match nf_conntrack_stat::read(&nf_conntrack_stat::path(host, pid)) {

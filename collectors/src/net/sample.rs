@@ -90,8 +90,7 @@ impl PodCounters {
     /// Packets the namespace's conntrack lost: the larger of `insert_failed` and `drop` (a
     /// lost clash counts in both on 5.x+ kernels, in one of them on older ones).
     pub fn conntrack_lost(&self) -> u64 {
-        self.conntrack
-            .map_or(0, |c| c.insert_failed.max(c.drop))
+        self.conntrack.map_or(0, |c| c.insert_failed.max(c.drop))
     }
 }
 

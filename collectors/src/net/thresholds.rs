@@ -133,10 +133,7 @@ impl Thresholds {
                 "pod_conntrack_lost_critical_per_second",
                 per_s(self.pod_conntrack_lost_critical_per_second),
             ),
-            l::setting(
-                "max_pod_namespaces",
-                self.max_pod_namespaces.to_string(),
-            ),
+            l::setting("max_pod_namespaces", self.max_pod_namespaces.to_string()),
         ]
     }
 }

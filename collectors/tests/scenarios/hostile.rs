@@ -941,7 +941,8 @@ fn net_pod_commands_with_hostile_pod_names_and_uids_are_inert() {
     assert_eq!(ids(&out), ["net.pod_udp_errors"]);
     let cmds = commands(&out);
     assert!(
-        cmds.iter().any(|c| c == "nsenter -t 4242 -n cat /proc/net/snmp"),
+        cmds.iter()
+            .any(|c| c == "nsenter -t 4242 -n cat /proc/net/snmp"),
         "{cmds:#?}"
     );
     for tag in ["podns", "podname", "container", "uid"] {

@@ -878,12 +878,19 @@ fn pod_namespaces(c: &Collection, state: &str) -> f64 {
 #[test]
 fn pod_udp_errors_in_a_coredns_pods_own_namespace() {
     let h = host(1000.0);
-    h.symlink(HOST_NETNS, "/proc/1/ns/net")
-        .mkdir(&format!("/var/log/pods/kube-system_coredns-7db6d8ff4d-x2k9p_{COREDNS_UID}"));
+    h.symlink(HOST_NETNS, "/proc/1/ns/net").mkdir(&format!(
+        "/var/log/pods/kube-system_coredns-7db6d8ff4d-x2k9p_{COREDNS_UID}"
+    ));
     stage_v2_pod(&h, "burstable", COREDNS_UID, 48211);
     stage_v2_pod(&h, "besteffort", HOSTNET_UID, 3310);
     stage_v2_pod(&h, "besteffort", MESH_UID, 51873);
-    stage_pod_process(&h, 48211, 4026532712, &snmp_6_18(100_000, 3, 8_700, 8_000), None);
+    stage_pod_process(
+        &h,
+        48211,
+        4026532712,
+        &snmp_6_18(100_000, 3, 8_700, 8_000),
+        None,
+    );
     stage_pod_process(&h, 3310, 4026531840, &snmp_6_18(1_000_000, 0, 0, 0), None);
     stage_pod_process(&h, 51873, 4026532988, &snmp_6_18(5_000, 0, 2, 0), None);
     let mut c = collector(&h);
@@ -893,11 +900,28 @@ fn pod_udp_errors_in_a_coredns_pods_own_namespace() {
     assert_eq!(pod_namespaces(&first, "read"), 2.0);
     assert_eq!(pod_namespaces(&first, "host_network"), 1.0);
     later(&h, 1015.0);
-    stage_pod_process(&h, 48211, 4026532712, &snmp_6_18(136_000, 3, 9_120, 8_420), None);
-    stage_pod_process(&h, 3310, 4026531840, &snmp_6_18(2_000_000, 0, 90_000, 90_000), None);
+    stage_pod_process(
+        &h,
+        48211,
+        4026532712,
+        &snmp_6_18(136_000, 3, 9_120, 8_420),
+        None,
+    );
+    stage_pod_process(
+        &h,
+        3310,
+        4026531840,
+        &snmp_6_18(2_000_000, 0, 90_000, 90_000),
+        None,
+    );
     stage_pod_process(&h, 51873, 4026532988, &snmp_6_18(5_300, 0, 2, 0), None);
     let second = support::collect(&mut c, &support::ctx());
-    assert_eq!(ids(&second), ["net.pod_udp_errors"], "{:#?}", second.findings);
+    assert_eq!(
+        ids(&second),
+        ["net.pod_udp_errors"],
+        "{:#?}",
+        second.findings
+    );
     let f = find(&second, "net.pod_udp_errors");
     assert_eq!(f.severity, Severity::Warning);
     assert_eq!(f.subject, "kube-system/coredns-7db6d8ff4d-x2k9p");
@@ -911,12 +935,26 @@ fn pod_udp_errors_in_a_coredns_pods_own_namespace() {
     assert_eq!(num(f, "udp_in_datagrams"), 36_000.0);
     assert_eq!(num(f, "interval_seconds"), 15.0);
     // The cause: the pod's own sockets overflow; the node's counters do not show it.
-    assert!(f.summary.en.contains("receive buffers overflow"), "{}", f.summary.en);
-    assert!(f.summary.en.contains("only the host's namespace"), "{}", f.summary.en);
+    assert!(
+        f.summary.en.contains("receive buffers overflow"),
+        "{}",
+        f.summary.en
+    );
+    assert!(
+        f.summary.en.contains("only the host's namespace"),
+        "{}",
+        f.summary.en
+    );
     let steps = steps_en(f);
-    assert!(steps.contains("SO_RCVBUF") && steps.contains("CoreDNS"), "{steps}");
+    assert!(
+        steps.contains("SO_RCVBUF") && steps.contains("CoreDNS"),
+        "{steps}"
+    );
     let cmds = commands(f);
-    assert!(cmds.contains("nsenter -t 48211 -n cat /proc/net/snmp"), "{cmds}");
+    assert!(
+        cmds.contains("nsenter -t 48211 -n cat /proc/net/snmp"),
+        "{cmds}"
+    );
     assert!(
         cmds.contains("kubectl -n kube-system get pod coredns-7db6d8ff4d-x2k9p -o yaml"),
         "{cmds}"
@@ -926,13 +964,20 @@ fn pod_udp_errors_in_a_coredns_pods_own_namespace() {
     let m = support::find_metric(
         &second,
         "node_doctor_net_pod_udp_receive_errors_per_second",
-        &[("namespace", "kube-system"), ("pod", "coredns-7db6d8ff4d-x2k9p")],
+        &[
+            ("namespace", "kube-system"),
+            ("pod", "coredns-7db6d8ff4d-x2k9p"),
+        ],
     )
     .expect("the pod's rate");
     assert_eq!(m.value, 28.0);
     for uid in [MESH_UID, HOSTNET_UID] {
         assert_eq!(
-            pod_metric(&second, "node_doctor_net_pod_udp_receive_errors_per_second", uid),
+            pod_metric(
+                &second,
+                "node_doctor_net_pod_udp_receive_errors_per_second",
+                uid
+            ),
             None
         );
     }
@@ -951,13 +996,32 @@ fn pod_conntrack_races_in_a_mesh_pods_own_namespace() {
     h.symlink(HOST_NETNS, "/proc/1/ns/net");
     stage_v1_pod(&h, "burstable", MESH_UID, 51873);
     let snmp = snmp_6_18(5_000, 0, 0, 0);
-    stage_pod_process(&h, 51873, 4026532988, &snmp, Some(&nf_conntrack_6_18(35, 35)));
+    stage_pod_process(
+        &h,
+        51873,
+        4026532988,
+        &snmp,
+        Some(&nf_conntrack_6_18(35, 35)),
+    );
     let mut c = collector(&h);
-    assert!(support::collect(&mut c, &support::ctx()).findings.is_empty());
+    assert!(support::collect(&mut c, &support::ctx())
+        .findings
+        .is_empty());
     later(&h, 1015.0);
-    stage_pod_process(&h, 51873, 4026532988, &snmp, Some(&nf_conntrack_6_18(41, 41)));
+    stage_pod_process(
+        &h,
+        51873,
+        4026532988,
+        &snmp,
+        Some(&nf_conntrack_6_18(41, 41)),
+    );
     let second = support::collect(&mut c, &support::ctx());
-    assert_eq!(ids(&second), ["net.pod_conntrack_races"], "{:#?}", second.findings);
+    assert_eq!(
+        ids(&second),
+        ["net.pod_conntrack_races"],
+        "{:#?}",
+        second.findings
+    );
     let f = find(&second, "net.pod_conntrack_races");
     assert_eq!(f.severity, Severity::Warning);
     assert_eq!(f.subject, format!("pod {MESH_UID}"));
@@ -968,11 +1032,21 @@ fn pod_conntrack_races_in_a_mesh_pods_own_namespace() {
     assert_eq!(num(f, "insert_failed_total"), 41.0);
     assert_eq!(num(f, "pid"), 51873.0);
     assert!(!f.evidence.contains_key("pod_name"));
-    assert!(f.summary.en.contains("retries after 5 s"), "{}", f.summary.en);
+    assert!(
+        f.summary.en.contains("retries after 5 s"),
+        "{}",
+        f.summary.en
+    );
     assert!(f.summary.en.contains("service mesh"), "{}", f.summary.en);
     let steps = steps_en(f);
-    assert!(steps.contains("single-request-reopen") && steps.contains("use-vc"), "{steps}");
-    assert!(steps.contains("NodeLocal DNSCache") && steps.contains("DNS proxy"), "{steps}");
+    assert!(
+        steps.contains("single-request-reopen") && steps.contains("use-vc"),
+        "{steps}"
+    );
+    assert!(
+        steps.contains("NodeLocal DNSCache") && steps.contains("DNS proxy"),
+        "{steps}"
+    );
     let cmds = commands(f);
     assert!(cmds.contains("nsenter -t 51873 -n conntrack -S"), "{cmds}");
     // Unnamed: no kubectl command with a guessed name.
@@ -980,11 +1054,21 @@ fn pod_conntrack_races_in_a_mesh_pods_own_namespace() {
     let src = f.remediation.source.as_ref().expect("a source");
     assert_eq!(src.doc, "002_af370464fa0f13dd.txt");
     assert_eq!(
-        pod_metric(&second, "node_doctor_net_pod_conntrack_lost_per_second", MESH_UID),
+        pod_metric(
+            &second,
+            "node_doctor_net_pod_conntrack_lost_per_second",
+            MESH_UID
+        ),
         Some(0.4)
     );
     later(&h, 1030.0);
-    stage_pod_process(&h, 51873, 4026532988, &snmp, Some(&nf_conntrack_6_18(71, 71)));
+    stage_pod_process(
+        &h,
+        51873,
+        4026532988,
+        &snmp,
+        Some(&nf_conntrack_6_18(71, 71)),
+    );
     let third = support::collect(&mut c, &support::ctx());
     let f = find(&third, "net.pod_conntrack_races");
     assert_eq!(f.severity, Severity::Critical);
@@ -1040,7 +1124,13 @@ fn pod_namespaces_are_quiet_when_flat_remembered_and_capped() {
     // again, with no window yet (a new namespace), so its rising counters raise nothing.
     later(&h, 1030.0);
     std::fs::remove_dir_all(h.path("/proc/102")).unwrap();
-    stage_pod_process(&h, 999, 4026533999, &snmp_6_18(9_000, 0, 9_000, 9_000), None);
+    stage_pod_process(
+        &h,
+        999,
+        4026533999,
+        &snmp_6_18(9_000, 0, 9_000, 9_000),
+        None,
+    );
     h.write(&first_procs, "999\n");
     stage_pod_process(&h, 100, 4026534000, &snmp_6_18(1_000, 0, 500, 500), None);
     let third = support::collect(&mut c, &support::ctx());
@@ -1102,7 +1192,12 @@ fn real_udp_buffer_overflows_in_a_pods_namespace() {
         }
     }
     let child = Command::new("unshare")
-        .args(["-n", "sh", "-c", "ip link set lo up && echo ready && exec sleep 60"])
+        .args([
+            "-n",
+            "sh",
+            "-c",
+            "ip link set lo up && echo ready && exec sleep 60",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn();

@@ -373,7 +373,10 @@ fn a_pods_udp_errors_are_critical_by_share_and_quiet_under_the_floors() {
         Some(udp(1_000, 0, 0)),
         None,
     ] {
-        assert!(judge(&pods_only(vec![pod(true, quiet)]), &t).is_empty(), "{quiet:?}");
+        assert!(
+            judge(&pods_only(vec![pod(true, quiet)]), &t).is_empty(),
+            "{quiet:?}"
+        );
     }
     // The first run of the collector (no interval) judges no pod counter either.
     let mut s = pods_only(vec![pod(true, Some(udp(36_000, 420, 420)))]);
