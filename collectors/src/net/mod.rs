@@ -660,11 +660,12 @@ fn pod_metrics(sample: &NetSample, counts: &podns::Discovery, t: &Thresholds) ->
         ("read", sample.pods.len()),
         ("host_network", counts.host_network),
         ("skipped", counts.skipped),
+        ("no_process", counts.no_process),
     ] {
         out.push(
             Metric::gauge(
                 "node_doctor_net_pod_namespaces",
-                "Pods' network namespaces: read this run, in the host's namespace (hostNetwork), or skipped beyond the cap.",
+                "Pods by their network namespace this run: read, in the host's namespace (hostNetwork), skipped beyond the cap, or with no process found in their cgroups.",
                 n as f64,
             )
             .label("state", state),

@@ -1138,6 +1138,7 @@ fn pod_namespaces_are_quiet_when_flat_remembered_and_capped() {
     assert!(matches!(third.status, Status::Ok), "{:?}", third.status);
     assert_eq!(pod_namespaces(&third, "read"), 2.0);
     assert_eq!(pod_namespaces(&third, "skipped"), 0.0);
+    assert_eq!(pod_namespaces(&third, "no_process"), 1.0);
     // Its counters rise by 15 in the next 15 s: now it has a window.
     later(&h, 1045.0);
     h.write("/proc/999/net/snmp", snmp_6_18(9_900, 0, 9_015, 9_015));
