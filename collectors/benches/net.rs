@@ -6,8 +6,8 @@
 //! Second, the pods' own network namespaces on a staged root (a temp dir laid out as the
 //! kernel lays out `/proc` and a cgroup v2 systemd-driver kubepods tree): the same steady
 //! cycle with 0 and with 110 pods (the kubelet's default `maxPods`), each with a remembered
-//! process whose `ns/net` link, `net/snmp` (Linux 6.18's text) and `net/stat/nf_conntrack`
-//! (2 CPUs) are read every cycle. The difference is what the pods cost.
+//! process whose `ns/net` link, `net/snmp`, `net/snmp6` (Linux 6.18's texts) and
+//! `net/stat/nf_conntrack` (2 CPUs) are read every cycle. The difference is what the pods cost.
 //!
 //! Run: `cargo bench -p collectors --bench net`
 
@@ -88,6 +88,7 @@ fn staged_cycle(pods: u32) -> f64 {
         "cpu io memory pids\n",
     );
     let snmp = include_str!("../tests/fixtures/conntrack/snmp.linux-6.18");
+    let snmp6 = include_str!("../tests/fixtures/net/snmp6.linux-6.18");
     let ct = include_str!("../tests/fixtures/conntrack/nf_conntrack_stat.linux-6.18.netns-traffic");
     for i in 0..pods {
         let pid = 10_000 + i;
@@ -109,6 +110,7 @@ fn staged_cycle(pods: u32) -> f64 {
         .unwrap();
         write(root, &format!("/proc/{pid}/net/snmp"), snmp);
         write(root, &format!("/proc/{pid}/net/stat/nf_conntrack"), ct);
+        write(root, &format!("/proc/{pid}/net/snmp6"), snmp6);
     }
     let ctx = CollectContext::new("bench", HostNetns::NotProcfs);
     let mut col = NetCollector::new(Node::new(HostPaths::new(root)), NetConfig::default());

@@ -1,7 +1,7 @@
 //! The pods' own network namespaces: one process of each pod, found from the kubelet's pod
 //! cgroups (v1 and v2, cgroupfs `kubepods/…/pod<uid>` and systemd
 //! `kubepods-…-pod<uid_with_underscores>.slice`: [`crate::sys::kubepods`]), and what the
-//! kernel counts in that process's namespace (`<root>/proc/<pid>/net/snmp`,
+//! kernel counts in that process's namespace (`<root>/proc/<pid>/net/snmp` and `snmp6`,
 //! `net/stat/nf_conntrack`).
 //!
 //! Cheap on a steady node: each run lists the kubepods cgroup and its two QoS levels (three
@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use crate::host::HostPaths;
 use crate::hostfs::{self, entries};
-use crate::proc::{nf_conntrack_stat, ns, snmp};
+use crate::proc::{nf_conntrack_stat, ns, snmp, snmp6};
 use crate::sys::{cgroup_io, kubepods};
 
 use super::sample::{PodConntrack, PodCounters};
@@ -139,7 +139,20 @@ pub fn read_counters(host: &HostPaths, pid: u32) -> Result<Option<PodCounters>, 
     let Some(udp) = snmp.table("Udp") else {
         return Err(format!("{}: no Udp table", snmp::path(host, pid).display()));
     };
-    let get = |n: &str| udp.get(n).and_then(|v| u64::try_from(v).ok()).unwrap_or(0);
+    // IPv6 (`snmp6`, absent when IPv6 is disabled): its `Udp6*` counters add to the IPv4 ones.
+    let udp6 = match snmp6::read(&snmp6::path(host, pid)) {
+        Ok(s) => Some(s),
+        Err(e) if e.is_not_found() => None,
+        Err(e) => return Err(e.to_string()),
+    };
+    let get = |n: &str| {
+        let v4 = udp.get(n).and_then(|v| u64::try_from(v).ok()).unwrap_or(0);
+        let v6 = udp6
+            .as_ref()
+            .and_then(|s| s.get(&format!("Udp6{n}")))
+            .unwrap_or(0);
+        v4.saturating_add(v6)
+    };
     let conntrack = match nf_conntrack_stat::read(&nf_conntrack_stat::path(host, pid)) {
         Ok(s) => Some(PodConntrack {
             insert_failed: s.get("insert_failed").unwrap_or(0),

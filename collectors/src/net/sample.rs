@@ -50,7 +50,8 @@ impl PodNetns {
     }
 }
 
-/// A pod namespace's counters: `net/snmp`'s `Udp:` table (IPv4) and the namespace's own
+/// A pod namespace's counters: `net/snmp`'s `Udp:` table (IPv4) plus `net/snmp6`'s `Udp6*`
+/// counters (IPv6, when the namespace has it), and the namespace's own
 /// conntrack statistics (`net/stat/nf_conntrack`, summed over CPUs; `None` when conntrack is
 /// not loaded).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

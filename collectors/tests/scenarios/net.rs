@@ -1149,6 +1149,52 @@ fn pod_namespaces_are_quiet_when_flat_remembered_and_capped() {
     assert_eq!(num(f, "udp_in_errors"), 15.0);
 }
 
+/// `/proc/<pid>/net/snmp6` as Linux 6.18 prints it (`name<spaces>\tvalue`), with these
+/// `Udp6InDatagrams`, `Udp6InErrors` and `Udp6RcvbufErrors`.
+fn snmp6_6_18(in_datagrams: u64, in_errors: u64, rcvbuf: u64) -> String {
+    include_str!("../fixtures/net/snmp6.linux-6.18")
+        .lines()
+        .map(|l| {
+            let v = match l.split_whitespace().next() {
+                Some("Udp6InDatagrams") => Some(in_datagrams),
+                Some("Udp6InErrors") => Some(in_errors),
+                Some("Udp6RcvbufErrors") => Some(rcvbuf),
+                _ => None,
+            };
+            match v {
+                Some(v) => format!("{}\t{v}\n", l.split('\t').next().unwrap_or(l)),
+                None => format!("{l}\n"),
+            }
+        })
+        .collect()
+}
+
+/// An IPv6-only service: its IPv4 counters stay flat while `Udp6InErrors` rises by 30 in
+/// 15 s; the errors of both families are one figure.
+#[test]
+fn pod_udp6_errors_count_with_the_ipv4_ones() {
+    let h = host(1000.0);
+    h.symlink(HOST_NETNS, "/proc/1/ns/net");
+    stage_v2_pod(&h, "burstable", COREDNS_UID, 48211);
+    let snmp = snmp_6_18(100, 0, 4, 4);
+    stage_pod_process(&h, 48211, 4026532712, &snmp, None);
+    h.write("/proc/48211/net/snmp6", snmp6_6_18(20_000, 100, 100));
+    let mut c = collector(&h);
+    assert!(support::collect(&mut c, &support::ctx())
+        .findings
+        .is_empty());
+    later(&h, 1015.0);
+    h.write("/proc/48211/net/snmp6", snmp6_6_18(20_570, 130, 130));
+    let second = support::collect(&mut c, &support::ctx());
+    let f = find(&second, "net.pod_udp_errors");
+    assert_eq!(num(f, "udp_in_errors"), 30.0);
+    assert_eq!(num(f, "udp_rcvbuf_errors"), 30.0);
+    assert_eq!(num(f, "udp_in_datagrams"), 570.0);
+    assert_eq!(num(f, "udp_in_errors_total"), 134.0);
+    assert_eq!(num(f, "udp_errors_per_second"), 2.0);
+    assert_eq!(f.severity, Severity::Critical, "30 of 600: 5 %");
+}
+
 /// A node whose pid 1 namespace cannot be read: the pods' namespaces cannot be told from the
 /// host's (a hostNetwork pod would pass the node's counters off as its own), so none is read,
 /// and the status says so.
