@@ -1,6 +1,6 @@
-//! `/proc/<pid>/net/snmp6`: the IPv6 counters of one network namespace, one `name value` line
-//! per counter (`Udp6InErrors                    	0`). The file is absent when IPv6 is
-//! disabled (`ipv6.disable=1`).
+//! `/proc/<pid>/net/snmp6`: the IPv6 counters of one network namespace, one line per counter:
+//! the name padded with spaces to 32 columns, a tab, the value (`Udp6InErrors`, spaces, tab,
+//! `0`). The file is absent when IPv6 is disabled (`ipv6.disable=1`).
 //!
 //! Our own parser: `procfs-core`'s `Snmp6` is a fixed struct that requires every counter it
 //! names, `Udp6IgnoredMulti` (3.19) among them, so it refuses a 3.10 kernel's file, and it
