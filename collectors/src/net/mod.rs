@@ -144,6 +144,7 @@ impl NetCollector {
 
     /// Phase 5: the pods' own network namespaces, one process each, and their counters.
     fn pods(&mut self, notes: &mut Vec<String>) -> Vec<PodNetns> {
+        self.pod_counts = podns::Discovery::default();
         let host = self.node.host().clone();
         let Some(host_netns) = ns::inode(&host, self.config.netns_pid, "net") else {
             if podns::kubepods_dir(&host).is_some() {

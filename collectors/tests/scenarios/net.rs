@@ -1197,13 +1197,21 @@ fn pod_udp6_errors_count_with_the_ipv4_ones() {
 
 /// A node whose pid 1 namespace cannot be read: the pods' namespaces cannot be told from the
 /// host's (a hostNetwork pod would pass the node's counters off as its own), so none is read,
-/// and the status says so.
+/// the status says so, and the counts of the run before (a hostNetwork pod) are not repeated.
 #[test]
 fn pod_namespaces_are_not_read_without_the_hosts() {
     let h = host(1000.0);
+    h.symlink(HOST_NETNS, "/proc/1/ns/net");
     stage_v2_pod(&h, "burstable", COREDNS_UID, 48211);
     stage_pod_process(&h, 48211, 4026532712, &snmp_6_18(1, 0, 0, 0), None);
+    stage_v2_pod(&h, "besteffort", HOSTNET_UID, 3310);
+    stage_pod_process(&h, 3310, 4026531840, &snmp_6_18(1, 0, 0, 0), None);
     let mut c = collector(&h);
+    let first = support::collect(&mut c, &support::ctx());
+    assert_eq!(pod_namespaces(&first, "read"), 1.0);
+    assert_eq!(pod_namespaces(&first, "host_network"), 1.0);
+    std::fs::remove_file(h.path("/proc/1/ns/net")).unwrap();
+    later(&h, 1015.0);
     let out = support::collect(&mut c, &support::ctx());
     match &out.status {
         Status::Degraded(m) => assert!(
@@ -1213,6 +1221,7 @@ fn pod_namespaces_are_not_read_without_the_hosts() {
         s => panic!("{s:?}"),
     }
     assert_eq!(pod_namespaces(&out, "read"), 0.0);
+    assert_eq!(pod_namespaces(&out, "host_network"), 0.0);
 }
 
 /// Real kernel: a network namespace of the test's own (`unshare -n`, held by a sleeping
