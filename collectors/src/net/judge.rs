@@ -15,11 +15,15 @@
 //!   than the uplink's minus the overlay's encapsulation.
 //! - `net.bond_degraded`: a bond with a slave whose MII status is not up (the mixin's
 //!   `NodeBondingDegraded`).
+//! - `net.pod_udp_errors`: UDP receive errors rising in one pod's own network namespace (its
+//!   sockets' buffers overflow).
+//! - `net.pod_conntrack_races`: `insert_failed`/`drop` rising in one pod's own namespace's
+//!   conntrack (its own netfilter rules race: the 5-second DNS delay for that pod).
 
 use crate::finding::Severity;
 use crate::rules::{Draft, Item};
 
-use super::sample::{CpuSoftnet, Interface, NetSample, Role};
+use super::sample::{CpuSoftnet, Interface, NetSample, PodNetns, Role};
 use super::thresholds::Thresholds;
 
 /// The subject of the softnet findings: the node's receive path, over all CPUs.
@@ -40,7 +44,82 @@ pub fn judge(sample: &NetSample, t: &Thresholds) -> Vec<Draft> {
         out.extend(bond_degraded(b));
     }
     out.extend(sample.mtu.as_ref().and_then(mtu_mismatch));
+    for p in &sample.pods {
+        out.extend(pod_udp_errors(p, sample.interval_seconds, t));
+        out.extend(pod_conntrack_races(p, sample.interval_seconds, t));
+    }
     out
+}
+
+/// What every pod finding carries: who the pod is and which process and namespace were read.
+fn pod_draft(id: &str, severity: Severity, p: &PodNetns, seconds: f64) -> Draft {
+    Draft::new(id, severity)
+        .subject(p.label())
+        .var("pod", p.label())
+        .evidence("pod_uid", p.uid.as_str())
+        .evidence_opt("pod_namespace", p.namespace.as_deref())
+        .evidence_opt("pod_name", p.name.as_deref())
+        .evidence("pid", u64::from(p.pid))
+        .evidence("netns_inode", p.netns)
+        .evidence("interval_seconds", seconds)
+}
+
+/// The UDP receive errors of a pod's own namespace: `InErrors` (which counts the buffer
+/// overflows, `RcvbufErrors`, with checksum and memory errors).
+pub fn pod_udp_errors(p: &PodNetns, seconds: Option<f64>, t: &Thresholds) -> Option<Draft> {
+    let seconds = seconds.filter(|s| *s > 0.0)?;
+    let d = p.delta?;
+    let errors = d.udp_in_errors;
+    let rate = errors as f64 / seconds;
+    if errors < t.pod_udp_errors_min || rate < t.pod_udp_errors_per_second {
+        return None;
+    }
+    let share = percent(errors, d.udp_in_datagrams.saturating_add(errors));
+    let severity = if share >= t.pod_udp_errors_critical_percent {
+        Severity::Critical
+    } else {
+        Severity::Warning
+    };
+    let rcvbuf = d.udp_rcvbuf_errors.saturating_mul(2) >= errors;
+    Some(
+        pod_draft("net.pod_udp_errors", severity, p, seconds)
+            .evidence("udp_in_errors", errors)
+            .evidence("udp_rcvbuf_errors", d.udp_rcvbuf_errors)
+            .evidence("udp_in_datagrams", d.udp_in_datagrams)
+            .evidence("udp_no_ports", d.udp_no_ports)
+            .evidence("udp_errors_per_second", rate)
+            .evidence("udp_errors_percent", share)
+            .evidence("udp_in_errors_total", p.counters.udp_in_errors)
+            .when_if("rcvbuf", rcvbuf),
+    )
+}
+
+/// Packets lost by the conntrack of a pod's own namespace (its own netfilter rules: a
+/// service mesh's redirect), as the node's lose them in the insert race.
+pub fn pod_conntrack_races(p: &PodNetns, seconds: Option<f64>, t: &Thresholds) -> Option<Draft> {
+    let seconds = seconds.filter(|s| *s > 0.0)?;
+    let d = p.delta?;
+    let c = d.conntrack?;
+    let lost = d.conntrack_lost();
+    if lost < t.pod_conntrack_lost_min.max(1) {
+        return None;
+    }
+    let rate = lost as f64 / seconds;
+    let severity = if rate >= t.pod_conntrack_lost_critical_per_second {
+        Severity::Critical
+    } else {
+        Severity::Warning
+    };
+    let total = p.counters.conntrack.unwrap_or_default();
+    Some(
+        pod_draft("net.pod_conntrack_races", severity, p, seconds)
+            .evidence("lost", lost)
+            .evidence("lost_per_second", rate)
+            .evidence("insert_failed_increase", c.insert_failed)
+            .evidence("drop_increase", c.drop)
+            .evidence("insert_failed_total", total.insert_failed)
+            .evidence("drop_total", total.drop),
+    )
 }
 
 /// The pods' packets must fit the uplink once encapsulated: the overlay device's MTU, the

@@ -9,6 +9,12 @@
 //! degraded). The previous counters are kept per CPU, interface and bond, and only for those
 //! the last run saw.
 //!
+//! The pods' own network namespaces (`podns.rs`): one process per pod, found from the pod
+//! cgroups and remembered while it stays in its namespace; each namespace's UDP receive
+//! errors (`/proc/<pid>/net/snmp`) and its own conntrack's lost packets
+//! (`/proc/<pid>/net/stat/nf_conntrack`), judged as rates like the rest. hostNetwork pods
+//! share pid 1's namespace and are left out (the `conntrack` collector reads that one).
+//!
 //! Whose network namespace: `softnet_stat` is per CPU, the same in every namespace; the
 //! bonds are read through pid 1's namespace (the host's); `/sys/class/net` shows the
 //! namespace of whoever mounted that sysfs (the host's `/sys`, bind-mounted into the
@@ -19,6 +25,7 @@
 //! (`collectors/rules/net.toml`).
 
 pub mod judge;
+pub mod podns;
 pub mod sample;
 pub mod thresholds;
 
@@ -29,12 +36,14 @@ use crate::collector::{CollectContext, Phases, Status};
 use crate::hostfs::{self, cap};
 use crate::metric::Metric;
 use crate::node::Node;
-use crate::proc::{net_bonding, net_route, softnet_stat, uptime};
+use crate::pods::{PodDirectory, PodsConfig};
+use crate::proc::{net_bonding, net_route, ns, softnet_stat, uptime};
 use crate::rules::Draft;
 use crate::sys::net_class;
 
 pub use sample::{
-    Bond, Counters, CpuSoftnet, Interface, MtuPath, NetSample, Role, SoftnetDelta, Sysctls,
+    Bond, Counters, CpuSoftnet, Interface, MtuPath, NetSample, PodConntrack, PodCounters, PodNetns,
+    Role, SoftnetDelta, Sysctls,
 };
 pub use thresholds::Thresholds;
 
@@ -51,6 +60,9 @@ const OVERLAYS: &[(&str, u64)] = &[("flannel.1", 50), ("vxlan.calico", 50)];
 /// `lxc`), and how many of them are read for their MTU.
 const POD_VETH_PREFIXES: &[&str] = &["veth", "cali", "lxc"];
 const MTU_VETHS: usize = 16;
+
+/// Pods named in the per-pod metric families (those over the rules' floors, worst first).
+const METRIC_TOP_PODS: usize = 10;
 
 /// Configuration of the net collector.
 #[derive(Debug, Clone, PartialEq)]
@@ -99,6 +111,8 @@ struct Previous {
     cpus: BTreeMap<u32, SoftnetDelta>,
     interfaces: BTreeMap<String, Counters>,
     bond_failures: BTreeMap<String, u64>,
+    /// Per pod namespace (pod UID, namespace inode): its counters.
+    pods: BTreeMap<(String, u64), PodCounters>,
 }
 
 /// Reads the softnet counters, the watched interfaces and the bonds each run.
@@ -107,6 +121,12 @@ pub struct NetCollector {
     config: NetConfig,
     previous: Previous,
     pending_at: Option<Stamp>,
+    /// One process of each pod, kept while it stays in its namespace (pods seen last run).
+    pod_pids: BTreeMap<String, podns::Found>,
+    /// Pod UID -> namespace/name, read only when a pod's counters rise.
+    pod_names: Option<PodDirectory>,
+    /// Pod namespaces in the host's namespace and beyond the cap, last run (for metrics).
+    pod_counts: podns::Discovery,
 }
 
 impl NetCollector {
@@ -116,6 +136,100 @@ impl NetCollector {
             config,
             previous: Previous::default(),
             pending_at: None,
+            pod_pids: BTreeMap::new(),
+            pod_names: None,
+            pod_counts: podns::Discovery::default(),
+        }
+    }
+
+    /// Phase 5: the pods' own network namespaces, one process each, and their counters.
+    fn pods(&mut self, notes: &mut Vec<String>) -> Vec<PodNetns> {
+        self.pod_counts = podns::Discovery::default();
+        let host = self.node.host().clone();
+        let Some(host_netns) = ns::inode(&host, self.config.netns_pid, "net") else {
+            if podns::kubepods_dir(&host).is_some() {
+                notes.push(format!(
+                    "cannot read {}; the pods' own network namespaces are not read",
+                    host.proc_pid(self.config.netns_pid)
+                        .join("ns/net")
+                        .display()
+                ));
+            }
+            self.pod_pids.clear();
+            return Vec::new();
+        };
+        let max = self.config.thresholds.max_pod_namespaces;
+        let found = podns::discover(&host, host_netns, max, &mut self.pod_pids);
+        if found.skipped > 0 {
+            notes.push(format!(
+                "{} pods beyond the first {max} pod network namespaces are not read",
+                found.skipped
+            ));
+        }
+        let mut out = Vec::new();
+        let mut refused = 0usize;
+        let mut first_error = None;
+        for (uid, f) in &found.pods {
+            match podns::read_counters(&host, f.pid) {
+                Ok(Some(counters)) => {
+                    let delta = self
+                        .previous
+                        .pods
+                        .get(&(uid.clone(), f.netns))
+                        .map(|was| counters.since(was));
+                    out.push(PodNetns {
+                        uid: uid.clone(),
+                        namespace: None,
+                        name: None,
+                        pid: f.pid,
+                        netns: f.netns,
+                        counters,
+                        delta,
+                    });
+                }
+                // The process exited since it was found: found again next run.
+                Ok(None) => {
+                    self.pod_pids.remove(uid);
+                }
+                Err(e) => {
+                    refused += 1;
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        if let Some(e) = first_error {
+            notes.push(format!(
+                "{e}; {refused} pod network namespaces are not judged"
+            ));
+        }
+        self.pod_counts = podns::Discovery {
+            pods: Vec::new(),
+            ..found
+        };
+        self.name_pods(&mut out);
+        out
+    }
+
+    /// Names the pods whose counters rose (the only ones a finding or metric can name),
+    /// through the kubelet's pod log directories; the others keep their UID.
+    fn name_pods(&mut self, pods: &mut [PodNetns]) {
+        let rising = |p: &PodNetns| {
+            p.delta
+                .is_some_and(|d| d.udp_in_errors > 0 || d.conntrack_lost() > 0)
+        };
+        if !pods.iter().any(rising) {
+            return;
+        }
+        let host = self.node.host().clone();
+        let dir = self
+            .pod_names
+            .get_or_insert_with(|| PodDirectory::new(host, PodsConfig::default()));
+        dir.refresh_if_stale(Instant::now());
+        for p in pods.iter_mut().filter(|p| rising(p)) {
+            if let Some(meta) = dir.pod(&p.uid) {
+                p.namespace = Some(meta.namespace.clone());
+                p.name = Some(meta.name.clone());
+            }
         }
     }
 
@@ -352,7 +466,9 @@ impl Phases for NetCollector {
         let mut notes = Vec::new();
         let cpus = self.softnet(&mut notes);
         let (interfaces, names) = self.interfaces(&mut notes);
-        if cpus.is_empty() && interfaces.is_empty() && notes.len() >= 2 {
+        let node_unreadable = cpus.is_empty() && interfaces.is_empty() && notes.len() >= 2;
+        let pods = self.pods(&mut notes);
+        if node_unreadable && pods.is_empty() {
             return Err(Status::Unavailable(notes.join("; ")));
         }
         let bonds = self.bonds(&mut notes);
@@ -365,6 +481,7 @@ impl Phases for NetCollector {
             bonds,
             sysctls: self.sysctls(ctx),
             mtu: self.mtu(&names),
+            pods,
         };
         let status = if notes.is_empty() {
             Status::Ok
@@ -379,7 +496,13 @@ impl Phases for NetCollector {
     }
 
     fn metrics(&self, sample: &NetSample) -> Vec<Metric> {
-        metrics(sample)
+        let mut out = metrics(sample);
+        out.extend(pod_metrics(
+            sample,
+            &self.pod_counts,
+            &self.config.thresholds,
+        ));
+        out
     }
 
     fn keep(&mut self, sample: NetSample) {
@@ -416,6 +539,11 @@ impl Phases for NetCollector {
                 .interfaces
                 .into_iter()
                 .map(|i| (i.name, i.counters))
+                .collect(),
+            pods: sample
+                .pods
+                .into_iter()
+                .map(|p| ((p.uid, p.netns), p.counters))
                 .collect(),
         };
     }
@@ -518,6 +646,70 @@ fn metrics(sample: &NetSample) -> Vec<Metric> {
                 )
                 .label("bond", b.name.clone())
                 .label("state", state),
+            );
+        }
+    }
+    out
+}
+
+/// The `node_doctor_net_pod_*` families: how many pod namespaces were read, and the pods
+/// over the rules' floors (at most [`METRIC_TOP_PODS`] per family, worst first), so the label
+/// sets stay few whatever the node runs.
+fn pod_metrics(sample: &NetSample, counts: &podns::Discovery, t: &Thresholds) -> Vec<Metric> {
+    let mut out = Vec::new();
+    for (state, n) in [
+        ("read", sample.pods.len()),
+        ("host_network", counts.host_network),
+        ("skipped", counts.skipped),
+        ("no_process", counts.no_process),
+    ] {
+        out.push(
+            Metric::gauge(
+                "node_doctor_net_pod_namespaces",
+                "Pods by their network namespace this run: read, in the host's namespace (hostNetwork), skipped beyond the cap, or with no process found in their cgroups.",
+                n as f64,
+            )
+            .label("state", state),
+        );
+    }
+    let Some(seconds) = sample.interval_seconds.filter(|s| *s > 0.0) else {
+        return out;
+    };
+    type Rate = fn(&PodCounters) -> (u64, bool);
+    let families: [(&str, &str, Rate); 2] = [
+        (
+            "node_doctor_net_pod_udp_receive_errors_per_second",
+            "UDP receive errors per second (Udp InErrors) in a pod's own network namespace; only pods over net.pod_udp_errors' floor, at most 10.",
+            |d| (d.udp_in_errors, true),
+        ),
+        (
+            "node_doctor_net_pod_conntrack_lost_per_second",
+            "Packets per second lost by the conntrack of a pod's own network namespace (insert_failed or drop); only pods over net.pod_conntrack_races' floor, at most 10.",
+            |d| (d.conntrack_lost(), d.conntrack.is_some()),
+        ),
+    ];
+    for (i, (name, help, f)) in families.into_iter().enumerate() {
+        let floor = if i == 0 {
+            (t.pod_udp_errors_min, t.pod_udp_errors_per_second)
+        } else {
+            (t.pod_conntrack_lost_min.max(1), 0.0)
+        };
+        let mut over: Vec<(&PodNetns, f64)> = sample
+            .pods
+            .iter()
+            .filter_map(|p| {
+                let (n, present) = f(&p.delta?);
+                let rate = n as f64 / seconds;
+                (present && n >= floor.0 && rate >= floor.1).then_some((p, rate))
+            })
+            .collect();
+        over.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.uid.cmp(&b.0.uid)));
+        for (p, rate) in over.into_iter().take(METRIC_TOP_PODS) {
+            out.push(
+                Metric::gauge(name, help, rate)
+                    .label("namespace", p.namespace.clone().unwrap_or_default())
+                    .label("pod", p.name.clone().unwrap_or_default())
+                    .label("uid", p.uid.clone()),
             );
         }
     }

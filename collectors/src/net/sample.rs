@@ -19,6 +19,80 @@ pub struct NetSample {
     /// The uplink's MTU against the CNI's devices (`None`: no default route, or its MTU
     /// unreadable).
     pub mtu: Option<MtuPath>,
+    /// The pods' own network namespaces, one process each (bounded; hostNetwork pods left
+    /// out).
+    pub pods: Vec<PodNetns>,
+}
+
+/// One pod's network namespace, read through one of its processes.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PodNetns {
+    /// The pod's UID, from its cgroup's name (validated: [`crate::names::is_pod_uid`]).
+    pub uid: String,
+    /// Its namespace and name when the kubelet's pod log directories name it (validated).
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    /// The process read (`<root>/proc/<pid>/net/*`) and its network namespace's inode.
+    pub pid: u32,
+    pub netns: u64,
+    pub counters: PodCounters,
+    /// The change since the previous run (`None`: this namespace was not read last run).
+    pub delta: Option<PodCounters>,
+}
+
+impl PodNetns {
+    /// How findings and metrics name the pod: `namespace/name`, else `pod <uid>`.
+    pub fn label(&self) -> String {
+        match (&self.namespace, &self.name) {
+            (Some(ns), Some(name)) => format!("{ns}/{name}"),
+            _ => format!("pod {}", self.uid),
+        }
+    }
+}
+
+/// A pod namespace's counters: `net/snmp`'s `Udp:` table (IPv4) plus `net/snmp6`'s `Udp6*`
+/// counters (IPv6, when the namespace has it), and the namespace's own
+/// conntrack statistics (`net/stat/nf_conntrack`, summed over CPUs; `None` when conntrack is
+/// not loaded).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PodCounters {
+    pub udp_in_datagrams: u64,
+    pub udp_in_errors: u64,
+    pub udp_rcvbuf_errors: u64,
+    pub udp_no_ports: u64,
+    pub conntrack: Option<PodConntrack>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PodConntrack {
+    pub insert_failed: u64,
+    pub drop: u64,
+}
+
+impl PodCounters {
+    /// `self - before`, counter by counter; a counter that went back counts from zero.
+    pub fn since(&self, before: &PodCounters) -> PodCounters {
+        let d = |now: u64, was: u64| if now >= was { now - was } else { now };
+        PodCounters {
+            udp_in_datagrams: d(self.udp_in_datagrams, before.udp_in_datagrams),
+            udp_in_errors: d(self.udp_in_errors, before.udp_in_errors),
+            udp_rcvbuf_errors: d(self.udp_rcvbuf_errors, before.udp_rcvbuf_errors),
+            udp_no_ports: d(self.udp_no_ports, before.udp_no_ports),
+            conntrack: match (self.conntrack, before.conntrack) {
+                (Some(now), Some(was)) => Some(PodConntrack {
+                    insert_failed: d(now.insert_failed, was.insert_failed),
+                    drop: d(now.drop, was.drop),
+                }),
+                _ => None,
+            },
+        }
+    }
+
+    /// Packets the namespace's conntrack lost: the larger of `insert_failed` and `drop` (a
+    /// lost clash counts in both on 5.x+ kernels, in one of them on older ones).
+    pub fn conntrack_lost(&self) -> u64 {
+        self.conntrack.map_or(0, |c| c.insert_failed.max(c.drop))
+    }
 }
 
 /// The MTUs on the pods' path out of the node.

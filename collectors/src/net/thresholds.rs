@@ -34,6 +34,21 @@ pub struct Thresholds {
     /// Most interfaces watched (physical, bonds, configured); beyond it the rest is skipped
     /// and said so.
     pub max_interfaces: usize,
+    /// `net.pod_udp_errors`: UDP receive errors (`Udp: InErrors`) per second in one pod's
+    /// network namespace…
+    pub pod_udp_errors_per_second: f64,
+    /// ... and at least this many in the window (a burst of a few is no finding).
+    pub pod_udp_errors_min: u64,
+    /// ... critical at this share of the datagrams the namespace received (delivered + errors).
+    pub pod_udp_errors_critical_percent: f64,
+    /// `net.pod_conntrack_races`: packets a pod namespace's own conntrack lost in one window
+    /// (`insert_failed`/`drop`): each lost DNS query is a 5-second delay (handbook 002), so one
+    /// is material.
+    pub pod_conntrack_lost_min: u64,
+    /// ... critical at this many per second.
+    pub pod_conntrack_lost_critical_per_second: f64,
+    /// Most pod network namespaces read per run; the pods beyond are skipped and said so.
+    pub max_pod_namespaces: usize,
 }
 
 impl Default for Thresholds {
@@ -51,6 +66,12 @@ impl Default for Thresholds {
             flap_changes: 2,
             flap_critical_changes: 6,
             max_interfaces: 64,
+            pod_udp_errors_per_second: 1.0,
+            pod_udp_errors_min: 10,
+            pod_udp_errors_critical_percent: 5.0,
+            pod_conntrack_lost_min: 1,
+            pod_conntrack_lost_critical_per_second: 1.0,
+            max_pod_namespaces: 256,
         }
     }
 }
@@ -95,6 +116,24 @@ impl Thresholds {
                 self.flap_critical_changes.to_string(),
             ),
             l::setting("max_interfaces", self.max_interfaces.to_string()),
+            l::setting(
+                "pod_udp_errors_per_second",
+                per_s(self.pod_udp_errors_per_second),
+            ),
+            l::setting("pod_udp_errors_min", self.pod_udp_errors_min.to_string()),
+            l::setting(
+                "pod_udp_errors_critical_percent",
+                pct(self.pod_udp_errors_critical_percent),
+            ),
+            l::setting(
+                "pod_conntrack_lost_min",
+                self.pod_conntrack_lost_min.to_string(),
+            ),
+            l::setting(
+                "pod_conntrack_lost_critical_per_second",
+                per_s(self.pod_conntrack_lost_critical_per_second),
+            ),
+            l::setting("max_pod_namespaces", self.max_pod_namespaces.to_string()),
         ]
     }
 }

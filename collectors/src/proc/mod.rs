@@ -34,6 +34,7 @@ pub mod pid_fds;
 pub mod pid_io;
 pub mod pressure;
 pub mod snmp;
+pub mod snmp6;
 pub mod sockstat;
 pub mod softnet_stat;
 pub mod stat;

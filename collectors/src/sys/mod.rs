@@ -4,5 +4,6 @@
 pub mod block;
 pub mod cgroup_io;
 pub mod cpu_online;
+pub mod kubepods;
 pub mod net_class;
 pub mod statvfs;

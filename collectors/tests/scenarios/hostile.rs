@@ -884,3 +884,80 @@ fn net_commands_with_hostile_interface_bond_and_slave_names_are_inert() {
         &[nic, bond, slave, uplink, hostile("node")],
     );
 }
+
+/// The pods' own network namespaces: a pod whose log directories carry hostile names (its
+/// namespace, its name: not taken), a pod cgroup whose UID is hostile (not a pod: never read,
+/// though its process's counters rise) and a container cgroup with a hostile name under a
+/// valid pod (its process is read; the name is never printed). The pod is named by its UID.
+#[test]
+fn net_pod_commands_with_hostile_pod_names_and_uids_are_inert() {
+    use collectors::net::{NetCollector, NetConfig};
+    let h = FakeHost::new();
+    h.write("/proc/uptime", "1000.00 1000.00\n")
+        .symlink("net:[4026531840]", "/proc/1/ns/net")
+        .write("/sys/fs/cgroup/cgroup.controllers", "cpu io memory pids\n");
+    h.mkdir(&format!(
+        "/var/log/pods/{}_web_{UID}",
+        hostile_word("podns")
+    ));
+    h.mkdir(&format!(
+        "/var/log/pods/shop_{}_{UID}",
+        hostile_word("podname")
+    ));
+    let qos = "/sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice";
+    h.write(
+        &format!(
+            "{qos}/kubepods-burstable-pod{}.slice/{}/cgroup.procs",
+            UID.replace('-', "_"),
+            hostile_word("container")
+        ),
+        "4242\n",
+    );
+    h.write(
+        &format!(
+            "{qos}/kubepods-burstable-pod{}.slice/cri-containerd-{CID}.scope/cgroup.procs",
+            hostile_word("uid")
+        ),
+        "4343\n",
+    );
+    let snmp = |errors: u64| {
+        format!(
+            "Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors InCsumErrors IgnoredMulti MemErrors\nUdp: 5000 0 {errors} 10 {errors} 0 0 0 0\n"
+        )
+    };
+    for (pid, ns) in [(4242, 4026532712u64), (4343, 4026532713)] {
+        h.symlink(&format!("net:[{ns}]"), &format!("/proc/{pid}/ns/net"))
+            .write(&format!("/proc/{pid}/net/snmp"), snmp(0));
+    }
+    let mut c = NetCollector::new(h.node(), NetConfig::default());
+    crate::support::collect(&mut c, &hostile_ctx());
+    h.write("/proc/uptime", "1015.00 1000.00\n");
+    for pid in [4242, 4343] {
+        h.write(&format!("/proc/{pid}/net/snmp"), snmp(600));
+    }
+    let out = crate::support::collect(&mut c, &hostile_ctx());
+    let subjects: Vec<&str> = out.findings.iter().map(|f| f.subject.as_str()).collect();
+    assert_eq!(subjects, [format!("pod {UID}")], "{:?}", out.status);
+    assert_eq!(ids(&out), ["net.pod_udp_errors"]);
+    let cmds = commands(&out);
+    assert!(
+        cmds.iter()
+            .any(|c| c == "nsenter -t 4242 -n cat /proc/net/snmp"),
+        "{cmds:#?}"
+    );
+    for tag in ["podns", "podname", "container", "uid"] {
+        assert!(
+            !cmds.iter().any(|c| c.contains(&format!("pwned-{tag}"))),
+            "{tag} reached a command: {cmds:#?}"
+        );
+    }
+    let f = &out.findings[0];
+    for text in [&f.summary.en, &f.title.en] {
+        assert!(!text.contains("pwned"), "{text}");
+    }
+    assert_inert(
+        "net_pod_commands_with_hostile_pod_names_and_uids_are_inert",
+        &cmds,
+        &[hostile_word("podns"), hostile_word("podname")],
+    );
+}

@@ -798,3 +798,568 @@ fn real_veth_flapping_in_its_own_namespace() {
     assert_eq!(f.severity, Severity::Warning);
     drop(child);
 }
+
+// ------------------------------------------------------------------ the pods' own namespaces
+
+/// The host's network namespace (`readlink /proc/1/ns/net` on Linux 6.18).
+const HOST_NETNS: &str = "net:[4026531840]";
+const COREDNS_UID: &str = "3f6c2b9e-8a41-4d7e-9c55-0b1a2e7d4f60";
+const MESH_UID: &str = "9b2d41c7-5e3a-4f18-a6c0-7d8e1f2a3b4c";
+const HOSTNET_UID: &str = "5a1e7c3d-2b4f-4a69-8e0d-6c7b9a8f1e2d";
+const CID: &str = "3f4e5d6c7b8a99887766554433221100ffeeddccbbaa00112233445566778899";
+
+/// `/proc/<pid>/net/snmp` as Linux 6.18 prints it (the conntrack fixture), with this `Udp:`
+/// line: InDatagrams NoPorts InErrors RcvbufErrors.
+fn snmp_6_18(in_datagrams: u64, no_ports: u64, in_errors: u64, rcvbuf: u64) -> String {
+    include_str!("../fixtures/conntrack/snmp.linux-6.18").replace(
+        "Udp: 52 0 0 53 0 0 0 0 0",
+        &format!("Udp: {in_datagrams} {no_ports} {in_errors} 53 {rcvbuf} 0 0 0 0"),
+    )
+}
+
+/// `/proc/<pid>/net/stat/nf_conntrack` as Linux 6.18 prints it (hex, one line per CPU; the
+/// header of the conntrack fixture), with `insert_failed` and `drop` on CPU 1.
+fn nf_conntrack_6_18(insert_failed: u64, drop: u64) -> String {
+    let header = include_str!("../fixtures/conntrack/nf_conntrack_stat.linux-6.18.netns-traffic")
+        .lines()
+        .next()
+        .unwrap()
+        .to_string();
+    let line = |f: u64, d: u64| {
+        format!("00000007  00000000 00000012 00000000 00000000 00000000 00000000 00000000 00000009 {f:08x} {d:08x} 00000000 00000000  00000000 00000000 00000000 00000000\n")
+    };
+    format!("{header}\n{}{}", line(0, 0), line(insert_failed, drop))
+}
+
+/// A pod process: its namespace link and its namespace's counters.
+fn stage_pod_process(h: &FakeHost, pid: u32, netns: u64, snmp: &str, conntrack: Option<&str>) {
+    let link = format!("/proc/{pid}/ns/net");
+    let _ = std::fs::remove_file(h.path(&link));
+    h.symlink(&format!("net:[{netns}]"), &link)
+        .write(&format!("/proc/{pid}/net/snmp"), snmp);
+    if let Some(ct) = conntrack {
+        h.write(&format!("/proc/{pid}/net/stat/nf_conntrack"), ct);
+    }
+}
+
+/// A pod's container cgroup with the systemd driver on cgroup v2.
+fn stage_v2_pod(h: &FakeHost, qos: &str, uid: &str, pid: u32) {
+    h.write("/sys/fs/cgroup/cgroup.controllers", "cpuset cpu io memory pids\n")
+        .write(
+            &format!(
+                "/sys/fs/cgroup/kubepods.slice/kubepods-{qos}.slice/kubepods-{qos}-pod{}.slice/cri-containerd-{CID}.scope/cgroup.procs",
+                uid.replace('-', "_")
+            ),
+            format!("{pid}\n"),
+        );
+}
+
+/// A pod's container cgroup with the cgroupfs driver on cgroup v1 (the pids hierarchy).
+fn stage_v1_pod(h: &FakeHost, qos: &str, uid: &str, pid: u32) {
+    h.write(
+        &format!("/sys/fs/cgroup/pids/kubepods/{qos}/pod{uid}/{CID}/cgroup.procs"),
+        format!("{pid}\n"),
+    );
+}
+
+fn pod_metric(c: &Collection, name: &str, uid: &str) -> Option<f64> {
+    support::find_metric(c, name, &[("uid", uid)]).map(|m| m.value)
+}
+
+fn pod_namespaces(c: &Collection, state: &str) -> f64 {
+    support::find_metric(c, "node_doctor_net_pod_namespaces", &[("state", state)])
+        .expect("pod namespace counts")
+        .value
+}
+
+/// A CoreDNS pod (cgroup v2, systemd driver) whose sockets overflow: 420 receive-buffer
+/// errors in 15 s against 36,000 datagrams. Beside it, a hostNetwork pod whose process is in
+/// the host's namespace (its counters, the node's, rise wildly: not a pod's) and a quiet pod.
+#[test]
+fn pod_udp_errors_in_a_coredns_pods_own_namespace() {
+    let h = host(1000.0);
+    h.symlink(HOST_NETNS, "/proc/1/ns/net").mkdir(&format!(
+        "/var/log/pods/kube-system_coredns-7db6d8ff4d-x2k9p_{COREDNS_UID}"
+    ));
+    stage_v2_pod(&h, "burstable", COREDNS_UID, 48211);
+    stage_v2_pod(&h, "besteffort", HOSTNET_UID, 3310);
+    stage_v2_pod(&h, "besteffort", MESH_UID, 51873);
+    stage_pod_process(
+        &h,
+        48211,
+        4026532712,
+        &snmp_6_18(100_000, 3, 8_700, 8_000),
+        None,
+    );
+    stage_pod_process(&h, 3310, 4026531840, &snmp_6_18(1_000_000, 0, 0, 0), None);
+    stage_pod_process(&h, 51873, 4026532988, &snmp_6_18(5_000, 0, 2, 0), None);
+    let mut c = collector(&h);
+    let first = support::collect(&mut c, &support::ctx());
+    assert!(first.findings.is_empty(), "{:#?}", first.findings);
+    assert!(matches!(first.status, Status::Ok), "{:?}", first.status);
+    assert_eq!(pod_namespaces(&first, "read"), 2.0);
+    assert_eq!(pod_namespaces(&first, "host_network"), 1.0);
+    later(&h, 1015.0);
+    stage_pod_process(
+        &h,
+        48211,
+        4026532712,
+        &snmp_6_18(136_000, 3, 9_120, 8_420),
+        None,
+    );
+    stage_pod_process(
+        &h,
+        3310,
+        4026531840,
+        &snmp_6_18(2_000_000, 0, 90_000, 90_000),
+        None,
+    );
+    stage_pod_process(&h, 51873, 4026532988, &snmp_6_18(5_300, 0, 2, 0), None);
+    let second = support::collect(&mut c, &support::ctx());
+    assert_eq!(
+        ids(&second),
+        ["net.pod_udp_errors"],
+        "{:#?}",
+        second.findings
+    );
+    let f = find(&second, "net.pod_udp_errors");
+    assert_eq!(f.severity, Severity::Warning);
+    assert_eq!(f.subject, "kube-system/coredns-7db6d8ff4d-x2k9p");
+    assert_eq!(text(f, "pod_uid"), COREDNS_UID);
+    assert_eq!(text(f, "pod_namespace"), "kube-system");
+    assert_eq!(num(f, "pid"), 48211.0);
+    assert_eq!(num(f, "netns_inode"), 4026532712.0);
+    assert_eq!(num(f, "udp_in_errors"), 420.0);
+    assert_eq!(num(f, "udp_rcvbuf_errors"), 420.0);
+    assert_eq!(num(f, "udp_errors_per_second"), 28.0);
+    assert_eq!(num(f, "udp_in_datagrams"), 36_000.0);
+    assert_eq!(num(f, "interval_seconds"), 15.0);
+    // The cause: the pod's own sockets overflow; the node's counters do not show it.
+    assert!(
+        f.summary.en.contains("receive buffers overflow"),
+        "{}",
+        f.summary.en
+    );
+    assert!(
+        f.summary.en.contains("only the host's namespace"),
+        "{}",
+        f.summary.en
+    );
+    let steps = steps_en(f);
+    assert!(
+        steps.contains("SO_RCVBUF") && steps.contains("CoreDNS"),
+        "{steps}"
+    );
+    let cmds = commands(f);
+    assert!(
+        cmds.contains("nsenter -t 48211 -n cat /proc/net/snmp"),
+        "{cmds}"
+    );
+    assert!(
+        cmds.contains("kubectl -n kube-system get pod coredns-7db6d8ff4d-x2k9p -o yaml"),
+        "{cmds}"
+    );
+    assert!(source_url(f).contains("sysctl/net.html"));
+    // Metrics: the pod over the floor, by name; the quiet pod and the host's namespace not.
+    let m = support::find_metric(
+        &second,
+        "node_doctor_net_pod_udp_receive_errors_per_second",
+        &[
+            ("namespace", "kube-system"),
+            ("pod", "coredns-7db6d8ff4d-x2k9p"),
+        ],
+    )
+    .expect("the pod's rate");
+    assert_eq!(m.value, 28.0);
+    for uid in [MESH_UID, HOSTNET_UID] {
+        assert_eq!(
+            pod_metric(
+                &second,
+                "node_doctor_net_pod_udp_receive_errors_per_second",
+                uid
+            ),
+            None
+        );
+    }
+    assert_eq!(pod_namespaces(&second, "read"), 2.0);
+    assert_eq!(pod_namespaces(&second, "host_network"), 1.0);
+    assert_eq!(pod_namespaces(&second, "skipped"), 0.0);
+}
+
+/// A mesh pod (cgroup v1, cgroupfs driver) whose init container's iptables redirect makes
+/// conntrack work in its namespace: 6 queries lost in 15 s (insert_failed and drop both
+/// count each on 6.x), then 30 in 15 s: critical. The pod is not in the kubelet's log
+/// directories: it is named by its UID.
+#[test]
+fn pod_conntrack_races_in_a_mesh_pods_own_namespace() {
+    let h = host(1000.0);
+    h.symlink(HOST_NETNS, "/proc/1/ns/net");
+    stage_v1_pod(&h, "burstable", MESH_UID, 51873);
+    let snmp = snmp_6_18(5_000, 0, 0, 0);
+    stage_pod_process(
+        &h,
+        51873,
+        4026532988,
+        &snmp,
+        Some(&nf_conntrack_6_18(35, 35)),
+    );
+    let mut c = collector(&h);
+    assert!(support::collect(&mut c, &support::ctx())
+        .findings
+        .is_empty());
+    later(&h, 1015.0);
+    stage_pod_process(
+        &h,
+        51873,
+        4026532988,
+        &snmp,
+        Some(&nf_conntrack_6_18(41, 41)),
+    );
+    let second = support::collect(&mut c, &support::ctx());
+    assert_eq!(
+        ids(&second),
+        ["net.pod_conntrack_races"],
+        "{:#?}",
+        second.findings
+    );
+    let f = find(&second, "net.pod_conntrack_races");
+    assert_eq!(f.severity, Severity::Warning);
+    assert_eq!(f.subject, format!("pod {MESH_UID}"));
+    assert_eq!(num(f, "lost"), 6.0);
+    assert_eq!(num(f, "lost_per_second"), 0.4);
+    assert_eq!(num(f, "insert_failed_increase"), 6.0);
+    assert_eq!(num(f, "drop_increase"), 6.0);
+    assert_eq!(num(f, "insert_failed_total"), 41.0);
+    assert_eq!(num(f, "pid"), 51873.0);
+    assert!(!f.evidence.contains_key("pod_name"));
+    assert!(
+        f.summary.en.contains("retries after 5 s"),
+        "{}",
+        f.summary.en
+    );
+    assert!(f.summary.en.contains("service mesh"), "{}", f.summary.en);
+    let steps = steps_en(f);
+    assert!(
+        steps.contains("single-request-reopen") && steps.contains("use-vc"),
+        "{steps}"
+    );
+    assert!(
+        steps.contains("NodeLocal DNSCache") && steps.contains("DNS proxy"),
+        "{steps}"
+    );
+    let cmds = commands(f);
+    assert!(cmds.contains("nsenter -t 51873 -n conntrack -S"), "{cmds}");
+    // Unnamed: no kubectl command with a guessed name.
+    assert!(!cmds.contains("kubectl"), "{cmds}");
+    let src = f.remediation.source.as_ref().expect("a source");
+    assert_eq!(src.doc, "002_af370464fa0f13dd.txt");
+    assert_eq!(
+        pod_metric(
+            &second,
+            "node_doctor_net_pod_conntrack_lost_per_second",
+            MESH_UID
+        ),
+        Some(0.4)
+    );
+    later(&h, 1030.0);
+    stage_pod_process(
+        &h,
+        51873,
+        4026532988,
+        &snmp,
+        Some(&nf_conntrack_6_18(71, 71)),
+    );
+    let third = support::collect(&mut c, &support::ctx());
+    let f = find(&third, "net.pod_conntrack_races");
+    assert_eq!(f.severity, Severity::Critical);
+    assert_eq!(num(f, "lost_per_second"), 2.0);
+}
+
+/// Quiet and bounded: counters flat, a pod whose remembered process is reused while its
+/// cgroup is no longer read, a process that exited (absent, not an error), a pod found again
+/// through its cgroup when its process moved namespace, and the cap on namespaces per run.
+#[test]
+fn pod_namespaces_are_quiet_when_flat_remembered_and_capped() {
+    let h = host(1000.0);
+    h.symlink(HOST_NETNS, "/proc/1/ns/net");
+    let uids = [COREDNS_UID, MESH_UID, HOSTNET_UID];
+    for (i, uid) in uids.iter().enumerate() {
+        let pid = 100 + i as u32;
+        stage_v2_pod(&h, "burstable", uid, pid);
+        stage_pod_process(
+            &h,
+            pid,
+            4026532700 + i as u64,
+            &snmp_6_18(1_000, 0, 500, 500),
+            Some(&nf_conntrack_6_18(3, 3)),
+        );
+    }
+    let mut cfg = NetConfig::default();
+    cfg.thresholds.max_pod_namespaces = 2;
+    let mut c = NetCollector::new(h.node(), cfg);
+    let first = support::collect(&mut c, &support::ctx());
+    match &first.status {
+        Status::Degraded(m) => assert!(
+            m.contains("1 pods beyond the first 2 pod network namespaces are not read"),
+            "{m}"
+        ),
+        s => panic!("the cap is not said: {s:?}"),
+    }
+    assert_eq!(pod_namespaces(&first, "read"), 2.0);
+    assert_eq!(pod_namespaces(&first, "skipped"), 1.0);
+    // Flat counters 15 s later: nothing. The first pod's cgroup is emptied: its remembered
+    // process (same namespace) is read without it.
+    later(&h, 1015.0);
+    let first_procs = format!(
+        "/sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod{}.slice/cri-containerd-{CID}.scope/cgroup.procs",
+        COREDNS_UID.replace('-', "_")
+    );
+    h.write(&first_procs, "");
+    let second = support::collect(&mut c, &support::ctx());
+    assert!(second.findings.is_empty(), "{:#?}", second.findings);
+    assert_eq!(pod_namespaces(&second, "read"), 2.0);
+    // The second pod read (by UID order: HOSTNET_UID's, pid 102) exits: absent, not an
+    // error, and the pod skipped so far takes its place under the cap. The first pod's pid
+    // now belongs to a process of another namespace, and its cgroup names a new one: found
+    // again, with no window yet (a new namespace), so its rising counters raise nothing.
+    later(&h, 1030.0);
+    std::fs::remove_dir_all(h.path("/proc/102")).unwrap();
+    stage_pod_process(
+        &h,
+        999,
+        4026533999,
+        &snmp_6_18(9_000, 0, 9_000, 9_000),
+        None,
+    );
+    h.write(&first_procs, "999\n");
+    stage_pod_process(&h, 100, 4026534000, &snmp_6_18(1_000, 0, 500, 500), None);
+    let third = support::collect(&mut c, &support::ctx());
+    assert!(third.findings.is_empty(), "{:#?}", third.findings);
+    assert!(matches!(third.status, Status::Ok), "{:?}", third.status);
+    assert_eq!(pod_namespaces(&third, "read"), 2.0);
+    assert_eq!(pod_namespaces(&third, "skipped"), 0.0);
+    assert_eq!(pod_namespaces(&third, "no_process"), 1.0);
+    // Its counters rise by 15 in the next 15 s: now it has a window.
+    later(&h, 1045.0);
+    h.write("/proc/999/net/snmp", snmp_6_18(9_900, 0, 9_015, 9_015));
+    let fourth = support::collect(&mut c, &support::ctx());
+    let f = find(&fourth, "net.pod_udp_errors");
+    assert_eq!(num(f, "pid"), 999.0);
+    assert_eq!(num(f, "netns_inode"), 4026533999.0);
+    assert_eq!(num(f, "udp_in_errors"), 15.0);
+}
+
+/// `/proc/<pid>/net/snmp6` as Linux 6.18 prints it (`name<spaces>\tvalue`), with these
+/// `Udp6InDatagrams`, `Udp6InErrors` and `Udp6RcvbufErrors`.
+fn snmp6_6_18(in_datagrams: u64, in_errors: u64, rcvbuf: u64) -> String {
+    include_str!("../fixtures/net/snmp6.linux-6.18")
+        .lines()
+        .map(|l| {
+            let v = match l.split_whitespace().next() {
+                Some("Udp6InDatagrams") => Some(in_datagrams),
+                Some("Udp6InErrors") => Some(in_errors),
+                Some("Udp6RcvbufErrors") => Some(rcvbuf),
+                _ => None,
+            };
+            match v {
+                Some(v) => format!("{}\t{v}\n", l.split('\t').next().unwrap_or(l)),
+                None => format!("{l}\n"),
+            }
+        })
+        .collect()
+}
+
+/// An IPv6-only service: its IPv4 counters stay flat while `Udp6InErrors` rises by 30 in
+/// 15 s; the errors of both families are one figure.
+#[test]
+fn pod_udp6_errors_count_with_the_ipv4_ones() {
+    let h = host(1000.0);
+    h.symlink(HOST_NETNS, "/proc/1/ns/net");
+    stage_v2_pod(&h, "burstable", COREDNS_UID, 48211);
+    let snmp = snmp_6_18(100, 0, 4, 4);
+    stage_pod_process(&h, 48211, 4026532712, &snmp, None);
+    h.write("/proc/48211/net/snmp6", snmp6_6_18(20_000, 100, 100));
+    let mut c = collector(&h);
+    assert!(support::collect(&mut c, &support::ctx())
+        .findings
+        .is_empty());
+    later(&h, 1015.0);
+    h.write("/proc/48211/net/snmp6", snmp6_6_18(20_570, 130, 130));
+    let second = support::collect(&mut c, &support::ctx());
+    let f = find(&second, "net.pod_udp_errors");
+    assert_eq!(num(f, "udp_in_errors"), 30.0);
+    assert_eq!(num(f, "udp_rcvbuf_errors"), 30.0);
+    assert_eq!(num(f, "udp_in_datagrams"), 570.0);
+    assert_eq!(num(f, "udp_in_errors_total"), 134.0);
+    assert_eq!(num(f, "udp_errors_per_second"), 2.0);
+    assert_eq!(f.severity, Severity::Critical, "30 of 600: 5 %");
+}
+
+/// A node whose pid 1 namespace cannot be read: the pods' namespaces cannot be told from the
+/// host's (a hostNetwork pod would pass the node's counters off as its own), so none is read,
+/// the status says so, and the counts of the run before (a hostNetwork pod) are not repeated.
+#[test]
+fn pod_namespaces_are_not_read_without_the_hosts() {
+    let h = host(1000.0);
+    h.symlink(HOST_NETNS, "/proc/1/ns/net");
+    stage_v2_pod(&h, "burstable", COREDNS_UID, 48211);
+    stage_pod_process(&h, 48211, 4026532712, &snmp_6_18(1, 0, 0, 0), None);
+    stage_v2_pod(&h, "besteffort", HOSTNET_UID, 3310);
+    stage_pod_process(&h, 3310, 4026531840, &snmp_6_18(1, 0, 0, 0), None);
+    let mut c = collector(&h);
+    let first = support::collect(&mut c, &support::ctx());
+    assert_eq!(pod_namespaces(&first, "read"), 1.0);
+    assert_eq!(pod_namespaces(&first, "host_network"), 1.0);
+    std::fs::remove_file(h.path("/proc/1/ns/net")).unwrap();
+    later(&h, 1015.0);
+    let out = support::collect(&mut c, &support::ctx());
+    match &out.status {
+        Status::Degraded(m) => assert!(
+            m.contains("proc/1/ns/net; the pods' own network namespaces are not read"),
+            "{m}"
+        ),
+        s => panic!("{s:?}"),
+    }
+    assert_eq!(pod_namespaces(&out, "read"), 0.0);
+    assert_eq!(pod_namespaces(&out, "host_network"), 0.0);
+}
+
+/// Real kernel: a network namespace of the test's own (`unshare -n`, held by a sleeping
+/// process, removed with it whatever happens) stands for a pod's. A UDP socket in it with the
+/// smallest receive buffer, never read, is flooded over that namespace's loopback: the
+/// kernel counts `RcvbufErrors` there. The collector, given a host root whose pod cgroup names
+/// that process and whose `proc` is the real one, reads the rise through
+/// `/proc/<pid>/net/snmp` and names the pod, while the host's namespace (here the test's
+/// own, the collector's `netns_pid`) counted none of it.
+#[test]
+fn real_udp_buffer_overflows_in_a_pods_namespace() {
+    use std::io::BufRead;
+    use std::os::fd::AsRawFd;
+    use std::process::{Command, Stdio};
+    let test = "real_udp_buffer_overflows_in_a_pods_namespace";
+    if !support::root_or_skip(test) {
+        return;
+    }
+    struct Reap(std::process::Child);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let child = Command::new("unshare")
+        .args([
+            "-n",
+            "sh",
+            "-c",
+            "ip link set lo up && echo ready && exec sleep 60",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn();
+    let Ok(child) = child else {
+        eprintln!("SKIP {test}: unshare could not run");
+        return;
+    };
+    let mut child = Reap(child);
+    let mut line = String::new();
+    if let Some(out) = child.0.stdout.take() {
+        let _ = std::io::BufReader::new(out).read_line(&mut line);
+    }
+    if line.trim() != "ready" {
+        eprintln!("SKIP {test}: the namespace could not be set up (unshare -n, ip)");
+        return;
+    }
+    let pid = child.0.id();
+    let udp = |p: &str, name: &str| -> u64 {
+        let text = std::fs::read_to_string(format!("/proc/{p}/net/snmp")).unwrap();
+        let mut lines = text.lines().filter(|l| l.starts_with("Udp: "));
+        let names: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+        let values: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+        let i = names.iter().position(|n| *n == name).unwrap();
+        values[i].parse().unwrap()
+    };
+    // The pod: its cgroup (v2, systemd driver) names the namespace's process; its log
+    // directory names it.
+    let h = FakeHost::new();
+    h.symlink("/proc", "/proc");
+    stage_v2_pod(&h, "besteffort", COREDNS_UID, pid);
+    h.mkdir(&format!("/var/log/pods/default_udp-flood_{COREDNS_UID}"));
+    // The host: the test's own namespace (pid 1's links may be closed to this sandbox).
+    let me = std::process::id();
+    let mut c = NetCollector::new(
+        h.node(),
+        NetConfig {
+            netns_pid: me,
+            ..NetConfig::default()
+        },
+    );
+    let ctx = collectors::CollectContext::new("node-1", collectors::HostNetns::Same);
+    let first = c.collect(&ctx);
+    assert!(
+        !ids(&first).contains(&"net.pod_udp_errors"),
+        "{:#?}",
+        first.findings
+    );
+    assert_eq!(pod_namespaces(&first, "read"), 1.0, "{:?}", first.status);
+    let host_before = udp(&me.to_string(), "RcvbufErrors");
+    let pod_before = udp(&pid.to_string(), "RcvbufErrors");
+    // The flood, from a thread that joins the namespace: its sockets are made there.
+    let ns = std::fs::File::open(format!("/proc/{pid}/ns/net")).unwrap();
+    let sent = std::thread::spawn(move || -> Result<u64, String> {
+        // SAFETY: setns on this thread only, with a namespace file we hold open.
+        if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+            return Err(std::io::Error::last_os_error().to_string());
+        }
+        let rx = std::net::UdpSocket::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+        let size: libc::c_int = 1;
+        // SAFETY: a valid socket and a c_int option value of its size.
+        let rc = unsafe {
+            libc::setsockopt(
+                rx.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUF,
+                (&size as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error().to_string());
+        }
+        let to = rx.local_addr().map_err(|e| e.to_string())?;
+        let tx = std::net::UdpSocket::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+        let payload = [0u8; 1200];
+        let mut n = 0;
+        for _ in 0..2000 {
+            if tx.send_to(&payload, to).is_ok() {
+                n += 1;
+            }
+        }
+        Ok(n)
+    })
+    .join()
+    .expect("the flooding thread");
+    let sent = match sent {
+        Ok(n) => n,
+        Err(e) => {
+            eprintln!("SKIP {test}: could not flood in the namespace: {e}");
+            return;
+        }
+    };
+    let pod_rise = udp(&pid.to_string(), "RcvbufErrors") - pod_before;
+    let host_rise = udp(&me.to_string(), "RcvbufErrors") - host_before;
+    assert!(pod_rise >= 1000, "sent {sent}, overflowed {pod_rise}");
+    assert!(host_rise < pod_rise / 2, "the host counted {host_rise}");
+    // The uptime clock ticks in hundredths: let it move.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let second = c.collect(&ctx);
+    let f = find(&second, "net.pod_udp_errors");
+    assert_eq!(f.subject, "default/udp-flood");
+    assert_eq!(num(f, "pid"), f64::from(pid));
+    assert_eq!(num(f, "udp_rcvbuf_errors"), pod_rise as f64);
+    assert!(num(f, "udp_in_errors") >= pod_rise as f64);
+    // Nothing read the socket: every datagram that arrived was lost.
+    assert_eq!(f.severity, Severity::Critical);
+    assert!(commands(f).contains(&format!("nsenter -t {pid} -n cat /proc/net/snmp")));
+    drop(child);
+}

@@ -1,5 +1,7 @@
 use super::*;
-use crate::net::sample::{Bond, Counters, CpuSoftnet, MtuPath, SoftnetDelta, Sysctls};
+use crate::net::sample::{
+    Bond, Counters, CpuSoftnet, MtuPath, PodConntrack, PodCounters, SoftnetDelta, Sysctls,
+};
 use crate::proc::net_bonding::{self, Slave};
 
 fn cpu(cpu: u32, processed: u64, dropped: u64, squeeze: u64) -> CpuSoftnet {
@@ -28,6 +30,7 @@ fn sample(cpus: Vec<CpuSoftnet>) -> NetSample {
             netdev_budget: Some(300),
             netdev_budget_usecs: Some(2000),
         },
+        pods: Vec::new(),
     }
 }
 
@@ -291,4 +294,138 @@ fn pod_interfaces_larger_than_the_uplink_allows() {
         pod_side: vec![("lxc12ab".into(), 1500)],
     });
     assert!(judge(&s, &Thresholds::default()).is_empty());
+}
+
+/// A pod namespace whose counters moved by `delta` in the window (`None`: first seen).
+fn pod(named: bool, delta: Option<PodCounters>) -> PodNetns {
+    PodNetns {
+        uid: "3f6c2b9e-8a41-4d7e-9c55-0b1a2e7d4f60".into(),
+        namespace: named.then(|| "kube-system".to_string()),
+        name: named.then(|| "coredns-7db6d8ff4d-x2k9p".to_string()),
+        pid: 48211,
+        netns: 4026532712,
+        counters: PodCounters {
+            udp_in_datagrams: 100_000,
+            udp_in_errors: 9_000,
+            udp_rcvbuf_errors: 8_000,
+            udp_no_ports: 3,
+            conntrack: Some(PodConntrack {
+                insert_failed: 41,
+                drop: 41,
+            }),
+        },
+        delta,
+    }
+}
+
+fn udp(datagrams: u64, errors: u64, rcvbuf: u64) -> PodCounters {
+    PodCounters {
+        udp_in_datagrams: datagrams,
+        udp_in_errors: errors,
+        udp_rcvbuf_errors: rcvbuf,
+        udp_no_ports: 0,
+        conntrack: Some(PodConntrack::default()),
+    }
+}
+
+fn pods_only(pods: Vec<PodNetns>) -> NetSample {
+    let mut s = sample(Vec::new());
+    s.pods = pods;
+    s
+}
+
+#[test]
+fn a_pods_udp_buffer_overflows_are_named_with_rates() {
+    // 420 errors in 15 s against 36,000 datagrams delivered: 28/s, 1.15 %: a warning.
+    let s = pods_only(vec![pod(true, Some(udp(36_000, 420, 420)))]);
+    let d = judge(&s, &Thresholds::default());
+    assert_eq!(d.len(), 1, "{d:#?}");
+    let f = &d[0];
+    assert_eq!(f.id, "net.pod_udp_errors");
+    assert_eq!(f.severity, Severity::Warning);
+    assert_eq!(f.subject, "kube-system/coredns-7db6d8ff4d-x2k9p");
+    assert_eq!(f.evidence["udp_errors_per_second"].as_f64(), Some(28.0));
+    // Evidence keeps three decimals.
+    let share = f.evidence["udp_errors_percent"].as_f64().unwrap();
+    assert!((share - 420.0 * 100.0 / 36_420.0).abs() < 1e-3, "{share}");
+    assert_eq!(f.evidence["udp_rcvbuf_errors"].as_f64(), Some(420.0));
+    assert_eq!(f.evidence["udp_in_errors_total"].as_f64(), Some(9_000.0));
+    assert_eq!(f.evidence["pid"].as_f64(), Some(48211.0));
+    assert_eq!(f.evidence["netns_inode"].as_f64(), Some(4026532712.0));
+    assert_eq!(f.evidence["pod_namespace"].as_str(), Some("kube-system"));
+    assert!(f.conditions.contains("rcvbuf"));
+}
+
+#[test]
+fn a_pods_udp_errors_are_critical_by_share_and_quiet_under_the_floors() {
+    let t = Thresholds::default();
+    // 10 % of what arrived was lost: critical; errors that are not overflows.
+    let s = pods_only(vec![pod(false, Some(udp(900, 100, 10)))]);
+    let d = judge(&s, &t);
+    assert_eq!(d[0].severity, Severity::Critical);
+    assert_eq!(d[0].subject, "pod 3f6c2b9e-8a41-4d7e-9c55-0b1a2e7d4f60");
+    assert!(!d[0].conditions.contains("rcvbuf"));
+    assert!(!d[0].evidence.contains_key("pod_name"));
+    // Under the window count (9 < 10), under the rate (14 in 15 s < 1/s), flat, first seen.
+    for quiet in [
+        Some(udp(1_000, 9, 9)),
+        Some(udp(1_000, 14, 14)),
+        Some(udp(1_000, 0, 0)),
+        None,
+    ] {
+        assert!(
+            judge(&pods_only(vec![pod(true, quiet)]), &t).is_empty(),
+            "{quiet:?}"
+        );
+    }
+    // The first run of the collector (no interval) judges no pod counter either.
+    let mut s = pods_only(vec![pod(true, Some(udp(36_000, 420, 420)))]);
+    s.interval_seconds = None;
+    assert!(judge(&s, &t).is_empty());
+}
+
+#[test]
+fn a_pods_own_conntrack_losing_packets_is_the_dns_delay() {
+    let t = Thresholds::default();
+    let mut d = udp(5_000, 0, 0);
+    d.conntrack = Some(PodConntrack {
+        insert_failed: 6,
+        drop: 6,
+    });
+    let got = judge(&pods_only(vec![pod(true, Some(d))]), &t);
+    assert_eq!(got.len(), 1, "{got:#?}");
+    let f = &got[0];
+    assert_eq!(f.id, "net.pod_conntrack_races");
+    assert_eq!(f.severity, Severity::Warning);
+    // A clash counts in both insert_failed and drop: 6 packets, not 12.
+    assert_eq!(f.evidence["lost"].as_f64(), Some(6.0));
+    assert_eq!(f.evidence["lost_per_second"].as_f64(), Some(0.4));
+    assert_eq!(f.evidence["insert_failed_total"].as_f64(), Some(41.0));
+    // At one a second: critical.
+    d.conntrack = Some(PodConntrack {
+        insert_failed: 0,
+        drop: 15,
+    });
+    let got = judge(&pods_only(vec![pod(true, Some(d))]), &t);
+    assert_eq!(got[0].severity, Severity::Critical);
+    assert_eq!(got[0].evidence["drop_increase"].as_f64(), Some(15.0));
+    // No conntrack in the namespace (module not loaded, or not read last run): nothing.
+    d.conntrack = None;
+    assert!(judge(&pods_only(vec![pod(true, Some(d))]), &t).is_empty());
+}
+
+#[test]
+fn pod_counters_that_went_back_count_from_zero() {
+    let was = udp(1_000, 500, 400);
+    let now = udp(30, 12, 10);
+    let d = now.since(&was);
+    assert_eq!((d.udp_in_datagrams, d.udp_in_errors), (30, 12));
+    let mut with_ct = now;
+    with_ct.conntrack = Some(PodConntrack {
+        insert_failed: 3,
+        drop: 1,
+    });
+    // Conntrack appearing between runs (the module loaded): no window for it yet.
+    assert_eq!(with_ct.since(&PodCounters::default()).conntrack, None);
+    assert_eq!(with_ct.conntrack_lost(), 3);
 }
