@@ -131,6 +131,11 @@ pub struct CollectorFlags {
     )]
     pub net_interfaces: Vec<String>,
 
+    /// reach (and every active probe of the node's control paths): probe nothing. The
+    /// collector then touches no network and reports "probes are off". docs/collectors/reach.md.
+    #[arg(long = "no-probes", global = true, env = "NODE_DOCTOR_NO_PROBES")]
+    pub no_probes: bool,
+
     /// disk, runtime: docker's daemon.json on the host (data-root, exec-root, log-opts, hosts).
     #[arg(
         long,
@@ -335,6 +340,7 @@ impl CollectorFlags {
         o.pressure.kubelet_config = self.kubelet_config.clone();
         o.tables.kmsg = kmsg.clone();
         o.net.interfaces = self.net_interfaces.clone();
+        o.reach.probes = !self.no_probes;
         o.conntrack.kmsg = kmsg;
         o
     }
@@ -817,6 +823,10 @@ mod tests {
         assert_eq!(d.disk.runtime, base.disk.runtime);
         assert_eq!(d.disk.walk_budget_entries, base.disk.walk_budget_entries);
         assert_eq!(d.runtime, base.runtime);
+        assert_eq!(d.reach, base.reach);
+        assert!(d.reach.probes);
+        let off = parse(&["check", "--no-probes"]).unwrap().tuning.options();
+        assert!(!off.reach.probes);
     }
 
     #[test]

@@ -39,6 +39,7 @@ pub mod nodelog;
 pub mod npd;
 pub mod pods;
 pub mod pressure;
+pub mod reach;
 pub mod proc;
 pub mod registry;
 pub mod rules;

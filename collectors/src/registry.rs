@@ -3,8 +3,8 @@
 //! here (and its folder, rule file, docs page and scenario test: ARCHITECTURE.md "How to add a
 //! collector").
 //!
-//! What only the agent has comes in [`Options`]: the runtime collector's network probe is the
-//! agent's (this crate knows no network protocol).
+//! What only the agent has comes in [`Options`]: the runtime and reach collectors' network
+//! probes are the agent's (this crate knows no network protocol).
 
 use std::sync::Arc;
 
@@ -22,6 +22,8 @@ use crate::net::{NetCollector, NetConfig};
 use crate::node::Node;
 use crate::npd::{NpdCollector, NpdConfigs};
 use crate::pressure::{PressureCollector, PressureConfig};
+use crate::reach::probe::ReachProbe;
+use crate::reach::{ReachCollector, ReachConfig};
 use crate::runtime::probe::RuntimeProbe;
 use crate::runtime::{RuntimeCollector, RuntimeConfig};
 use crate::tables::{TablesCollector, TablesConfig};
@@ -43,13 +45,17 @@ pub struct Options {
     pub pressure: PressureConfig,
     pub tables: TablesConfig,
     pub net: NetConfig,
+    pub reach: ReachConfig,
     /// How the runtime collector asks the daemons (the agent's probes; tests' fakes).
     pub runtime_probe: Arc<dyn RuntimeProbe>,
+    /// How the reach collector probes the control paths (the agent's probes; tests' fakes).
+    pub reach_probe: Arc<dyn ReachProbe>,
 }
 
 impl Options {
-    /// Every collector's defaults, with `probe` for the runtime collector.
-    pub fn new(probe: Arc<dyn RuntimeProbe>) -> Options {
+    /// Every collector's defaults, with `probe` for the runtime collector and `reach_probe`
+    /// for the reach collector.
+    pub fn new(probe: Arc<dyn RuntimeProbe>, reach_probe: Arc<dyn ReachProbe>) -> Options {
         Options {
             disk: DiskConfig::default(),
             load: LoadConfig::default(),
@@ -64,7 +70,9 @@ impl Options {
             pressure: PressureConfig::default(),
             tables: TablesConfig::default(),
             net: NetConfig::default(),
+            reach: ReachConfig::default(),
             runtime_probe: probe,
+            reach_probe,
         }
     }
 }
@@ -213,6 +221,18 @@ pub const COLLECTORS: &[Entry] = &[
         flags: &["--net-interfaces"],
         thresholds: |o| o.net.thresholds.listed(),
     },
+    Entry {
+        name: "reach",
+        build: |n, o| {
+            Box::new(ReachCollector::new(
+                n.clone(),
+                o.reach.clone(),
+                Arc::clone(&o.reach_probe),
+            ))
+        },
+        flags: &["--no-probes"],
+        thresholds: |o| o.reach.thresholds.listed(),
+    },
 ];
 
 /// The runtime collector's node-log thresholds, named apart from its own.
@@ -244,6 +264,7 @@ pub fn all(node: &Node, opts: &Options) -> Vec<Box<dyn Collector>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reach::probe::{ReachPlan, ReachReport};
     use crate::runtime::probe::{ProbePlan, ProbeReport};
 
     #[derive(Debug)]
@@ -253,12 +274,21 @@ mod tests {
             ProbeReport::default()
         }
     }
+    impl ReachProbe for NoProbe {
+        fn probe(&self, _plan: &ReachPlan) -> ReachReport {
+            ReachReport::default()
+        }
+    }
+
+    fn options() -> Options {
+        Options::new(Arc::new(NoProbe), Arc::new(NoProbe))
+    }
 
     /// Every collector lists every field of its thresholds, each once, with a value.
     #[test]
     fn thresholds_list_every_field() {
         use crate::listing::assert_lists_every_field as every;
-        let o = Options::new(Arc::new(NoProbe));
+        let o = options();
         every(
             &format!("{:?}", o.disk.thresholds),
             &o.disk.thresholds.listed(),
@@ -311,6 +341,10 @@ mod tests {
             &format!("{:?}", o.net.thresholds),
             &o.net.thresholds.listed(),
         );
+        every(
+            &format!("{:?}", o.reach.thresholds),
+            &o.reach.thresholds.listed(),
+        );
         let logs = &o.runtime.log_thresholds;
         every(&format!("{logs:?}"), &logs.listed());
         for e in COLLECTORS {
@@ -328,7 +362,7 @@ mod tests {
     #[test]
     fn rows_build_the_collector_they_name() {
         let node = Node::new(crate::HostPaths::new("/nonexistent-host-root"));
-        let opts = Options::new(Arc::new(NoProbe));
+        let opts = options();
         let built: Vec<&str> = all(&node, &opts).iter().map(|c| c.name()).collect();
         let named: Vec<&str> = names().collect();
         assert_eq!(built, named);
@@ -345,7 +379,7 @@ mod tests {
     #[test]
     fn constructors_read_nothing() {
         let node = Node::new(crate::HostPaths::new("/"));
-        let opts = Options::new(Arc::new(NoProbe));
+        let opts = options();
         let built = all(&node, &opts);
         assert_eq!(built.len(), COLLECTORS.len());
         assert_eq!(node.per_process_paths(), 0);
