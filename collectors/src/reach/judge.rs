@@ -49,6 +49,7 @@ fn kube_proxy(k: &KubeProxyReach, t: &Thresholds) -> Option<Draft> {
             .subject(KUBE_PROXY)
             .evidence("pid", *pid)
             .evidence("addr", addr.to_string())
+            .var("port", u64::from(addr.port()))
     };
     match (&answer.outcome, answer.status) {
         (Outcome::Connected { .. }, Some(200)) => None,
@@ -113,6 +114,7 @@ fn api_server(p: &ApiProbed, t: &Thresholds) -> Option<Draft> {
             .subject(p.server.clone())
             .evidence("server", p.server.clone())
             .evidence("address", address.clone())
+            .evidence("host", p.host.clone())
             .evidence("server_name", p.server_name.clone())
             .evidence("kubeconfig", p.kubeconfig.clone())
     };
