@@ -299,7 +299,7 @@ impl CollectorFlags {
             max_records_per_cycle: self.kmsg_max_records.max(1),
             ..KmsgConfig::default()
         };
-        let mut o = crate::probe::default_options();
+        let mut o = crate::reach_probe::default_options();
         o.disk.runtime.daemon_json = self.docker_daemon_json.clone();
         o.disk.runtime.containerd_config = self.containerd_config.clone();
         o.disk.runtime.kubelet_config = self.kubelet_config.clone();
@@ -805,7 +805,7 @@ mod tests {
         );
         // Defaults equal the collectors' own defaults.
         let d = parse(&["check"]).unwrap().tuning.options();
-        let base = crate::probe::default_options();
+        let base = crate::reach_probe::default_options();
         assert_eq!(
             d.load.thresholds.iowait_warning_percent,
             base.load.thresholds.iowait_warning_percent

@@ -709,15 +709,6 @@ async fn healthz(
     }
 }
 
-/// Every collector's defaults, with this agent's network probes for the runtime and reach
-/// collectors.
-pub fn default_options() -> collectors::registry::Options {
-    collectors::registry::Options::new(
-        std::sync::Arc::new(HostProbe),
-        std::sync::Arc::new(crate::reach_probe::HostReachProbe),
-    )
-}
-
 /// A socket path for a test server (kept short: unix socket paths are limited to 108 bytes).
 #[cfg(test)]
 fn test_socket(dir: &Path, name: &str) -> std::path::PathBuf {

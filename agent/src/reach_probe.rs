@@ -25,6 +25,12 @@ use tokio::time::timeout_at;
 
 use crate::probe::{cut, get, http1, SMALL_BODY};
 
+/// Every collector's defaults, with this agent's network probes for the runtime
+/// (`probe.rs`) and reach collectors.
+pub fn default_options() -> collectors::registry::Options {
+    collectors::registry::Options::new(Arc::new(crate::probe::HostProbe), Arc::new(HostReachProbe))
+}
+
 /// The agent's probe of the control paths, from its own network namespace (the host's).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct HostReachProbe;

@@ -25,7 +25,7 @@ pub mod thresholds;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::collector::{CollectContext, Phases, Status};
+use crate::collector::{CollectContext, HostNetns, Phases, Status};
 use crate::config::kube_proxy::{self, Healthz};
 use crate::config::kubeconfig::{self, Ca, DEFAULT_KUBELET_KUBECONFIG};
 use crate::config::flag_value;
@@ -306,7 +306,19 @@ impl Phases for ReachCollector {
         if self.daemons.refresh(&self.node, &[]).unreadable {
             could_not.push("the process table could not be read: kube-proxy and the kubelet's --kubeconfig are not known".to_string());
         }
-        let kp = self.kube_proxy_target();
+        let mut kp = self.kube_proxy_target();
+        // Loopback is the agent's own network namespace's: outside the host's (a pod without
+        // hostNetwork) kube-proxy's loopback endpoint cannot be reached from here.
+        if let Ok((pid, addr)) = kp {
+            if addr.ip().is_loopback() && ctx.host_netns == HostNetns::Different {
+                kp = Err(KubeProxyReach::Unknown {
+                    pid,
+                    reason: format!(
+                        "its /healthz listens on {addr}, and node-doctor is not in the host's network namespace (run it with hostNetwork)"
+                    ),
+                });
+            }
+        }
         let api = self.api_plan();
         let mut plan = ReachPlan {
             targets: Vec::new(),
