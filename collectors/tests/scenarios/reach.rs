@@ -26,13 +26,13 @@ pub struct FakeReach {
 }
 
 impl FakeReach {
-    fn healthz(&self, a: HealthzAnswer) {
+    pub fn healthz(&self, a: HealthzAnswer) {
         *self.healthz.lock().unwrap() = Some(a);
     }
-    fn api(&self, a: ApiAnswer) {
+    pub fn api(&self, a: ApiAnswer) {
         *self.api.lock().unwrap() = Some(a);
     }
-    fn plans(&self) -> Vec<ReachPlan> {
+    pub fn plans(&self) -> Vec<ReachPlan> {
         self.plans.lock().unwrap().clone()
     }
     fn api_probes(&self) -> usize {
@@ -102,7 +102,7 @@ fn stat(pid: u32, comm: &str) -> String {
 }
 
 /// Stages process `pid` (`comm`, `args` separated by spaces) in the fake `/proc`.
-fn process(h: &FakeHost, pid: u32, comm: &str, args: &str) {
+pub fn process(h: &FakeHost, pid: u32, comm: &str, args: &str) {
     h.write(&format!("/proc/{pid}/comm"), format!("{comm}\n"))
         .write(&format!("/proc/{pid}/stat"), stat(pid, comm))
         .write(
