@@ -143,7 +143,9 @@ pub(crate) fn cut(s: &str) -> String {
 }
 
 /// An HTTP/1.1 sender over a connected stream (its connection driven by a spawned task).
-pub(crate) async fn http1<S>(io: S) -> Result<hyper::client::conn::http1::SendRequest<Full<Bytes>>, String>
+pub(crate) async fn http1<S>(
+    io: S,
+) -> Result<hyper::client::conn::http1::SendRequest<Full<Bytes>>, String>
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {

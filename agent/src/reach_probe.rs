@@ -283,10 +283,7 @@ fn client_config(
             .map_err(|e| (TlsFailure::BadCa, format!("the CA certificate: {e}")))?;
     }
     if roots.is_empty() {
-        return Err((
-            TlsFailure::BadCa,
-            "the CA holds no certificate".to_string(),
-        ));
+        return Err((TlsFailure::BadCa, "the CA holds no certificate".to_string()));
     }
     Ok(builder.with_root_certificates(roots).with_no_client_auth())
 }

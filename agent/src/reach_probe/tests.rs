@@ -39,7 +39,11 @@ fn healthz_server(answers: Vec<(u16, String)>) -> SocketAddr {
             let n = s.read(&mut buf).unwrap_or(0);
             let req = String::from_utf8_lossy(&buf[..n]).to_string();
             assert!(req.starts_with("GET /healthz HTTP/1.1\r\n"), "{req}");
-            let reason = if status == 200 { "OK" } else { "Service Unavailable" };
+            let reason = if status == 200 {
+                "OK"
+            } else {
+                "Service Unavailable"
+            };
             let _ = write!(
                 s,
                 "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nX-Content-Type-Options: nosniff\r\nContent-Length: {}\r\n\r\n{body}",
@@ -53,7 +57,8 @@ fn healthz_server(answers: Vec<(u16, String)>) -> SocketAddr {
 #[test]
 fn kube_proxy_healthz_status_and_age() {
     let now = go_time(0);
-    let healthy = format!(r#"{{"lastUpdated": "{now}","currentTime": "{now}", "nodeEligible": true}}"#);
+    let healthy =
+        format!(r#"{{"lastUpdated": "{now}","currentTime": "{now}", "nodeEligible": true}}"#);
     let stale = format!(
         r#"{{"lastUpdated": "{}","currentTime": "{}", "nodeEligible": true}}"#,
         go_time(600),
@@ -212,7 +217,10 @@ fn api_server_handshake_verified_against_the_ca() {
     let (cert, key) = server_cert(&good, &["kubernetes.default.svc"], 2000, 4000);
     let addr = tls_server(&cert, &key);
     // The right CA and a name the certificate carries: connect and handshake times.
-    let a = probe_api(api(addr, "kubernetes.default.svc", Some(&good.ca_pem), false), 3000);
+    let a = probe_api(
+        api(addr, "kubernetes.default.svc", Some(&good.ca_pem), false),
+        3000,
+    );
     assert!(matches!(a.outcome, Outcome::Connected { .. }), "{a:?}");
     let hs = a.handshake.expect("handshake time");
     assert!(hs > Duration::ZERO && hs < Duration::from_secs(3));
@@ -221,15 +229,24 @@ fn api_server_handshake_verified_against_the_ca() {
     assert!(a.handshake.is_some(), "{a:?}");
     // Another CA.
     let other = ca("another CA");
-    let a = probe_api(api(addr, "kubernetes.default.svc", Some(&other.ca_pem), false), 3000);
+    let a = probe_api(
+        api(addr, "kubernetes.default.svc", Some(&other.ca_pem), false),
+        3000,
+    );
     assert_eq!(tls_kind(&a), TlsFailure::UnknownCa, "{a:?}");
     assert!(a.handshake.is_none());
     assert!(a.outcome.connect().is_some());
     // A name the certificate does not carry.
-    let a = probe_api(api(addr, "api.elsewhere.example", Some(&good.ca_pem), false), 3000);
+    let a = probe_api(
+        api(addr, "api.elsewhere.example", Some(&good.ca_pem), false),
+        3000,
+    );
     assert_eq!(tls_kind(&a), TlsFailure::NameMismatch, "{a:?}");
     // insecure-skip-tls-verify: any certificate completes the handshake.
-    let a = probe_api(api(addr, "api.elsewhere.example", Some(&other.ca_pem), true), 3000);
+    let a = probe_api(
+        api(addr, "api.elsewhere.example", Some(&other.ca_pem), true),
+        3000,
+    );
     assert!(a.handshake.is_some(), "{a:?}");
     // A CA that is not PEM.
     let a = probe_api(api(addr, "127.0.0.1", Some("garbage"), false), 3000);

@@ -103,10 +103,12 @@ pub fn healthz(args: &[String], from_file: Option<Option<String>>) -> Result<Hea
         None => super::flag_value(args, "--healthz-bind-address"),
     };
     let bind = match bind {
-        None => return Ok(Healthz::At(loopback(SocketAddr::new(
-            IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-            DEFAULT_HEALTHZ_PORT,
-        )))),
+        None => {
+            return Ok(Healthz::At(loopback(SocketAddr::new(
+                IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+                DEFAULT_HEALTHZ_PORT,
+            ))))
+        }
         Some(b) if b.trim().is_empty() => return Ok(Healthz::Off),
         Some(b) => b.trim().to_string(),
     };
@@ -157,9 +159,15 @@ mod tests {
     #[test]
     fn healthz_from_flags() {
         let at = |s: &str| Healthz::At(s.parse().unwrap());
-        assert_eq!(healthz(&args("kube-proxy --v=2"), None), Ok(at("127.0.0.1:10256")));
         assert_eq!(
-            healthz(&args("kube-proxy --healthz-bind-address=10.0.0.5:10266"), None),
+            healthz(&args("kube-proxy --v=2"), None),
+            Ok(at("127.0.0.1:10256"))
+        );
+        assert_eq!(
+            healthz(
+                &args("kube-proxy --healthz-bind-address=10.0.0.5:10266"),
+                None
+            ),
             Ok(at("10.0.0.5:10266"))
         );
         assert_eq!(
@@ -213,7 +221,10 @@ mod tests {
             healthz_from_config(yaml),
             Ok(Some("0.0.0.0:10256".to_string()))
         );
-        assert_eq!(healthz_from_config("kind: KubeProxyConfiguration\n"), Ok(None));
+        assert_eq!(
+            healthz_from_config("kind: KubeProxyConfiguration\n"),
+            Ok(None)
+        );
         assert_eq!(healthz_from_config("healthzBindAddress: null\n"), Ok(None));
         assert_eq!(
             healthz_from_config("healthzBindAddress: ''\n"),

@@ -114,12 +114,16 @@ pub fn parse(text: &str) -> Result<Cluster, String> {
         .to_string();
     let (host, port) = parse_server(&server)?;
     let ca = match (
-        cluster.str("certificate-authority-data").filter(|s| !s.is_empty()),
-        cluster.str("certificate-authority").filter(|s| !s.is_empty()),
+        cluster
+            .str("certificate-authority-data")
+            .filter(|s| !s.is_empty()),
+        cluster
+            .str("certificate-authority")
+            .filter(|s| !s.is_empty()),
     ) {
-        (Some(data), _) => Ca::Data(
-            base64(data).ok_or("certificate-authority-data is not base64")?,
-        ),
+        (Some(data), _) => {
+            Ca::Data(base64(data).ok_or("certificate-authority-data is not base64")?)
+        }
         (None, Some(file)) => Ca::File(file.to_string()),
         (None, None) => Ca::System,
     };

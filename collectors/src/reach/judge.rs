@@ -131,11 +131,7 @@ fn api_server(p: &ApiProbed, t: &Thresholds) -> Option<Draft> {
                 Outcome::NoRoute { detail } => ("no_route", Some(detail.clone()), None),
                 Outcome::NotResolved { detail } => ("not_resolved", Some(detail.clone()), None),
                 Outcome::Timeout { after, connected } => (
-                    if *connected {
-                        "silent"
-                    } else {
-                        "timeout"
-                    },
+                    if *connected { "silent" } else { "timeout" },
                     None,
                     Some(ms(*after)),
                 ),

@@ -26,9 +26,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::collector::{CollectContext, HostNetns, Phases, Status};
+use crate::config::flag_value;
 use crate::config::kube_proxy::{self, Healthz};
 use crate::config::kubeconfig::{self, Ca, DEFAULT_KUBELET_KUBECONFIG};
-use crate::config::flag_value;
 use crate::hostfs::{self, cap};
 use crate::metric::Metric;
 use crate::node::follow::{Followed, Rescan};
@@ -325,7 +325,8 @@ impl Phases for ReachCollector {
             timeout: self.config.probe_timeout,
         };
         if let Ok((_, addr)) = &kp {
-            plan.targets.push(ReachTarget::KubeProxyHealthz { addr: *addr });
+            plan.targets
+                .push(ReachTarget::KubeProxyHealthz { addr: *addr });
         }
         if let ApiPlan::Probe {
             cluster, ca_pem, ..
@@ -389,9 +390,10 @@ impl Phases for ReachCollector {
             },
         };
         match &kube_proxy {
-            KubeProxyReach::NotRunning => {
-                absent.push("no kube-proxy runs (a kube-proxy replacement, or not a node): nothing to probe".to_string())
-            }
+            KubeProxyReach::NotRunning => absent.push(
+                "no kube-proxy runs (a kube-proxy replacement, or not a node): nothing to probe"
+                    .to_string(),
+            ),
             KubeProxyReach::Disabled { pid } => absent.push(format!(
                 "kube-proxy (pid {pid}) runs with its health endpoint off"
             )),
@@ -402,7 +404,9 @@ impl Phases for ReachCollector {
                 if let probe::Outcome::Failed(why) | probe::Outcome::NoRoute { detail: why } =
                     &answer.outcome
                 {
-                    could_not.push(format!("kube-proxy's /healthz at {addr} could not be probed: {why}"));
+                    could_not.push(format!(
+                        "kube-proxy's /healthz at {addr} could not be probed: {why}"
+                    ));
                 }
             }
         }
@@ -417,7 +421,10 @@ impl Phases for ReachCollector {
                 if let probe::Outcome::Failed(why) | probe::Outcome::BadAnswer { detail: why } =
                     &p.answer.outcome
                 {
-                    could_not.push(format!("the API server {} could not be probed: {why}", p.server));
+                    could_not.push(format!(
+                        "the API server {} could not be probed: {why}",
+                        p.server
+                    ));
                 }
             }
         }
@@ -474,7 +481,11 @@ impl Phases for ReachCollector {
             target("kube_proxy", &answer.outcome, reached);
         }
         if let ApiReach::Probed(p) = &sample.api_server {
-            target("api_server", &p.answer.outcome, p.answer.handshake.is_some());
+            target(
+                "api_server",
+                &p.answer.outcome,
+                p.answer.handshake.is_some(),
+            );
         }
         if let KubeProxyReach::Probed { answer, .. } = &sample.kube_proxy {
             if let Some(s) = answer.status {

@@ -237,9 +237,7 @@ pub fn parse_go_time(s: &str) -> Option<Stamp> {
         return None;
     }
     // The clock part runs to the first space, `Z`, `+` or `-`.
-    let end = rest
-        .find([' ', 'Z', '+', '-'])
-        .unwrap_or(rest.len());
+    let end = rest.find([' ', 'Z', '+', '-']).unwrap_or(rest.len());
     let (clock, zone) = rest.split_at(end);
     let (hms, frac) = match clock.split_once('.') {
         Some((a, f)) => (a, f),
@@ -326,8 +324,17 @@ mod tests {
             parse_go_time("0001-01-01 00:00:00 +0000 UTC"),
             Some(Stamp::Zero)
         );
-        assert_eq!(parse_go_time("1970-01-01 00:00:00 +0000 UTC"), Some(Stamp::At(0.0)));
-        for bad in ["", "yesterday", "2024-13-01 00:00:00 +0000 UTC", "2024-05-01 25:00:00 +0000", "2024-05-01 10:00:00 UTC"] {
+        assert_eq!(
+            parse_go_time("1970-01-01 00:00:00 +0000 UTC"),
+            Some(Stamp::At(0.0))
+        );
+        for bad in [
+            "",
+            "yesterday",
+            "2024-13-01 00:00:00 +0000 UTC",
+            "2024-05-01 25:00:00 +0000",
+            "2024-05-01 10:00:00 UTC",
+        ] {
             assert_eq!(parse_go_time(bad), None, "{bad}");
         }
     }
@@ -340,7 +347,10 @@ mod tests {
         assert_eq!(b.sync_age_seconds(), Some(0.0));
         assert_eq!(b.node_eligible, Some(true));
         let stale = br#"{"lastUpdated": "2024-05-01 09:50:00 +0000 UTC m=+85800.1","currentTime": "2024-05-01 10:00:00 +0000 UTC m=+86400.2", "nodeEligible": true}"#;
-        assert_eq!(parse_healthz_body(stale).unwrap().sync_age_seconds(), Some(600.0));
+        assert_eq!(
+            parse_healthz_body(stale).unwrap().sync_age_seconds(),
+            Some(600.0)
+        );
         let never = br#"{"lastUpdated": "0001-01-01 00:00:00 +0000 UTC","currentTime": "2024-05-01 10:00:00 +0000 UTC m=+5.0"}"#;
         let b = parse_healthz_body(never).unwrap();
         assert!(b.never_synced());

@@ -50,7 +50,10 @@ impl Thresholds {
                 "api_handshake_slow_ms",
                 format!("{} ms", self.api_handshake_slow_ms),
             ),
-            l::setting("api_slow_probes", format!("{} probes", self.api_slow_probes)),
+            l::setting(
+                "api_slow_probes",
+                format!("{} probes", self.api_slow_probes),
+            ),
         ]
     }
 }

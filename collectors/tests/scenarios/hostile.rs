@@ -937,11 +937,20 @@ fn reach_commands_with_a_hostile_tls_server_name_and_node_are_inert() {
     );
     let out = crate::support::collect(&mut c, &hostile_ctx());
     // The name went to the probe as written (the agent refuses it as a TLS name).
-    assert!(probe.plans()[0].targets.iter().any(
-        |t| matches!(t, ReachTarget::ApiServer { server_name, .. } if *server_name == name)
-    ));
-    for id in ["reach.kube_proxy_not_answering", "reach.api_server_tls_failed"] {
-        assert!(ids(&out).contains(&id), "{id}: {:?} {:?}", ids(&out), out.status);
+    assert!(probe.plans()[0]
+        .targets
+        .iter()
+        .any(|t| matches!(t, ReachTarget::ApiServer { server_name, .. } if *server_name == name)));
+    for id in [
+        "reach.kube_proxy_not_answering",
+        "reach.api_server_tls_failed",
+    ] {
+        assert!(
+            ids(&out).contains(&id),
+            "{id}: {:?} {:?}",
+            ids(&out),
+            out.status
+        );
     }
     let cmds = commands(&out);
     for tag in ["servername", "node"] {

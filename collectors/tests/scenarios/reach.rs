@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use collectors::reach::probe::{
-    ApiAnswer, HealthzAnswer, HealthzBody, Outcome, ReachPlan, ReachProbe, ReachReply,
-    ReachReport, ReachTarget, Stamp, TlsFailure,
+    ApiAnswer, HealthzAnswer, HealthzBody, Outcome, ReachPlan, ReachProbe, ReachReply, ReachReport,
+    ReachTarget, Stamp, TlsFailure,
 };
 use collectors::reach::{ReachCollector, ReachConfig};
 use collectors::{Collection, Collector, Finding, Severity, Status};
@@ -53,19 +53,21 @@ impl ReachProbe for FakeReach {
                 .targets
                 .iter()
                 .map(|t| match t {
-                    ReachTarget::KubeProxyHealthz { .. } => ReachReply::Healthz(
-                        self.healthz.lock().unwrap().clone().unwrap_or(HealthzAnswer {
-                            outcome: refused.clone(),
-                            status: None,
-                            body: None,
-                        }),
-                    ),
-                    ReachTarget::ApiServer { .. } => ReachReply::Api(
-                        self.api.lock().unwrap().clone().unwrap_or(ApiAnswer {
+                    ReachTarget::KubeProxyHealthz { .. } => {
+                        ReachReply::Healthz(self.healthz.lock().unwrap().clone().unwrap_or(
+                            HealthzAnswer {
+                                outcome: refused.clone(),
+                                status: None,
+                                body: None,
+                            },
+                        ))
+                    }
+                    ReachTarget::ApiServer { .. } => {
+                        ReachReply::Api(self.api.lock().unwrap().clone().unwrap_or(ApiAnswer {
                             outcome: refused.clone(),
                             handshake: None,
-                        }),
-                    ),
+                        }))
+                    }
                 })
                 .collect(),
         }
@@ -243,8 +245,14 @@ fn a_healthy_node_is_quiet_and_measured() {
         ]
     );
     assert_eq!(plan.timeout, Duration::from_secs(5));
-    assert_eq!(gauge(&out, "node_doctor_reach_up", &[("target", "kube_proxy")]), 1.0);
-    assert_eq!(gauge(&out, "node_doctor_reach_up", &[("target", "api_server")]), 1.0);
+    assert_eq!(
+        gauge(&out, "node_doctor_reach_up", &[("target", "kube_proxy")]),
+        1.0
+    );
+    assert_eq!(
+        gauge(&out, "node_doctor_reach_up", &[("target", "api_server")]),
+        1.0
+    );
     assert_eq!(
         gauge(
             &out,
@@ -254,15 +262,29 @@ fn a_healthy_node_is_quiet_and_measured() {
         1.0
     );
     assert_eq!(
-        gauge(&out, "node_doctor_reach_connect_seconds", &[("target", "api_server")]),
+        gauge(
+            &out,
+            "node_doctor_reach_connect_seconds",
+            &[("target", "api_server")]
+        ),
         0.003
     );
     assert_eq!(
-        gauge(&out, "node_doctor_reach_api_server_tls_handshake_seconds", &[]),
+        gauge(
+            &out,
+            "node_doctor_reach_api_server_tls_handshake_seconds",
+            &[]
+        ),
         0.014
     );
-    assert_eq!(gauge(&out, "node_doctor_reach_kube_proxy_healthz_status", &[]), 200.0);
-    assert_eq!(gauge(&out, "node_doctor_reach_kube_proxy_sync_age_seconds", &[]), 0.0);
+    assert_eq!(
+        gauge(&out, "node_doctor_reach_kube_proxy_healthz_status", &[]),
+        200.0
+    );
+    assert_eq!(
+        gauge(&out, "node_doctor_reach_kube_proxy_sync_age_seconds", &[]),
+        0.0
+    );
 }
 
 #[test]
@@ -280,20 +302,31 @@ fn kube_proxy_with_rules_ten_minutes_stale_is_critical() {
     assert_eq!(num(f, "pid"), 2231.0);
     let t = text(f);
     assert!(t.contains("answers 503 at 127.0.0.1:10256/healthz"), "{t}");
-    assert!(t.contains("last synced 600 s ago (by its own clock)"), "{t}");
+    assert!(
+        t.contains("last synced 600 s ago (by its own clock)"),
+        "{t}"
+    );
     assert!(t.contains("stale rules"), "{t}");
     assert!(t.contains("cordon"), "{t}");
     let cmds = &f.remediation.commands;
     assert!(cmds.contains(&"curl -s --max-time 5 http://127.0.0.1:10256/healthz".to_string()));
-    assert!(cmds.contains(&"kubectl -n kube-system logs -l k8s-app=kube-proxy --tail=200".to_string()));
+    assert!(
+        cmds.contains(&"kubectl -n kube-system logs -l k8s-app=kube-proxy --tail=200".to_string())
+    );
     assert!(cmds.contains(&"kubectl cordon node-1".to_string()));
     assert_eq!(
         sets(f),
-        [("NodeDoctorKubeProxyUnhealthy".to_string(), "KubeProxyRulesStale".to_string())]
+        [(
+            "NodeDoctorKubeProxyUnhealthy".to_string(),
+            "KubeProxyRulesStale".to_string()
+        )]
     );
     let src = f.remediation.source.as_ref().unwrap();
     assert_eq!(src.doc, "Kubernetes documentation");
-    assert_eq!(gauge(&out, "node_doctor_reach_kube_proxy_sync_age_seconds", &[]), 600.0);
+    assert_eq!(
+        gauge(&out, "node_doctor_reach_kube_proxy_sync_age_seconds", &[]),
+        600.0
+    );
     // Synced again: quiet.
     probe.healthz(healthz(200, 0.0));
     assert!(collect(&mut c, &ctx()).findings.is_empty());
@@ -309,7 +342,10 @@ fn a_node_being_deleted_is_not_a_kube_proxy_fault() {
     probe.api(handshake(3, 14));
     let out = collect(&mut collector(&h, &probe), &ctx());
     assert!(out.findings.is_empty(), "{:#?}", out.findings);
-    assert_eq!(gauge(&out, "node_doctor_reach_kube_proxy_healthz_status", &[]), 503.0);
+    assert_eq!(
+        gauge(&out, "node_doctor_reach_kube_proxy_healthz_status", &[]),
+        503.0
+    );
 }
 
 #[test]
@@ -329,14 +365,23 @@ fn kube_proxy_refusing_on_its_old_health_port() {
     assert_eq!(f.severity, Severity::Warning);
     assert_eq!(f.evidence["outcome"].as_str(), Some("refused"));
     let t = text(f);
-    assert!(t.contains("GET /healthz at 127.0.0.1:10249 was refused"), "{t}");
+    assert!(
+        t.contains("GET /healthz at 127.0.0.1:10249 was refused"),
+        "{t}"
+    );
     assert!(t.contains("--healthz-bind-address"), "{t}");
     let cmds = &f.remediation.commands;
-    assert!(cmds.contains(&"ss -ltnp 'sport = :10249'".to_string()), "{cmds:?}");
+    assert!(
+        cmds.contains(&"ss -ltnp 'sport = :10249'".to_string()),
+        "{cmds:?}"
+    );
     assert!(cmds.contains(&"kubectl -n kube-system get pods -l k8s-app=kube-proxy -o wide --field-selector spec.nodeName=node-1".to_string()), "{cmds:?}");
     assert_eq!(
         sets(f),
-        [("NodeDoctorKubeProxyUnhealthy".to_string(), "KubeProxyNotAnswering".to_string())]
+        [(
+            "NodeDoctorKubeProxyUnhealthy".to_string(),
+            "KubeProxyNotAnswering".to_string()
+        )]
     );
 }
 
@@ -355,7 +400,10 @@ fn api_server_without_a_route_after_two_probes() {
     // One failed probe is not an outage.
     let first = collect(&mut c, &ctx());
     assert!(first.findings.is_empty(), "{:#?}", first.findings);
-    assert_eq!(gauge(&first, "node_doctor_reach_up", &[("target", "api_server")]), 0.0);
+    assert_eq!(
+        gauge(&first, "node_doctor_reach_up", &[("target", "api_server")]),
+        0.0
+    );
     let out = collect(&mut c, &ctx());
     let f = only(&out, "reach.api_server_unreachable");
     assert_eq!(f.severity, Severity::Critical);
@@ -367,11 +415,22 @@ fn api_server_without_a_route_after_two_probes() {
     assert!(t.contains("NotReady"), "{t}");
     assert!(t.contains("ip route get"), "{t}");
     let cmds = &f.remediation.commands;
-    assert!(cmds.contains(&"ip route get 10.0.0.10".to_string()), "{cmds:?}");
-    assert!(cmds.contains(&"echo | openssl s_client -connect 10.0.0.10:6443 -servername 10.0.0.10".to_string()), "{cmds:?}");
+    assert!(
+        cmds.contains(&"ip route get 10.0.0.10".to_string()),
+        "{cmds:?}"
+    );
+    assert!(
+        cmds.contains(
+            &"echo | openssl s_client -connect 10.0.0.10:6443 -servername 10.0.0.10".to_string()
+        ),
+        "{cmds:?}"
+    );
     assert_eq!(
         sets(f),
-        [("NodeDoctorNetworkDegraded".to_string(), "APIServerUnreachable".to_string())]
+        [(
+            "NodeDoctorNetworkDegraded".to_string(),
+            "APIServerUnreachable".to_string()
+        )]
     );
     // The path comes back: the count starts again.
     probe.api(handshake(3, 14));
@@ -394,7 +453,10 @@ fn an_expired_certificate_names_the_clock_too() {
             "certificate-authority: pki/ca.crt\n    tls-server-name: kubernetes.default.svc",
         ),
     )
-    .write("/etc/kubernetes/pki/ca.crt", "-----BEGIN CERTIFICATE-----\nfile\n");
+    .write(
+        "/etc/kubernetes/pki/ca.crt",
+        "-----BEGIN CERTIFICATE-----\nfile\n",
+    );
     let probe = Arc::new(FakeReach::default());
     probe.healthz(healthz(200, 0.0));
     probe.api(ApiAnswer {
@@ -419,7 +481,10 @@ fn an_expired_certificate_names_the_clock_too() {
     );
     let f = only(&out, "reach.api_server_tls_failed");
     assert_eq!(f.severity, Severity::Critical);
-    assert_eq!(f.evidence["tls_error"].as_str(), Some("certificate_expired"));
+    assert_eq!(
+        f.evidence["tls_error"].as_str(),
+        Some("certificate_expired")
+    );
     assert_eq!(num(f, "connect_ms"), 2.0);
     let t = text(f);
     assert!(t.contains("has expired by this node's clock"), "{t}");
@@ -430,7 +495,10 @@ fn an_expired_certificate_names_the_clock_too() {
     assert!(cmds.contains(&"timedatectl status".to_string()));
     assert!(cmds.contains(&"kubeadm certs check-expiration".to_string()));
     let src = f.remediation.source.as_ref().unwrap();
-    assert!(src.section.contains("Check certificate expiration"), "{src:?}");
+    assert!(
+        src.section.contains("Check certificate expiration"),
+        "{src:?}"
+    );
     // No NodeCondition: a certificate is the control plane's to fix.
     assert!(sets(f).is_empty());
 }
@@ -472,8 +540,14 @@ fn a_slow_handshake_is_raised_when_repeated() {
     assert_eq!(num(f, "slow_probes"), 2.0);
     let t = text(f);
     assert!(t.contains("TCP connect 1500 ms (threshold 1000 ms"), "{t}");
-    assert!(t.contains("TLS handshake 2400 ms (threshold 2000 ms"), "{t}");
-    assert!(f.remediation.commands.contains(&"nstat -az TcpRetransSegs".to_string()));
+    assert!(
+        t.contains("TLS handshake 2400 ms (threshold 2000 ms"),
+        "{t}"
+    );
+    assert!(f
+        .remediation
+        .commands
+        .contains(&"nstat -az TcpRetransSegs".to_string()));
 }
 
 /// The API server is probed once a minute at most: the runs between judge the last answer.
@@ -491,7 +565,10 @@ fn the_api_server_is_probed_once_a_minute() {
     for _ in 0..3 {
         let out = c.collect(&ctx());
         assert!(out.findings.is_empty());
-        assert_eq!(gauge(&out, "node_doctor_reach_up", &[("target", "api_server")]), 1.0);
+        assert_eq!(
+            gauge(&out, "node_doctor_reach_up", &[("target", "api_server")]),
+            1.0
+        );
     }
     assert_eq!(probe.plans().len(), 3, "kube-proxy every run");
     assert_eq!(probe.api_probes(), 1, "{:#?}", probe.plans());
@@ -527,7 +604,10 @@ fn a_node_without_kube_proxy_or_kubeconfig_has_nothing_to_probe() {
     match &out.status {
         Status::Noted(m) => {
             assert!(m.contains("no kube-proxy runs"), "{m}");
-            assert!(m.contains("no kubelet kubeconfig at /etc/kubernetes/kubelet.conf"), "{m}");
+            assert!(
+                m.contains("no kubelet kubeconfig at /etc/kubernetes/kubelet.conf"),
+                "{m}"
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -539,7 +619,11 @@ fn a_node_without_kube_proxy_or_kubeconfig_has_nothing_to_probe() {
     );
     probe.api(handshake(3, 14));
     let out = collect(&mut collector(&h, &probe), &ctx());
-    assert!(matches!(&out.status, Status::Noted(m) if m.contains("no kube-proxy runs")), "{:?}", out.status);
+    assert!(
+        matches!(&out.status, Status::Noted(m) if m.contains("no kube-proxy runs")),
+        "{:?}",
+        out.status
+    );
     assert_eq!(probe.plans().last().unwrap().targets.len(), 1);
 }
 
