@@ -121,9 +121,9 @@ impl ReachCollector {
     }
 
     /// Where kube-proxy's `/healthz` is, or why it is not probed.
-    fn kube_proxy_target(&self) -> Result<(u32, std::net::SocketAddr), KubeProxyReach> {
+    fn kube_proxy_target(&self) -> Result<(u32, std::net::SocketAddr), Box<KubeProxyReach>> {
         let Some(p) = self.daemons.first("kube-proxy") else {
-            return Err(KubeProxyReach::NotRunning);
+            return Err(Box::new(KubeProxyReach::NotRunning));
         };
         let pid = p.pid;
         let from_file = match kube_proxy::config_path(&p.args) {
@@ -132,25 +132,25 @@ impl ReachCollector {
                 Ok((_, Some(text))) => match kube_proxy::healthz_from_config(&text) {
                     Ok(v) => Some(v),
                     Err(e) => {
-                        return Err(KubeProxyReach::Unknown {
+                        return Err(Box::new(KubeProxyReach::Unknown {
                             pid,
                             reason: format!("its --config {config}: {e}"),
-                        })
+                        }))
                     }
                 },
                 Ok((path, None)) => {
-                    return Err(KubeProxyReach::Unknown {
+                    return Err(Box::new(KubeProxyReach::Unknown {
                         pid,
                         reason: format!("its --config {} does not exist", path.display()),
-                    })
+                    }))
                 }
-                Err(reason) => return Err(KubeProxyReach::Unknown { pid, reason }),
+                Err(reason) => return Err(Box::new(KubeProxyReach::Unknown { pid, reason })),
             },
         };
         match kube_proxy::healthz(&p.args, from_file) {
             Ok(Healthz::At(addr)) => Ok((pid, addr)),
-            Ok(Healthz::Off) => Err(KubeProxyReach::Disabled { pid }),
-            Err(reason) => Err(KubeProxyReach::Unknown { pid, reason }),
+            Ok(Healthz::Off) => Err(Box::new(KubeProxyReach::Disabled { pid })),
+            Err(reason) => Err(Box::new(KubeProxyReach::Unknown { pid, reason })),
         }
     }
 
@@ -198,7 +198,7 @@ impl ReachCollector {
             Ca::Data(pem) => Some(pem.clone()),
             Ca::System => None,
             Ca::File(file) => {
-                let path = host.resolve(&kubeconfig::ca_file_path(&kubeconfig, file));
+                let path = host.resolve(kubeconfig::ca_file_path(&kubeconfig, file));
                 match hostfs::read_bytes(&path, cap::CONFIG) {
                     Ok(pem) => Some(pem),
                     Err(e) => {
@@ -311,12 +311,12 @@ impl Phases for ReachCollector {
         // hostNetwork) kube-proxy's loopback endpoint cannot be reached from here.
         if let Ok((pid, addr)) = kp {
             if addr.ip().is_loopback() && ctx.host_netns == HostNetns::Different {
-                kp = Err(KubeProxyReach::Unknown {
+                kp = Err(Box::new(KubeProxyReach::Unknown {
                     pid,
                     reason: format!(
                         "its /healthz listens on {addr}, and node-doctor is not in the host's network namespace (run it with hostNetwork)"
                     ),
-                });
+                }));
             }
         }
         let api = self.api_plan();
@@ -357,7 +357,7 @@ impl Phases for ReachCollector {
                     reason: "the probe gave no answer for kube-proxy".into(),
                 },
             },
-            Err(k) => k,
+            Err(k) => *k,
         };
         let api_index = usize::from(matches!(kube_proxy, KubeProxyReach::Probed { .. }));
         let api_server = match api {

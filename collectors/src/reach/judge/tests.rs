@@ -103,7 +103,7 @@ fn kube_proxy_503_carries_the_age_of_its_last_sync() {
     };
     let d = judge(&healthz(connected(), Some(503), Some(never)), &t());
     assert_eq!(d[0].severity, Severity::Warning);
-    assert!(d[0].evidence.get("sync_age_seconds").is_none());
+    assert!(!d[0].evidence.contains_key("sync_age_seconds"));
     assert!(d[0].conditions.contains("never_synced"));
 }
 
