@@ -194,6 +194,14 @@ async fn api_server(
         outcome,
         handshake: None,
     };
+    if ca_pem.is_none() && !insecure {
+        // A kubeconfig without a CA trusts the system's roots, the host's, which this probe
+        // does not load: it could only guess, so it says it could not try.
+        return fail(Outcome::Failed(
+            "the kubeconfig names no CA (it trusts the system's roots, which the probe does not load)"
+                .into(),
+        ));
+    }
     let tls = match client_config(ca_pem, insecure) {
         Ok(c) => c,
         Err((kind, detail)) => {
@@ -270,10 +278,7 @@ fn client_config(
             .with_no_client_auth());
     }
     let Some(pem) = ca_pem else {
-        return Err((
-            TlsFailure::BadCa,
-            "the kubeconfig names no CA (the system's roots are not used)".into(),
-        ));
+        return Err((TlsFailure::BadCa, "no CA to verify against".into()));
     };
     let mut roots = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_slice_iter(pem) {

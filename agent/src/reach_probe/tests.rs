@@ -302,6 +302,9 @@ fn both_targets_in_one_plan_answer_in_order() {
         1000,
     ));
     assert_eq!(r.healthz(0).unwrap().outcome, Outcome::Refused);
-    // No CA and not insecure: the probe does not guess roots.
-    assert_eq!(tls_kind(r.api(1).unwrap()), TlsFailure::BadCa);
+    // No CA and not insecure: the probe does not guess roots; it says it could not try.
+    assert!(
+        matches!(&r.api(1).unwrap().outcome, Outcome::Failed(why) if why.contains("names no CA")),
+        "{r:?}"
+    );
 }

@@ -278,6 +278,146 @@ impl ReachCollector {
         });
         probed
     }
+
+    /// Where kube-proxy's `/healthz` is, or why it is not probed (its loopback address is the
+    /// agent's own network namespace's when the agent is outside the host's: a pod without
+    /// hostNetwork cannot reach it).
+    fn kube_proxy_plan(
+        &self,
+        ctx: &CollectContext,
+    ) -> Result<(u32, std::net::SocketAddr), Box<KubeProxyReach>> {
+        let (pid, addr) = self.kube_proxy_target()?;
+        if addr.ip().is_loopback() && ctx.host_netns == HostNetns::Different {
+            return Err(Box::new(KubeProxyReach::Unknown {
+                pid,
+                reason: format!(
+                    "its /healthz listens on {addr}, and node-doctor is not in the host's network namespace (run it with hostNetwork)"
+                ),
+            }));
+        }
+        Ok((pid, addr))
+    }
+
+    /// Asks the probe for what is to be probed this run (nothing: no call).
+    fn ask(
+        &self,
+        kp: &Result<(u32, std::net::SocketAddr), Box<KubeProxyReach>>,
+        api: &ApiPlan,
+    ) -> ReachReport {
+        let mut plan = ReachPlan {
+            targets: Vec::new(),
+            timeout: self.config.probe_timeout,
+        };
+        if let Ok((_, addr)) = kp {
+            plan.targets
+                .push(ReachTarget::KubeProxyHealthz { addr: *addr });
+        }
+        if let ApiPlan::Probe {
+            cluster, ca_pem, ..
+        } = api
+        {
+            plan.targets.push(ReachTarget::ApiServer {
+                host: cluster.host.clone(),
+                port: cluster.port,
+                server_name: cluster.server_name.clone(),
+                ca_pem: ca_pem.clone(),
+                insecure: cluster.insecure,
+            });
+        }
+        if plan.targets.is_empty() {
+            return ReachReport::default();
+        }
+        self.probe.probe(&plan)
+    }
+
+    /// The API server's reach this run: settled without a probe, the last answer again, or
+    /// the answer at `index` of `report` (recorded for the next runs).
+    fn api_reach(
+        &mut self,
+        ctx: &CollectContext,
+        api: ApiPlan,
+        report: &ReachReport,
+        index: usize,
+    ) -> ApiReach {
+        match api {
+            ApiPlan::Settled(a) => {
+                self.last_api = None;
+                a
+            }
+            ApiPlan::Reuse => match &self.last_api {
+                Some(l) => {
+                    let mut p = l.probed.clone();
+                    p.age = l.at.elapsed();
+                    ApiReach::Probed(p)
+                }
+                None => ApiReach::NoKubeconfig {
+                    path: self.config.kubeconfig.clone(),
+                },
+            },
+            ApiPlan::Probe {
+                kubeconfig,
+                cluster,
+                ..
+            } => match report.api(index) {
+                Some(answer) => {
+                    ApiReach::Probed(self.record_api(ctx, kubeconfig, cluster, answer.clone()))
+                }
+                None => ApiReach::Unreadable {
+                    path: kubeconfig,
+                    reason: "the probe gave no answer for the API server".into(),
+                },
+            },
+        }
+    }
+}
+
+/// What the run could not look at (`could_not`: degraded) and what this node does not have
+/// (`absent`: noted).
+fn notes(
+    kube_proxy: &KubeProxyReach,
+    api_server: &ApiReach,
+    could_not: &mut Vec<String>,
+    absent: &mut Vec<String>,
+) {
+    match kube_proxy {
+        KubeProxyReach::NotRunning => absent.push(
+            "no kube-proxy runs (a kube-proxy replacement, or not a node): nothing to probe"
+                .to_string(),
+        ),
+        KubeProxyReach::Disabled { pid } => absent.push(format!(
+            "kube-proxy (pid {pid}) runs with its health endpoint off"
+        )),
+        KubeProxyReach::Unknown { pid, reason } => could_not.push(format!(
+            "kube-proxy (pid {pid}): {reason}; its /healthz is not probed"
+        )),
+        KubeProxyReach::Probed { answer, addr, .. } => {
+            if let probe::Outcome::Failed(why) | probe::Outcome::NoRoute { detail: why } =
+                &answer.outcome
+            {
+                could_not.push(format!(
+                    "kube-proxy's /healthz at {addr} could not be probed: {why}"
+                ));
+            }
+        }
+    }
+    match api_server {
+        ApiReach::NoKubeconfig { path } => absent.push(format!(
+            "no kubelet kubeconfig at {path}: the API server is not probed"
+        )),
+        ApiReach::Unreadable { path, reason } => could_not.push(format!(
+            "the kubelet kubeconfig {path}: {reason}; the API server is not probed"
+        )),
+        ApiReach::Probed(p) => {
+            if let probe::Outcome::Failed(why) | probe::Outcome::BadAnswer { detail: why } =
+                &p.answer.outcome
+            {
+                could_not.push(format!(
+                    "the API server {} could not be probed: {why}",
+                    p.server
+                ));
+            }
+        }
+    }
 }
 
 fn now_unix() -> u64 {
@@ -306,45 +446,9 @@ impl Phases for ReachCollector {
         if self.daemons.refresh(&self.node, &[]).unreadable {
             could_not.push("the process table could not be read: kube-proxy and the kubelet's --kubeconfig are not known".to_string());
         }
-        let mut kp = self.kube_proxy_target();
-        // Loopback is the agent's own network namespace's: outside the host's (a pod without
-        // hostNetwork) kube-proxy's loopback endpoint cannot be reached from here.
-        if let Ok((pid, addr)) = kp {
-            if addr.ip().is_loopback() && ctx.host_netns == HostNetns::Different {
-                kp = Err(Box::new(KubeProxyReach::Unknown {
-                    pid,
-                    reason: format!(
-                        "its /healthz listens on {addr}, and node-doctor is not in the host's network namespace (run it with hostNetwork)"
-                    ),
-                }));
-            }
-        }
+        let kp = self.kube_proxy_plan(ctx);
         let api = self.api_plan();
-        let mut plan = ReachPlan {
-            targets: Vec::new(),
-            timeout: self.config.probe_timeout,
-        };
-        if let Ok((_, addr)) = &kp {
-            plan.targets
-                .push(ReachTarget::KubeProxyHealthz { addr: *addr });
-        }
-        if let ApiPlan::Probe {
-            cluster, ca_pem, ..
-        } = &api
-        {
-            plan.targets.push(ReachTarget::ApiServer {
-                host: cluster.host.clone(),
-                port: cluster.port,
-                server_name: cluster.server_name.clone(),
-                ca_pem: ca_pem.clone(),
-                insecure: cluster.insecure,
-            });
-        }
-        let report = if plan.targets.is_empty() {
-            ReachReport::default()
-        } else {
-            self.probe.probe(&plan)
-        };
+        let report = self.ask(&kp, &api);
         let kube_proxy = match kp {
             Ok((pid, addr)) => match report.healthz(0) {
                 Some(answer) => KubeProxyReach::Probed {
@@ -360,74 +464,8 @@ impl Phases for ReachCollector {
             Err(k) => *k,
         };
         let api_index = usize::from(matches!(kube_proxy, KubeProxyReach::Probed { .. }));
-        let api_server = match api {
-            ApiPlan::Settled(a) => {
-                self.last_api = None;
-                a
-            }
-            ApiPlan::Reuse => match &self.last_api {
-                Some(l) => {
-                    let mut p = l.probed.clone();
-                    p.age = l.at.elapsed();
-                    ApiReach::Probed(p)
-                }
-                None => ApiReach::NoKubeconfig {
-                    path: self.config.kubeconfig.clone(),
-                },
-            },
-            ApiPlan::Probe {
-                kubeconfig,
-                cluster,
-                ..
-            } => match report.api(api_index) {
-                Some(answer) => {
-                    ApiReach::Probed(self.record_api(ctx, kubeconfig, cluster, answer.clone()))
-                }
-                None => ApiReach::Unreadable {
-                    path: kubeconfig,
-                    reason: "the probe gave no answer for the API server".into(),
-                },
-            },
-        };
-        match &kube_proxy {
-            KubeProxyReach::NotRunning => absent.push(
-                "no kube-proxy runs (a kube-proxy replacement, or not a node): nothing to probe"
-                    .to_string(),
-            ),
-            KubeProxyReach::Disabled { pid } => absent.push(format!(
-                "kube-proxy (pid {pid}) runs with its health endpoint off"
-            )),
-            KubeProxyReach::Unknown { pid, reason } => could_not.push(format!(
-                "kube-proxy (pid {pid}): {reason}; its /healthz is not probed"
-            )),
-            KubeProxyReach::Probed { answer, addr, .. } => {
-                if let probe::Outcome::Failed(why) | probe::Outcome::NoRoute { detail: why } =
-                    &answer.outcome
-                {
-                    could_not.push(format!(
-                        "kube-proxy's /healthz at {addr} could not be probed: {why}"
-                    ));
-                }
-            }
-        }
-        match &api_server {
-            ApiReach::NoKubeconfig { path } => absent.push(format!(
-                "no kubelet kubeconfig at {path}: the API server is not probed"
-            )),
-            ApiReach::Unreadable { path, reason } => could_not.push(format!(
-                "the kubelet kubeconfig {path}: {reason}; the API server is not probed"
-            )),
-            ApiReach::Probed(p) => {
-                if let probe::Outcome::Failed(why) | probe::Outcome::BadAnswer { detail: why } =
-                    &p.answer.outcome
-                {
-                    could_not.push(format!(
-                        "the API server {} could not be probed: {why}",
-                        p.server
-                    ));
-                }
-            }
-        }
+        let api_server = self.api_reach(ctx, api, &report, api_index);
+        notes(&kube_proxy, &api_server, &mut could_not, &mut absent);
         let sample = ReachSample {
             kube_proxy,
             api_server,
