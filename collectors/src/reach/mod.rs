@@ -258,19 +258,7 @@ impl ReachCollector {
             0
         };
         let interval = self.config.api_interval.as_secs();
-        let next_due = if interval == 0 {
-            0
-        } else {
-            // The first second at or after a full interval that is this node's slot.
-            let earliest = now_unix().saturating_add(interval);
-            let offset = self.slot_offset(ctx);
-            let base = earliest - earliest % interval + offset;
-            if base >= earliest {
-                base
-            } else {
-                base + interval
-            }
-        };
+        let next_due = next_slot(now_unix(), interval, self.slot_offset(ctx));
         self.last_api = Some(LastApi {
             probed: probed.clone(),
             at: Instant::now(),
@@ -420,6 +408,21 @@ fn notes(
     }
 }
 
+/// The first second at or after `now + interval` that is `offset` seconds into an interval
+/// (a node's own second of the minute); 0 when `interval` is 0 (every run).
+fn next_slot(now: u64, interval: u64, offset: u64) -> u64 {
+    if interval == 0 {
+        return 0;
+    }
+    let earliest = now.saturating_add(interval);
+    let slot = earliest - earliest % interval + offset % interval;
+    if slot >= earliest {
+        slot
+    } else {
+        slot.saturating_add(interval)
+    }
+}
+
 fn now_unix() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -561,5 +564,40 @@ impl Phases for ReachCollector {
     fn min_timeout(&self) -> Option<Duration> {
         // The probes run concurrently, each within the probe timeout.
         Some(self.config.probe_timeout + Duration::from_secs(1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_next_probe_is_at_the_nodes_second_after_a_full_interval() {
+        // 12:00:10 with this node's second 37: not before 12:01:10, so 12:01:37.
+        let now = 1_714_557_600 + 10;
+        assert_eq!(next_slot(now, 60, 37), 1_714_557_600 + 60 + 37);
+        // 12:00:50, second 37: 12:01:50 has passed 12:01:37, so 12:02:37.
+        let now = 1_714_557_600 + 50;
+        assert_eq!(next_slot(now, 60, 37), 1_714_557_600 + 120 + 37);
+        // Always at least an interval away, at most two; always the node's second.
+        for now in 1_714_557_600..1_714_557_600 + 180 {
+            let at = next_slot(now, 60, 37);
+            assert!(at >= now + 60 && at < now + 120, "{now} -> {at}");
+            assert_eq!(at % 60, 37);
+        }
+        assert_eq!(next_slot(100, 0, 5), 0);
+    }
+
+    #[test]
+    fn nodes_spread_over_the_minute() {
+        let mut seconds: Vec<u64> = (0..5000)
+            .map(|i| fnv1a(format!("node-{i}").as_bytes()) % 60)
+            .collect();
+        seconds.sort_unstable();
+        seconds.dedup();
+        // 5,000 names land on every second of the minute.
+        assert_eq!(seconds.len(), 60);
+        // Stable across restarts: the same name, the same second.
+        assert_eq!(fnv1a(b"worker-1"), fnv1a(b"worker-1"));
     }
 }
