@@ -131,6 +131,12 @@ pub struct CollectorFlags {
     )]
     pub net_interfaces: Vec<String>,
 
+    /// dns, reach: send no active probe from this node (no DNS query, no kube-proxy /healthz,
+    /// no API server handshake). Both collectors then touch no network and report "probes are
+    /// off". docs/collectors/dns.md, docs/collectors/reach.md.
+    #[arg(long = "no-probes", global = true, env = "NODE_DOCTOR_NO_PROBES")]
+    pub no_probes: bool,
+
     /// disk, runtime: docker's daemon.json on the host (data-root, exec-root, log-opts, hosts).
     #[arg(
         long,
@@ -284,10 +290,6 @@ pub struct CollectorFlags {
     )]
     pub nodelocal_dns: SocketAddr,
 
-    /// Send no active probe from this node: the dns collector asks no DNS server.
-    #[arg(long, global = true, env = "NODE_DOCTOR_NO_PROBES")]
-    pub no_probes: bool,
-
     /// dns: how long one UDP try of a DNS probe waits for its answer (the second try and the
     /// TCP fallback wait as long).
     #[arg(long, global = true, env = "NODE_DOCTOR_DNS_PROBE_TIMEOUT", default_value = "2s", value_parser = parse_duration, value_name = "DURATION")]
@@ -303,7 +305,7 @@ impl CollectorFlags {
             max_records_per_cycle: self.kmsg_max_records.max(1),
             ..KmsgConfig::default()
         };
-        let mut o = crate::probe::default_options();
+        let mut o = crate::reach_probe::default_options();
         o.disk.runtime.daemon_json = self.docker_daemon_json.clone();
         o.disk.runtime.containerd_config = self.containerd_config.clone();
         o.disk.runtime.kubelet_config = self.kubelet_config.clone();
@@ -352,6 +354,7 @@ impl CollectorFlags {
         if let Some(k) = &self.kubelet_config {
             o.dns.kubelet_config = PathBuf::from(k);
         }
+        o.reach.probes = !self.no_probes;
         o.conntrack.kmsg = kmsg;
         o
     }
@@ -816,7 +819,7 @@ mod tests {
         );
         // Defaults equal the collectors' own defaults.
         let d = parse(&["check"]).unwrap().tuning.options();
-        let base = crate::probe::default_options();
+        let base = crate::reach_probe::default_options();
         assert_eq!(
             d.load.thresholds.iowait_warning_percent,
             base.load.thresholds.iowait_warning_percent
@@ -834,6 +837,10 @@ mod tests {
         assert_eq!(d.disk.runtime, base.disk.runtime);
         assert_eq!(d.disk.walk_budget_entries, base.disk.walk_budget_entries);
         assert_eq!(d.runtime, base.runtime);
+        assert_eq!(d.reach, base.reach);
+        assert!(d.reach.probes);
+        let off = parse(&["check", "--no-probes"]).unwrap().tuning.options();
+        assert!(!off.reach.probes);
     }
 
     #[test]

@@ -20,6 +20,7 @@ mod links;
 mod metrics;
 mod netns;
 mod probe;
+mod reach_probe;
 mod rules_page;
 mod scheduler;
 mod server;

@@ -30,7 +30,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::time::timeout_at;
 
 /// Largest answers read: a ping, a version, a healthz body.
-const SMALL_BODY: usize = 64 << 10;
+pub(crate) const SMALL_BODY: usize = 64 << 10;
 /// `GET /containers/json` and `Tasks.List` on a node with hundreds of containers.
 const LIST_BODY: usize = 16 << 20;
 /// How much of an unexpected answer is kept for people.
@@ -138,12 +138,14 @@ fn timed_out(start: Instant, connected: bool) -> Outcome {
 }
 
 /// At most [`DETAIL_BYTES`] bytes of a daemon's text, and `…` when it was longer.
-fn cut(s: &str) -> String {
+pub(crate) fn cut(s: &str) -> String {
     collectors::bounded::ellipsis(s, DETAIL_BYTES + '…'.len_utf8())
 }
 
 /// An HTTP/1.1 sender over a connected stream (its connection driven by a spawned task).
-async fn http1<S>(io: S) -> Result<hyper::client::conn::http1::SendRequest<Full<Bytes>>, String>
+pub(crate) async fn http1<S>(
+    io: S,
+) -> Result<hyper::client::conn::http1::SendRequest<Full<Bytes>>, String>
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
@@ -157,7 +159,7 @@ where
 }
 
 /// `GET path` on an HTTP/1.1 sender: status and body (at most `limit` bytes).
-async fn get(
+pub(crate) async fn get(
     sender: &mut hyper::client::conn::http1::SendRequest<Full<Bytes>>,
     host: &str,
     path: &str,
@@ -707,15 +709,6 @@ async fn healthz(
             status: Some(status),
         },
     }
-}
-
-/// Every collector's defaults, with this agent's network probes for the runtime and dns
-/// collectors.
-pub fn default_options() -> collectors::registry::Options {
-    collectors::registry::Options::new(
-        std::sync::Arc::new(HostProbe),
-        std::sync::Arc::new(crate::dns_probe::HostDnsProbe),
-    )
 }
 
 /// A socket path for a test server (kept short: unix socket paths are limited to 108 bytes).

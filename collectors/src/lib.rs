@@ -41,6 +41,7 @@ pub mod npd;
 pub mod pods;
 pub mod pressure;
 pub mod proc;
+pub mod reach;
 pub mod registry;
 pub mod rules;
 pub mod runtime;

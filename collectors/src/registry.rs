@@ -3,7 +3,7 @@
 //! here (and its folder, rule file, docs page and scenario test: ARCHITECTURE.md "How to add a
 //! collector").
 //!
-//! What only the agent has comes in [`Options`]: the runtime and dns collectors' network
+//! What only the agent has comes in [`Options`]: the runtime, dns and reach collectors' network
 //! probes are the agent's (this crate knows no network protocol).
 
 use std::sync::Arc;
@@ -23,6 +23,8 @@ use crate::net::{NetCollector, NetConfig};
 use crate::node::Node;
 use crate::npd::{NpdCollector, NpdConfigs};
 use crate::pressure::{PressureCollector, PressureConfig};
+use crate::reach::probe::ReachProbe;
+use crate::reach::{ReachCollector, ReachConfig};
 use crate::runtime::probe::RuntimeProbe;
 use crate::runtime::{RuntimeCollector, RuntimeConfig};
 use crate::tables::{TablesCollector, TablesConfig};
@@ -45,16 +47,24 @@ pub struct Options {
     pub tables: TablesConfig,
     pub net: NetConfig,
     pub dns: DnsConfig,
+    pub reach: ReachConfig,
     /// How the runtime collector asks the daemons (the agent's probes; tests' fakes).
     pub runtime_probe: Arc<dyn RuntimeProbe>,
     /// How the dns collector asks the DNS servers (the agent's; tests' fakes).
     pub dns_probe: Arc<dyn DnsProbe>,
+    /// How the reach collector probes the control paths (the agent's probes; tests' fakes).
+    pub reach_probe: Arc<dyn ReachProbe>,
 }
 
 impl Options {
     /// Every collector's defaults, with the agent's (or a test's) network probes: `probe` for
-    /// the runtime collector, `dns_probe` for the dns collector.
-    pub fn new(probe: Arc<dyn RuntimeProbe>, dns_probe: Arc<dyn DnsProbe>) -> Options {
+    /// the runtime collector, `dns_probe` for the dns collector, `reach_probe` for the reach
+    /// collector.
+    pub fn new(
+        probe: Arc<dyn RuntimeProbe>,
+        dns_probe: Arc<dyn DnsProbe>,
+        reach_probe: Arc<dyn ReachProbe>,
+    ) -> Options {
         Options {
             disk: DiskConfig::default(),
             load: LoadConfig::default(),
@@ -70,8 +80,10 @@ impl Options {
             tables: TablesConfig::default(),
             net: NetConfig::default(),
             dns: DnsConfig::default(),
+            reach: ReachConfig::default(),
             runtime_probe: probe,
             dns_probe,
+            reach_probe,
         }
     }
 }
@@ -237,6 +249,18 @@ pub const COLLECTORS: &[Entry] = &[
         ],
         thresholds: |o| o.dns.thresholds.listed(),
     },
+    Entry {
+        name: "reach",
+        build: |n, o| {
+            Box::new(ReachCollector::new(
+                n.clone(),
+                o.reach.clone(),
+                Arc::clone(&o.reach_probe),
+            ))
+        },
+        flags: &["--no-probes"],
+        thresholds: |o| o.reach.thresholds.listed(),
+    },
 ];
 
 /// The runtime collector's node-log thresholds, named apart from its own.
@@ -268,6 +292,7 @@ pub fn all(node: &Node, opts: &Options) -> Vec<Box<dyn Collector>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reach::probe::{ReachPlan, ReachReport};
     use crate::runtime::probe::{ProbePlan, ProbeReport};
 
     #[derive(Debug)]
@@ -282,12 +307,21 @@ mod tests {
             crate::dns::DnsReport::default()
         }
     }
+    impl ReachProbe for NoProbe {
+        fn probe(&self, _plan: &ReachPlan) -> ReachReport {
+            ReachReport::default()
+        }
+    }
+
+    fn options() -> Options {
+        Options::new(Arc::new(NoProbe), Arc::new(NoProbe), Arc::new(NoProbe))
+    }
 
     /// Every collector lists every field of its thresholds, each once, with a value.
     #[test]
     fn thresholds_list_every_field() {
         use crate::listing::assert_lists_every_field as every;
-        let o = Options::new(Arc::new(NoProbe), Arc::new(NoProbe));
+        let o = options();
         every(
             &format!("{:?}", o.disk.thresholds),
             &o.disk.thresholds.listed(),
@@ -344,6 +378,10 @@ mod tests {
             &format!("{:?}", o.dns.thresholds),
             &o.dns.thresholds.listed(),
         );
+        every(
+            &format!("{:?}", o.reach.thresholds),
+            &o.reach.thresholds.listed(),
+        );
         let logs = &o.runtime.log_thresholds;
         every(&format!("{logs:?}"), &logs.listed());
         for e in COLLECTORS {
@@ -361,7 +399,7 @@ mod tests {
     #[test]
     fn rows_build_the_collector_they_name() {
         let node = Node::new(crate::HostPaths::new("/nonexistent-host-root"));
-        let opts = Options::new(Arc::new(NoProbe), Arc::new(NoProbe));
+        let opts = options();
         let built: Vec<&str> = all(&node, &opts).iter().map(|c| c.name()).collect();
         let named: Vec<&str> = names().collect();
         assert_eq!(built, named);
@@ -378,7 +416,7 @@ mod tests {
     #[test]
     fn constructors_read_nothing() {
         let node = Node::new(crate::HostPaths::new("/"));
-        let opts = Options::new(Arc::new(NoProbe), Arc::new(NoProbe));
+        let opts = options();
         let built = all(&node, &opts);
         assert_eq!(built.len(), COLLECTORS.len());
         assert_eq!(node.per_process_paths(), 0);

@@ -492,3 +492,66 @@ Node 0, zone   Normal   4411   3868   3114   2347   1619   1009    555    284   
     assert_eq!(v["incomplete"], serde_json::json!(["iptables"]), "{v:#}");
     assert_eq!(out.status.code().unwrap() & 4, 4);
 }
+
+/// `--no-probes`: the reach collector touches no network and says so. A staged kube-proxy's
+/// health endpoint is a listener of this test on 127.0.0.1: with the flag it sees no
+/// connection; without it (the control) the probe connects and the check is quiet.
+#[test]
+fn no_probes_touches_no_network() {
+    use std::io::{Read, Write};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let connections = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&connections);
+    std::thread::spawn(move || {
+        for mut s in listener.incoming().flatten() {
+            seen.fetch_add(1, Ordering::SeqCst);
+            let mut buf = [0u8; 2048];
+            let _ = s.read(&mut buf);
+            let body = r#"{"lastUpdated": "2026-11-27 10:00:00 +0000 UTC","currentTime": "2026-11-27 10:00:00 +0000 UTC", "nodeEligible": true}"#;
+            let _ = write!(
+                s,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    let root = FakeRoot::quiet();
+    let stat = "4242 (kube-proxy) S 1 4242 4242 0 -1 4194560 100 0 0 0 10 0 0 0 20 0 12 0 500 1000000 100 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n";
+    root.write("/proc/4242/comm", "kube-proxy\n");
+    root.write("/proc/4242/stat", stat);
+    root.write(
+        "/proc/4242/cmdline",
+        &format!("/usr/local/bin/kube-proxy\0--healthz-bind-address={addr}\0"),
+    );
+    let reach = |extra: &[&str]| -> Value {
+        let mut args = vec![
+            "check",
+            "--host-root",
+            root.root().to_str().unwrap(),
+            "--format",
+            "json",
+            "--collector",
+            "reach",
+        ];
+        args.extend_from_slice(extra);
+        let out = run(&args, &[]);
+        let v: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+        assert_eq!(v["collectors"][0]["name"], "reach", "{v:#}");
+        v
+    };
+    let v = reach(&["--no-probes"]);
+    let c = &v["collectors"][0];
+    assert_eq!(c["status"], "ok", "{v:#}");
+    assert_eq!(c["message"], "probes are off (--no-probes)", "{v:#}");
+    assert!(v["findings"].as_array().unwrap().is_empty(), "{v:#}");
+    assert_eq!(connections.load(Ordering::SeqCst), 0);
+    // The control: the same node probed.
+    let v = reach(&[]);
+    assert!(v["findings"].as_array().unwrap().is_empty(), "{v:#}");
+    assert!(connections.load(Ordering::SeqCst) >= 1, "{v:#}");
+}

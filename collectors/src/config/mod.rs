@@ -3,7 +3,9 @@
 //!
 //! - [`docker`]: `/etc/docker/daemon.json` and a container's `config.v2.json` labels;
 //! - [`containerd`]: `root` / `state` of `/etc/containerd/config.toml`;
-//! - [`kubelet`]: the running kubelet's flags and its config file (YAML or JSON).
+//! - [`kubelet`]: the running kubelet's flags and its config file (YAML or JSON);
+//! - [`kubeconfig`]: the API server a kubeconfig points at (server, CA, TLS server name);
+//! - [`kube_proxy`]: kube-proxy's `--config` file and its health endpoint's address.
 //!
 //! Each exposes a pure `parse` over the file's text and a thin reader taking [`HostPaths`];
 //! which of them a node runs, and where, is [`crate::node::discover`]'s.
@@ -13,6 +15,8 @@
 pub mod containerd;
 pub mod docker;
 pub mod go_duration;
+pub mod kube_proxy;
+pub mod kubeconfig;
 pub mod kubelet;
 
 /// The value of a command-line flag in `args`: `--name=value` or `--name value`. The last

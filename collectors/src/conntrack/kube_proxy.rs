@@ -21,10 +21,8 @@
 //! found as the process sees it. The YAML reader is deliberately small: the top-level
 //! `conntrack:` map's `maxPerCore` and `min` (block or flow map), or the same keys in JSON.
 
-use std::path::{Component, Path};
-
+use crate::config::kube_proxy;
 use crate::host::HostPaths;
-use crate::hostfs::{self, cap};
 use crate::node::follow::{Followed, Rescan};
 use crate::node::Node;
 
@@ -125,10 +123,7 @@ pub fn from_flags(pid: u32, args: &[String]) -> Result<Settings, String> {
     })
 }
 
-/// `--config`'s value, when given.
-pub fn config_path(args: &[String]) -> Option<&str> {
-    flag(args, "--config").filter(|p| !p.is_empty())
-}
+pub use crate::config::kube_proxy::config_path;
 
 /// `maxPerCore` and `min` of a `KubeProxyConfiguration`'s `conntrack` map (YAML or JSON);
 /// `None` for a key that is absent or `null` (kube-proxy's default applies).
@@ -242,27 +237,16 @@ pub fn settings(host: &HostPaths, pid: u32, args: &[String]) -> KubeProxy {
     };
     let unreadable = |reason: String| KubeProxy::Unreadable {
         pid,
-        config: config.to_string(),
+        config: config.clone(),
         reason,
     };
-    // An absolute path without `..`, as the process sees it, under its own root.
-    let rel = Path::new(config);
-    if !rel.is_absolute() || rel.components().any(|c| matches!(c, Component::ParentDir)) {
-        return unreadable(format!(
-            "--config {config:?} is not an absolute path without `..`"
-        ));
-    }
-    let path = host
-        .proc_pid(pid)
-        .join("root")
-        .join(rel.strip_prefix("/").unwrap_or(rel));
-    match hostfs::read_text_optional(&path, cap::CONFIG) {
-        Ok(Some(text)) => match from_config(pid, config, &text) {
+    match kube_proxy::read_config(host, pid, &config) {
+        Ok((path, Some(text))) => match from_config(pid, &config, &text) {
             Ok(s) => KubeProxy::Found(s),
             Err(e) => unreadable(format!("{}: {e}", path.display())),
         },
-        Ok(None) => unreadable(format!("{} does not exist", path.display())),
-        Err(e) => unreadable(e.to_string()),
+        Ok((path, None)) => unreadable(format!("{} does not exist", path.display())),
+        Err(e) => unreadable(e),
     }
 }
 
@@ -329,11 +313,11 @@ mod tests {
         assert!(from_flags(7, &args("kube-proxy --conntrack-min=-5")).is_err());
         assert!(from_flags(7, &args("kube-proxy --conntrack-max-per-core=lots")).is_err());
         assert_eq!(
-            config_path(&args("kube-proxy --config=/var/lib/kube-proxy/config.conf")),
+            config_path(&args("kube-proxy --config=/var/lib/kube-proxy/config.conf")).as_deref(),
             Some("/var/lib/kube-proxy/config.conf")
         );
         assert_eq!(
-            config_path(&args("kube-proxy --config /etc/kp.yaml --v=2")),
+            config_path(&args("kube-proxy --config /etc/kp.yaml --v=2")).as_deref(),
             Some("/etc/kp.yaml")
         );
         // `--config-sync-period` is another flag.

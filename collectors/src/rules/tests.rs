@@ -707,7 +707,7 @@ fn the_lazy_book_parses_only_the_files_of_the_collector_asked_for() {
 #[test]
 fn node_conditions_load_with_the_collectors_that_set_them() {
     let classes = RuleBook::node_conditions();
-    assert_eq!(classes.len(), 20);
+    assert_eq!(classes.len(), 21);
     let feeds = |t: &str| -> Vec<&str> {
         classes
             .iter()
@@ -723,8 +723,9 @@ fn node_conditions_load_with_the_collectors_that_set_them() {
     assert_eq!(feeds("NodeDoctorFrequentUnregisterNetDevice"), ["kernel"]);
     assert_eq!(feeds("NodeDoctorXfsShutdown"), ["kernel"]);
     assert_eq!(feeds("NodeDoctorClockUnsynchronised"), ["clock"]);
-    assert_eq!(feeds("NodeDoctorNetworkDegraded"), ["net"]);
+    assert_eq!(feeds("NodeDoctorNetworkDegraded"), ["net", "reach"]);
     assert_eq!(feeds("NodeDoctorDNSUnhealthy"), ["dns"]);
+    assert_eq!(feeds("NodeDoctorKubeProxyUnhealthy"), ["reach"]);
     assert_eq!(
         feeds("NodeDoctorContainerRuntimeUnhealthy"),
         ["kernel", "runtime"]

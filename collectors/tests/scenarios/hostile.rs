@@ -961,3 +961,81 @@ fn net_pod_commands_with_hostile_pod_names_and_uids_are_inert() {
         &[hostile_word("podns"), hostile_word("podname")],
     );
 }
+
+/// The reach collector prints the kubeconfig's `tls-server-name` (`openssl s_client
+/// -servername`) and the node's name (`kubectl ... spec.nodeName=`): both host data, staged
+/// with shell payloads (the server's host itself is refused unless it is a host name or an
+/// address, so it cannot carry one).
+#[test]
+fn reach_commands_with_a_hostile_tls_server_name_and_node_are_inert() {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use collectors::reach::probe::{ApiAnswer, Outcome, ReachProbe, ReachTarget, TlsFailure};
+    use collectors::reach::{ReachCollector, ReachConfig};
+
+    use crate::reach::{process, FakeReach};
+
+    let name = hostile("servername");
+    let h = FakeHost::new();
+    h.write("/proc/uptime", "86400.00 170000.00\n");
+    process(&h, 2231, "kube-proxy", "/usr/local/bin/kube-proxy --v=2");
+    process(
+        &h,
+        1187,
+        "kubelet",
+        "/usr/bin/kubelet --kubeconfig=/etc/kubernetes/kubelet.conf",
+    );
+    let kubeconfig = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "k", "cluster": {
+            "server": "https://10.0.0.10:6443",
+            "certificate-authority-data": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg==",
+            "tls-server-name": name,
+        }}],
+        "contexts": [{"name": "c", "context": {"cluster": "k"}}],
+        "current-context": "c",
+    });
+    h.write("/etc/kubernetes/kubelet.conf", kubeconfig.to_string());
+    let probe = Arc::new(FakeReach::default());
+    probe.api(ApiAnswer {
+        outcome: Outcome::Tls {
+            connect: Duration::from_millis(2),
+            kind: TlsFailure::NameMismatch,
+            detail: "invalid peer certificate: NotValidForName".into(),
+        },
+        handshake: None,
+    });
+    let mut c = ReachCollector::new(
+        h.node(),
+        ReachConfig::default(),
+        probe.clone() as Arc<dyn ReachProbe>,
+    );
+    let out = crate::support::collect(&mut c, &hostile_ctx());
+    // The name went to the probe as written (the agent refuses it as a TLS name).
+    assert!(probe.plans()[0]
+        .targets
+        .iter()
+        .any(|t| matches!(t, ReachTarget::ApiServer { server_name, .. } if *server_name == name)));
+    for id in [
+        "reach.kube_proxy_not_answering",
+        "reach.api_server_tls_failed",
+    ] {
+        assert!(
+            ids(&out).contains(&id),
+            "{id}: {:?} {:?}",
+            ids(&out),
+            out.status
+        );
+    }
+    let cmds = commands(&out);
+    for tag in ["servername", "node"] {
+        assert_reached(&cmds, tag);
+    }
+    assert_inert(
+        "reach_commands_with_a_hostile_tls_server_name_and_node_are_inert",
+        &cmds,
+        &[name, hostile("node")],
+    );
+}

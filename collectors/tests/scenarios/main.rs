@@ -23,6 +23,7 @@ mod nodelog;
 mod npd;
 mod npd_parity;
 mod pressure;
+mod reach;
 mod registry;
 mod rules;
 mod runtime;
