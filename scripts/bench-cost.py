@@ -9,7 +9,9 @@ is undone in `finally` blocks, and bench-cost.sh undoes it again from outside if
 is killed. It writes only under --tmp.
 
 Healthy phase: N idle processes and M held flocks, a cluster DNS on the namespace's loopback
-for the dns collector to probe (scripts/dns-test-server.py); node_exporter's CPU per scrape (N scrapes,
+for the dns collector to probe (scripts/dns-test-server.py), a process named kube-proxy
+answering /healthz on 127.0.0.1:10256 and a TLS listener on 127.0.0.1:16443 named by a kubelet
+kubeconfig (with the bench's own CA) for the reach collector; node_exporter's CPU per scrape (N scrapes,
 CPU from /proc/<pid>/stat), node-doctor serve's CPU per collector run (from
 node_doctor_collector_cpu_seconds_total and the duration histogram's _count over a window),
 serve's share of a core over the window, and `check` (user + sys of the child, wall).
@@ -19,9 +21,11 @@ and the CPU per cycle meanwhile. Prints one markdown table with the issue's targ
 """
 
 import argparse
+import base64
 import json
 import os
 import re
+import shutil
 import resource
 import signal
 import socket
@@ -200,11 +204,111 @@ def stage_dns(tmp):
     return p
 
 
+def kubelet_kubeconfig(tmp):
+    """Where stage_reach writes the kubelet kubeconfig naming the bench's API server."""
+    return os.path.join(tmp, "kubelet.conf")
+
+
+KUBE_PROXY_HEALTHZ = "127.0.0.1:10256"
+
+# A kube-proxy's health endpoint and an API server's TLS port for the reach collector, as on a
+# node: the Python interpreter copied under the name `kube-proxy` (the process table knows
+# processes by that name) serving kube-proxy's /healthz answer, and a TLS listener with a
+# certificate of the bench's own CA named in a kubelet kubeconfig.
+HEALTHZ_SERVER = r'''
+import datetime, http.server, json, socket, ssl, sys, threading
+flags = dict(a.split("=", 1) for a in sys.argv[1:] if a.startswith("--") and "=" in a)
+host, port = flags["--healthz-bind-address"].rsplit(":", 1)
+cert, key, api = flags["--bench-cert"], flags["--bench-key"], flags["--bench-api"]
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f +0000 UTC")
+        body = json.dumps({"lastUpdated": now, "currentTime": now, "nodeEligible": True}).encode()
+        self.send_response(200); self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+def tls():
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain(cert, key)
+    ah, ap = api.rsplit(":", 1)
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((ah, int(ap))); s.listen(16)
+    while True:
+        c, _ = s.accept()
+        try:
+            ctx.wrap_socket(c, server_side=True).close()
+        except Exception:
+            c.close()
+threading.Thread(target=tls, daemon=True).start()
+srv = http.server.HTTPServer((host, int(port)), H)
+print("ready", flush=True)
+srv.serve_forever()
+'''
+
+
+def stage_reach(tmp):
+    """kube-proxy's /healthz and the API server's TLS handshake for the reach collector."""
+    key, crt = os.path.join(tmp, "api.key"), os.path.join(tmp, "api.crt")
+    ca_key, ca_crt = os.path.join(tmp, "ca.key"), os.path.join(tmp, "ca.crt")
+    csr, ext = os.path.join(tmp, "api.csr"), os.path.join(tmp, "api.ext")
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    with open(ext, "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n"
+                "extendedKeyUsage=serverAuth\n")
+    for cmd in (["openssl", "req", "-x509"] + ec + ["-days", "2", "-subj", "/CN=bench-ca",
+                                                     "-keyout", ca_key, "-out", ca_crt],
+                ["openssl", "req"] + ec + ["-subj", "/CN=kube-apiserver", "-keyout", key,
+                                           "-out", csr],
+                ["openssl", "x509", "-req", "-in", csr, "-CA", ca_crt, "-CAkey", ca_key,
+                 "-CAcreateserial", "-days", "2", "-extfile", ext, "-out", crt]):
+        subprocess.run(cmd, check=True, capture_output=True)
+    with open(ca_crt, "rb") as f:
+        ca = base64.b64encode(f.read()).decode()
+    api = "127.0.0.1:16443"
+    with open(kubelet_kubeconfig(tmp), "w") as f:
+        f.write(json.dumps({"apiVersion": "v1", "kind": "Config",
+                            "clusters": [{"name": "bench", "cluster": {
+                                "server": f"https://{api}",
+                                "certificate-authority-data": ca}}],
+                            "contexts": [{"name": "bench", "context": {"cluster": "bench"}}],
+                            "current-context": "bench"}))
+    script = os.path.join(tmp, "kube-proxy.py")
+    with open(script, "w") as f:
+        f.write(HEALTHZ_SERVER)
+    exe = os.path.join(tmp, "kube-proxy")
+    shutil.copy("/usr/bin/python3", exe)
+    p = spawn([exe, script, f"--healthz-bind-address={KUBE_PROXY_HEALTHZ}",
+               f"--bench-cert={crt}", f"--bench-key={key}", f"--bench-api={api}"],
+              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    if p.stdout.readline().strip() != b"ready":
+        raise RuntimeError("the bench's kube-proxy stand-in did not start")
+    in_unit(tmp, p.pid, "kube-proxy.service")
+
+
+def in_unit(tmp, pid, unit):
+    """Puts `pid` in `system.slice/<unit>` of the unified hierarchy, as systemd runs a node's
+    daemons (where node-doctor's daemon locator looks first: without a unit or a pod of its
+    own, a kube-proxy is taken for not running, docs of collectors/src/node/daemons.rs). The
+    directories it makes are listed in cleanup.cgroup, child first, for bench-cost.sh."""
+    base = "/sys/fs/cgroup/unified" if os.path.isdir("/sys/fs/cgroup/unified") else "/sys/fs/cgroup"
+    made = []
+    for d in ("system.slice", os.path.join("system.slice", unit)):
+        path = os.path.join(base, d)
+        if not os.path.isdir(path):
+            os.mkdir(path)
+            made.append(path)
+    with open(os.path.join(tmp, "cleanup.cgroup"), "a") as f:
+        for path in reversed(made):
+            f.write(path + "\n")
+    with open(os.path.join(base, "system.slice", unit, "cgroup.procs"), "w") as f:
+        f.write(str(pid))
+
 def node_flags(tmp, lock):
-    """The flags serve and check share: the host, the lock file, the staged runtime and
-    cluster DNS."""
+    """The flags serve and check share: the host, the lock file, the staged runtime, cluster
+    DNS and API server."""
     return ["--host-root", "/", "--node-name", "bench-node", "--xtables-lock", lock,
-            "--containerd-config", runtime_config(tmp), "--kubelet-config", kubelet_config(tmp)]
+            "--containerd-config", runtime_config(tmp), "--kubelet-config", kubelet_config(tmp),
+            "--kubelet-kubeconfig", kubelet_kubeconfig(tmp)]
 
 
 class Agent:
@@ -634,6 +738,7 @@ def main():
     if a.own_net:
         run(["ip", "link", "set", "lo", "up"])
     stage_dns(a.tmp)
+    stage_reach(a.tmp)
     results["net"] = ("a network namespace of its own (no legacy iptables table: the nft "
                       "backend's node)" if a.own_net else "the host's network namespace")
     results["legacy"] = legacy_tables()

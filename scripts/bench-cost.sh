@@ -14,7 +14,9 @@
 # are directories on a 1 GiB tmpfs of the namespace's own, so `disk` judges a healthy
 # runtime filesystem as on a node, whatever this machine's disk holds; a kubelet config whose
 # clusterDNS is 127.0.83.53, where scripts/dns-test-server.py answers, so `dns` probes each
-# run as on a node) on 127.0.0.1,
+# run as on a node; a process named kube-proxy answering /healthz on 127.0.0.1:10256 and a TLS
+# listener on 127.0.0.1:16443 named by a kubelet kubeconfig (--kubelet-kubeconfig), so
+# `reach` probes as on a node) on 127.0.0.1,
 # and measures:
 #   - node_exporter: CPU per /metrics scrape (its threads' schedstat run time over N scrapes);
 #   - node-doctor: every collector's CPU per run at rest (node_doctor_collector_cpu_seconds_total
@@ -47,7 +49,7 @@ case "${1:-}" in
     ;;
 esac
 [ "$(id -u)" = 0 ] || { echo "bench-cost.sh: run as root (pid namespace, loop device, cgroup, netns)" >&2; exit 1; }
-for tool in unshare losetup fio ip iptables /usr/bin/python3; do
+for tool in unshare losetup fio ip iptables openssl /usr/bin/python3; do
     command -v "$tool" >/dev/null || { echo "bench-cost.sh: needs $tool" >&2; exit 1; }
 done
 

@@ -167,6 +167,16 @@ pub struct CollectorFlags {
     )]
     pub kubelet_config: Option<String>,
 
+    /// reach: the kubelet's kubeconfig on the host when the running kubelet has no
+    /// --kubeconfig (default /etc/kubernetes/kubelet.conf): its API server is probed.
+    #[arg(
+        long,
+        global = true,
+        env = "NODE_DOCTOR_KUBELET_KUBECONFIG",
+        value_name = "PATH"
+    )]
+    pub kubelet_kubeconfig: Option<String>,
+
     /// disk: entries the directory walk may visit per run (it resumes next run).
     #[arg(
         long,
@@ -355,6 +365,9 @@ impl CollectorFlags {
             o.dns.kubelet_config = PathBuf::from(k);
         }
         o.reach.probes = !self.no_probes;
+        if let Some(k) = &self.kubelet_kubeconfig {
+            o.reach.kubeconfig = k.clone();
+        }
         o.conntrack.kmsg = kmsg;
         o
     }
@@ -838,9 +851,22 @@ mod tests {
         assert_eq!(d.disk.walk_budget_entries, base.disk.walk_budget_entries);
         assert_eq!(d.runtime, base.runtime);
         assert_eq!(d.reach, base.reach);
-        assert!(d.reach.probes);
-        let off = parse(&["check", "--no-probes"]).unwrap().tuning.options();
-        assert!(!off.reach.probes);
+        assert_eq!(d.dns, base.dns);
+        assert!(d.reach.probes && d.dns.probes);
+        let off = parse(&[
+            "check",
+            "--no-probes",
+            "--dns-probe-timeout",
+            "500ms",
+            "--kubelet-kubeconfig",
+            "/etc/kubernetes/bootstrap.conf",
+        ])
+        .unwrap()
+        .tuning
+        .options();
+        assert!(!off.reach.probes && !off.dns.probes);
+        assert_eq!(off.dns.try_timeout, Duration::from_millis(500));
+        assert_eq!(off.reach.kubeconfig, "/etc/kubernetes/bootstrap.conf");
     }
 
     #[test]

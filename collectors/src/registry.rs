@@ -258,7 +258,7 @@ pub const COLLECTORS: &[Entry] = &[
                 Arc::clone(&o.reach_probe),
             ))
         },
-        flags: &["--no-probes"],
+        flags: &["--no-probes", "--kubelet-kubeconfig"],
         thresholds: |o| o.reach.thresholds.listed(),
     },
 ];

@@ -270,13 +270,15 @@ def test_headless_service_selects_the_agent():
     assert svc["spec"]["ports"][0]["targetPort"] == "http"
 
 
-def test_network_policy_selects_the_agent_and_allows_only_the_api_server_and_kube_proxy_health_ports_out():
+def test_network_policy_selects_the_agent_and_allows_only_the_api_server_kube_proxy_health_and_dns_ports_out():
     np = one("NetworkPolicy")
     assert selects(np["spec"]["podSelector"]["matchLabels"], POD_LABELS)
     assert set(np["spec"]["policyTypes"]) == {"Ingress", "Egress"}
     assert np["spec"]["egress"] == [{"ports": [{"port": 443, "protocol": "TCP"},
                                                {"port": 6443, "protocol": "TCP"}]},
-                                    {"ports": [{"port": 10256, "protocol": "TCP"}]}]
+                                    {"ports": [{"port": 10256, "protocol": "TCP"}]},
+                                    {"ports": [{"port": 53, "protocol": "UDP"},
+                                               {"port": 53, "protocol": "TCP"}]}]
     assert np["spec"]["ingress"] == [{"ports": [{"port": "http", "protocol": "TCP"}]}]
 
 
