@@ -42,40 +42,56 @@ pub struct HostProbe;
 
 impl RuntimeProbe for HostProbe {
     fn probe(&self, plan: &ProbePlan) -> ProbeReport {
-        let rt = match tokio::runtime::Builder::new_current_thread()
-            .enable_io()
-            .enable_time()
-            .build()
-        {
-            Ok(rt) => rt,
-            Err(e) => {
-                let why = format!("cannot start the probe's runtime: {e}");
-                return ProbeReport {
-                    replies: plan.targets.iter().map(|t| failed(t, &why)).collect(),
-                };
-            }
-        };
-        let timeout = plan.timeout;
-        let replies = rt.block_on(async move {
-            let handles: Vec<_> = plan
-                .targets
-                .iter()
-                .cloned()
-                .map(|t| tokio::spawn(ask(t, timeout)))
-                .collect();
-            let mut out = Vec::with_capacity(handles.len());
-            for (h, t) in handles.into_iter().zip(&plan.targets) {
-                out.push(match h.await {
-                    Ok(r) => r,
-                    Err(e) => failed(t, &format!("probe task failed: {e}")),
-                });
-            }
-            out
-        });
-        // Connections a hung daemon still holds are dropped with the runtime, at once.
-        rt.shutdown_background();
-        ProbeReport { replies }
+        ProbeReport {
+            replies: ask_all(&plan.targets, plan.timeout, ask, failed),
+        }
     }
+}
+
+/// Asks every target at once, each by `ask` under `timeout`, on a current-thread tokio runtime
+/// built for the call (the collectors run on threads of their own, outside the server's
+/// runtime); `failed` answers for a target whose task could not run. The answers are in the
+/// targets' order. Shared by the runtime and reach probes.
+pub(crate) fn ask_all<T, R, Fut>(
+    targets: &[T],
+    timeout: Duration,
+    ask: fn(T, Duration) -> Fut,
+    failed: fn(&T, &str) -> R,
+) -> Vec<R>
+where
+    T: Clone,
+    R: Send + 'static,
+    Fut: std::future::Future<Output = R> + Send + 'static,
+{
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            let why = format!("cannot start the probe's runtime: {e}");
+            return targets.iter().map(|t| failed(t, &why)).collect();
+        }
+    };
+    let replies = rt.block_on(async {
+        let handles: Vec<_> = targets
+            .iter()
+            .cloned()
+            .map(|t| tokio::spawn(ask(t, timeout)))
+            .collect();
+        let mut out = Vec::with_capacity(handles.len());
+        for (h, t) in handles.into_iter().zip(targets) {
+            out.push(match h.await {
+                Ok(r) => r,
+                Err(e) => failed(t, &format!("probe task failed: {e}")),
+            });
+        }
+        out
+    });
+    // Connections a hung daemon still holds are dropped with the runtime, at once.
+    rt.shutdown_background();
+    replies
 }
 
 fn failed(t: &Target, why: &str) -> Reply {

@@ -23,7 +23,7 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, DigitallySignedStruct, SignatureScheme};
 use tokio::time::timeout_at;
 
-use crate::probe::{cut, get, http1, SMALL_BODY};
+use crate::probe::{ask_all, cut, get, http1, SMALL_BODY};
 
 /// Every collector's defaults, with this agent's network probes for the runtime
 /// (`probe.rs`), dns (`dns_probe.rs`) and reach collectors.
@@ -41,38 +41,9 @@ pub struct HostReachProbe;
 
 impl ReachProbe for HostReachProbe {
     fn probe(&self, plan: &ReachPlan) -> ReachReport {
-        let rt = match tokio::runtime::Builder::new_current_thread()
-            .enable_io()
-            .enable_time()
-            .build()
-        {
-            Ok(rt) => rt,
-            Err(e) => {
-                let why = format!("cannot start the probe's runtime: {e}");
-                return ReachReport {
-                    replies: plan.targets.iter().map(|t| failed(t, &why)).collect(),
-                };
-            }
-        };
-        let timeout = plan.timeout;
-        let replies = rt.block_on(async move {
-            let handles: Vec<_> = plan
-                .targets
-                .iter()
-                .cloned()
-                .map(|t| tokio::spawn(ask(t, timeout)))
-                .collect();
-            let mut out = Vec::with_capacity(handles.len());
-            for (h, t) in handles.into_iter().zip(&plan.targets) {
-                out.push(match h.await {
-                    Ok(r) => r,
-                    Err(e) => failed(t, &format!("probe task failed: {e}")),
-                });
-            }
-            out
-        });
-        rt.shutdown_background();
-        ReachReport { replies }
+        ReachReport {
+            replies: ask_all(&plan.targets, plan.timeout, ask, failed),
+        }
     }
 }
 
