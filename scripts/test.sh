@@ -38,7 +38,9 @@ APT_PACKAGES=(
     sysstat    # load: iostat -dx measures the same window to cross-check the busy figures
     iptables   # conntrack: real-kernel NAT test in a network namespace; e2e as_deployed:
                # iptables-legacy (a legacy table and a conntrack rule in the staged node)
-    iproute2   # conntrack: ip netns; e2e as_deployed: ip link (loopback of the namespaces)
+    iproute2   # conntrack: ip netns; e2e as_deployed: ip link (loopback of the namespaces);
+               # e2e real_dns: two network namespaces joined by a veth
+    python3    # e2e real_dns: scripts/dns-test-server.py, the test's own DNS server
     conntrack  # conntrack: real-kernel table-full test, `conntrack -S` cross-checks the stat
                # file's counters and `conntrack -F` empties the filled table (recovery)
     util-linux # iptables: flock holds the xtables lock, unshare; e2e deploy test: unshare,
