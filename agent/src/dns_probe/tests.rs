@@ -218,7 +218,7 @@ fn nothing_listening_is_refused() {
     assert!(matches!(r.aaaa.first, Attempt::Refused), "{:?}", r.aaaa);
     assert!(matches!(r.tcp, Some(Attempt::Refused)), "{:?}", r.tcp);
     let round = collectors::dns::Round::of(&r);
-    assert!(round.refused && !round.answered);
+    assert!(round.refused && !round.answered());
 }
 
 #[test]

@@ -352,13 +352,12 @@ impl Phases for DnsCollector {
             };
             let server = s.addr.ip().to_string();
             let role = s.role.as_str();
-            let mut buckets: Vec<(f64, u64)> = BUCKETS
+            let buckets: Vec<(f64, u64)> = BUCKETS
                 .iter()
                 .copied()
                 .chain(std::iter::once(f64::INFINITY))
                 .zip(m.answer_seconds.counts.iter().copied())
                 .collect();
-            buckets.truncate(BUCKETS.len() + 1);
             out.push(
                 Metric::histogram(
                     "node_doctor_dns_answer_seconds",

@@ -38,8 +38,6 @@ impl Role {
 /// One probe of one server, reduced to what the rules judge.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Round {
-    /// Some answer came, over UDP or TCP.
-    pub answered: bool,
     /// Some UDP query was answered (on either try).
     pub udp_answered: bool,
     /// The TCP fallback's result (`answered`, `no_answer`, `refused`, `failed`), when asked.
@@ -60,6 +58,11 @@ pub struct Round {
 }
 
 impl Round {
+    /// Some answer came, over UDP or TCP.
+    pub fn answered(&self) -> bool {
+        self.udp_answered || self.tcp == Some("answered")
+    }
+
     /// Reduces a server's reply.
     pub fn of(reply: &ServerReply) -> Round {
         let queries = reply.queries();
@@ -89,7 +92,6 @@ impl Round {
             })
             .max();
         Round {
-            answered: udp_answered || tcp_answer.is_some(),
             udp_answered,
             tcp: reply.tcp.as_ref().map(Attempt::as_str),
             refused,

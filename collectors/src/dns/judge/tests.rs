@@ -81,7 +81,7 @@ fn no_answer_over_udp_is_critical_and_says_whether_tcp_answered() {
         Some(answered(4, 0)),
     );
     let r = Round::of(&udp_lost);
-    assert!(!r.udp_answered && r.answered && !r.refused);
+    assert!(!r.udp_answered && r.answered() && !r.refused);
     let mut rounds = vec![healthy(); 8];
     rounds.push(r.clone());
     rounds.push(r);
@@ -97,7 +97,7 @@ fn no_answer_over_udp_is_critical_and_says_whether_tcp_answered() {
         Some(Attempt::Refused),
     );
     let r = Round::of(&refused);
-    assert!(r.refused && !r.answered);
+    assert!(r.refused && !r.answered());
     let d = judge(
         &sample_of(
             &[r],
