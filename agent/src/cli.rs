@@ -306,6 +306,18 @@ pub struct CollectorFlags {
     pub dns_probe_timeout: Duration,
 }
 
+/// Every collector's defaults, with this agent's network probes: the runtime collector's
+/// (`probe.rs`), the dns collector's (`dns_probe.rs`) and the reach collector's
+/// (`reach_probe.rs`).
+pub fn default_options() -> collectors::registry::Options {
+    use std::sync::Arc;
+    collectors::registry::Options::new(
+        Arc::new(crate::probe::HostProbe),
+        Arc::new(crate::dns_probe::HostDnsProbe),
+        Arc::new(crate::reach_probe::HostReachProbe),
+    )
+}
+
 impl CollectorFlags {
     /// The collectors' configurations: defaults with these flags applied.
     pub fn options(&self) -> collectors::registry::Options {
@@ -315,7 +327,7 @@ impl CollectorFlags {
             max_records_per_cycle: self.kmsg_max_records.max(1),
             ..KmsgConfig::default()
         };
-        let mut o = crate::reach_probe::default_options();
+        let mut o = default_options();
         o.disk.runtime.daemon_json = self.docker_daemon_json.clone();
         o.disk.runtime.containerd_config = self.containerd_config.clone();
         o.disk.runtime.kubelet_config = self.kubelet_config.clone();
@@ -832,7 +844,7 @@ mod tests {
         );
         // Defaults equal the collectors' own defaults.
         let d = parse(&["check"]).unwrap().tuning.options();
-        let base = crate::reach_probe::default_options();
+        let base = super::default_options();
         assert_eq!(
             d.load.thresholds.iowait_warning_percent,
             base.load.thresholds.iowait_warning_percent

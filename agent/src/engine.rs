@@ -404,7 +404,7 @@ mod tests {
             intervals: vec![],
             timeout: None,
         };
-        let err = runners(&host, &crate::reach_probe::default_options(), &plan)
+        let err = runners(&host, &crate::cli::default_options(), &plan)
             .err()
             .unwrap();
         assert!(err.contains("unknown collector \"nope\""), "{err}");
@@ -412,7 +412,7 @@ mod tests {
             only: vec![],
             ..plan
         };
-        let rs = runners(&host, &crate::reach_probe::default_options(), &plan).unwrap();
+        let rs = runners(&host, &crate::cli::default_options(), &plan).unwrap();
         // Default timeout: the smaller of the interval and 10 s.
         assert!(rs
             .iter()

@@ -25,16 +25,6 @@ use tokio::time::timeout_at;
 
 use crate::probe::{ask_all, cut, get, http1, SMALL_BODY};
 
-/// Every collector's defaults, with this agent's network probes for the runtime
-/// (`probe.rs`), dns (`dns_probe.rs`) and reach collectors.
-pub fn default_options() -> collectors::registry::Options {
-    collectors::registry::Options::new(
-        Arc::new(crate::probe::HostProbe),
-        Arc::new(crate::dns_probe::HostDnsProbe),
-        Arc::new(HostReachProbe),
-    )
-}
-
 /// The agent's probe of the control paths, from its own network namespace (the host's).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct HostReachProbe;

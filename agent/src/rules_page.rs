@@ -513,7 +513,7 @@ mod tests {
     }
 
     fn defaults() -> Thresholds {
-        thresholds(&crate::reach_probe::default_options())
+        thresholds(&crate::cli::default_options())
     }
 
     #[test]
@@ -602,7 +602,7 @@ mod tests {
 
     #[test]
     fn thresholds_follow_the_agents_configuration() {
-        let mut opts = crate::reach_probe::default_options();
+        let mut opts = crate::cli::default_options();
         opts.conntrack.thresholds.table_critical_percent = 80.0;
         let p = page(
             &book(),
