@@ -231,6 +231,7 @@ pub fn spawn_schedulers(
                 let started = OffsetDateTime::now_utc();
                 let report = runner.run_once(&ctx);
                 shared.apply(runner.name(), report, started);
+                crate::heap::release_free_pages();
                 if stop.wait_until(start + runner.interval) {
                     break;
                 }

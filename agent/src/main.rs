@@ -7,6 +7,7 @@ mod dns_probe;
 mod engine;
 mod exit;
 mod explain_cmd;
+mod heap;
 mod html;
 mod human;
 // The import-circle check both crates run on their own `src/` (ARCHITECTURE.md, "Module
@@ -49,6 +50,7 @@ use view::{Filter, View};
 use exit::AGENT_FAILED as EXIT_AGENT_FAILED;
 
 fn main() -> ExitCode {
+    heap::one_arena();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
