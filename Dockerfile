@@ -1,14 +1,15 @@
 # node-doctor container image.
 #   docker build -t node-doctor:dev .    (scripts/deploy.sh --dockerfile tags it <version>-g<commit>)
-# Stage 1 builds the release binary with the Rust toolchain; stage 2 is distroless: glibc and
-# libgcc only (the binary links them dynamically), no shell, no package manager.
+# Stage 1 builds the release binary with the Rust toolchain, statically linked with glibc
+# (scripts/release-build.sh); stage 2 is distroless: no shell, no package manager (its glibc
+# serves the name-service modules a static glibc may load to resolve a host name).
 
 FROM rust:1.95-slim-bookworm AS build
 WORKDIR /src
 COPY . .
 # --locked: build exactly the dependency versions in Cargo.lock.
-RUN cargo build --release --locked -p node-doctor \
-    && install -D -m 0755 target/release/node-doctor /out/node-doctor
+# scripts/release-build.sh: the release profile, statically linked (docs/cost.md, "Memory").
+RUN install -D -m 0755 "$(scripts/release-build.sh --locked)" /out/node-doctor
 
 FROM gcr.io/distroless/cc-debian12:nonroot
 COPY --from=build /out/node-doctor /usr/local/bin/node-doctor

@@ -26,8 +26,7 @@ OUT=bench-out
 mkdir -p "$OUT"
 
 command -v wrk >/dev/null || { echo "bench-serve.sh: needs wrk (apt-get install wrk)" >&2; exit 1; }
-cargo build --release --quiet -p node-doctor
-BIN=target/release/node-doctor
+BIN=$(scripts/release-build.sh --quiet)
 
 "${AGENT_PIN[@]}" "$BIN" serve --listen "127.0.0.1:$PORT" --host-root "$HOST_ROOT" --log-format json \
     2>"$OUT/serve.log" &

@@ -17,7 +17,7 @@
 #   --out DIR         the overlay's directory (default: deploy/ in this repository, ignored by git)
 #   --base DIR        what the overlay deploys (default: manifests; e.g.
 #                     manifests/overlays/prometheus-operator or manifests/overlays/k8s-1.25-1.29)
-#   --binary FILE     package FILE instead of building target/release/node-doctor
+#   --binary FILE     package FILE instead of building it with scripts/release-build.sh
 #   --dockerfile      build with the Dockerfile instead (compiles in docker: pulls the rust and
 #                     distroless base images, 5-10 minutes on 2 cores)
 #   --docker CMD      the docker client, word-split (default: docker; e.g. "docker -H unix:///x")
@@ -28,8 +28,8 @@
 # `git stash create`), so a tag is never reused for different code and imagePullPolicy
 # IfNotPresent never runs a stale image.
 #
-# The default build packages the release binary (`cargo build --release -p node-doctor`, the
-# binary README's quick start builds) with the shared libraries it links (ldd) into an image
+# The default build packages the shipped binary (scripts/release-build.sh: the release profile,
+# statically linked) and any shared libraries a given --binary links (ldd) into an image
 # with the Dockerfile's final-stage settings (USER, EXPOSE, ENTRYPOINT, CMD read from the
 # Dockerfile) via `docker import`: no base image is pulled, a build takes seconds.
 set -euo pipefail
@@ -180,9 +180,8 @@ build_image() {
     fi
     local bin="$BINARY"
     if [[ -z "$bin" ]]; then
-        say "cargo build --release -p node-doctor"
-        (cd "$ROOT" && cargo build --release -p node-doctor) >&2
-        bin="${CARGO_TARGET_DIR:-$ROOT/target}/release/node-doctor"
+        say "scripts/release-build.sh (release profile, static)"
+        bin=$("$ROOT/scripts/release-build.sh")
     fi
     [[ -f "$bin" && -x "$bin" ]] || die "$bin is not an executable file"
     local changes=()

@@ -15,8 +15,7 @@ interval=${SOAK_INTERVAL:-5s}
 port=${SOAK_PORT:-19818}
 bin=${NODE_DOCTOR_BIN:-}
 if [ -z "$bin" ]; then
-    cargo build --release -p node-doctor >&2
-    bin=target/release/node-doctor
+    bin=$(scripts/release-build.sh)
 fi
 log=$(mktemp)
 metrics=$(mktemp)

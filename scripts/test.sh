@@ -154,8 +154,10 @@ T0=$SECONDS
 step "cargo fmt" cargo fmt --all --check
 step "cargo clippy" cargo clippy --workspace --all-targets -- -D warnings
 step "validate-manifests" scripts/validate-manifests.sh
-step "cargo build release" cargo build --release -p node-doctor
-NODE_DOCTOR_BIN="$(realpath -m "${CARGO_TARGET_DIR:-target}")/release/node-doctor"
+release_build() {
+    NODE_DOCTOR_BIN=$(scripts/release-build.sh)
+}
+step "release build (shipped binary)" release_build
 export NODE_DOCTOR_BIN
 step "cargo test" cargo_test
 step "scenarios in a fresh netns" netns_tests

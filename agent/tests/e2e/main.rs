@@ -9,6 +9,7 @@ mod deploy;
 mod explain;
 mod host_files;
 mod hostile;
+mod hot_code;
 mod hysteresis;
 mod image;
 mod kube;

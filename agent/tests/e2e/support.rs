@@ -16,7 +16,7 @@ pub fn node_doctor_bin() -> PathBuf {
 
 /// The binary in the environment variable `var`, a path absolute or relative to the
 /// workspace root; `None` when the variable is unset.
-fn bin_from_env(var: &str) -> Option<PathBuf> {
+pub fn bin_from_env(var: &str) -> Option<PathBuf> {
     let p = std::env::var_os(var)?;
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(p);
     assert!(p.is_file(), "{var}: no file {}", p.display());
