@@ -32,6 +32,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 
 TCK = os.sysconf("SC_CLK_TCK")
@@ -312,16 +313,17 @@ def node_flags(tmp, lock):
 
 
 class Agent:
-    def __init__(self, binary, tmp, lock):
+    def __init__(self, binary, tmp, lock, wrap=(), start_secs=30):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = open(os.path.join(tmp, "serve.log"), "w")
         self.p = spawn(
-            [binary, "serve", "--listen", f"127.0.0.1:{self.port}", "--log-format", "json"]
+            list(wrap)
+            + [binary, "serve", "--listen", f"127.0.0.1:{self.port}", "--log-format", "json"]
             + node_flags(tmp, lock),
             stderr=self.log,
         )
-        if not wait_http(self.url + "/healthz", 30):
+        if not wait_http(self.url + "/healthz", start_secs):
             raise RuntimeError("node-doctor serve did not answer /healthz")
 
     def costs(self):
@@ -431,6 +433,159 @@ def check_cost(binary, tmp, lock, runs):
             raise RuntimeError(f"check exited {p.returncode}: {why}")
         out.append((ru.ru_utime + ru.ru_stime, wall))
     return out
+
+
+# ---------------------------------------------------------------- memory
+
+
+def rss(pid):
+    """{VmRSS, RssAnon, RssFile} of a process, KiB (`/proc/<pid>/status`)."""
+    out = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            if k in ("VmRSS", "RssAnon", "RssFile"):
+                out[k] = int(v.split()[0])
+    return out
+
+
+def memory_run(agent, ne, ne_url, secs):
+    """serve and node_exporter side by side for `secs`: both scraped every 15 s as Prometheus
+    scrapes (gzip), RSS of both and the CPU of both sampled every minute (at 0 s too)."""
+    hdr = {"Accept-Encoding": "gzip", "Accept": "text/plain;version=0.0.4"}
+    t0 = time.monotonic()
+    rows, scrapes, next_sample = [], 0, t0
+    c_agent0, c_ne0 = cpu_seconds(agent.p.pid), cpu_seconds(ne.pid)
+    while True:
+        now = time.monotonic()
+        if now >= next_sample - 0.05:
+            rows.append({"t": now - t0, "scrapes": scrapes, "agent": rss(agent.p.pid),
+                         "ne": rss(ne.pid), "agent_cpu": cpu_seconds(agent.p.pid) - c_agent0,
+                         "ne_cpu": cpu_seconds(ne.pid) - c_ne0})
+            log(f"memory: {rows[-1]['t']:.0f} s, {scrapes} scrapes, serve RSS "
+                f"{rows[-1]['agent']['VmRSS']} KiB, node_exporter {rows[-1]['ne']['VmRSS']} KiB")
+            next_sample += 60
+        if now - t0 >= secs:
+            return rows
+        http_get(agent.url + "/metrics", headers=hdr)
+        http_get(ne_url, headers=hdr)
+        scrapes += 1
+        time.sleep(max(0.0, min(t0 + scrapes * 15, t0 + secs) - time.monotonic()))
+
+
+def memory_report(r, rows):
+    mib = lambda kib: f"{kib / 1024:.1f} MiB"
+    ok = lambda b: "yes" if b else "**no**"
+    print()
+    print(f"node-doctor memory, {time.strftime('%Y-%m-%d')}, Linux {os.uname().release}, "
+          f"{os.cpu_count()} CPUs ({cpu_model()}); {r['procs']} processes and {r['locks']} "
+          f"/proc/locks lines in the bench's pid namespace; {r['net']}; serve at its default "
+          f"interval (15 s), every collector and probe on; both scraped every 15 s (gzip).")
+    print()
+    print("| minute | scrapes | serve RSS (anon + file) | node_exporter RSS | serve / node_exporter "
+          "| serve CPU since start | node_exporter CPU since start |")
+    print("|---|---|---|---|---|---|---|")
+    for row in rows:
+        a, n = row["agent"], row["ne"]
+        print(f"| {row['t'] / 60:.0f} | {row['scrapes']} | {mib(a['VmRSS'])} ({mib(a['RssAnon'])} "
+              f"+ {mib(a['RssFile'])}) | {mib(n['VmRSS'])} | {a['VmRSS'] / n['VmRSS']:.2f} "
+              f"| {row['agent_cpu']:.2f} s | {row['ne_cpu']:.2f} s |")
+    print()
+    at10 = next((x for x in rows if x["t"] >= 600 - 1 and x["scrapes"] >= 40), None)
+    if at10:
+        a, n = at10["agent"]["VmRSS"], at10["ne"]["VmRSS"]
+        print(f"- After 10 minutes and {at10['scrapes']} scrapes: serve {mib(a)} (target ≤ 10 MiB: "
+              f"{ok(a <= 10240)}), {a / n:.2f}× node_exporter's {mib(n)} (target ≤ 0.5×: "
+              f"{ok(a <= 0.5 * n)}).")
+        last = rows[-1]
+        if last["t"] > at10["t"] + 1:
+            grow = last["agent"]["VmRSS"] - a
+            top = max(x["agent"]["VmRSS"] for x in rows if x["t"] >= at10["t"])
+            span = last["t"] - at10["t"]
+            cpu = (last["agent_cpu"] - at10["agent_cpu"]) / span * 100
+            print(f"- From minute 10 to minute {last['t'] / 60:.0f}: serve RSS {mib(a)} → "
+                  f"{mib(last['agent']['VmRSS'])} (growth {grow / 1024:+.2f} MiB, highest "
+                  f"{mib(top)}; target growth ≤ 1 MiB: {ok(grow <= 1024 and top - a <= 1024)}); "
+                  f"serve CPU {cpu:.3f} % of a core (target ≤ 0.5 %: {ok(cpu <= 0.5)}); "
+                  f"node_exporter {(last['ne_cpu'] - at10['ne_cpu']) / span * 100:.3f} %.")
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
+# ---------------------------------------------------------------- hot code
+
+
+def hot_code(binary, tmp, lock, out):
+    """The functions `serve` runs on this staged node — at least five runs of every collector
+    and probe over at least 150 s (two of `reach`'s once-a-minute handshakes), and every
+    endpoint read after each — recorded under callgrind, written to `out` sorted, one mangled
+    symbol per line: agent/hot-code.txt, the order file agent/build.rs links by."""
+    trace = os.path.join(tmp, "callgrind.out")
+    agent = Agent(binary, tmp, lock, start_secs=300,
+                  wrap=["valgrind", "--tool=callgrind", "--demangle=no",
+                        f"--callgrind-out-file={trace}"])
+    log("serve under callgrind: waiting for five runs of every collector, 150 s at least")
+    base, runs, t0 = {}, 0, time.monotonic()
+    while runs < 5 or time.monotonic() - t0 < 150:
+        base = agent.wait_runs(base, 1, 900)
+        runs += 1
+        for path in ("/metrics", "/findings", "/findings?lang=zh", "/", "/readyz", "/rules"):
+            try:
+                http_get(agent.url + path, timeout=60, headers={"Accept-Encoding": "gzip"})
+            except urllib.error.HTTPError:
+                pass  # /readyz answers 503 until every collector has run: read all the same
+    agent.p.send_signal(signal.SIGTERM)
+    agent.p.wait(timeout=120)
+    names = set()
+    with open(trace, errors="replace") as f:
+        for line in f:
+            if line.startswith(("fn=(", "cfn=(")) and ") " in line:
+                names.add(line.split(") ", 1)[1].strip())
+    # Natively, the same node for 150 s under perf: what valgrind's emulated CPU does not run
+    # (glibc's string functions and the crates' SIMD paths are chosen by CPU features), from
+    # CPU-clock samples and from every instruction fetch that faulted a page in.
+    data = os.path.join(tmp, "perf.data")
+    agent = Agent(binary, tmp, lock, wrap=[
+        "perf", "record", "-q", "-o", data, "-e", "cpu-clock/freq=4000/",
+        "-e", "page-faults/period=1/", "-d", "--"])
+    base = agent.wait_runs({}, 2, 300)
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 150:
+        base = agent.wait_runs(base, 1, 300)
+        for path in ("/metrics", "/findings", "/findings?lang=zh", "/", "/readyz", "/rules"):
+            try:
+                http_get(agent.url + path, timeout=60, headers={"Accept-Encoding": "gzip"})
+            except urllib.error.HTTPError:
+                pass
+    agent.p.send_signal(signal.SIGINT)
+    agent.p.wait(timeout=120)
+    script = subprocess.run(["perf", "script", "-i", data, "--no-demangle", "-F",
+                             "event,ip,addr,sym,dso"], capture_output=True, text=True).stdout
+    native = set()
+    for line in script.splitlines():
+        p = line.split()
+        # "cpu-clock/…/: <ip> <sym> (<dso>)"; "page-faults/…/: <addr> <sym> (<dso>) <ip> <sym>
+        # (<dso>)", an instruction fetch when the address is the instruction's own.
+        if len(p) >= 3 and p[0].startswith("cpu-clock"):
+            native.add(p[2])
+        elif len(p) >= 6 and p[0].startswith("page-faults") and p[1] == p[4]:
+            native.add(p[5])
+    nm = subprocess.run(["nm", binary], check=True, capture_output=True, text=True).stdout
+    code = {p[2] for p in (l.split() for l in nm.splitlines()) if len(p) == 3 and p[1] in "tTwW"}
+    hot = sorted((names | native) & code)
+    with open(out, "w") as f:
+        f.writelines(h + "\n" for h in hot)
+    log(f"{len(hot)} functions run ({len(names & code)} under callgrind, "
+        f"{len(native & code - names)} more natively) written to {out}")
 
 
 # ---------------------------------------------------------------- trouble
@@ -717,6 +872,10 @@ def main():
     ap.add_argument("--flocks", type=int, default=10000)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--check-only", action="store_true")
+    ap.add_argument("--hot-code", metavar="FILE",
+                    help="record the functions serve runs under callgrind into FILE")
+    ap.add_argument("--memory", type=int, metavar="SECONDS",
+                    help="serve and node_exporter side by side for SECONDS, RSS each minute")
     ap.add_argument("--own-net", action="store_true",
                     help="the namespaces include a network namespace of their own")
     ap.add_argument("--ct-max-fd", type=int, help="nf_conntrack_max opened in the host's netns")
@@ -752,6 +911,9 @@ def main():
         with open("/proc/locks") as f:
             locks = sum(1 for _ in f)
         log(f"{procs} processes, {locks} lines in /proc/locks")
+        if a.hot_code:
+            hot_code(a.bin, a.tmp, lock, a.hot_code)
+            return
         if a.check_only:
             chk = check_cost(a.bin, a.tmp, lock, 7)
             cpu = sorted(c for c, _ in chk)
@@ -763,6 +925,14 @@ def main():
             return
         ne, ne_url = node_exporter(a.node_exporter, a.tmp)
         agent = Agent(a.bin, a.tmp, lock)
+        if a.memory:
+            results.update(procs=procs, locks=locks)
+            rows = memory_run(agent, ne, ne_url, a.memory)
+            judged = {c["name"]: c["status"] for c in agent.findings()["collectors"]}
+            if any(v != "ok" for v in judged.values()):
+                raise RuntimeError(f"serve was not healthy here: {judged}")
+            memory_report(results, rows)
+            return
         log("waiting for every collector's first two runs (default interval)")
         base = agent.wait_runs({}, 2, 120)
         judged = {c["name"]: c["status"] for c in agent.findings()["collectors"]}

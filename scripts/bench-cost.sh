@@ -5,6 +5,12 @@
 #   scripts/bench-cost.sh            # ~4-5 min: 60 scrapes, a 60 s window, 3 checks, trouble
 #   scripts/bench-cost.sh --quick    # ~3 min: 20 scrapes, a 30 s window, 1 check, trouble
 #   scripts/bench-cost.sh --check-only   # ~20 s: only `check`, 7 times, on the same idle node
+#   scripts/bench-cost.sh --memory [SECONDS]   # memory: serve and node_exporter side by side
+#       for SECONDS (default 600; 3600 is the soak), both scraped every 15 s, RSS and CPU
+#       of both every minute
+#   scripts/bench-cost.sh --hot-code   # ~8 min: serve on the same staged node under callgrind,
+#       then natively under perf (CPU samples, instruction-fetch page faults); writes the
+#       functions it runs to agent/hot-code.txt (agent/build.rs links them together)
 #
 # In a new pid namespace (`unshare --pid --fork --mount-proc`, so pid 1 is readable, as with
 # hostPID) and network namespace (loopback only; BENCH_HOST_NET=1 keeps the host's) it
@@ -34,7 +40,7 @@
 #
 # node_exporter: $NODE_EXPORTER, else prometheus-node-exporter on PATH, else Debian's package
 # fetched with `apt-get download` and unpacked into the temp dir (not installed: no service
-# starts). node-doctor: $NODE_DOCTOR, else `cargo build --release -p node-doctor`.
+# starts). node-doctor: $NODE_DOCTOR, else scripts/release-build.sh (the shipped binary).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -43,8 +49,15 @@ case "${1:-}" in
 "") ;;
 --quick) QUICK=(--quick) ;;
 --check-only) QUICK=(--check-only) ;;
+--memory) QUICK=(--memory "${2:-600}") ;;
+--hot-code)
+    for t in valgrind perf nm; do
+        command -v "$t" >/dev/null || { echo "bench-cost.sh: --hot-code needs $t" >&2; exit 1; }
+    done
+    QUICK=(--hot-code "$ROOT/agent/hot-code.txt")
+    ;;
 *)
-    echo "usage: scripts/bench-cost.sh [--quick | --check-only]" >&2
+    echo "usage: scripts/bench-cost.sh [--quick | --check-only | --memory [SECONDS] | --hot-code]" >&2
     exit 2
     ;;
 esac
@@ -97,7 +110,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 NE="${NODE_EXPORTER:-$(command -v prometheus-node-exporter || true)}"
-[ "${QUICK[*]}" = --check-only ] && NE=-
+case "${QUICK[0]:-}" in --check-only | --hot-code) NE=- ;; esac
 if [ -z "$NE" ]; then
     echo "bench-cost.sh: fetching Debian's prometheus-node-exporter into $TMP (not installed)" >&2
     (cd "$TMP" && apt-get download -q -o APT::Sandbox::User=root prometheus-node-exporter >/dev/null)
@@ -106,8 +119,7 @@ if [ -z "$NE" ]; then
 fi
 BIN="${NODE_DOCTOR:-}"
 if [ -z "$BIN" ]; then
-    (cd "$ROOT" && cargo build --release --quiet -p node-doctor)
-    BIN="$ROOT/target/release/node-doctor"
+    BIN=$("$ROOT/scripts/release-build.sh" --quiet)
 fi
 [ "$NE" = - ] || echo "node_exporter: $("$NE" --version 2>&1 | head -1)" >&2
 echo "node-doctor: $("$BIN" --version)" >&2
