@@ -360,8 +360,8 @@ fn real_this_machines_clock_agrees_with_debian_adjtimex() {
 /// finds it by name.
 #[test]
 fn real_a_running_time_daemon_is_named() {
-    let same_netns = std::fs::read_link("/proc/1/ns/net").ok()
-        == std::fs::read_link("/proc/self/ns/net").ok();
+    let same_netns =
+        std::fs::read_link("/proc/1/ns/net").ok() == std::fs::read_link("/proc/self/ns/net").ok();
     if !same_netns {
         eprintln!("SKIP real_a_running_time_daemon_is_named: needs pid 1's network namespace");
         return;
