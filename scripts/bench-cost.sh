@@ -5,6 +5,8 @@
 #   scripts/bench-cost.sh            # ~4-5 min: 60 scrapes, a 60 s window, 3 checks, trouble
 #   scripts/bench-cost.sh --quick    # ~3 min: 20 scrapes, a 30 s window, 1 check, trouble
 #   scripts/bench-cost.sh --check-only   # ~20 s: only `check`, 7 times, on the same idle node
+#   scripts/bench-cost.sh --check-per-collector  # ~2 min: --check-only, then each collector's
+#                                        # `check --collector C` and the start-up alone, 5 times
 #
 # In a new pid namespace (`unshare --pid --fork --mount-proc`, so pid 1 is readable, as with
 # hostPID) and network namespace (loopback only; BENCH_HOST_NET=1 keeps the host's) it
@@ -43,8 +45,9 @@ case "${1:-}" in
 "") ;;
 --quick) QUICK=(--quick) ;;
 --check-only) QUICK=(--check-only) ;;
+--check-per-collector) QUICK=(--check-only --check-per-collector) ;;
 *)
-    echo "usage: scripts/bench-cost.sh [--quick | --check-only]" >&2
+    echo "usage: scripts/bench-cost.sh [--quick | --check-only | --check-per-collector]" >&2
     exit 2
     ;;
 esac
@@ -97,7 +100,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 NE="${NODE_EXPORTER:-$(command -v prometheus-node-exporter || true)}"
-[ "${QUICK[*]}" = --check-only ] && NE=-
+[ "${QUICK[0]:-}" = --check-only ] && NE=-
 if [ -z "$NE" ]; then
     echo "bench-cost.sh: fetching Debian's prometheus-node-exporter into $TMP (not installed)" >&2
     (cd "$TMP" && apt-get download -q -o APT::Sandbox::User=root prometheus-node-exporter >/dev/null)
