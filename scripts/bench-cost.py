@@ -411,13 +411,15 @@ def scrape_cost(pid, url, n):
     return (cpu_seconds(pid) - c0) / n, (time.monotonic() - t0) / n
 
 
-def check_cost(binary, tmp, lock, runs):
+def check_cost(binary, tmp, lock, runs, extra=()):
+    """`runs` checks (with `extra` flags): user + sys and wall time of each."""
     out = []
     report = os.path.join(tmp, "check.json")
     for _ in range(runs):
         t0 = time.monotonic()
         with open(report, "w") as f:
-            p = subprocess.Popen([binary, "check", "--format", "json"] + node_flags(tmp, lock),
+            p = subprocess.Popen([binary, "check", "--format", "json"] + node_flags(tmp, lock)
+                                 + list(extra),
                                  stdout=f, stderr=subprocess.DEVNULL)
             _, status, ru = os.wait4(p.pid, 0)
         wall = time.monotonic() - t0
@@ -586,6 +588,42 @@ def hot_code(binary, tmp, lock, out):
         f.writelines(h + "\n" for h in hot)
     log(f"{len(hot)} functions run ({len(names & code)} under callgrind, "
         f"{len(native & code - names)} more natively) written to {out}")
+
+
+def check_collectors(tmp):
+    """The collectors of the last check's report (check.json), in its order."""
+    with open(os.path.join(tmp, "check.json")) as f:
+        return [c["name"] for c in json.load(f)["collectors"]]
+
+
+# What a check costs before any collector's work: start-up (the rule and flag set-up) and
+# one cheap collector (npd: no files on this machine; `--interval 1ms` would time it out).
+STARTUP_FLAGS = ["--collector", "npd"]
+
+
+def check_per_collector(binary, tmp, lock, runs):
+    """Issue 32's figure "measured per collector": the median CPU of `check --collector C`
+    for each collector of the full check just run (its report), beside the start-up alone (`STARTUP_FLAGS`). What C
+    adds to a check is its figure less the start-up's; what the collectors of one check share
+    (the process table, the kernel-log read, the rule files) is paid by each alone, once in
+    the full check, so the parts add up to more than the whole."""
+    med = lambda xs: sorted(xs)[len(xs) // 2]
+    names = check_collectors(tmp)
+    startup = med([c for c, _ in check_cost(binary, tmp, lock, runs, STARTUP_FLAGS)])
+    per = {}
+    for name in names:
+        log(f"check --collector {name} x{runs}")
+        per[name] = med([c for c, _ in check_cost(binary, tmp, lock, runs, ["--collector", name])])
+    return startup, per
+
+
+def print_per_collector(startup, per, runs):
+    print()
+    print(f"| `check` (median of {runs}) | CPU (user+sys) | beyond start-up |")
+    print("|---|---|---|")
+    print(f"| start-up: `{' '.join(STARTUP_FLAGS)}` | {ms(startup)} | — |")
+    for name in sorted(per, key=lambda n: -per[n]):
+        print(f"| `--collector {name}` | {ms(per[name])} | {ms(per[name] - startup)} |")
 
 
 # ---------------------------------------------------------------- trouble
@@ -876,6 +914,8 @@ def main():
                     help="record the functions serve runs under callgrind into FILE")
     ap.add_argument("--memory", type=int, metavar="SECONDS",
                     help="serve and node_exporter side by side for SECONDS, RSS each minute")
+    ap.add_argument("--check-per-collector", action="store_true",
+                    help="with --check-only: also each collector's check alone (median of 5)")
     ap.add_argument("--own-net", action="store_true",
                     help="the namespaces include a network namespace of their own")
     ap.add_argument("--ct-max-fd", type=int, help="nf_conntrack_max opened in the host's netns")
@@ -922,6 +962,8 @@ def main():
                   f"the hour: {results['ct_lines']}: CPU (user+sys) median "
                   f"{ms(cpu[3])} of 7 (range {ms(cpu[0])}–{ms(cpu[-1])}), wall median "
                   f"{ms(sorted(w for _, w in chk)[3])}")
+            if a.check_per_collector:
+                print_per_collector(*check_per_collector(a.bin, a.tmp, lock, 5), 5)
             return
         ne, ne_url = node_exporter(a.node_exporter, a.tmp)
         agent = Agent(a.bin, a.tmp, lock)

@@ -11,6 +11,8 @@
 #   scripts/bench-cost.sh --hot-code   # ~8 min: serve on the same staged node under callgrind,
 #       then natively under perf (CPU samples, instruction-fetch page faults); writes the
 #       functions it runs to agent/hot-code.txt (agent/build.rs links them together)
+#   scripts/bench-cost.sh --check-per-collector  # ~2 min: --check-only, then each collector's
+#                                        # `check --collector C` and the start-up alone, 5 times
 #
 # In a new pid namespace (`unshare --pid --fork --mount-proc`, so pid 1 is readable, as with
 # hostPID) and network namespace (loopback only; BENCH_HOST_NET=1 keeps the host's) it
@@ -49,6 +51,7 @@ case "${1:-}" in
 "") ;;
 --quick) QUICK=(--quick) ;;
 --check-only) QUICK=(--check-only) ;;
+--check-per-collector) QUICK=(--check-only --check-per-collector) ;;
 --memory) QUICK=(--memory "${2:-600}") ;;
 --hot-code)
     for t in valgrind perf nm; do
@@ -57,7 +60,7 @@ case "${1:-}" in
     QUICK=(--hot-code "$ROOT/agent/hot-code.txt")
     ;;
 *)
-    echo "usage: scripts/bench-cost.sh [--quick | --check-only | --memory [SECONDS] | --hot-code]" >&2
+    echo "usage: scripts/bench-cost.sh [--quick | --check-only | --check-per-collector | --memory [SECONDS] | --hot-code]" >&2
     exit 2
     ;;
 esac

@@ -301,8 +301,12 @@ pub fn lookup(query: &str) -> Lookup<'static> {
 }
 
 /// The entry a finding's `see_also` key names: an exact key (`FailedCreatePodSandBox`,
-/// `tke-service:E4008`), or a code that only one entry has.
+/// `tke-service:E4008`), looked for first in the data files that name it alone
+/// ([`catalogue::by_key_in_files`]), or a code that only one entry has.
 pub fn lookup_key(key: &str) -> Option<&'static Entry> {
+    if let Some(e) = catalogue::by_key_in_files(key) {
+        return Some(e);
+    }
     let cat = catalogue();
     if let Some(e) = cat.by_key(key) {
         return Some(e);

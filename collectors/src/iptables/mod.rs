@@ -149,6 +149,8 @@ pub struct IptablesCollector {
     /// The last comparison of iptables users' lock files with the host's, when it was made,
     /// and against which host lock ([`MOUNT_SCAN_REUSE`]).
     last_scan: Option<(Instant, Option<LockId>, MountScan)>,
+    /// The lock sampler's clock ([`sampler::monotonic`] but in tests).
+    sampler_clock: sampler::SamplerClock,
 }
 
 /// A comparison of lock files younger than this (against the same host lock) is reused:
@@ -173,7 +175,15 @@ impl IptablesCollector {
             logs: LogScanner::new(),
             pods,
             last_scan: None,
+            sampler_clock: sampler::monotonic(),
         }
+    }
+
+    /// The same collector with a lock sampler that takes the time from `clock` (tests: how
+    /// long a hold lasts is then what the test says, not what the scheduler made of it).
+    pub fn with_sampler_clock(mut self, clock: sampler::SamplerClock) -> Self {
+        self.sampler_clock = clock;
+        self
     }
 
     /// Starts the lock sampler; the first collection does (constructors start nothing): its
@@ -194,7 +204,12 @@ impl IptablesCollector {
             inotify: self.config.lock_inotify,
             read_at_start: legacy.lock_users_possible(),
         };
-        match Sampler::start(host, lock, options) {
+        match Sampler::start(
+            host,
+            lock,
+            options,
+            std::sync::Arc::clone(&self.sampler_clock),
+        ) {
             Ok(s) => self.sampler = Some(s),
             Err(e) => {
                 tracing::warn!(error = %e, "cannot start the xtables lock sampler thread; sampling once per collection");

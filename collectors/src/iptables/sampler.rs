@@ -19,9 +19,20 @@ use std::time::{Duration, Instant};
 use super::tracker::*;
 use crate::host::HostPaths;
 
+/// Where the sampler takes the time: [`monotonic`], or a clock a test drives, so that how long
+/// the lock file stayed open (the threshold before a read of `/proc/locks`) does not depend
+/// on how the machine schedules the test's holders.
+pub type SamplerClock = Arc<dyn Fn() -> Instant + Send + Sync>;
+
+/// The monotonic clock ([`Instant::now`]): the sampler's clock outside tests.
+pub fn monotonic() -> SamplerClock {
+    Arc::new(Instant::now)
+}
+
 /// The running sampler thread. Dropping it stops and joins the thread.
 pub struct Sampler {
     tracker: Arc<Mutex<Tracker>>,
+    clock: SamplerClock,
     /// Set on drop, before `wake` is closed.
     stop: Arc<AtomicBool>,
     /// Closed on drop: the thread's `poll` wakes up and the thread ends.
@@ -54,13 +65,15 @@ fn poll_timeout(d: Duration) -> nix::poll::PollTimeout {
 impl Sampler {
     /// Starts the thread and waits (up to a second) until it watches the lock file: the first
     /// read of `/proc/locks`, when the options ask for one, is in the tracker when this
-    /// returns.
+    /// returns. Every instant the sampler uses is `clock`'s.
     pub fn start(
         host: HostPaths,
         lock_path: PathBuf,
         options: SamplerOptions,
+        clock: SamplerClock,
     ) -> std::io::Result<Sampler> {
-        let tracker = Arc::new(Mutex::new(Tracker::new(Instant::now())));
+        let tracker = Arc::new(Mutex::new(Tracker::new(clock())));
+        let thread_clock = Arc::clone(&clock);
         let (wake_rx, wake_tx) =
             nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(std::io::Error::from)?;
         let thread_tracker = Arc::clone(&tracker);
@@ -79,14 +92,14 @@ impl Sampler {
                         lock_path,
                         &SamplerOptions { period, ..options },
                         &mut tr,
-                        Instant::now(),
+                        thread_clock(),
                     );
                     tr.set_cpu(thread_cpu());
                     r
                 };
                 let _ = ready_tx.send(());
                 loop {
-                    let timeout = poll_timeout(runner.sleep_for(Instant::now()));
+                    let timeout = poll_timeout(runner.sleep_for(thread_clock()));
                     {
                         // The write end of `wake` is closed on drop, which ends this wait.
                         let mut fds = vec![PollFd::new(wake_rx.as_fd(), PollFlags::POLLIN)];
@@ -105,7 +118,7 @@ impl Sampler {
                         break;
                     }
                     let mut tr = lock_tracker(&thread_tracker);
-                    runner.advance(&mut tr, Instant::now());
+                    runner.advance(&mut tr, thread_clock());
                     tr.set_cpu(thread_cpu());
                 }
             })?;
@@ -113,6 +126,7 @@ impl Sampler {
         let _ = ready_rx.recv_timeout(Duration::from_secs(1));
         Ok(Sampler {
             tracker,
+            clock,
             stop,
             wake: Some(wake_tx),
             handle: Some(handle),
@@ -121,7 +135,7 @@ impl Sampler {
 
     /// The observations since the previous drain.
     pub fn drain(&self) -> Window {
-        lock_tracker(&self.tracker).drain(Instant::now())
+        lock_tracker(&self.tracker).drain((self.clock)())
     }
 
     /// Reads of `/proc/locks` since the sampler started.
@@ -165,6 +179,7 @@ mod tests {
                     inotify,
                     ..SamplerOptions::default()
                 },
+                monotonic(),
             )
             .unwrap();
             std::thread::sleep(Duration::from_millis(50));
@@ -195,6 +210,7 @@ mod tests {
                 read_at_start: false,
                 ..SamplerOptions::default()
             },
+            monotonic(),
         )
         .unwrap();
         std::thread::sleep(Duration::from_millis(200));

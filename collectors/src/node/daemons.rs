@@ -1,5 +1,5 @@
-//! Finding the node's daemons (kubelet, the container runtimes, kube-proxy) without a pass
-//! over every process: what the process table ([`super::table`]) tries before it lists
+//! Finding the node's daemons (kubelet, the container runtimes, kube-proxy, the time daemons)
+//! without a pass over every process: what the process table ([`super::table`]) tries before it lists
 //! `/proc` for a caller that asks for processes by name ([`super::table::Processes::named`]).
 //!
 //! Reading one small file of each of 2,000 processes costs 11–18 ms of CPU (mostly the
@@ -19,18 +19,26 @@
 //!    ~7 ms on this VM with no socket at all): it runs either as a unit or as a pod, whose
 //!    log directory under `/var/log/pods` (`kube-system_kube-proxy-…_<uid>`) is its sign —
 //!    and whose cgroup (found by the UID, in the kubelet's cgroupfs or systemd layout) holds
-//!    its process.
+//!    its process. The time daemons (asked for by `clock` when the clock is not synchronised)
+//!    show themselves by their sockets too: chronyd binds its command socket
+//!    (`chronyd.sock`, a datagram socket) and UDP port 323 (123 as a server), the reference
+//!    ntpd and NTPsec UDP port 123, OpenNTPD its control socket `ntpd.sock`; read in
+//!    `/proc/1/net/udp` and `udp6` (no hash walk worth the name: ~0.1 ms each here).
+//!    systemd-timesyncd runs only as its unit: with systemd's `system.slice` in view, an
+//!    empty unit says it is not running. phc2sys needs a PTP hardware clock or a PPS source:
+//!    none under `/sys/class/ptp` and `/sys/class/pps` says it is not running.
 //!
 //! A daemon found in neither way (a listener without a unit: started by hand, in a container,
 //! by another init) leaves the answer to the pass over `/proc`, as before. What this cannot
 //! see: a daemon that runs without any of its listeners (starting, hung before listening,
 //! every port and socket renamed), outside a unit — it is taken for not running.
 
+use std::cell::OnceCell;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::host::HostPaths;
-use crate::proc::net_unix;
+use crate::proc::{net_udp, net_unix};
 
 /// Where one daemon shows itself.
 struct Daemon {
@@ -41,7 +49,29 @@ struct Daemon {
     sockets: &'static [&'static str],
     /// What a pod running it has in its log directory's name (`<namespace>_<pod>_<uid>`).
     pod: Option<&'static str>,
+    /// File names of unix sockets it binds, listening or not (chronyd's command socket is a
+    /// datagram socket).
+    bound: &'static [&'static str],
+    /// Local UDP ports it binds in the host's network namespace (`/proc/1/net/udp`, `udp6`).
+    udp_ports: &'static [u16],
+    /// sysfs class directories of the hardware it needs: an entry in one is its sign.
+    classes: &'static [&'static str],
+    /// It runs only as a systemd unit: its sign is systemd as pid 1 with no `system.slice`
+    /// this host root shows (its unit cannot be looked at).
+    systemd_only: bool,
 }
+
+/// A daemon with no sign of its own but its name (the fields each entry fills are its own).
+const NO_SIGN: Daemon = Daemon {
+    comm: "",
+    units: &[],
+    sockets: &[],
+    pod: None,
+    bound: &[],
+    udp_ports: &[],
+    classes: &[],
+    systemd_only: false,
+};
 
 const DAEMONS: &[Daemon] = &[
     Daemon {
@@ -51,38 +81,78 @@ const DAEMONS: &[Daemon] = &[
             "/device-plugins/kubelet.sock",
             "/pod-resources/kubelet.sock",
         ],
-        pod: None,
+        ..NO_SIGN
     },
     Daemon {
         comm: "containerd",
         units: &["containerd.service"],
         sockets: &["/containerd.sock"],
-        pod: None,
+        ..NO_SIGN
     },
     Daemon {
         comm: "dockerd",
         units: &["docker.service"],
         sockets: &["/docker.sock"],
-        pod: None,
+        ..NO_SIGN
     },
     Daemon {
         comm: "cri-dockerd",
         units: &["cri-docker.service"],
         sockets: &["/cri-dockerd.sock"],
-        pod: None,
+        ..NO_SIGN
     },
     Daemon {
         // CRI-O: its unit, and its API socket (`/var/run/crio/crio.sock`).
         comm: "crio",
         units: &["crio.service"],
         sockets: &["/crio.sock"],
-        pod: None,
+        ..NO_SIGN
     },
     Daemon {
         comm: "kube-proxy",
         units: &["kube-proxy.service"],
         sockets: &[],
         pod: Some("_kube-proxy"),
+        ..NO_SIGN
+    },
+    // The time daemons (the clock collector asks for them when the clock is not
+    // synchronised). chronyd binds its command socket (`/run/chrony/chronyd.sock`, datagram)
+    // and UDP port 323 on the loopback addresses unless told not to, 123 as a server.
+    Daemon {
+        comm: "chronyd",
+        units: &["chrony.service", "chronyd.service"],
+        bound: &["/chronyd.sock"],
+        udp_ports: &[323, 123],
+        ..NO_SIGN
+    },
+    // ntpd: the reference implementation and NTPsec bind UDP port 123 on every address;
+    // OpenNTPD listens on its control socket (`/var/run/ntpd.sock`, for `ntpctl`).
+    Daemon {
+        comm: "ntpd",
+        units: &[
+            "ntp.service",
+            "ntpd.service",
+            "ntpsec.service",
+            "openntpd.service",
+        ],
+        sockets: &["/ntpd.sock"],
+        udp_ports: &[123],
+        ..NO_SIGN
+    },
+    // systemd-timesyncd (`comm` cut to 15 bytes) is systemd's own and runs as its unit only.
+    Daemon {
+        comm: "systemd-timesyn",
+        units: &["systemd-timesyncd.service"],
+        systemd_only: true,
+        ..NO_SIGN
+    },
+    // phc2sys sets the system clock from a PTP hardware clock or a PPS source: without one
+    // on the node it has nothing to run with.
+    Daemon {
+        comm: "phc2sys",
+        units: &["phc2sys.service", "timemaster.service"],
+        classes: &["/sys/class/ptp", "/sys/class/pps"],
+        ..NO_SIGN
     },
 ];
 
@@ -103,18 +173,22 @@ pub enum Located {
     Unknown,
 }
 
-/// The listening unix socket paths of the host's network namespace (pid 1's) and the pod log
-/// directories.
+/// The unix sockets bound in the host's network namespace (pid 1's) and the pod log
+/// directories, read once; the UDP ports, the hardware classes and pid 1's name are read the
+/// first time a daemon needs them.
 #[derive(Debug, Default)]
 struct Signs {
-    paths: Vec<String>,
+    sockets: Vec<net_unix::Bound>,
     pods: Vec<String>,
+    udp_ports: OnceCell<Vec<u16>>,
+    classes: OnceCell<Vec<&'static str>>,
+    systemd_unseen: OnceCell<bool>,
 }
 
 impl Signs {
     /// `None` when the unix socket table cannot be read.
     fn read(host: &HostPaths) -> Option<Signs> {
-        let paths = net_unix::read(&net_unix::path(host, 1)).ok()?;
+        let sockets = net_unix::read_bound(&net_unix::path(host, 1)).ok()?;
         let pods =
             crate::hostfs::dir_entries(&host.join("/var/log/pods"), crate::hostfs::entries::PODS)
                 .map(|rd| {
@@ -122,16 +196,79 @@ impl Signs {
                         .collect()
                 })
                 .unwrap_or_default();
-        Some(Signs { paths, pods })
+        Some(Signs {
+            sockets,
+            pods,
+            ..Signs::default()
+        })
     }
 
-    fn show(&self, d: &Daemon) -> bool {
-        self.paths
-            .iter()
-            .any(|p| d.sockets.iter().any(|s| p.ends_with(s)))
+    fn show(&self, host: &HostPaths, d: &Daemon) -> bool {
+        let socket = |names: &[&str], listening_only: bool| {
+            self.sockets.iter().any(|b| {
+                (b.listening || !listening_only) && names.iter().any(|s| b.path.ends_with(s))
+            })
+        };
+        socket(d.sockets, true)
+            || socket(d.bound, false)
             || d.pod
                 .is_some_and(|pod| self.pods.iter().any(|p| p.contains(pod)))
+            || (!d.udp_ports.is_empty()
+                && self
+                    .udp_ports
+                    .get_or_init(|| udp_ports(host))
+                    .iter()
+                    .any(|p| d.udp_ports.contains(p)))
+            || (!d.classes.is_empty()
+                && self
+                    .classes
+                    .get_or_init(|| populated_classes(host))
+                    .iter()
+                    .any(|c| d.classes.contains(c)))
+            || (d.systemd_only && *self.systemd_unseen.get_or_init(|| systemd_unseen(host)))
     }
+}
+
+/// The local ports of the UDP sockets of the host's network namespace; a table that cannot
+/// be read (other than absent: no IPv6) stands for every port a daemon of [`DAEMONS`] binds.
+fn udp_ports(host: &HostPaths) -> Vec<u16> {
+    let mut ports = Vec::new();
+    for path in [net_udp::path_v4(host, 1), net_udp::path_v6(host, 1)] {
+        match net_udp::read(&path) {
+            Ok(sockets) => ports.extend(sockets.iter().map(|s| s.local.port())),
+            // No IPv6 on this kernel: nothing bound there.
+            Err(e) if e.is_not_found() => {}
+            // Unreadable: any port may be bound; every daemon with a port shows.
+            Err(_) => return DAEMONS.iter().flat_map(|d| d.udp_ports).copied().collect(),
+        }
+    }
+    ports
+}
+
+/// The sysfs class directories of [`DAEMONS`] that hold an entry (or cannot be listed for
+/// another reason than not existing: then they may).
+fn populated_classes(host: &HostPaths) -> Vec<&'static str> {
+    DAEMONS
+        .iter()
+        .flat_map(|d| d.classes.iter().copied())
+        .filter(|c| {
+            match crate::hostfs::dir_entries(&host.join(c), crate::hostfs::entries::CGROUP) {
+                Ok(mut rd) => rd.next().is_some(),
+                Err(e) => !e.is_not_found(),
+            }
+        })
+        .collect()
+}
+
+/// systemd is pid 1 and no hierarchy this host root shows has its `system.slice`: a unit's
+/// cgroup cannot tell whether the unit runs. Pid 1's name unreadable counts as systemd.
+fn systemd_unseen(host: &HostPaths) -> bool {
+    let systemd = crate::proc::pid::comm(host, 1).is_none_or(|c| c == "systemd");
+    let root = host.join("/sys/fs/cgroup");
+    systemd
+        && !["", "systemd", "unified"]
+            .iter()
+            .any(|h| root.join(h).join("system.slice").is_dir())
 }
 
 /// The unit cgroup directories that may hold `unit` on this host (the ones that exist).
@@ -217,7 +354,7 @@ pub fn locate(host: &HostPaths, names: &[&str]) -> BTreeMap<String, Located> {
         }
         let seen = signs.get_or_insert_with(|| Signs::read(host));
         let located = match seen {
-            Some(l) if !l.show(d) => Located::Absent,
+            Some(l) if !l.show(host, d) => Located::Absent,
             Some(l) => {
                 // A pod of it: the processes of that pod's cgroup.
                 let mut pids: Vec<u32> = d
@@ -346,6 +483,126 @@ mod tests {
         );
         std::fs::write(p, text).unwrap();
         assert_eq!(locate(&h, &["dockerd"])["dockerd"], Located::Absent);
+    }
+
+    const TIME_DAEMONS: [&str; 4] = ["chronyd", "ntpd", "systemd-timesyn", "phc2sys"];
+    const UDP_HEADER: &str = "   sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops\n";
+
+    /// A host root whose pid 1 is `init` (not systemd), with empty UDP tables.
+    fn time_host() -> (tempfile::TempDir, HostPaths) {
+        let (t, h) = host();
+        std::fs::write(t.path().join("proc/1/comm"), "init\n").unwrap();
+        for f in ["udp", "udp6"] {
+            std::fs::write(t.path().join("proc/1/net").join(f), UDP_HEADER).unwrap();
+        }
+        (t, h)
+    }
+
+    fn udp_bound(t: &tempfile::TempDir, file: &str, local: &str) {
+        let p = t.path().join("proc/1/net").join(file);
+        let mut text = std::fs::read_to_string(&p).unwrap();
+        text.push_str(&format!(
+            "  1: {local} 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 5001 2 0000000000000000 0\n"
+        ));
+        std::fs::write(p, text).unwrap();
+    }
+
+    fn located(h: &HostPaths) -> Vec<(String, Located)> {
+        locate(h, &TIME_DAEMONS).into_iter().collect()
+    }
+
+    #[test]
+    fn no_time_daemon_sign_rules_them_all_out() {
+        let (_t, h) = time_host();
+        for (name, how) in located(&h) {
+            assert_eq!(how, Located::Absent, "{name}");
+        }
+    }
+
+    #[test]
+    fn each_time_daemon_sign_leaves_it_to_the_pass() {
+        // chronyd's command socket is a bound datagram socket, not a listener.
+        let (t, h) = time_host();
+        let p = t.path().join("proc/1/net/unix");
+        let mut text = std::fs::read_to_string(&p).unwrap();
+        text.push_str(
+            "0000000000000000: 00000002 00000000 00000000 0002 01 4244 /run/chrony/chronyd.sock\n",
+        );
+        std::fs::write(p, text).unwrap();
+        let got = locate(&h, &TIME_DAEMONS);
+        assert_eq!(got["chronyd"], Located::Unknown);
+        assert_eq!(
+            got["ntpd"],
+            Located::Absent,
+            "chronyd.sock is not ntpd.sock"
+        );
+        // chronyd's command port on ::1 (323 = 0x0143).
+        let (t, h) = time_host();
+        udp_bound(&t, "udp6", "00000000000000000000000001000000:0143");
+        let got = locate(&h, &TIME_DAEMONS);
+        assert_eq!(got["chronyd"], Located::Unknown);
+        assert_eq!(got["ntpd"], Located::Absent);
+        // Port 123 on 0.0.0.0: an NTP server, ntpd's or chronyd's.
+        let (t, h) = time_host();
+        udp_bound(&t, "udp", "00000000:007B");
+        let got = locate(&h, &TIME_DAEMONS);
+        assert_eq!(got["chronyd"], Located::Unknown);
+        assert_eq!(got["ntpd"], Located::Unknown);
+        assert_eq!(got["phc2sys"], Located::Absent);
+        // OpenNTPD's control socket.
+        let (t, h) = time_host();
+        unix_listener(&t, "/var/run/ntpd.sock");
+        assert_eq!(locate(&h, &["ntpd"])["ntpd"], Located::Unknown);
+        // A PTP hardware clock: phc2sys may run.
+        let (t, h) = time_host();
+        std::fs::create_dir_all(t.path().join("sys/class/ptp/ptp0")).unwrap();
+        let got = locate(&h, &TIME_DAEMONS);
+        assert_eq!(got["phc2sys"], Located::Unknown);
+        assert_eq!(got["chronyd"], Located::Absent);
+        // An unreadable UDP table (a directory where the file should be) may hide any port.
+        let (t, h) = time_host();
+        std::fs::remove_file(t.path().join("proc/1/net/udp")).unwrap();
+        std::fs::create_dir(t.path().join("proc/1/net/udp")).unwrap();
+        let got = locate(&h, &TIME_DAEMONS);
+        assert_eq!(got["chronyd"], Located::Unknown);
+        assert_eq!(got["ntpd"], Located::Unknown);
+        // No IPv6 (no udp6 file) hides nothing.
+        let (t, h) = time_host();
+        std::fs::remove_file(t.path().join("proc/1/net/udp6")).unwrap();
+        assert_eq!(locate(&h, &["chronyd"])["chronyd"], Located::Absent);
+    }
+
+    #[test]
+    fn timesyncd_is_told_by_its_unit_where_systemd_units_are_in_view() {
+        let (t, h) = time_host();
+        std::fs::write(t.path().join("proc/1/comm"), "systemd\n").unwrap();
+        // systemd runs but none of its units can be seen: only the pass can tell.
+        assert_eq!(
+            locate(&h, &["systemd-timesyn"])["systemd-timesyn"],
+            Located::Unknown
+        );
+        // Its units are in view (the v1 name=systemd hierarchy), timesyncd's not among them.
+        let slice = t.path().join("sys/fs/cgroup/systemd/system.slice");
+        std::fs::create_dir_all(slice.join("cron.service")).unwrap();
+        assert_eq!(
+            locate(&h, &["systemd-timesyn"])["systemd-timesyn"],
+            Located::Absent
+        );
+        let unit = slice.join("systemd-timesyncd.service");
+        std::fs::create_dir_all(&unit).unwrap();
+        std::fs::write(unit.join("cgroup.procs"), "431\n").unwrap();
+        assert_eq!(
+            locate(&h, &["systemd-timesyn"])["systemd-timesyn"],
+            Located::InCgroup(vec![431])
+        );
+        // chronyd as its unit (cgroup v2).
+        let unit = t.path().join("sys/fs/cgroup/system.slice/chrony.service");
+        std::fs::create_dir_all(&unit).unwrap();
+        std::fs::write(unit.join("cgroup.procs"), "602\n").unwrap();
+        assert_eq!(
+            locate(&h, &["chronyd"])["chronyd"],
+            Located::InCgroup(vec![602])
+        );
     }
 
     #[test]

@@ -631,12 +631,14 @@ impl<'a> Processes<'a> {
     }
 
     /// The live processes whose `comm` is one of `names`, in pid order, for a rare caller (the
-    /// clock collector's lookup of the time daemons, every 10 minutes) whose names the daemon
-    /// locator does not know: from a listing younger than [`MAX_AGE`] when one is at hand,
-    /// else by a pass of its own (one `stat` read per process) that leaves the table as it
-    /// is. Listing through the table instead would make it "listed", and every other
-    /// caller's lookups by name would then list `/proc` each cycle (about 3 ms at 2,000
-    /// processes) where the locator answered before.
+    /// clock collector's lookup of the time daemons, every 10 minutes): from a listing younger
+    /// than [`MAX_AGE`] when one is at hand; else what the daemon locator says
+    /// ([`super::daemons`]: the time daemons' units, sockets and ports) when it can tell for
+    /// every name; else by a pass of its own that leaves the table as it is: one `comm` read
+    /// per process (the kernel writes `stat`'s fifty fields for a `stat` read, about twice
+    /// the cost) and a `stat` of the few whose name matches. Listing through the table instead
+    /// would make it "listed", and every other caller's lookups by name would then list
+    /// `/proc` each cycle (about 3 ms at 2,000 processes) where the locator answered before.
     pub fn named_apart(
         &self,
         caller: &'static str,
@@ -645,16 +647,18 @@ impl<'a> Processes<'a> {
         if self.table.listed() {
             return self.named(caller, names);
         }
+        if let Some(found) = self.located(names) {
+            return Ok(found);
+        }
+        let mut buf = Vec::new();
         Ok(pid::list_pids(self.host)?
             .into_iter()
-            .filter_map(|pid| self.reread(pid))
+            .filter(|&p| pid::comm_with(self.host, p, &mut buf).is_some_and(|c| names.contains(&c)))
+            .filter_map(|p| self.reread(p))
             .filter(|p| names.contains(&&*p.comm) && !p.is_dead())
             .collect())
     }
 
-    /// `names` answered without listing `/proc`, when [`daemons::locate`] can tell for every
-    /// one: the pids of a unit whose `stat` names the daemon, nothing for the absent ones.
-    /// `None` when one name needs the listing (or its unit holds no process of that name).
     fn located(&self, names: &[&str]) -> Option<Vec<Proc>> {
         let mut out = Vec::new();
         for (name, how) in daemons::locate(self.host, names) {
@@ -765,6 +769,46 @@ mod tests {
         let _ = procs.snapshot("other").unwrap();
         let found = procs.named_apart("clock", &["chronyd"]).unwrap();
         assert_eq!(found.len(), 1);
+    }
+
+    /// With the host's signs in view, time daemons that show none are ruled out without a
+    /// pass; with a sign, the pass reads `comm` of each process and `stat` of the matches.
+    #[test]
+    fn named_apart_asks_the_locator_first_and_passes_over_comm_only() {
+        let (t, host) = fake();
+        for p in 100..140 {
+            proc_dir(t.path(), p, "sleep", 100, "sleep 3600");
+        }
+        let net = t.path().join("proc/1/net");
+        std::fs::create_dir_all(&net).unwrap();
+        std::fs::write(
+            net.join("unix"),
+            "Num RefCount Protocol Flags Type St Inode Path\n",
+        )
+        .unwrap();
+        std::fs::write(net.join("udp"), "  sl  local_address\n").unwrap();
+        std::fs::write(t.path().join("proc/1/comm"), "init\n").unwrap();
+        let names = ["chronyd", "ntpd", "systemd-timesyn", "phc2sys"];
+        let procs = host.processes();
+        let before = host.per_process_paths();
+        assert!(procs.named_apart("clock", &names).unwrap().is_empty());
+        // pid 1's sockets, UDP tables and name: nothing of the 40 others.
+        assert!(
+            host.per_process_paths() - before < 8,
+            "{}",
+            host.per_process_paths() - before
+        );
+        // chronyd's command socket: the pass finds it, reading `stat` of it alone.
+        std::fs::write(
+            net.join("unix"),
+            "Num RefCount Protocol Flags Type St Inode Path\n0000000000000000: 00000002 00000000 00000000 0002 01 9 /run/chrony/chronyd.sock\n",
+        )
+        .unwrap();
+        proc_dir(t.path(), 120, "chronyd", 100, "/usr/sbin/chronyd");
+        let found = procs.named_apart("clock", &names).unwrap();
+        assert_eq!(found.iter().map(|p| p.pid).collect::<Vec<_>>(), vec![120]);
+        assert_eq!(found[0].start, Some(100), "confirmed by its stat");
+        assert!(!procs.table.listed());
     }
 
     #[test]

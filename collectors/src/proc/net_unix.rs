@@ -14,10 +14,19 @@ use crate::ReadError;
 /// `__SO_ACCEPTCON`: the socket is listening.
 const ACCEPTCON: u32 = 0x0001_0000;
 
-/// The paths (as the binding process named them) of the listening unix sockets in `text`;
-/// abstract sockets (`@name`) and unbound ones are left out. Lines that do not parse are
-/// skipped: one odd line never hides the others.
-pub fn listening_paths(text: &str) -> Vec<String> {
+/// One unix socket bound to a path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bound {
+    /// The path as the binding process named it.
+    pub path: String,
+    /// A listening (stream or seqpacket) socket; false for a datagram socket bound to the path
+    /// (chronyd's command socket) and for a connection accepted on a listener.
+    pub listening: bool,
+}
+
+/// The unix sockets of `text` bound to a path; abstract sockets (`@name`) and unbound ones
+/// are left out. Lines that do not parse are skipped: one odd line never hides the others.
+pub fn bound(text: &str) -> Vec<Bound> {
     let mut out = Vec::new();
     for line in text.lines() {
         // Num: RefCount Protocol Flags Type St Inode Path
@@ -41,11 +50,23 @@ pub fn listening_paths(text: &str) -> Vec<String> {
         };
         let path: Vec<&str> = f.collect();
         let path = path.join(" ");
-        if flags & ACCEPTCON != 0 && path.starts_with('/') {
-            out.push(path);
+        if path.starts_with('/') {
+            out.push(Bound {
+                path,
+                listening: flags & ACCEPTCON != 0,
+            });
         }
     }
     out
+}
+
+/// The paths (as the binding process named them) of the listening unix sockets in `text`.
+pub fn listening_paths(text: &str) -> Vec<String> {
+    bound(text)
+        .into_iter()
+        .filter(|b| b.listening)
+        .map(|b| b.path)
+        .collect()
 }
 
 /// `<root>/proc/<pid>/net/unix`.
@@ -58,6 +79,12 @@ pub fn path(host: &HostPaths, pid: u32) -> std::path::PathBuf {
 pub fn read(path: &Path) -> Result<Vec<String>, ReadError> {
     let text = crate::hostfs::read_text(path, crate::hostfs::cap::UDP_TABLE)?;
     Ok(listening_paths(&text))
+}
+
+/// Reads every socket of one table bound to a path (listening or not), within the same cap.
+pub fn read_bound(path: &Path) -> Result<Vec<Bound>, ReadError> {
+    let text = crate::hostfs::read_text(path, crate::hostfs::cap::UDP_TABLE)?;
+    Ok(bound(&text))
 }
 
 #[cfg(test)]
@@ -86,6 +113,21 @@ ffff8f0c41d4f000: 00000002 00000000 00010000 0001 01 70001 /tmp/dir with space/d
             ]
         );
         assert!(listening_paths("").is_empty());
+        // Every bound path, the accepted connection and a datagram socket among them.
+        let chrony =
+            "ffff8f0c41d50000: 00000002 00000000 00000000 0002 01 71001 /run/chrony/chronyd.sock\n";
+        let all = bound(&format!("{UNIX_6_18}{chrony}"));
+        assert_eq!(all.len(), 6, "{all:?}");
+        assert_eq!(
+            all.iter()
+                .filter(|b| !b.listening)
+                .map(|b| b.path.as_str())
+                .collect::<Vec<_>>(),
+            [
+                "/run/containerd/containerd.sock",
+                "/run/chrony/chronyd.sock"
+            ]
+        );
         assert!(listening_paths("garbage\nffff: 1 2 zz 1 1 1 /x\n").is_empty());
     }
 
@@ -93,6 +135,7 @@ ffff8f0c41d4f000: 00000002 00000000 00010000 0001 01 70001 /tmp/dir with space/d
         #[test]
         fn never_panics(s in "\\PC*") {
             let _ = listening_paths(&s);
+            let _ = bound(&s);
         }
     }
 }

@@ -66,6 +66,15 @@ pub fn comm(host: &HostPaths, pid: u32) -> Option<String> {
     )
 }
 
+/// Like [`comm`], reading into `buf` (a pass over every pid reuses it): the name without its
+/// newline; `None` when the pid vanished, the file is unreadable or the name is not UTF-8.
+pub fn comm_with<'b>(host: &HostPaths, pid: u32, buf: &'b mut Vec<u8>) -> Option<&'b str> {
+    read_proc_file(&host.proc_pid(pid).join("comm"), buf).ok()?;
+    std::str::from_utf8(buf)
+        .ok()
+        .map(|s| s.strip_suffix('\n').unwrap_or(s))
+}
+
 /// `<root>/proc/<pid>/cmdline` with NULs turned into spaces, cut to `max_bytes`.
 pub fn cmdline(host: &HostPaths, pid: u32, max_bytes: usize) -> Option<String> {
     let raw = read_cmdline(host, pid)?;

@@ -103,16 +103,82 @@ fn rule_files() -> impl Iterator<Item = &'static (&'static str, &'static str)> {
 
 /// The built-in rule files, each parsed the first time one of its collector's rules is asked
 /// for: a `check` of a healthy node renders no finding and parses none of them (parsing all
-/// of them took about as long as the rest of such a check).
+/// of them took about as long as the rest of such a check). A rule asked for alone is parsed
+/// alone ([`RuleChunks`]): a `check` that renders two of `kernel.toml`'s eleven rules parses
+/// those two (the TOML parser reads about 40 KB a millisecond here; a `check` rendering a few
+/// findings of several collectors parsed 200 KB of rule files for them).
 struct Builtin {
     files: Vec<(&'static str, OnceLock<BTreeMap<String, Rule>>)>,
+    /// Per file: its rules' texts by id, found without parsing (`None`: not split, the whole
+    /// file is parsed), each parsed when asked.
+    chunks: Vec<OnceLock<Option<RuleChunks>>>,
+}
+
+/// A built-in rule file cut at its `[[rule]]` lines: the header (what precedes the first)
+/// and each rule's text, by the id its first lines declare, each parsed on its own when asked
+/// for (the header and that rule's text make a file of one rule).
+struct RuleChunks {
+    header: &'static str,
+    rules: BTreeMap<&'static str, (&'static str, OnceLock<Option<Rule>>)>,
+}
+
+impl RuleChunks {
+    /// Cuts `text`; `None` when a rule's id cannot be read off its text (a form the cut does
+    /// not know: the whole file is parsed instead) or two rules have one id.
+    fn cut(text: &'static str) -> Option<RuleChunks> {
+        let mut starts = Vec::new();
+        let mut at = 0;
+        for line in text.split_inclusive('\n') {
+            if line.trim_end() == "[[rule]]" {
+                starts.push(at);
+            }
+            at += line.len();
+        }
+        let header = &text[..starts.first().copied().unwrap_or(text.len())];
+        let mut rules = BTreeMap::new();
+        for (i, &start) in starts.iter().enumerate() {
+            let end = starts.get(i + 1).copied().unwrap_or(text.len());
+            let chunk = &text[start..end];
+            let id = declared_id(chunk)?;
+            if rules.insert(id, (chunk, OnceLock::new())).is_some() {
+                return None;
+            }
+        }
+        Some(RuleChunks { header, rules })
+    }
+}
+
+/// The `id = "…"` of a rule's text, before its first sub-table (`[rule.example]`): a plain
+/// string of the characters of ids only, else `None`.
+fn declared_id(chunk: &str) -> Option<&str> {
+    for line in chunk.lines().skip(1) {
+        let line = line.trim();
+        if line.starts_with('[') {
+            return None;
+        }
+        let Some(rest) = line.strip_prefix("id") else {
+            continue;
+        };
+        let value = rest.trim_start().strip_prefix('=')?.trim();
+        let id = value.strip_prefix('"')?.strip_suffix('"')?;
+        let plain = !id.is_empty()
+            && id
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'.');
+        return plain.then_some(id);
+    }
+    None
 }
 
 impl Builtin {
     fn new() -> Builtin {
-        Builtin {
-            files: rule_files().map(|(f, _)| (*f, OnceLock::new())).collect(),
-        }
+        let files: Vec<_> = rule_files().map(|(f, _)| (*f, OnceLock::new())).collect();
+        let chunks = files.iter().map(|_| OnceLock::new()).collect();
+        Builtin { files, chunks }
+    }
+
+    fn text(i: usize) -> &'static str {
+        rule_files().nth(i).map_or("", |(_, t)| *t)
     }
 
     /// The rules of built-in file `i`, parsed now if not yet. A broken embedded file (the
@@ -120,8 +186,7 @@ impl Builtin {
     /// their ids only.
     fn file(&self, i: usize) -> &BTreeMap<String, Rule> {
         let (name, cell) = &self.files[i];
-        let text = rule_files().nth(i).map_or("", |(_, t)| *t);
-        cell.get_or_init(|| match load::builtin_file(name, text) {
+        cell.get_or_init(|| match load::builtin_file(name, Self::text(i)) {
             Ok(rules) => rules.into_iter().map(|r| (r.id.clone(), r)).collect(),
             Err(e) => {
                 tracing::error!(error = %e, "a built-in rule file does not load; its findings will carry their ids only");
@@ -130,12 +195,38 @@ impl Builtin {
         })
     }
 
-    /// The rule `id`: only the files of its collector (the id's first segment) are parsed.
+    /// The rule `id` of file `i` parsed alone: `Some(None)` when the file's cut has no such
+    /// rule, `None` when only the whole file can tell (no cut, or the text cut for `id` is
+    /// not that one rule).
+    fn alone(&self, i: usize, id: &str) -> Option<Option<&Rule>> {
+        let cut = self.chunks[i]
+            .get_or_init(|| RuleChunks::cut(Self::text(i)))
+            .as_ref()?;
+        let Some((chunk, cell)) = cut.rules.get(id) else {
+            return Some(None);
+        };
+        let name = self.files[i].0;
+        cell.get_or_init(|| {
+            let text = format!("{}{chunk}", cut.header);
+            match load::builtin_file(name, &text) {
+                Ok(mut rules) if rules.len() == 1 && rules[0].id == id => rules.pop(),
+                _ => None,
+            }
+        })
+        .as_ref()
+        .map(Some)
+    }
+
+    /// The rule `id`: only the files of its collector (the id's first segment) are looked
+    /// at, and of those only the rule's own text is parsed when the file's cut finds it.
     fn get(&self, id: &str) -> Option<&Rule> {
         let collector = id.split('.').next().unwrap_or(id);
         (0..self.files.len())
             .filter(|i| file_collector(self.files[*i].0) == collector)
-            .find_map(|i| self.file(i).get(id))
+            .find_map(|i| match self.alone(i, id) {
+                Some(found) => found,
+                None => self.file(i).get(id),
+            })
     }
 
     /// Every built-in rule (parses every file).

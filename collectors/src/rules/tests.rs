@@ -682,24 +682,49 @@ fn each_built_in_file_holds_the_rules_of_the_collector_its_name_says() {
     }
 }
 
+/// A rule asked for is parsed alone: no whole file, no other rule of its file; a rule no
+/// file has is told by the cuts of its collector's files, and parses nothing.
 #[test]
-fn the_lazy_book_parses_only_the_files_of_the_collector_asked_for() {
+fn the_lazy_book_parses_only_the_rule_asked_for() {
     let b = Builtin::new();
-    let parsed = |b: &Builtin| -> Vec<&'static str> {
+    let parsed_files = |b: &Builtin| -> Vec<&'static str> {
         b.files
             .iter()
             .filter(|(_, cell)| cell.get().is_some())
             .map(|(f, _)| *f)
             .collect()
     };
-    assert!(parsed(&b).is_empty());
+    let parsed_rules = |b: &Builtin| -> Vec<&'static str> {
+        b.chunks
+            .iter()
+            .filter_map(|c| c.get()?.as_ref())
+            .flat_map(|cut| {
+                cut.rules
+                    .iter()
+                    .filter(|(_, (_, cell))| cell.get().is_some())
+                    .map(|(id, _)| *id)
+            })
+            .collect()
+    };
+    let cut_files = |b: &Builtin| -> Vec<&'static str> {
+        b.files
+            .iter()
+            .zip(&b.chunks)
+            .filter(|(_, c)| c.get().is_some())
+            .map(|((f, _), _)| *f)
+            .collect()
+    };
+    assert!(parsed_files(&b).is_empty());
     assert!(b.get("memory.exhaustion").is_some());
-    assert_eq!(parsed(&b), ["memory.toml"]);
+    assert_eq!(parsed_rules(&b), ["memory.exhaustion"]);
+    assert!(parsed_files(&b).is_empty());
     assert!(b.get("runtime.no_such_rule").is_none());
     assert_eq!(
-        parsed(&b),
+        cut_files(&b),
         ["memory.toml", "runtime.toml", "runtime_logs.toml"]
     );
+    assert_eq!(parsed_rules(&b), ["memory.exhaustion"]);
+    assert!(parsed_files(&b).is_empty());
 }
 
 /// The NodeCondition classes load, and the collectors feeding each are those whose rules
@@ -909,4 +934,47 @@ evidence = {{ errors = 1 }}
             .to_string();
         assert!(e.contains(why), "{bad}: {e}");
     }
+}
+
+/// Every built-in file is cut into its rules by their `[[rule]]` lines, each rule parsed
+/// alone is the rule the whole file's parse gives, and the cut finds no rule the file lacks:
+/// a rule asked for alone renders as before.
+#[test]
+fn each_built_in_rule_parsed_alone_is_the_whole_files() {
+    let b = Builtin::new();
+    for (i, (name, _)) in b.files.iter().enumerate() {
+        let cut = RuleChunks::cut(Builtin::text(i)).unwrap_or_else(|| panic!("{name}: not cut"));
+        let whole = b.file(i);
+        assert!(!whole.is_empty(), "{name}");
+        assert_eq!(
+            cut.rules.keys().copied().collect::<Vec<_>>(),
+            whole.keys().map(String::as_str).collect::<Vec<_>>(),
+            "{name}"
+        );
+        for (id, rule) in whole {
+            assert_eq!(b.alone(i, id), Some(Some(rule)), "{name}: {id}");
+        }
+        assert_eq!(b.alone(i, "nothing.here"), Some(None), "{name}");
+    }
+}
+
+/// What the cut does not know is left to the whole file's parse: an id written otherwise,
+/// an id after a sub-table, a text that does not make one rule of that id.
+#[test]
+fn a_rule_the_cut_cannot_read_leaves_the_whole_file() {
+    assert_eq!(declared_id("[[rule]]\nid = \"demo.a\"\n"), Some("demo.a"));
+    assert_eq!(declared_id("[[rule]]\nid = 'demo.a'\n"), None);
+    assert_eq!(declared_id("[[rule]]\nid = \"demo.\\u0041\"\n"), None);
+    assert_eq!(
+        declared_id("[[rule]]\n[rule.example]\nid = \"demo.a\"\n"),
+        None
+    );
+    assert_eq!(declared_id("[[rule]]\nidentity = 1\n"), None);
+    let two = "collector = \"demo\"\n[[rule]]\nid = \"demo.a\"\n[[rule]]\nid = \"demo.a\"\n";
+    assert!(RuleChunks::cut(two).is_none(), "one id twice");
+    let odd = "collector = \"demo\"\n[[rule]]\nid = 'demo.a'\n";
+    assert!(RuleChunks::cut(odd).is_none());
+    let cut = RuleChunks::cut(DEMO).expect("the demo file is cut");
+    assert_eq!(cut.rules.keys().copied().collect::<Vec<_>>(), ["demo.logs"]);
+    assert!(cut.header.contains("collector = \"demo\""));
 }

@@ -1324,7 +1324,9 @@ fn real_two_second_hold_is_caught_and_named_by_the_watch() {
 /// The node's network namespace is the test's own, once with a legacy table (one read of
 /// `/proc/locks` at start, for a hold already in progress) and once without (no read at all:
 /// the nft backend takes no lock), so the outcome never depends on this machine's own
-/// namespace.
+/// namespace. The sampler's clock is the test's ([`TestClock`]): a hold lasts, for the
+/// sampler, what the test says, however late a holder runs on a loaded machine (a `flock`
+/// holding `sleep 0.2` once outlasted the 500 ms threshold when it was descheduled).
 #[test]
 fn real_short_holds_read_nothing() {
     let test = "real_short_holds_read_nothing";
@@ -1339,6 +1341,35 @@ fn real_short_holds_read_nothing() {
     }
 }
 
+/// A clock that moves only when the test moves it (the lock sampler's, through
+/// [`IptablesCollector::with_sampler_clock`]).
+#[derive(Clone)]
+struct TestClock(std::sync::Arc<std::sync::Mutex<Instant>>);
+
+impl TestClock {
+    fn new() -> TestClock {
+        TestClock(std::sync::Arc::new(std::sync::Mutex::new(Instant::now())))
+    }
+
+    fn advance(&self, d: Duration) {
+        let mut t = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        *t += d;
+    }
+
+    fn sampler(&self) -> collectors::iptables::sampler::SamplerClock {
+        let t = self.clone();
+        std::sync::Arc::new(move || *t.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+/// Opens the lock file and takes the lock (blocking) from this process.
+fn take_lock(lock: &Path) -> nix::fcntl::Flock<std::fs::File> {
+    let f = std::fs::File::open(lock).unwrap();
+    nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusive)
+        .map_err(|(_, e)| e)
+        .unwrap()
+}
+
 fn short_holds_read_nothing(legacy: bool) {
     let node = NodeNetns::start(legacy);
     let h = real_proc_host();
@@ -1348,18 +1379,20 @@ fn short_holds_read_nothing(legacy: bool) {
         reference_pid: node.pid(),
         ..IptablesConfig::default()
     };
-    let mut c = IptablesCollector::new(h.node(), cfg);
+    let clock = TestClock::new();
+    let mut c = IptablesCollector::new(h.node(), cfg).with_sampler_clock(clock.sampler());
     std::thread::sleep(Duration::from_millis(200));
     let out = c.collect(&ctx());
     let before = locks_reads(&out);
     let at_start = if legacy { 1.0 } else { 0.0 };
     assert_eq!(before, at_start, "reads at start, legacy table: {legacy}");
     let paths = host.per_process_paths();
+    // `flock` processes, however long the machine takes to run them: no time passes on the
+    // sampler's clock.
     for _ in 0..20 {
         flock_run(&lock, &["true"]);
     }
     flock_run(&lock, &["sleep", "0.2"]);
-    // Two short holds overlapping: one waits for the other, both within the threshold.
     let a = ChildGuard(
         Command::new("flock")
             .arg("-x")
@@ -1370,6 +1403,24 @@ fn short_holds_read_nothing(legacy: bool) {
     );
     flock_run(&lock, &["true"]);
     drop(a);
+    // Holds of this process that last what the test says: 200 ms (held for 700 ms of real
+    // time: a sampler on any other clock would read), then two overlapping ones (150 ms, and
+    // one waiting for it from its open), all within the threshold.
+    let held = take_lock(&lock);
+    clock.advance(Duration::from_millis(200));
+    std::thread::sleep(Duration::from_millis(700));
+    drop(held);
+    let first = take_lock(&lock);
+    let waiting = std::fs::File::open(&lock).unwrap();
+    let waiter = std::thread::spawn(move || {
+        drop(nix::fcntl::Flock::lock(
+            waiting,
+            nix::fcntl::FlockArg::LockExclusive,
+        ));
+    });
+    clock.advance(Duration::from_millis(150));
+    drop(first);
+    waiter.join().unwrap();
     std::thread::sleep(Duration::from_millis(700));
     assert_eq!(host.per_process_paths(), paths, "no holder was looked up");
     let out = c.collect(&ctx());
@@ -1379,6 +1430,17 @@ fn short_holds_read_nothing(legacy: bool) {
         .findings
         .iter()
         .all(|f| !f.id.starts_with("iptables.lock")));
+    // The same watch on the same clock reads once a hold outlasts the threshold.
+    let held = take_lock(&lock);
+    let t0 = Instant::now();
+    let mut reads = before;
+    while reads == before && t0.elapsed() < Duration::from_secs(20) {
+        clock.advance(Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(50));
+        reads = locks_reads(&c.collect(&ctx()));
+    }
+    drop(held);
+    assert!(reads > before, "a hold past the threshold was not read");
 }
 
 /// Without inotify (turned off here; the same path runs when inotify refuses, e.g. the
