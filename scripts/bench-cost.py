@@ -740,13 +740,14 @@ def hog_phase(agent, secs):
         text = http_get(agent.url + "/metrics")[1].decode()
         ctx["process_detail"] = metric_value(text, "node_doctor_load_process_detail")
         ctx["load1"] = float(open("/proc/loadavg").read().split()[0])
+        ctx["scope"] = next((f["evidence"]["process_scope"] for f in agent.findings()["findings"]
+                             if "process_scope" in f.get("evidence", {})), None)
     finally:
         hog_stop(ctx)
     onset, escalated = per_run(c0, c1), per_run(ca, cb)
     log(f"hogs: {'detected after %s runs: %s %s' % (runs, f['id'], f.get('subject', '')) if f else 'NOT detected'}; "
         f"load1 {ctx['load1']:.2f}, process_detail {ctx['process_detail']}")
-    if f:
-        log(f"hogs: process_scope {f.get('evidence', {}).get('process_scope')}")
+    log(f"hogs: process_scope {ctx['scope']}")
     return {"name": f"{HOGS} CPU hogs in the root cgroup", "collector": "load", "runs": runs,
             "took": took, "finding": f and (f["id"], f.get("subject", ""), f.get("evidence", {})),
             "cycle_cpu": sum(onset.values()), "per_collector": onset,
@@ -987,10 +988,9 @@ def report(r, a):
         if t.get("hogs"):
             print(f"- CPU per escalated run during {t['name']}, after detection (ms): " + ", ".join(
                 f"{c} {v * 1000:.1f}" for c, v in sorted(t["escalated"].items(), key=lambda x: -x[1])))
-            ev = (t["finding"] or (None, None, {}))[2]
             print(f"- {t['name']}: load1 {t['ctx'].get('load1', 0):.2f} at the end, "
                   f"node_doctor_load_process_detail {t['ctx'].get('process_detail')}, "
-                  f"process_scope: {ev.get('process_scope')}")
+                  f"process_scope (a load finding's, at the end): {t['ctx'].get('scope')}")
 
 
 if __name__ == "__main__":
