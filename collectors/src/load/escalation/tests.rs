@@ -300,5 +300,81 @@ proptest! {
                 drafts.iter().map(|d| d.id.as_str()).collect::<Vec<_>>()
             );
         }
+        // Nor an IO finding with its IO signals "quiet": the steady pass that leaves out the
+        // idle processes is never the pass of an IO finding.
+        if drafts.iter().any(|d| d.id == "load.io_bound" || d.id == "load.iowait") {
+            prop_assert!(
+                !io_quiet(&Signals::of(&obs), &th),
+                "an IO finding with quiet IO signals: {obs:?} {th:?}"
+            );
+        }
     }
+}
+
+#[test]
+fn io_is_quiet_only_under_every_io_bar_and_with_nothing_blocked() {
+    let th = Thresholds::default();
+    let quiet = window(
+        2,
+        (3.0, Some(3.0)),
+        (0, Some(0)),
+        (95.0, 0.2, Some(0.0)),
+        Some(10.0),
+        Some((5.0, 1.0)),
+        Some(80.0),
+    );
+    assert!(io_quiet(&Signals::of(&quiet), &th), "busy CPUs, quiet IO");
+    let loud = [
+        window(
+            2,
+            (3.0, None),
+            (0, None),
+            (90.0, 0.5, None),
+            Some(10.0),
+            Some((5.0, 1.0)),
+            None,
+        ),
+        window(
+            2,
+            (3.0, None),
+            (0, None),
+            (90.0, 0.0, None),
+            Some(45.0),
+            Some((5.0, 1.0)),
+            None,
+        ),
+        window(
+            2,
+            (3.0, None),
+            (0, None),
+            (90.0, 0.0, None),
+            Some(10.0),
+            Some((12.0, 10.0)),
+            None,
+        ),
+        window(
+            2,
+            (3.0, None),
+            (0, None),
+            (90.0, 0.0, None),
+            Some(10.0),
+            Some((10.0, 0.0)),
+            None,
+        ),
+        window(
+            2,
+            (3.0, None),
+            (1, None),
+            (90.0, 0.0, None),
+            Some(10.0),
+            None,
+            None,
+        ),
+    ];
+    for (i, w) in loud.iter().enumerate() {
+        assert!(!io_quiet(&Signals::of(w), &th), "case {i}: {w:?}");
+    }
+    let mut first = Signals::of(&quiet);
+    first.iowait_percent = None;
+    assert!(!io_quiet(&first, &th), "no window: nothing known");
 }
