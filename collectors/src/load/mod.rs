@@ -672,9 +672,15 @@ impl LoadCollector {
             delayacct,
         };
         let candidates = self.tracker.onset_candidates(&procs, now, limits);
-        // Their `io` baselines (and `stat` again, a moment later: the deltas start here).
-        self.tracker
+        // Their `io` baselines (and `stat` again, a moment later: the deltas start here), and
+        // the threads' delays of those in D state (as the first of two full passes gave).
+        let mut base = self
+            .tracker
             .reread(&host, now, &candidates, IoReads::Always);
+        if delayacct {
+            self.tracker
+                .sum_threads(&host, &mut base, self.config.max_thread_reads);
+        }
         let t = Instant::now();
         std::thread::sleep(wait);
         self.catch_up_span = Some(self.catch_up_span.unwrap_or_default() + wait);
