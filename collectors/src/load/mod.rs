@@ -731,6 +731,14 @@ impl LoadCollector {
             None => true,
         };
         if material && !unread.is_empty() {
+            tracing::debug!(
+                collector = "load",
+                node_cpu_percent = ?all.node_cpu_percent,
+                explained_cpu_percent = procs.cpu_percent(elapsed),
+                read = procs.read,
+                unread = unread.len(),
+                "the processes read leave CPU time unexplained: reading the others too"
+            );
             let read = procs.read;
             let rest = self.tracker.reread(&host, now, &unread, IoReads::Changed);
             let extra = rest.read;
