@@ -34,7 +34,11 @@
 #     blkio.throttle, else v2 io.max), a held xtables lock (a lock file in the temp dir, given
 #     to serve with --xtables-lock), a full conntrack table in a network namespace it creates
 #     (nf_conntrack_max lowered to 200 for the second the datagrams take): how many runs of
-#     the collector until /findings shows the finding, and all collectors' CPU per cycle.
+#     the collector until /findings shows the finding, and all collectors' CPU per cycle;
+#   - BENCH_TROUBLE=hogs (not in the default): four shells in a busy loop in the bench's own
+#     (here the root) cgroup, a busy host whose cgroups cannot name the culprit: runs of `load`
+#     until a finding names a hog, all collectors' CPU per cycle from the start and per
+#     escalated cycle after it, and load's CPU per run.
 # The measuring program is scripts/bench-cost.py (pid 1 of the namespace: everything it
 # starts dies with it). It writes only under a temp dir, removed at exit (BENCH_KEEP=1 keeps
 # it: serve.log, node_exporter.log). Whatever it changed on the host (loop device, cgroup,
@@ -127,7 +131,7 @@ fi
 [ "$NE" = - ] || echo "node_exporter: $("$NE" --version 2>&1 | head -1)" >&2
 echo "node-doctor: $("$BIN" --version)" >&2
 
-# BENCH_TROUBLE picks the trouble phases (default fio,xtables,conntrack; the conntrack phase
+# BENCH_TROUBLE picks the trouble phases (default fio,xtables,conntrack; also hogs; the conntrack phase
 # leaves "table full" records in the kernel log, which a run within the next hour sees).
 # Its own network namespace too (BENCH_HOST_NET=1: the host's): a node whose host namespace
 # has no legacy iptables table, as one on the nft backend (this VM's has the legacy tables

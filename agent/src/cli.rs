@@ -318,6 +318,16 @@ pub fn default_options() -> collectors::registry::Options {
     )
 }
 
+/// What `check` changes in the collectors' configurations: its second sample is its last,
+/// so `load` reads the processes only when that window can raise a finding that names them
+/// (its escalation bars at the rules' limits, `Escalation::at_the_limits`), not when a bar
+/// meant to give `serve`'s next run a baseline is reached (a tick of iowait in a one-second
+/// window, PSI `some` from other work).
+pub fn for_check(mut o: collectors::registry::Options) -> collectors::registry::Options {
+    o.load.thresholds.escalation = o.load.thresholds.escalation.at_the_limits();
+    o
+}
+
 impl CollectorFlags {
     /// The collectors' configurations: defaults with these flags applied.
     pub fn options(&self) -> collectors::registry::Options {
@@ -712,6 +722,21 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn check_reads_the_load_collectors_processes_only_at_the_rules_limits() {
+        let serve = default_options();
+        let check = for_check(default_options());
+        let (s, c) = (&serve.load.thresholds, &check.load.thresholds);
+        assert_eq!(s.escalation.iowait_share, 0.5);
+        assert_eq!(c.escalation, s.escalation.at_the_limits());
+        assert_eq!(c.escalation.psi_some_avg10_percent, f64::INFINITY);
+        let rest = collectors::load::Thresholds {
+            escalation: s.escalation.clone(),
+            ..c.clone()
+        };
+        assert_eq!(&rest, s, "only the bars change");
     }
 
     fn parse(args: &[&str]) -> Result<Cli, clap::Error> {

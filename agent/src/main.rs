@@ -129,6 +129,9 @@ fn main() -> ExitCode {
     }
     let mut opts: CollectorOptions = cli.tuning.options();
     opts.npd.configs = npd_configs;
+    if matches!(cli.command, Command::Check(_)) {
+        opts = cli::for_check(opts);
+    }
     // The node context every collector shares: built once, here.
     let node = collectors::Node::new(host.clone());
 

@@ -24,6 +24,14 @@ pub struct LoadConfig {
     /// With delay accounting: at most this many thread `stat` files are read per run to add
     /// up the IO wait of multi-threaded processes.
     pub max_thread_reads: usize,
+    /// The onset pass over every process reads `stat` of each once and reads again, after
+    /// the catch-up wait, only its candidates: those in D state and at most this many per
+    /// ranking (running, CPU per second of life, CPU in all, block-IO delay).
+    pub onset_candidates: usize,
+    /// A steady pass over every process reads, besides the new and the active ones, one in
+    /// this many of the idle ones (each in turn, so none goes unread longer than this many
+    /// runs).
+    pub idle_reread_every: u64,
     /// Where pod names come from.
     pub pods: PodsConfig,
     /// Cgroup-first attribution ([`cgroups`]): an escalated run reads the processes of the
@@ -41,6 +49,8 @@ impl Default for LoadConfig {
             io_wait_sample_interval: Duration::from_millis(20),
             io_wait_max_candidates: 64,
             max_thread_reads: 1024,
+            onset_candidates: 16,
+            idle_reread_every: 4,
             pods: PodsConfig::default(),
             cgroups: Some(cgroups::Floors::default()),
         }

@@ -132,5 +132,27 @@ pub fn needs_detail(s: &Signals, th: &Thresholds) -> Option<Reason> {
     None
 }
 
+/// Whether the window's IO signals are all under their bars (iowait, the busiest disk, PSI
+/// io `full` and `some`) and no task is blocked: no IO finding can fire, so which processes
+/// did IO matters less than which used CPU (the steady pass over every process may leave
+/// out the idle ones). `false` without a window.
+pub fn io_quiet(s: &Signals, th: &Thresholds) -> bool {
+    let e = &th.escalation;
+    let iowait_limit = th
+        .iowait_info_percent
+        .min(th.iowait_warning_percent)
+        .min(th.iowait_critical_percent);
+    let io = s.pressure.io;
+    s.iowait_percent
+        .is_some_and(|w| w < e.iowait_share * iowait_limit)
+        && s.max_disk_busy_percent
+            .is_none_or(|b| b < e.disk_busy_share * th.disk_busy_percent)
+        && !io
+            .and_then(|p| p.full)
+            .is_some_and(|f| f.avg10 >= e.psi_io_full_share * th.psi_io_full_percent)
+        && !io.is_some_and(|p| p.some.avg10 >= e.psi_some_avg10_percent)
+        && s.procs_blocked == 0
+}
+
 #[cfg(test)]
 mod tests;

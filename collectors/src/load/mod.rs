@@ -12,7 +12,9 @@
 //! states are sampled a few more times (see [`processes`]). Rates come from the previous
 //! run's sample; the first run reports levels only. A run that escalates after one that did
 //! not reads the processes twice, [`Escalation::catch_up`] apart, and measures the culprits
-//! over that span.
+//! over that span; when it reads every process, the second reading is of its candidates
+//! only (`LoadCollector::onset_pass`), and the runs after it read the new and the active
+//! processes and a few others in turn (`LoadCollector::steady_pass`).
 //!
 //! The collector shape: `LoadCollector::sample` reads the host into a typed [`Sample`] (whose
 //! window is an [`Observation`] that tests build without files); [`judge::judge`] turns the
@@ -50,7 +52,7 @@ pub use escalation::{Reason, Signals};
 pub use observation::{
     CpuPercent, Culprit, DiskRates, Held, IoWaitMethod, Observation, Origin, Pressures,
 };
-use processes::{IoWaitPlan, ProcessTracker};
+use processes::{IoReads, IoWaitPlan, OnsetLimits, ProcessTracker};
 pub use sample::Sample;
 pub use thresholds::{Escalation, Hold, Thresholds};
 
@@ -94,6 +96,8 @@ pub struct LoadCollector {
     held: Held,
     /// How long the last catch-up waited (`None` when the last run made none).
     catch_up_span: Option<Duration>,
+    /// Steady passes made (whose turn it is among the idle processes).
+    round: u64,
     /// Why the last pass over the processes was incomplete (kept while no pass is made, so
     /// the status does not change with escalation).
     detail_problems: Vec<String>,
@@ -116,6 +120,7 @@ impl LoadCollector {
             detail_last_run: false,
             held: Held::default(),
             catch_up_span: None,
+            round: 0,
             detail_problems: Vec::new(),
             pods,
             last: None,
@@ -391,12 +396,19 @@ impl LoadCollector {
                 }
             };
             let window = whole.map(|w| w.elapsed);
+            let all = AllPass {
+                io_quiet: escalation::io_quiet(&signals, &self.config.thresholds)
+                    && !self.held.any("load.io_bound")
+                    && !self.held.any("load.iowait"),
+                node_cpu_percent: whole.map(|w| w.cpu.busy() * f64::from(levels.cpus)),
+            };
             let (procs, span, scope) = self.detail(
                 reason,
                 levels.uptime_seconds,
                 window,
                 procs_blocked,
                 delayacct,
+                all,
             );
             self.detail_problems.clear();
             if procs.io_denied > 0 {
@@ -450,7 +462,7 @@ impl LoadCollector {
                 Scope::Cgroups(_) => self.cgroup_previous.as_ref().and_then(kubelet_service),
                 Scope::All(_) => procs.list_error.is_none().then_some(seen),
             };
-            process_scope = Some(scope.describe(procs.procs.len()));
+            process_scope = Some(scope.describe(procs.read));
         }
         Observation {
             elapsed_seconds: w.elapsed,
@@ -477,6 +489,16 @@ impl LoadCollector {
             held: self.held.clone(),
         }
     }
+}
+
+/// What an escalated run knows, before its pass, about how to read every process.
+#[derive(Debug, Clone, Copy)]
+struct AllPass {
+    /// The window's IO signals are under their bars and no IO finding is reported: a steady
+    /// pass may leave out the processes that were idle ([`LoadCollector::steady_pass`]).
+    io_quiet: bool,
+    /// The node's busy CPU over the window, percent of one CPU (`None` without a window).
+    node_cpu_percent: Option<f64>,
 }
 
 /// Which processes a pass read.
@@ -528,6 +550,7 @@ impl LoadCollector {
         window: Option<f64>,
         procs_blocked: u64,
         delayacct: bool,
+        all: AllPass,
     ) -> (processes::ProcSample, f64, Scope) {
         // The onset of trouble within one interval waits `catch_up` between two readings (at
         // most a quarter of the window, so that a run stays well within a timeout of one
@@ -588,8 +611,13 @@ impl LoadCollector {
             _ => false,
         };
         self.tracked = tracked;
+        let every_process = matches!(plan, Plan::All(_));
         let (procs, span) = match (window, wait) {
+            (Some(elapsed), _) if baseline && every_process && all.io_quiet => {
+                (self.steady_pass(now, elapsed, delayacct, &all), elapsed)
+            }
             (Some(elapsed), _) if baseline => (self.pass(now, delayacct, pids.as_deref()), elapsed),
+            (Some(_), Some(wait)) if every_process => self.onset_pass(now, wait, delayacct),
             (Some(_), Some(wait)) => {
                 // Read now and again after `wait`, and measure over that span.
                 self.tracker.clear();
@@ -613,6 +641,115 @@ impl LoadCollector {
             _ => (self.pass(now, delayacct, pids.as_deref()), 0.0),
         };
         (procs, span, scope)
+    }
+
+    /// The onset's pass over every process (the run before read none of them): one `stat`
+    /// of each, then `stat` and `io` of the candidates only ([`ProcessTracker::
+    /// onset_candidates`]: in D state, running, the busiest by CPU and block-IO delay), read
+    /// again after `wait` and measured over that span. The others are listed without deltas;
+    /// the next run has every process's baseline.
+    fn onset_pass(
+        &mut self,
+        now: f64,
+        wait: Duration,
+        delayacct: bool,
+    ) -> (processes::ProcSample, f64) {
+        let host = self.node.host().clone();
+        let listed = match processes::list(&host) {
+            Ok(l) => l,
+            Err(e) => {
+                self.tracker.clear();
+                return (processes::listing_failed(e), 0.0);
+            }
+        };
+        let mut procs = self.tracker.survey(&host, now, &listed);
+        let limits = OnsetLimits {
+            busiest: self.config.onset_candidates,
+            blocked: self
+                .config
+                .io_wait_max_candidates
+                .max(self.config.max_blocked_tasks),
+            delayacct,
+        };
+        let candidates = self.tracker.onset_candidates(&procs, now, limits);
+        // Their `io` baselines (and `stat` again, a moment later: the deltas start here), and
+        // the threads' delays of those in D state (as the first of two full passes gave).
+        let mut base = self
+            .tracker
+            .reread(&host, now, &candidates, IoReads::Always);
+        if delayacct {
+            self.tracker
+                .sum_threads(&host, &mut base, self.config.max_thread_reads);
+        }
+        let t = Instant::now();
+        std::thread::sleep(wait);
+        self.catch_up_span = Some(self.catch_up_span.unwrap_or_default() + wait);
+        let span = t.elapsed().as_secs_f64().max(1e-3);
+        let later = self
+            .tracker
+            .reread(&host, now + span, &candidates, IoReads::Changed);
+        procs.replace(&candidates, later);
+        if delayacct {
+            self.tracker
+                .sum_threads(&host, &mut procs, self.config.max_thread_reads);
+        }
+        (procs, span)
+    }
+
+    /// The steady pass over every process (the run before read them all, and IO is quiet):
+    /// the processes that are new, were active or whose turn it is ([`ProcessTracker::
+    /// steady`]); the others too when those read leave CPU time that could hold a culprit
+    /// unexplained (the node's busy CPU, from `/proc/stat`, less theirs, at the culprit
+    /// floors: `culprit_min_cpu_percent` and `culprit_min_share_percent` of the node's).
+    fn steady_pass(
+        &mut self,
+        now: f64,
+        elapsed: f64,
+        delayacct: bool,
+        all: &AllPass,
+    ) -> processes::ProcSample {
+        let host = self.node.host().clone();
+        let listed = match processes::list(&host) {
+            Ok(l) => l,
+            Err(e) => {
+                self.tracker.clear();
+                return processes::listing_failed(e);
+            }
+        };
+        self.round = self.round.wrapping_add(1);
+        let every = self.config.idle_reread_every;
+        let (mut procs, unread) = self.tracker.steady(&host, now, &listed, self.round, every);
+        let th = &self.config.thresholds;
+        let uncovered = all
+            .node_cpu_percent
+            .map(|node| (node - procs.cpu_percent(elapsed), node));
+        let material = match uncovered {
+            Some((u, node)) => {
+                u >= th.culprit_min_cpu_percent
+                    && u * 100.0 >= th.culprit_min_share_percent * node.max(f64::MIN_POSITIVE)
+            }
+            None => true,
+        };
+        if material && !unread.is_empty() {
+            tracing::debug!(
+                collector = "load",
+                node_cpu_percent = ?all.node_cpu_percent,
+                explained_cpu_percent = procs.cpu_percent(elapsed),
+                read = procs.read,
+                unread = unread.len(),
+                "the processes read leave CPU time unexplained: reading the others too"
+            );
+            let read = procs.read;
+            let rest = self.tracker.reread(&host, now, &unread, IoReads::Changed);
+            let extra = rest.read;
+            procs.replace(&unread, rest);
+            procs.read = read + extra;
+        }
+        if delayacct {
+            self.tracker
+                .sum_threads(&host, &mut procs, self.config.max_thread_reads);
+        }
+        procs
     }
 
     /// Reads the cgroup counters and decides which processes to read. `None` on the first

@@ -347,6 +347,11 @@ impl Held {
         self.severity(id, subject).is_some()
     }
 
+    /// Whether `id` was reported, for any subject.
+    pub fn any(&self, id: &str) -> bool {
+        self.0.keys().any(|(i, _)| i == id)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

@@ -184,6 +184,25 @@ impl Escalation {
         }
     }
 
+    /// The bars of a run that no run follows (`check`'s second sample): each at its rule's
+    /// limit (share 1), and no PSI `some` bar, which feeds no rule. A bar below the limit
+    /// only gives the next run a baseline (no catch-up, culprits measured over the whole
+    /// window) and keeps culprits current while trouble builds; with no next run, a run reads
+    /// the processes only when its window can raise a finding that names them. Every finding
+    /// still implies a bar (the property test `every_finding_implies_escalation` runs with
+    /// these too); `procs_blocked` and `catch_up` are kept.
+    pub fn at_the_limits(&self) -> Self {
+        Escalation {
+            load_share: 1.0,
+            cpu_busy_share: 1.0,
+            iowait_share: 1.0,
+            disk_busy_share: 1.0,
+            psi_io_full_share: 1.0,
+            psi_some_avg10_percent: f64::INFINITY,
+            ..self.clone()
+        }
+    }
+
     /// Bars every host reaches: per-process detail on every run, as before escalation.
     pub fn always() -> Self {
         Escalation {

@@ -2097,3 +2097,168 @@ fn blocked_tasks_without_cgroup_io_read_every_process() {
         );
     }
 }
+
+/// A busy host whose cgroups say nothing (no cgroup files: every process is read): `QUIET_FLAT`
+/// sleeping processes with a little CPU each, and two `burn` processes (pids 4201, 4202)
+/// that keep a CPU busy each while `burning`. The whole-node files say the same: the CPUs
+/// are `busy` percent busy. 10 s per step; `idle` is a quiet process that starts burning a
+/// CPU (in place of 4202) from step 4.
+struct FlatHost {
+    h: FakeHost,
+    step: u64,
+    ticks: Ticks,
+    burn: [u64; 3],
+}
+
+const QUIET_FLAT: u32 = 300;
+const BURNERS: [u32; 2] = [4201, 4202];
+/// A quiet process that wakes up and burns a CPU at step 4.
+const WAKER: u32 = 5150;
+
+impl FlatHost {
+    fn new() -> FlatHost {
+        let h = FakeHost::new();
+        h.write("/sys/devices/system/cpu/online", "0-1\n");
+        h.write("/proc/sys/kernel/task_delayacct", "0\n");
+        for i in 0..QUIET_FLAT {
+            let pid = 5000 + i;
+            write_proc(
+                &h,
+                &Proc {
+                    pid,
+                    comm: "sleep",
+                    state: 'S',
+                    ppid: 1,
+                    ticks: (u64::from(i % 7), 1),
+                    io: (0, 0),
+                    cgroup: "0::/\n",
+                    blkio: 0,
+                },
+            );
+        }
+        FlatHost {
+            h,
+            step: 0,
+            ticks: [10_000, 0, 5000, 100_000, 100, 0, 10, 0],
+            burn: [50_000, 50_000, 6],
+        }
+    }
+
+    /// The next 10 s: load1 and the CPUs' busy share; which of (4201, 4202, WAKER) burn 95%
+    /// of a CPU over it.
+    fn advance(&mut self, load1: f64, busy: u64, burning: [bool; 3]) {
+        let h = &self.h;
+        self.step += 1;
+        self.ticks = add(self.ticks, [20 * busy, 0, 0, 20 * (100 - busy), 0, 0, 0, 0]);
+        h.write(
+            "/proc/uptime",
+            format!("{}.00 1.00\n", 1000 + 10 * self.step),
+        );
+        h.write(
+            "/proc/loadavg",
+            format!("{load1:.2} {load1:.2} {load1:.2} 3/310 4000\n"),
+        );
+        h.write("/proc/stat", stat_text(self.ticks, &[], 2, 0));
+        h.write(
+            "/proc/diskstats",
+            " 253 0 vda 100 0 800 10 500 0 4000 100 0 100 110\n",
+        );
+        let pids = [BURNERS[0], BURNERS[1], WAKER];
+        for (i, pid) in pids.into_iter().enumerate() {
+            if burning[i] {
+                self.burn[i] += 950;
+            }
+            write_proc(
+                h,
+                &Proc {
+                    pid,
+                    comm: if pid == WAKER { "sleep" } else { "burn" },
+                    state: if burning[i] { 'R' } else { 'S' },
+                    ppid: 1,
+                    ticks: (self.burn[i], 0),
+                    io: (0, 0),
+                    cgroup: "0::/\n",
+                    blkio: 0,
+                },
+            );
+        }
+    }
+}
+
+/// A busy host whose processes are all in the root cgroup: the onset run reads each
+/// process's `stat` once (and again only its candidates: the two burners, running), not every
+/// process twice and every `io`; the steady runs after it read the burners and a quarter of
+/// the others; when a process that sat idle starts burning a CPU, the CPU time the processes
+/// read leave unexplained makes that run read the rest and name it. Every run's findings
+/// (ids, severities, named pids) equal those of a collector that reads every process on
+/// every run.
+#[test]
+fn a_busy_flat_host_reads_each_process_once_at_the_onset_and_the_active_ones_after() {
+    let mut node = FlatHost::new();
+    let host = node.h.node();
+    let zero_catch_up = Escalation {
+        catch_up: std::time::Duration::ZERO,
+        ..Escalation::default()
+    };
+    let config = LoadConfig {
+        thresholds: Thresholds {
+            escalation: zero_catch_up,
+            ..Thresholds::default()
+        },
+        ..LoadConfig::default()
+    };
+    let mut c = LoadCollector::new(host.clone(), config);
+    let mut every_run = LoadCollector::new(
+        node.h.node(),
+        LoadConfig {
+            idle_reread_every: 1,
+            ..always_read_processes()
+        },
+    );
+    let all = u64::from(QUIET_FLAT) + 3;
+    // (load1, busy %, burning), and the range of per-process paths the run builds.
+    type Step = (f64, u64, [bool; 3], std::ops::Range<u64>);
+    let steps: [Step; 6] = [
+        (0.3, 5, [false, false, false], 0..1),
+        (0.3, 5, [false, false, false], 0..1),
+        // The onset: 2.5 on 2 CPUs, 95% busy. One `stat` of each, the candidates again
+        // (with `io`), the named processes' `cgroup`: before, 2 x 303 `stat` and 303 `io`.
+        (2.5, 95, [true, true, false], all..all + 120),
+        // Steady: the burners (running), one in four of the others.
+        (2.6, 95, [true, true, false], 60..all / 4 + 40),
+        (2.6, 95, [true, true, false], 60..all / 4 + 40),
+        // 4202 stops, the waker burns: unexplained CPU, the rest is read.
+        (2.6, 95, [true, false, true], all..all + 60),
+    ];
+    for (i, (load1, busy, burning, paths)) in steps.iter().enumerate() {
+        node.advance(*load1, *busy, *burning);
+        let before = host.per_process_paths();
+        let out = c.collect(&ctx());
+        let built = host.per_process_paths() - before;
+        assert!(
+            paths.contains(&built),
+            "step {i}: {built} per-process paths, expected {paths:?}"
+        );
+        let reference = every_run.collect(&ctx());
+        assert_eq!(out.status, reference.status, "step {i}");
+        if i >= 3 {
+            // The onset's culprits are measured over a catch-up of 0 s on files that do not
+            // change: named from the next run.
+            assert_eq!(detected(&out), detected(&reference), "step {i}");
+            let f = only(&out, "load.cpu_bound");
+            assert_eq!(f.len(), 1, "step {i}: {:?}", out.findings);
+            let named = text(f[0], "top_cpu_processes");
+            let expect = if i == 5 {
+                vec![BURNERS[0], WAKER]
+            } else {
+                BURNERS.to_vec()
+            };
+            for pid in expect {
+                assert!(named.contains(&format!("pid {pid}")), "step {i}: {named}");
+            }
+        }
+        if i == 2 {
+            assert_eq!(only(&out, "load.cpu_bound").len(), 1, "{:?}", out.findings);
+        }
+    }
+}

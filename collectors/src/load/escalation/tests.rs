@@ -245,6 +245,8 @@ proptest! {
         // The PSI `some` bar feeds no rule: the others must do without it.
         psi_some_bar in prop_oneof![Just(10.0), Just(f64::INFINITY)],
         psi_cpu in proptest::option::of(percent()),
+        // `check`'s second sample: the bars at the limits.
+        at_the_limits in any::<bool>(),
         limits in (
             limit(2.0), limit(4.0), limit(1.0), limit(10.0), limit(30.0), limit(90.0),
             limit(20.0), limit(90.0), limit(1.0),
@@ -274,9 +276,13 @@ proptest! {
             psi_io_full_percent: psi,
             cpu_busy_percent: cpu_busy,
             blocked_per_cpu,
-            escalation: Escalation {
-                psi_some_avg10_percent: psi_some_bar,
-                ..Escalation::default()
+            escalation: if at_the_limits {
+                Escalation::default().at_the_limits()
+            } else {
+                Escalation {
+                    psi_some_avg10_percent: psi_some_bar,
+                    ..Escalation::default()
+                }
             },
             ..Thresholds::default()
         };
@@ -300,5 +306,114 @@ proptest! {
                 drafts.iter().map(|d| d.id.as_str()).collect::<Vec<_>>()
             );
         }
+        // Nor an IO finding with its IO signals "quiet": the steady pass that leaves out the
+        // idle processes is never the pass of an IO finding.
+        if drafts.iter().any(|d| d.id == "load.io_bound" || d.id == "load.iowait") {
+            prop_assert!(
+                !io_quiet(&Signals::of(&obs), &th),
+                "an IO finding with quiet IO signals: {obs:?} {th:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn io_is_quiet_only_under_every_io_bar_and_with_nothing_blocked() {
+    let th = Thresholds::default();
+    let quiet = window(
+        2,
+        (3.0, Some(3.0)),
+        (0, Some(0)),
+        (95.0, 0.2, Some(0.0)),
+        Some(10.0),
+        Some((5.0, 1.0)),
+        Some(80.0),
+    );
+    assert!(io_quiet(&Signals::of(&quiet), &th), "busy CPUs, quiet IO");
+    let loud = [
+        window(
+            2,
+            (3.0, None),
+            (0, None),
+            (90.0, 0.5, None),
+            Some(10.0),
+            Some((5.0, 1.0)),
+            None,
+        ),
+        window(
+            2,
+            (3.0, None),
+            (0, None),
+            (90.0, 0.0, None),
+            Some(45.0),
+            Some((5.0, 1.0)),
+            None,
+        ),
+        window(
+            2,
+            (3.0, None),
+            (0, None),
+            (90.0, 0.0, None),
+            Some(10.0),
+            Some((12.0, 10.0)),
+            None,
+        ),
+        window(
+            2,
+            (3.0, None),
+            (0, None),
+            (90.0, 0.0, None),
+            Some(10.0),
+            Some((10.0, 0.0)),
+            None,
+        ),
+        window(
+            2,
+            (3.0, None),
+            (1, None),
+            (90.0, 0.0, None),
+            Some(10.0),
+            None,
+            None,
+        ),
+    ];
+    for (i, w) in loud.iter().enumerate() {
+        assert!(!io_quiet(&Signals::of(w), &th), "case {i}: {w:?}");
+    }
+    let mut first = Signals::of(&quiet);
+    first.iowait_percent = None;
+    assert!(!io_quiet(&first, &th), "no window: nothing known");
+}
+
+/// `check`'s last sample: a one-second window with an iowait tick (0.5 % on 2 CPUs), PSI
+/// `some` from other work and load1 at 1.5 per CPU reaches the default bars but none at the
+/// limits; each rule's own limit still does.
+#[test]
+fn at_the_limits_a_flicker_reads_no_process_and_a_limit_does() {
+    let th = Thresholds {
+        escalation: Escalation::default().at_the_limits(),
+        ..Thresholds::default()
+    };
+    let mut w = quiet();
+    w.cpus = 2;
+    w.load.load1 = 3.0;
+    w.cpu.iowait = 0.5;
+    w.pressure.cpu = Some(Pressure {
+        some: line(60.0),
+        full: None,
+    });
+    assert!(needs_detail(&Signals::of(&w), &Thresholds::default()).is_some());
+    assert_eq!(needs_detail(&Signals::of(&w), &th), None);
+    assert!(judge(&w, &th).is_empty(), "and nothing to report");
+    type Stage = fn(&mut Observation);
+    let cases: [(Stage, Reason); 3] = [
+        (|o| o.load.load1 = 4.0, Reason::Load),
+        (|o| o.cpu.iowait = 1.5, Reason::Iowait),
+        (|o| o.disks[0].busy_percent = 90.0, Reason::DiskBusy),
+    ];
+    for (stage, reason) in cases {
+        let mut o = w.clone();
+        stage(&mut o);
+        assert_eq!(needs_detail(&Signals::of(&o), &th), Some(reason), "{o:?}");
     }
 }
