@@ -59,7 +59,7 @@ mod tests {
         // 16 MiB in 4 KiB pieces (under the mmap threshold: they come from the arena), then a
         // small block after them that keeps the heap's top from being trimmed on free.
         let pieces: Vec<Vec<u8>> = (0..4096).map(|i| vec![(i % 251) as u8; 4096]).collect();
-        let keep = vec![1u8; 64];
+        let keep = Box::new([1u8; 64]);
         let full = resident_kib();
         drop(pieces);
         release_free_pages();
