@@ -526,6 +526,15 @@ def cpu_model():
 # ---------------------------------------------------------------- hot code
 
 
+def read_endpoints(agent):
+    """Every endpoint once, as a scraper and an operator read them."""
+    for path in ("/metrics", "/findings", "/findings?lang=zh", "/", "/readyz", "/rules"):
+        try:
+            http_get(agent.url + path, timeout=60, headers={"Accept-Encoding": "gzip"})
+        except urllib.error.HTTPError:
+            pass  # /readyz answers 503 until every collector has run: read all the same
+
+
 def hot_code(binary, tmp, lock, out):
     """The functions `serve` runs on this staged node — at least five runs of every collector
     and probe over at least 150 s (two of `reach`'s once-a-minute handshakes), and every
@@ -540,11 +549,7 @@ def hot_code(binary, tmp, lock, out):
     while runs < 5 or time.monotonic() - t0 < 150:
         base = agent.wait_runs(base, 1, 900)
         runs += 1
-        for path in ("/metrics", "/findings", "/findings?lang=zh", "/", "/readyz", "/rules"):
-            try:
-                http_get(agent.url + path, timeout=60, headers={"Accept-Encoding": "gzip"})
-            except urllib.error.HTTPError:
-                pass  # /readyz answers 503 until every collector has run: read all the same
+        read_endpoints(agent)
     agent.p.send_signal(signal.SIGTERM)
     agent.p.wait(timeout=120)
     names = set()
@@ -563,11 +568,7 @@ def hot_code(binary, tmp, lock, out):
     t0 = time.monotonic()
     while time.monotonic() - t0 < 150:
         base = agent.wait_runs(base, 1, 300)
-        for path in ("/metrics", "/findings", "/findings?lang=zh", "/", "/readyz", "/rules"):
-            try:
-                http_get(agent.url + path, timeout=60, headers={"Accept-Encoding": "gzip"})
-            except urllib.error.HTTPError:
-                pass
+        read_endpoints(agent)
     agent.p.send_signal(signal.SIGINT)
     agent.p.wait(timeout=120)
     script = subprocess.run(["perf", "script", "-i", data, "--no-demangle", "-F",
