@@ -1,6 +1,6 @@
 //! Wires the registry, runners, state and published snapshot together for `serve` and `check`.
 
-use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 use collectors::registry::{self, Options};
@@ -91,41 +91,71 @@ pub fn build(entries: Vec<(&'static str, Factory)>, plan: &Plan) -> Result<Vec<R
     Ok(out)
 }
 
-/// A snapshot with its renderings, built once per change and shared by every request.
+/// A snapshot with its renderings, each rendered the first time a request asks for it and
+/// then shared by every request of that snapshot.
 ///
-/// The bodies are reference-counted [`Bytes`]: a response takes a cheap handle on them
-/// instead of copying them (a busy node's `/findings` is tens of KiB; copying it per request
-/// was the largest user-space cost of serving it).
+/// Every collector run publishes a snapshot (15 a cycle at the defaults) while Prometheus
+/// scrapes once a cycle: rendering `/metrics` and both `/findings` bodies at each publish
+/// cost the renderings and their transient heap 15 times over (issue 32: the heap's high
+/// water, and with it `serve`'s resident memory, was set by renderings nobody read). The
+/// bodies are reference-counted [`Bytes`]: a response takes a cheap handle on them instead
+/// of copying them (a busy node's `/findings` is tens of KiB; copying it per request was the
+/// largest user-space cost of serving it).
 #[derive(Debug)]
 pub struct Published {
     /// Increases with every applied run; an older rendering never replaces a newer one.
     pub generation: u64,
     pub snapshot: Snapshot,
-    /// `/metrics` body (UTF-8 text).
-    pub metrics: Bytes,
-    /// Unfiltered `/findings` bodies.
-    pub json_en: Bytes,
-    pub json_zh: Bytes,
+    links: Links,
+    /// `/metrics` body (UTF-8 text), rendered on first use.
+    metrics: OnceLock<Bytes>,
+    /// Unfiltered `/findings` bodies, rendered on first use.
+    json_en: OnceLock<Bytes>,
+    json_zh: OnceLock<Bytes>,
 }
 
 impl Published {
     pub fn new(generation: u64, snapshot: Snapshot, links: &Links) -> Published {
-        let metrics = metrics::encode_snapshot(&snapshot, links);
-        let json_en = api::to_json(&View::new(&snapshot, &Filter::default()));
-        let json_zh = api::to_json(&View::new(
-            &snapshot,
-            &Filter {
-                lang: collectors::Lang::Zh,
-                ..Filter::default()
-            },
-        ));
         Published {
             generation,
             snapshot,
-            metrics: Bytes::from(metrics),
-            json_en: Bytes::from(json_en),
-            json_zh: Bytes::from(json_zh),
+            links: links.clone(),
+            metrics: OnceLock::new(),
+            json_en: OnceLock::new(),
+            json_zh: OnceLock::new(),
         }
+    }
+
+    /// The `/metrics` body of this snapshot (rendered by the first caller).
+    pub fn metrics(&self) -> &Bytes {
+        self.metrics
+            .get_or_init(|| Bytes::from(metrics::encode_snapshot(&self.snapshot, &self.links)))
+    }
+
+    /// The unfiltered `/findings` body in `lang` (rendered by the first caller).
+    pub fn json(&self, lang: collectors::Lang) -> &Bytes {
+        let cell = match lang {
+            collectors::Lang::En => &self.json_en,
+            collectors::Lang::Zh => &self.json_zh,
+        };
+        cell.get_or_init(|| {
+            Bytes::from(api::to_json(&View::new(
+                &self.snapshot,
+                &Filter {
+                    lang,
+                    ..Filter::default()
+                },
+            )))
+        })
+    }
+
+    /// How many of the three bodies have been rendered (tests).
+    #[cfg(test)]
+    fn rendered(&self) -> usize {
+        [&self.metrics, &self.json_en, &self.json_zh]
+            .iter()
+            .filter(|c| c.get().is_some())
+            .count()
     }
 }
 
@@ -214,16 +244,21 @@ impl Stop {
 }
 
 /// Starts one scheduler thread per runner: run, publish, sleep until the next interval.
+/// After every collector's first run, the program's start-up pages are released
+/// ([`crate::image`]).
 pub fn spawn_schedulers(
     runners: Vec<Runner>,
     ctx: CollectContext,
     shared: Arc<Shared>,
     stop: Arc<Stop>,
 ) -> std::io::Result<()> {
+    // Once every collector has run, start-up is over: its code and data pages go back.
+    let started_up = Arc::new(std::sync::Once::new());
     for runner in runners {
         let ctx = ctx.clone();
         let shared = Arc::clone(&shared);
         let stop = Arc::clone(&stop);
+        let started_up = Arc::clone(&started_up);
         std::thread::Builder::new()
             .name(format!("sched-{}", runner.name()))
             .spawn(move || loop {
@@ -232,6 +267,15 @@ pub fn spawn_schedulers(
                 let report = runner.run_once(&ctx);
                 shared.apply(runner.name(), report, started);
                 crate::heap::release_free_pages();
+                if !started_up.is_completed() && shared.latest().snapshot.ready {
+                    started_up.call_once(|| {
+                        let bytes = crate::image::release_startup_pages();
+                        tracing::debug!(
+                            bytes,
+                            "start-up over: released the program's read-only pages"
+                        );
+                    });
+                }
                 if stop.wait_until(start + runner.interval) {
                     break;
                 }
@@ -294,6 +338,63 @@ mod tests {
                 (name, factory)
             })
             .collect()
+    }
+
+    /// A run publishes its snapshot without rendering it; the first request renders each
+    /// body once, and the bodies are what a rendering at publish time gave.
+    #[test]
+    fn publishing_renders_nothing_until_asked() {
+        let names = vec!["disk".to_string()];
+        let shared = Shared::new(State::new("n", &names));
+        let report = RunReport {
+            outcome: crate::scheduler::Outcome::Completed(with(
+                Status::Ok,
+                vec![finding("disk.x", "/a", Severity::Warning)],
+            )),
+            duration: Duration::from_millis(2),
+            cpu_total: Duration::ZERO,
+        };
+        shared.apply("disk", report, OffsetDateTime::now_utc());
+        let p = shared.latest();
+        assert_eq!(p.generation, 1);
+        assert_eq!(p.rendered(), 0, "nothing rendered at publish");
+        let m = p.metrics().clone();
+        assert_eq!(p.rendered(), 1);
+        assert!(
+            std::ptr::eq(p.metrics().as_ptr(), m.as_ptr()),
+            "rendered once"
+        );
+        // prometheus-client's families keep their series in a hash map: compare the lines.
+        let lines = |b: &[u8]| {
+            let mut l: Vec<String> = String::from_utf8_lossy(b)
+                .lines()
+                .map(String::from)
+                .collect();
+            l.sort();
+            l
+        };
+        assert_eq!(
+            lines(&m),
+            lines(metrics::encode_snapshot(&p.snapshot, &Links::default()).as_bytes())
+        );
+        let zh = Filter {
+            lang: collectors::Lang::Zh,
+            ..Filter::default()
+        };
+        assert_eq!(
+            p.json(collectors::Lang::Zh),
+            &Bytes::from(api::to_json(&View::new(&p.snapshot, &zh)))
+        );
+        assert_eq!(
+            p.rendered(),
+            2,
+            "the English body is not rendered for a Chinese request"
+        );
+        assert_eq!(
+            p.json(collectors::Lang::En),
+            &Bytes::from(api::to_json(&View::new(&p.snapshot, &Filter::default())))
+        );
+        assert_ne!(p.json(collectors::Lang::En), p.json(collectors::Lang::Zh));
     }
 
     fn fakes() -> Vec<(&'static str, Factory)> {
@@ -492,7 +593,7 @@ mod tests {
             .message()
             .unwrap()
             .starts_with("timed out after 700ms"));
-        assert!(String::from_utf8_lossy(&p.metrics)
+        assert!(String::from_utf8_lossy(p.metrics())
             .contains("node_doctor_collector_up{collector=\"hung\"} 0.0"));
         eventually(&shared, "alt's finding resolves after its 10th run", |p| {
             p.snapshot.findings.is_empty()

@@ -10,6 +10,7 @@ mod explain_cmd;
 mod heap;
 mod html;
 mod human;
+mod image;
 // The import-circle check both crates run on their own `src/` (ARCHITECTURE.md, "Module
 // layers"): the collectors crate's file, included here by path.
 #[cfg(test)]

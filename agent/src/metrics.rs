@@ -231,7 +231,7 @@ fn register_collector_runs(reg: &mut Registry, snap: &Snapshot) {
 fn register_collector_metrics(reg: &mut Registry, snap: &Snapshot) {
     let mut groups: BTreeMap<&str, Vec<&Metric>> = BTreeMap::new();
     for c in &snap.collectors {
-        for m in &c.metrics {
+        for m in c.metrics.iter() {
             groups.entry(m.name.as_str()).or_default().push(m);
         }
     }

@@ -188,17 +188,14 @@ pub fn handle(app: &App, req: &Request<Incoming>) -> Resp {
         "/metrics" => respond(
             StatusCode::OK,
             crate::metrics::CONTENT_TYPE,
-            crate::metrics::with_process(published.generation, &published.metrics),
+            crate::metrics::with_process(published.generation, published.metrics()),
         ),
         "/findings" => match checked_filter(req.uri().query(), &published.snapshot) {
             Err(msg) => text(StatusCode::BAD_REQUEST, format!("{msg}\n")),
             Ok(f) if f.is_unfiltered() => respond(
                 StatusCode::OK,
                 "application/json",
-                match f.lang {
-                    collectors::Lang::En => published.json_en.clone(),
-                    collectors::Lang::Zh => published.json_zh.clone(),
-                },
+                published.json(f.lang).clone(),
             ),
             Ok(f) => respond(
                 StatusCode::OK,

@@ -122,8 +122,10 @@ pub struct CollectorState {
     /// When its latest run started; `None` before the first run finished.
     pub last_run: Option<OffsetDateTime>,
     pub duration: Option<Duration>,
-    /// Metrics of its latest completed run (cleared by a timeout or panic).
-    pub metrics: Vec<Metric>,
+    /// Metrics of its latest completed run (cleared by a timeout or panic), shared with
+    /// every snapshot taken until the next run: a snapshot per run (15 a cycle) copied every
+    /// collector's metrics before.
+    pub metrics: Arc<[Metric]>,
     /// What its runs have cost since the agent started.
     pub cost: Cost,
 }
@@ -236,7 +238,7 @@ impl State {
                         status: Status::Unavailable("not run yet".into()),
                         last_run: None,
                         duration: None,
-                        metrics: Vec::new(),
+                        metrics: Arc::from([]),
                         cost: Cost::default(),
                     },
                 )
@@ -286,7 +288,7 @@ impl State {
                 status: Status::Ok,
                 last_run: None,
                 duration: None,
-                metrics: Vec::new(),
+                metrics: Arc::from([]),
                 cost: Cost::default(),
             });
         let first = entry.last_run.is_none();
@@ -307,11 +309,11 @@ impl State {
         let collection = match report.outcome {
             Outcome::Completed(c) => c,
             _ => {
-                entry.metrics.clear();
+                entry.metrics = Arc::from([]);
                 return;
             }
         };
-        entry.metrics = collection.metrics;
+        entry.metrics = Arc::from(collection.metrics);
         if !success {
             return;
         }

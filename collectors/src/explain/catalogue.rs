@@ -12,8 +12,8 @@
 //! the lookup says so and lists its `causes` (keys of the specific entries) as candidates.
 //! `findings` names the node-doctor finding ids that detect the entry's situation on a node.
 
-use std::collections::BTreeSet;
-use std::sync::OnceLock;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Mutex, OnceLock};
 
 use serde::Deserialize;
 
@@ -389,9 +389,21 @@ pub fn catalogue() -> &'static Catalogue {
     }
 }
 
-/// Each embedded data file's entries, parsed the first time [`by_key_in_files`] needs them
-/// (`None`: the file does not load; the whole catalogue then says why).
-static FILE_ENTRIES: OnceLock<Vec<OnceLock<Option<Vec<Entry>>>>> = OnceLock::new();
+/// The entries [`by_key_in_files`] has found (or not), by key. Only the entries asked for
+/// are kept: keeping each parsed file whole held 250 KB of entries in `serve` to title a
+/// few findings' `see_also`, and scanning the files' text at every lookup (each published
+/// snapshot looked up every `see_also`) kept 240 KB of embedded text resident (issue 32).
+static FOUND: OnceLock<Mutex<BTreeMap<String, Option<&'static Entry>>>> = OnceLock::new();
+
+/// At most this many keys are remembered: the keys asked for are the rules' `see_also`
+/// keys (a few hundred with an operator's rule files); past it a lookup parses again.
+const MAX_FOUND: usize = 2048;
+
+#[cfg(test)]
+thread_local! {
+    /// Files [`by_key_in_files`] parsed on this thread.
+    static PARSED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
 
 /// The entry with this exact key, from the data files whose text names it (the key in
 /// quotes, or the code of a key made of a component and a code, `exit-code:137`), each
@@ -399,23 +411,41 @@ static FILE_ENTRIES: OnceLock<Vec<OnceLock<Option<Vec<Entry>>>>> = OnceLock::new
 /// of TOML, about 4 ms here, which a `check` paid for a single finding). `None` when those
 /// files do not have it: the whole catalogue decides then ([`super::lookup_key`]). Keys are
 /// unique across the files (a unit test of the whole catalogue), so the entry found is the
-/// one the whole catalogue has.
+/// one the whole catalogue has. Each key is looked for once; the entry found is kept for
+/// good (leaked: at most [`MAX_FOUND`] of them, each a few hundred bytes); past that many
+/// keys, `None` sends the caller to the whole catalogue.
 pub fn by_key_in_files(key: &str) -> Option<&'static Entry> {
+    let found = FOUND.get_or_init(|| Mutex::new(BTreeMap::new()));
+    if let Some(hit) = found.lock().unwrap_or_else(|e| e.into_inner()).get(key) {
+        return *hit;
+    }
     let quoted = format!("\"{key}\"");
     let code = key.rsplit_once(':').map(|(_, c)| format!("\"{c}\""));
-    let files = FILE_ENTRIES.get_or_init(|| FILES.iter().map(|_| OnceLock::new()).collect());
-    FILES
+    let entry = FILES
         .iter()
-        .zip(files)
-        .filter(|((_, text), _)| {
+        .filter(|(_, text)| {
             text.contains(&quoted) || code.as_ref().is_some_and(|c| text.contains(c))
         })
-        .find_map(|((file, text), cell)| {
-            cell.get_or_init(|| parse_file(file, text).ok())
-                .as_ref()?
-                .iter()
+        .find_map(|(file, text)| {
+            #[cfg(test)]
+            PARSED.with(|n| n.set(n.get() + 1));
+            parse_file(file, text)
+                .ok()?
+                .into_iter()
                 .find(|e| e.key == key)
-        })
+        });
+    let mut found = found.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(hit) = found.get(key) {
+        // Another thread looked it up meanwhile: keep one.
+        return *hit;
+    }
+    if found.len() >= MAX_FOUND {
+        // Not kept: the whole catalogue (parsed once, kept) answers for the caller instead.
+        return None;
+    }
+    let entry: Option<&'static Entry> = entry.map(|e| &*Box::leak(Box::new(e)));
+    found.insert(key.to_string(), entry);
+    entry
 }
 
 /// Lower-cases and collapses every run of whitespace to one space, so that text wrapped by a
@@ -458,6 +488,18 @@ mod tests {
         assert_eq!(by_key_in_files("137"), None, "a code, not a key");
         assert_eq!(by_key_in_files("no-such-entry"), None);
         assert_eq!(by_key_in_files("exit-code:9999"), None);
+    }
+
+    /// A key is looked for once: asked again, no file is parsed, and the entry is the same.
+    #[test]
+    fn a_key_found_once_is_not_parsed_again() {
+        let first = by_key_in_files("disk-full").expect("disk-full is a catalogue key");
+        let before = PARSED.with(|n| n.get());
+        for _ in 0..3 {
+            assert!(std::ptr::eq(by_key_in_files("disk-full").unwrap(), first));
+            assert_eq!(by_key_in_files("no-such-entry"), None);
+        }
+        assert_eq!(PARSED.with(|n| n.get()), before, "parsed again");
     }
 
     #[test]

@@ -117,9 +117,13 @@ struct Builtin {
 /// A built-in rule file cut at its `[[rule]]` lines: the header (what precedes the first)
 /// and each rule's text, by the id its first lines declare, each parsed on its own when asked
 /// for (the header and that rule's text make a file of one rule).
+///
+/// The ids are copied out of the text: a lookup (every finding of every run asks for its
+/// rule) compares ids, and ids borrowed from the embedded text kept a page of every rule
+/// file resident in `serve` for good (issue 32); the texts are read only to parse them.
 struct RuleChunks {
     header: &'static str,
-    rules: BTreeMap<&'static str, (&'static str, OnceLock<Option<Rule>>)>,
+    rules: BTreeMap<String, (&'static str, OnceLock<Option<Rule>>)>,
 }
 
 impl RuleChunks {
@@ -140,7 +144,10 @@ impl RuleChunks {
             let end = starts.get(i + 1).copied().unwrap_or(text.len());
             let chunk = &text[start..end];
             let id = declared_id(chunk)?;
-            if rules.insert(id, (chunk, OnceLock::new())).is_some() {
+            if rules
+                .insert(id.to_string(), (chunk, OnceLock::new()))
+                .is_some()
+            {
                 return None;
             }
         }

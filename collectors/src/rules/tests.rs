@@ -694,7 +694,7 @@ fn the_lazy_book_parses_only_the_rule_asked_for() {
             .map(|(f, _)| *f)
             .collect()
     };
-    let parsed_rules = |b: &Builtin| -> Vec<&'static str> {
+    let parsed_rules = |b: &Builtin| -> Vec<String> {
         b.chunks
             .iter()
             .filter_map(|c| c.get()?.as_ref())
@@ -702,7 +702,7 @@ fn the_lazy_book_parses_only_the_rule_asked_for() {
                 cut.rules
                     .iter()
                     .filter(|(_, (_, cell))| cell.get().is_some())
-                    .map(|(id, _)| *id)
+                    .map(|(id, _)| id.clone())
             })
             .collect()
     };
@@ -947,7 +947,7 @@ fn each_built_in_rule_parsed_alone_is_the_whole_files() {
         let whole = b.file(i);
         assert!(!whole.is_empty(), "{name}");
         assert_eq!(
-            cut.rules.keys().copied().collect::<Vec<_>>(),
+            cut.rules.keys().map(String::as_str).collect::<Vec<_>>(),
             whole.keys().map(String::as_str).collect::<Vec<_>>(),
             "{name}"
         );
@@ -975,6 +975,9 @@ fn a_rule_the_cut_cannot_read_leaves_the_whole_file() {
     let odd = "collector = \"demo\"\n[[rule]]\nid = 'demo.a'\n";
     assert!(RuleChunks::cut(odd).is_none());
     let cut = RuleChunks::cut(DEMO).expect("the demo file is cut");
-    assert_eq!(cut.rules.keys().copied().collect::<Vec<_>>(), ["demo.logs"]);
+    assert_eq!(
+        cut.rules.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["demo.logs"]
+    );
     assert!(cut.header.contains("collector = \"demo\""));
 }
