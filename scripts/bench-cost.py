@@ -14,7 +14,7 @@ answering /healthz on 127.0.0.1:10256 and a TLS listener on 127.0.0.1:16443 name
 kubeconfig (with the bench's own CA) for the reach collector; node_exporter's CPU per scrape (N scrapes,
 CPU from /proc/<pid>/stat), node-doctor serve's CPU per collector run (from
 node_doctor_collector_cpu_seconds_total and the duration histogram's _count over a window),
-serve's share of a core over the window, and `check` (user + sys of the child, wall).
+serve's share of a core over the window (every thread it had, the runs' own included: stat ticks), and `check` (user + sys of the child, wall).
 Trouble phase: fio on a throttled loop device, a held xtables lock, a full conntrack table in
 a network namespace: the number of the collector's runs until /findings shows the finding,
 and the CPU per cycle meanwhile. Prints one markdown table with the issue's targets.
@@ -61,6 +61,17 @@ def cpu_seconds(pid):
         pass
     if seen:
         return total / 1e9
+    with open(f"/proc/{pid}/stat") as f:
+        text = f.read()
+    fields = text[text.rfind(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / TCK
+
+
+def process_cpu_seconds(pid):
+    """CPU time of every thread a process has had, seconds: `stat`'s utime + stime (10 ms
+    ticks), which keep the time of threads that have ended. serve runs each collector run on
+    a thread of its own that ends with the run: `cpu_seconds` (live threads only) leaves those
+    runs out, so serve's share of a core over a window is taken from this."""
     with open(f"/proc/{pid}/stat") as f:
         text = f.read()
     fields = text[text.rfind(")") + 2 :].split()
@@ -451,18 +462,46 @@ def rss(pid):
     return out
 
 
+def rss_parts(pid):
+    """serve's resident memory by part, KiB (`/proc/<pid>/smaps`): the program's code, its
+    read-only data (`.rodata`, RELRO), its writable data, the heap, and the other anonymous
+    mappings (thread stacks) with the main stack."""
+    exe = os.path.realpath(f"/proc/{pid}/exe")
+    parts = {"code": 0, "read-only data": 0, "data": 0, "heap": 0, "stacks and other": 0}
+    key = None
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            head = line.split()
+            if head and "-" in head[0] and len(head) >= 5 and len(head[1]) == 4:
+                path = head[5] if len(head) > 5 else ""
+                perms = head[1]
+                if path == exe:
+                    key = ("code" if "x" in perms else "data" if "w" in perms
+                           else "read-only data")
+                elif path == "[heap]":
+                    key = "heap"
+                elif path in ("", "[stack]") and "w" in perms:
+                    key = "stacks and other"
+                else:
+                    key = None
+            elif key and line.startswith("Rss:"):
+                parts[key] += int(line.split()[1])
+    return parts
+
+
 def memory_run(agent, ne, ne_url, secs):
     """serve and node_exporter side by side for `secs`: both scraped every 15 s as Prometheus
     scrapes (gzip), RSS of both and the CPU of both sampled every minute (at 0 s too)."""
     hdr = {"Accept-Encoding": "gzip", "Accept": "text/plain;version=0.0.4"}
     t0 = time.monotonic()
     rows, scrapes, next_sample = [], 0, t0
-    c_agent0, c_ne0 = cpu_seconds(agent.p.pid), cpu_seconds(ne.pid)
+    c_agent0, c_ne0 = process_cpu_seconds(agent.p.pid), cpu_seconds(ne.pid)
     while True:
         now = time.monotonic()
         if now >= next_sample - 0.05:
             rows.append({"t": now - t0, "scrapes": scrapes, "agent": rss(agent.p.pid),
-                         "ne": rss(ne.pid), "agent_cpu": cpu_seconds(agent.p.pid) - c_agent0,
+                         "parts": rss_parts(agent.p.pid),
+                         "ne": rss(ne.pid), "agent_cpu": process_cpu_seconds(agent.p.pid) - c_agent0,
                          "ne_cpu": cpu_seconds(ne.pid) - c_ne0})
             log(f"memory: {rows[-1]['t']:.0f} s, {scrapes} scrapes, serve RSS "
                 f"{rows[-1]['agent']['VmRSS']} KiB, node_exporter {rows[-1]['ne']['VmRSS']} KiB")
@@ -485,7 +524,7 @@ def memory_report(r, rows):
           f"interval (15 s), every collector and probe on; both scraped every 15 s (gzip).")
     print()
     print("| minute | scrapes | serve RSS (anon + file) | node_exporter RSS | serve / node_exporter "
-          "| serve CPU since start | node_exporter CPU since start |")
+          "| serve CPU since start (every thread, the runs' too) | node_exporter CPU since start |")
     print("|---|---|---|---|---|---|---|")
     for row in rows:
         a, n = row["agent"], row["ne"]
@@ -493,6 +532,9 @@ def memory_report(r, rows):
               f"+ {mib(a['RssFile'])}) | {mib(n['VmRSS'])} | {a['VmRSS'] / n['VmRSS']:.2f} "
               f"| {row['agent_cpu']:.2f} s | {row['ne_cpu']:.2f} s |")
     print()
+    last = rows[-1]
+    print(f"- serve by part at minute {last['t'] / 60:.0f} (`/proc/<pid>/smaps`): "
+          + ", ".join(f"{k} {mib(v)}" for k, v in last["parts"].items()) + ".")
     at10 = next((x for x in rows if x["t"] >= 600 - 1 and x["scrapes"] >= 40), None)
     if at10:
         a, n = at10["agent"]["VmRSS"], at10["ne"]["VmRSS"]
@@ -1091,9 +1133,9 @@ def main():
         ne_cpu, ne_wall = scrape_cost(ne.pid, ne_url, scrapes)
         # A whole window of serve at rest.
         log(f"serve: {window} s window")
-        c0, p0, t0 = agent.costs(), cpu_seconds(agent.p.pid), time.monotonic()
+        c0, p0, t0 = agent.costs(), process_cpu_seconds(agent.p.pid), time.monotonic()
         time.sleep(window)
-        c1, p1, t1 = agent.costs(), cpu_seconds(agent.p.pid), time.monotonic()
+        c1, p1, t1 = agent.costs(), process_cpu_seconds(agent.p.pid), time.monotonic()
         steady = per_run(c0, c1)
         serve_pct = (p1 - p0) / (t1 - t0) * 100
         log(f"check x{checks}")

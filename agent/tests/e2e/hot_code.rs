@@ -4,6 +4,7 @@
 //! the binary was linked without the list, and `serve` maps most of its code again).
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::process::Command;
 
 use crate::manifests::repo_root;
@@ -108,4 +109,82 @@ fn the_release_binary_links_its_hot_code_together() {
         "the listed functions are spread over {span} bytes for {size} bytes of code: the binary \
          was not linked with agent/hot-code.txt (agent/build.rs)"
     );
+}
+
+/// (address, size) of section `name` of `binary`, from `readelf -SW`.
+fn section(binary: &std::path::Path, name: &str) -> Option<(u64, u64)> {
+    let out = Command::new("readelf")
+        .arg("-SW")
+        .arg(binary)
+        .output()
+        .expect("readelf (binutils) runs");
+    String::from_utf8_lossy(&out.stdout).lines().find_map(|l| {
+        let rest = l.split_once(']')?.1;
+        let p: Vec<&str> = rest.split_whitespace().collect();
+        // name type address offset size ...
+        (p.first() == Some(&name)).then(|| {
+            Some((
+                u64::from_str_radix(p.get(2)?, 16).ok()?,
+                u64::from_str_radix(p.get(4)?, 16).ok()?,
+            ))
+        })?
+    })
+}
+
+/// Resident pages of `pid` among the `len` bytes at its image's address `at` (the image's
+/// base: its first mapping of the executable, offset 0), from `/proc/<pid>/pagemap`.
+fn resident_pages(pid: u32, at: u64, len: u64) -> u64 {
+    use std::io::{Read, Seek, SeekFrom};
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).expect("exe link");
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).expect("maps");
+    let base = maps
+        .lines()
+        .find_map(|l| {
+            let p: Vec<&str> = l.split_whitespace().collect();
+            (p.len() > 5 && Path::new(p[5]) == exe && p[2].trim_start_matches('0').is_empty())
+                .then(|| u64::from_str_radix(p[0].split('-').next()?, 16).ok())?
+        })
+        .expect("the image's first mapping");
+    let mut pagemap = std::fs::File::open(format!("/proc/{pid}/pagemap")).expect("pagemap");
+    let (first, last) = ((base + at) / 4096, (base + at + len - 1) / 4096);
+    let mut n = 0;
+    for page in first..=last {
+        let mut entry = [0u8; 8];
+        pagemap.seek(SeekFrom::Start(page * 8)).expect("seek");
+        pagemap.read_exact(&mut entry).expect("pagemap entry");
+        n += u64::from_le_bytes(entry) >> 63;
+    }
+    n
+}
+
+/// Once every collector has run, `serve` gives back the pages only start-up used
+/// (agent/src/image.rs): the relocation table, read by the start-up code alone, is then not
+/// resident at all. Fails when the release is not called or misses the read-only segments.
+#[test]
+fn serve_gives_back_start_up_pages_once_every_collector_has_run() {
+    let bin = crate::support::shipped_bin();
+    let Some((at, len)) = section(&bin, ".rela.dyn").filter(|(_, len)| *len >= 4096) else {
+        eprintln!("SKIP: {} has no .rela.dyn of a page or more", bin.display());
+        return;
+    };
+    let root = crate::support::FakeRoot::quiet();
+    let s = crate::support::Server::start_bin(&bin, root.root(), &["--interval", "1s"]);
+    s.wait_ready(30);
+    let pages = (at + len - 1) / 4096 - at / 4096 + 1;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut resident = resident_pages(s.pid(), at, len);
+    while resident > 1 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        resident = resident_pages(s.pid(), at, len);
+    }
+    // One page may be shared with the section before it (read at run time).
+    assert!(
+        resident <= 1,
+        "{resident} of {pages} pages of .rela.dyn still resident after every collector ran \
+         ({}):\n{}",
+        bin.display(),
+        s.logs()
+    );
+    // And the agent still answers, code and data faulted back in.
+    assert_eq!(s.get("/metrics").status, 200);
 }
