@@ -4,6 +4,7 @@
 use std::time::{Duration, SystemTime};
 
 use crate::collector::Status;
+use crate::needle::Needle;
 
 /// The longest line kept from a regular-file source; longer lines are cut (bounded memory).
 pub(crate) const MAX_LINE_BYTES: usize = 16 * 1024;
@@ -102,7 +103,8 @@ fn number<T: std::str::FromStr>(field: &'static str, s: &str) -> Result<T, KmsgP
 
 /// Decodes the kernel's `\xNN` escapes (it escapes control bytes and `\` itself).
 fn unescape(s: &str) -> String {
-    if !s.contains("\\x") {
+    static ESCAPE: Needle = Needle::new("\\x");
+    if !ESCAPE.is_in(s) {
         return s.to_string();
     }
     let b = s.as_bytes();
