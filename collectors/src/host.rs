@@ -92,6 +92,24 @@ impl HostPaths {
         self.proc().join(pid.to_string())
     }
 
+    /// `<pid>/<rest>` relative to `<root>/proc`, into `buf` (no allocation), counted like
+    /// [`Self::proc_pid`]: for a pass over every pid that reads relative to an open `<root>/proc`.
+    /// `None` when it does not fit.
+    pub fn proc_pid_relative<'b>(
+        &self,
+        pid: u32,
+        rest: &str,
+        buf: &'b mut [u8],
+    ) -> Option<&'b [u8]> {
+        use std::io::Write;
+        self.per_process.fetch_add(1, Ordering::Relaxed);
+        let len = buf.len();
+        let mut w = &mut buf[..];
+        write!(w, "{pid}/{rest}").ok()?;
+        let left = w.len();
+        Some(&buf[..len - left])
+    }
+
     /// `<root>/proc/<rest>`, e.g. `proc_file("loadavg")`.
     pub fn proc_file(&self, rest: impl AsRef<Path>) -> PathBuf {
         self.proc().join(rest)

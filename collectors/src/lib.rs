@@ -34,6 +34,7 @@ pub mod load;
 pub mod memory;
 pub mod metric;
 pub mod names;
+pub mod needle;
 pub mod net;
 pub mod node;
 pub mod nodelog;

@@ -23,6 +23,8 @@
 //! Reading the kernel log is the shared reader's job (`kmsg/`); this module only
 //! classifies message strings, so it is tested on plain strings.
 
+use crate::needle::Needle;
+
 /// Which table a "table full" message is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Table {
@@ -38,9 +40,15 @@ pub enum Table {
 pub fn table_full(message: &str) -> Option<Table> {
     // The module prefix (`nf_conntrack: `, doubled on 4.x+, or `ip_conntrack: `) and then
     // the text; anything before the prefix (a dmesg timestamp, a record header) is ignored.
-    let at = message.find("conntrack: ")?;
+    static MODULE: Needle = Needle::new("conntrack: ");
+    static FULL: Needle = Needle::new("table full");
+    // The rarer word first: most records hold neither.
+    if !FULL.is_in(message) {
+        return None;
+    }
+    let at = MODULE.find(message)?;
     let rest = &message[at..];
-    let full = rest.find("table full")?;
+    let full = FULL.find(rest)?;
     let before = &rest[..full];
     // `nf_conntrack: expectation table full`: another table.
     if before.trim_end().ends_with("expectation") {

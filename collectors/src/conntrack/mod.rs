@@ -121,6 +121,11 @@ impl TableEvents {
         self.by_table.retain(|_, t| !t.is_empty());
     }
 
+    /// The time of the newest message about `table` kept (µs since boot).
+    fn last_usec(&self, table: Table) -> Option<u64> {
+        self.by_table.get(&table).and_then(|t| t.back().copied())
+    }
+
     fn log(&self, table: Table, clock: Option<&BootClock>) -> TableLog {
         let Some(times) = self.by_table.get(&table) else {
             return TableLog::default();
@@ -148,8 +153,10 @@ pub struct ConntrackCollector {
     tables: TableEvents,
     /// A process in each other namespace a message named (inode -> pid).
     netns_pids: BTreeMap<u64, u32>,
-    /// Lookups left before the process table is walked again for namespaces not found.
-    netns_scan_wait: u32,
+    /// Namespaces a whole search of the host's processes found no process in (inode -> the
+    /// time of the newest message about it then, µs since boot): not searched for again
+    /// while no newer message names them.
+    netns_gone: BTreeMap<u64, u64>,
 }
 
 impl ConntrackCollector {
@@ -170,7 +177,7 @@ impl ConntrackCollector {
             kmsg,
             tables: TableEvents::default(),
             netns_pids: BTreeMap::new(),
-            netns_scan_wait: 0,
+            netns_gone: BTreeMap::new(),
         }
     }
 
@@ -232,7 +239,12 @@ impl ConntrackCollector {
                 }),
             }
         }
-        self.find_netns_pids(&others);
+        let named: Vec<(u64, u64)> = others
+            .iter()
+            .filter_map(|o| o.netns)
+            .map(|n| (n, self.tables.last_usec(Table::Netns(n)).unwrap_or(0)))
+            .collect();
+        self.find_netns_pids(&named);
         for o in &mut others {
             if let Some(n) = o.netns {
                 o.pid = self.netns_pids.get(&n).copied();
@@ -246,31 +258,40 @@ impl ConntrackCollector {
         (readable.then_some(mine), others)
     }
 
-    /// Keeps a process in each other namespace named by a message: the remembered one while
-    /// it is still there, else one search of the host's processes for all missing
-    /// ([`crate::node::processes::Processes::in_netns`]; at most every `kubelet_rescan_samples`
-    /// lookups).
-    fn find_netns_pids(&mut self, others: &[OtherTable]) {
-        let wanted: Vec<u64> = others.iter().filter_map(|o| o.netns).collect();
+    /// Keeps a process in each other namespace named by a message (`named`: inode and the time
+    /// of its newest message): the remembered one while it is still there, else one search of
+    /// the host's processes for all missing ([`crate::node::processes::Processes::in_netns`]:
+    /// one `ns/net` link per process, stopping when every one is found).
+    ///
+    /// A namespace that search does not find is remembered as gone and not searched for again
+    /// (a search is a link read of every process: 2,000 on the bench's node, for a namespace
+    /// whose pod is usually deleted) until a message newer than that search names it: the
+    /// kernel gives a new namespace the number of a freed one, and a newer message is about
+    /// the namespace that has the number now. A process that enters a namespace kept only by a
+    /// bind mount (`ip netns exec`) after a search found none is therefore not looked for.
+    fn find_netns_pids(&mut self, named: &[(u64, u64)]) {
         let host = self.node.host();
-        self.netns_pids
-            .retain(|n, p| wanted.contains(n) && ns::inode(host, *p, "net") == Some(*n));
-        let missing: Vec<u64> = wanted
+        self.netns_pids.retain(|n, p| {
+            named.iter().any(|(w, _)| w == n) && ns::inode(host, *p, "net") == Some(*n)
+        });
+        self.netns_gone
+            .retain(|n, seen| named.iter().any(|(w, last)| w == n && last <= seen));
+        let missing: Vec<u64> = named
             .iter()
-            .copied()
-            .filter(|n| !self.netns_pids.contains_key(n))
+            .map(|(n, _)| *n)
+            .filter(|n| !self.netns_pids.contains_key(n) && !self.netns_gone.contains_key(n))
             .collect();
         if missing.is_empty() {
             return;
         }
-        if self.netns_scan_wait > 0 {
-            self.netns_scan_wait -= 1;
-            return;
-        }
-        self.netns_scan_wait = self.config.kubelet_rescan_samples.saturating_sub(1);
         let Ok(found) = self.node.processes().in_netns("conntrack/netns", &missing) else {
             return;
         };
+        for (n, last) in named {
+            if missing.contains(n) && !found.contains_key(n) {
+                self.netns_gone.insert(*n, *last);
+            }
+        }
         self.netns_pids.extend(found);
     }
 

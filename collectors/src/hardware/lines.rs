@@ -23,6 +23,8 @@
 //! critical medium error, dev sdb, sector 1234 op 0x0:(READ) flags 0x0 phys_seg 1 prio class 0
 //! ```
 
+use crate::needle::Needle;
+
 /// Longest device, label or section name kept from a line.
 const MAX_NAME: usize = 64;
 
@@ -261,8 +263,8 @@ fn numbered(s: &str, prefix: &str) -> bool {
 }
 
 fn block(m: &str) -> Option<HwLine> {
-    const MARK: &str = " error, dev ";
-    let at = m.find(MARK)?;
+    static MARK: Needle = Needle::new(" error, dev ");
+    let at = MARK.find(m)?;
     let head = &m[..at];
     // `end_request: I/O`, `blk_update_request: critical medium`, `I/O`: the caller is optional.
     let kind = head.rsplit_once(": ").map_or(head, |(_, k)| k).trim();

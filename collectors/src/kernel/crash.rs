@@ -24,6 +24,8 @@
 //! One oops prints several of these lines: [`Assembler`] joins them into one [`Oops`] and
 //! gives it the task of its `CPU:` line and the panic that may follow it.
 
+use crate::needle::Needle;
+
 /// What opened an oops (its first line).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum OopsKind {
@@ -179,8 +181,8 @@ pub fn task_line(m: &str) -> Option<(u32, u32, String)> {
 
 /// `Kernel panic - not syncing: <reason>`.
 pub fn panic_line(m: &str) -> Option<String> {
-    let at = m.find("Kernel panic - not syncing:")?;
-    Some(text(m[at + "Kernel panic - not syncing:".len()..].trim()))
+    static PANIC: Needle = Needle::new("Kernel panic - not syncing:");
+    Some(text(PANIC.after(m)?.trim()))
 }
 
 /// A soft lockup, a hard lockup, or the first line of an RCU stall.
@@ -194,8 +196,9 @@ pub fn stall_line(m: &str, usec: u64) -> Option<Stall> {
         rcu_flavor: None,
         usec,
     };
-    if let Some(at) = m.find("BUG: soft lockup - CPU#") {
-        let rest = &m[at + "BUG: soft lockup - CPU#".len()..];
+    static SOFT: Needle = Needle::new("BUG: soft lockup - CPU#");
+    static HARD: Needle = Needle::new("Watchdog detected hard LOCKUP on cpu ");
+    if let Some(rest) = SOFT.after(m) {
         let mut s = blank(StallKind::SoftLockup);
         s.cpu = leading_number(rest);
         s.stuck_seconds = rest
@@ -212,9 +215,9 @@ pub fn stall_line(m: &str, usec: u64) -> Option<Stall> {
         }
         return s.cpu.is_some().then_some(s);
     }
-    if let Some(at) = m.find("Watchdog detected hard LOCKUP on cpu ") {
+    if let Some(rest) = HARD.after(m) {
         let mut s = blank(StallKind::HardLockup);
-        s.cpu = leading_number(&m[at + "Watchdog detected hard LOCKUP on cpu ".len()..]);
+        s.cpu = leading_number(rest);
         return s.cpu.is_some().then_some(s);
     }
     let m = m.trim_start();

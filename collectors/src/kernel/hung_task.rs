@@ -15,11 +15,19 @@ pub struct HungTask {
     pub blocked_seconds: u64,
 }
 
+use crate::needle::Needle;
+
+static TASK: Needle = Needle::new("task ");
+static BLOCKED: Needle = Needle::new(" blocked for more than ");
+
 /// Parses a kernel log message; `None` when it is not a hung-task report.
 pub fn parse(message: &str) -> Option<HungTask> {
-    let at = message.find("task ")?;
-    let rest = &message[at + "task ".len()..];
-    let (who, after) = rest.split_once(" blocked for more than ")?;
+    // The rarer word first: most records hold neither, and `task ` alone is common.
+    if !BLOCKED.is_in(message) {
+        return None;
+    }
+    let rest = TASK.after(message)?;
+    let (who, after) = rest.split_once(BLOCKED.word())?;
     // The pid is after the LAST ':' (comms such as `kworker/u8:2` contain one).
     let (comm, pid) = who.rsplit_once(':')?;
     let pid: u32 = pid.trim().parse().ok()?;

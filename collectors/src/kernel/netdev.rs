@@ -8,6 +8,8 @@
 //! The kernel repeats it every 10 s while the device's references are held (a leaked
 //! reference, often of a network namespace a pod left): the namespace is never torn down.
 
+use crate::needle::Needle;
+
 /// One `waiting for <dev> to become free` line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Wait {
@@ -17,8 +19,8 @@ pub struct Wait {
 
 /// Parses a kernel log message; `None` when it is not such a line.
 pub fn parse(message: &str) -> Option<Wait> {
-    let at = message.find("unregister_netdevice: waiting for ")?;
-    let rest = &message[at + "unregister_netdevice: waiting for ".len()..];
+    static WAITING: Needle = Needle::new("unregister_netdevice: waiting for ");
+    let rest = WAITING.after(message)?;
     let (device, after) = rest.split_once(" to become free")?;
     // An interface name: at most 15 bytes, no spaces or slashes.
     let ok = !device.is_empty()

@@ -42,6 +42,7 @@
 use std::collections::VecDeque;
 
 use crate::kmsg::Record;
+use crate::needle::Needle;
 use crate::proc::cgroup::pod_from_path;
 
 /// Whether the whole node or one memory cgroup ran out of memory.
@@ -104,7 +105,8 @@ pub fn parse(message: &str) -> Option<OomLine> {
     if let Some(rest) = m.strip_prefix("oom-kill:") {
         return Some(summary(rest));
     }
-    if m.contains(" invoked oom-killer: ") {
+    static INVOKED: Needle = Needle::new(" invoked oom-killer: ");
+    if INVOKED.is_in(m) {
         return Some(OomLine::Header);
     }
     if let Some(rest) = m.strip_prefix("Task in ") {

@@ -194,7 +194,8 @@ impl RawReader {
         cursor.take_new(&text, &limits, batch);
         if let Some(clock) = self.clock {
             for r in &mut batch.records {
-                r.timestamp = Some(clock.wall_clock(r.usec));
+                // Just made: the only reference, so no copy.
+                std::sync::Arc::make_mut(r).timestamp = Some(clock.wall_clock(r.usec));
             }
         }
         if batch.dropped > 0 {
@@ -406,7 +407,7 @@ impl RawReader {
             return;
         }
         record.timestamp = self.clock.map(|c| c.wall_clock(record.usec));
-        batch.records.push(record);
+        batch.records.push(std::sync::Arc::new(record));
     }
 }
 

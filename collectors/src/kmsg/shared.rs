@@ -38,7 +38,7 @@ pub(crate) struct Hub {
     max_records: usize,
     /// Ordinal of the first record in `records`.
     first: u64,
-    records: VecDeque<Record>,
+    records: VecDeque<Arc<Record>>,
     /// Per reader: the ordinal of the next record it takes.
     positions: HashMap<u64, u64>,
     /// The device has been read: readers made from now on get a hub of their own.
@@ -229,7 +229,7 @@ impl KmsgReader {
         }
         let take = ((end - pos) as usize).min(self.max_records);
         let from = (pos - first) as usize;
-        let records: Vec<Record> = hub.records.range(from..from + take).cloned().collect();
+        let records: Vec<Arc<Record>> = hub.records.range(from..from + take).cloned().collect();
         let pos = pos + take as u64;
         hub.positions.insert(self.id, pos);
         hub.trim();
@@ -340,6 +340,17 @@ mod tests {
         assert_eq!(messages(&a.read_new()), ["m5"]);
         assert_eq!(messages(&b.read_new()), ["m5"]);
         assert!(lock(&a.hub).records.is_empty());
+    }
+
+    /// Readers of one hub are handed the same records, not copies of their text.
+    #[test]
+    fn readers_share_records_not_copies() {
+        let (_t, node) = host_with(&[line(1, "m1"), line(2, "m2")]);
+        let mut a = node.kmsg_reader(KmsgConfig::default());
+        let mut b = node.kmsg_reader(KmsgConfig::default());
+        let (ra, rb) = (a.read_new().records, b.read_new().records);
+        assert_eq!(ra.len(), 2);
+        assert!(ra.iter().zip(&rb).all(|(x, y)| Arc::ptr_eq(x, y)));
     }
 
     /// A reader that falls more than four calls' worth behind loses the oldest records and

@@ -355,7 +355,7 @@ impl SyslogCursor {
 
     fn push(&mut self, prio: u32, message: &str, usec: u64, batch: &mut KmsgBatch) {
         self.seq += 1;
-        batch.records.push(Record {
+        batch.records.push(std::sync::Arc::new(Record {
             seq: self.seq,
             usec,
             level: (prio & 7) as u8,
@@ -364,7 +364,7 @@ impl SyslogCursor {
             continuation: Vec::new(),
             fragment: false,
             timestamp: None,
-        });
+        }));
     }
 
     /// Appends a prefix-less line to the record just returned (older kernels' continuation
@@ -372,6 +372,8 @@ impl SyslogCursor {
     fn continue_last(line: &str, returned_prev: bool, batch: &mut KmsgBatch) -> bool {
         match batch.records.last_mut() {
             Some(r) if returned_prev => {
+                // Just made: the only reference, so no copy.
+                let r = std::sync::Arc::make_mut(r);
                 if r.message.len() < super::record::MAX_LINE_BYTES {
                     r.message.push('\n');
                     r.message.push_str(line);
@@ -751,7 +753,7 @@ mod tests {
                 for _ in 0..40 {
                     let b = take(&mut c, snapshot, &l);
                     old += b.skipped_old;
-                    got.extend(b.records.into_iter().map(|r| r.message));
+                    got.extend(b.records.iter().map(|r| r.message.clone()));
                     if !b.truncated_by_budget {
                         break;
                     }
@@ -786,7 +788,7 @@ mod tests {
             for snapshot in [&text[..end], &text[..], &text[..], &text[..], &text[..]] {
                 for _ in 0..40 {
                     let b = take(&mut c, snapshot, &l);
-                    got.extend(b.records.into_iter().map(|r| r.message));
+                    got.extend(b.records.iter().map(|r| r.message.clone()));
                     if !b.truncated_by_budget {
                         break;
                     }

@@ -7,6 +7,8 @@
 //! kworker/0:1: page allocation failure: order:4, mode:0x40cc0(GFP_KERNEL|__GFP_COMP), nodemask=(null),cpuset=/,mems_allowed=0
 //! ```
 
+use crate::needle::Needle;
+
 /// One `page allocation failure` record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AllocFailure {
@@ -20,11 +22,11 @@ pub struct AllocFailure {
     pub gfp_flags: Option<String>,
 }
 
-const MARKER: &str = "page allocation failure";
+static MARKER: Needle = Needle::new("page allocation failure");
 
 /// Parses a kernel log message; `None` when it is not a page allocation failure.
 pub fn parse(message: &str) -> Option<AllocFailure> {
-    let at = message.find(MARKER)?;
+    let at = MARKER.find(message)?;
     let comm = message[..at]
         .trim_end()
         .trim_end_matches(':')

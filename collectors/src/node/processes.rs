@@ -575,8 +575,9 @@ impl<'a> Processes<'a> {
                 }
             }
         } else {
+            let links = ns::Links::open(self.host);
             for pid in pid::list_pids(self.host)? {
-                if note(ns::inode(self.host, pid, "net"), pid) {
+                if note(links.inode(pid, "net"), pid) {
                     break;
                 }
             }
@@ -616,11 +617,12 @@ impl<'a> Processes<'a> {
             }
             return Ok(out);
         }
+        let links = ns::Links::open(self.host);
         for pid in pid::list_pids(self.host)? {
-            if ns::inode(self.host, pid, Ns::Net.kind()) != Some(net) {
+            if links.inode(pid, Ns::Net.kind()) != Some(net) {
                 continue;
             }
-            let Some(m) = ns::inode(self.host, pid, Ns::Mnt.kind()).filter(|&m| m != mnt) else {
+            let Some(m) = links.inode(pid, Ns::Mnt.kind()).filter(|&m| m != mnt) else {
                 continue;
             };
             if let Some(p) = self.reread(pid).filter(|p| wanted(p)) {

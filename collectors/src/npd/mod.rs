@@ -268,7 +268,9 @@ fn read_lines(
                         .timestamp
                         .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
                         .map_or(now, |d| d.as_secs() as i64);
-                    (t, r.message)
+                    let message = std::sync::Arc::try_unwrap(r)
+                        .map_or_else(|r| r.message.clone(), |r| r.message);
+                    (t, message)
                 })
                 .collect();
             let problem = match batch.status {

@@ -15,6 +15,8 @@
 //! The module only classifies message strings (the shared reader reads the log), so it is
 //! tested on plain strings.
 
+use crate::needle::Words;
+
 /// Which table a kernel message says ran out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Line {
@@ -52,8 +54,20 @@ impl Line {
     ];
 }
 
+/// What every line below holds, whatever its case: a message with none of them is no line of
+/// ours, and is not lower-cased (a copy of each record) to find that out.
+static WORDS: Words = Words::ascii_case_insensitive(&[
+    "table overflow",
+    "tcp_mem",
+    "out of socket memory",
+    "orphaned sockets",
+]);
+
 /// Classifies one kernel message.
 pub fn classify(message: &str) -> Option<Line> {
+    if !WORDS.any_in(message) {
+        return None;
+    }
     let lower = message.to_ascii_lowercase();
     let overflow = lower
         .find("neighbor table overflow")

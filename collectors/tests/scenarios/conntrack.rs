@@ -1619,3 +1619,80 @@ fn a_quiet_table_reads_no_file_of_other_processes() {
     assert_eq!(after_first, 4);
     assert_eq!(host.per_process_paths() - after_first, 4);
 }
+
+/// Cost (issue 32): the kernel log names a namespace no process is in (a pod deleted after its
+/// table filled). The first run reads the `ns/net` link of every process to look for one;
+/// later runs do not search again, however often the collector is told to rescan, until a
+/// newer message names that number: the kernel reuses a freed namespace's number, and then a
+/// process of the new namespace is found and its table read.
+#[test]
+fn a_namespace_found_gone_is_not_searched_for_again() {
+    let h = node("10.96.0.10", UDP_STUB_ONLY);
+    let full = |seq: u64, secs: u64| {
+        format!(
+            "4,{seq},{},-;nf_conntrack: nf_conntrack: table full in netns 4026532177, dropping packet\n",
+            secs * 1_000_000
+        )
+    };
+    h.write("/proc/1/net/stat/nf_conntrack", stat_6_18(1200, 0, 0, 0))
+        .write(
+            "/dev/kmsg",
+            format!("6,1,1000000,-;Linux version 6.18.44\n{}", full(2, 4990)),
+        );
+    crate::runtime::idle_processes(&h, 3000, 300, 4026531840, 4026531841);
+    let host = h.node();
+    let config = ConntrackConfig {
+        kubelet_rescan_samples: 1,
+        ..ConntrackConfig::default()
+    };
+    let mut c = ConntrackCollector::new(host.clone(), config);
+    let gone = |c: &Collection| {
+        let f = c
+            .findings
+            .iter()
+            .find(|f| f.subject == "netns 4026532177")
+            .cloned()
+            .expect("the namespace's finding");
+        assert_eq!(f.severity, Severity::Warning, "{:?}", f.evidence);
+        assert!(!f.evidence.contains_key("netns_pid"), "{:?}", f.evidence);
+    };
+    let first = c.collect(&ctx());
+    gone(&first);
+    let searched = host.per_process_paths();
+    assert!(searched >= 300, "{searched}");
+    for _ in 0..3 {
+        let before = host.per_process_paths();
+        let again = c.collect(&ctx());
+        gone(&again);
+        // pid 1's files and links and kube-proxy's lookup (8 here): no link of the 300 others.
+        assert!(
+            host.per_process_paths() - before <= 10,
+            "searched again: {} per-process paths",
+            host.per_process_paths() - before
+        );
+    }
+    // A newer message about the same number, and now a process in that namespace.
+    crate::runtime::idle_processes(&h, 5000, 1, 4026532177, 4026531841);
+    h.write(
+        "/proc/5000/net/stat/nf_conntrack",
+        stat_6_18(60000, 0, 0, 0),
+    );
+    let mut log = std::fs::read_to_string(h.path("/dev/kmsg")).unwrap();
+    log.push_str(&full(3, 4995));
+    h.write("/dev/kmsg", log);
+    // The process table's listing serves its callers for up to a second: let it age out.
+    std::thread::sleep(collectors::node::processes::MAX_AGE + std::time::Duration::from_millis(50));
+    let found = c.collect(&ctx());
+    let f = found
+        .findings
+        .iter()
+        .find(|f| f.subject == "netns 4026532177")
+        .expect("the namespace's finding");
+    assert_eq!(
+        f.evidence.get("netns_pid").map(|e| e.to_string()),
+        Some("5000".to_string()),
+        "{:?}",
+        f.evidence
+    );
+    assert_eq!(f.severity, Severity::Critical, "{:?}", f.evidence);
+}

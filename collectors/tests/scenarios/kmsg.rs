@@ -14,7 +14,7 @@ fn drain(r: &mut KmsgReader) -> Vec<collectors::kmsg::Record> {
     for _ in 0..1000 {
         let b = r.read_new();
         assert_eq!(b.status, Status::Ok, "reading the real /dev/kmsg");
-        all.extend(b.records);
+        all.extend(b.records.iter().map(|r| (**r).clone()));
         if !b.truncated_by_budget {
             break;
         }
