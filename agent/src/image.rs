@@ -239,7 +239,6 @@ mod tests {
         }
         let segs = own_segments();
         assert!(segs.iter().any(|s| s.kind == Kind::Load && !s.writable));
-        let exe = std::fs::read_link("/proc/self/exe").unwrap();
         let before = exe_read_only_rss_kib();
         let released = release_startup_pages();
         let after = exe_read_only_rss_kib();
@@ -248,8 +247,9 @@ mod tests {
             after < before,
             "resident read-only pages {before} KiB before, {after} KiB after"
         );
-        // Code and constants fault back in.
-        assert_eq!(format!("{:?}", exe.file_name().is_some()), "true");
+        // Code and the released read-only data fault back in: the loader's headers read
+        // again (they sit in the first read-only segment) give the same segments.
+        assert_eq!(own_segments(), segs);
         assert!(exe_read_only_rss_kib() > 0);
     }
 }
