@@ -423,7 +423,8 @@ def scrape_cost(pid, url, n):
 
 
 def check_cost(binary, tmp, lock, runs, extra=()):
-    """`runs` checks (with `extra` flags): user + sys and wall time of each."""
+    """`runs` checks (with `extra` flags): user + sys and wall time of each, and the CPU
+    time of each collector's two runs on its own thread (the report's `cpu_ms`)."""
     out = []
     report = os.path.join(tmp, "check.json")
     for _ in range(runs):
@@ -444,8 +445,23 @@ def check_cost(binary, tmp, lock, runs, extra=()):
             except (OSError, ValueError, KeyError):
                 why = "no report"
             raise RuntimeError(f"check exited {p.returncode}: {why}")
-        out.append((ru.ru_utime + ru.ru_stime, wall))
+        with open(report) as f:
+            own = {c["name"]: c.get("cpu_ms", 0.0) / 1000 for c in json.load(f)["collectors"]}
+        out.append((ru.ru_utime + ru.ru_stime, wall, own))
     return out
+
+
+def check_breakdown(chk):
+    """One line: the median check's CPU split into its collectors' own threads (median of
+    each over the checks) and the rest (start-up, the main thread, threads, exit)."""
+    cpu = sorted(c for c, _, _ in chk)
+    names = sorted({n for _, _, own in chk for n in own})
+    med = {n: sorted(own.get(n, 0.0) for _, _, own in chk)[len(chk) // 2] for n in names}
+    inside = sorted(sum(own.values()) for _, _, own in chk)[len(chk) // 2]
+    total = cpu[len(cpu) // 2]
+    parts = ", ".join(f"{n} {v * 1000:.2f}" for n, v in sorted(med.items(), key=lambda x: -x[1]))
+    return (f"check's CPU (medians): collectors' own threads {ms(inside)} ({parts}); "
+            f"the rest (start-up, main thread, thread starts, exit) {ms(total - inside)}")
 
 
 # ---------------------------------------------------------------- memory
@@ -652,11 +668,11 @@ def check_per_collector(binary, tmp, lock, runs):
     the full check, so the parts add up to more than the whole."""
     med = lambda xs: sorted(xs)[len(xs) // 2]
     names = check_collectors(tmp)
-    startup = med([c for c, _ in check_cost(binary, tmp, lock, runs, STARTUP_FLAGS)])
+    startup = med([c for c, _, _ in check_cost(binary, tmp, lock, runs, STARTUP_FLAGS)])
     per = {}
     for name in names:
         log(f"check --collector {name} x{runs}")
-        per[name] = med([c for c, _ in check_cost(binary, tmp, lock, runs, ["--collector", name])])
+        per[name] = med([c for c, _, _ in check_cost(binary, tmp, lock, runs, ["--collector", name])])
     return startup, per
 
 
@@ -1065,6 +1081,8 @@ def main():
                     help="serve and node_exporter side by side for SECONDS, RSS each minute")
     ap.add_argument("--check-per-collector", action="store_true",
                     help="with --check-only: also each collector's check alone (median of 5)")
+    ap.add_argument("--legacy", action="store_true",
+                    help="with --own-net: a legacy iptables filter table with one rule in it")
     ap.add_argument("--own-net", action="store_true",
                     help="the namespaces include a network namespace of their own")
     ap.add_argument("--ct-max-fd", type=int, help="nf_conntrack_max opened in the host's netns")
@@ -1085,10 +1103,16 @@ def main():
     results = {}
     if a.own_net:
         run(["ip", "link", "set", "lo", "up"])
+        if a.legacy:
+            # The legacy backend's node: a filter table (of this namespace only, gone with
+            # it) with a rule, as iptables-legacy leaves on a node that uses it.
+            run(["iptables-legacy", "-w", "-A", "INPUT", "-i", "lo", "-j", "ACCEPT"])
     stage_dns(a.tmp)
     stage_reach(a.tmp)
-    results["net"] = ("a network namespace of its own (no legacy iptables table: the nft "
-                      "backend's node)" if a.own_net else "the host's network namespace")
+    results["net"] = (("a network namespace of its own with a legacy iptables filter table "
+                       "(the legacy backend's node)" if a.legacy else
+                       "a network namespace of its own (no legacy iptables table: the nft "
+                       "backend's node)") if a.own_net else "the host's network namespace")
     results["legacy"] = legacy_tables()
     results["ct_lines"] = recent_table_full()
     log(f"network: {results['net']}; legacy tables: {results['legacy'] or 'none'}; "
@@ -1105,12 +1129,13 @@ def main():
             return
         if a.check_only:
             chk = check_cost(a.bin, a.tmp, lock, 7)
-            cpu = sorted(c for c, _ in chk)
+            cpu = sorted(c for c, _, _ in chk)
             print(f"check, {procs} processes, {locks} /proc/locks lines, {results['net']}, legacy "
                   f"tables: {', '.join(results['legacy']) or 'none'}, 'table full' records within "
                   f"the hour: {results['ct_lines']}: CPU (user+sys) median "
                   f"{ms(cpu[3])} of 7 (range {ms(cpu[0])}–{ms(cpu[-1])}), wall median "
-                  f"{ms(sorted(w for _, w in chk)[3])}")
+                  f"{ms(sorted(w for _, w, _ in chk)[3])}")
+            print(check_breakdown(chk))
             if a.check_per_collector:
                 print_per_collector(*check_per_collector(a.bin, a.tmp, lock, 5), 5)
             return
@@ -1190,8 +1215,8 @@ def report(r, a):
     ne = r["ne_cpu"]
     steady = r["steady"]
     cycle = sum(steady.values())
-    chk_cpu = sorted(c for c, _ in r["checks"])
-    chk_wall = sorted(w for _, w in r["checks"])
+    chk_cpu = sorted(c for c, _, _ in r["checks"])
+    chk_wall = sorted(w for _, w, _ in r["checks"])
     med = lambda xs: xs[len(xs) // 2]
     ok = lambda b: "yes" if b else "**no**"
     ms2 = lambda s: f"{s * 1000:.2f} ms"
@@ -1237,6 +1262,7 @@ def report(r, a):
         print(f"| trouble, {t['name']}: all collectors' CPU per cycle | {ms(t['cycle_cpu'])} "
               f"| ≤ {ms(3 * ne)} | {ok(t['cycle_cpu'] <= 3 * ne)} |")
     print()
+    print("- " + check_breakdown(r["checks"]))
     for t in r.get("trouble", []):
         print(f"- CPU per run during {t['name']} (ms): " + ", ".join(
             f"{c} {v * 1000:.1f}" for c, v in sorted(t["per_collector"].items(), key=lambda x: -x[1])))

@@ -15,7 +15,8 @@
 #                                        # `check --collector C` and the start-up alone, 5 times
 #
 # In a new pid namespace (`unshare --pid --fork --mount-proc`, so pid 1 is readable, as with
-# hostPID) and network namespace (loopback only; BENCH_HOST_NET=1 keeps the host's) it
+# hostPID) and network namespace (loopback only, no legacy iptables table: an nft node;
+# BENCH_LEGACY=1 adds a legacy filter table to it; BENCH_HOST_NET=1 keeps the host's) it
 # starts BENCH_PROCS (2000) idle processes and holds BENCH_FLOCKS (10000) flocks,
 # runs Debian's prometheus-node-exporter (default collectors) and `node-doctor serve`
 # (release build, default interval, --host-root /, a containerd config whose root and state
@@ -135,10 +136,16 @@ echo "node-doctor: $("$BIN" --version)" >&2
 # leaves "table full" records in the kernel log, which a run within the next hour sees).
 # Its own network namespace too (BENCH_HOST_NET=1: the host's): a node whose host namespace
 # has no legacy iptables table, as one on the nft backend (this VM's has the legacy tables
-# the test suite's iptables-legacy calls left, and they cannot be unloaded). nf_conntrack_max
-# is writable from the initial namespace only: opened here, passed as descriptor 9.
+# the test suite's iptables-legacy calls left, and they cannot be unloaded). BENCH_LEGACY=1:
+# the legacy backend's node, staged in that namespace (iptables-legacy adds a rule to its
+# filter table; it goes with the namespace). nf_conntrack_max is writable from the initial
+# namespace only: opened here, passed as descriptor 9.
 NET=(--net)
 PYNET=(--own-net)
+if [ "${BENCH_LEGACY:-0}" = 1 ]; then
+    command -v iptables-legacy >/dev/null || { echo "bench-cost.sh: BENCH_LEGACY=1 needs iptables-legacy" >&2; exit 1; }
+    PYNET+=(--legacy)
+fi
 if [ "${BENCH_HOST_NET:-0}" = 1 ]; then
     NET=()
     PYNET=()

@@ -95,6 +95,8 @@ pub struct CollectorJson<'a> {
     pub status: &'static str,
     pub last_run: Option<&'a str>,
     pub duration_ms: Option<f64>,
+    /// CPU time of all its runs since the agent started (a `check`: its two samples).
+    pub cpu_ms: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<&'a str>,
 }
@@ -133,6 +135,7 @@ pub fn document<'a>(view: &'a View<'_>) -> Document<'a> {
             duration_ms: c
                 .duration
                 .map(|d| (d.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0),
+            cpu_ms: (c.cpu.as_secs_f64() * 1000.0 * 1000.0).round() / 1000.0,
             message: c.message,
         })
         .collect();
@@ -252,6 +255,7 @@ mod tests {
         assert_eq!(c[0]["status"], "ok");
         assert_eq!(c[0]["last_run"], "2027-01-15T08:00:00Z");
         assert_eq!(c[0]["duration_ms"], 1.3);
+        assert_eq!(c[0]["cpu_ms"], 0.85);
         assert!(c[0].get("message").is_none());
         assert_eq!(c[1]["status"], "error");
         assert_eq!(c[1]["message"], "timed out after 2s");

@@ -1,7 +1,8 @@
 //! The dns collector's probe ([`collectors::dns::probe`]): the collectors crate decides whom
 //! to ask and judges; this module speaks DNS (RFC 1035) over UDP and TCP.
 //!
-//! Per server, on a thread of its own (a probe asks at most four servers): one UDP socket
+//! Per server, on a thread of its own (a probe asks at most four servers; the last one on the
+//! caller's thread, so that a node with one cluster DNS starts no thread): one UDP socket
 //! bound to an ephemeral port and connected to the server (so an ICMP port unreachable comes
 //! back as `ECONNREFUSED`), the `A` and the `AAAA` query sent back to back from it, as glibc
 //! and musl send them; answers matched by id and question; what is not answered within the
@@ -34,18 +35,26 @@ pub struct HostDnsProbe;
 
 impl DnsProbe for HostDnsProbe {
     fn probe(&self, plan: &DnsPlan) -> DnsReport {
+        let Some((last, others)) = plan.servers.split_last() else {
+            return DnsReport {
+                servers: Vec::new(),
+            };
+        };
         let servers = std::thread::scope(|s| {
-            let handles: Vec<_> = plan
-                .servers
+            let handles: Vec<_> = others
                 .iter()
                 .map(|server| (*server, s.spawn(move || ask(*server, plan))))
                 .collect();
+            // The last server on this thread (one server, as most nodes have: no thread).
+            let own = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| ask(*last, plan)))
+                .unwrap_or_else(|_| failed(*last, "the probe panicked"));
             handles
                 .into_iter()
                 .map(|(server, h)| {
                     h.join()
                         .unwrap_or_else(|_| failed(server, "the probe's thread panicked"))
                 })
+                .chain(std::iter::once(own))
                 .collect()
         });
         DnsReport { servers }

@@ -287,20 +287,20 @@ pub fn spawn_schedulers(
 /// Runs every runner once, in parallel, and records the results in `state`. Nothing is
 /// rendered: `check` renders its one report from the final state (publishing a snapshot per
 /// run, as `serve` does, rendered `/metrics` and two `/findings` bodies nobody read, twice per
-/// collector).
+/// collector). Every run is started first, then each is waited for on this thread (at most
+/// its own timeout from its start): one thread per collector, the worker.
 pub fn run_all_once(runners: &[Runner], ctx: &CollectContext, state: &Mutex<State>) {
-    std::thread::scope(|s| {
-        for r in runners {
-            s.spawn(move || {
-                let started = OffsetDateTime::now_utc();
-                let report = r.run_once(ctx);
-                state
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .apply(r.name(), report, started);
-            });
-        }
-    });
+    let started: Vec<_> = runners
+        .iter()
+        .map(|r| (r, OffsetDateTime::now_utc(), r.start(ctx)))
+        .collect();
+    for (r, at, run) in started {
+        let report = run.finish();
+        state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .apply(r.name(), report, at);
+    }
 }
 
 #[cfg(test)]

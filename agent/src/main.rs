@@ -168,6 +168,11 @@ fn main() -> ExitCode {
                 Ok(r) => r,
                 Err(msg) => return usage(&msg),
             };
+            // Each collector's worker thread waits for the second sample and runs it too.
+            let linger = args
+                .interval
+                .saturating_add(std::time::Duration::from_secs(1));
+            let runners: Vec<_> = runners.into_iter().map(|r| r.linger(linger)).collect();
             ExitCode::from(check(args, &runners, &ctx, &cli.collectors))
         }
         // Handled before the host is looked at.

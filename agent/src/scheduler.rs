@@ -1,13 +1,16 @@
 //! Runs one collector at a time on its own thread, with a timeout, at most one run in flight.
 //!
 //! A [`Runner`] owns one collector. [`Runner::run_once`] takes the collector out of its slot,
-//! runs `collect` on a fresh OS thread inside `catch_unwind`, and waits for the result up to
-//! the timeout. The worker thread puts the collector back into the slot when `collect`
+//! runs `collect` on a worker thread inside `catch_unwind`, and waits for the result up to
+//! the timeout ([`Runner::start`] and [`Started::finish`] split the two, so one thread can
+//! start many runs and then wait for them). The worker is a fresh OS thread, or the one of
+//! the previous run while it lingers ([`Runner::linger`]: `check` keeps it for its second
+//! sample; `serve`'s end with their run). The worker thread puts the collector back into the slot when `collect`
 //! returns, so a run that hangs (a read or `statfs` on a dead NFS or FUSE mount) keeps the collector
 //! checked out: later calls report [`Outcome::StillRunning`] at once and start nothing. A
 //! panicking collector is dropped (its state may be half-updated) and re-created through the
 //! runner's factory on the next run. Worker threads are plain detached `std::thread`s: a hung
-//! one is never joined, so it cannot hold up shutdown.
+//! one is never joined, so it cannot hold up shutdown (nor can a lingering one).
 //!
 //! The worker measures its own thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`, user + system)
 //! around `collect` and adds it to the runner's running total, also when the run ends after
@@ -123,11 +126,19 @@ pub struct Runner {
     pub timeout: Duration,
     /// How often the serve loop runs it.
     pub interval: Duration,
+    /// The worker thread that runs it, while one is alive ([`Runner::dispatch`]).
+    worker: Arc<Mutex<Option<mpsc::Sender<Job>>>>,
+    /// How long a worker waits for the next run after one ([`Runner::linger`]).
+    linger: Duration,
+    /// Called by a worker whose linger ran out, before it takes the handle's lock (tests: a
+    /// run handed over right then).
+    #[cfg(test)]
+    give_up_hook: Option<Arc<dyn Fn() + Send + Sync>>,
 }
 
-fn lock(slot: &Mutex<Slot>) -> MutexGuard<'_, Slot> {
-    // A worker never panics while holding the lock (collect runs outside it), but be safe.
-    slot.lock().unwrap_or_else(|e| e.into_inner())
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A worker never panics while holding a lock (collect runs outside it), but be safe.
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Runner {
@@ -144,6 +155,10 @@ impl Runner {
             cpu_nanos: Arc::new(AtomicU64::new(0)),
             timeout,
             interval,
+            worker: Arc::new(Mutex::new(None)),
+            linger: Duration::ZERO,
+            #[cfg(test)]
+            give_up_hook: None,
         }
     }
 
@@ -154,93 +169,231 @@ impl Runner {
     /// Runs the collector once, waiting at most `timeout`. Never panics, never blocks longer
     /// than `timeout` (plus thread start-up).
     pub fn run_once(&self, ctx: &CollectContext) -> RunReport {
+        self.start(ctx).finish()
+    }
+
+    /// Starts one run and returns at once: [`Started::finish`] waits for it (at most the
+    /// timeout from now). `check` starts every collector's run and then waits for each, so
+    /// that no thread waits on the side (issue 32: a thread made and torn down costs
+    /// 35-65 µs of CPU on a 2-vCPU VM, a tenth of a `check` when there were four per
+    /// collector).
+    pub fn start(&self, ctx: &CollectContext) -> Started<'_> {
         let start = Instant::now();
-        let outcome = self.run_inner(ctx, start);
-        let duration = match &outcome {
-            Outcome::StillRunning { stuck_for, .. } => *stuck_for,
-            _ => start.elapsed(),
-        };
-        RunReport {
-            outcome,
-            duration,
-            cpu_total: Duration::from_nanos(self.cpu_nanos.load(Ordering::Acquire)),
+        let state = self.start_inner(ctx, start);
+        Started {
+            runner: self,
+            start,
+            state,
         }
     }
 
-    fn run_inner(&self, ctx: &CollectContext, start: Instant) -> Outcome {
-        let mut collector = {
+    /// Keeps each run's worker thread for `linger` after its run, for the next run to reuse
+    /// (`check`'s second sample); zero (the default, `serve`) ends it with its run, so that
+    /// no idle thread keeps a stack between runs minutes apart.
+    pub fn linger(mut self, linger: Duration) -> Runner {
+        self.linger = linger;
+        self
+    }
+
+    fn start_inner(&self, ctx: &CollectContext, start: Instant) -> Pending {
+        let collector = {
             let mut slot = lock(&self.slot);
             let now = OffsetDateTime::now_utc();
             match std::mem::replace(&mut *slot, Slot::Running(start, now)) {
                 Slot::Idle(c) => c,
                 Slot::Running(since, wall) => {
                     *slot = Slot::Running(since, wall);
-                    return Outcome::StillRunning {
+                    return Pending::Done(Outcome::StillRunning {
                         timeout: self.timeout,
                         since: wall,
                         stuck_for: since.elapsed(),
-                    };
+                    });
                 }
                 Slot::NeedsNew => match (self.factory)() {
                     Some(c) => c,
                     None => {
                         *slot = Slot::NeedsNew;
-                        return Outcome::Failed(format!(
+                        return Pending::Done(Outcome::Failed(format!(
                             "collector {} could not be re-created",
                             self.name
-                        ));
+                        )));
                     }
                 },
             }
         };
-
         let (tx, rx) = mpsc::channel::<Result<Collection, String>>();
-        let slot = Arc::clone(&self.slot);
-        let ctx = ctx.clone();
-        let cpu_nanos = Arc::clone(&self.cpu_nanos);
-        let spawned = std::thread::Builder::new()
-            .name(format!("collect-{}", self.name))
-            .spawn(move || {
-                let before = thread_cpu();
-                let result = catch_unwind(AssertUnwindSafe(|| collector.collect(&ctx)));
-                // Counted before the result is handed over, so the report includes it.
-                if let (Some(b), Some(a)) = (before, thread_cpu()) {
-                    let spent = u64::try_from(a.saturating_sub(b).as_nanos()).unwrap_or(u64::MAX);
-                    cpu_nanos.fetch_add(spent, Ordering::AcqRel);
-                }
-                let result = match result {
-                    Ok(collection) => {
-                        *lock(&slot) = Slot::Idle(collector);
-                        Ok(collection)
-                    }
-                    Err(payload) => {
-                        drop(collector);
-                        *lock(&slot) = Slot::NeedsNew;
-                        Err(panic_message(payload.as_ref()))
-                    }
-                };
-                // The receiver is gone when the run timed out: the result is stale, drop it.
-                let _ = tx.send(result);
-            });
-        if let Err(e) = spawned {
+        let job = Job {
+            collector,
+            ctx: ctx.clone(),
+            reply: tx,
+        };
+        if let Err(e) = self.dispatch(job) {
             *lock(&self.slot) = Slot::NeedsNew;
-            return Outcome::Failed(format!("could not start a thread for {}: {e}", self.name));
+            return Pending::Done(Outcome::Failed(format!(
+                "could not start a thread for {}: {e}",
+                self.name
+            )));
         }
-        match rx.recv_timeout(self.timeout) {
-            // The final safety net over host text: whatever a collector put in its status,
-            // findings and labels, no more than the caps of `collectors::bounded` go on.
-            Ok(Ok(collection)) => Outcome::Completed(collection.bounded()),
-            Ok(Err(msg)) => Outcome::Panicked(collectors::bounded::truncate(
-                msg,
-                collectors::bounded::MESSAGE_BYTES,
-            )),
-            Err(RecvTimeoutError::Timeout) => Outcome::TimedOut {
-                timeout: self.timeout,
+        Pending::Waiting(rx)
+    }
+
+    /// Hands `job` to this runner's lingering worker, or to a new one.
+    fn dispatch(&self, job: Job) -> std::io::Result<()> {
+        let mut worker = lock(&self.worker);
+        let job = match worker.take() {
+            Some(tx) => match tx.send(job) {
+                Ok(()) => {
+                    *worker = Some(tx);
+                    return Ok(());
+                }
+                // Its worker has ended: start another.
+                Err(mpsc::SendError(job)) => job,
             },
-            Err(RecvTimeoutError::Disconnected) => {
-                Outcome::Panicked("the worker thread ended without a result".to_string())
+            None => job,
+        };
+        let (tx, rx) = mpsc::channel::<Job>();
+        // Cannot fail: `rx` is alive.
+        let _ = tx.send(job);
+        let w = Worker {
+            jobs: rx,
+            handle: Arc::clone(&self.worker),
+            slot: Arc::clone(&self.slot),
+            cpu_nanos: Arc::clone(&self.cpu_nanos),
+            linger: self.linger,
+            #[cfg(test)]
+            give_up_hook: self.give_up_hook.clone(),
+        };
+        std::thread::Builder::new()
+            .name(format!("collect-{}", self.name))
+            .spawn(move || w.run())?;
+        *worker = Some(tx);
+        Ok(())
+    }
+}
+
+/// A run [`Runner::start`]ed: its result, once [`Started::finish`] has waited for it.
+pub struct Started<'r> {
+    runner: &'r Runner,
+    start: Instant,
+    state: Pending,
+}
+
+enum Pending {
+    /// Decided without running (still running, could not be built or started).
+    Done(Outcome),
+    /// Running on a worker thread.
+    Waiting(mpsc::Receiver<Result<Collection, String>>),
+}
+
+impl Started<'_> {
+    /// Waits for the run up to the runner's timeout from its start.
+    pub fn finish(self) -> RunReport {
+        let r = self.runner;
+        let outcome = match self.state {
+            Pending::Done(o) => o,
+            Pending::Waiting(rx) => {
+                let left = r.timeout.saturating_sub(self.start.elapsed());
+                match rx.recv_timeout(left) {
+                    // The final safety net over host text: whatever a collector put in its
+                    // status, findings and labels, no more than the caps of
+                    // `collectors::bounded` go on.
+                    Ok(Ok(collection)) => Outcome::Completed(collection.bounded()),
+                    Ok(Err(msg)) => Outcome::Panicked(collectors::bounded::truncate(
+                        msg,
+                        collectors::bounded::MESSAGE_BYTES,
+                    )),
+                    Err(RecvTimeoutError::Timeout) => Outcome::TimedOut { timeout: r.timeout },
+                    Err(RecvTimeoutError::Disconnected) => {
+                        Outcome::Panicked("the worker thread ended without a result".to_string())
+                    }
+                }
             }
+        };
+        let duration = match &outcome {
+            Outcome::StillRunning { stuck_for, .. } => *stuck_for,
+            _ => self.start.elapsed(),
+        };
+        RunReport {
+            outcome,
+            duration,
+            cpu_total: Duration::from_nanos(r.cpu_nanos.load(Ordering::Acquire)),
         }
+    }
+}
+
+/// One run for a worker: the collector (checked out of its slot), and where the result goes.
+struct Job {
+    collector: Box<dyn Collector>,
+    ctx: CollectContext,
+    reply: mpsc::Sender<Result<Collection, String>>,
+}
+
+/// A runner's worker thread: runs the jobs it is handed, one at a time, then waits up to
+/// `linger` for another before it ends.
+struct Worker {
+    jobs: mpsc::Receiver<Job>,
+    /// The runner's handle on the worker ([`Runner::dispatch`] sends there); emptied, under
+    /// its lock, when this worker ends, so that a job is never sent to a worker that left.
+    handle: Arc<Mutex<Option<mpsc::Sender<Job>>>>,
+    slot: Arc<Mutex<Slot>>,
+    cpu_nanos: Arc<AtomicU64>,
+    linger: Duration,
+    #[cfg(test)]
+    give_up_hook: Option<Arc<dyn Fn() + Send + Sync>>,
+}
+
+impl Worker {
+    fn run(self) {
+        loop {
+            let job = match self.jobs.recv_timeout(self.linger) {
+                Ok(job) => job,
+                Err(_) => {
+                    #[cfg(test)]
+                    if let Some(hook) = &self.give_up_hook {
+                        hook();
+                    }
+                    // No job within `linger`: end, unless one came in while the lock was
+                    // free (dispatch sends under the same lock).
+                    let mut handle = lock(&self.handle);
+                    match self.jobs.try_recv() {
+                        Ok(job) => job,
+                        Err(_) => {
+                            *handle = None;
+                            return;
+                        }
+                    }
+                }
+            };
+            self.run_job(job);
+        }
+    }
+
+    fn run_job(&self, job: Job) {
+        let Job {
+            mut collector,
+            ctx,
+            reply,
+        } = job;
+        let before = thread_cpu();
+        let result = catch_unwind(AssertUnwindSafe(|| collector.collect(&ctx)));
+        // Counted before the result is handed over, so the report includes it.
+        if let (Some(b), Some(a)) = (before, thread_cpu()) {
+            let spent = u64::try_from(a.saturating_sub(b).as_nanos()).unwrap_or(u64::MAX);
+            self.cpu_nanos.fetch_add(spent, Ordering::AcqRel);
+        }
+        let result = match result {
+            Ok(collection) => {
+                *lock(&self.slot) = Slot::Idle(collector);
+                Ok(collection)
+            }
+            Err(payload) => {
+                drop(collector);
+                *lock(&self.slot) = Slot::NeedsNew;
+                Err(panic_message(payload.as_ref()))
+            }
+        };
+        // The receiver is gone when the run timed out: the result is stale, drop it.
+        let _ = reply.send(result);
     }
 }
 
@@ -701,5 +854,165 @@ mod tests {
             panic!("{o:?}");
         };
         assert!(msg.starts_with("bad text xxx") && msg.len() <= MESSAGE_BYTES);
+    }
+
+    /// Records the thread each run ran on.
+    struct WhichThread {
+        seen: Arc<Mutex<Vec<std::thread::ThreadId>>>,
+    }
+    impl Collector for WhichThread {
+        fn name(&self) -> &'static str {
+            "which"
+        }
+        fn collect(&mut self, _: &CollectContext) -> Collection {
+            self.seen.lock().unwrap().push(std::thread::current().id());
+            Collection::new(Status::Ok)
+        }
+    }
+
+    fn which(linger: Duration) -> (Runner, Arc<Mutex<Vec<std::thread::ThreadId>>>) {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let r = runner(
+            Box::new(WhichThread {
+                seen: Arc::clone(&seen),
+            }),
+            no_factory(),
+            2000,
+        )
+        .linger(linger);
+        (r, seen)
+    }
+
+    fn completed(r: &Runner) {
+        let o = r.run_once(&ctx()).outcome;
+        assert!(matches!(o, Outcome::Completed(_)), "{o:?}");
+    }
+
+    #[test]
+    fn a_lingering_worker_runs_the_next_run_and_ends_after_its_linger() {
+        let (r, seen) = which(Duration::from_millis(300));
+        completed(&r);
+        completed(&r);
+        std::thread::sleep(Duration::from_millis(20));
+        completed(&r);
+        {
+            let seen = seen.lock().unwrap();
+            assert_eq!(seen.len(), 3);
+            assert!(
+                seen.iter().all(|t| *t == seen[0]),
+                "one worker ran all three"
+            );
+            assert_ne!(seen[0], std::thread::current().id());
+        }
+        // Past its linger the worker has ended (the runner's handle on it is cleared) and
+        // the next run gets a new one.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while lock(&r.worker).is_some() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(lock(&r.worker).is_none(), "the worker did not end");
+        completed(&r);
+        let seen = seen.lock().unwrap();
+        assert_ne!(seen[3], seen[0]);
+    }
+
+    #[test]
+    fn without_linger_every_run_gets_a_thread_of_its_own() {
+        let (r, seen) = which(Duration::ZERO);
+        for _ in 0..3 {
+            completed(&r);
+            // The worker ends right after its run.
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while lock(&r.worker).is_some() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 3);
+        assert!(seen[0] != seen[1] && seen[1] != seen[2] && seen[0] != seen[2]);
+    }
+
+    #[test]
+    fn no_run_is_lost_when_it_is_handed_over_as_the_worker_gives_up() {
+        // A run handed to the worker after its linger ran out but before it left: the
+        // worker takes it (or a new one does), rather than leaving it in a queue nobody
+        // reads, which would keep the collector checked out for good.
+        let (mut r, seen) = which(Duration::from_millis(50));
+        let (gave_up_tx, gave_up_rx) = mpsc::channel::<()>();
+        let (go_tx, go_rx) = mpsc::channel::<()>();
+        let gave_up_tx = Mutex::new(gave_up_tx);
+        let go_rx = Mutex::new(go_rx);
+        let first = std::sync::atomic::AtomicBool::new(true);
+        r.give_up_hook = Some(Arc::new(move || {
+            if first.swap(false, Ordering::SeqCst) {
+                let _ = gave_up_tx.lock().unwrap().send(());
+                let _ = go_rx.lock().unwrap().recv_timeout(Duration::from_secs(5));
+            }
+        }));
+        completed(&r);
+        gave_up_rx
+            .recv_timeout(Duration::from_secs(5))
+            .expect("the worker gave up waiting");
+        // The worker has stopped waiting but not left: this run goes to it.
+        let run = r.start(&ctx());
+        go_tx.send(()).unwrap();
+        let rep = run.finish();
+        assert!(
+            matches!(rep.outcome, Outcome::Completed(_)),
+            "{:?}",
+            rep.outcome
+        );
+        assert_eq!(seen.lock().unwrap().len(), 2);
+        completed(&r);
+        assert_eq!(seen.lock().unwrap().len(), 3);
+    }
+
+    #[test]
+    fn runs_started_together_are_waited_for_each_up_to_its_own_timeout() {
+        let slow = runner(
+            Box::new(Slow {
+                name: "slow",
+                delay: Duration::from_millis(400),
+                runs: 0,
+            }),
+            no_factory(),
+            100,
+        );
+        let fast = runner(
+            Box::new(Slow {
+                name: "fast",
+                delay: Duration::from_millis(50),
+                runs: 0,
+            }),
+            no_factory(),
+            2000,
+        );
+        let t = Instant::now();
+        let a = slow.start(&ctx());
+        let b = fast.start(&ctx());
+        assert!(
+            t.elapsed() < Duration::from_millis(40),
+            "start does not wait"
+        );
+        let a = a.finish();
+        assert_eq!(
+            a.outcome,
+            Outcome::TimedOut {
+                timeout: Duration::from_millis(100)
+            }
+        );
+        let b = b.finish();
+        assert!(
+            matches!(b.outcome, Outcome::Completed(_)),
+            "{:?}",
+            b.outcome
+        );
+        // Both ran at once: the fast one finished within the slow one's timeout.
+        assert!(
+            t.elapsed() < Duration::from_millis(350),
+            "{:?}",
+            t.elapsed()
+        );
+        assert!(b.duration >= Duration::from_millis(50));
     }
 }

@@ -122,19 +122,29 @@ impl HostPaths {
 
     /// Resolves a host-absolute path under the root, following symlinks the way the host
     /// would: an absolute link target is taken relative to the host root, not the agent's
-    /// `/`. Components that do not exist are appended as they are. Returns the agent-side path.
+    /// `/`. Components that do not exist are appended as they are (and what follows one is
+    /// not looked up: nothing can be under it, until a `..` climbs out). Returns the
+    /// agent-side path.
     pub fn resolve(&self, host_path: impl AsRef<Path>) -> PathBuf {
         // `pending` holds the components still to walk, in reverse order.
         let mut pending: Vec<std::ffi::OsString> = Vec::new();
         push_components(&mut pending, host_path.as_ref());
         let mut host_cur = PathBuf::from("/");
         let mut followed = 0usize;
+        // Components of `host_cur` from the first that does not exist on (0: all exist).
+        let mut missing = 0usize;
         while let Some(comp) = pending.pop() {
             if comp == ".." {
                 host_cur.pop();
+                missing = missing.saturating_sub(1);
                 continue;
             }
             let candidate = host_cur.join(&comp);
+            if missing > 0 {
+                host_cur = candidate;
+                missing += 1;
+                continue;
+            }
             let agent_side = self.join(&candidate);
             match std::fs::symlink_metadata(&agent_side) {
                 Ok(md) if md.file_type().is_symlink() && followed < MAX_SYMLINKS => {
@@ -148,6 +158,10 @@ impl HostPaths {
                         }
                         Err(_) => host_cur = candidate,
                     }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    host_cur = candidate;
+                    missing = 1;
                 }
                 _ => host_cur = candidate,
             }
@@ -242,6 +256,15 @@ mod tests {
         assert_eq!(h.resolve("/var/run/docker"), root.join("run/docker"));
         assert_eq!(h.resolve("/var/lib-docker/x"), root.join("data/docker/x"));
         assert_eq!(h.resolve("/missing/path"), root.join("missing/path"));
+        // Out of a missing directory and back into links.
+        assert_eq!(
+            h.resolve("/missing/deeper/../../var/run/docker"),
+            root.join("run/docker")
+        );
+        assert_eq!(
+            h.resolve("/var/missing/../lib-docker/x"),
+            root.join("data/docker/x")
+        );
         assert_eq!(
             h.host_side(&root.join("run/docker")),
             Some(PathBuf::from("/run/docker"))

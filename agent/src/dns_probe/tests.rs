@@ -245,3 +245,13 @@ fn servers_are_asked_together() {
     assert_eq!(r.servers[0].server, dead.addr);
     assert!(r.servers[1].a.answer().is_some());
 }
+
+#[test]
+fn no_server_is_no_reply_and_one_alone_is_answered() {
+    let mut p = plan("127.0.0.1:9".parse().unwrap());
+    p.servers.clear();
+    assert!(HostDnsProbe.probe(&p).servers.is_empty());
+    let live = serve(|_, _| Act::Answer(0), false);
+    let r = probe_one(live.addr);
+    assert!(r.a.answer().is_some() && r.aaaa.answer().is_some());
+}

@@ -98,6 +98,11 @@ pub struct LoadCollector {
     catch_up_span: Option<Duration>,
     /// Steady passes made (whose turn it is among the idle processes).
     round: u64,
+    /// The first steady pass (by `round`) that may read the idle processes again to explain
+    /// the node's CPU: the last such read found less than a culprit's CPU among them (the
+    /// CPU is elsewhere: processes that came and went, or beyond this view of `/proc`), so
+    /// until then their turns ([`LoadConfig::idle_reread_every`]) are enough.
+    others_due: u64,
     /// Why the last pass over the processes was incomplete (kept while no pass is made, so
     /// the status does not change with escalation).
     detail_problems: Vec<String>,
@@ -121,6 +126,7 @@ impl LoadCollector {
             held: Held::default(),
             catch_up_span: None,
             round: 0,
+            others_due: 0,
             detail_problems: Vec::new(),
             pods,
             last: None,
@@ -400,7 +406,7 @@ impl LoadCollector {
                 io_quiet: escalation::io_quiet(&signals, &self.config.thresholds)
                     && !self.held.any("load.io_bound")
                     && !self.held.any("load.iowait"),
-                node_cpu_percent: whole.map(|w| w.cpu.busy() * f64::from(levels.cpus)),
+                node_cpu_percent: whole.map(|w| w.cpu.in_tasks() * f64::from(levels.cpus)),
             };
             let (procs, span, scope) = self.detail(
                 reason,
@@ -497,7 +503,8 @@ struct AllPass {
     /// The window's IO signals are under their bars and no IO finding is reported: a steady
     /// pass may leave out the processes that were idle ([`LoadCollector::steady_pass`]).
     io_quiet: bool,
-    /// The node's busy CPU over the window, percent of one CPU (`None` without a window).
+    /// The node's CPU in processes over the window (user, nice and system: what processes'
+    /// CPU times can explain), percent of one CPU (`None` without a window).
     node_cpu_percent: Option<f64>,
 }
 
@@ -699,8 +706,10 @@ impl LoadCollector {
     /// The steady pass over every process (the run before read them all, and IO is quiet):
     /// the processes that are new, were active or whose turn it is ([`ProcessTracker::
     /// steady`]); the others too when those read leave CPU time that could hold a culprit
-    /// unexplained (the node's busy CPU, from `/proc/stat`, less theirs, at the culprit
-    /// floors: `culprit_min_cpu_percent` and `culprit_min_share_percent` of the node's).
+    /// unexplained (the node's CPU in processes, from `/proc/stat`, less theirs, at the
+    /// culprit floors: `culprit_min_cpu_percent` and `culprit_min_share_percent` of the
+    /// node's), unless the last time they were read for it they held less than a culprit's
+    /// CPU: then not again for `idle_reread_every` passes (each is read in turn meanwhile).
     fn steady_pass(
         &mut self,
         now: f64,
@@ -730,7 +739,7 @@ impl LoadCollector {
             }
             None => true,
         };
-        if material && !unread.is_empty() {
+        if material && !unread.is_empty() && self.round >= self.others_due {
             tracing::debug!(
                 collector = "load",
                 node_cpu_percent = ?all.node_cpu_percent,
@@ -741,6 +750,10 @@ impl LoadCollector {
             );
             let read = procs.read;
             let rest = self.tracker.reread(&host, now, &unread, IoReads::Changed);
+            if rest.cpu_percent(elapsed) < th.culprit_min_cpu_percent {
+                // Not among them: their turns find one that starts to spin.
+                self.others_due = self.round.saturating_add(every);
+            }
             let extra = rest.read;
             procs.replace(&unread, rest);
             procs.read = read + extra;

@@ -60,6 +60,14 @@ impl CpuPercent {
         self.user + self.nice + self.system + self.irq + self.softirq
     }
 
+    /// The part of [`CpuPercent::busy`] that processes' own CPU times (`utime` + `stime`)
+    /// can account for: user + nice + system. Interrupts and softirqs are charged to no
+    /// process (with `CONFIG_IRQ_TIME_ACCOUNTING`, as distribution kernels build), not even
+    /// to `ksoftirqd`, however many processes are read.
+    pub fn in_tasks(&self) -> f64 {
+        self.user + self.nice + self.system
+    }
+
     /// (mode label, value) pairs in `top`'s order.
     pub fn modes(&self) -> [(&'static str, f64); 8] {
         [
