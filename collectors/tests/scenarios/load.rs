@@ -1376,6 +1376,20 @@ fn tasks_delay_accounting_does_not_cover_are_sampled() {
         .starts_with("Delay accounting covers only the tasks forked after it was turned on")));
 }
 
+/// The default config without the catch-up wait (the staged files do not change meanwhile).
+fn no_catch_up() -> LoadConfig {
+    LoadConfig {
+        thresholds: Thresholds {
+            escalation: Escalation {
+                catch_up: std::time::Duration::ZERO,
+                ..Escalation::default()
+            },
+            ..Thresholds::default()
+        },
+        ..LoadConfig::default()
+    }
+}
+
 /// A config that reads every process on every run, as before escalation.
 fn always_read_processes() -> LoadConfig {
     LoadConfig {
@@ -1518,16 +1532,7 @@ fn detected(c: &Collection) -> Vec<(String, Severity, String)> {
 fn a_quiet_node_reads_no_process_file_until_a_signal_reaches_its_bar() {
     let mut node = Node::new();
     let host = node.h.node();
-    let config = LoadConfig {
-        thresholds: Thresholds {
-            escalation: Escalation {
-                catch_up: std::time::Duration::ZERO,
-                ..Escalation::default()
-            },
-            ..Thresholds::default()
-        },
-        ..LoadConfig::default()
-    };
+    let config = no_catch_up();
     let mut c = LoadCollector::new(host.clone(), config);
     let mut every_run = LoadCollector::new(node.h.node(), always_read_processes());
     // (load1, user %, iowait %, procs_blocked, disk busy %), whether this run reads the
@@ -1965,15 +1970,8 @@ fn cgroup_node(layout: Layout, extra: Extra, config: LoadConfig) -> (Vec<Collect
 /// and the same with cgroup-first attribution off (every process, as before it).
 fn cgroup_configs() -> (LoadConfig, LoadConfig) {
     let first = LoadConfig {
-        thresholds: Thresholds {
-            escalation: Escalation {
-                catch_up: std::time::Duration::ZERO,
-                ..Escalation::default()
-            },
-            ..Thresholds::default()
-        },
         io_wait_sample_interval: std::time::Duration::ZERO,
-        ..LoadConfig::default()
+        ..no_catch_up()
     };
     let every = LoadConfig {
         cgroups: None,
@@ -2204,16 +2202,7 @@ impl FlatHost {
 fn cpu_the_idle_processes_do_not_hold_is_looked_for_among_them_once_in_four_passes() {
     let mut node = FlatHost::new();
     let host = node.h.node();
-    let config = LoadConfig {
-        thresholds: Thresholds {
-            escalation: Escalation {
-                catch_up: std::time::Duration::ZERO,
-                ..Escalation::default()
-            },
-            ..Thresholds::default()
-        },
-        ..LoadConfig::default()
-    };
+    let config = no_catch_up();
     assert_eq!(config.idle_reread_every, 4);
     let mut c = LoadCollector::new(host.clone(), config);
     let all = u64::from(QUIET_FLAT) + 3;
@@ -2273,17 +2262,7 @@ fn cpu_the_idle_processes_do_not_hold_is_looked_for_among_them_once_in_four_pass
 fn a_busy_flat_host_reads_each_process_once_at_the_onset_and_the_active_ones_after() {
     let mut node = FlatHost::new();
     let host = node.h.node();
-    let zero_catch_up = Escalation {
-        catch_up: std::time::Duration::ZERO,
-        ..Escalation::default()
-    };
-    let config = LoadConfig {
-        thresholds: Thresholds {
-            escalation: zero_catch_up,
-            ..Thresholds::default()
-        },
-        ..LoadConfig::default()
-    };
+    let config = no_catch_up();
     let mut c = LoadCollector::new(host.clone(), config);
     let mut every_run = LoadCollector::new(
         node.h.node(),
