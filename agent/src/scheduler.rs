@@ -221,7 +221,7 @@ impl Runner {
                 },
             }
         };
-        let (tx, rx) = mpsc::channel::<Result<Collection, String>>();
+        let (tx, rx) = mpsc::channel::<Done>();
         let job = Job {
             collector,
             ctx: ctx.clone(),
@@ -282,36 +282,52 @@ enum Pending {
     /// Decided without running (still running, could not be built or started).
     Done(Outcome),
     /// Running on a worker thread.
-    Waiting(mpsc::Receiver<Result<Collection, String>>),
+    Waiting(mpsc::Receiver<Done>),
 }
 
 impl Started<'_> {
     /// Waits for the run up to the runner's timeout from its start.
     pub fn finish(self) -> RunReport {
         let r = self.runner;
-        let outcome = match self.state {
-            Pending::Done(o) => o,
+        let (outcome, ended) = match self.state {
+            Pending::Done(o) => (o, None),
             Pending::Waiting(rx) => {
                 let left = r.timeout.saturating_sub(self.start.elapsed());
                 match rx.recv_timeout(left) {
+                    // Waited for after its deadline (others were waited for first) and
+                    // returned after it: as late as one waited for alone.
+                    Ok((_, at)) if at.saturating_duration_since(self.start) > r.timeout => {
+                        (Outcome::TimedOut { timeout: r.timeout }, None)
+                    }
                     // The final safety net over host text: whatever a collector put in its
                     // status, findings and labels, no more than the caps of
                     // `collectors::bounded` go on.
-                    Ok(Ok(collection)) => Outcome::Completed(collection.bounded()),
-                    Ok(Err(msg)) => Outcome::Panicked(collectors::bounded::truncate(
-                        msg,
-                        collectors::bounded::MESSAGE_BYTES,
-                    )),
-                    Err(RecvTimeoutError::Timeout) => Outcome::TimedOut { timeout: r.timeout },
-                    Err(RecvTimeoutError::Disconnected) => {
-                        Outcome::Panicked("the worker thread ended without a result".to_string())
+                    Ok((Ok(collection), at)) => {
+                        (Outcome::Completed(collection.bounded()), Some(at))
                     }
+                    Ok((Err(msg), at)) => (
+                        Outcome::Panicked(collectors::bounded::truncate(
+                            msg,
+                            collectors::bounded::MESSAGE_BYTES,
+                        )),
+                        Some(at),
+                    ),
+                    Err(RecvTimeoutError::Timeout) => {
+                        (Outcome::TimedOut { timeout: r.timeout }, None)
+                    }
+                    Err(RecvTimeoutError::Disconnected) => (
+                        Outcome::Panicked("the worker thread ended without a result".to_string()),
+                        None,
+                    ),
                 }
             }
         };
-        let duration = match &outcome {
-            Outcome::StillRunning { stuck_for, .. } => *stuck_for,
-            _ => self.start.elapsed(),
+        let duration = match (&outcome, ended) {
+            (Outcome::StillRunning { stuck_for, .. }, _) => *stuck_for,
+            (_, Some(at)) => at.saturating_duration_since(self.start),
+            // A run not waited for beyond its timeout took the timeout.
+            (Outcome::TimedOut { timeout }, None) => self.start.elapsed().min(*timeout),
+            (_, None) => self.start.elapsed(),
         };
         RunReport {
             outcome,
@@ -321,11 +337,15 @@ impl Started<'_> {
     }
 }
 
+/// What a worker hands back: the collection (or the panic's message) and when `collect`
+/// returned, so that a run waited for after others (`check`) is timed as it ran.
+type Done = (Result<Collection, String>, Instant);
+
 /// One run for a worker: the collector (checked out of its slot), and where the result goes.
 struct Job {
     collector: Box<dyn Collector>,
     ctx: CollectContext,
-    reply: mpsc::Sender<Result<Collection, String>>,
+    reply: mpsc::Sender<Done>,
 }
 
 /// A runner's worker thread: runs the jobs it is handed, one at a time, then waits up to
@@ -393,7 +413,7 @@ impl Worker {
             }
         };
         // The receiver is gone when the run timed out: the result is stale, drop it.
-        let _ = reply.send(result);
+        let _ = reply.send((result, Instant::now()));
     }
 }
 
@@ -1013,6 +1033,48 @@ mod tests {
             "{:?}",
             t.elapsed()
         );
-        assert!(b.duration >= Duration::from_millis(50));
+        // Timed as it ran, not as long as it was waited for (the slow one's 100 ms first).
+        assert!(
+            b.duration >= Duration::from_millis(50) && b.duration < Duration::from_millis(95),
+            "{:?}",
+            b.duration
+        );
+        assert!(
+            a.duration >= Duration::from_millis(100) && a.duration < Duration::from_millis(150)
+        );
+    }
+
+    #[test]
+    fn a_run_that_returned_after_its_timeout_is_late_even_when_waited_for_later() {
+        let first = runner(
+            Box::new(Slow {
+                name: "first",
+                delay: Duration::from_millis(300),
+                runs: 0,
+            }),
+            no_factory(),
+            250,
+        );
+        let late = runner(
+            Box::new(Slow {
+                name: "late",
+                delay: Duration::from_millis(150),
+                runs: 0,
+            }),
+            no_factory(),
+            100,
+        );
+        let a = first.start(&ctx());
+        let b = late.start(&ctx());
+        assert!(matches!(a.finish().outcome, Outcome::TimedOut { .. }));
+        // Its result is there by now, 150 ms after its start: 50 ms past its timeout.
+        let b = b.finish();
+        assert_eq!(
+            b.outcome,
+            Outcome::TimedOut {
+                timeout: Duration::from_millis(100)
+            }
+        );
+        assert_eq!(b.duration, Duration::from_millis(100));
     }
 }
