@@ -1376,6 +1376,13 @@ fn tasks_delay_accounting_does_not_cover_are_sampled() {
         .starts_with("Delay accounting covers only the tasks forked after it was turned on")));
 }
 
+/// One run of `c`, and how many `<root>/proc/<pid>` paths it built (the processes it read).
+fn collect_counting(c: &mut LoadCollector, host: &collectors::node::Node) -> (Collection, u64) {
+    let before = host.per_process_paths();
+    let out = c.collect(&ctx());
+    (out, host.per_process_paths() - before)
+}
+
 /// The default config without the catch-up wait (the staged files do not change meanwhile).
 fn no_catch_up() -> LoadConfig {
     LoadConfig {
@@ -1566,9 +1573,7 @@ fn a_quiet_node_reads_no_process_file_until_a_signal_reaches_its_bar() {
     ];
     for (i, ((load1, user, iowait, blocked, busy), reads, expect)) in steps.iter().enumerate() {
         node.advance(*load1, *user, *iowait, *blocked, *busy);
-        let before = host.per_process_paths();
-        let out = c.collect(&ctx());
-        let built = host.per_process_paths() - before;
+        let (out, built) = collect_counting(&mut c, &host);
         assert_eq!(built > 0, *reads, "step {i}: {built} per-process paths");
         assert_eq!(
             metric(&out, "node_doctor_load_process_detail", None),
@@ -2232,9 +2237,7 @@ fn cpu_the_idle_processes_do_not_hold_is_looked_for_among_them_once_in_four_pass
     ];
     for (i, (load1, busy, softirq, paths)) in steps.iter().enumerate() {
         node.advance_softirq(*load1, *busy, *softirq, [true, false, false]);
-        let before = host.per_process_paths();
-        let out = c.collect(&ctx());
-        let built = host.per_process_paths() - before;
+        let (out, built) = collect_counting(&mut c, &host);
         assert!(
             paths.contains(&built),
             "step {i}: {built} per-process paths, expected {paths:?}"
@@ -2288,9 +2291,7 @@ fn a_busy_flat_host_reads_each_process_once_at_the_onset_and_the_active_ones_aft
     ];
     for (i, (load1, busy, burning, paths)) in steps.iter().enumerate() {
         node.advance(*load1, *busy, *burning);
-        let before = host.per_process_paths();
-        let out = c.collect(&ctx());
-        let built = host.per_process_paths() - before;
+        let (out, built) = collect_counting(&mut c, &host);
         assert!(
             paths.contains(&built),
             "step {i}: {built} per-process paths, expected {paths:?}"
