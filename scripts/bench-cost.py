@@ -1039,11 +1039,14 @@ def legacy_tables():
     return names
 
 
-def recent_table_full():
-    """Kernel log records "table full" within the last hour: node-doctor then looks for a
-    process in that namespace (trouble-driven cost, which the healthy figures would include)."""
+def kernel_log_hour():
+    """(records of the kernel log within the last hour, of them "table full" ones). `check`
+    reads and parses every record within its lookback (an hour): its largest cost that the
+    bench does not stage, since the kernel log is the machine's. The "table full" ones make
+    node-doctor look for a process in that namespace (trouble-driven cost, which the healthy
+    figures would include)."""
     up = float(open("/proc/uptime").read().split()[0])
-    n = 0
+    n = full = 0
     fd = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK)
     try:
         while True:
@@ -1055,11 +1058,54 @@ def recent_table_full():
                 continue
             head, _, msg = rec.partition(";")
             fields = head.split(",")
-            if len(fields) > 2 and "table full" in msg and int(fields[2]) / 1e6 >= up - 3600:
+            if len(fields) > 2 and int(fields[2]) / 1e6 >= up - 3600:
                 n += 1
+                full += "table full" in msg
     finally:
         os.close(fd)
-    return n
+    return n, full
+
+
+SOCKETS = r"""
+import os, socket, sys
+d, n = sys.argv[1], int(sys.argv[2])
+socks = []
+for i in range(n):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(os.path.join(d, f"s{i}.sock"))
+    s.listen(1)
+    socks.append(s)
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+def stage_node_tables(tmp, sockets, mounts):
+    """pid 1's tables as a node running pods has them, on request (BENCH_UNIX_SOCKETS,
+    BENCH_MOUNTS; none by default): listening unix sockets in the bench's network namespace
+    (/proc/1/net/unix: systemd's, the runtime's, one per container shim) and tmpfs mounts in
+    its mount namespace (/proc/1/mountinfo: every pod's volumes), both gone with the
+    namespaces. Returns the socket holder (or None)."""
+    holder = None
+    if sockets:
+        log(f"binding {sockets} unix sockets")
+        d = os.path.join(tmp, "sockets")
+        os.makedirs(d, exist_ok=True)
+
+        def limit():
+            resource.setrlimit(resource.RLIMIT_NOFILE, (sockets + 256, sockets + 256))
+
+        holder = spawn([sys.executable, "-c", SOCKETS, d, str(sockets)], stdin=subprocess.PIPE,
+                       stdout=subprocess.PIPE, preexec_fn=limit, text=True)
+        if holder.stdout.readline().strip() != "ready":
+            raise RuntimeError("the unix socket holder did not start")
+    if mounts:
+        log(f"mounting {mounts} tmpfs filesystems")
+        for i in range(mounts):
+            m = os.path.join(tmp, "mounts", str(i))
+            os.makedirs(m, exist_ok=True)
+            run(["mount", "-t", "tmpfs", "-o", "size=64k", f"pod-volume-{i}", m])
+    return holder
 
 
 def ms(s):
@@ -1073,6 +1119,8 @@ def main():
     ap.add_argument("--tmp", required=True)
     ap.add_argument("--procs", type=int, default=2000)
     ap.add_argument("--flocks", type=int, default=10000)
+    ap.add_argument("--unix-sockets", type=int, default=0)
+    ap.add_argument("--mounts", type=int, default=0)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--check-only", action="store_true")
     ap.add_argument("--hot-code", metavar="FILE",
@@ -1114,23 +1162,32 @@ def main():
                        "a network namespace of its own (no legacy iptables table: the nft "
                        "backend's node)") if a.own_net else "the host's network namespace")
     results["legacy"] = legacy_tables()
-    results["ct_lines"] = recent_table_full()
+    results["kmsg_hour"], results["ct_lines"] = kernel_log_hour()
     log(f"network: {results['net']}; legacy tables: {results['legacy'] or 'none'}; "
-        f"conntrack 'table full' kernel records within the last hour: {results['ct_lines']}")
+        f"kernel log records within the last hour: {results['kmsg_hour']}, of them "
+        f"conntrack 'table full': {results['ct_lines']}")
     try:
         idle_processes(a.procs)
         hold_flocks(a.tmp, a.flocks)
+        stage_node_tables(a.tmp, a.unix_sockets, a.mounts)
         procs = sum(1 for d in os.listdir("/proc") if d.isdigit())
         with open("/proc/locks") as f:
             locks = sum(1 for _ in f)
-        log(f"{procs} processes, {locks} lines in /proc/locks")
+        with open("/proc/1/net/unix") as f:
+            results["unix"] = sum(1 for _ in f) - 1
+        with open("/proc/1/mountinfo") as f:
+            results["mounts"] = sum(1 for _ in f)
+        tables = (f"{results['unix']} unix sockets and {results['mounts']} mounts in pid 1's "
+                  f"tables, {results['kmsg_hour']} kernel log records within the hour")
+        log(f"{procs} processes, {locks} lines in /proc/locks, {tables}")
         if a.hot_code:
             hot_code(a.bin, a.tmp, lock, a.hot_code)
             return
         if a.check_only:
             chk = check_cost(a.bin, a.tmp, lock, 7)
             cpu = sorted(c for c, _, _ in chk)
-            print(f"check, {procs} processes, {locks} /proc/locks lines, {results['net']}, legacy "
+            print(f"check, {procs} processes, {locks} /proc/locks lines, {tables}, "
+                  f"{results['net']}, legacy "
                   f"tables: {', '.join(results['legacy']) or 'none'}, 'table full' records within "
                   f"the hour: {results['ct_lines']}: CPU (user+sys) median "
                   f"{ms(cpu[3])} of 7 (range {ms(cpu[0])}–{ms(cpu[-1])}), wall median "
@@ -1222,10 +1279,13 @@ def report(r, a):
     ms2 = lambda s: f"{s * 1000:.2f} ms"
     print()
     print(f"node-doctor cost, {time.strftime('%Y-%m-%d')}, Linux {os.uname().release}, "
-          f"{os.cpu_count()} CPUs; {r['procs']} processes and {r['locks']} /proc/locks lines "
+          f"{os.cpu_count()} CPUs ({cpu_model()}); {r['procs']} processes and {r['locks']} "
+          f"/proc/locks lines "
           f"in the bench's pid namespace; {r['net']}; legacy iptables tables: "
-          f"{', '.join(r['legacy']) or 'none'}; conntrack 'table full' kernel records within "
-          f"the last hour: {r['ct_lines']}; serve at its default interval (15 s)"
+          f"{', '.join(r['legacy']) or 'none'}; {r['unix']} unix sockets and {r['mounts']} "
+          f"mounts in pid 1's tables; {r['kmsg_hour']} kernel log records within the last "
+          f"hour, of them conntrack 'table full': {r['ct_lines']}; serve at its default "
+          f"interval (15 s)"
           f"{'; --quick' if a.quick else ''}.")
     print()
     print("| measure | figure | target | met |")

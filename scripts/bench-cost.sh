@@ -17,7 +17,11 @@
 # In a new pid namespace (`unshare --pid --fork --mount-proc`, so pid 1 is readable, as with
 # hostPID) and network namespace (loopback only, no legacy iptables table: an nft node;
 # BENCH_LEGACY=1 adds a legacy filter table to it; BENCH_HOST_NET=1 keeps the host's) it
-# starts BENCH_PROCS (2000) idle processes and holds BENCH_FLOCKS (10000) flocks,
+# starts BENCH_PROCS (2000) idle processes and holds BENCH_FLOCKS (10000) flocks (on request
+# also BENCH_UNIX_SOCKETS listening unix sockets in its network namespace and BENCH_MOUNTS
+# tmpfs mounts in its mount namespace, pid 1's tables as on a node running pods; none by
+# default), and reports the kernel log records within the last hour (`check` reads them all;
+# the log is the machine's, not staged),
 # runs Debian's prometheus-node-exporter (default collectors) and `node-doctor serve`
 # (release build, default interval, --host-root /, a containerd config whose root and state
 # are directories on a 1 GiB tmpfs of the namespace's own, so `disk` judges a healthy
@@ -157,6 +161,7 @@ fi
 unshare --pid --fork --mount-proc "${NET[@]}" /usr/bin/python3 "$ROOT/scripts/bench-cost.py" \
     --bin "$BIN" --node-exporter "$NE" --tmp "$TMP" "${PYNET[@]}" \
     --trouble "${BENCH_TROUBLE:-fio,xtables,conntrack}" \
-    --procs "${BENCH_PROCS:-2000}" --flocks "${BENCH_FLOCKS:-10000}" "${QUICK[@]}" &
+    --procs "${BENCH_PROCS:-2000}" --flocks "${BENCH_FLOCKS:-10000}" \
+    --unix-sockets "${BENCH_UNIX_SOCKETS:-0}" --mounts "${BENCH_MOUNTS:-0}" "${QUICK[@]}" &
 NS_PID=$!
 wait "$NS_PID"

@@ -422,4 +422,58 @@ mod tests {
         assert_eq!(node.per_process_paths(), 0);
         assert_eq!(node.processes().examined(), 0);
     }
+
+    /// A node whose pid 1 has a unix socket table and a mount table, and a filesystem for
+    /// `disk` to judge: the tables several collectors read.
+    fn node_with_pid1_tables() -> tempfile::TempDir {
+        let t = tempfile::tempdir().unwrap();
+        let w = |p: &str, text: &str| {
+            let p = t.path().join(p);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        w(
+            "proc/1/net/unix",
+            "Num       RefCount Protocol Flags    Type St Inode Path\n\
+             0000000000000000: 00000002 00000000 00010000 0001 01 1001 /run/dbus/system_bus_socket\n",
+        );
+        w(
+            "proc/1/mountinfo",
+            "27 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n",
+        );
+        w(
+            "proc/1/stat",
+            "1 (systemd) S 0 1 1 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 1 0 0\n",
+        );
+        w("proc/uptime", "10000.00 1.00\n");
+        w(
+            "etc/containerd/config.toml",
+            "root = \"/var/lib/containerd\"\n",
+        );
+        std::fs::create_dir_all(t.path().join("var/lib/containerd")).unwrap();
+        t
+    }
+
+    /// Run once each, as one of `check`'s samples runs them: on a node sharing its reads, pid
+    /// 1's unix socket and mount tables are read once for every collector that needs them
+    /// (on one that does not, more than once: the collectors do read them).
+    #[test]
+    fn one_round_of_every_collector_reads_pid_1s_tables_once_when_shared() {
+        let t = node_with_pid1_tables();
+        let round = |node: &Node| {
+            let ctx = crate::CollectContext::new("node-1", crate::HostNetns::NotProcfs);
+            for mut c in all(node, &options()) {
+                c.collect(&ctx);
+            }
+            node.shared_reads()
+        };
+        let host = crate::HostPaths::new(t.path());
+        let (unix, mounts) = round(&Node::new(host.clone()));
+        assert!(
+            unix > 1 && mounts > 1,
+            "not shared: {unix} and {mounts} reads"
+        );
+        let node = Node::new(host).sharing_reads(std::time::Duration::from_secs(60));
+        assert_eq!(round(&node), (1, 1));
+    }
 }

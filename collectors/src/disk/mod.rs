@@ -249,13 +249,13 @@ impl DiskCollector {
                 Status::Unavailable(format!("{}; {none}", notes.join("; ")))
             });
         }
-        let mounts = match mountinfo::read(self.node.host(), 1) {
+        let mounts = match self.node.mounts() {
             Ok(m) => m,
             Err(e) => {
                 notes.push(format!(
                     "{e}; filesystems are told apart by device number only"
                 ));
-                Vec::new()
+                Default::default()
             }
         };
         let now = (self.clock)();

@@ -372,13 +372,13 @@ impl HardwareCollector {
         if events.is_empty() {
             return Vec::new();
         }
-        let mounts = match mountinfo::read(self.node.host(), 1) {
+        let mounts = match self.node.mounts() {
             Ok(m) => m,
             Err(e) => {
                 notes.push(format!(
                     "{e}; the filesystems on disks with I/O errors are not named"
                 ));
-                Vec::new()
+                Default::default()
             }
         };
         let pods = mountinfo::containing(&mounts, &self.config.kubelet_root.join("pods"));

@@ -891,13 +891,13 @@ impl KernelCollector {
                 }
             }
             if !self.fs.is_empty() {
-                let mounts = match mountinfo::read(&host, 1) {
+                let mounts = match self.node.mounts() {
                     Ok(m) => m,
                     Err(e) => {
                         status = status.worst(Status::Degraded(format!(
                             "{e}; failing devices are not placed on mount points"
                         )));
-                        Vec::new()
+                        Default::default()
                     }
                 };
                 fs_errors = self.fs_groups(&mounts, &dirs);

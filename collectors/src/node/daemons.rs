@@ -37,6 +37,7 @@ use std::cell::OnceCell;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use super::shared::SharedReads;
 use crate::host::HostPaths;
 use crate::proc::{net_udp, net_unix};
 
@@ -178,7 +179,7 @@ pub enum Located {
 /// first time a daemon needs them.
 #[derive(Debug, Default)]
 struct Signs {
-    sockets: Vec<net_unix::Bound>,
+    sockets: std::sync::Arc<Vec<net_unix::Bound>>,
     pods: Vec<String>,
     udp_ports: OnceCell<Vec<u16>>,
     classes: OnceCell<Vec<&'static str>>,
@@ -187,8 +188,8 @@ struct Signs {
 
 impl Signs {
     /// `None` when the unix socket table cannot be read.
-    fn read(host: &HostPaths) -> Option<Signs> {
-        let sockets = net_unix::read_bound(&net_unix::path(host, 1)).ok()?;
+    fn read(host: &HostPaths, shared: &SharedReads) -> Option<Signs> {
+        let sockets = shared.unix_sockets(host).ok()?;
         let pods =
             crate::hostfs::dir_entries(&host.join("/var/log/pods"), crate::hostfs::entries::PODS)
                 .map(|rd| {
@@ -330,7 +331,7 @@ fn pod_pids(host: &HostPaths, uid: &str) -> Vec<u32> {
 /// What the cheap ways say of each of `names` (see the module documentation). Reads each
 /// known name's unit cgroups, then, for the names without a unit, the host's listening unix
 /// sockets and the pod log directories once.
-pub fn locate(host: &HostPaths, names: &[&str]) -> BTreeMap<String, Located> {
+pub fn locate(host: &HostPaths, shared: &SharedReads, names: &[&str]) -> BTreeMap<String, Located> {
     let mut out = BTreeMap::new();
     let mut signs: Option<Option<Signs>> = None;
     for name in names {
@@ -352,7 +353,7 @@ pub fn locate(host: &HostPaths, names: &[&str]) -> BTreeMap<String, Located> {
             out.insert(name.to_string(), Located::InCgroup(pids));
             continue;
         }
-        let seen = signs.get_or_insert_with(|| Signs::read(host));
+        let seen = signs.get_or_insert_with(|| Signs::read(host, shared));
         let located = match seen {
             Some(l) if !l.show(host, d) => Located::Absent,
             Some(l) => {
@@ -422,6 +423,7 @@ mod tests {
         std::fs::write(docker.join("cgroup.procs"), "").unwrap();
         let got = locate(
             &h,
+            &SharedReads::default(),
             &[
                 "kubelet",
                 "containerd",
@@ -453,6 +455,7 @@ mod tests {
         .unwrap();
         let got = locate(
             &h,
+            &SharedReads::default(),
             &[
                 "kubelet",
                 "containerd",
@@ -482,7 +485,10 @@ mod tests {
             "0000000000000000: 00000002 00000000 00000000 0001 03 4243 /run/docker.sock\n",
         );
         std::fs::write(p, text).unwrap();
-        assert_eq!(locate(&h, &["dockerd"])["dockerd"], Located::Absent);
+        assert_eq!(
+            locate(&h, &SharedReads::default(), &["dockerd"])["dockerd"],
+            Located::Absent
+        );
     }
 
     const TIME_DAEMONS: [&str; 4] = ["chronyd", "ntpd", "systemd-timesyn", "phc2sys"];
@@ -508,7 +514,9 @@ mod tests {
     }
 
     fn located(h: &HostPaths) -> Vec<(String, Located)> {
-        locate(h, &TIME_DAEMONS).into_iter().collect()
+        locate(h, &SharedReads::default(), &TIME_DAEMONS)
+            .into_iter()
+            .collect()
     }
 
     #[test]
@@ -529,7 +537,7 @@ mod tests {
             "0000000000000000: 00000002 00000000 00000000 0002 01 4244 /run/chrony/chronyd.sock\n",
         );
         std::fs::write(p, text).unwrap();
-        let got = locate(&h, &TIME_DAEMONS);
+        let got = locate(&h, &SharedReads::default(), &TIME_DAEMONS);
         assert_eq!(got["chronyd"], Located::Unknown);
         assert_eq!(
             got["ntpd"],
@@ -539,37 +547,43 @@ mod tests {
         // chronyd's command port on ::1 (323 = 0x0143).
         let (t, h) = time_host();
         udp_bound(&t, "udp6", "00000000000000000000000001000000:0143");
-        let got = locate(&h, &TIME_DAEMONS);
+        let got = locate(&h, &SharedReads::default(), &TIME_DAEMONS);
         assert_eq!(got["chronyd"], Located::Unknown);
         assert_eq!(got["ntpd"], Located::Absent);
         // Port 123 on 0.0.0.0: an NTP server, ntpd's or chronyd's.
         let (t, h) = time_host();
         udp_bound(&t, "udp", "00000000:007B");
-        let got = locate(&h, &TIME_DAEMONS);
+        let got = locate(&h, &SharedReads::default(), &TIME_DAEMONS);
         assert_eq!(got["chronyd"], Located::Unknown);
         assert_eq!(got["ntpd"], Located::Unknown);
         assert_eq!(got["phc2sys"], Located::Absent);
         // OpenNTPD's control socket.
         let (t, h) = time_host();
         unix_listener(&t, "/var/run/ntpd.sock");
-        assert_eq!(locate(&h, &["ntpd"])["ntpd"], Located::Unknown);
+        assert_eq!(
+            locate(&h, &SharedReads::default(), &["ntpd"])["ntpd"],
+            Located::Unknown
+        );
         // A PTP hardware clock: phc2sys may run.
         let (t, h) = time_host();
         std::fs::create_dir_all(t.path().join("sys/class/ptp/ptp0")).unwrap();
-        let got = locate(&h, &TIME_DAEMONS);
+        let got = locate(&h, &SharedReads::default(), &TIME_DAEMONS);
         assert_eq!(got["phc2sys"], Located::Unknown);
         assert_eq!(got["chronyd"], Located::Absent);
         // An unreadable UDP table (a directory where the file should be) may hide any port.
         let (t, h) = time_host();
         std::fs::remove_file(t.path().join("proc/1/net/udp")).unwrap();
         std::fs::create_dir(t.path().join("proc/1/net/udp")).unwrap();
-        let got = locate(&h, &TIME_DAEMONS);
+        let got = locate(&h, &SharedReads::default(), &TIME_DAEMONS);
         assert_eq!(got["chronyd"], Located::Unknown);
         assert_eq!(got["ntpd"], Located::Unknown);
         // No IPv6 (no udp6 file) hides nothing.
         let (t, h) = time_host();
         std::fs::remove_file(t.path().join("proc/1/net/udp6")).unwrap();
-        assert_eq!(locate(&h, &["chronyd"])["chronyd"], Located::Absent);
+        assert_eq!(
+            locate(&h, &SharedReads::default(), &["chronyd"])["chronyd"],
+            Located::Absent
+        );
     }
 
     #[test]
@@ -578,21 +592,21 @@ mod tests {
         std::fs::write(t.path().join("proc/1/comm"), "systemd\n").unwrap();
         // systemd runs but none of its units can be seen: only the pass can tell.
         assert_eq!(
-            locate(&h, &["systemd-timesyn"])["systemd-timesyn"],
+            locate(&h, &SharedReads::default(), &["systemd-timesyn"])["systemd-timesyn"],
             Located::Unknown
         );
         // Its units are in view (the v1 name=systemd hierarchy), timesyncd's not among them.
         let slice = t.path().join("sys/fs/cgroup/systemd/system.slice");
         std::fs::create_dir_all(slice.join("cron.service")).unwrap();
         assert_eq!(
-            locate(&h, &["systemd-timesyn"])["systemd-timesyn"],
+            locate(&h, &SharedReads::default(), &["systemd-timesyn"])["systemd-timesyn"],
             Located::Absent
         );
         let unit = slice.join("systemd-timesyncd.service");
         std::fs::create_dir_all(&unit).unwrap();
         std::fs::write(unit.join("cgroup.procs"), "431\n").unwrap();
         assert_eq!(
-            locate(&h, &["systemd-timesyn"])["systemd-timesyn"],
+            locate(&h, &SharedReads::default(), &["systemd-timesyn"])["systemd-timesyn"],
             Located::InCgroup(vec![431])
         );
         // chronyd as its unit (cgroup v2).
@@ -600,7 +614,7 @@ mod tests {
         std::fs::create_dir_all(&unit).unwrap();
         std::fs::write(unit.join("cgroup.procs"), "602\n").unwrap();
         assert_eq!(
-            locate(&h, &["chronyd"])["chronyd"],
+            locate(&h, &SharedReads::default(), &["chronyd"])["chronyd"],
             Located::InCgroup(vec![602])
         );
     }
@@ -609,7 +623,7 @@ mod tests {
     fn unreadable_listeners_leave_it_to_the_pass() {
         let t = tempfile::tempdir().unwrap();
         let h = HostPaths::new(t.path());
-        let got = locate(&h, &["kubelet"]);
+        let got = locate(&h, &SharedReads::default(), &["kubelet"]);
         assert_eq!(got["kubelet"], Located::Unknown);
     }
 
@@ -632,18 +646,21 @@ mod tests {
                     .join(format!("var/log/pods/kube-system_kube-proxy-x7k2p_{UID}")),
             )
             .unwrap();
-            assert_eq!(locate(&h, &["kube-proxy"])["kube-proxy"], Located::Unknown);
+            assert_eq!(locate(&h, &SharedReads::default(), &["kube-proxy"])["kube-proxy"], Located::Unknown);
             std::fs::create_dir_all(t.path().join(&dir)).unwrap();
             std::fs::write(t.path().join(&dir).join("cgroup.procs"), format!("{pid}\n")).unwrap();
             assert_eq!(
-                locate(&h, &["kube-proxy"])["kube-proxy"],
+                locate(&h, &SharedReads::default(), &["kube-proxy"])["kube-proxy"],
                 Located::InCgroup(vec![pid])
             );
         }
         // A directory name whose last part is no UID finds nothing.
         let (t, h) = host();
         std::fs::create_dir_all(t.path().join("var/log/pods/kube-system_kube-proxy-x_..")).unwrap();
-        assert_eq!(locate(&h, &["kube-proxy"])["kube-proxy"], Located::Unknown);
+        assert_eq!(
+            locate(&h, &SharedReads::default(), &["kube-proxy"])["kube-proxy"],
+            Located::Unknown
+        );
         assert!(pod_pids(&h, "../../etc").is_empty());
     }
 }

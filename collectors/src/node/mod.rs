@@ -8,22 +8,27 @@
 //!   every collector, a process examined once, the daemons found where they show themselves
 //!   ([`daemons`]);
 //! - the kernel-log hub ([`crate::kmsg`]): one read of the log for its readers;
-//! - the machine facts ([`Facts`]): page size and clock ticks, and the online CPUs.
+//! - the machine facts ([`Facts`]): page size and clock ticks, and the online CPUs;
+//! - pid 1's unix socket and mount tables, read once a round for every collector when the
+//!   agent turns sharing on ([`shared`]).
 //!
-//! Clones share the table and the hub: that is what makes them one node.
+//! Clones share the table, the hub and the tables: that is what makes them one node.
 
 pub mod daemons;
 pub mod discover;
 pub mod follow;
 pub mod kubelet;
 pub mod processes;
+pub mod shared;
 
 use std::sync::Arc;
 
 use crate::error::ReadError;
 use crate::host::HostPaths;
 use crate::kmsg::{Hubs, KmsgConfig, KmsgReader};
+use crate::proc::{mountinfo, net_unix};
 use processes::{ProcessTable, Processes};
+use shared::SharedReads;
 
 /// Facts about the machine that readers need to turn what the kernel reports into units: the
 /// host's kernel is the agent's, so these are the agent's own `sysconf` values.
@@ -58,6 +63,7 @@ pub struct Node {
     facts: Facts,
     processes: Arc<ProcessTable>,
     kmsg: Arc<Hubs>,
+    shared: Arc<SharedReads>,
 }
 
 /// Two nodes are the same node when their hosts are.
@@ -82,6 +88,7 @@ impl Node {
             host,
             facts,
             kmsg: Arc::default(),
+            shared: Arc::default(),
         }
     }
 
@@ -92,7 +99,16 @@ impl Node {
             facts: Facts::of_this_machine(),
             processes: Arc::new(table),
             kmsg: Arc::default(),
+            shared: Arc::default(),
         }
+    }
+
+    /// This node with pid 1's unix socket and mount tables shared by its clones: a table read
+    /// within `window` serves every caller ([`shared`]). Call before cloning the node for
+    /// its collectors; a zero window (the default) shares nothing.
+    pub fn sharing_reads(mut self, window: std::time::Duration) -> Node {
+        self.shared = Arc::new(SharedReads::new(window));
+        self
     }
 
     /// The host's paths.
@@ -112,7 +128,24 @@ impl Node {
 
     /// The host's processes, through the table this node's clones share.
     pub fn processes(&self) -> Processes<'_> {
-        Processes::new(&self.host, &self.processes)
+        Processes::new(&self.host, &self.processes, &self.shared)
+    }
+
+    /// The unix sockets of pid 1's network namespace bound to a path
+    /// ([`net_unix::read_bound`]), shared within the window of [`Node::sharing_reads`].
+    pub fn unix_sockets(&self) -> Result<Arc<Vec<net_unix::Bound>>, ReadError> {
+        self.shared.unix_sockets(&self.host)
+    }
+
+    /// pid 1's mounts ([`mountinfo::read`]), shared within the window of
+    /// [`Node::sharing_reads`].
+    pub fn mounts(&self) -> Result<Arc<Vec<mountinfo::Mount>>, ReadError> {
+        self.shared.mounts(&self.host)
+    }
+
+    /// Reads made of pid 1's unix socket table and of its mount table through this node.
+    pub fn shared_reads(&self) -> (u64, u64) {
+        self.shared.reads()
     }
 
     /// A reader of the kernel log with its own position; the readers of this node made

@@ -33,6 +33,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use super::daemons::{self, Located};
+use super::shared::SharedReads;
 use crate::host::HostPaths;
 use crate::hostfs::{self, entries};
 use crate::proc::{ns, pid, uptime};
@@ -446,11 +447,20 @@ fn is_settled(p: &Proc, uptime: Option<Duration>, ticks: u64) -> bool {
 pub struct Processes<'a> {
     host: &'a HostPaths,
     table: &'a ProcessTable,
+    shared: &'a SharedReads,
 }
 
 impl<'a> Processes<'a> {
-    pub(crate) fn new(host: &'a HostPaths, table: &'a ProcessTable) -> Processes<'a> {
-        Processes { host, table }
+    pub(crate) fn new(
+        host: &'a HostPaths,
+        table: &'a ProcessTable,
+        shared: &'a SharedReads,
+    ) -> Processes<'a> {
+        Processes {
+            host,
+            table,
+            shared,
+        }
     }
 
     /// The host's processes in pid order, from a listing at most [`MAX_AGE`] old that
@@ -663,7 +673,7 @@ impl<'a> Processes<'a> {
 
     fn located(&self, names: &[&str]) -> Option<Vec<Proc>> {
         let mut out = Vec::new();
-        for (name, how) in daemons::locate(self.host, names) {
+        for (name, how) in daemons::locate(self.host, self.shared, names) {
             match how {
                 Located::Absent => {}
                 Located::Unknown => return None,
@@ -912,7 +922,8 @@ mod tests {
         proc_dir(t.path(), 60, "java", 100, &format!("java {big}"));
         proc_dir(t.path(), 61, "java", 100, &format!("java {big}"));
         let table = ProcessTable::with_args_budget(DEFAULT_CAP, 150 << 10, TICKS);
-        let procs = Processes::new(host.host(), &table);
+        let shared = SharedReads::default();
+        let procs = Processes::new(host.host(), &table, &shared);
         let s = procs.snapshot("a").unwrap();
         for p in &s.procs {
             assert_eq!(procs.args(p).unwrap()[1].len(), 100 << 10);

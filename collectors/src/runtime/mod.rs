@@ -51,7 +51,7 @@ use crate::node::follow::{self, Followed, Rescan};
 use crate::node::Node;
 use crate::nodelog::LogSample;
 use crate::pods::{PodDirectory, PodsConfig};
-use crate::proc::{cgroup, mountinfo, net_unix, uptime};
+use crate::proc::{cgroup, uptime};
 use crate::rules::Draft;
 use crate::sys::statvfs::StatFsFn;
 
@@ -369,11 +369,15 @@ impl RuntimeCollector {
             seen: &self.seen,
             docker_signs: &self.docker_signs(),
         };
-        let host = self.node.host().clone();
+        let node = &self.node;
         let mut listening = || {
-            net_unix::read(&net_unix::path(&host, 1))
-                .ok()
-                .map(|l| l.into_iter().collect::<BTreeSet<String>>())
+            node.unix_sockets().ok().map(|sockets| {
+                sockets
+                    .iter()
+                    .filter(|b| b.listening)
+                    .map(|b| b.path.clone())
+                    .collect::<BTreeSet<String>>()
+            })
         };
         runtimes::find(self.node.host(), &inputs, &mut listening, notes)
     }
@@ -927,7 +931,9 @@ impl RuntimeCollector {
         if self.walker.idle() && due {
             self.walk_started = Some(Instant::now());
             let roots = self.walk_roots(probed, kubelet_root);
-            let skip: BTreeSet<PathBuf> = mountinfo::read(self.node.host(), 1)
+            let skip: BTreeSet<PathBuf> = self
+                .node
+                .mounts()
                 .map(|ms| {
                     ms.iter()
                         .map(|m| self.node.host().join(&m.mount_point))

@@ -138,3 +138,29 @@ fn collectors_are_listed_and_named_in_the_registry_only() {
     }
     assert!(found.is_empty(), "{found:#?}");
 }
+
+/// pid 1's unix socket and mount tables are read through the node only
+/// (`collectors::node::shared`), so that the collectors of one `check` sample share one read
+/// of each: no other non-test file calls their readers.
+#[test]
+fn pid_1s_unix_and_mount_tables_are_read_through_the_node_only() {
+    let repo = repo();
+    let mut files = Vec::new();
+    sources(&repo.join("collectors/src"), &mut files);
+    sources(&repo.join("agent/src"), &mut files);
+    let allowed = [
+        repo.join("collectors/src/node/shared.rs"),
+        repo.join("collectors/src/proc/net_unix.rs"),
+        repo.join("collectors/src/proc/mountinfo.rs"),
+    ];
+    let mut found = Vec::new();
+    for f in files.iter().filter(|f| !allowed.contains(f)) {
+        let text = code(&read(f));
+        for reader in ["net_unix::read", "mountinfo::read("] {
+            if text.contains(reader) {
+                found.push(format!("{}: calls {reader}", f.display()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "{found:#?}");
+}
