@@ -386,19 +386,25 @@ sys.stdin.read()
 """
 
 
-def hold_flocks(tmp, n):
-    log(f"holding {n} flocks")
-    d = os.path.join(tmp, "locks")
+def holder(program, tmp, sub, n, what):
+    """A Python process running `program` with n descriptors to spare, in the directory
+    tmp/sub, that prints "ready" once it holds its n things and then waits for its stdin."""
+    d = os.path.join(tmp, sub)
     os.makedirs(d, exist_ok=True)
 
     def limit():
         resource.setrlimit(resource.RLIMIT_NOFILE, (n + 256, n + 256))
 
-    p = spawn([sys.executable, "-c", HOLDER, d, str(n)], stdin=subprocess.PIPE,
+    p = spawn([sys.executable, "-c", program, d, str(n)], stdin=subprocess.PIPE,
               stdout=subprocess.PIPE, preexec_fn=limit, text=True)
     if p.stdout.readline().strip() != "ready":
-        raise RuntimeError("the flock holder did not start")
+        raise RuntimeError(f"the {what} holder did not start")
     return p
+
+
+def hold_flocks(tmp, n):
+    log(f"holding {n} flocks")
+    return holder(HOLDER, tmp, "locks", n, "flock")
 
 
 def node_exporter(binary, tmp):
@@ -1086,26 +1092,17 @@ def stage_node_tables(tmp, sockets, mounts):
     (/proc/1/net/unix: systemd's, the runtime's, one per container shim) and tmpfs mounts in
     its mount namespace (/proc/1/mountinfo: every pod's volumes), both gone with the
     namespaces. Returns the socket holder (or None)."""
-    holder = None
+    sockets_held = None
     if sockets:
         log(f"binding {sockets} unix sockets")
-        d = os.path.join(tmp, "sockets")
-        os.makedirs(d, exist_ok=True)
-
-        def limit():
-            resource.setrlimit(resource.RLIMIT_NOFILE, (sockets + 256, sockets + 256))
-
-        holder = spawn([sys.executable, "-c", SOCKETS, d, str(sockets)], stdin=subprocess.PIPE,
-                       stdout=subprocess.PIPE, preexec_fn=limit, text=True)
-        if holder.stdout.readline().strip() != "ready":
-            raise RuntimeError("the unix socket holder did not start")
+        sockets_held = holder(SOCKETS, tmp, "sockets", sockets, "unix socket")
     if mounts:
         log(f"mounting {mounts} tmpfs filesystems")
         for i in range(mounts):
             m = os.path.join(tmp, "mounts", str(i))
             os.makedirs(m, exist_ok=True)
             run(["mount", "-t", "tmpfs", "-o", "size=64k", f"pod-volume-{i}", m])
-    return holder
+    return sockets_held
 
 
 def ms(s):
