@@ -1141,7 +1141,7 @@ def main():
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     window = 30 if a.quick else 60
     scrapes = 20 if a.quick else 60
-    checks = 1 if a.quick else 3
+    checks = 3
     lock = os.path.join(a.tmp, "xtables.lock")
     open(lock, "a").close()
     stage_runtime(a.tmp)

@@ -3,7 +3,7 @@
 # this machine (issue 19). Root. Prints one markdown table with the issue's targets.
 #
 #   scripts/bench-cost.sh            # ~4-5 min: 60 scrapes, a 60 s window, 3 checks, trouble
-#   scripts/bench-cost.sh --quick    # ~3 min: 20 scrapes, a 30 s window, 1 check, trouble
+#   scripts/bench-cost.sh --quick    # ~3 min: 20 scrapes, a 30 s window, 3 checks, trouble
 #   scripts/bench-cost.sh --check-only   # ~20 s: only `check`, 7 times, on the same idle node
 #   scripts/bench-cost.sh --memory [SECONDS]   # memory: serve and node_exporter side by side
 #       for SECONDS (default 600; 3600 is the soak), both scraped every 15 s, RSS and CPU
