@@ -13,9 +13,10 @@
 //!
 //! Off unless the agent turns it on ([`super::Node::sharing_reads`]): `check` does, with a
 //! window that covers both its samples (nothing it judges compares these tables between
-//! them: whether a daemon listens, where a filesystem is mounted); `serve` does not, because a kept table (a few hundred KB of mounts on a node with many
-//! pods) would stay resident between its rounds, and its collectors, which follow the
-//! daemons they found, rarely read these tables twice in one round.
+//! them: whether a daemon listens, where a filesystem is mounted); `serve` does not,
+//! because a kept table (a few hundred KB of mounts on a node with many pods) would stay
+//! resident between its rounds, and its collectors, which follow the daemons they found,
+//! rarely read these tables twice in one round.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -27,7 +28,7 @@ use crate::ReadError;
 /// One table: the last read and when it began.
 struct Memo<T> {
     last: Mutex<Option<(Instant, Arc<T>)>>,
-    /// Reads made (tests, the bench's counts).
+    /// Reads made (what the tests count).
     reads: std::sync::atomic::AtomicU64,
 }
 
