@@ -60,13 +60,12 @@ pub fn bound(text: &str) -> Vec<Bound> {
     out
 }
 
-/// The paths (as the binding process named them) of the listening unix sockets in `text`.
-pub fn listening_paths(text: &str) -> Vec<String> {
-    bound(text)
-        .into_iter()
+/// The paths (as the binding process named them) of the listening sockets among `sockets`.
+pub fn listening(sockets: &[Bound]) -> impl Iterator<Item = &str> {
+    sockets
+        .iter()
         .filter(|b| b.listening)
-        .map(|b| b.path)
-        .collect()
+        .map(|b| b.path.as_str())
 }
 
 /// `<root>/proc/<pid>/net/unix`.
@@ -74,14 +73,8 @@ pub fn path(host: &HostPaths, pid: u32) -> std::path::PathBuf {
     host.proc_pid(pid).join("net/unix")
 }
 
-/// Reads the listening paths of one table (at most [`crate::hostfs::cap::UDP_TABLE`]
-/// bytes: a line per socket, like the UDP table).
-pub fn read(path: &Path) -> Result<Vec<String>, ReadError> {
-    let text = crate::hostfs::read_text(path, crate::hostfs::cap::UDP_TABLE)?;
-    Ok(listening_paths(&text))
-}
-
-/// Reads every socket of one table bound to a path (listening or not), within the same cap.
+/// Reads every socket of one table bound to a path (listening or not), at most
+/// [`crate::hostfs::cap::UDP_TABLE`] bytes (a line per socket, like the UDP table).
 pub fn read_bound(path: &Path) -> Result<Vec<Bound>, ReadError> {
     let text = crate::hostfs::read_text(path, crate::hostfs::cap::UDP_TABLE)?;
     Ok(bound(&text))
@@ -100,6 +93,10 @@ ffff8f0c41d4d000: 00000002 00000000 00010000 0001 01 19201 @/containerd-shim/de2
 ffff8f0c41d4e000: 00000003 00000000 00000000 0001 03 90210 /run/containerd/containerd.sock
 ffff8f0c41d4f000: 00000002 00000000 00010000 0001 01 70001 /tmp/dir with space/d.sock
 ";
+
+    fn listening_paths(text: &str) -> Vec<String> {
+        listening(&bound(text)).map(str::to_string).collect()
+    }
 
     #[test]
     fn listening_path_sockets_only() {

@@ -51,7 +51,7 @@ use crate::node::follow::{self, Followed, Rescan};
 use crate::node::Node;
 use crate::nodelog::LogSample;
 use crate::pods::{PodDirectory, PodsConfig};
-use crate::proc::{cgroup, uptime};
+use crate::proc::{cgroup, net_unix, uptime};
 use crate::rules::Draft;
 use crate::sys::statvfs::StatFsFn;
 
@@ -372,10 +372,8 @@ impl RuntimeCollector {
         let node = &self.node;
         let mut listening = || {
             node.unix_sockets().ok().map(|sockets| {
-                sockets
-                    .iter()
-                    .filter(|b| b.listening)
-                    .map(|b| b.path.clone())
+                net_unix::listening(&sockets)
+                    .map(str::to_string)
                     .collect::<BTreeSet<String>>()
             })
         };
