@@ -12,7 +12,10 @@
 //!   files. The readers of per-process records that a pass over every process calls
 //!   thousands of times ([`read_pid_record`], [`read_prefix`]) skip the first `stat` (procfs
 //!   holds no device nodes, and the extra path walk would cost a syscall per process); the
-//!   `fstat` still refuses whatever a fake root puts there;
+//!   `fstat` still refuses whatever a fake root puts there. So does every read under the
+//!   host's procfs or sysfs once `statfs` has vouched for them ([`vouch_kernel_fs`]), except
+//!   through the links that lead out of procfs (`root`, `cwd`, `fd`, `map_files`, `exe`):
+//!   the `stat` was a twelfth of a `check`'s CPU (issue 32);
 //! - reads at most `cap + 1` bytes and refuses a longer file ([`ReadError::TooLarge`]), or,
 //!   for the kinds where a prefix is enough ([`read_prefix`]), keeps the first `cap` bytes.
 //!   procfs and sysfs report `st_size` 0, so sizes are counted as read, never taken from
@@ -27,9 +30,11 @@
 use std::fs::{DirEntry, File, Metadata};
 use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
+use std::sync::RwLock;
 
 use crate::error::ReadError;
+use crate::host::HostPaths;
 
 /// Size caps per kind of host file, in bytes. A file longer than its cap is not a real kernel
 /// or runtime file of that kind (or it is one this product cannot judge in bounded memory): it
@@ -160,11 +165,58 @@ fn refuse_unless_regular(path: &Path, md: &Metadata) -> Result<(), ReadError> {
     }
 }
 
+/// The agent-side directories where a procfs or a sysfs is mounted, as `statfs` found them
+/// ([`vouch_kernel_fs`]): a file under one is the kernel's, never a device node or a FIFO.
+static KERNEL_FS: RwLock<Vec<PathBuf>> = RwLock::new(Vec::new());
+
+/// The entries of `/proc/<pid>/` (and of `task/<tid>/`) that lead out of procfs, into a
+/// process's root, working directory, open files or mapped files: a path through one of them
+/// is `stat`ed before it is opened, as any other host file.
+const LEAVES_PROCFS: [&str; 5] = ["root", "cwd", "fd", "map_files", "exe"];
+
+/// Looks at `<root>/proc` and `<root>/sys` of `host` with `statfs`; those that are a procfs
+/// and a sysfs are read from then on without the `stat` before `open` ([`open`]). A fake
+/// root's directories are not: their files are `stat`ed first as before. Called when a node
+/// context is made ([`crate::node::Node`]); two `statfs` calls.
+pub fn vouch_kernel_fs(host: &HostPaths) {
+    use nix::sys::statfs::{statfs, PROC_SUPER_MAGIC, SYSFS_MAGIC};
+    for (dir, magic) in [
+        (host.proc(), PROC_SUPER_MAGIC),
+        (host.sys_file(""), SYSFS_MAGIC),
+    ] {
+        let dir: PathBuf = dir.components().collect();
+        if !statfs(&dir).is_ok_and(|s| s.filesystem_type() == magic) {
+            continue;
+        }
+        let mut known = KERNEL_FS.write().unwrap_or_else(|e| e.into_inner());
+        if !known.contains(&dir) {
+            known.push(dir);
+        }
+    }
+}
+
+/// True when `path` is under a vouched procfs or sysfs and does not pass through a link that
+/// leads out of it, nor climb out with `..`.
+fn on_kernel_fs(path: &Path) -> bool {
+    let known = KERNEL_FS.read().unwrap_or_else(|e| e.into_inner());
+    known.iter().any(|root| {
+        path.strip_prefix(root).is_ok_and(|rest| {
+            rest.components().all(|c| match c {
+                Component::Normal(name) => !LEAVES_PROCFS.iter().any(|l| name == *l),
+                Component::CurDir => true,
+                _ => false,
+            })
+        })
+    })
+}
+
 /// Opens a host file for reading without blocking and checks that the opened descriptor is a
 /// regular file. With `prestat`, the path is `stat`ed first and a non-regular file is refused
 /// without being opened. Returns the file and its metadata (`len()` is 0 for procfs/sysfs).
 fn open(path: &Path, prestat: bool) -> Result<(File, Metadata), ReadError> {
     if prestat {
+        #[cfg(test)]
+        tests::PRESTATS.with(|n| n.set(n.get() + 1));
         let md = std::fs::metadata(path).map_err(|e| ReadError::io(path, e))?;
         refuse_unless_regular(path, &md)?;
     }
@@ -261,7 +313,7 @@ fn read_capped(
 
 /// Reads a whole regular host file of at most `cap` bytes.
 pub fn read_bytes(path: &Path, cap: usize) -> Result<Vec<u8>, ReadError> {
-    let (file, _) = open(path, true)?;
+    let (file, _) = open(path, !on_kernel_fs(path))?;
     let mut buf = Vec::new();
     read_capped(path, file, cap, &mut buf, false)?;
     Ok(buf)
@@ -324,6 +376,63 @@ mod tests {
     use super::*;
     use std::sync::mpsc;
     use std::time::Duration;
+
+    thread_local! {
+        /// The paths `stat`ed before `open` on this thread.
+        pub(super) static PRESTATS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    }
+
+    fn prestats() -> u64 {
+        PRESTATS.with(|n| n.get())
+    }
+
+    /// Files under the host's procfs and sysfs are opened without the `stat` before, once
+    /// `statfs` vouched for them; a fake root's `proc` is not vouched for, and a path through a
+    /// link out of procfs, or climbing out, is `stat`ed first as any host file.
+    #[test]
+    fn only_files_of_a_vouched_procfs_or_sysfs_skip_the_stat_before_open() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(t.path().join("proc")).unwrap();
+        std::fs::write(t.path().join("proc/meminfo"), "MemTotal: 1 kB\n").unwrap();
+        vouch_kernel_fs(&HostPaths::new(t.path()));
+        assert!(!on_kernel_fs(&t.path().join("proc/meminfo")), "a fake root");
+        if !Path::new("/proc/self/stat").exists() || !Path::new("/sys/kernel").exists() {
+            eprintln!("SKIP: no procfs or sysfs at /proc, /sys");
+            return;
+        }
+        vouch_kernel_fs(&HostPaths::new("/"));
+        for (path, blind) in [
+            ("/proc/meminfo", true),
+            ("/proc/1/net/udp", true),
+            ("/proc/self/stat", true),
+            ("/sys/devices/system/cpu/online", true),
+            ("/proc/1/root/etc/hostname", false),
+            ("/proc/self/cwd/x", false),
+            ("/proc/self/fd/0", false),
+            ("/proc/self/task/1/exe", false),
+            ("/proc/self/map_files/x", false),
+            ("/proc/../etc/hostname", false),
+            ("/etc/hostname", false),
+            ("/procfoo/meminfo", false),
+        ] {
+            assert_eq!(on_kernel_fs(Path::new(path)), blind, "{path}");
+        }
+        let before = prestats();
+        read_text(Path::new("/proc/meminfo"), cap::COUNTERS).unwrap();
+        read_text(Path::new("/sys/devices/system/cpu/online"), cap::CPU_LIST).unwrap();
+        assert_eq!(
+            prestats(),
+            before,
+            "procfs and sysfs reads stat nothing first"
+        );
+        read_text(&t.path().join("proc/meminfo"), cap::COUNTERS).unwrap();
+        let _ = read_text(Path::new("/proc/self/root/etc/hostname"), cap::VALUE);
+        assert_eq!(
+            prestats(),
+            before + 2,
+            "the fake root and the way out are stat-ed"
+        );
+    }
 
     /// A source that hands out a page per `read`, as a procfs table does (`/proc/1/net/unix`,
     /// `mountinfo`): every page lands once, in order, up to the limit and no further.

@@ -83,6 +83,7 @@ impl Node {
 
     /// The node with the given machine facts (tests).
     pub fn with_facts(host: HostPaths, facts: Facts) -> Node {
+        crate::hostfs::vouch_kernel_fs(&host);
         Node {
             processes: Arc::new(ProcessTable::new(processes::DEFAULT_CAP, facts.clock_ticks)),
             host,
@@ -94,6 +95,7 @@ impl Node {
 
     /// The node with a process table of its own (tests of the table's bounds).
     pub fn with_table(host: HostPaths, table: ProcessTable) -> Node {
+        crate::hostfs::vouch_kernel_fs(&host);
         Node {
             host,
             facts: Facts::of_this_machine(),
