@@ -50,7 +50,7 @@ impl Default for LoadConfig {
             io_wait_max_candidates: 64,
             max_thread_reads: 1024,
             onset_candidates: 16,
-            idle_reread_every: 4,
+            idle_reread_every: 8,
             pods: PodsConfig::default(),
             cgroups: Some(cgroups::Floors::default()),
         }

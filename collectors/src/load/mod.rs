@@ -103,6 +103,10 @@ pub struct LoadCollector {
     /// CPU is elsewhere: processes that came and went, or beyond this view of `/proc`), so
     /// until then their turns ([`LoadConfig::idle_reread_every`]) are enough.
     others_due: u64,
+    /// The CPU (percent of one CPU) the processes read left unexplained when the idle ones
+    /// were last read for it in vain: until `others_due`, they are read for it again only
+    /// when a culprit's CPU more is unexplained (one that starts to spin is named at once).
+    others_unexplained: f64,
     /// Why the last pass over the processes was incomplete (kept while no pass is made, so
     /// the status does not change with escalation).
     detail_problems: Vec<String>,
@@ -127,6 +131,7 @@ impl LoadCollector {
             catch_up_span: None,
             round: 0,
             others_due: 0,
+            others_unexplained: 0.0,
             detail_problems: Vec::new(),
             pods,
             last: None,
@@ -709,7 +714,8 @@ impl LoadCollector {
     /// unexplained (the node's CPU in processes, from `/proc/stat`, less theirs, at the
     /// culprit floors: `culprit_min_cpu_percent` and `culprit_min_share_percent` of the
     /// node's), unless the last time they were read for it they held less than a culprit's
-    /// CPU: then not again for `idle_reread_every` passes (each is read in turn meanwhile).
+    /// CPU: then not again for `idle_reread_every` passes (each is read in turn meanwhile),
+    /// unless a culprit's CPU more than then is unexplained.
     fn steady_pass(
         &mut self,
         now: f64,
@@ -739,7 +745,10 @@ impl LoadCollector {
             }
             None => true,
         };
-        if material && !unread.is_empty() && self.round >= self.others_due {
+        let unexplained = uncovered.map_or(f64::INFINITY, |(u, _)| u);
+        let due = self.round >= self.others_due
+            || unexplained >= self.others_unexplained + th.culprit_min_cpu_percent;
+        if material && !unread.is_empty() && due {
             tracing::debug!(
                 collector = "load",
                 node_cpu_percent = ?all.node_cpu_percent,
@@ -751,8 +760,13 @@ impl LoadCollector {
             let read = procs.read;
             let rest = self.tracker.reread(&host, now, &unread, IoReads::Changed);
             if rest.cpu_percent(elapsed) < th.culprit_min_cpu_percent {
-                // Not among them: their turns find one that starts to spin.
+                // Not among them: their turns find one that starts to spin slowly, the
+                // unexplained CPU one that spins.
                 self.others_due = self.round.saturating_add(every);
+                self.others_unexplained = unexplained;
+            } else {
+                self.others_due = 0;
+                self.others_unexplained = 0.0;
             }
             let extra = rest.read;
             procs.replace(&unread, rest);
