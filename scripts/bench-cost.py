@@ -682,6 +682,25 @@ def check_per_collector(binary, tmp, lock, runs):
     return startup, per
 
 
+def check_against(binary, other, tmp, lock, rounds):
+    """Two builds side by side on the same staged node: `rounds` pairs of checks, the two
+    binaries in turn (which goes first alternates), so that what the machine does meanwhile
+    falls on both alike. One line per binary (median, range) and the median of the pairs'
+    differences: a change of 1 ms shows where two separate runs of the bench differ by 3."""
+    med = lambda xs: sorted(xs)[len(xs) // 2]
+    a, b = [], []
+    for i in range(rounds):
+        order = [(binary, a), (other, b)] if i % 2 == 0 else [(other, b), (binary, a)]
+        for exe, out in order:
+            out.append(check_cost(exe, tmp, lock, 1)[0][0])
+    for name, xs in ((binary, a), (other, b)):
+        print(f"{name}: check CPU median {ms(med(xs))} of {rounds} "
+              f"(range {ms(min(xs))}–{ms(max(xs))})")
+    d = [x - y for x, y in zip(a, b)]
+    print(f"difference (first − second), median of {rounds} pairs: {ms(med(d))} "
+          f"(first lower in {sum(1 for x in d if x < 0)} of {rounds})")
+
+
 def print_per_collector(startup, per, runs):
     print()
     print(f"| `check` (median of {runs}) | CPU (user+sys) | beyond start-up |")
@@ -1124,6 +1143,9 @@ def main():
                     help="record the functions serve runs under callgrind into FILE")
     ap.add_argument("--memory", type=int, metavar="SECONDS",
                     help="serve and node_exporter side by side for SECONDS, RSS each minute")
+    ap.add_argument("--check-against", metavar="BINARY",
+                    help="checks of --bin and BINARY in turn on the same node (A/B)")
+    ap.add_argument("--rounds", type=int, default=15, help="pairs of checks of --check-against")
     ap.add_argument("--check-per-collector", action="store_true",
                     help="with --check-only: also each collector's check alone (median of 5)")
     ap.add_argument("--legacy", action="store_true",
@@ -1179,6 +1201,9 @@ def main():
         log(f"{procs} processes, {locks} lines in /proc/locks, {tables}")
         if a.hot_code:
             hot_code(a.bin, a.tmp, lock, a.hot_code)
+            return
+        if a.check_against:
+            check_against(a.bin, a.check_against, a.tmp, lock, a.rounds)
             return
         if a.check_only:
             chk = check_cost(a.bin, a.tmp, lock, 7)

@@ -13,6 +13,9 @@
 #       functions it runs to agent/hot-code.txt (agent/build.rs links them together)
 #   scripts/bench-cost.sh --check-per-collector  # ~2 min: --check-only, then each collector's
 #                                        # `check --collector C` and the start-up alone, 5 times
+#   scripts/bench-cost.sh --check-against OTHER  # ~40 s: BENCH_ROUNDS (15) pairs of checks,
+#       NODE_DOCTOR's (else the release build) and OTHER's in turn on the same staged node:
+#       both medians and the median of the pairs' differences (A/B of a change)
 #
 # In a new pid namespace (`unshare --pid --fork --mount-proc`, so pid 1 is readable, as with
 # hostPID) and network namespace (loopback only, no legacy iptables table: an nft node;
@@ -61,6 +64,10 @@ case "${1:-}" in
 --quick) QUICK=(--quick) ;;
 --check-only) QUICK=(--check-only) ;;
 --check-per-collector) QUICK=(--check-only --check-per-collector) ;;
+--check-against)
+    [ -x "${2:-}" ] || { echo "bench-cost.sh: --check-against needs an executable" >&2; exit 2; }
+    QUICK=(--check-only --check-against "$(realpath "$2")" --rounds "${BENCH_ROUNDS:-15}")
+    ;;
 --memory) QUICK=(--memory "${2:-600}") ;;
 --hot-code)
     for t in valgrind perf nm; do
@@ -69,7 +76,7 @@ case "${1:-}" in
     QUICK=(--hot-code "$ROOT/agent/hot-code.txt")
     ;;
 *)
-    echo "usage: scripts/bench-cost.sh [--quick | --check-only | --check-per-collector | --memory [SECONDS] | --hot-code]" >&2
+    echo "usage: scripts/bench-cost.sh [--quick | --check-only | --check-per-collector | --check-against OTHER | --memory [SECONDS] | --hot-code]" >&2
     exit 2
     ;;
 esac
