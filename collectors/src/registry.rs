@@ -468,12 +468,24 @@ mod tests {
             node.shared_reads()
         };
         let host = crate::HostPaths::new(t.path());
-        let (unix, mounts) = round(&Node::new(host.clone()));
+        let apart = Node::new(host.clone());
+        let (unix, mounts) = round(&apart);
         assert!(
             unix > 1 && mounts > 1,
             "not shared: {unix} and {mounts} reads"
         );
         let node = Node::new(host).sharing_reads(std::time::Duration::from_secs(60));
         assert_eq!(round(&node), (1, 1));
+        // The daemon locator: each daemon's answer found once for all the collectors that
+        // ask, and a second round (check's second sample) finds none anew.
+        let (asked, found) = (apart.daemons_located(), node.daemons_located());
+        assert!(
+            found >= 3 && asked > found,
+            "{asked} answers apart, {found} shared"
+        );
+        assert_eq!(round(&node), (1, 1));
+        assert_eq!(node.daemons_located(), found);
+        round(&apart);
+        assert_eq!(apart.daemons_located(), 2 * asked);
     }
 }

@@ -333,53 +333,67 @@ fn pod_pids(host: &HostPaths, uid: &str) -> Vec<u32> {
 /// sockets and the pod log directories once.
 pub fn locate(host: &HostPaths, shared: &SharedReads, names: &[&str]) -> BTreeMap<String, Located> {
     let mut out = BTreeMap::new();
+    let mut answers = shared.answers();
     let mut signs: Option<Option<Signs>> = None;
     for name in names {
-        let Some(d) = DAEMONS.iter().find(|d| d.comm == *name) else {
-            out.insert(name.to_string(), Located::Unknown);
-            continue;
-        };
-        let mut pids: Vec<u32> = d
-            .units
-            .iter()
-            .flat_map(|u| unit_dirs(host, u))
-            .filter_map(|dir| crate::sys::cgroup_io::procs(&dir).ok())
-            .flatten()
-            .collect();
-        pids.sort_unstable();
-        pids.dedup();
-        pids.truncate(MAX_UNIT_PIDS);
-        if !pids.is_empty() {
-            out.insert(name.to_string(), Located::InCgroup(pids));
+        if let Some(l) = answers.get(name) {
+            out.insert(name.to_string(), l);
             continue;
         }
-        let seen = signs.get_or_insert_with(|| Signs::read(host, shared));
-        let located = match seen {
-            Some(l) if !l.show(host, d) => Located::Absent,
-            Some(l) => {
-                // A pod of it: the processes of that pod's cgroup.
-                let mut pids: Vec<u32> = d
-                    .pod
-                    .map(|pod| l.pods.iter().filter(move |p| p.contains(pod)))
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|dir| dir.rsplit('_').next())
-                    .flat_map(|uid| pod_pids(host, uid))
-                    .collect();
-                pids.sort_unstable();
-                pids.dedup();
-                pids.truncate(MAX_UNIT_PIDS);
-                if pids.is_empty() {
-                    Located::Unknown
-                } else {
-                    Located::InCgroup(pids)
-                }
-            }
-            None => Located::Unknown,
-        };
-        out.insert(name.to_string(), located);
+        let l = locate_one(host, shared, name, &mut signs);
+        answers.keep(name, &l);
+        out.insert(name.to_string(), l);
     }
     out
+}
+
+/// What the cheap ways say of `name`; `signs` are the listeners and pod directories, read
+/// by the first name that needs them.
+fn locate_one(
+    host: &HostPaths,
+    shared: &SharedReads,
+    name: &str,
+    signs: &mut Option<Option<Signs>>,
+) -> Located {
+    let Some(d) = DAEMONS.iter().find(|d| d.comm == name) else {
+        return Located::Unknown;
+    };
+    let mut pids: Vec<u32> = d
+        .units
+        .iter()
+        .flat_map(|u| unit_dirs(host, u))
+        .filter_map(|dir| crate::sys::cgroup_io::procs(&dir).ok())
+        .flatten()
+        .collect();
+    pids.sort_unstable();
+    pids.dedup();
+    pids.truncate(MAX_UNIT_PIDS);
+    if !pids.is_empty() {
+        return Located::InCgroup(pids);
+    }
+    match signs.get_or_insert_with(|| Signs::read(host, shared)) {
+        Some(l) if !l.show(host, d) => Located::Absent,
+        Some(l) => {
+            // A pod of it: the processes of that pod's cgroup.
+            let mut pids: Vec<u32> = d
+                .pod
+                .map(|pod| l.pods.iter().filter(move |p| p.contains(pod)))
+                .into_iter()
+                .flatten()
+                .filter_map(|dir| dir.rsplit('_').next())
+                .flat_map(|uid| pod_pids(host, uid))
+                .collect();
+            pids.sort_unstable();
+            pids.dedup();
+            pids.truncate(MAX_UNIT_PIDS);
+            if pids.is_empty() {
+                Located::Unknown
+            } else {
+                Located::InCgroup(pids)
+            }
+        }
+        None => Located::Unknown,
+    }
 }
 
 #[cfg(test)]

@@ -150,6 +150,11 @@ impl Node {
         self.shared.reads()
     }
 
+    /// Answers the daemon locator found through this node (not taken from a shared one).
+    pub fn daemons_located(&self) -> u64 {
+        self.shared.located()
+    }
+
     /// A reader of the kernel log with its own position; the readers of this node made
     /// before the first read share one read of the device ([`crate::kmsg`]).
     pub fn kmsg_reader(&self, config: KmsgConfig) -> KmsgReader {

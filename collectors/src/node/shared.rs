@@ -1,5 +1,6 @@
 //! pid 1's host-wide tables that several collectors read in one round: its unix sockets
-//! (`/proc/1/net/unix`) and its mounts (`/proc/1/mountinfo`).
+//! (`/proc/1/net/unix`) and its mounts (`/proc/1/mountinfo`); and what the daemon locator
+//! said of each daemon ([`super::daemons::locate`]).
 //!
 //! A `check` on this VM's root read the unix socket table nine times (the daemon locator of
 //! seven collectors, [`super::daemons`], and the runtime collector) and the mount table five
@@ -11,6 +12,14 @@
 //! caller of a round reads and parses, and the others within the window take the same
 //! parsed table ([`Arc`]); a failed read is not kept (the next caller tries again).
 //!
+//! The daemon locator is asked by seven collectors per round, each for its daemons (the
+//! kubelet, the runtimes, kube-proxy, the time daemons): each answer took a `stat` of the
+//! daemon's unit cgroup in three hierarchies and a read of its `cgroup.procs` (111 of a
+//! `check`'s 870 `statx` calls on this VM's root, `strace -f -k`). With sharing on, a name's
+//! answer serves the callers within the window; callers that come while one is located wait
+//! for it. The answer is a set of pids the callers confirm by their `stat` (a daemon that
+//! restarted meanwhile is dead at its old pid, and they fall back to their own search).
+//!
 //! Off unless the agent turns it on ([`super::Node::sharing_reads`]): `check` does, with a
 //! window that covers both its samples (nothing it judges compares these tables between
 //! them: whether a daemon listens, where a filesystem is mounted); `serve` does not,
@@ -18,9 +27,11 @@
 //! resident between its rounds, and its collectors, which follow the daemons they found,
 //! rarely read these tables twice in one round.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use super::daemons::Located;
 use crate::host::HostPaths;
 use crate::proc::{mountinfo, net_unix};
 use crate::ReadError;
@@ -79,6 +90,32 @@ pub struct SharedReads {
     window: Duration,
     unix: Memo<Vec<net_unix::Bound>>,
     mounts: Memo<Vec<mountinfo::Mount>>,
+    located: Mutex<Answers>,
+}
+
+/// The daemon locator's answers by name, each with when it was found; and how many it found.
+#[derive(Default)]
+pub(crate) struct Answers {
+    window: Duration,
+    by_name: HashMap<String, (Instant, Located)>,
+    found: u64,
+}
+
+impl Answers {
+    /// The answer for `name` found within the window.
+    pub(crate) fn get(&self, name: &str) -> Option<Located> {
+        let (at, l) = self.by_name.get(name)?;
+        (at.elapsed() < self.window).then(|| l.clone())
+    }
+
+    /// Counts an answer found, and keeps it when the window is not zero.
+    pub(crate) fn keep(&mut self, name: &str, located: &Located) {
+        self.found += 1;
+        if !self.window.is_zero() {
+            self.by_name
+                .insert(name.to_string(), (Instant::now(), located.clone()));
+        }
+    }
 }
 
 impl std::fmt::Debug for SharedReads {
@@ -94,8 +131,24 @@ impl SharedReads {
     pub fn new(window: Duration) -> SharedReads {
         SharedReads {
             window,
+            located: Mutex::new(Answers {
+                window,
+                ..Answers::default()
+            }),
             ..SharedReads::default()
         }
+    }
+
+    /// The daemon locator's answers, held while one call of it finds what is missing (a
+    /// caller that comes meanwhile waits and takes them).
+    pub(crate) fn answers(&self) -> MutexGuard<'_, Answers> {
+        // A panic while locating leaves whole answers: keep using them.
+        self.located.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Answers the daemon locator found (not taken from another caller's).
+    pub fn located(&self) -> u64 {
+        self.answers().found
     }
 
     /// The unix sockets of pid 1's network namespace bound to a path ([`net_unix::read_bound`]).
@@ -190,6 +243,24 @@ mod tests {
         std::thread::sleep(Duration::from_millis(40));
         assert!(shared.unix_sockets(&host).unwrap().is_empty());
         assert_eq!(shared.reads().0, 2);
+    }
+
+    /// A daemon's answer serves the callers within the window, is found again once older,
+    /// and with a zero window is never kept.
+    #[test]
+    fn the_daemon_locators_answers_are_kept_for_the_window_only() {
+        let pids = Located::InCgroup(vec![42]);
+        let shared = SharedReads::new(Duration::from_millis(30));
+        assert_eq!(shared.answers().get("kubelet"), None);
+        shared.answers().keep("kubelet", &pids);
+        assert_eq!(shared.answers().get("kubelet"), Some(pids.clone()));
+        assert_eq!(shared.answers().get("containerd"), None);
+        std::thread::sleep(Duration::from_millis(40));
+        assert_eq!(shared.answers().get("kubelet"), None, "aged");
+        let apart = SharedReads::new(Duration::ZERO);
+        apart.answers().keep("kubelet", &pids);
+        assert_eq!(apart.answers().get("kubelet"), None);
+        assert_eq!((shared.located(), apart.located()), (1, 1));
     }
 
     #[test]
