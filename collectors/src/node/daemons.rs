@@ -37,6 +37,7 @@ use std::cell::OnceCell;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+pub use super::located::Located;
 use super::shared::SharedReads;
 use crate::host::HostPaths;
 use crate::proc::{net_udp, net_unix};
@@ -160,19 +161,6 @@ const DAEMONS: &[Daemon] = &[
 /// At most this many pids of a unit's cgroup are confirmed (a unit that also holds its
 /// children, such as an old docker.service with shims, lists the daemon first).
 const MAX_UNIT_PIDS: usize = 64;
-
-/// What the cheap ways said of one name.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Located {
-    /// Pids in its unit's cgroup, or in its pod's (to be confirmed by the caller: `stat` names
-    /// the daemon).
-    InCgroup(Vec<u32>),
-    /// None of its listeners is there: not running.
-    Absent,
-    /// Only the pass over `/proc` can tell (a listener without a unit, a name this module
-    /// does not know, the listeners unreadable).
-    Unknown,
-}
 
 /// The unix sockets bound in the host's network namespace (pid 1's) and the pod log
 /// directories, read once; the UDP ports, the hardware classes and pid 1's name are read the

@@ -18,6 +18,7 @@ pub mod daemons;
 pub mod discover;
 pub mod follow;
 pub mod kubelet;
+pub mod located;
 pub mod processes;
 pub mod shared;
 

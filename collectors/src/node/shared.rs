@@ -31,7 +31,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::daemons::Located;
+use super::located::Located;
 use crate::host::HostPaths;
 use crate::proc::{mountinfo, net_unix};
 use crate::ReadError;
