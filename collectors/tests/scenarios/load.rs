@@ -2197,6 +2197,38 @@ impl FlatHost {
     }
 }
 
+/// One run of a busy flat host: load1, the CPUs' busy share and of it in softirq (percent),
+/// which of (4201, 4202, WAKER) burn, and the range of per-process paths the run builds.
+type FlatStep = (f64, u64, u64, [bool; 3], std::ops::Range<u64>);
+
+/// Runs a collector of `node` (made by `make` from the node whose paths it counts) once per
+/// step: every run builds a number of per-process paths in its step's range, and from step
+/// `from` on `load.cpu_bound` names `pid`.
+fn run_flat(
+    node: &mut FlatHost,
+    make: impl FnOnce(collectors::node::Node) -> LoadCollector,
+    steps: &[FlatStep],
+    from: usize,
+    pid: u32,
+) {
+    let host = node.h.node();
+    let mut c = make(host.clone());
+    for (i, (load1, busy, softirq, burning, paths)) in steps.iter().enumerate() {
+        node.advance_softirq(*load1, *busy, *softirq, *burning);
+        let (out, built) = collect_counting(&mut c, &host);
+        assert!(
+            paths.contains(&built),
+            "step {i}: {built} per-process paths, expected {paths:?}"
+        );
+        if i >= from {
+            let f = only(&out, "load.cpu_bound");
+            assert_eq!(f.len(), 1, "step {i}: {:?}", out.findings);
+            let named = text(f[0], "top_cpu_processes");
+            assert!(named.contains(&format!("pid {pid}")), "step {i}: {named}");
+        }
+    }
+}
+
 /// A busy flat host whose CPU is not all in the processes it lists (processes that come
 /// and go between two runs, or beyond this view of `/proc`): the steady pass reads the idle
 /// processes for it, finds less than a culprit's CPU among them, and leaves them to their
@@ -2206,47 +2238,33 @@ impl FlatHost {
 #[test]
 fn cpu_the_idle_processes_do_not_hold_is_looked_for_among_them_once_in_eight_passes() {
     let mut node = FlatHost::new();
-    let host = node.h.node();
     let config = no_catch_up();
     assert_eq!(config.idle_reread_every, 8);
-    let mut c = LoadCollector::new(host.clone(), config);
     let all = u64::from(QUIET_FLAT) + 3;
     let eighth = 30..all / 8 + 40;
     let everyone = all..all + 60;
-    // (load1, busy %, of it in softirq %), one burner (95% of one of 2 CPUs), and the
-    // range of per-process paths the run builds.
-    type Step = (f64, u64, u64, std::ops::Range<u64>);
-    let mut steps: Vec<Step> = vec![
-        (0.3, 5, 0, 0..1),
-        (0.3, 5, 0, 0..1),
+    let one = [true, false, false];
+    let mut steps: Vec<FlatStep> = vec![
+        (0.3, 5, 0, one, 0..1),
+        (0.3, 5, 0, one, 0..1),
         // The onset.
-        (2.5, 95, 0, all..all + 120),
+        (2.5, 95, 0, one, all..all + 120),
         // 95% of the node's 190% unexplained: the idle ones are read, in vain...
-        (2.6, 95, 0, everyone.clone()),
+        (2.6, 95, 0, one, everyone.clone()),
     ];
     // ...and for seven passes only their turns are.
-    steps.extend(std::iter::repeat_n((2.6, 95, 0, eighth.clone()), 7));
+    steps.extend(std::iter::repeat_n((2.6, 95, 0, one, eighth.clone()), 7));
     // Eight passes on, they are read for it again.
-    steps.push((2.6, 95, 0, everyone.clone()));
+    steps.push((2.6, 95, 0, one, everyone.clone()));
     // Due again after eight more, but what the burner leaves unexplained is in softirq.
-    steps.extend(std::iter::repeat_n((2.6, 95, 45, eighth.clone()), 8));
-    for (i, (load1, busy, softirq, paths)) in steps.iter().enumerate() {
-        node.advance_softirq(*load1, *busy, *softirq, [true, false, false]);
-        let (out, built) = collect_counting(&mut c, &host);
-        assert!(
-            paths.contains(&built),
-            "step {i}: {built} per-process paths, expected {paths:?}"
-        );
-        if i >= 3 {
-            let f = only(&out, "load.cpu_bound");
-            assert_eq!(f.len(), 1, "step {i}: {:?}", out.findings);
-            let named = text(f[0], "top_cpu_processes");
-            assert!(
-                named.contains(&format!("pid {}", BURNERS[0])),
-                "step {i}: {named}"
-            );
-        }
-    }
+    steps.extend(std::iter::repeat_n((2.6, 95, 45, one, eighth.clone()), 8));
+    run_flat(
+        &mut node,
+        |n| LoadCollector::new(n, config),
+        &steps,
+        3,
+        BURNERS[0],
+    );
 }
 
 /// While the idle processes wait their turns after a read that found nothing among them, a
@@ -2256,39 +2274,24 @@ fn cpu_the_idle_processes_do_not_hold_is_looked_for_among_them_once_in_eight_pas
 #[test]
 fn a_process_that_starts_to_spin_while_the_idle_ones_wait_their_turns_is_named_at_once() {
     let mut node = FlatHost::new();
-    let host = node.h.node();
-    let mut c = LoadCollector::new(host.clone(), no_catch_up());
     let all = u64::from(QUIET_FLAT) + 3;
     let eighth = 30..all / 8 + 40;
     let everyone = all..all + 60;
-    // (load1, busy %, which of (4201, 4202, WAKER) burn, per-process paths built).
-    type Step = (f64, u64, [bool; 3], std::ops::Range<u64>);
-    let steps: Vec<Step> = vec![
-        (0.3, 5, [false; 3], 0..1),
-        (0.3, 5, [false; 3], 0..1),
-        (2.5, 95, [true, false, false], all..all + 120),
+    let (one, and_waker) = ([true, false, false], [true, false, true]);
+    let steps: Vec<FlatStep> = vec![
+        (0.3, 5, 0, [false; 3], 0..1),
+        (0.3, 5, 0, [false; 3], 0..1),
+        (2.5, 95, 0, one, all..all + 120),
         // Read in vain: 95% of the node's 190% is in no process it lists.
-        (2.6, 95, [true, false, false], everyone.clone()),
-        (2.6, 95, [true, false, false], eighth.clone()),
+        (2.6, 95, 0, one, everyone.clone()),
+        (2.6, 95, 0, one, eighth.clone()),
         // The waker (idle, not its turn) burns: 105% unexplained, 10% more than in vain.
-        (2.6, 100, [true, false, true], everyone.clone()),
+        (2.6, 100, 0, and_waker, everyone.clone()),
         // Now active: read with the burner and the turns.
-        (2.6, 100, [true, false, true], eighth.clone()),
+        (2.6, 100, 0, and_waker, eighth.clone()),
     ];
-    for (i, (load1, busy, burning, paths)) in steps.iter().enumerate() {
-        node.advance(*load1, *busy, *burning);
-        let (out, built) = collect_counting(&mut c, &host);
-        assert!(
-            paths.contains(&built),
-            "step {i}: {built} per-process paths, expected {paths:?}"
-        );
-        if i >= 5 {
-            let f = only(&out, "load.cpu_bound");
-            assert_eq!(f.len(), 1, "step {i}: {:?}", out.findings);
-            let named = text(f[0], "top_cpu_processes");
-            assert!(named.contains(&format!("pid {WAKER}")), "step {i}: {named}");
-        }
-    }
+    let make = |n| LoadCollector::new(n, no_catch_up());
+    run_flat(&mut node, make, &steps, 5, WAKER);
 }
 
 /// A busy host whose processes are all in the root cgroup: the onset run reads each
