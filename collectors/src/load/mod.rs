@@ -745,9 +745,10 @@ impl LoadCollector {
             }
             None => true,
         };
-        let unexplained = uncovered.map_or(f64::INFINITY, |(u, _)| u);
-        let due = self.round >= self.others_due
-            || unexplained >= self.others_unexplained + th.culprit_min_cpu_percent;
+        // Without the node's CPU (no window of `/proc/stat`) nothing is known to have grown.
+        let grown = uncovered
+            .is_some_and(|(u, _)| u >= self.others_unexplained + th.culprit_min_cpu_percent);
+        let due = self.round >= self.others_due || grown;
         if material && !unread.is_empty() && due {
             tracing::debug!(
                 collector = "load",
@@ -763,7 +764,7 @@ impl LoadCollector {
                 // Not among them: their turns find one that starts to spin slowly, the
                 // unexplained CPU one that spins.
                 self.others_due = self.round.saturating_add(every);
-                self.others_unexplained = unexplained;
+                self.others_unexplained = uncovered.map_or(f64::INFINITY, |(u, _)| u);
             } else {
                 self.others_due = 0;
                 self.others_unexplained = 0.0;
