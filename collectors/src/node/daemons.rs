@@ -321,15 +321,16 @@ fn pod_pids(host: &HostPaths, uid: &str) -> Vec<u32> {
 /// sockets and the pod log directories once.
 pub fn locate(host: &HostPaths, shared: &SharedReads, names: &[&str]) -> BTreeMap<String, Located> {
     let mut out = BTreeMap::new();
+    let window = shared.window();
     let mut answers = shared.answers();
     let mut signs: Option<Option<Signs>> = None;
     for name in names {
-        if let Some(l) = answers.get(name) {
+        if let Some(l) = answers.get(name, window) {
             out.insert(name.to_string(), l);
             continue;
         }
         let l = locate_one(host, shared, name, &mut signs);
-        answers.keep(name, &l);
+        answers.keep(name, &l, window);
         out.insert(name.to_string(), l);
     }
     out
@@ -346,42 +347,38 @@ fn locate_one(
     let Some(d) = DAEMONS.iter().find(|d| d.comm == name) else {
         return Located::Unknown;
     };
-    let mut pids: Vec<u32> = d
+    let units = d
         .units
         .iter()
         .flat_map(|u| unit_dirs(host, u))
         .filter_map(|dir| crate::sys::cgroup_io::procs(&dir).ok())
-        .flatten()
-        .collect();
-    pids.sort_unstable();
-    pids.dedup();
-    pids.truncate(MAX_UNIT_PIDS);
-    if !pids.is_empty() {
-        return Located::InCgroup(pids);
+        .flatten();
+    if let Some(found) = in_cgroup(units) {
+        return found;
     }
     match signs.get_or_insert_with(|| Signs::read(host, shared)) {
         Some(l) if !l.show(host, d) => Located::Absent,
-        Some(l) => {
-            // A pod of it: the processes of that pod's cgroup.
-            let mut pids: Vec<u32> = d
-                .pod
+        // A pod of it: the processes of that pod's cgroup.
+        Some(l) => in_cgroup(
+            d.pod
                 .map(|pod| l.pods.iter().filter(move |p| p.contains(pod)))
                 .into_iter()
                 .flatten()
                 .filter_map(|dir| dir.rsplit('_').next())
-                .flat_map(|uid| pod_pids(host, uid))
-                .collect();
-            pids.sort_unstable();
-            pids.dedup();
-            pids.truncate(MAX_UNIT_PIDS);
-            if pids.is_empty() {
-                Located::Unknown
-            } else {
-                Located::InCgroup(pids)
-            }
-        }
+                .flat_map(|uid| pod_pids(host, uid)),
+        )
+        .unwrap_or(Located::Unknown),
         None => Located::Unknown,
     }
+}
+
+/// The first [`MAX_UNIT_PIDS`] distinct pids, in order, when there are any.
+fn in_cgroup(pids: impl Iterator<Item = u32>) -> Option<Located> {
+    let mut pids: Vec<u32> = pids.collect();
+    pids.sort_unstable();
+    pids.dedup();
+    pids.truncate(MAX_UNIT_PIDS);
+    (!pids.is_empty()).then_some(Located::InCgroup(pids))
 }
 
 #[cfg(test)]

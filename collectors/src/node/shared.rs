@@ -96,22 +96,21 @@ pub struct SharedReads {
 /// The daemon locator's answers by name, each with when it was found; and how many it found.
 #[derive(Default)]
 pub(crate) struct Answers {
-    window: Duration,
     by_name: HashMap<String, (Instant, Located)>,
     found: u64,
 }
 
 impl Answers {
-    /// The answer for `name` found within the window.
-    pub(crate) fn get(&self, name: &str) -> Option<Located> {
+    /// The answer for `name` found within `window` before now.
+    pub(crate) fn get(&self, name: &str, window: Duration) -> Option<Located> {
         let (at, l) = self.by_name.get(name)?;
-        (at.elapsed() < self.window).then(|| l.clone())
+        (at.elapsed() < window).then(|| l.clone())
     }
 
-    /// Counts an answer found, and keeps it when the window is not zero.
-    pub(crate) fn keep(&mut self, name: &str, located: &Located) {
+    /// Counts an answer found, and keeps it when `window` is not zero.
+    pub(crate) fn keep(&mut self, name: &str, located: &Located, window: Duration) {
         self.found += 1;
-        if !self.window.is_zero() {
+        if !window.is_zero() {
             self.by_name
                 .insert(name.to_string(), (Instant::now(), located.clone()));
         }
@@ -131,12 +130,13 @@ impl SharedReads {
     pub fn new(window: Duration) -> SharedReads {
         SharedReads {
             window,
-            located: Mutex::new(Answers {
-                window,
-                ..Answers::default()
-            }),
             ..SharedReads::default()
         }
+    }
+
+    /// How long what is read or found serves the callers (zero: not at all).
+    pub(crate) fn window(&self) -> Duration {
+        self.window
     }
 
     /// The daemon locator's answers, held while one call of it finds what is missing (a
@@ -251,15 +251,16 @@ mod tests {
     fn the_daemon_locators_answers_are_kept_for_the_window_only() {
         let pids = Located::InCgroup(vec![42]);
         let shared = SharedReads::new(Duration::from_millis(30));
-        assert_eq!(shared.answers().get("kubelet"), None);
-        shared.answers().keep("kubelet", &pids);
-        assert_eq!(shared.answers().get("kubelet"), Some(pids.clone()));
-        assert_eq!(shared.answers().get("containerd"), None);
+        let w = shared.window();
+        assert_eq!(shared.answers().get("kubelet", w), None);
+        shared.answers().keep("kubelet", &pids, w);
+        assert_eq!(shared.answers().get("kubelet", w), Some(pids.clone()));
+        assert_eq!(shared.answers().get("containerd", w), None);
         std::thread::sleep(Duration::from_millis(40));
-        assert_eq!(shared.answers().get("kubelet"), None, "aged");
+        assert_eq!(shared.answers().get("kubelet", w), None, "aged");
         let apart = SharedReads::new(Duration::ZERO);
-        apart.answers().keep("kubelet", &pids);
-        assert_eq!(apart.answers().get("kubelet"), None);
+        apart.answers().keep("kubelet", &pids, apart.window());
+        assert_eq!(apart.answers().get("kubelet", apart.window()), None);
         assert_eq!((shared.located(), apart.located()), (1, 1));
     }
 
