@@ -177,7 +177,7 @@ fn render(c: &Collection, masks: &[&str]) -> Value {
             let text = |s: &str| {
                 let mut s = replace_temp_roots(s);
                 for (k, v) in &values {
-                    s = s.replace(v.as_str(), &format!("<{k}>"));
+                    s = replace_whole(&s, v, &format!("<{k}>"));
                 }
                 s = mask_decimals_near(&s, &floats);
                 for m in masks {
@@ -223,6 +223,29 @@ fn render(c: &Collection, masks: &[&str]) -> Value {
     // The status's kind only: its message quotes parser and reader errors, which are not
     // what this record is about.
     json!({ "status": c.status.as_str(), "findings": findings })
+}
+
+/// `s` with each occurrence of `value` that does not continue a word or number on either
+/// side replaced by `with`: a pid that happens to be the tail of a lock's inode number
+/// (`fe:00:98817`) leaves the inode whole for its own mask.
+fn replace_whole(s: &str, value: &str, with: &str) -> String {
+    let word = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+    let mut out = String::with_capacity(s.len());
+    let mut copied = 0;
+    for (at, _) in s.match_indices(value) {
+        if at < copied {
+            continue;
+        }
+        let end = at + value.len();
+        if word(s[..at].chars().next_back()) || word(s[end..].chars().next()) {
+            continue;
+        }
+        out.push_str(&s[copied..at]);
+        out.push_str(with);
+        copied = end;
+    }
+    out.push_str(&s[copied..]);
+    out
 }
 
 /// The numbers of `s` as (start, end, value, decimals): runs of digits with an optional
@@ -409,6 +432,19 @@ fn golden_normalisation_and_diff() {
     assert_eq!(
         mask_numbers_in("grep ' fe:00:1234 ' /proc/locks", "fe:00:1234"),
         "grep ' <masked> ' /proc/locks"
+    );
+    // A pid that is the inode's tail is not replaced inside it; standing alone it is.
+    assert_eq!(
+        replace_whole(
+            "pid 8817 holds it: grep ' fe:00:98817 ' /proc/locks; kill 8817",
+            "8817",
+            "<holder_pid>"
+        ),
+        "pid <holder_pid> holds it: grep ' fe:00:98817 ' /proc/locks; kill <holder_pid>"
+    );
+    assert_eq!(
+        replace_whole("fe:00:98817", "fe:00:98817", "<host_lock_inode>"),
+        "<host_lock_inode>"
     );
     assert!(is_volatile("insert_failed_per_second") && !is_volatile("insert_failed_total"));
     let d = diff("a\nb\nc\n", "a\nB\nc\n");
