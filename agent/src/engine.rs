@@ -296,6 +296,11 @@ pub fn run_all_once(runners: &[Runner], ctx: &CollectContext, state: &Mutex<Stat
         .collect();
     for (r, at, run) in started {
         let report = run.finish();
+        tracing::debug!(
+            collector = r.name(),
+            cpu_total_us = report.cpu_total.as_micros() as u64,
+            "run finished"
+        );
         state
             .lock()
             .unwrap_or_else(|e| e.into_inner())
