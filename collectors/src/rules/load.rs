@@ -63,6 +63,24 @@ pub(crate) fn builtin_file(file: &str, text: &str) -> Result<Vec<Rule>, RulesErr
     Ok(out)
 }
 
+/// One rule of built-in file `file` (of `collector`) from its table as the build script
+/// wrote it (JSON, [`super::Builtin`]): what [`builtin_file`] makes of that rule.
+pub(crate) fn builtin_rule(file: &str, collector: &str, json: &str) -> Result<Rule, RulesError> {
+    let raw: Table = serde_json::from_str(json).map_err(|e| RulesError::Toml {
+        file: file.to_string(),
+        message: format!("the build script's copy of a rule does not read back: {e}"),
+    })?;
+    let id = rule_id(file, &raw)?;
+    if !id.starts_with(&format!("{collector}.")) {
+        return Err(err(
+            file,
+            &id,
+            format!("an id of this file starts with `{collector}.`"),
+        ));
+    }
+    full_rule(file, &id, &raw)
+}
+
 /// Parses an operator's override file and applies it to copies of `base`'s rules.
 pub(crate) fn apply_overrides(
     file: &str,

@@ -101,87 +101,49 @@ fn rule_files() -> impl Iterator<Item = &'static (&'static str, &'static str)> {
     FILES.iter().filter(|(f, _)| *f != CLUSTER_FILE)
 }
 
-/// The built-in rule files, each parsed the first time one of its collector's rules is asked
-/// for: a `check` of a healthy node renders no finding and parses none of them (parsing all
-/// of them took about as long as the rest of such a check). A rule asked for alone is parsed
-/// alone ([`RuleChunks`]): a `check` that renders two of `kernel.toml`'s eleven rules parses
-/// those two (the TOML parser reads about 40 KB a millisecond here; a `check` rendering a few
-/// findings of several collectors parsed 200 KB of rule files for them).
+/// The built-in rule files, each rule read the first time it is asked for: a `check` of a
+/// healthy node renders no finding and reads none. A rule asked for alone is read alone, from
+/// the JSON copy of its table the build script wrote ([`BUILTIN_RULES`]): a `check` that
+/// renders two of `kernel.toml`'s eleven rules reads those two. The TOML parser read the
+/// rules' text at about 40 KB a millisecond here and took over half of a rule's first
+/// rendering; `serde_json` reads the same tables about four times as fast. A whole file (every
+/// rule: `explain`, the rules page, overrides) is parsed from its TOML text.
 struct Builtin {
     files: Vec<(&'static str, OnceLock<BTreeMap<String, Rule>>)>,
-    /// Per file: its rules' texts by id, found without parsing (`None`: not split, the whole
-    /// file is parsed), each parsed when asked.
-    chunks: Vec<OnceLock<Option<RuleChunks>>>,
+    /// Per file: its rules' JSON by id, each read when asked (`None`: the build script wrote
+    /// no JSON for the file; the whole file is parsed).
+    alone: Vec<OnceLock<Option<Alone>>>,
 }
 
-/// A built-in rule file cut at its `[[rule]]` lines: the header (what precedes the first)
-/// and each rule's text, by the id its first lines declare, each parsed on its own when asked
-/// for (the header and that rule's text make a file of one rule).
+/// The rules of one built-in file as the build script wrote them: its collector and each
+/// rule's table as JSON, by id, each read into a [`Rule`] when asked for.
 ///
-/// The ids are copied out of the text: a lookup (every finding of every run asks for its
-/// rule) compares ids, and ids borrowed from the embedded text kept a page of every rule
-/// file resident in `serve` for good (issue 32); the texts are read only to parse them.
-struct RuleChunks {
-    header: &'static str,
+/// The ids are copied out of the generated table: a lookup (every finding of every run asks
+/// for its rule) compares ids, and ids borrowed from embedded text kept a page of every rule
+/// file resident in `serve` for good (issue 32); the JSON is read only to make the rule.
+struct Alone {
+    collector: &'static str,
     rules: BTreeMap<String, (&'static str, OnceLock<Option<Rule>>)>,
 }
 
-impl RuleChunks {
-    /// Cuts `text`; `None` when a rule's id cannot be read off its text (a form the cut does
-    /// not know: the whole file is parsed instead) or two rules have one id.
-    fn cut(text: &'static str) -> Option<RuleChunks> {
-        let mut starts = Vec::new();
-        let mut at = 0;
-        for line in text.split_inclusive('\n') {
-            if line.trim_end() == "[[rule]]" {
-                starts.push(at);
-            }
-            at += line.len();
-        }
-        let header = &text[..starts.first().copied().unwrap_or(text.len())];
-        let mut rules = BTreeMap::new();
-        for (i, &start) in starts.iter().enumerate() {
-            let end = starts.get(i + 1).copied().unwrap_or(text.len());
-            let chunk = &text[start..end];
-            let id = declared_id(chunk)?;
-            if rules
-                .insert(id.to_string(), (chunk, OnceLock::new()))
-                .is_some()
-            {
-                return None;
-            }
-        }
-        Some(RuleChunks { header, rules })
+impl Alone {
+    fn of(file: &str) -> Option<Alone> {
+        let (_, collector, rules) = BUILTIN_RULES.iter().find(|(f, _, _)| *f == file)?;
+        Some(Alone {
+            collector,
+            rules: rules
+                .iter()
+                .map(|(id, json)| (id.to_string(), (*json, OnceLock::new())))
+                .collect(),
+        })
     }
-}
-
-/// The `id = "…"` of a rule's text, before its first sub-table (`[rule.example]`): a plain
-/// string of the characters of ids only, else `None`.
-fn declared_id(chunk: &str) -> Option<&str> {
-    for line in chunk.lines().skip(1) {
-        let line = line.trim();
-        if line.starts_with('[') {
-            return None;
-        }
-        let Some(rest) = line.strip_prefix("id") else {
-            continue;
-        };
-        let value = rest.trim_start().strip_prefix('=')?.trim();
-        let id = value.strip_prefix('"')?.strip_suffix('"')?;
-        let plain = !id.is_empty()
-            && id
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'.');
-        return plain.then_some(id);
-    }
-    None
 }
 
 impl Builtin {
     fn new() -> Builtin {
         let files: Vec<_> = rule_files().map(|(f, _)| (*f, OnceLock::new())).collect();
-        let chunks = files.iter().map(|_| OnceLock::new()).collect();
-        Builtin { files, chunks }
+        let alone = files.iter().map(|_| OnceLock::new()).collect();
+        Builtin { files, alone }
     }
 
     fn text(i: usize) -> &'static str {
@@ -202,26 +164,18 @@ impl Builtin {
         })
     }
 
-    /// The rule `id` of file `i` parsed alone: `Some(None)` when the file's cut has no such
-    /// rule, `None` when only the whole file can tell (no cut, or the text cut for `id` is
-    /// not that one rule).
+    /// The rule `id` of file `i` read alone from its JSON: `Some(None)` when the file has no
+    /// such rule, `None` when only the whole file can tell (no JSON for the file, or the JSON
+    /// does not make a rule: the whole file's parse says why).
     fn alone(&self, i: usize, id: &str) -> Option<Option<&Rule>> {
-        let cut = self.chunks[i]
-            .get_or_init(|| RuleChunks::cut(Self::text(i)))
-            .as_ref()?;
-        let Some((chunk, cell)) = cut.rules.get(id) else {
+        let name = self.files[i].0;
+        let alone = self.alone[i].get_or_init(|| Alone::of(name)).as_ref()?;
+        let Some((json, cell)) = alone.rules.get(id) else {
             return Some(None);
         };
-        let name = self.files[i].0;
-        cell.get_or_init(|| {
-            let text = format!("{}{chunk}", cut.header);
-            match load::builtin_file(name, &text) {
-                Ok(mut rules) if rules.len() == 1 && rules[0].id == id => rules.pop(),
-                _ => None,
-            }
-        })
-        .as_ref()
-        .map(Some)
+        cell.get_or_init(|| load::builtin_rule(name, alone.collector, json).ok())
+            .as_ref()
+            .map(Some)
     }
 
     /// The rule `id`: only the files of its collector (the id's first segment) are looked

@@ -682,8 +682,8 @@ fn each_built_in_file_holds_the_rules_of_the_collector_its_name_says() {
     }
 }
 
-/// A rule asked for is parsed alone: no whole file, no other rule of its file; a rule no
-/// file has is told by the cuts of its collector's files, and parses nothing.
+/// A rule asked for is read alone: no whole file, no other rule of its file; a rule no
+/// file has is told by the JSON ids of its collector's files, and reads nothing.
 #[test]
 fn the_lazy_book_parses_only_the_rule_asked_for() {
     let b = Builtin::new();
@@ -695,21 +695,22 @@ fn the_lazy_book_parses_only_the_rule_asked_for() {
             .collect()
     };
     let parsed_rules = |b: &Builtin| -> Vec<String> {
-        b.chunks
+        b.alone
             .iter()
             .filter_map(|c| c.get()?.as_ref())
-            .flat_map(|cut| {
-                cut.rules
+            .flat_map(|alone| {
+                alone
+                    .rules
                     .iter()
                     .filter(|(_, (_, cell))| cell.get().is_some())
                     .map(|(id, _)| id.clone())
             })
             .collect()
     };
-    let cut_files = |b: &Builtin| -> Vec<&'static str> {
+    let indexed_files = |b: &Builtin| -> Vec<&'static str> {
         b.files
             .iter()
-            .zip(&b.chunks)
+            .zip(&b.alone)
             .filter(|(_, c)| c.get().is_some())
             .map(|((f, _), _)| *f)
             .collect()
@@ -720,7 +721,7 @@ fn the_lazy_book_parses_only_the_rule_asked_for() {
     assert!(parsed_files(&b).is_empty());
     assert!(b.get("runtime.no_such_rule").is_none());
     assert_eq!(
-        cut_files(&b),
+        indexed_files(&b),
         ["memory.toml", "runtime.toml", "runtime_logs.toml"]
     );
     assert_eq!(parsed_rules(&b), ["memory.exhaustion"]);
@@ -936,18 +937,19 @@ evidence = {{ errors = 1 }}
     }
 }
 
-/// Every built-in file is cut into its rules by their `[[rule]]` lines, each rule parsed
-/// alone is the rule the whole file's parse gives, and the cut finds no rule the file lacks:
-/// a rule asked for alone renders as before.
+/// The build script wrote every rule of every built-in file as JSON, each read alone is the
+/// rule the whole file's TOML parse gives (figures keep their kinds: `1` an integer, `1.0` a
+/// float), and a rule the file lacks is not found: a rule read alone renders as before.
 #[test]
-fn each_built_in_rule_parsed_alone_is_the_whole_files() {
+fn each_built_in_rule_read_alone_is_the_whole_files() {
     let b = Builtin::new();
+    assert_eq!(b.files.len(), BUILTIN_RULES.len());
     for (i, (name, _)) in b.files.iter().enumerate() {
-        let cut = RuleChunks::cut(Builtin::text(i)).unwrap_or_else(|| panic!("{name}: not cut"));
         let whole = b.file(i);
         assert!(!whole.is_empty(), "{name}");
+        let alone = Alone::of(name).unwrap_or_else(|| panic!("{name}: no JSON"));
         assert_eq!(
-            cut.rules.keys().map(String::as_str).collect::<Vec<_>>(),
+            alone.rules.keys().map(String::as_str).collect::<Vec<_>>(),
             whole.keys().map(String::as_str).collect::<Vec<_>>(),
             "{name}"
         );
@@ -958,26 +960,24 @@ fn each_built_in_rule_parsed_alone_is_the_whole_files() {
     }
 }
 
-/// What the cut does not know is left to the whole file's parse: an id written otherwise,
-/// an id after a sub-table, a text that does not make one rule of that id.
+/// A rule's JSON is checked as its TOML is: an id outside the file's collector, or JSON that
+/// does not read, is an error (and `Builtin` then asks the whole file).
 #[test]
-fn a_rule_the_cut_cannot_read_leaves_the_whole_file() {
-    assert_eq!(declared_id("[[rule]]\nid = \"demo.a\"\n"), Some("demo.a"));
-    assert_eq!(declared_id("[[rule]]\nid = 'demo.a'\n"), None);
-    assert_eq!(declared_id("[[rule]]\nid = \"demo.\\u0041\"\n"), None);
+fn a_rule_read_from_json_is_checked_as_from_toml() {
+    let table: toml::Table = DEMO.parse().unwrap();
+    let rule = &table["rule"].as_array().unwrap()[0];
+    let json = serde_json::to_string(rule).unwrap();
+    let whole = load::builtin_file("demo.toml", DEMO).unwrap();
     assert_eq!(
-        declared_id("[[rule]]\n[rule.example]\nid = \"demo.a\"\n"),
-        None
+        load::builtin_rule("demo.toml", "demo", &json).unwrap(),
+        whole[0]
     );
-    assert_eq!(declared_id("[[rule]]\nidentity = 1\n"), None);
-    let two = "collector = \"demo\"\n[[rule]]\nid = \"demo.a\"\n[[rule]]\nid = \"demo.a\"\n";
-    assert!(RuleChunks::cut(two).is_none(), "one id twice");
-    let odd = "collector = \"demo\"\n[[rule]]\nid = 'demo.a'\n";
-    assert!(RuleChunks::cut(odd).is_none());
-    let cut = RuleChunks::cut(DEMO).expect("the demo file is cut");
-    assert_eq!(
-        cut.rules.keys().map(String::as_str).collect::<Vec<_>>(),
-        ["demo.logs"]
-    );
-    assert!(cut.header.contains("collector = \"demo\""));
+    let e = load::builtin_rule("other.toml", "other", &json).unwrap_err();
+    assert!(e.to_string().contains("starts with `other.`"), "{e}");
+    let e = load::builtin_rule("demo.toml", "demo", "{\"id\": ").unwrap_err();
+    assert!(e.to_string().contains("does not read back"), "{e}");
+    // A rule whose words break a check (an undeclared condition) fails as from TOML.
+    let broken = json.replacen("\"when\":\"critical\"", "\"when\":\"nosuch\"", 1);
+    assert_ne!(broken, json);
+    assert!(load::builtin_rule("demo.toml", "demo", &broken).is_err());
 }
