@@ -315,6 +315,58 @@ Node 0, zone   Normal   4411   3868   3114   2347   1619   1009    555    284   
     assert_eq!(out.status.code().unwrap() & 4, 0);
 }
 
+/// `check --log-level debug` logs each collector run's CPU time, both samples, the figure
+/// docs/cost.md's per-collector accounting reads; the default level (error) logs none of it.
+#[test]
+fn check_logs_each_runs_cpu_at_debug_level() {
+    let root = FakeRoot::quiet();
+    let args = |level: &'static str| {
+        let root = root.root().to_str().unwrap().to_string();
+        let mut a = vec![
+            "check".to_string(),
+            "--host-root".to_string(),
+            root,
+            "--format".into(),
+            "json".into(),
+            "--interval".into(),
+            "50ms".into(),
+            "--collector".into(),
+            "load".into(),
+        ];
+        if !level.is_empty() {
+            a.extend(["--log-level".to_string(), level.to_string()]);
+        }
+        a
+    };
+    let runs = |level: &'static str| -> Vec<u64> {
+        let a = args(level);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        let out = run(&a, &[]);
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        err.lines()
+            .filter(|l| l.contains("run finished") && l.contains("collector=\"load\""))
+            .map(|l| {
+                let us = l
+                    .split("cpu_total_us=")
+                    .nth(1)
+                    .unwrap_or_else(|| panic!("{l}"));
+                us.split_whitespace()
+                    .next()
+                    .unwrap()
+                    .parse()
+                    .unwrap_or_else(|e| panic!("{l}: {e}"))
+            })
+            .collect()
+    };
+    let debug = runs("debug");
+    assert_eq!(debug.len(), 2, "one line per sample: {debug:?}");
+    assert!(
+        debug[1] >= debug[0],
+        "the CPU of all runs so far: {debug:?}"
+    );
+    assert!(runs("").is_empty());
+}
+
 /// An empty directory, a directory without proc/stat, or a file is not a host: exit 3 with a
 /// message, never a report of "nothing found".
 #[test]
