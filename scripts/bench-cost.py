@@ -1199,6 +1199,9 @@ def main():
         tables = (f"{results['unix']} unix sockets and {results['mounts']} mounts in pid 1's "
                   f"tables, {results['kmsg_hour']} kernel log records within the hour")
         log(f"{procs} processes, {locks} lines in /proc/locks, {tables}")
+        # A run started right after another's CPU hogs would measure their load's decay
+        # (load1 is a one-minute average) as this node's: its healthy cycle escalated.
+        settle()
         if a.hot_code:
             hot_code(a.bin, a.tmp, lock, a.hot_code)
             return
