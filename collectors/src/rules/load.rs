@@ -49,18 +49,22 @@ pub(crate) fn builtin_file(file: &str, text: &str) -> Result<Vec<Rule>, RulesErr
     })?;
     let mut out = Vec::new();
     for raw in rule_tables(file, &table)? {
-        let id = rule_id(file, raw)?;
-        if !id.starts_with(&format!("{collector}.")) {
-            return Err(err(
-                file,
-                &id,
-                format!("an id of this file starts with `{collector}.`"),
-            ));
-        }
-        let rule = full_rule(file, &id, raw)?;
-        out.push(rule);
+        out.push(collectors_rule(file, &collector, raw)?);
     }
     Ok(out)
+}
+
+/// One rule of built-in file `file`, whose rules are `collector`'s.
+fn collectors_rule(file: &str, collector: &str, raw: &Table) -> Result<Rule, RulesError> {
+    let id = rule_id(file, raw)?;
+    if !id.starts_with(&format!("{collector}.")) {
+        return Err(err(
+            file,
+            &id,
+            format!("an id of this file starts with `{collector}.`"),
+        ));
+    }
+    full_rule(file, &id, raw)
 }
 
 /// One rule of built-in file `file` (of `collector`) from its table as the build script
@@ -70,15 +74,7 @@ pub(crate) fn builtin_rule(file: &str, collector: &str, json: &str) -> Result<Ru
         file: file.to_string(),
         message: format!("the build script's copy of a rule does not read back: {e}"),
     })?;
-    let id = rule_id(file, &raw)?;
-    if !id.starts_with(&format!("{collector}.")) {
-        return Err(err(
-            file,
-            &id,
-            format!("an id of this file starts with `{collector}.`"),
-        ));
-    }
-    full_rule(file, &id, &raw)
+    collectors_rule(file, collector, &raw)
 }
 
 /// Parses an operator's override file and applies it to copies of `base`'s rules.
