@@ -943,7 +943,7 @@ evidence = {{ errors = 1 }}
 #[test]
 fn each_built_in_rule_read_alone_is_the_whole_files() {
     let b = Builtin::new();
-    assert_eq!(b.files.len(), BUILTIN_RULES.len());
+    assert_eq!(FILES.len(), BUILTIN_RULES.len());
     for (i, (name, _)) in b.files.iter().enumerate() {
         let whole = b.file(i);
         assert!(!whole.is_empty(), "{name}");
