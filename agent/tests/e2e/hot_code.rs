@@ -188,3 +188,89 @@ fn serve_gives_back_start_up_pages_once_every_collector_has_run() {
     // And the agent still answers, code and data faulted back in.
     assert_eq!(s.get("/metrics").status, 200);
 }
+
+/// `(file offset, virtual address, size in the file)` of each `PT_LOAD` segment of `binary`,
+/// from `readelf -lW`.
+fn load_segments(binary: &Path) -> Vec<(u64, u64, u64)> {
+    let out = Command::new("readelf")
+        .arg("-lW")
+        .arg(binary)
+        .output()
+        .expect("readelf (binutils) runs");
+    let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let p: Vec<&str> = l.split_whitespace().collect();
+            (p.first() == Some(&"LOAD"))
+                .then(|| Some((hex(p.get(1)?)?, hex(p.get(2)?)?, hex(p.get(4)?)?)))?
+        })
+        .collect()
+}
+
+/// The address in the loaded image of the first copy of `needle` in `image` (the binary's
+/// bytes), through the segment that holds it.
+fn address_of(image: &[u8], segments: &[(u64, u64, u64)], needle: &[u8]) -> Option<u64> {
+    let at = image.windows(needle.len()).position(|w| w == needle)? as u64;
+    segments
+        .iter()
+        .find(|(off, _, size)| (*off..off + size).contains(&at))
+        .map(|(off, vaddr, _)| at - off + vaddr)
+}
+
+/// A finding's rule is looked up at every run that raises it; the lookup must not read the
+/// embedded text of every rule file. The build script's table of files put each file's name
+/// beside its text, and a lookup that compared the names kept a page of every rule file (and
+/// the kernel's 64 KiB fault-around window about it) resident in `serve`: 90 % of the rule
+/// files' 490 KB on this VM (issue 43). Fails when a steady `serve` that raises a finding at
+/// every run holds half of the rule files' pages or more.
+#[test]
+fn a_steady_serve_keeps_the_rule_files_text_out_of_memory() {
+    let bin = crate::support::shipped_bin();
+    let image = std::fs::read(&bin).expect("read the binary");
+    let segments = load_segments(&bin);
+    let rules_dir = repo_root().join("collectors/rules");
+    let mut texts: Vec<(String, u64, u64)> = Vec::new();
+    for entry in std::fs::read_dir(&rules_dir).expect("collectors/rules") {
+        let path = entry.expect("entry").path();
+        let text = std::fs::read(&path).expect("rule file");
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        let at = address_of(&image, &segments, &text)
+            .unwrap_or_else(|| panic!("{} is not embedded in {}", path.display(), bin.display()));
+        texts.push((name.unwrap_or_default(), at, text.len() as u64));
+    }
+    assert!(texts.len() >= 10, "only {} rule files", texts.len());
+    // A load four times the CPUs at every run: `load` raises a finding each time.
+    let root = crate::support::FakeRoot::quiet();
+    root.write("/proc/loadavg", "9.50 9.20 8.80 3/94 21971\n");
+    let s = crate::support::Server::start_bin(
+        &bin,
+        root.root(),
+        &["--interval", "1s", "--log-level", "debug"],
+    );
+    s.wait_ready(30);
+    s.wait_findings(30, "a load finding", |v| {
+        v["findings"]
+            .as_array()
+            .is_some_and(|f| f.iter().any(|f| f["collector"] == "load"))
+    });
+    // The start-up pages are released once every collector has run; then a few more runs.
+    s.wait_log(30, "start-up over");
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    let mut pages = 0;
+    let mut resident = 0;
+    let mut by_file = Vec::new();
+    for (name, at, len) in &texts {
+        let n = (at + len - 1) / 4096 - at / 4096 + 1;
+        let r = resident_pages(s.pid(), *at, *len);
+        pages += n;
+        resident += r;
+        by_file.push(format!("{name} {r}/{n}"));
+    }
+    assert!(
+        resident * 2 < pages,
+        "{resident} of the rule files' {pages} pages resident in a steady serve: {}\n{}",
+        by_file.join(", "),
+        s.logs()
+    );
+}

@@ -110,6 +110,11 @@ fn rule_files() -> impl Iterator<Item = &'static (&'static str, &'static str)> {
 /// rule: `explain`, the rules page, overrides) is parsed from its TOML text.
 struct Builtin {
     files: Vec<(&'static str, OnceLock<BTreeMap<String, Rule>>)>,
+    /// Per file: the collector whose rules it holds, copied out of the generated table. Every
+    /// lookup compares it; the file names in that table sit beside the files' embedded text,
+    /// and reading them at each lookup kept a page of every rule file, and the kernel's
+    /// 64 KiB around it, resident in `serve` (issue 43).
+    collectors: Vec<String>,
     /// Per file: its rules' JSON by id, each read when asked (`None`: the build script wrote
     /// no JSON for the file; the whole file is parsed).
     alone: Vec<OnceLock<Option<Alone>>>,
@@ -143,7 +148,15 @@ impl Builtin {
     fn new() -> Builtin {
         let files: Vec<_> = rule_files().map(|(f, _)| (*f, OnceLock::new())).collect();
         let alone = files.iter().map(|_| OnceLock::new()).collect();
-        Builtin { files, alone }
+        let collectors = files
+            .iter()
+            .map(|(f, _)| file_collector(f).to_string())
+            .collect();
+        Builtin {
+            files,
+            collectors,
+            alone,
+        }
     }
 
     fn text(i: usize) -> &'static str {
@@ -183,7 +196,7 @@ impl Builtin {
     fn get(&self, id: &str) -> Option<&Rule> {
         let collector = id.split('.').next().unwrap_or(id);
         (0..self.files.len())
-            .filter(|i| file_collector(self.files[*i].0) == collector)
+            .filter(|i| self.collectors[*i] == collector)
             .find_map(|i| match self.alone(i, id) {
                 Some(found) => found,
                 None => self.file(i).get(id),
