@@ -388,14 +388,14 @@ fn lock_status(
 ) -> Status {
     let what = match &dir {
         Some(d) => format!(
-            "at {}: its directory does not exist ({err}); waiting for it: {}",
+            "at {}: its directory does not exist ({err}; waiting for it: {})",
             d.lock_path, d.how
         ),
         None => format!("({err})"),
     };
     if no_lock && (absent || dir.is_some()) && nft_only {
         return Status::Noted(format!(
-            "no xtables lock {what}; and no legacy iptables table in the host's network \
+            "no xtables lock {what} and no legacy iptables table in the host's network \
              namespace: an nft-only node has no lock to contend for"
         ));
     }
@@ -596,7 +596,15 @@ mod tests {
             })
         };
         // nft-only: complete, the note says both. `absent` is false when a component on the
-        // way is a file (ENOTDIR): still no lock.
+        // way is a file (ENOTDIR): still no lock. An absent lock file alone reads as before.
+        assert_eq!(
+            lock_status(err, true, true, true, None).message(),
+            Some(
+                "no xtables lock (cannot stat /h/run: No such file or directory (os error 2)) \
+                 and no legacy iptables table in the host's network namespace: an nft-only \
+                 node has no lock to contend for"
+            )
+        );
         for absent in [true, false] {
             let s = lock_status(err, true, absent, true, dir());
             let m = s.message().unwrap();
