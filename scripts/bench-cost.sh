@@ -11,6 +11,9 @@
 #   scripts/bench-cost.sh --hot-code   # ~8 min: serve on the same staged node under callgrind,
 #       then natively under perf (CPU samples, instruction-fetch page faults); writes the
 #       functions it runs to agent/hot-code.txt (agent/build.rs links them together)
+#   scripts/bench-cost.sh --lock-hosts   # ~1 min: only serve on three xtables lock host kinds
+#       at once (the lock file there, absent, its directory absent; issue 43), 30 s window:
+#       each one's share of a core and its lock sampler thread's CPU (also in the full runs)
 #   scripts/bench-cost.sh --check-per-collector  # ~2 min: --check-only, then each collector's
 #                                        # `check --collector C` and the start-up alone, 5 times
 #   scripts/bench-cost.sh --check-against OTHER  # ~40 s: BENCH_ROUNDS (15) pairs of checks,
@@ -38,6 +41,9 @@
 #   - node-doctor: every collector's CPU per run at rest (node_doctor_collector_cpu_seconds_total
 #     and the duration histogram's _count, deltas over the window), serve's share of a core
 #     over the window, one `check` (user+sys of the child from wait4, and its wall time);
+#     serve's share of a core on the same node with the xtables lock file there, absent, and
+#     its directory absent (three more serves at once, each its own --xtables-lock, over one
+#     window; and the lock sampler thread's CPU in each);
 #   - trouble, one after the other: fio on a loop device throttled to 1 MiB/s (cgroup v1
 #     blkio.throttle, else v2 io.max), a held xtables lock (a lock file in the temp dir, given
 #     to serve with --xtables-lock), a full conntrack table in a network namespace it creates
@@ -63,6 +69,7 @@ case "${1:-}" in
 "") ;;
 --quick) QUICK=(--quick) ;;
 --check-only) QUICK=(--check-only) ;;
+--lock-hosts) QUICK=(--lock-hosts) ;;
 --check-per-collector) QUICK=(--check-only --check-per-collector) ;;
 --check-against)
     [ -x "${2:-}" ] || { echo "bench-cost.sh: --check-against needs an executable" >&2; exit 2; }
@@ -76,12 +83,15 @@ case "${1:-}" in
     QUICK=(--hot-code "$ROOT/agent/hot-code.txt")
     ;;
 *)
-    echo "usage: scripts/bench-cost.sh [--quick | --check-only | --check-per-collector | --check-against OTHER | --memory [SECONDS] | --hot-code]" >&2
+    echo "usage: scripts/bench-cost.sh [--quick | --check-only | --lock-hosts | --check-per-collector | --check-against OTHER | --memory [SECONDS] | --hot-code]" >&2
     exit 2
     ;;
 esac
 [ "$(id -u)" = 0 ] || { echo "bench-cost.sh: run as root (pid namespace, loop device, cgroup, netns)" >&2; exit 1; }
-for tool in unshare losetup fio ip iptables openssl /usr/bin/python3; do
+TOOLS=(unshare ip openssl /usr/bin/python3)
+# The trouble phases' tools (a throttled loop device, the lock holder); --lock-hosts has none.
+[ "${QUICK[0]:-}" = --lock-hosts ] || TOOLS+=(losetup fio iptables)
+for tool in "${TOOLS[@]}"; do
     command -v "$tool" >/dev/null || { echo "bench-cost.sh: needs $tool" >&2; exit 1; }
 done
 
@@ -129,7 +139,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 NE="${NODE_EXPORTER:-$(command -v prometheus-node-exporter || true)}"
-case "${QUICK[0]:-}" in --check-only | --hot-code) NE=- ;; esac
+case "${QUICK[0]:-}" in --check-only | --hot-code | --lock-hosts) NE=- ;; esac
 if [ -z "$NE" ]; then
     echo "bench-cost.sh: fetching Debian's prometheus-node-exporter into $TMP (not installed)" >&2
     (cd "$TMP" && apt-get download -q -o APT::Sandbox::User=root prometheus-node-exporter >/dev/null)

@@ -11,6 +11,7 @@ mod host_files;
 mod hostile;
 mod hot_code;
 mod hysteresis;
+mod idle_cpu;
 mod image;
 mod kube;
 mod manifests;

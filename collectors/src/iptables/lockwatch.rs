@@ -25,8 +25,9 @@
 //! The pieces: [`Gate`] (pure: events and instants in, "read now?" out), [`Watch`] (the
 //! inotify instance: a watch on the lock file and one on its directory, so a lock file that
 //! appears later or is replaced is picked up) and [`Runner`] (the sampler thread's state:
-//! the watch, or the fallback of reading `/proc/locks` every period when inotify cannot be
-//! used, which the window reports so the collector's status says so).
+//! the watch; the wait for a lock directory that does not exist, which reads nothing
+//! ([`super::dirwait`]); or the fallback of reading `/proc/locks` every period when inotify
+//! cannot be used, which the window reports so the collector's status says so).
 
 use std::ffi::OsString;
 use std::os::fd::{AsFd, BorrowedFd};
@@ -36,6 +37,7 @@ use std::time::{Duration, Instant};
 use nix::errno::Errno;
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
 
+use super::dirwait::{identity, inotify_error, DirWait};
 use super::tracker::{LockId, LockWatch, ObserveOptions, ProcInfo, SamplerOptions, Tracker};
 use crate::host::HostPaths;
 use crate::proc::locks;
@@ -45,7 +47,8 @@ use crate::proc::locks;
 /// table in a loop).
 const CLOSE_READ_GAP: Duration = Duration::from_millis(10);
 /// How often the watched directory and file are checked to still be the ones at the lock path
-/// (a `stat` each; a tmpfs mounted over `/run` sends no event).
+/// (a `stat` each; a tmpfs mounted over `/run` sends no event), and a missing lock directory
+/// whose nearest ancestor is watched is looked for.
 pub const CONFIRM_PERIOD: Duration = Duration::from_secs(5);
 /// How often a watch that failed for a reason other than a missing directory is retried.
 pub const RETRY_PERIOD: Duration = Duration::from_secs(60);
@@ -221,7 +224,7 @@ impl Gate {
 /// Why a watch could not be made.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SetupError {
-    /// The lock file's directory does not exist (yet): checked again every period.
+    /// The lock file's directory does not exist (yet): waited for ([`DirWait`]).
     NoDir(String),
     /// inotify refused (instance or watch limit, an error): retried every [`RETRY_PERIOD`].
     Failed(String),
@@ -273,24 +276,6 @@ fn one_holder(entries: &[locks::LockEntry]) -> Option<u32> {
         return None;
     }
     h.pid
-}
-
-/// `(st_dev, st_ino)` of a path, following symlinks.
-fn identity(path: &Path) -> std::io::Result<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    let md = std::fs::metadata(path)?;
-    Ok((md.dev(), md.ino()))
-}
-
-/// What to do about an inotify error, in words a person can act on.
-fn inotify_error(what: &str, path: &Path, e: Errno) -> String {
-    let hint = match e {
-        Errno::EMFILE => " (the fs.inotify.max_user_instances limit is reached)",
-        Errno::ENOSPC => " (the fs.inotify.max_user_watches limit is reached)",
-        Errno::ENFILE => " (the system's open file limit is reached)",
-        _ => "",
-    };
-    format!("{what} {}: {}{hint}", path.display(), e.desc())
 }
 
 /// The inotify instance watching the lock file and its directory.
@@ -465,18 +450,29 @@ impl AsFd for Watch {
 /// When the polling fallback tries inotify again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Retry {
-    /// Every period: the directory is missing, and checking it costs one `stat`.
-    EveryPeriod,
     At(Instant),
     /// inotify is turned off.
     Never,
 }
 
-/// How the runner watches: inotify, or reading every period.
+/// How the runner watches: inotify, waiting for the lock's directory, or reading every period.
 #[derive(Debug)]
 enum Mode {
-    Watching { watch: Watch, next_confirm: Instant },
-    Polling { next_sample: Instant, retry: Retry },
+    Watching {
+        watch: Watch,
+        next_confirm: Instant,
+    },
+    /// The lock file's directory does not exist: there is nothing to read. The watch is tried
+    /// again on an event of `wait` and when a look at `next_check` finds the wait out of date;
+    /// without `wait` (inotify refused), a `stat` of the directory every period.
+    AwaitingDir {
+        wait: Option<DirWait>,
+        next_check: Instant,
+    },
+    Polling {
+        next_sample: Instant,
+        retry: Retry,
+    },
 }
 
 /// The sampler thread's state: the watch (or the polling fallback), the gate, and the reads.
@@ -493,9 +489,11 @@ pub struct Runner {
     held: Option<Held>,
     /// The last full read failed: the next must be a real one, whatever the count says.
     read_failed: bool,
-    /// The first watch made starts idle instead of reading at once (nothing can hold the
-    /// lock: `SamplerOptions::read_at_start` was false).
+    /// The first watch, when it is made at start, starts idle instead of reading at once
+    /// (nothing can hold the lock: `SamplerOptions::read_at_start` was false).
     quiet_start: bool,
+    /// Watches tried (made or not) since start.
+    tries: u64,
 }
 
 /// A lock holder that can be confirmed without reading `/proc/locks`: while no process opens
@@ -567,6 +565,7 @@ impl Runner {
             pending: Changes::default(),
             held: None,
             read_failed: false,
+            tries: 0,
             mode: Mode::Polling {
                 next_sample: now,
                 retry: Retry::Never,
@@ -583,17 +582,25 @@ impl Runner {
         r
     }
 
+    /// Watches tried (made or not) since start: once at start, then once per change of the
+    /// lock's directory, retry of the fallback, or look at a missing directory that found it.
+    pub fn tries(&self) -> u64 {
+        self.tries
+    }
+
     /// Makes the watch; on success a read follows at once (openers are unknown).
     fn try_watch(&mut self, tracker: &mut Tracker, now: Instant) {
+        self.tries += 1;
+        // Only a watch made at start may start idle: one made later (the directory appeared,
+        // a retry) cannot know what happened before it.
+        let quiet = std::mem::take(&mut self.quiet_start);
         match Watch::new(&self.lock_path) {
             Ok(watch) => {
                 tracing::info!(lock = %self.lock_path.display(), "watching the xtables lock file with inotify");
                 tracker.set_watch(LockWatch::Inotify);
                 file_changed(&watch, tracker, now);
                 self.gate = Gate::new(self.gate.threshold, self.period);
-                // The first watch of a host where nothing can hold the lock starts idle;
-                // any later one (a new directory, a retry) cannot know the openers.
-                if !std::mem::take(&mut self.quiet_start) {
+                if !quiet {
                     self.gate.unknown(now, true);
                 }
                 self.pending = Changes::default();
@@ -604,13 +611,92 @@ impl Runner {
                 };
             }
             Err(SetupError::NoDir(reason)) => {
-                tracker.set_watch(LockWatch::AwaitingDir { reason });
-                self.mode = Mode::Polling {
-                    next_sample: now,
-                    retry: Retry::EveryPeriod,
-                };
+                let dir = self.lock_dir().to_path_buf();
+                self.await_dir(reason, DirWait::new(&dir), tracker, now);
             }
             Err(SetupError::Failed(reason)) => self.fall_back(reason, tracker, now),
+        }
+    }
+
+    /// The directory of the lock file.
+    fn lock_dir(&self) -> &Path {
+        self.lock_path.parent().unwrap_or(Path::new("/"))
+    }
+
+    /// The lock's directory does not exist (`reason`): nothing can be held at the lock path
+    /// and nothing is read. Waits on `wait` (inotify on the nearest existing ancestor, looked
+    /// at every [`CONFIRM_PERIOD`] for what inotify cannot see) or, when inotify refused, with
+    /// a `stat` of the directory every period. The next look is never due at once: the wait
+    /// costs a look per [`CONFIRM_PERIOD`] (or period), and a try per event that names the
+    /// missing directory.
+    fn await_dir(
+        &mut self,
+        reason: String,
+        wait: Result<DirWait, String>,
+        tracker: &mut Tracker,
+        now: Instant,
+    ) {
+        let (how, every) = match &wait {
+            Ok(w) => (
+                format!(
+                    "inotify on {}, looked at every {} s",
+                    w.ancestor().display(),
+                    CONFIRM_PERIOD.as_secs()
+                ),
+                CONFIRM_PERIOD,
+            ),
+            Err(e) => (
+                format!("a stat every {} ms ({e})", self.period.as_millis()),
+                self.period,
+            ),
+        };
+        if !matches!(self.mode, Mode::AwaitingDir { .. }) {
+            tracing::info!(
+                reason = reason.as_str(),
+                how = how.as_str(),
+                "the xtables lock's directory does not exist; waiting for it"
+            );
+        }
+        tracker.lock_gone(reason.clone(), now);
+        tracker.set_watch(LockWatch::AwaitingDir { reason, how });
+        self.pending = Changes::default();
+        self.held = None;
+        // The wait was made before this look: a directory that appeared meanwhile is found
+        // here (and looked at after a period, not at once).
+        let next_check = match &wait {
+            Ok(w) if w.stale() => now + self.period,
+            _ => now + every,
+        };
+        self.mode = Mode::AwaitingDir {
+            wait: wait.ok(),
+            next_check,
+        };
+    }
+
+    /// While the lock's directory is missing: on an event of the wait or when the look is
+    /// due, tries the watch again if the directory may be there now.
+    fn check_dir(&mut self, tracker: &mut Tracker, now: Instant) {
+        let Mode::AwaitingDir { wait, next_check } = &mut self.mode else {
+            return;
+        };
+        let woke = wait.as_ref().is_some_and(DirWait::events);
+        if !woke && now < *next_check {
+            return;
+        }
+        let again = match wait {
+            // An event that names the next component, or what inotify cannot see: the
+            // directory may be there, or the wait must move to a nearer ancestor.
+            Some(w) => {
+                *next_check = now + CONFIRM_PERIOD;
+                woke || w.stale()
+            }
+            None => {
+                *next_check = now + self.period;
+                self.lock_path.parent().is_some_and(Path::is_dir)
+            }
+        };
+        if again {
+            self.try_watch(tracker, now);
         }
     }
 
@@ -633,6 +719,7 @@ impl Runner {
     pub fn fd(&self) -> Option<BorrowedFd<'_>> {
         match &self.mode {
             Mode::Watching { watch, .. } => Some(watch.as_fd()),
+            Mode::AwaitingDir { wait, .. } => wait.as_ref().map(|w| w.as_fd()),
             Mode::Polling { .. } => None,
         }
     }
@@ -648,6 +735,7 @@ impl Runner {
                 Some(d) => d.min(*next_confirm),
                 None => *next_confirm,
             },
+            Mode::AwaitingDir { next_check, .. } => *next_check,
             Mode::Polling { next_sample, .. } => *next_sample,
         };
         next.saturating_duration_since(now)
@@ -656,20 +744,24 @@ impl Runner {
     /// Handles pending events and due timers; reads `/proc/locks` when due.
     pub fn advance(&mut self, tracker: &mut Tracker, now: Instant) {
         let ch = match &mut self.mode {
+            Mode::AwaitingDir { .. } => {
+                self.check_dir(tracker, now);
+                return;
+            }
             Mode::Polling { next_sample, retry } => {
                 if now < *next_sample {
                     return;
                 }
                 *next_sample = now + self.period;
                 let retry_now = match *retry {
-                    Retry::EveryPeriod => true,
                     Retry::At(at) => now >= at,
                     Retry::Never => false,
                 };
                 if retry_now {
                     self.try_watch(tracker, now);
-                    if matches!(self.mode, Mode::Watching { .. }) {
-                        // The first read is due at once: the next step takes it.
+                    if !matches!(self.mode, Mode::Polling { .. }) {
+                        // Watching: the first read is due at once, the next step takes it.
+                        // Awaiting the directory: nothing to read.
                         return;
                     }
                 }
@@ -706,7 +798,8 @@ impl Runner {
             }
         };
         if ch.dir {
-            // The next step reads (watching) or samples (polling) at once.
+            // The next step reads (watching) or samples (polling) at once, or waits for the
+            // directory.
             tracing::info!("the xtables lock directory changed; watching it again");
             self.try_watch(tracker, now);
             return;
@@ -985,6 +1078,125 @@ mod tests {
             one_holder(&e("1: OFDLCK ADVISORY WRITE -1 00:13:1 0 EOF")),
             None
         );
+    }
+
+    /// Runs the sampler thread's loop on simulated time from `t` for `span`: sleeps as long as
+    /// [`Runner::sleep_for`] says (no event is waited for), then advances. The wake-ups (at
+    /// most 100,000: a loop that does not sleep stops there) and the last instant.
+    fn simulate(r: &mut Runner, tr: &mut Tracker, t: Instant, span: Duration) -> (u32, Instant) {
+        let end = t + span;
+        let mut t = t;
+        let mut wakes = 0;
+        while wakes < 100_000 {
+            let next = t + r.sleep_for(t);
+            if next > end {
+                break;
+            }
+            t = next;
+            r.advance(tr, t);
+            wakes += 1;
+        }
+        (wakes, t)
+    }
+
+    fn start(root: &Path, lock: &Path, t0: Instant) -> (Runner, Tracker) {
+        let mut tr = Tracker::new(t0);
+        let opts = SamplerOptions {
+            period: P,
+            open_threshold: TH,
+            ..SamplerOptions::default()
+        };
+        let r = Runner::start(HostPaths::new(root), lock.to_path_buf(), &opts, &mut tr, t0);
+        (r, tr)
+    }
+
+    /// Issue 43: with the lock's directory missing the sampler thread spun (a look due at
+    /// once, every time). Now it sleeps until an event of the wait or the next look.
+    #[test]
+    fn a_missing_directory_is_waited_for_without_spinning() {
+        let t = tempfile::tempdir().unwrap();
+        let lock = t.path().join("run/xtables.lock");
+        let t0 = Instant::now();
+        let (mut r, mut tr) = start(t.path(), &lock, t0);
+        match tr.watch() {
+            LockWatch::AwaitingDir { reason, how } => {
+                assert!(reason.contains("cannot stat"), "{reason}");
+                let on = format!("inotify on {}", t.path().display());
+                assert!(how.contains(&on), "{how}");
+            }
+            w => panic!("{w:?}"),
+        }
+        assert_eq!(r.sleep_for(t0), CONFIRM_PERIOD);
+        assert_eq!(r.tries(), 1);
+        // A minute of nothing: one look every 5 s, no watch tried, nothing read.
+        let (wakes, t1) = simulate(&mut r, &mut tr, t0, Duration::from_secs(60));
+        assert_eq!(wakes, 12, "one look per {CONFIRM_PERIOD:?}");
+        assert_eq!((r.tries(), tr.reads()), (1, 0));
+        let w = tr.drain(t1);
+        assert_eq!(w.lock, None);
+        assert!(w.error.is_some_and(|e| e.contains("cannot stat")));
+        // The directory appears: its event makes the watch, and the first read is due.
+        std::fs::create_dir(t.path().join("run")).unwrap();
+        r.advance(&mut tr, t1);
+        assert_eq!(r.tries(), 2);
+        assert_eq!(tr.watch(), &LockWatch::Inotify);
+        assert_eq!(r.sleep_for(t1), Duration::ZERO, "a read at once");
+    }
+
+    /// Without inotify for the wait, the directory is looked for once per period: N periods
+    /// of simulated time make N looks, and the watch is tried only once it is there.
+    #[test]
+    fn without_inotify_a_missing_directory_costs_one_stat_per_period() {
+        let t = tempfile::tempdir().unwrap();
+        let lock = t.path().join("run/xtables.lock");
+        let t0 = Instant::now();
+        let (mut r, mut tr) = start(t.path(), &lock, t0);
+        r.await_dir(
+            "cannot stat run".into(),
+            Err("inotify refused (test)".into()),
+            &mut tr,
+            t0,
+        );
+        assert!(r.fd().is_none());
+        assert_eq!(r.sleep_for(t0), P);
+        let (wakes, t1) = simulate(&mut r, &mut tr, t0, Duration::from_secs(10));
+        assert_eq!(wakes, 40, "one look per {P:?}");
+        assert_eq!((r.tries(), tr.reads()), (1, 0));
+        std::fs::create_dir(t.path().join("run")).unwrap();
+        r.advance(&mut tr, t1 + ms(100));
+        assert_eq!(r.tries(), 1, "not before the next look");
+        r.advance(&mut tr, t1 + P);
+        assert_eq!(r.tries(), 2);
+        assert_eq!(tr.watch(), &LockWatch::Inotify);
+    }
+
+    /// The directory removed while watched, then made again; and the polling fallback's retry
+    /// that finds no directory: both wait without reading.
+    #[test]
+    fn a_directory_that_goes_is_waited_for_and_watched_again() {
+        let t = tempfile::tempdir().unwrap();
+        let run = t.path().join("run");
+        std::fs::create_dir(&run).unwrap();
+        let lock = run.join("xtables.lock");
+        std::fs::write(&lock, "").unwrap();
+        let t0 = Instant::now();
+        let (mut r, mut tr) = start(t.path(), &lock, t0);
+        assert_eq!(tr.watch(), &LockWatch::Inotify);
+        std::fs::remove_dir_all(&run).unwrap();
+        r.advance(&mut tr, t0 + ms(1));
+        assert!(matches!(tr.watch(), LockWatch::AwaitingDir { .. }));
+        assert_eq!(r.sleep_for(t0 + ms(1)), CONFIRM_PERIOD);
+        std::fs::create_dir(&run).unwrap();
+        r.advance(&mut tr, t0 + ms(2));
+        assert_eq!(tr.watch(), &LockWatch::Inotify);
+        // The fallback's retry, a minute later, finds the directory gone: it waits.
+        r.fall_back("inotify refused (test)".into(), &mut tr, t0 + ms(3));
+        std::fs::remove_dir(&run).unwrap();
+        let (wakes, t1) = simulate(&mut r, &mut tr, t0 + ms(3), RETRY_PERIOD + ms(1));
+        assert!(matches!(tr.watch(), LockWatch::AwaitingDir { .. }));
+        let polled = (RETRY_PERIOD.as_millis() / P.as_millis()) as u32;
+        assert_eq!(wakes, polled + 1, "polled until the retry, then waited");
+        assert_eq!(r.sleep_for(t1), CONFIRM_PERIOD);
     }
 
     #[test]

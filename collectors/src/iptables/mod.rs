@@ -6,7 +6,8 @@
 //! and the sub-sections each finding cites are in `collectors/rules/iptables.toml`.
 //!
 //! Layout: [`sampler`] (the lock thread and hold tracking), [`lockwatch`] (its inotify watch:
-//! when `/proc/locks` is read), [`kplog`]
+//! when `/proc/locks` is read), [`dirwait`] (waiting for a lock directory that does not
+//! exist), [`kplog`]
 //! (incremental kube-proxy log scanning), [`backend`] (legacy tables, iptables symlink target),
 //! [`sample`] (what a collection read, typed), [`thresholds`] (the limits of the lock rules),
 //! [`judge`] (a typed [`Sample`] -> drafts under [`IptablesConfig::thresholds`], and metrics).
@@ -14,6 +15,7 @@
 //! words ([`CollectContext::render`]) and adds the metrics of the sample.
 
 pub mod backend;
+pub mod dirwait;
 pub mod judge;
 pub mod kplog;
 pub mod lockwatch;
@@ -364,21 +366,49 @@ fn lock_absent(agent: &Path) -> bool {
     matches!(std::fs::symlink_metadata(agent), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
 }
 
+/// Why there is no lock to watch, when its directory is missing: the lock path (host path),
+/// and how the sampler waits for the directory.
+struct MissingDir<'a> {
+    lock_path: &'a str,
+    how: &'a str,
+}
+
 /// The status of a lock that could not be watched. An nft-only node (no legacy table in the
 /// host's network namespace) that never ran legacy iptables has no lock file by design:
 /// nothing can hold it, so the check is complete and the note says why. Anything else
 /// (refused, unreadable, or absent while legacy tables are in use) could not be looked at.
-fn lock_status(err: &str, no_lock: bool, absent: bool, nft_only: bool) -> Status {
-    if no_lock && absent && nft_only {
+/// A missing lock directory is named as such, with how the sampler waits for it: a node
+/// always has `/run`, so it is more likely the host root than the node.
+fn lock_status(
+    err: &str,
+    no_lock: bool,
+    absent: bool,
+    nft_only: bool,
+    dir: Option<MissingDir>,
+) -> Status {
+    let what = match &dir {
+        Some(d) => format!(
+            "at {}: its directory does not exist ({err}; waiting for it: {})",
+            d.lock_path, d.how
+        ),
+        None => format!("({err})"),
+    };
+    if no_lock && (absent || dir.is_some()) && nft_only {
         return Status::Noted(format!(
-            "no xtables lock ({err}) and no legacy iptables table in the host's network namespace: \
-             an nft-only node has no lock to contend for"
+            "no xtables lock {what} and no legacy iptables table in the host's network \
+             namespace: an nft-only node has no lock to contend for"
         ));
     }
-    Status::Degraded(if no_lock {
-        format!("xtables lock not watched: {err} (it appears once iptables has run on the host)")
-    } else {
-        format!("xtables lock not watched: {err}")
+    Status::Degraded(match dir {
+        Some(_) => format!(
+            "xtables lock not watched: no lock {what}; legacy iptables tables are in use here \
+             (or whether they are is unknown), and legacy iptables takes its lock there: does \
+             the host root show the host's directory?"
+        ),
+        None if no_lock => format!(
+            "xtables lock not watched: {err} (it appears once iptables has run on the host)"
+        ),
+        None => format!("xtables lock not watched: {err}"),
     })
 }
 
@@ -413,11 +443,19 @@ impl Phases for IptablesCollector {
                 .proc_pid(self.config.reference_pid)
                 .join("net")
                 .is_dir();
+            let dir = match &window.watch {
+                LockWatch::AwaitingDir { how, .. } => Some(MissingDir {
+                    lock_path: &lock_path,
+                    how,
+                }),
+                _ => None,
+            };
             status = status.worst(lock_status(
                 err,
                 window.lock.is_none(),
                 lock_absent(&self.lock_agent_path()),
                 net_visible && legacy == backend::LegacyUse::NotInUse,
+                dir,
             ));
         }
         if let LockWatch::Polling { reason } = &window.watch {
@@ -526,24 +564,65 @@ mod tests {
     #[test]
     fn an_absent_lock_on_an_nft_only_node_is_a_note_not_incomplete() {
         let err = "cannot stat /run/xtables.lock: No such file or directory (os error 2)";
-        let s = lock_status(err, true, true, true);
+        let s = lock_status(err, true, true, true, None);
         assert!(s.is_complete(), "{s:?}");
         assert!(s.message().unwrap().contains("nft-only"), "{s:?}");
         // Legacy tables in use (or unknown: unreadable, the pid not visible), the lock
         // absent: could not look.
         assert!(matches!(
-            lock_status(err, true, true, false),
+            lock_status(err, true, true, false, None),
             Status::Degraded(_)
         ));
         // There but refused (permission, a FIFO): could not look.
         assert!(matches!(
-            lock_status("permission denied", true, false, true),
+            lock_status("permission denied", true, false, true, None),
             Status::Degraded(_)
         ));
         assert!(matches!(
-            lock_status("inotify: too many watches", false, false, true),
+            lock_status("inotify: too many watches", false, false, true, None),
             Status::Degraded(_)
         ));
+    }
+
+    /// A missing lock directory is named as such, with how it is waited for, not as a lock
+    /// file that "appears once iptables has run" (it cannot, without its directory).
+    #[test]
+    fn a_missing_lock_directory_says_so_and_how_it_is_waited_for() {
+        let err = "cannot stat /h/run: No such file or directory (os error 2)";
+        let dir = || {
+            Some(MissingDir {
+                lock_path: "/run/xtables.lock",
+                how: "inotify on /h, looked at every 5 s",
+            })
+        };
+        // nft-only: complete, the note says both. `absent` is false when a component on the
+        // way is a file (ENOTDIR): still no lock. An absent lock file alone reads as before.
+        assert_eq!(
+            lock_status(err, true, true, true, None).message(),
+            Some(
+                "no xtables lock (cannot stat /h/run: No such file or directory (os error 2)) \
+                 and no legacy iptables table in the host's network namespace: an nft-only \
+                 node has no lock to contend for"
+            )
+        );
+        for absent in [true, false] {
+            let s = lock_status(err, true, absent, true, dir());
+            let m = s.message().unwrap();
+            assert!(s.is_complete(), "{s:?}");
+            assert!(
+                m.contains("no xtables lock at /run/xtables.lock: its directory does not exist")
+                    && m.contains("waiting for it: inotify on /h")
+                    && m.contains("nft-only"),
+                "{m}"
+            );
+        }
+        let s = lock_status(err, true, true, false, dir());
+        let m = s.message().unwrap();
+        assert!(matches!(s, Status::Degraded(_)), "{s:?}");
+        assert!(
+            m.contains("its directory does not exist") && !m.contains("once iptables has run"),
+            "{m}"
+        );
     }
 
     #[test]

@@ -178,9 +178,10 @@ pub enum LockWatch {
     /// stays open longer than the threshold.
     #[default]
     Inotify,
-    /// The lock file's directory does not exist: the lock path is checked every period and
-    /// the watch is made when it appears.
-    AwaitingDir { reason: String },
+    /// The lock file's directory does not exist (`reason`): nothing is read; the watch is made
+    /// when it appears, and `how` says how it is waited for (inotify on its nearest existing
+    /// ancestor, or a `stat` every period).
+    AwaitingDir { reason: String, how: String },
     /// inotify cannot be used (the reason says why): `/proc/locks` is read every period.
     Polling { reason: String },
 }

@@ -1520,14 +1520,17 @@ fn real_lock_file_that_appears_later_or_is_replaced_is_watched() {
     let out = c.collect(&ctx());
     let msg = out.status.message().unwrap_or_default().to_string();
     // No lock yet and no legacy table in the node's namespace: an nft-only node, complete
-    // with a note (not exit bit 4).
+    // with a note (not exit bit 4) that says the directory is missing and how it is awaited.
     assert!(
-        msg.contains("no xtables lock (cannot stat") && msg.contains("nft-only"),
+        msg.contains("no xtables lock at /run/xtables.lock: its directory does not exist")
+            && msg.contains("waiting for it: inotify on")
+            && msg.contains("nft-only"),
         "{msg}"
     );
     assert!(out.status.is_complete(), "{:?}", out.status);
     assert_eq!(metric(&out, "node_doctor_iptables_lock_inotify", None), 0.0);
-    // The directory appears (checked every 40 ms period), then the file, created by flock.
+    // The directory appears (an event of the wait on the host root), then the file, created
+    // by flock.
     h.mkdir("/run");
     std::thread::sleep(Duration::from_millis(200));
     let out = c.collect(&ctx());
