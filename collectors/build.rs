@@ -14,7 +14,11 @@ use std::fmt::Write;
 use std::path::Path;
 
 fn main() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("rules");
+    // The manifest directory of this run, not of the build script's compilation (`env!`): a
+    // target directory copied from another checkout keeps a compiled build script that would
+    // otherwise read, and watch, that checkout's rule files.
+    let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR");
+    let dir = Path::new(&manifest).join("rules");
     println!("cargo:rerun-if-changed={}", dir.display());
     let mut files: Vec<String> = std::fs::read_dir(&dir)
         .expect("collectors/rules")

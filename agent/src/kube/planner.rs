@@ -149,6 +149,15 @@ pub fn message(f: &Finding, others: usize, links: &crate::links::Links) -> Strin
     bounded(m, MAX_MESSAGE_BYTES)
 }
 
+/// node-problem-detector's message for a temporary rule's Event: the matched log line, one
+/// line, control characters made visible, at most [`MAX_MESSAGE_BYTES`].
+pub fn npd_message(line: &str) -> String {
+    bounded(
+        collectors::sanitize::visible(line).into_owned(),
+        MAX_MESSAGE_BYTES,
+    )
+}
+
 /// What to send next.
 #[derive(Debug, Clone, PartialEq)]
 pub enum EventWrite {
@@ -518,12 +527,17 @@ impl Planner {
             let Some(reason) = class.reason_for(npd, f) else {
                 continue;
             };
-            let etype = if f.severity >= Severity::Warning {
+            // node-problem-detector's Event (under its name): Warning, as NPD writes every
+            // temporary rule's, and the matched log line as its message where the rule keeps it.
+            let etype = if f.severity >= Severity::Warning || class.is_npd_for(npd, f) {
                 "Warning"
             } else {
                 "Normal"
             };
-            let msg = message(f, 0, &self.s.links);
+            let msg = match class.npd_message_for(npd, f) {
+                Some(line) => npd_message(&line),
+                None => message(f, 0, &self.s.links),
+            };
             let ekey = format!("finding/{reason}/{}/{}", f.id, f.subject);
             self.happen(now, ekey, reason.to_string(), etype, msg, n.max(1));
         }

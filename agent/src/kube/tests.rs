@@ -801,6 +801,119 @@ fn npd_names_of_the_kernels_own_failures() {
     }
 }
 
+/// One corrected memory error and one corrected CPER record, below node-doctor's burst
+/// threshold (info findings): with `--kube-npd-names` each is the Event node-problem-detector
+/// writes for the line (`MemoryReadError`, `CperHardwareErrorCorrected`: type Warning, the
+/// line as the message); with node-doctor's names a Normal event of its own reason and message.
+#[test]
+fn a_single_corrected_hardware_error_is_npds_event_under_npd_names() {
+    let edac = "EDAC MC0: 1 CE memory read error on CPU_SrcID#0_Ha#0_Chan#1_DIMM#0 (channel:1 slot:0 page:0x3c2d1 offset:0x0 grain:32 syndrome:0x0)";
+    let cper = "{37}[Hardware Error]: event severity: corrected";
+    let findings = |ce: i64, records: i64| {
+        vec![
+            Finding::new(
+                "hardware.memory_corrected",
+                Severity::Info,
+                Text::new("t", "t"),
+                Text::new("s", "s"),
+            )
+            .subject("mc0")
+            .evidence("ce_in_window", ce)
+            .evidence("line", edac)
+            .condition("logged")
+            .condition("below_burst"),
+            Finding::new(
+                "hardware.cper",
+                Severity::Info,
+                Text::new("t", "t"),
+                Text::new("s", "s"),
+            )
+            .subject("corrected")
+            .evidence("records", records)
+            .evidence("last_seen_seconds_ago", 5)
+            .evidence("line", cper)
+            .condition("corrected")
+            .condition("below_burst")
+            .condition("recent"),
+        ]
+    };
+    for (npd, want) in [
+        (
+            true,
+            [
+                ("MemoryReadError", "Warning", edac),
+                ("CperHardwareErrorCorrected", "Warning", cper),
+            ],
+        ),
+        (
+            false,
+            [
+                (
+                    "NodeDoctorCorrectedMemoryErrors",
+                    "Normal",
+                    "hardware.memory_corrected (mc0): s",
+                ),
+                (
+                    "NodeDoctorHardwareErrorRecord",
+                    "Normal",
+                    "hardware.cper (corrected): s",
+                ),
+            ],
+        ),
+    ] {
+        let mut p = Planner::new(Settings {
+            npd_names: npd,
+            ..settings()
+        });
+        p.take_over(&json!({"metadata": {"uid": "u"}}), t(0));
+        let snap = snapshot(t(0), &[("hardware", with(Status::Ok, findings(1, 1)))]);
+        p.observe(t(0), &view(&snap));
+        let mut written = Vec::new();
+        while let Some(w) = p.next_event(t(0)) {
+            if let super::planner::EventWrite::Create { body, .. } = &w {
+                written.push(body.clone());
+            }
+            p.event_written(&w, Ok("e".into()));
+        }
+        assert_eq!(written.len(), 2, "{written:#?}");
+        for (reason, etype, msg) in want {
+            let e = written
+                .iter()
+                .find(|e| e["reason"] == reason)
+                .unwrap_or_else(|| panic!("{reason}: {written:#?}"));
+            assert_eq!(e["type"], etype, "{reason}");
+            let m = e["message"].as_str().unwrap();
+            if npd {
+                assert_eq!(m, msg, "{reason}");
+            } else {
+                assert!(m.starts_with(msg), "{reason}: {m}");
+            }
+            assert_eq!(e["count"], 1, "{reason}");
+        }
+        // A second error of each: the same Event objects, counted 2.
+        let snap = snapshot(t(60), &[("hardware", with(Status::Ok, findings(2, 2)))]);
+        p.observe(t(60), &view(&snap));
+        let mut counts = Vec::new();
+        while let Some(w) = p.next_event(t(60)) {
+            if let super::planner::EventWrite::Patch { body, .. } = &w {
+                counts.push(body["count"].as_u64().unwrap());
+            }
+            p.event_written(&w, Ok("e".into()));
+        }
+        assert_eq!(counts, vec![2, 2], "npd {npd}");
+    }
+}
+
+/// node-problem-detector's message is the matched line: control characters from the host's
+/// log are made visible and the message stays within the API server's limit.
+#[test]
+fn npds_message_is_the_line_made_printable_and_bounded() {
+    use super::planner::npd_message;
+    assert_eq!(npd_message("a\u{1b}]0;x\u{7}b"), "a\\x1b]0;x\\x07b");
+    let long = "x".repeat(5000);
+    assert!(npd_message(&long).len() <= MAX_MESSAGE_BYTES);
+}
+
 #[test]
 fn a_collector_that_does_not_run_makes_its_conditions_unknown_not_healthy() {
     let mut p = Planner::new(settings());

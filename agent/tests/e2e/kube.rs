@@ -279,3 +279,101 @@ fn an_npd_config_naming_node_doctors_own_npd_type_is_refused_with_kube_npd_names
         "{err}"
     );
 }
+
+/// `--kube-npd-names` replaces node-problem-detector's kernel monitor for a single corrected
+/// memory error and a single corrected CPER record, below node-doctor's burst threshold: each
+/// is an info finding, counted on /metrics, and the stand-in API server receives the Event
+/// NPD writes for the line (`MemoryReadError`, `CperHardwareErrorCorrected`; type Warning, the
+/// line as its message).
+#[test]
+fn kube_npd_names_write_npds_events_for_one_corrected_hardware_error() {
+    let s = standin();
+    let root = FakeRoot::quiet();
+    let edac = "EDAC MC3: 1 CE memory read error on CPU_SrcID#0_Channel#0_DIMM#0 (channel:0 slot:0 page:0x12345 offset:0x0 grain:32 syndrome:0x0 -  area:DRAM err_code:0001:0090 socket:0 channel_mask:1 rank:0)";
+    let cper = "{37}[Hardware Error]: event severity: corrected";
+    root.write(
+        "/dev/kmsg",
+        &format!(
+            "4,10,86300000000,-;{edac}\n\
+             3,11,86310000000,-;{{37}}[Hardware Error]: Hardware error from APEI Generic Hardware Error Source: 162\n\
+             3,12,86310000010,-;{cper}\n\
+             3,13,86310000020,-;{{37}}[Hardware Error]:   section_type: memory error\n"
+        ),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let kc = s.kubeconfig(dir.path(), kube_standin::DEFAULT_TOKEN);
+    let server = Server::start_with(
+        root.root(),
+        &[
+            "--interval=1s",
+            "--collector=hardware",
+            "--node-name",
+            NODE,
+            "--kube-report",
+            "--kube-npd-names",
+            "--kube-clear-after=0s",
+            "--kube-write-interval=0s",
+        ],
+        |c| {
+            c.env("KUBECONFIG", &kc);
+        },
+    );
+    let event = |reason: &str| s.events().into_iter().find(|e| e["reason"] == reason);
+    wait_for(
+        30,
+        "MemoryReadError and CperHardwareErrorCorrected events",
+        &server,
+        || event("MemoryReadError").is_some() && event("CperHardwareErrorCorrected").is_some(),
+    );
+    for (reason, line) in [
+        ("MemoryReadError", edac),
+        ("CperHardwareErrorCorrected", cper),
+    ] {
+        let e = event(reason).unwrap();
+        assert_eq!(e["type"], "Warning", "{reason}: {e}");
+        assert_eq!(e["message"], line, "{reason}: {e}");
+        assert_eq!(e["count"], 1, "{reason}: {e}");
+        assert_eq!(e["involvedObject"]["kind"], "Node", "{reason}: {e}");
+        assert_eq!(e["source"]["component"], "node-doctor", "{reason}: {e}");
+    }
+    // No event under node-doctor's own names for the same lines.
+    assert!(s
+        .events()
+        .iter()
+        .all(|e| !e["reason"].as_str().unwrap_or("").starts_with("NodeDoctor")));
+    // The findings are info, with their figures; the lines are counted on /metrics.
+    let findings = server.get("/findings").json();
+    let find = |id: &str| {
+        findings["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["id"] == id)
+            .unwrap_or_else(|| panic!("no {id}: {findings}"))
+            .clone()
+    };
+    let mem = find("hardware.memory_corrected");
+    assert_eq!(mem["severity"], "info");
+    assert_eq!(mem["subject"], "mc3");
+    assert_eq!(mem["evidence"]["ce_in_window"], 1);
+    assert_eq!(mem["evidence"]["threshold"], 10);
+    let rec = find("hardware.cper");
+    assert_eq!(rec["severity"], "info");
+    assert_eq!(rec["subject"], "corrected");
+    assert_eq!(rec["evidence"]["records"], 1);
+    assert_eq!(rec["evidence"]["sections"], "memory error");
+    let metrics = server.get("/metrics").text();
+    for series in [
+        "node_doctor_hardware_kernel_log_events_total{kind=\"edac_ce\"} 1.0",
+        "node_doctor_hardware_cper_records_total{severity=\"corrected\"} 1.0",
+    ] {
+        assert!(metrics.contains(series), "{series}\n{metrics}");
+    }
+    assert!(s.schema_errors().is_empty(), "{:?}", s.schema_errors());
+    assert!(
+        s.requests().iter().all(|r| r.status < 400),
+        "{:#?}",
+        s.requests()
+    );
+    println!("{}", kube_standin::describe::events(&s.events()));
+}

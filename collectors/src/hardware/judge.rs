@@ -4,8 +4,10 @@
 //!
 //! Severity follows the consequence: an uncorrected memory error, a fatal CPER record, a
 //! panic the previous boot left, a degraded array without a rebuild and an NVMe controller
-//! that is not live are critical ("cordon, drain, replace"); corrected errors are counted and
-//! warn only in bursts; one-off kernel-log lines decay with their age ([`Phase`]).
+//! that is not live are critical ("cordon, drain, replace"); corrected errors warn only in
+//! bursts, and below one are an info finding (node-problem-detector writes an Event for each
+//! line: `MemoryReadError`, `CperHardwareErrorCorrected`); one-off kernel-log lines decay with
+//! their age ([`Phase`]).
 
 use crate::finding::Severity;
 use crate::kmsg::decay::{self, Phase};
@@ -46,6 +48,14 @@ fn log_labels(lines: &[LogEvents], controller: &str) -> Vec<String> {
         .filter(|e| e.subject == controller)
         .flat_map(|e| e.kinds.iter().cloned())
         .collect()
+}
+
+/// The latest kernel line logged for `controller`, if any.
+fn log_line(lines: &[LogEvents], controller: &str) -> Option<String> {
+    lines
+        .iter()
+        .filter(|e| e.subject == controller)
+        .find_map(|e| e.line.clone())
 }
 
 fn log_count(lines: &[LogEvents], controller: &str) -> u64 {
@@ -106,8 +116,8 @@ fn memory_uncorrected(s: &HardwareSample) -> Vec<Draft> {
     out
 }
 
-/// `hardware.memory_corrected`: corrected memory errors on one controller reached the burst
-/// threshold within the window.
+/// `hardware.memory_corrected`: corrected memory errors on one controller within the window;
+/// a warning at the burst threshold, info below it.
 fn memory_corrected(s: &HardwareSample, t: &Thresholds) -> Vec<Draft> {
     let mut out = Vec::new();
     for mc in controllers(s, &s.edac_ce_lines) {
@@ -115,9 +125,10 @@ fn memory_corrected(s: &HardwareSample, t: &Thresholds) -> Vec<Draft> {
         let counted = state.map_or(0, |c| c.controller.ce_in_window);
         let logged = log_count(&s.edac_ce_lines, &mc);
         let in_window = counted.max(logged);
-        if in_window < t.corrected_burst {
+        if in_window == 0 {
             continue;
         }
+        let burst = in_window >= t.corrected_burst;
         let mut labels: Vec<String> = state
             .map(|c| {
                 c.dimms
@@ -135,8 +146,13 @@ fn memory_corrected(s: &HardwareSample, t: &Thresholds) -> Vec<Draft> {
             labels.sort();
             labels.dedup();
         }
+        let severity = if burst {
+            Severity::Warning
+        } else {
+            Severity::Info
+        };
         out.push(
-            Draft::new("hardware.memory_corrected", Severity::Warning)
+            Draft::new("hardware.memory_corrected", severity)
                 .subject(mc.clone())
                 .evidence("controller", mc.clone())
                 .evidence("ce_in_window", in_window)
@@ -144,7 +160,9 @@ fn memory_corrected(s: &HardwareSample, t: &Thresholds) -> Vec<Draft> {
                 .evidence("window_seconds", t.corrected_window_seconds)
                 .evidence_opt("ce_count", state.map(|c| c.controller.ce_total))
                 .evidence_opt("dimms", (!labels.is_empty()).then(|| joined(&labels)))
-                .when_if("logged", counted < logged),
+                .evidence_opt("line", log_line(&s.edac_ce_lines, &mc))
+                .when_if("logged", counted < logged)
+                .when_if("below_burst", !burst),
         );
     }
     out
@@ -190,6 +208,7 @@ fn cper(s: &HardwareSample, t: &Thresholds) -> Vec<Draft> {
             "recoverable" if recent => Severity::Warning,
             "recoverable" => Severity::Info,
             "corrected" if e.count >= t.corrected_burst => decay::lower(Severity::Critical),
+            "corrected" => Severity::Info,
             _ => continue,
         };
         out.push(
@@ -200,8 +219,13 @@ fn cper(s: &HardwareSample, t: &Thresholds) -> Vec<Draft> {
                 .evidence("sections", joined(&e.kinds))
                 .evidence("lookback_seconds", s.lookback_seconds)
                 .evidence_opt("last_seen_seconds_ago", e.last_seen_seconds_ago)
+                .evidence_opt("line", e.line.clone())
                 .var("threshold", t.corrected_burst)
                 .when(e.subject.as_str())
+                .when_if(
+                    "below_burst",
+                    e.subject == "corrected" && e.count < t.corrected_burst,
+                )
                 .when(if recent { "recent" } else { "past" }),
         );
     }

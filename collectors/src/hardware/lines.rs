@@ -8,6 +8,7 @@
 //! Memory failure: 0x1a2b3c: recovery action for dirty LRU page: Recovered              (4.x .. 6.x)
 //! {1}[Hardware Error]: event severity: corrected                                       (APEI GHES, CPER)
 //! {1}[Hardware Error]:  section_type: memory error
+//! [Hardware Error]: event severity: fatal                                              (BERT: the previous boot's)
 //! EDAC MC0: 1 CE memory read error on CPU_SrcID#0_Ha#0_Chan#0_DIMM#0 (channel:0 slot:0 ...)
 //! EDAC MC0: 1 UE memory read error on CPU_SrcID#0_Ha#0_Chan#0_DIMM#0 (channel:0 ...)
 //! nvme nvme0: I/O 123 QID 4 timeout, aborting                                          (3.10 backports .. 6.x)
@@ -86,10 +87,17 @@ pub enum HwLine {
     MceBank { cpu: u32, bank: u32 },
     /// A poisoned page handled by `memory_failure()`.
     MemoryFailure { pfn: String, recovery: Recovery },
-    /// A CPER record's severity line; `seq` is the `{N}` record number.
-    CperSeverity { seq: u32, severity: CperSeverity },
+    /// A CPER record's severity line; `seq` is the `{N}` record number (none before BERT's
+    /// records of the previous boot, which print `[Hardware Error]:` alone).
+    CperSeverity {
+        seq: Option<u32>,
+        severity: CperSeverity,
+    },
     /// A CPER section's type (follows its record's severity line).
-    CperSection { seq: u32, section_type: String },
+    CperSection {
+        seq: Option<u32>,
+        section_type: String,
+    },
     /// An EDAC memory error line (the one node-problem-detector's `MemoryReadError` matches).
     Edac {
         controller: String,
@@ -129,6 +137,9 @@ fn is_device_name(s: &str) -> bool {
 /// Parses one kernel log message; `None` when it is none of the lines above.
 pub fn parse(message: &str) -> Option<HwLine> {
     let m = message.trim();
+    if let Some(line) = cper(m) {
+        return Some(line);
+    }
     if let Some(rest) = m.strip_prefix("mce: [Hardware Error]: ") {
         return mce(rest);
     }
@@ -140,9 +151,6 @@ pub fn parse(message: &str) -> Option<HwLine> {
         if rest.starts_with("0x") && rest.contains("recovery: ") {
             return memory_failure(rest);
         }
-    }
-    if m.starts_with('{') {
-        return cper(m);
     }
     if let Some(rest) = m.strip_prefix("EDAC ") {
         return edac(rest);
@@ -185,12 +193,16 @@ fn memory_failure(rest: &str) -> Option<HwLine> {
     })
 }
 
+/// A CPER record's severity or section line, whatever comes before `[Hardware Error]:` (GHES's
+/// `{N}`, nothing for BERT; node-problem-detector's patterns start with `.*`).
 fn cper(m: &str) -> Option<HwLine> {
-    let close = m.find('}')?;
-    let seq: u32 = m[1..close].parse().ok()?;
-    let rest = m[close + 1..]
-        .strip_prefix("[Hardware Error]:")?
-        .trim_start();
+    static HW_ERR: Needle = Needle::new("[Hardware Error]:");
+    let at = HW_ERR.find(m)?;
+    let seq = m[..at]
+        .strip_prefix('{')
+        .and_then(|h| h.strip_suffix('}'))
+        .and_then(|n| n.parse().ok());
+    let rest = m[at + HW_ERR.len()..].trim_start();
     if let Some(sev) = rest.strip_prefix("event severity: ") {
         let severity = match sev.trim() {
             "corrected" => CperSeverity::Corrected,
@@ -344,14 +356,47 @@ mod tests {
         assert_eq!(
             parse("{1}[Hardware Error]: event severity: fatal"),
             Some(HwLine::CperSeverity {
-                seq: 1,
+                seq: Some(1),
                 severity: CperSeverity::Fatal
             })
         );
+        // BERT's records of the previous boot carry no record number; node-problem-detector's
+        // own test line has the `mce: ` prefix (its pattern starts with `.*`).
+        for (line, severity) in [
+            (
+                "[Hardware Error]: event severity: fatal",
+                CperSeverity::Fatal,
+            ),
+            (
+                "mce: [Hardware Error]: event severity: fatal",
+                CperSeverity::Fatal,
+            ),
+            (
+                "[Hardware Error]: event severity: corrected",
+                CperSeverity::Corrected,
+            ),
+        ] {
+            assert_eq!(
+                parse(line),
+                Some(HwLine::CperSeverity {
+                    seq: None,
+                    severity
+                }),
+                "{line}"
+            );
+        }
+        assert_eq!(
+            parse("[Hardware Error]:   section_type: memory error"),
+            Some(HwLine::CperSection {
+                seq: None,
+                section_type: "memory error".into()
+            })
+        );
+        assert_eq!(parse("{x}[Hardware Error]: event severity: bogus"), None);
         assert_eq!(
             parse("{12}[Hardware Error]:  section_type: memory error"),
             Some(HwLine::CperSection {
-                seq: 12,
+                seq: Some(12),
                 section_type: "memory error".into()
             })
         );
@@ -432,7 +477,7 @@ mod tests {
         }
 
         #[test]
-        fn never_panics_near_markers(pre in "(mce: \\[Hardware Error\\]: |Memory failure: |MCE |\\{|EDAC |nvme |I/O)", post in "\\PC{0,40}") {
+        fn never_panics_near_markers(pre in "(mce: \\[Hardware Error\\]: |\\{1\\}\\[Hardware Error\\]: event severity: |\\[Hardware Error\\]:|Memory failure: |MCE |\\{|EDAC |nvme |I/O)", post in "\\PC{0,40}") {
             let _ = parse(&format!("{pre}{post}"));
         }
     }

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::collector::{CollectContext, Phases, Status};
 use crate::hostfs;
-use crate::kmsg::{KmsgConfig, KmsgReader};
+use crate::kmsg::{KmsgConfig, KmsgReader, Record};
 use crate::metric::Metric;
 use crate::node::Node;
 use crate::proc::{meminfo, mountinfo, uptime};
@@ -50,6 +50,9 @@ const MAX_DEVICES: usize = 4096;
 const MAX_CPER_PENDING: usize = 64;
 /// Kinds remembered per event group.
 const MAX_KINDS: usize = 16;
+/// Longest kernel line kept as a group's latest (an EDAC line with its address fields is
+/// about 400 bytes).
+const MAX_LINE: usize = 512;
 
 /// Configuration of the hardware collector.
 #[derive(Debug, Clone, PartialEq)]
@@ -80,6 +83,8 @@ struct Stat {
     kinds: BTreeSet<String>,
     worst: String,
     sector: Option<u64>,
+    /// The latest line of the group, as logged (cut to [`MAX_LINE`]).
+    line: String,
 }
 
 /// One EDAC counter's history: its last value and its rises within the window.
@@ -96,11 +101,13 @@ pub struct HardwareCollector {
     kmsg: KmsgReader,
     /// (group, subject) -> events.
     events: BTreeMap<(&'static str, String), Stat>,
-    cper_pending: BTreeMap<u32, lines::CperSeverity>,
+    cper_pending: BTreeMap<Option<u32>, lines::CperSeverity>,
     counters: BTreeMap<String, Rises>,
     taint_before: Option<u64>,
     /// Recognised kernel-log lines since start, by group (a counter for `/metrics`).
     lines_total: BTreeMap<&'static str, u64>,
+    /// CPER records since start, by severity (node-problem-detector's `CperHardwareError*`).
+    cper_total: BTreeMap<&'static str, u64>,
 }
 
 /// The rank of an event's worst kind within its group.
@@ -127,6 +134,10 @@ impl HardwareCollector {
                 .into_iter()
                 .map(|g| (g, 0))
                 .collect(),
+            cper_total: ["corrected", "recoverable", "fatal", "info"]
+                .into_iter()
+                .map(|g| (g, 0))
+                .collect(),
         }
     }
 
@@ -136,18 +147,23 @@ impl HardwareCollector {
         subject: String,
         kind: String,
         worst: &str,
-        usec: u64,
+        record: &Record,
         add: u64,
     ) -> &mut Stat {
         *self.lines_total.entry(group).or_insert(0) += add;
+        let usec = record.usec;
         let s = self.events.entry((group, subject)).or_insert_with(|| Stat {
             count: 0,
             last_usec: usec,
             kinds: BTreeSet::new(),
             worst: worst.to_string(),
             sector: None,
+            line: String::new(),
         });
         s.count = s.count.saturating_add(add);
+        if usec >= s.last_usec || s.line.is_empty() {
+            s.line = crate::bounded::prefix_owned(record.message.trim(), MAX_LINE);
+        }
         s.last_usec = s.last_usec.max(usec);
         if s.kinds.len() < MAX_KINDS {
             s.kinds.insert(kind);
@@ -165,10 +181,9 @@ impl HardwareCollector {
             let Some(line) = lines::parse(&r.message) else {
                 continue;
             };
-            let u = r.usec;
             match line {
                 HwLine::MceLogged => {
-                    self.note("mce", "node".into(), "events_logged".into(), "logged", u, 1);
+                    self.note("mce", "node".into(), "events_logged".into(), "logged", r, 1);
                 }
                 HwLine::MceBank { cpu, bank } => {
                     self.note(
@@ -176,7 +191,7 @@ impl HardwareCollector {
                         format!("cpu{cpu}"),
                         format!("bank {bank}"),
                         "machine_check",
-                        u,
+                        r,
                         1,
                     );
                 }
@@ -190,7 +205,7 @@ impl HardwareCollector {
                         "memory_failure".into(),
                         format!("{pfn} {worst}"),
                         worst,
-                        u,
+                        r,
                         1,
                     );
                 }
@@ -199,12 +214,13 @@ impl HardwareCollector {
                         self.cper_pending.clear();
                     }
                     self.cper_pending.insert(seq, severity);
+                    *self.cper_total.entry(severity.as_str()).or_insert(0) += 1;
                     self.note(
                         "cper",
                         severity.as_str().into(),
                         "record".into(),
                         severity.as_str(),
-                        u,
+                        r,
                         1,
                     );
                 }
@@ -226,7 +242,7 @@ impl HardwareCollector {
                 } => {
                     let group = if uncorrected { "edac_ue" } else { "edac_ce" };
                     let kind = label.unwrap_or_else(|| controller.clone());
-                    self.note(group, controller, kind, "logged", u, count.max(1));
+                    self.note(group, controller, kind, "logged", r, count.max(1));
                 }
                 HwLine::Nvme { controller, event } => {
                     self.note(
@@ -234,7 +250,7 @@ impl HardwareCollector {
                         controller,
                         event.as_str().into(),
                         event.as_str(),
-                        u,
+                        r,
                         1,
                     );
                 }
@@ -243,7 +259,7 @@ impl HardwareCollector {
                     kind,
                     sector,
                 } => {
-                    let s = self.note("disk", device, kind, "error", u, 1);
+                    let s = self.note("disk", device, kind, "error", r, 1);
                     s.sector = sector.or(s.sector);
                 }
             }
@@ -284,6 +300,7 @@ impl HardwareCollector {
                 count: s.count,
                 last_seen_seconds_ago: clock.map(|c| c.age(s.last_usec).as_secs()),
                 worst: s.worst.clone(),
+                line: (!s.line.is_empty()).then(|| s.line.clone()),
             })
             .collect()
     }
@@ -606,6 +623,16 @@ impl Phases for HardwareCollector {
                     *n as f64,
                 )
                 .label("kind", *group),
+            );
+        }
+        for (severity, n) in &self.cper_total {
+            m.push(
+                Metric::counter(
+                    "node_doctor_hardware_cper_records_total",
+                    "Firmware hardware error records (CPER: GHES, BERT) read from the kernel log by this agent (including its start-up lookback), by the severity the record states.",
+                    *n as f64,
+                )
+                .label("severity", *severity),
             );
         }
         m.extend(self.kmsg.metrics("hardware"));

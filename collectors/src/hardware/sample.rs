@@ -37,6 +37,8 @@ pub struct LogEvents {
     pub last_seen_seconds_ago: Option<u64>,
     /// Worst of the events (NVMe: removed > reset > timeout; memory failure: not recovered).
     pub worst: String,
+    /// The latest line, as logged (what node-problem-detector writes as its Event's message).
+    pub line: Option<String>,
 }
 
 /// Where a disk with I/O errors is mounted.

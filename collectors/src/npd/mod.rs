@@ -270,7 +270,7 @@ fn read_lines(
                         .map_or(now, |d| d.as_secs() as i64);
                     let message = std::sync::Arc::try_unwrap(r)
                         .map_or_else(|r| r.message.clone(), |r| r.message);
-                    (t, message)
+                    (t, trimmed(message))
                 })
                 .collect();
             let problem = match batch.status {
@@ -331,11 +331,22 @@ fn read_lines(
             };
             let lines = out
                 .into_iter()
-                .filter_map(|e| Some(((e.realtime_usec / 1_000_000) as i64, e.message?)))
+                .filter_map(|e| Some(((e.realtime_usec / 1_000_000) as i64, trimmed(e.message?))))
                 .collect();
             (lines, problem)
         }
         _ => (Vec::new(), None),
+    }
+}
+
+/// A kmsg or journal message as NPD's watchers pass it on: without leading and trailing white
+/// space (`strings.TrimSpace`), so `divide error: 0000 [#1] SMP ` meets a pattern ending in `SMP`.
+fn trimmed(message: String) -> String {
+    let t = message.trim();
+    if t.len() == message.len() {
+        message
+    } else {
+        t.to_string()
     }
 }
 

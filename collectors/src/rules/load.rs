@@ -1059,8 +1059,8 @@ fn cluster(rule: &Rule, v: Option<&Toml>) -> Result<Vec<SetsCondition>, String> 
     Ok(out)
 }
 
-/// `event = { reason, npd_reason, npd_when, when, count, age }`: the Event the rule's finding
-/// makes (`npd_reason` also a list of `{ reason, when }`).
+/// `event = { reason, npd_reason, npd_when, when, count, age, npd_message }`: the Event the
+/// rule's finding makes (`npd_reason` also a list of `{ reason, when }`).
 fn event(rule: &Rule, v: Option<&Toml>) -> Result<Option<MakesEvent>, String> {
     let t = match v {
         None => return Ok(None),
@@ -1070,7 +1070,15 @@ fn event(rule: &Rule, v: Option<&Toml>) -> Result<Option<MakesEvent>, String> {
     let at = "event";
     check_keys(
         t,
-        &["reason", "npd_reason", "npd_when", "when", "count", "age"],
+        &[
+            "reason",
+            "npd_reason",
+            "npd_when",
+            "when",
+            "count",
+            "age",
+            "npd_message",
+        ],
     )
     .map_err(|m| format!("{at}: {m}"))?;
     let reason = field(t, "reason", at)?;
@@ -1131,6 +1139,7 @@ fn event(rule: &Rule, v: Option<&Toml>) -> Result<Option<MakesEvent>, String> {
         when: finding_cond(rule, t, "when", at)?,
         count,
         age: evidence("age")?,
+        npd_message: evidence("npd_message")?,
     }))
 }
 

@@ -59,7 +59,7 @@
 //! - **cluster**, **event**: what a warning or critical finding of the rule sets in the
 //!   cluster: `cluster = [{ condition, reason, when }]` (NodeCondition classes of
 //!   `collectors/rules/cluster.toml`) and `event = { reason, npd_reason, npd_when, when, count,
-//!   age }` ([`RuleBook::cluster`], [`RuleBook::event`]; docs/kubernetes.md).
+//!   age, npd_message }` ([`RuleBook::cluster`], [`RuleBook::event`]; docs/kubernetes.md).
 //!
 //! - **raise_after**, **clear_after** (cycles, 1–100): the rule's hysteresis, applied by the
 //!   agent's state in `serve` ([`Hysteresis`]): a finding is raised once its judge has
@@ -507,11 +507,35 @@ impl MakesEvent {
     /// finding lacks it or it is not UpperCamelCase.
     pub fn reason_for(&self, npd: bool, f: &Finding) -> Option<String> {
         if npd {
-            if let Some((r, _)) = self.npd.iter().find(|(_, when)| holds(when, f)) {
+            if let Some(r) = self.npd_entry(f) {
                 return from_evidence(r, f);
             }
         }
         from_evidence(&self.reason, f)
+    }
+
+    /// The entry of `npd_reason` that names the finding's Event, if one holds.
+    fn npd_entry(&self, f: &Finding) -> Option<&String> {
+        self.npd
+            .iter()
+            .find(|(_, when)| holds(when, f))
+            .map(|(r, _)| r)
+    }
+
+    /// Whether, with `npd`, the Event is node-problem-detector's (one of `npd_reason` holds):
+    /// NPD writes every temporary rule's Event as `Warning`, whatever node-doctor's severity.
+    pub fn is_npd_for(&self, npd: bool, f: &Finding) -> bool {
+        npd && self.npd_entry(f).is_some()
+    }
+
+    /// With `npd` and NPD's reason, NPD's message: the log line the evidence `npd_message`
+    /// names holds (what NPD writes for a temporary rule), when the finding has it.
+    pub fn npd_message_for(&self, npd: bool, f: &Finding) -> Option<String> {
+        if !self.is_npd_for(npd, f) {
+            return None;
+        }
+        let key = self.npd_message.as_deref()?;
+        Some(f.evidence.get(key)?.to_string()).filter(|m| !m.is_empty())
     }
 }
 

@@ -248,6 +248,9 @@ pub struct MakesEvent {
     pub count: String,
     /// The evidence that says how long ago the latest occurrence was.
     pub age: Option<String>,
+    /// The evidence holding the log line node-problem-detector would write as the Event's
+    /// message (its temporary rules write the matched line), used with NPD's reason.
+    pub npd_message: Option<String>,
 }
 
 impl Rule {

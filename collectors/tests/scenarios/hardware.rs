@@ -115,11 +115,11 @@ fn uncorrected_memory_error_names_the_dimm_and_says_drain_and_replace() {
     assert!(cmds.iter().any(|c| c.starts_with("kubectl drain node-1")));
     assert!(f.remediation.steps[1].en.contains("Replace the DIMM"));
     assert!(source_url(f).contains("admin-guide/ras.html"));
-    // 3 corrected errors are below the burst: no corrected finding.
-    assert!(c
-        .findings
-        .iter()
-        .all(|f| f.id != "hardware.memory_corrected"));
+    // 3 corrected errors (since a boot 2 h ago) are below the burst: info.
+    let ce = find(&c, "hardware.memory_corrected");
+    assert_eq!(ce.severity, Severity::Info);
+    assert_eq!(num(ce, "ce_in_window"), 3.0);
+    assert!(ce.conditions.contains("below_burst"));
     assert_eq!(
         support::find_metric(
             &c,
@@ -390,8 +390,128 @@ fn cper_fatal_is_critical_and_corrected_warns_only_in_bursts() {
         .expect("recoverable");
     assert_eq!(rec.severity, Severity::Warning);
     assert_eq!(text(rec, "sections"), "PCIe error");
-    // 3 corrected records: below the burst of 10.
-    assert!(c.findings.iter().all(|f| f.subject != "corrected"));
+    // 3 corrected records: below the burst of 10, info.
+    let corr = c
+        .findings
+        .iter()
+        .find(|f| f.subject == "corrected")
+        .expect("corrected");
+    assert_eq!(corr.severity, Severity::Info);
+    assert_eq!(num(corr, "records"), 3.0);
+    assert!(corr.conditions.contains("below_burst"));
+    assert!(
+        corr.summary.en.contains("below the burst of 10"),
+        "{}",
+        corr.summary.en
+    );
+    for (severity, n) in [("fatal", 1.0), ("recoverable", 1.0), ("corrected", 3.0)] {
+        assert_eq!(
+            support::find_metric(
+                &c,
+                "node_doctor_hardware_cper_records_total",
+                &[("severity", severity)]
+            )
+            .map(|m| m.value),
+            Some(n),
+            "{severity}"
+        );
+    }
+}
+
+/// One `CE memory read error` line (node-problem-detector's `MemoryReadError`, an Event per
+/// line) on a node without EDAC in sysfs: below the burst of 10 it is an info finding with its
+/// figures and the line, counted on /metrics; under `--kube-npd-names` its Event is NPD's
+/// (reason, Warning, the line as message). The same for one corrected CPER record
+/// (`CperHardwareErrorCorrected`) of a firmware that numbers them (GHES `{N}`) and one that
+/// does not (BERT, the previous boot's).
+#[test]
+fn one_corrected_error_line_is_an_info_finding_counted_with_npds_event() {
+    // The kernel's own documentation of an injected error (einj.rst).
+    let edac = "EDAC MC3: 1 CE memory read error on CPU_SrcID#0_Channel#0_DIMM#0 (channel:0 slot:0 page:0x12345 offset:0x0 grain:32 syndrome:0x0 -  area:DRAM err_code:0001:0090 socket:0 channel_mask:1 rank:0)";
+    for cper in [
+        "{37}[Hardware Error]: event severity: corrected",
+        "[Hardware Error]: event severity: corrected",
+    ] {
+        let section = if cper.starts_with('{') {
+            "{37}[Hardware Error]:   section_type: memory error"
+        } else {
+            "[Hardware Error]:   section_type: memory error"
+        };
+        let h = host();
+        h.write(
+            "/dev/kmsg",
+            kmsg(&[
+                (7_000_000_000, edac),
+                (7_000_100_000, cper),
+                (7_000_100_010, section),
+            ]),
+        );
+        let c = collect(&h);
+        let f = find(&c, "hardware.memory_corrected");
+        assert_eq!(f.severity, Severity::Info, "{cper}");
+        assert_eq!(f.subject, "mc3");
+        assert_eq!(num(f, "ce_in_window"), 1.0);
+        assert_eq!(num(f, "threshold"), 10.0);
+        assert_eq!(num(f, "window_seconds"), 86400.0);
+        assert_eq!(text(f, "dimms"), "CPU_SrcID#0_Channel#0_DIMM#0");
+        assert_eq!(text(f, "line"), edac);
+        assert!(f.conditions.contains("logged") && f.conditions.contains("below_burst"));
+        assert!(
+            f.summary.en.contains("corrected 1 memory error(s)"),
+            "{}",
+            f.summary.en
+        );
+        assert!(f.remediation.steps[0]
+            .en
+            .starts_with("Nothing to do for now"));
+        let e = collectors::rules::RuleBook::event(f).expect("an Event");
+        assert_eq!(e.reason_for(true, f).as_deref(), Some("MemoryReadError"));
+        assert_eq!(
+            e.reason_for(false, f).as_deref(),
+            Some("NodeDoctorCorrectedMemoryErrors")
+        );
+        assert!(e.is_npd_for(true, f) && !e.is_npd_for(false, f));
+        assert_eq!(e.npd_message_for(true, f).as_deref(), Some(edac));
+        assert_eq!(e.npd_message_for(false, f), None);
+        assert_eq!(
+            support::find_metric(
+                &c,
+                "node_doctor_hardware_kernel_log_events_total",
+                &[("kind", "edac_ce")]
+            )
+            .map(|m| m.value),
+            Some(1.0)
+        );
+        let r = c
+            .findings
+            .iter()
+            .find(|f| f.id == "hardware.cper")
+            .unwrap_or_else(|| panic!("{cper}: no hardware.cper in {:#?}", c.findings));
+        assert_eq!(r.severity, Severity::Info, "{cper}");
+        assert_eq!(r.subject, "corrected");
+        assert_eq!(num(r, "records"), 1.0);
+        assert_eq!(text(r, "sections"), "memory error", "{cper}");
+        assert_eq!(text(r, "line"), cper);
+        let e = collectors::rules::RuleBook::event(r).expect("an Event");
+        assert_eq!(
+            e.reason_for(true, r).as_deref(),
+            Some("CperHardwareErrorCorrected")
+        );
+        assert_eq!(
+            e.reason_for(false, r).as_deref(),
+            Some("NodeDoctorHardwareErrorRecord")
+        );
+        assert_eq!(e.npd_message_for(true, r).as_deref(), Some(cper));
+        assert_eq!(
+            support::find_metric(
+                &c,
+                "node_doctor_hardware_cper_records_total",
+                &[("severity", "corrected")]
+            )
+            .map(|m| m.value),
+            Some(1.0)
+        );
+    }
 }
 
 const PSTORE_PANIC: &str = "Panic#1 Part1
@@ -803,8 +923,8 @@ fn real_kernel_loop_device_write_errors_are_io_errors() {
 
 /// node-problem-detector parity, the rule its kernel monitor has that is this collector's:
 /// `MemoryReadError` (`CE memory read error …`). NPD posts an Event per line; node-doctor
-/// counts corrected errors and warns on a burst (10 in 24 h), with NPD's reason under
-/// `--kube-npd-names`.
+/// too (an info finding below the burst), and warns on a burst (10 in 24 h), with NPD's
+/// reason under `--kube-npd-names`.
 #[test]
 fn npd_parity_memory_read_error() {
     let h = host();

@@ -179,6 +179,28 @@ fn npd_kmsg_multi_line_pattern_sets_the_condition() {
     find(&again, "npd.temporary", "TeamOOMKilling");
 }
 
+/// NPD's kmsg watcher trims each message (`strings.TrimSpace`): NPD's own test line
+/// `divide error: 0000 [#1] SMP ` (test/kernel_log_generator/problems/divide_zero), trailing
+/// space and all, matches its kernel monitor's `divide error: 0000 \[#\d+\] SMP` rule, which
+/// is anchored at the end; so it does here.
+#[test]
+fn npd_kmsg_messages_are_trimmed_as_npd_trims_them() {
+    let h = FakeHost::new();
+    h.write("/proc/uptime", "7200.00 14000.00\n").write(
+        "/dev/kmsg",
+        "4,10,7150000000,-;divide error: 0000 [#1] SMP \n\
+         4,11,7150000010,-;CPU: 1 PID: 1853 Comm: docker Tainted: G         C    3.16.0-4-amd64 #1 Debian 3.16.7-ckt20-1+deb8u4\n",
+    );
+    let mut c = collector(&h, &["upstream/kernel-monitor.json"]);
+    let out = c.collect(&support::ctx());
+    let t = find(&out, "npd.temporary", "KernelOops");
+    assert_eq!(t.evidence["count"].as_f64(), Some(1.0));
+    assert_eq!(
+        t.evidence["lines"].as_str(),
+        Some("divide error: 0000 [#1] SMP")
+    );
+}
+
 /// A syslog-format kern.log (`Jan _2 15:04:05`, the host's zone: UTC here): a line inside the
 /// lookback matches, one older than it does not.
 #[test]

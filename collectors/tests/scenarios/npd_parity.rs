@@ -2,7 +2,10 @@
 //! `config/kernel-monitor-counter.json` and `config/readonly-monitor.json`, by reason, with a
 //! line in the kernel's own wording (written here, headers ours), fed through the kernel
 //! collector on a fake host: each must raise node-doctor's finding, and with
-//! `--kube-npd-names` the rule file must give it NPD's reason (Event) or condition.
+//! `--kube-npd-names` the rule file must give it NPD's reason (Event) or condition. And every
+//! temporary rule of a pinned copy of NPD's current kernel-monitor.json
+//! (`fixtures/npd/upstream/`), with example lines from NPD's own test data or named public
+//! kernel logs, through the kernel and hardware collectors: one line is enough for NPD's Event.
 
 use collectors::kernel::{KernelCollector, KernelConfig};
 use collectors::{Collector, Finding};
@@ -141,4 +144,291 @@ fn npd_parity_kernel() {
     println!("{recognised}/{checked} recognised");
     eprintln!("{recognised}/{checked} recognised (MemoryReadError: the hardware collector's)");
     assert_eq!(recognised, checked);
+}
+
+/// Example lines of a temporary (Event) rule of node-problem-detector's kernel monitor, taken
+/// from NPD's own test data where it has them, else real kernels' lines published elsewhere
+/// (named).
+struct Example {
+    /// NPD's reason.
+    reason: &'static str,
+    /// The kernel messages, in order.
+    lines: &'static [&'static str],
+    /// Where they come from.
+    source: &'static str,
+    /// node-doctor's counter of them on /metrics, and its label.
+    metric: &'static str,
+    label: (&'static str, &'static str),
+}
+
+const TEMPORARY_EXAMPLES: &[Example] = &[
+    Example {
+        reason: "OOMKilling",
+        lines: &[
+            "Memory cgroup out of memory: Kill process 1012 (heapster) score 1035 or sacrifice child",
+            "Killed process 1012 (heapster) total-vm:327128kB, anon-rss:306328kB, file-rss:11132kB, shmem-rss:12345kB",
+        ],
+        source: "NPD test/kernel_log_generator/problems/oom_kill",
+        metric: "node_doctor_kernel_events_total",
+        label: ("kind", "oom_cgroup"),
+    },
+    Example {
+        reason: "TaskHung",
+        lines: &[
+            "INFO: task umount.aufs:21568 blocked for more than 120 seconds.",
+            "      Tainted: G         C    3.16.0-4-amd64 #1",
+            "\"echo 0 > /proc/sys/kernel/hung_task_timeout_secs\" disables this message.",
+        ],
+        source: "NPD test/kernel_log_generator/problems/aufs_umount_hung",
+        metric: "node_doctor_kernel_events_total",
+        label: ("kind", "hung_task"),
+    },
+    Example {
+        reason: "UnregisterNetDevice",
+        lines: &["unregister_netdevice: waiting for lo to become free. Usage count = 1"],
+        source: "NPD test/kernel_log_generator/problems/unregister_netdevice",
+        metric: "node_doctor_kernel_events_total",
+        label: ("kind", "unregister_netdevice"),
+    },
+    Example {
+        reason: "KernelOops",
+        lines: &[
+            "BUG: unable to handle kernel NULL pointer dereference at 0000000000000078",
+            "IP: [<ffffffff810a2c38>] pick_next_task_fair+0x6b8/0x820",
+            "PGD 0 ",
+            "Oops: 0000 [#1] SMP ",
+            "CPU: 11 PID: 63 Comm: ksoftirqd/11 Tainted: G         C    3.16.0-4-amd64 #1 Debian 3.16.7-ckt20-1+deb8u3",
+        ],
+        source: "NPD test/kernel_log_generator/problems/null_pointer",
+        metric: "node_doctor_kernel_events_total",
+        label: ("kind", "oops"),
+    },
+    Example {
+        reason: "KernelOops",
+        lines: &[
+            "divide error: 0000 [#1] SMP ",
+            "CPU: 1 PID: 1853 Comm: docker Tainted: G         C    3.16.0-4-amd64 #1 Debian 3.16.7-ckt20-1+deb8u4",
+        ],
+        source: "NPD test/kernel_log_generator/problems/divide_zero",
+        metric: "node_doctor_kernel_events_total",
+        label: ("kind", "oops"),
+    },
+    Example {
+        reason: "Ext4Error",
+        lines: &["EXT4-fs error (device sda1): ext4_find_entry:1455: inode #2"],
+        source: "NPD pkg/systemlogmonitor/log_buffer_equivalence_test.go",
+        metric: "node_doctor_kernel_events_total",
+        label: ("kind", "fs_error"),
+    },
+    Example {
+        reason: "Ext4Warning",
+        lines: &["EXT4-fs warning (device sda2): ext4_end_bio:346: I/O error 10 writing to inode 9700553 starting block 30781182)"],
+        source: "intel-gfx list, 2022-02-03, Imre Deak: dmesg of a CI machine (drm-tip, 5.17-rc)",
+        metric: "node_doctor_kernel_events_total",
+        label: ("kind", "ext4_warning"),
+    },
+    Example {
+        reason: "Ext4Warning",
+        lines: &["EXT4-fs warning (device sdb1): ext4_dx_add_entry:2217: inode #232194049: comm python: Directory index full!"],
+        source: "Ubuntu Forums, 2018-02-19, 'ubuntu-16.04 number of inodes different on identical external usb3 hds'",
+        metric: "node_doctor_kernel_events_total",
+        label: ("kind", "ext4_warning"),
+    },
+    Example {
+        reason: "IOError",
+        lines: &["Buffer I/O error on device sda2, logical block 30649854"],
+        source: "intel-gfx list, 2022-02-03, Imre Deak: dmesg of a CI machine (drm-tip, 5.17-rc)",
+        metric: "node_doctor_kernel_events_total",
+        label: ("kind", "fs_error"),
+    },
+    Example {
+        reason: "MemoryReadError",
+        lines: &["EDAC MC3: 1 CE memory read error on CPU_SrcID#0_Channel#0_DIMM#0 (channel:0 slot:0 page:0x12345 offset:0x0 grain:32 syndrome:0x0 -  area:DRAM err_code:0001:0090 socket:0 channel_mask:1 rank:0)"],
+        source: "Linux Documentation/firmware-guide/acpi/apei/einj.rst (the dmesg of an injected error)",
+        metric: "node_doctor_hardware_kernel_log_events_total",
+        label: ("kind", "edac_ce"),
+    },
+    Example {
+        reason: "CperHardwareErrorCorrected",
+        lines: &[
+            "{37}[Hardware Error]: Hardware error from APEI Generic Hardware Error Source: 162",
+            "{37}[Hardware Error]: It has been corrected by h/w and requires no further action",
+            "{37}[Hardware Error]: event severity: corrected",
+            "{37}[Hardware Error]:  Error 0, type: corrected",
+            "{37}[Hardware Error]:   section_type: memory error",
+        ],
+        source: "NPD commit 5562632053be (its CPER rules), the corrected example",
+        metric: "node_doctor_hardware_cper_records_total",
+        label: ("severity", "corrected"),
+    },
+    Example {
+        reason: "CperHardwareErrorRecoverable",
+        lines: &[
+            "{3}[Hardware Error]: Hardware error from APEI Generic Hardware Error Source: 4",
+            "{3}[Hardware Error]: event severity: recoverable",
+            "{3}[Hardware Error]:  Error 0, type: recoverable",
+            "{3}[Hardware Error]:  fru_text: B1",
+            "{3}[Hardware Error]:   section_type: memory error",
+        ],
+        source: "NPD commit 5562632053be (its CPER rules), the recoverable example",
+        metric: "node_doctor_hardware_cper_records_total",
+        label: ("severity", "recoverable"),
+    },
+];
+
+/// Every line NPD's rule fires on, as NPD does: each kmsg message trimmed (its kmsg watcher's
+/// `strings.TrimSpace`) and pushed into a buffer of the config's `bufferSize`, the rule
+/// matched after each push; returns the messages of its Events.
+fn npd_events(rule: &collectors::npd::config::NpdRule, size: usize, lines: &[&str]) -> Vec<String> {
+    let mut buf = collectors::npd::matcher::LineBuffer::new(size);
+    let mut out = Vec::new();
+    for l in lines {
+        buf.push(l.trim());
+        if let Some(m) = buf.matches(&rule.regex) {
+            out.push(m.join("\n"));
+        }
+    }
+    out
+}
+
+/// node-doctor's kernel and hardware collectors on a fake host whose kernel log holds `lines`
+/// (60 s before the host's uptime): their findings and metrics.
+fn node_doctor_on(lines: &[&str]) -> (Vec<Finding>, Vec<collectors::Metric>) {
+    use collectors::hardware::{HardwareCollector, HardwareConfig};
+    let kmsg: String = lines
+        .iter()
+        .enumerate()
+        .map(|(i, m)| format!("3,{},{},-;{m}\n", 10 + i, 7_140_000_000u64 + i as u64 * 10))
+        .collect();
+    let h = FakeHost::new();
+    h.write("/proc/uptime", "7200.00 14000.00\n")
+        .write(
+            "/proc/meminfo",
+            "MemTotal: 8009924 kB\nHardwareCorrupted:     0 kB\n",
+        )
+        .write("/proc/sys/kernel/tainted", "0\n")
+        .write("/dev/kmsg", kmsg)
+        .write(
+            "/proc/1/mountinfo",
+            "22 1 253:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n\
+             40 22 8:1 / /data rw,relatime - ext4 /dev/sda1 rw,errors=remount-ro\n\
+             41 22 8:2 / /var/lib/kubelet rw,relatime - ext4 /dev/sda2 rw\n\
+             42 22 8:17 / /scratch rw,relatime - ext4 /dev/sdb1 rw\n",
+        )
+        .write("/sys/class/block/sda1/dev", "8:1\n")
+        .write("/sys/class/block/sda2/dev", "8:2\n")
+        .write("/sys/class/block/sdb1/dev", "8:17\n");
+    let mut findings = Vec::new();
+    let mut metrics = Vec::new();
+    // Not `support::collect`: one golden record per example would say nothing more.
+    let kernel = KernelCollector::new(h.node(), KernelConfig::default()).collect(&support::ctx());
+    let hardware =
+        HardwareCollector::new(h.node(), HardwareConfig::default()).collect(&support::ctx());
+    for c in [kernel, hardware] {
+        findings.extend(c.findings);
+        metrics.extend(c.metrics);
+    }
+    (findings, metrics)
+}
+
+/// Every temporary rule of NPD's kernel monitor (the pinned copy in
+/// `fixtures/npd/upstream/`), with its example lines: NPD's pattern fires on them (so the
+/// example is one NPD writes an Event for), and node-doctor, on those lines alone (below any
+/// burst threshold), raises a finding whose Event under `--kube-npd-names` has NPD's reason,
+/// NPD's type (Warning) and, where the rule keeps the line, NPD's message; and counts the
+/// lines on /metrics. A temporary rule added upstream without an example here fails.
+#[test]
+fn npd_parity_every_temporary_kernel_rule() {
+    use collectors::npd::config::{self, RuleKind};
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/npd/upstream/kernel-monitor.json");
+    let cfg = config::load(&path).expect("NPD's kernel-monitor.json loads");
+    let temporary: Vec<_> = cfg
+        .rules
+        .iter()
+        .filter(|r| r.kind == RuleKind::Temporary)
+        .collect();
+    assert!(temporary.len() >= 11, "{} temporary rules", temporary.len());
+    let mut failures = Vec::new();
+    for rule in &temporary {
+        let examples: Vec<_> = TEMPORARY_EXAMPLES
+            .iter()
+            .filter(|e| {
+                e.reason == rule.reason && !npd_events(rule, cfg.buffer_size, e.lines).is_empty()
+            })
+            .collect();
+        if examples.is_empty() {
+            failures.push(format!(
+                "{} ({}): no example line NPD's pattern matches",
+                rule.reason, rule.pattern
+            ));
+            continue;
+        }
+        for Example {
+            reason,
+            lines,
+            source,
+            metric,
+            label,
+        } in examples
+        {
+            let npd_messages = npd_events(rule, cfg.buffer_size, lines);
+            let (findings, metrics) = node_doctor_on(lines);
+            let counted = metrics
+                .iter()
+                .filter(|m| {
+                    m.name == *metric && m.labels.iter().any(|(k, v)| k == label.0 && v == label.1)
+                })
+                .map(|m| m.value)
+                .sum::<f64>();
+            let event = findings.iter().find_map(|f| {
+                let e = collectors::rules::RuleBook::event(f)?;
+                (e.reason_for(true, f).as_deref() == Some(*reason)).then_some((f, e))
+            });
+            let Some((f, e)) = event else {
+                failures.push(format!(
+                    "{reason} ({source}): no finding with NPD's reason: {:?}",
+                    findings
+                        .iter()
+                        .map(|f| (f.key(), f.severity))
+                        .collect::<Vec<_>>()
+                ));
+                continue;
+            };
+            let message = e.npd_message_for(true, f);
+            eprintln!(
+                "ok    {reason:<30} {} {} ({:?}), {metric}{{{}={}}} {counted}, message {}",
+                f.id,
+                f.subject,
+                f.severity,
+                label.0,
+                label.1,
+                if message.is_some() {
+                    "NPD's line"
+                } else {
+                    "node-doctor's"
+                }
+            );
+            if !e.is_npd_for(true, f) {
+                failures.push(format!("{reason}: not written as NPD's Event (Warning)"));
+            }
+            if counted < 1.0 {
+                failures.push(format!(
+                    "{reason}: {metric}{{{}={}}} did not count it",
+                    label.0, label.1
+                ));
+            }
+            if let Some(m) = message {
+                if !npd_messages.contains(&m) {
+                    failures.push(format!("{reason}: message {m:?}, NPD's {npd_messages:?}"));
+                }
+            }
+        }
+    }
+    println!(
+        "{} temporary rules, {} failures",
+        temporary.len(),
+        failures.len()
+    );
+    assert!(failures.is_empty(), "{failures:#?}");
 }

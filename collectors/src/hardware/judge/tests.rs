@@ -27,6 +27,7 @@ fn events(subject: &str, kinds: &[&str], count: u64, ago: u64, worst: &str) -> L
         count,
         last_seen_seconds_ago: Some(ago),
         worst: worst.into(),
+        line: None,
     }
 }
 
@@ -44,10 +45,16 @@ fn uncorrected_is_critical_and_corrected_warns_only_in_bursts() {
         }]),
         ..HardwareSample::default()
     };
-    assert!(
-        judge(&s, &t).is_empty(),
-        "9 corrected errors are below the burst"
-    );
+    // 9 corrected errors are below the burst: info, not a warning.
+    let d = judge(&s, &t);
+    assert_eq!(ids(&d), vec![("hardware.memory_corrected", Severity::Info)]);
+    assert!(d[0].conditions.contains("below_burst"));
+    assert_eq!(d[0].evidence["ce_in_window"].as_f64(), Some(9.0));
+    // None within the window (a counter that has not risen): nothing.
+    let e = s.edac.as_mut().unwrap();
+    e[0].controller = counters("mc0", None, 500, Some(0), 0);
+    e[0].dimms[0] = counters("mc0/dimm0", Some("DIMM_A1"), 500, Some(0), 0);
+    assert!(judge(&s, &t).is_empty());
     let e = s.edac.as_mut().unwrap();
     e[0].controller = counters("mc0", None, 12, Some(1), 12);
     e[0].dimms[0] = counters("mc0/dimm0", Some("DIMM_A1"), 12, Some(1), 12);
@@ -91,8 +98,54 @@ fn kernel_log_events_decay() {
             ("hardware.machine_check", Severity::Critical),
             ("hardware.cper", Severity::Critical),
             ("hardware.cper", Severity::Info),
+            ("hardware.cper", Severity::Info),
         ]
     );
+}
+
+/// One corrected line below the burst is an info finding that keeps the line (the Event's
+/// message under node-problem-detector's names); at the burst it warns.
+#[test]
+fn a_single_corrected_line_is_info_with_its_line_and_a_burst_warns() {
+    let t = Thresholds::default();
+    let line = "EDAC MC0: 1 CE memory read error on DIMM_A1 (channel:0 slot:0 page:0x1 offset:0x0 grain:32 syndrome:0x0)";
+    let cper_line = "{7}[Hardware Error]: event severity: corrected";
+    let mut s = HardwareSample {
+        edac_ce_lines: vec![LogEvents {
+            line: Some(line.into()),
+            ..events("mc0", &["DIMM_A1"], 1, 30, "logged")
+        }],
+        cper: vec![LogEvents {
+            line: Some(cper_line.into()),
+            ..events("corrected", &["memory error"], 1, 30, "corrected")
+        }],
+        ..HardwareSample::default()
+    };
+    let d = judge(&s, &t);
+    assert_eq!(
+        ids(&d),
+        vec![
+            ("hardware.memory_corrected", Severity::Info),
+            ("hardware.cper", Severity::Info)
+        ]
+    );
+    assert_eq!(d[0].evidence["line"].as_str(), Some(line));
+    assert_eq!(d[0].evidence["ce_in_window"].as_f64(), Some(1.0));
+    assert!(d[0].conditions.contains("logged") && d[0].conditions.contains("below_burst"));
+    assert_eq!(d[1].evidence["line"].as_str(), Some(cper_line));
+    assert!(d[1].conditions.contains("corrected") && d[1].conditions.contains("below_burst"));
+    s.edac_ce_lines[0].count = t.corrected_burst;
+    s.cper[0].count = t.corrected_burst;
+    let d = judge(&s, &t);
+    assert_eq!(
+        ids(&d),
+        vec![
+            ("hardware.memory_corrected", Severity::Warning),
+            ("hardware.cper", Severity::Warning)
+        ]
+    );
+    assert!(!d[0].conditions.contains("below_burst"));
+    assert!(!d[1].conditions.contains("below_burst"));
 }
 
 #[test]
