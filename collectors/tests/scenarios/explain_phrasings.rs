@@ -153,6 +153,43 @@ const ZH_000: &[(&str, Src, &str)] = &[
     ("W1002", Handbook, "告警原因: 删除Ingress的时候，Ingress使用的负载均衡下的监听器没有被删除"),
     ("W1002", Handbook, "详细描述: Ingress使用的负载均衡资源下的监听器名称不是TKE-DEDICATED-LISTENER，该监听器不是Ingress创建的或是被修改，生命周期没有在Ingress的管理之下。需要自行手动删除。"),
     ("W1002", Operator, "删除 Ingress 以后负载均衡下的监听器没删除"),
+    // More operator phrasings, one or two words away from the ones above.
+    ("E4003", Operator, "负载均衡数量超过了上限"),
+    ("E4004", Operator, "监听器个数达到上限"),
+    ("E4005", Operator, "CLB 规则条数超限了"),
+    ("E4006", Operator, "监听器有重定向规则删不掉"),
+    ("E4007", Operator, "Norm 鉴权失败，ip-masq-agent 配置被改过"),
+    ("E4008", Operator, "TKE_QCSRole 授权被删了"),
+    ("E4009", Operator, "ingress tls 的 secretName 是空的"),
+    ("E4010", Operator, "tls 配置的 secret 找不到"),
+    ("E4011", Operator, "secret 中缺少 qcloud_cert_id"),
+    ("E4013", Operator, "ingress 的 rules.http 为空"),
+    ("E4017", Operator, "CLB 的标签被删了"),
+    ("E4018", Operator, "existLbId 指定的负载均衡找不到"),
+    ("E4020", Operator, "这个 CLB 已经被其他 ingress 占用了"),
+    ("E4021", Operator, "复用的 CLB 上面还有监听器"),
+    ("E4022", Operator, "http-rules 注解解析失败"),
+    ("E4026", Operator, "extensiveParameters 解析失败"),
+    ("E4027", Operator, "账户欠费导致ingress创建负载均衡失败"),
+    ("E4031", Operator, "ingress 路径格式不合法"),
+    ("E4033", Operator, "当前地域不支持 IPv6 的 CLB"),
+    ("E4034", Operator, "ingress 规则没有填 host"),
+    ("E4035", Operator, "证书 ID 格式不对"),
+    ("E4036", Operator, "证书 ID 不存在"),
+    ("E4039", Operator, "ingress证书已经过期"),
+    ("E4040", Operator, "有域名没有对应的 TLS 证书"),
+    ("E4041", Operator, "ingress 报 service 找不到"),
+    ("E4042", Operator, "ingress 里写的 service 端口不对"),
+    ("E4043", Operator, "找不到 TkeServiceConfig"),
+    ("E4047", Operator, "ingress 后端 service 类型必须是 NodePort 或 LoadBalancer"),
+    ("E4048", Operator, "配置了多个默认证书"),
+    ("E4049", Operator, "一个域名配置了多个证书"),
+    ("E4053", Operator, "子网里的IP已经用光了，CLB创建失败"),
+    ("E4053", Operator, "Ingress 的负载均衡子网 IP 不足"),
+    ("E5009", Operator, "CLB 批量解绑后端出错"),
+    ("E6001", Operator, "tke-config 配置缺失，ingress controller 启动失败"),
+    ("E6006", Operator, "l7-lb-controller 调用云 API i/o timeout"),
+    ("W1001", Operator, "删除 ingress 后负载均衡还在"),
 ];
 
 /// `(code, from, paste)` for 004's tables: the 004 entry of `code` first, confidently.
@@ -271,6 +308,21 @@ const ZH_004: &[(&str, Src, &str)] = &[
         Operator,
         "通过 OpenAPI 创建路由失败",
     ),
+    // More operator phrasings.
+    ("CreateRouteRuleFailed", Operator, "容器网络创建路由失败"),
+    ("ENICapacityExceed", Operator, "弹性网卡数量达到配额"),
+    ("IPPoolExhausted", Operator, "IP 池耗尽了"),
+    ("MetaAPIError02", Operator, "MetaAPI 获取地域信息失败"),
+    ("NoAvailableSubnet", Operator, "可用区没有子网可用"),
+    ("NoMoreIP", Operator, "节点上没有可用 IP 了"),
+    ("OpenAPIError", Operator, "调用 open API 报错"),
+    (
+        "SubnetNoMoreIP",
+        Operator,
+        "子网 IP 耗尽，ENI 绑不了辅助 IP",
+    ),
+    ("VPCQuotaLimitExceeded", Operator, "VPC 路由规则超过配额"),
+    ("WaitCreateMoreENI", Operator, "正在等待创建 ENI"),
 ];
 
 /// Handbook wording two entries share word for word: the answer is a labelled choice between
@@ -630,6 +682,10 @@ const REGISTRY: &[(&str, &str)] = &[
         "image-corrupted",
         "Failed to pull image \"codercom/code-server:3.9.0\": rpc error: code = FailedPrecondition desc = failed to pull and unpack image \"docker.io/codercom/code-server:3.9.0\": failed commit on ref \"layer-sha256:1860da6d8902305631883be7a65a6a60d5f24be9048bf82c8c454ac2748d3950\": unexpected commit digest sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855, expected sha256:1860da6d8902305631883be7a65a6a60d5f24be9048bf82c8c454ac2748d3950: failed precondition",
     ),
+    // An operator's own words around the registry's message.
+    ("image-not-found", "拉镜像报 manifest unknown"),
+    // An operator's own words around the registry's message.
+    ("registry-auth-failed", "拉取私有镜像报 unauthorized: authentication required"),
 ];
 
 /// The acceptance test for registry errors: each pull failure gets the entry for its
