@@ -649,6 +649,24 @@ const REGISTRY: &[(&str, &str)] = &[
         "pod-status:RegistryUnavailable",
         "  Warning  FailedCreatePodSandBox  4m (x76 over 64m)  kubelet, str-s6000-acs-13  Failed to create pod sandbox: rpc error: code = Unknown desc = failed pulling image \"k8s.gcr.io/pause:3.1\": Error response from daemon: Get https://k8s.gcr.io/v2/: net/http: request canceled while waiting for connection (Client.Timeout exceeded while awaiting headers)",
     ),
+    // A TLS handshake to the registry's blob store timing out, as dockerd says it:
+    // docker-archive-public/docker.kitematic#3546.
+    (
+        "pod-status:RegistryUnavailable",
+        "error pulling image configuration: Get https://dseasb33srnrn.cloudfront.net/registry-v2/docker/registry/v2/blobs/sha256/81/81409e9021d330edbe6411201cd161fa862201742be0fe0b3e13a980f11fada2/data?Expires=1517290293&Key-Pair-Id=APKAJECH5M7VWIS5YZ6Q: net/http: TLS handshake timeout",
+    ),
+    // The same, reported in Chinese: xiaopeng163/docker.tips#4.
+    (
+        "pod-status:RegistryUnavailable",
+        "在pull镜像时，经常会出现`Error response from daemon: Head \"https://registry-1.docker.io/v2/library/postgres/manifests/10\": net/http: TLS handshake timeout`。",
+    ),
+    // Nothing listens at the registry's address (dockerd pinging /v2/): a docker registry
+    // tutorial's transcript, public markdown found by the code search (which does not name
+    // its repository).
+    (
+        "pod-status:RegistryUnavailable",
+        "/ # docker pull localhost:5000/busybox:latest\nError response from daemon: Get http://localhost:5000/v2/: dial tcp 127.0.0.1:5000: connect: connection refused",
+    ),
     // TOOMANYREQUESTS with its 429 through containerd: kata-containers/kata-containers#10109.
     (
         "registry-rate-limited",
@@ -709,4 +727,23 @@ fn registry_errors_in_pull_failures_rank_their_cause_first() {
         failures.len(),
         failures.join("\n")
     );
+}
+
+/// A dial failure that is not a pull is not the registry's: a probe refused by the Pod is the
+/// generic Unhealthy event with its candidate causes (GitLab's Auto DevOps troubleshooting page,
+/// gitlabhq/gitlabhq doc/topics/autodevops/troubleshooting.md).
+#[test]
+fn a_probe_dial_failure_is_not_a_registry_failure() {
+    let l = lookup(
+        "3m20s       Warning   Unhealthy                pod/staging-85db88dcb6-rxd6g                      Readiness probe failed: Get http://10.192.0.6:5000/: dial tcp 10.192.0.6:5000: connect: connection refused",
+    );
+    assert!(
+        !l.matches
+            .iter()
+            .any(|m| m.entry.key == "pod-status:RegistryUnavailable"),
+        "{:?}",
+        l.matches.iter().map(|m| &m.entry.key).collect::<Vec<_>>()
+    );
+    assert_eq!(l.confidence(), Confidence::Generic);
+    assert_eq!(l.matches[0].entry.key, "event:Unhealthy");
 }
