@@ -9,6 +9,7 @@ mod disk;
 mod disk_filling;
 mod dns;
 mod explain;
+mod explain_phrasings;
 mod golden;
 mod hardware;
 mod hostile;
