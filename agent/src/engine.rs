@@ -252,13 +252,14 @@ pub fn spawn_schedulers(
     shared: Arc<Shared>,
     stop: Arc<Stop>,
 ) -> std::io::Result<()> {
-    // Once every collector has run, start-up is over: its code and data pages go back.
-    let started_up = Arc::new(std::sync::Once::new());
+    // Once every collector has run, start-up is over: its code and data pages go back; and
+    // again after any run that follows a bulk read of embedded text.
+    let image = Arc::new(ImagePages::default());
     for runner in runners {
         let ctx = ctx.clone();
         let shared = Arc::clone(&shared);
         let stop = Arc::clone(&stop);
-        let started_up = Arc::clone(&started_up);
+        let image = Arc::clone(&image);
         std::thread::Builder::new()
             .name(format!("sched-{}", runner.name()))
             .spawn(move || loop {
@@ -267,21 +268,40 @@ pub fn spawn_schedulers(
                 let report = runner.run_once(&ctx);
                 shared.apply(runner.name(), report, started);
                 crate::heap::release_free_pages();
-                if !started_up.is_completed() && shared.latest().snapshot.ready {
-                    started_up.call_once(|| {
-                        let bytes = crate::image::release_startup_pages();
-                        tracing::debug!(
-                            bytes,
-                            "start-up over: released the program's read-only pages"
-                        );
-                    });
-                }
+                image.after_run(shared.latest().snapshot.ready);
                 if stop.wait_until(start + runner.interval) {
                     break;
                 }
             })?;
     }
     Ok(())
+}
+
+/// When `serve` hands its program's read-only pages back ([`crate::image`]): once every
+/// collector has run (start-up's code and data), and after any later run once embedded text
+/// was read in bulk since the last time ([`collectors::embedded`]: a rule's first rendering,
+/// a `see_also` key's first title, `/explain`'s first catalogue). Those reads happen once per
+/// rule, key or file, so the releases are few; what a cycle runs faults back in from the
+/// page cache.
+#[derive(Default)]
+struct ImagePages {
+    /// The bulk-read count at the last release; `None` before start-up is over.
+    released_at: Mutex<Option<u64>>,
+}
+
+impl ImagePages {
+    fn after_run(&self, ready: bool) {
+        let mut at = self.released_at.lock().unwrap_or_else(|e| e.into_inner());
+        let reads = collectors::embedded::bulk_reads();
+        let why = match *at {
+            None if ready => "start-up over",
+            Some(last) if reads != last => "embedded text read",
+            _ => return,
+        };
+        *at = Some(reads);
+        let bytes = crate::image::release_startup_pages();
+        tracing::debug!(bytes, why, "released the program's read-only pages");
+    }
 }
 
 /// Runs every runner once, in parallel, and records the results in `state`. Nothing is

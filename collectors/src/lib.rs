@@ -17,6 +17,7 @@ pub mod config;
 pub mod conntrack;
 pub mod disk;
 pub mod dns;
+pub mod embedded;
 pub mod error;
 pub mod explain;
 pub mod finding;

@@ -324,6 +324,7 @@ fn words(s: &str) -> impl Iterator<Item = String> + '_ {
 impl Catalogue {
     /// Parses every embedded data file and checks that keys are unique.
     pub fn load() -> Result<Catalogue, CatalogueError> {
+        crate::embedded::note_bulk_read();
         let mut entries = Vec::new();
         for (file, text) in FILES {
             entries.extend(parse_file(file, text)?);
@@ -436,6 +437,7 @@ pub fn by_key_in_files(key: &str) -> Option<&'static Entry> {
 
 /// [`by_key_in_files`]'s search, without its memory.
 fn find_in_files(key: &str) -> Option<Entry> {
+    crate::embedded::note_bulk_read();
     let quoted = format!("\"{key}\"");
     let code = key.rsplit_once(':').map(|(_, c)| format!("\"{c}\""));
     // memchr's SIMD search: each lookup scans the 240 KB of embedded text for two needles.

@@ -168,7 +168,10 @@ impl Builtin {
     /// their ids only.
     fn file(&self, i: usize) -> &BTreeMap<String, Rule> {
         let (name, cell) = &self.files[i];
-        cell.get_or_init(|| match load::builtin_file(name, Self::text(i)) {
+        cell.get_or_init(|| match {
+            crate::embedded::note_bulk_read();
+            load::builtin_file(name, Self::text(i))
+        } {
             Ok(rules) => rules.into_iter().map(|r| (r.id.clone(), r)).collect(),
             Err(e) => {
                 tracing::error!(error = %e, "a built-in rule file does not load; its findings will carry their ids only");
@@ -186,9 +189,12 @@ impl Builtin {
         let Some((json, cell)) = alone.rules.get(id) else {
             return Some(None);
         };
-        cell.get_or_init(|| load::builtin_rule(name, alone.collector, json).ok())
-            .as_ref()
-            .map(Some)
+        cell.get_or_init(|| {
+            crate::embedded::note_bulk_read();
+            load::builtin_rule(name, alone.collector, json).ok()
+        })
+        .as_ref()
+        .map(Some)
     }
 
     /// The rule `id`: only the files of its collector (the id's first segment) are looked
