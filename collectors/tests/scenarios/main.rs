@@ -9,6 +9,7 @@ mod disk;
 mod disk_filling;
 mod dns;
 mod explain;
+mod function_length;
 mod golden;
 mod hardware;
 mod hostile;
