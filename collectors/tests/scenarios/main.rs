@@ -5,6 +5,8 @@
 mod citations;
 mod clock;
 mod conntrack;
+#[path = "../../../agent/tests/e2e/debian.rs"]
+mod debian;
 mod disk;
 mod disk_filling;
 mod dns;
