@@ -10,6 +10,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use syn::punctuated::Punctuated;
 use syn::visit::Visit;
 
 /// The longest function allowed, from its `fn` line to its closing brace.
@@ -24,25 +25,49 @@ struct Long {
     lines: usize,
 }
 
-/// True for `#[test]`, `#[tokio::test]` and the like, and `#[cfg(test)]` (or a `cfg` naming
-/// `test` among others, such as `cfg(all(test, feature = "x"))`).
+/// True for `#[test]`, `#[tokio::test]` and the like, and a `cfg` that holds only when
+/// compiling tests (`cfg(test)`, `cfg(all(test, unix))`; not `cfg(not(test))` or
+/// `cfg(any(test, unix))`).
 fn is_test(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(|a| {
-        let path = a.path();
-        if path.segments.last().is_some_and(|s| s.ident == "test") {
-            return true;
-        }
-        match &a.meta {
-            syn::Meta::List(l) if path.is_ident("cfg") => l
-                .tokens
-                .clone()
-                .into_iter()
-                .any(|t| matches!(&t, proc_macro2::TokenTree::Ident(i) if i == "test")
-                    || matches!(&t, proc_macro2::TokenTree::Group(g)
-                        if g.stream().into_iter().any(|t| matches!(&t, proc_macro2::TokenTree::Ident(i) if i == "test")))),
-            _ => false,
-        }
+        a.path().segments.last().is_some_and(|s| s.ident == "test")
+            || (a.path().is_ident("cfg")
+                && a.parse_args::<syn::Meta>()
+                    .is_ok_and(|m| without_tests(&m) == Some(false)))
     })
+}
+
+/// A `cfg` predicate's value when not compiling tests: `None` when it depends on something
+/// else (a feature, the target).
+fn without_tests(m: &syn::Meta) -> Option<bool> {
+    let syn::Meta::List(l) = m else {
+        return m.path().is_ident("test").then_some(false);
+    };
+    let args = l
+        .parse_args_with(Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated)
+        .ok()?;
+    let values: Vec<Option<bool>> = args.iter().map(without_tests).collect();
+    let (all, any) = (
+        values.iter().all(|v| *v == Some(true)),
+        values.iter().all(|v| *v == Some(false)),
+    );
+    if l.path.is_ident("all") {
+        if values.contains(&Some(false)) {
+            Some(false)
+        } else {
+            all.then_some(true)
+        }
+    } else if l.path.is_ident("any") {
+        if values.contains(&Some(true)) {
+            Some(true)
+        } else {
+            any.then_some(false)
+        }
+    } else if l.path.is_ident("not") && values.len() == 1 {
+        values[0].map(|v| !v)
+    } else {
+        None
+    }
 }
 
 /// `#[path = "…"]` of a module declaration.
@@ -334,6 +359,8 @@ fn the_length_check_measures_what_it_should() {
          #[test]\nfn a_test() {{\n{}}}\n\
          #[cfg(test)]\nmod tests {{\n    fn helper() {{\n{}    }}\n}}\n\
          #[cfg(all(test, unix))]\nimpl S {{\n    fn test_only() {{\n{}    }}\n}}\n\
+         #[cfg(not(test))]\nfn not_in_tests() {{\n{}}}\n\
+         #[cfg(any(test, unix))]\nfn maybe_in_tests() {{\n{}}}\n\
          mod plain;\n#[path = \"../elsewhere.rs\"]\nmod moved;\n#[cfg(test)]\nmod tests_file;\n",
         body(120),
         body(121),
@@ -343,6 +370,8 @@ fn the_length_check_measures_what_it_should() {
         body(300),
         body(300),
         body(300),
+        body(131),
+        body(132),
     );
     let (long, modules, tests) = walk_file(Path::new("src/a.rs"), "src/a.rs", &text, false);
     let got: Vec<(&str, usize)> = long.iter().map(|l| (l.name.as_str(), l.lines)).collect();
@@ -355,6 +384,8 @@ fn the_length_check_measures_what_it_should() {
             // The outer function holds the inner one's lines, so both are over.
             ("nested_outer", 202),
             ("inner", 200),
+            ("not_in_tests", 131),
+            ("maybe_in_tests", 132),
         ]
     );
     assert_eq!(long[0].line, 121, "{:?}", long[0]);
