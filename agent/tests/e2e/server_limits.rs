@@ -46,8 +46,8 @@ fn flood(addr: SocketAddr, n: usize, first: &[u8]) -> Vec<TcpStream> {
 }
 
 /// Raises RLIMIT_NOFILE so this process can hold `n` connections. As root (CI) that must
-/// work; a user whose hard limit is lower skips, saying why.
-fn can_hold(n: usize) -> bool {
+/// work; a user whose hard limit is lower skips, saying why (`test` names it).
+fn can_hold(test: &str, n: usize) -> bool {
     let nofile = raise_nofile(n as u64 + 2048);
     if nofile >= n as u64 + 1024 {
         return true;
@@ -57,7 +57,8 @@ fn can_hold(n: usize) -> bool {
         "RLIMIT_NOFILE is {nofile} even for root: cannot hold {n} connections"
     );
     eprintln!(
-        "skipped: RLIMIT_NOFILE hard limit {nofile} is too low for {n} connections (run as root)"
+        "SKIP {test}: RLIMIT_NOFILE hard limit {nofile} is too low for {n} connections (run as \
+         root)"
     );
     false
 }
@@ -125,7 +126,10 @@ fn shed_count(s: &Server, reason: &str) -> f64 {
 fn an_idle_connection_flood_is_shed_and_the_agent_keeps_answering() {
     const FLOOD: usize = 10_000;
     let _machine = exclusive();
-    if !can_hold(FLOOD) {
+    if !can_hold(
+        "an_idle_connection_flood_is_shed_and_the_agent_keeps_answering",
+        FLOOD,
+    ) {
         return;
     }
     let root = FakeRoot::quiet();
@@ -210,7 +214,7 @@ fn an_idle_connection_flood_is_shed_and_the_agent_keeps_answering() {
 fn slow_partial_headers_are_bounded_and_cut_off() {
     const FLOOD: usize = 2_000;
     let _machine = exclusive();
-    if !can_hold(FLOOD) {
+    if !can_hold("slow_partial_headers_are_bounded_and_cut_off", FLOOD) {
         return;
     }
     let root = FakeRoot::quiet();
