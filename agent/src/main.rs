@@ -65,83 +65,17 @@ fn main() -> ExitCode {
     };
     init_logging(&cli);
     if let Command::Explain(args) = cli.command {
-        // A lookup in the built-in catalogue: no host is read.
-        let args = match args.normalized() {
-            Ok(a) => a,
-            Err(msg) => return usage(&msg),
-        };
-        let format = match args.format {
-            Format::Table => explain_cmd::Format::Table,
-            Format::Json => explain_cmd::Format::Json,
-        };
-        let query = args.query.join(" ");
-        // A rule id (`node-doctor explain load.high_load`, what NodeConditions and Events point
-        // to): the rule's own text, with the rule files and thresholds of these flags.
-        if let Some(id) = rule_id(&query) {
-            let rules = match load_rules(&cli.rules_files) {
-                Ok(r) => r,
-                Err(msg) => return usage(&msg),
-            };
-            let thresholds = rules_page::thresholds(&cli.tuning.options());
-            if let Some(code) =
-                explain_cmd::run_rule(&rules, id, args.lang.into(), format, &thresholds)
-            {
-                return ExitCode::from(u8::try_from(code).unwrap_or(EXIT_AGENT_FAILED));
-            }
-        }
-        let code = explain_cmd::run(&query, args.lang.into(), format);
-        return ExitCode::from(u8::try_from(code).unwrap_or(EXIT_AGENT_FAILED));
+        return explain(args, &cli.rules_files, &cli.tuning);
     }
     // A panic outside the collectors' catch_unwind is a bug; make it visible in the logs.
     std::panic::set_hook(Box::new(|info| {
         let thread = std::thread::current();
         tracing::error!(thread = thread.name().unwrap_or("?"), panic = %info, "panic");
     }));
-
-    let rules = match load_rules(&cli.rules_files) {
-        Ok(r) => r,
-        Err(msg) => return usage(&msg),
+    let (ctx, opts, node) = match prepare(&cli) {
+        Ok(p) => p,
+        Err(code) => return code,
     };
-    let npd_configs = match load_npd_configs(&cli.tuning.npd_configs) {
-        Ok(c) => c,
-        Err(msg) => return usage(&msg),
-    };
-    let host = HostPaths::new(&cli.host_root);
-    if let Err(msg) = exit::check_host_root(&cli.host_root) {
-        // Said on stderr whatever the log level: `check` logs only errors by default, and an
-        // empty or wrong root must never pass for a quiet node.
-        tracing::error!(host_root = %cli.host_root.display(), "{msg}");
-        if !tracing::enabled!(tracing::Level::ERROR) {
-            eprintln!("node-doctor: {msg}");
-        }
-        return ExitCode::from(EXIT_AGENT_FAILED);
-    }
-    let ctx = CollectContext::new(
-        node_name(cli.node_name.as_deref(), host.root()),
-        netns::detect(&host),
-    )
-    .with_rules(rules);
-    if let Command::Serve(args) = &cli.command {
-        if args.kube.report {
-            if let Err(msg) = register_npd_conditions(&npd_configs, args.kube.npd_names) {
-                return usage(&msg);
-            }
-        }
-    }
-    let mut opts: CollectorOptions = cli.tuning.options();
-    opts.npd.configs = npd_configs;
-    if matches!(cli.command, Command::Check(_)) {
-        opts = cli::for_check(opts);
-    }
-    // The node context every collector shares: built once, here. `check`'s collectors run
-    // together, twice, `interval` apart: pid 1's unix socket and mount tables are read once
-    // for all of them (collectors::node::shared; serve keeps no table between its rounds).
-    let node = collectors::Node::new(host.clone());
-    let node = match &cli.command {
-        Command::Check(args) => node.sharing_reads(check_shared_window(args.interval)),
-        _ => node,
-    };
-
     match &cli.command {
         Command::Serve(args) => {
             let plan = Plan {
@@ -184,6 +118,82 @@ fn main() -> ExitCode {
         // Handled before the host is looked at.
         Command::Explain(_) => ExitCode::SUCCESS,
     }
+}
+
+/// `node-doctor explain`: a lookup in the built-in catalogue, or a rule's own text; no host
+/// is read.
+fn explain(
+    args: cli::ExplainArgs,
+    rules_files: &[std::path::PathBuf],
+    tuning: &cli::CollectorFlags,
+) -> ExitCode {
+    let args = match args.normalized() {
+        Ok(a) => a,
+        Err(msg) => return usage(&msg),
+    };
+    let format = match args.format {
+        Format::Table => explain_cmd::Format::Table,
+        Format::Json => explain_cmd::Format::Json,
+    };
+    let query = args.query.join(" ");
+    // A rule id (`node-doctor explain load.high_load`, what NodeConditions and Events point
+    // to): the rule's own text, with the rule files and thresholds of these flags.
+    if let Some(id) = rule_id(&query) {
+        let rules = match load_rules(rules_files) {
+            Ok(r) => r,
+            Err(msg) => return usage(&msg),
+        };
+        let thresholds = rules_page::thresholds(&tuning.options());
+        if let Some(code) = explain_cmd::run_rule(&rules, id, args.lang.into(), format, &thresholds)
+        {
+            return ExitCode::from(u8::try_from(code).unwrap_or(EXIT_AGENT_FAILED));
+        }
+    }
+    let code = explain_cmd::run(&query, args.lang.into(), format);
+    ExitCode::from(u8::try_from(code).unwrap_or(EXIT_AGENT_FAILED))
+}
+
+/// What `serve` and `check` share before their collectors run: the rule files and NPD configs
+/// loaded, the host root checked, the context, the collectors' options and the node context.
+/// `Err` is the exit code after saying why.
+fn prepare(cli: &Cli) -> Result<(CollectContext, CollectorOptions, collectors::Node), ExitCode> {
+    let rules = load_rules(&cli.rules_files).map_err(|msg| usage(&msg))?;
+    let npd_configs = load_npd_configs(&cli.tuning.npd_configs).map_err(|msg| usage(&msg))?;
+    let host = HostPaths::new(&cli.host_root);
+    if let Err(msg) = exit::check_host_root(&cli.host_root) {
+        // Said on stderr whatever the log level: `check` logs only errors by default, and an
+        // empty or wrong root must never pass for a quiet node.
+        tracing::error!(host_root = %cli.host_root.display(), "{msg}");
+        if !tracing::enabled!(tracing::Level::ERROR) {
+            eprintln!("node-doctor: {msg}");
+        }
+        return Err(ExitCode::from(EXIT_AGENT_FAILED));
+    }
+    let ctx = CollectContext::new(
+        node_name(cli.node_name.as_deref(), host.root()),
+        netns::detect(&host),
+    )
+    .with_rules(rules);
+    if let Command::Serve(args) = &cli.command {
+        if args.kube.report {
+            register_npd_conditions(&npd_configs, args.kube.npd_names)
+                .map_err(|msg| usage(&msg))?;
+        }
+    }
+    let mut opts: CollectorOptions = cli.tuning.options();
+    opts.npd.configs = npd_configs;
+    if matches!(cli.command, Command::Check(_)) {
+        opts = cli::for_check(opts);
+    }
+    // The node context every collector shares: built once, here. `check`'s collectors run
+    // together, twice, `interval` apart: pid 1's unix socket and mount tables are read once
+    // for all of them (collectors::node::shared; serve keeps no table between its rounds).
+    let node = collectors::Node::new(host.clone());
+    let node = match &cli.command {
+        Command::Check(args) => node.sharing_reads(check_shared_window(args.interval)),
+        _ => node,
+    };
+    Ok((ctx, opts, node))
 }
 
 /// How long a table one of `check`'s collectors read serves the others: both samples (the

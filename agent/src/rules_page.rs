@@ -8,7 +8,7 @@
 
 use std::fmt::Write;
 
-use collectors::listing::Listed;
+use collectors::listing::{Listed, Setting};
 use collectors::rules::{Description, Part, RuleBook};
 use collectors::Lang;
 
@@ -134,9 +134,30 @@ pub fn page(book: &RuleBook, id: &str, lang: Lang, thresholds: &Thresholds) -> O
         t(lang, "rule file", "规则文件"),
         escape(&d.file),
     );
-    section(&mut h, t(lang, "What it says", "报告内容"));
-    parts_list(&mut h, lang, t(lang, "Title", "标题"), &d.title);
-    parts_list(&mut h, lang, t(lang, "Summary", "摘要"), &d.summary);
+    what_it_says(&mut h, &d, lang);
+    section(
+        &mut h,
+        t(lang, "When it is raised and cleared", "何时产生与消除"),
+    );
+    let _ = writeln!(h, "<p>{}</p>", escape(&hysteresis(&d, lang)));
+    what_to_do(&mut h, &d, lang);
+    sources(&mut h, &d, lang);
+    section(&mut h, t(lang, "In the cluster", "在集群中"));
+    let _ = writeln!(h, "<p>{}</p>", escape(&cluster(&d, lang)));
+    if let Some((_, listed)) = thresholds.iter().find(|(c, _)| *c == d.collector) {
+        thresholds_table(&mut h, listed, lang);
+    }
+    section(&mut h, t(lang, "Example", "示例"));
+    example_html(&mut h, &d, lang);
+    h.push_str("</body></html>\n");
+    Some(h)
+}
+
+/// "What it says": the title and summary parts, and the conditions with their meanings.
+fn what_it_says(h: &mut String, d: &Description, lang: Lang) {
+    section(h, t(lang, "What it says", "报告内容"));
+    parts_list(h, lang, t(lang, "Title", "标题"), &d.title);
+    parts_list(h, lang, t(lang, "Summary", "摘要"), &d.summary);
     if !d.conditions.is_empty() {
         let _ = writeln!(
             h,
@@ -155,16 +176,15 @@ pub fn page(book: &RuleBook, id: &str, lang: Lang, thresholds: &Thresholds) -> O
         }
         h.push_str("</table>\n");
     }
-    section(
-        &mut h,
-        t(lang, "When it is raised and cleared", "何时产生与消除"),
-    );
-    let _ = writeln!(h, "<p>{}</p>", escape(&hysteresis(&d, lang)));
-    section(&mut h, t(lang, "What to do", "处理步骤"));
+}
+
+/// "What to do": the steps, and the command templates with when each applies.
+fn what_to_do(h: &mut String, d: &Description, lang: Lang) {
+    section(h, t(lang, "What to do", "处理步骤"));
     h.push_str("<ol>");
     for step in &d.steps {
         h.push_str("<li>");
-        parts_inline(&mut h, lang, step);
+        parts_inline(h, lang, step);
         h.push_str("</li>");
     }
     h.push_str("</ol>\n");
@@ -189,9 +209,13 @@ pub fn page(book: &RuleBook, id: &str, lang: Lang, thresholds: &Thresholds) -> O
         }
         h.push_str("</table>\n");
     }
-    section(&mut h, t(lang, "Sources", "出处"));
+}
+
+/// "Sources": the citations, and the see-also links to `/explain`.
+fn sources(h: &mut String, d: &Description, lang: Lang) {
+    section(h, t(lang, "Sources", "出处"));
     h.push_str("<ul>");
-    for line in citations(&d, lang) {
+    for line in citations(d, lang) {
         let _ = write!(h, "<li>{}</li>", escape(&line));
     }
     h.push_str("</ul>\n");
@@ -214,33 +238,29 @@ pub fn page(book: &RuleBook, id: &str, lang: Lang, thresholds: &Thresholds) -> O
             links.join(", ")
         );
     }
-    section(&mut h, t(lang, "In the cluster", "在集群中"));
-    let _ = writeln!(h, "<p>{}</p>", escape(&cluster(&d, lang)));
-    if let Some((_, listed)) = thresholds.iter().find(|(c, _)| *c == d.collector) {
-        section(
-            &mut h,
-            t(
-                lang,
-                "Thresholds of this collector, as this agent runs",
-                "本采集器的阈值（本 agent 当前配置）",
-            ),
+}
+
+/// The thresholds of the rule's collector, as this agent runs them.
+fn thresholds_table(h: &mut String, listed: &[Setting], lang: Lang) {
+    section(
+        h,
+        t(
+            lang,
+            "Thresholds of this collector, as this agent runs",
+            "本采集器的阈值（本 agent 当前配置）",
+        ),
+    );
+    h.push_str("<table>");
+    for s in listed {
+        let _ = write!(
+            h,
+            "<tr title=\"{}\"><th>{}</th><td>{}</td></tr>",
+            escape(s.name),
+            escape(&s.name.replace(['_', '.'], " ")),
+            escape(&s.value)
         );
-        h.push_str("<table>");
-        for s in listed {
-            let _ = write!(
-                h,
-                "<tr title=\"{}\"><th>{}</th><td>{}</td></tr>",
-                escape(s.name),
-                escape(&s.name.replace(['_', '.'], " ")),
-                escape(&s.value)
-            );
-        }
-        h.push_str("</table>\n");
     }
-    section(&mut h, t(lang, "Example", "示例"));
-    example_html(&mut h, &d, lang);
-    h.push_str("</body></html>\n");
-    Some(h)
+    h.push_str("</table>\n");
 }
 
 fn section(h: &mut String, title: &str) {

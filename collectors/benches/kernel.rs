@@ -87,8 +87,18 @@ fn fake_root() -> tempfile::TempDir {
     t
 }
 
+/// Cycles measured in a steady state.
+const STEADY_CYCLES: u32 = 20;
+
 fn main() {
-    // 1. Matchers.
+    matchers();
+    let ctx = CollectContext::new("bench", collectors::HostNetns::Same);
+    fake_node(&ctx);
+    this_machine(&ctx);
+}
+
+/// Step 1: the matchers.
+fn matchers() {
     let records: Vec<collectors::kmsg::Record> = (0..RECORDS)
         .map(|i| {
             collectors::kmsg::parse_record(&format!("6,{i},{i},-;{}", message(i)))
@@ -127,10 +137,11 @@ fn main() {
         (c1 - c0).as_secs_f64() * 1e6 / RECORDS as f64,
         w1.as_secs_f64() * 1e3
     );
+}
 
-    // 2. Fake node under an OOM storm with a 1,200-group kubepods tree.
+/// Step 2: a fake node under an OOM storm with a 1,200-group kubepods tree.
+fn fake_node(ctx: &CollectContext) {
     let t = fake_root();
-    let ctx = CollectContext::new("bench", collectors::HostNetns::Same);
     let mut k = KernelCollector::new(
         collectors::Node::new(HostPaths::new(t.path())),
         KernelConfig::default(),
@@ -140,7 +151,7 @@ fn main() {
     let mut total = Duration::ZERO;
     loop {
         let (c0, w0) = (cpu(), Instant::now());
-        let c = k.collect(&ctx);
+        let c = k.collect(ctx);
         let (spent, wall) = (cpu() - c0, w0.elapsed());
         cycles += 1;
         worst = worst.max(spent);
@@ -170,25 +181,26 @@ fn main() {
         worst.as_secs_f64() * 1e3
     );
     let (c0, w0) = (cpu(), Instant::now());
-    let n = 20;
-    for _ in 0..n {
-        let _ = k.collect(&ctx);
+    for _ in 0..STEADY_CYCLES {
+        let _ = k.collect(ctx);
     }
     println!(
         "fake node steady state (no new records, {} cgroups walked): {:.2} ms CPU per cycle ({:.2} ms wall)",
         PODS * 4 + 2,
-        (cpu() - c0).as_secs_f64() * 1e3 / n as f64,
-        w0.elapsed().as_secs_f64() * 1e3 / n as f64
+        (cpu() - c0).as_secs_f64() * 1e3 / STEADY_CYCLES as f64,
+        w0.elapsed().as_secs_f64() * 1e3 / STEADY_CYCLES as f64
     );
+}
 
-    // 3. This machine.
+/// Step 3: this machine.
+fn this_machine(ctx: &CollectContext) {
     if nix::unistd::Uid::effective().is_root() {
         let mut k = KernelCollector::new(
             collectors::Node::new(HostPaths::new("/")),
             KernelConfig::default(),
         );
         let (c0, w0) = (cpu(), Instant::now());
-        let first = k.collect(&ctx);
+        let first = k.collect(ctx);
         println!(
             "real root first cycle: {:.2} ms CPU ({:.2} ms wall), status {:?}, {} findings",
             (cpu() - c0).as_secs_f64() * 1e3,
@@ -197,13 +209,13 @@ fn main() {
             first.findings.len()
         );
         let (c0, w0) = (cpu(), Instant::now());
-        for _ in 0..n {
-            let _ = k.collect(&ctx);
+        for _ in 0..STEADY_CYCLES {
+            let _ = k.collect(ctx);
         }
         println!(
             "real root steady state: {:.3} ms CPU per cycle ({:.3} ms wall)",
-            (cpu() - c0).as_secs_f64() * 1e3 / n as f64,
-            w0.elapsed().as_secs_f64() * 1e3 / n as f64
+            (cpu() - c0).as_secs_f64() * 1e3 / STEADY_CYCLES as f64,
+            w0.elapsed().as_secs_f64() * 1e3 / STEADY_CYCLES as f64
         );
     } else {
         println!("real root: skipped (needs root for /dev/kmsg)");

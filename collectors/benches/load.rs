@@ -53,6 +53,21 @@ fn main() {
     let ctx = CollectContext::new("bench", collectors::HostNetns::Same);
     let root = nix::unistd::Uid::effective().is_root();
     println!("load bench (root: {root})");
+    parse_stat_cost();
+    let mut kids: Vec<Child> = (0..2000).map(|_| sleeper()).collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let pids = collectors::proc::pid::list_pids(&collectors::HostPaths::new("/"))
+        .map(|p| p.len())
+        .unwrap_or(0);
+    println!("processes on the host: {pids}");
+
+    collection_modes(&ctx);
+    churn(&ctx, &mut kids);
+    kill_all(&mut kids);
+}
+
+/// The cost of parsing one `/proc/<pid>/stat` line.
+fn parse_stat_cost() {
     // Our own stat line: the bench measures parsing, any real line will do.
     let line = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
     let n = 200_000;
@@ -65,13 +80,10 @@ fn main() {
         "parse one /proc/<pid>/stat line: {:.0} ns CPU (mean of {n})",
         (cpu_seconds() - t) * 1e9 / f64::from(n)
     );
-    let mut kids: Vec<Child> = (0..2000).map(|_| sleeper()).collect();
-    std::thread::sleep(Duration::from_millis(300));
-    let pids = collectors::proc::pid::list_pids(&collectors::HostPaths::new("/"))
-        .map(|p| p.len())
-        .unwrap_or(0);
-    println!("processes on the host: {pids}");
+}
 
+/// One collection's CPU time in each escalation mode.
+fn collection_modes(ctx: &CollectContext) {
     // One collection's CPU time, steady state, three ways: escalation as this host's
     // whole-node signals decide; bars never reached (a quiet node: no process file read);
     // bars always reached (every process on every run, as before escalation).
@@ -109,7 +121,7 @@ fn main() {
         let host = HostPaths::new("/");
         let mut c = LoadCollector::new(collectors::Node::new(host.clone()), config);
         let t0 = cpu_seconds();
-        c.collect(&ctx);
+        c.collect(ctx);
         let first_ms = (cpu_seconds() - t0) * 1000.0;
         let mut runs = Vec::new();
         let mut read = 0;
@@ -117,7 +129,7 @@ fn main() {
         for _ in 0..10 {
             std::thread::sleep(Duration::from_millis(100));
             let t = cpu_seconds();
-            let out = c.collect(&ctx);
+            let out = c.collect(ctx);
             runs.push((cpu_seconds() - t) * 1000.0);
             assert!(!out.metrics.is_empty());
             if out
@@ -137,7 +149,10 @@ fn main() {
             (host.per_process_paths() - paths0) / 10
         );
     }
+}
 
+/// Per-pid state and memory over churn: `kids` replaced 20 at a time.
+fn churn(ctx: &CollectContext, kids: &mut Vec<Child>) {
     // Per-pid state over churn: every process on every run.
     let mut c = LoadCollector::new(
         collectors::Node::new(HostPaths::new("/")),
@@ -162,7 +177,7 @@ fn main() {
         kill_all(&mut gone);
         kids.extend((0..20).map(|_| sleeper()));
         let t = cpu_seconds();
-        c.collect(&ctx);
+        c.collect(ctx);
         let spent = cpu_seconds() - t;
         collect_cpu += spent;
         worst = worst.max(spent);
@@ -180,5 +195,4 @@ fn main() {
             worst * 1000.0
         );
     }
-    kill_all(&mut kids);
 }

@@ -81,7 +81,16 @@ fn main() {
         config.max_records_per_cycle, config.max_millis_per_cycle
     );
 
-    // 1. The bare reader.
+    bare_reader(&config);
+    time_bound_only(&config);
+    let t = root();
+    let ctx = CollectContext::new("bench", collectors::HostNetns::Same);
+    whole_collector(t.path(), &ctx);
+    steady_state(t.path(), &ctx);
+}
+
+/// Step 1: the bare reader.
+fn bare_reader(config: &KmsgConfig) {
     let t = root();
     let host = HostPaths::new(t.path());
     let mut reader = KmsgReader::alone(&host, config.clone());
@@ -126,8 +135,10 @@ fn main() {
         max_wall.as_secs_f64() * 1e3,
         config.max_millis_per_cycle
     );
+}
 
-    // 1b. The time bound alone: no record cap, 2 ms per cycle.
+/// Step 1b: the time bound alone: no record cap, 2 ms per cycle.
+fn time_bound_only(config: &KmsgConfig) {
     let t = root();
     let tight = KmsgConfig {
         max_records_per_cycle: usize::MAX,
@@ -151,20 +162,20 @@ fn main() {
         max_wall.as_secs_f64() * 1e3
     );
     assert_eq!(total, RECORDS, "every record read exactly once");
+}
 
-    // 2. The whole memory collector on the same flood (a quarter are allocation failures).
-    let t = root();
+/// Step 2: the whole memory collector on the same flood (a quarter are allocation failures).
+fn whole_collector(fake: &std::path::Path, ctx: &CollectContext) {
     let mut col = MemoryCollector::new(
-        collectors::Node::new(HostPaths::new(t.path())),
+        collectors::Node::new(HostPaths::new(fake)),
         MemoryConfig::default(),
     );
-    let ctx = CollectContext::new("bench", collectors::HostNetns::Same);
     let (mut cycles, mut max_wall, mut max_cpu) = (0u32, Duration::ZERO, Duration::ZERO);
     let cpu0 = cpu();
     let last;
     loop {
         let (c0, w0) = (cpu(), Instant::now());
-        let c = col.collect(&ctx);
+        let c = col.collect(ctx);
         max_wall = max_wall.max(w0.elapsed());
         max_cpu = max_cpu.max(cpu().saturating_sub(c0));
         cycles += 1;
@@ -197,20 +208,23 @@ fn main() {
             c.findings.len()
         );
     }
+}
 
-    // 3. Steady state: one quiet cycle on the real host (root) or the fake root.
+/// Step 3: steady state, one quiet cycle on the real host (root) or the fake root (`fake`, where
+/// the collector of step 2 ran).
+fn steady_state(fake: &std::path::Path, ctx: &CollectContext) {
     let real = nix::unistd::Uid::effective().is_root();
     let host = if real {
         HostPaths::new("/")
     } else {
-        HostPaths::new(t.path())
+        HostPaths::new(fake)
     };
     let mut col = MemoryCollector::new(collectors::Node::new(host), MemoryConfig::default());
-    col.collect(&ctx);
+    col.collect(ctx);
     let n = 200u32;
     let c0 = cpu();
     for _ in 0..n {
-        col.collect(&ctx);
+        col.collect(ctx);
     }
     let per = cpu().saturating_sub(c0) / n;
     println!(

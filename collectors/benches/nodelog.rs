@@ -60,7 +60,13 @@ fn main() {
     .unwrap();
     std::fs::create_dir_all(root.join("var/log")).unwrap();
 
-    // 1. Parsing: lines per second of the traditional format in a TZif zone.
+    parsing();
+    file_reads(root);
+    journal(root);
+}
+
+/// Step 1: parsing, lines per second of the traditional format in a TZif zone.
+fn parsing() {
     let tz = jiff::tz::TimeZone::tzif(
         "Asia/Shanghai",
         include_bytes!("../tests/fixtures/zoneinfo/Asia/Shanghai"),
@@ -85,7 +91,10 @@ fn main() {
         ok / n as usize,
         lines.len()
     );
+}
 
+/// Steps 2 and 3: the syslog file: a first read of an hour, then one cycle's new lines.
+fn file_reads(root: &std::path::Path) {
     // 2. First read of an hour of a busy node's /var/log/messages (30 lines/s: 108,000 lines).
     let path = root.join("var/log/messages");
     let mut f = std::fs::File::create(&path).unwrap();
@@ -127,7 +136,10 @@ fn main() {
         s.report.records_read.values().sum::<u64>(),
         used.as_secs_f64() * 1e3
     );
+}
 
+/// Step 4: the journal reader on a file systemd wrote.
+fn journal(root: &std::path::Path) {
     // 4. The journal reader on a file systemd wrote: 100,000 entries.
     let remote = std::path::Path::new("/lib/systemd/systemd-journal-remote");
     if !remote.exists() {

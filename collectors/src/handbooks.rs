@@ -87,24 +87,13 @@ pub fn cite(source: &Source, lang: Lang) -> String {
 mod tests {
     use super::*;
 
-    /// The file loads, and names exactly the documents of shared/docs/INDEX.md's table.
+    /// The file loads, and names every document in both languages (the scenario test
+    /// `citations::every_indexed_document_has_a_title` holds the list to shared/docs/INDEX.md).
     #[test]
-    fn every_indexed_document_has_a_title() {
-        let index = std::fs::read_to_string(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/docs/INDEX.md"),
-        )
-        .expect("shared/docs/INDEX.md");
-        let mut indexed: Vec<&str> = index
-            .lines()
-            .filter_map(|l| l.strip_prefix("| "))
-            .filter_map(|l| l.split(' ').next())
-            .filter(|f| f.ends_with(".txt"))
-            .collect();
-        indexed.sort_unstable();
-        let mut titled: Vec<&str> = all().iter().map(|h| h.doc.as_str()).collect();
-        titled.sort_unstable();
-        assert_eq!(titled, indexed);
+    fn every_document_has_a_vendor_and_title_in_both_languages() {
+        assert!(all().len() >= 5, "{:?}", all());
         for h in all() {
+            assert!(h.doc.ends_with(".txt"), "{h:?}");
             assert!(!h.vendor.en.is_empty() && !h.vendor.zh.is_empty(), "{h:?}");
             assert!(!h.title.en.is_empty() && !h.title.zh.is_empty(), "{h:?}");
         }

@@ -570,24 +570,7 @@ async fn handle(inner: Arc<Inner>, req: Request<Incoming>) -> Resp {
     let auth = header(hyper::header::AUTHORIZATION);
     let r = route(&path);
     let attrs = attributes(&method, &path);
-
-    // A queued fault for this request?
-    let fault = {
-        let mut c = inner.cluster.lock().unwrap_or_else(|e| e.into_inner());
-        let i = c.faults.iter().position(|f| {
-            f.times > 0
-                && f.method.as_deref().is_none_or(|m| m == method.as_str())
-                && path.contains(&f.path_contains)
-        });
-        i.map(|i| {
-            c.faults[i].times -= 1;
-            let a = c.faults[i].action.clone();
-            if c.faults[i].times == 0 {
-                c.faults.remove(i);
-            }
-            a
-        })
-    };
+    let fault = take_fault(&inner, &method, &path);
     let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
         Ok(b) => b.to_bytes(),
         Err(_) => Bytes::new(),
@@ -595,61 +578,14 @@ async fn handle(inner: Arc<Inner>, req: Request<Incoming>) -> Resp {
     let parsed: Option<Value> = serde_json::from_slice(&body).ok();
 
     let resp = match fault {
-        Some(FaultAction::Status { code, retry_after }) => {
-            let reason = match code {
-                429 => "TooManyRequests",
-                500 => "InternalError",
-                503 => "ServiceUnavailable",
-                _ => "Unknown",
-            };
-            let mut body = status_body(code, reason, "injected by the stand-in");
-            if let Some(s) = retry_after {
-                body["details"] = json!({"retryAfterSeconds": s});
-            }
-            let mut resp = respond(code, &body);
-            if let Some(s) = retry_after {
-                if let Ok(v) = hyper::header::HeaderValue::from_str(&s.to_string()) {
-                    resp.headers_mut().insert(hyper::header::RETRY_AFTER, v);
-                }
-            }
-            resp
-        }
+        Some(FaultAction::Status { code, retry_after }) => injected_status(code, retry_after),
         other => {
             if let Some(FaultAction::Stall(d)) = other {
                 tokio::time::sleep(d).await;
             }
-            let token = auth
-                .strip_prefix("Bearer ")
-                .map(str::trim)
-                .filter(|t| inner.opts.tokens.iter().any(|k| k == t));
-            if token.is_none() {
-                failure(401, "Unauthorized", "Unauthorized")
-            } else if let (Some(rbac), Some(a)) = (&inner.opts.rbac, &attrs) {
-                if rbac.allows(a) {
-                    dispatch(
-                        &inner,
-                        &method,
-                        &r,
-                        &query,
-                        &content_type,
-                        &user_agent,
-                        &body,
-                    )
-                } else {
-                    let resource = a.resource.replace('/', "\" in \"");
-                    failure(
-                        403,
-                        "Forbidden",
-                        &format!(
-                            "{:?} is forbidden: User \"system:serviceaccount:{SA_NAMESPACE}:{SA_NAME}\" cannot {} resource \"{resource}\" in API group \"\"{}",
-                            a.name.as_deref().unwrap_or(""),
-                            a.verb,
-                            a.namespace.as_deref().map(|n| format!(" in the namespace \"{n}\"")).unwrap_or_else(|| " at the cluster scope".into())
-                        ),
-                    )
-                }
-            } else {
-                dispatch(
+            match refusal(&inner, &auth, attrs.as_ref()) {
+                Some(refused) => refused,
+                None => dispatch(
                     &inner,
                     &method,
                     &r,
@@ -657,7 +593,7 @@ async fn handle(inner: Arc<Inner>, req: Request<Incoming>) -> Resp {
                     &content_type,
                     &user_agent,
                     &body,
-                )
+                ),
             }
         }
     };
@@ -681,6 +617,72 @@ async fn handle(inner: Arc<Inner>, req: Request<Incoming>) -> Resp {
         },
     });
     resp
+}
+
+/// The first queued fault for this request, counted down (and dropped at zero).
+fn take_fault(inner: &Inner, method: &Method, path: &str) -> Option<FaultAction> {
+    let mut c = inner.cluster.lock().unwrap_or_else(|e| e.into_inner());
+    let i = c.faults.iter().position(|f| {
+        f.times > 0
+            && f.method.as_deref().is_none_or(|m| m == method.as_str())
+            && path.contains(&f.path_contains)
+    })?;
+    c.faults[i].times -= 1;
+    let a = c.faults[i].action.clone();
+    if c.faults[i].times == 0 {
+        c.faults.remove(i);
+    }
+    Some(a)
+}
+
+/// An injected error status, with `Retry-After` (header and details) when the fault has one.
+fn injected_status(code: u16, retry_after: Option<u64>) -> Resp {
+    let reason = match code {
+        429 => "TooManyRequests",
+        500 => "InternalError",
+        503 => "ServiceUnavailable",
+        _ => "Unknown",
+    };
+    let mut body = status_body(code, reason, "injected by the stand-in");
+    if let Some(s) = retry_after {
+        body["details"] = json!({"retryAfterSeconds": s});
+    }
+    let mut resp = respond(code, &body);
+    if let Some(s) = retry_after {
+        if let Ok(v) = hyper::header::HeaderValue::from_str(&s.to_string()) {
+            resp.headers_mut().insert(hyper::header::RETRY_AFTER, v);
+        }
+    }
+    resp
+}
+
+/// 401 without a known bearer token; 403 when RBAC is on and does not allow the request;
+/// `None` when it may proceed.
+fn refusal(inner: &Inner, auth: &str, attrs: Option<&Attributes>) -> Option<Resp> {
+    let token = auth
+        .strip_prefix("Bearer ")
+        .map(str::trim)
+        .filter(|t| inner.opts.tokens.iter().any(|k| k == t));
+    if token.is_none() {
+        return Some(failure(401, "Unauthorized", "Unauthorized"));
+    }
+    let (Some(rbac), Some(a)) = (&inner.opts.rbac, attrs) else {
+        return None;
+    };
+    if rbac.allows(a) {
+        return None;
+    }
+    let resource = a.resource.replace('/', "\" in \"");
+    Some(failure(
+        403,
+        "Forbidden",
+        &format!(
+            "{:?} is forbidden: User \"system:serviceaccount:{SA_NAMESPACE}:{SA_NAME}\" cannot {} resource \"{resource}\" in API group \"\"{}",
+            a.name.as_deref().unwrap_or(""),
+            a.verb,
+            a.namespace.as_deref().map(|n| format!(" in the namespace \"{n}\"")).unwrap_or_else(|| " at the cluster scope".into())
+        ),
+    ))
 }
 
 fn dispatch(
@@ -765,6 +767,13 @@ fn condition_types(node: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Why a request is refused: the status code, the reason and the message of [`failure`].
+type Refusal = (u16, &'static str, String);
+
+fn refuse((code, reason, message): Refusal) -> Resp {
+    failure(code, reason, &message)
+}
+
 fn patch_node_status(
     inner: &Inner,
     c: &mut Cluster,
@@ -779,150 +788,26 @@ fn patch_node_status(
     };
     let media = media_type(content_type);
     let manager = manager_of(query, user_agent);
-    let patch: Value = match media {
-        APPLY => match serde_yaml::from_slice::<Value>(body) {
-            Ok(v) => v,
-            Err(e) => return failure(400, "BadRequest", &format!("error decoding YAML: {e}")),
-        },
-        SMP | MERGE | JSON_PATCH => match serde_json::from_slice(body) {
-            Ok(v) => v,
-            Err(e) => return failure(400, "BadRequest", &format!("error decoding patch: {e}")),
-        },
-        _ => {
-            return failure(
-                415,
-                "UnsupportedMediaType",
-                &format!("the body of the request was in an unknown format - accepted media types include: {JSON_PATCH}, {MERGE}, {SMP}, {APPLY}"),
-            )
-        }
+    let patch = match decode_patch(media, body) {
+        Ok(p) => p,
+        Err(r) => return refuse(r),
     };
-    // A resourceVersion in the patch is a precondition.
-    if let Some(rv) = patch
-        .pointer("/metadata/resourceVersion")
-        .and_then(Value::as_str)
-    {
-        if Some(rv)
-            != old
-                .pointer("/metadata/resourceVersion")
-                .and_then(Value::as_str)
-        {
-            return failure(
-                409,
-                "Conflict",
-                &format!("Operation cannot be fulfilled on nodes \"{name}\": the object has been modified; please apply your changes to the latest version and try again"),
-            );
-        }
+    if let Err(r) = resource_version_holds(name, &patch, &old) {
+        return refuse(r);
     }
     let mut new = old.clone();
     let before_types = condition_types(&old);
-    match media {
-        SMP => {
-            if let Err(e) = patch::strategic(&mut new, &patch) {
-                return failure(
-                    e.code,
-                    if e.code == 400 {
-                        "BadRequest"
-                    } else {
-                        "Invalid"
-                    },
-                    &e.message,
-                );
-            }
+    let patched = match media {
+        SMP => patch::strategic(&mut new, &patch).map_err(patch_refusal),
+        MERGE => {
+            patch::merge(&mut new, &patch);
+            Ok(())
         }
-        MERGE => patch::merge(&mut new, &patch),
-        JSON_PATCH => {
-            if let Err(e) = patch::json_patch(&mut new, &patch) {
-                return failure(
-                    e.code,
-                    if e.code == 400 {
-                        "BadRequest"
-                    } else {
-                        "Invalid"
-                    },
-                    &e.message,
-                );
-            }
-        }
-        _ => {
-            // Server-side apply.
-            if query_param(query, "fieldManager").is_none_or(|m| m.is_empty()) {
-                return failure(
-                    422,
-                    "Invalid",
-                    "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
-                );
-            }
-            if patch.get("apiVersion").and_then(Value::as_str) != Some("v1")
-                || patch.get("kind").and_then(Value::as_str) != Some("Node")
-            {
-                return failure(
-                    400,
-                    "BadRequest",
-                    "apply patch: apiVersion v1 and kind Node must be set",
-                );
-            }
-            let force = query_param(query, "force").as_deref() == Some("true");
-            let owners = c.owners.entry(name.to_string()).or_default();
-            let applied: Vec<Value> = patch
-                .pointer("/status/conditions")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            for a in &applied {
-                let Some(t) = a.get("type").and_then(Value::as_str) else {
-                    return failure(422, "Invalid", "apply: a condition has no type");
-                };
-                if let Some(owner) = owners.get(t) {
-                    let live = old
-                        .pointer("/status/conditions")
-                        .and_then(Value::as_array)
-                        .and_then(|l| {
-                            l.iter()
-                                .find(|x| x.get("type").and_then(Value::as_str) == Some(t))
-                        });
-                    let differs = live.is_some_and(|l| {
-                        a.as_object()
-                            .into_iter()
-                            .flatten()
-                            .any(|(k, v)| l.get(k) != Some(v))
-                    });
-                    if owner != &manager && differs && !force {
-                        return failure(
-                            409,
-                            "Conflict",
-                            &format!("Apply failed with 1 conflict: conflict with \"{owner}\": .status.conditions[type=\"{t}\"]"),
-                        );
-                    }
-                }
-            }
-            // Conditions this manager applied before and no longer applies are removed.
-            let applied_types: Vec<String> = applied
-                .iter()
-                .filter_map(|a| a.get("type").and_then(Value::as_str).map(str::to_string))
-                .collect();
-            let dropped: Vec<String> = owners
-                .iter()
-                .filter(|(t, m)| **m == manager && !applied_types.contains(t))
-                .map(|(t, _)| t.clone())
-                .collect();
-            if let Some(list) = new
-                .pointer_mut("/status/conditions")
-                .and_then(Value::as_array_mut)
-            {
-                list.retain(|x| {
-                    x.get("type")
-                        .and_then(Value::as_str)
-                        .is_none_or(|t| !dropped.iter().any(|d| d == t))
-                });
-            }
-            for t in &dropped {
-                owners.remove(t);
-            }
-            patch::apply_merge(&mut new, &patch);
-            for t in applied_types {
-                owners.insert(t, manager.clone());
-            }
-        }
+        JSON_PATCH => patch::json_patch(&mut new, &patch).map_err(patch_refusal),
+        _ => server_side_apply(c, name, query, &manager, &patch, &old, &mut new),
+    };
+    if let Err(r) = patched {
+        return refuse(r);
     }
     // The status subresource changes status only.
     new["spec"] = old["spec"].clone();
@@ -931,27 +816,7 @@ fn patch_node_status(
     new["kind"] = old["kind"].clone();
     if media != APPLY {
         let owners = c.owners.entry(name.to_string()).or_default();
-        let after = condition_types(&new);
-        for t in before_types.iter().filter(|t| !after.contains(t)) {
-            owners.remove(t);
-        }
-        let patched: Vec<String> = match media {
-            JSON_PATCH => after.clone(),
-            _ => patch
-                .pointer("/status/conditions")
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|x| x.get("type").and_then(Value::as_str).map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default(),
-        };
-        for t in patched.into_iter().filter(|t| after.contains(t)) {
-            if media != JSON_PATCH || !before_types.contains(&t) {
-                owners.insert(t, manager.clone());
-            }
-        }
+        update_owners(owners, media, &manager, &patch, &before_types, &new);
     }
     if new == old {
         return respond(200, &new);
@@ -967,6 +832,176 @@ fn patch_node_status(
     new["metadata"]["resourceVersion"] = Value::String(rv);
     c.nodes.insert(name.to_string(), new.clone());
     respond(200, &new)
+}
+
+/// The patch document of a `media` type: YAML for apply, JSON for the others.
+fn decode_patch(media: &str, body: &[u8]) -> Result<Value, Refusal> {
+    match media {
+        APPLY => serde_yaml::from_slice::<Value>(body)
+            .map_err(|e| (400, "BadRequest", format!("error decoding YAML: {e}"))),
+        SMP | MERGE | JSON_PATCH => serde_json::from_slice(body)
+            .map_err(|e| (400, "BadRequest", format!("error decoding patch: {e}"))),
+        _ => Err((
+            415,
+            "UnsupportedMediaType",
+            format!("the body of the request was in an unknown format - accepted media types include: {JSON_PATCH}, {MERGE}, {SMP}, {APPLY}"),
+        )),
+    }
+}
+
+/// A resourceVersion in the patch is a precondition: it must be the stored one.
+fn resource_version_holds(name: &str, patch: &Value, old: &Value) -> Result<(), Refusal> {
+    if let Some(rv) = patch
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+    {
+        if Some(rv)
+            != old
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+        {
+            return Err((
+                409,
+                "Conflict",
+                format!("Operation cannot be fulfilled on nodes \"{name}\": the object has been modified; please apply your changes to the latest version and try again"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn patch_refusal(e: patch::PatchError) -> Refusal {
+    let reason = if e.code == 400 {
+        "BadRequest"
+    } else {
+        "Invalid"
+    };
+    (e.code, reason, e.message)
+}
+
+/// Server-side apply of `patch` onto `new` by `manager`: refused on a condition another
+/// manager owns with other values (unless forced); the conditions this manager applied before
+/// and no longer applies are removed.
+fn server_side_apply(
+    c: &mut Cluster,
+    name: &str,
+    query: &str,
+    manager: &str,
+    patch: &Value,
+    old: &Value,
+    new: &mut Value,
+) -> Result<(), Refusal> {
+    if query_param(query, "fieldManager").is_none_or(|m| m.is_empty()) {
+        return Err((
+            422,
+            "Invalid",
+            "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch".into(),
+        ));
+    }
+    if patch.get("apiVersion").and_then(Value::as_str) != Some("v1")
+        || patch.get("kind").and_then(Value::as_str) != Some("Node")
+    {
+        return Err((
+            400,
+            "BadRequest",
+            "apply patch: apiVersion v1 and kind Node must be set".into(),
+        ));
+    }
+    let force = query_param(query, "force").as_deref() == Some("true");
+    let owners = c.owners.entry(name.to_string()).or_default();
+    let applied: Vec<Value> = patch
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for a in &applied {
+        let Some(t) = a.get("type").and_then(Value::as_str) else {
+            return Err((422, "Invalid", "apply: a condition has no type".into()));
+        };
+        if let Some(owner) = owners.get(t) {
+            let live = old
+                .pointer("/status/conditions")
+                .and_then(Value::as_array)
+                .and_then(|l| {
+                    l.iter()
+                        .find(|x| x.get("type").and_then(Value::as_str) == Some(t))
+                });
+            let differs = live.is_some_and(|l| {
+                a.as_object()
+                    .into_iter()
+                    .flatten()
+                    .any(|(k, v)| l.get(k) != Some(v))
+            });
+            if owner != manager && differs && !force {
+                return Err((
+                    409,
+                    "Conflict",
+                    format!("Apply failed with 1 conflict: conflict with \"{owner}\": .status.conditions[type=\"{t}\"]"),
+                ));
+            }
+        }
+    }
+    // Conditions this manager applied before and no longer applies are removed.
+    let applied_types: Vec<String> = applied
+        .iter()
+        .filter_map(|a| a.get("type").and_then(Value::as_str).map(str::to_string))
+        .collect();
+    let dropped: Vec<String> = owners
+        .iter()
+        .filter(|(t, m)| *m == manager && !applied_types.contains(t))
+        .map(|(t, _)| t.clone())
+        .collect();
+    if let Some(list) = new
+        .pointer_mut("/status/conditions")
+        .and_then(Value::as_array_mut)
+    {
+        list.retain(|x| {
+            x.get("type")
+                .and_then(Value::as_str)
+                .is_none_or(|t| !dropped.iter().any(|d| d == t))
+        });
+    }
+    for t in &dropped {
+        owners.remove(t);
+    }
+    patch::apply_merge(new, patch);
+    for t in applied_types {
+        owners.insert(t, manager.to_string());
+    }
+    Ok(())
+}
+
+/// After an update (not an apply): a removed condition loses its owner; the conditions the
+/// patch names (a JSON patch: those it added) are owned by `manager`.
+fn update_owners(
+    owners: &mut BTreeMap<String, String>,
+    media: &str,
+    manager: &str,
+    patch: &Value,
+    before_types: &[String],
+    new: &Value,
+) {
+    let after = condition_types(new);
+    for t in before_types.iter().filter(|t| !after.contains(t)) {
+        owners.remove(t);
+    }
+    let patched: Vec<String> = match media {
+        JSON_PATCH => after.clone(),
+        _ => patch
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.get("type").and_then(Value::as_str).map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default(),
+    };
+    for t in patched.into_iter().filter(|t| after.contains(t)) {
+        if media != JSON_PATCH || !before_types.contains(&t) {
+            owners.insert(t, manager.to_string());
+        }
+    }
 }
 
 /// What the real server's validation adds to the schema for node conditions: `type` and

@@ -5,6 +5,7 @@
 mod as_deployed;
 mod check;
 mod daemons;
+mod debian;
 mod deploy;
 mod explain;
 mod host_files;

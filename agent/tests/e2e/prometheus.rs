@@ -7,12 +7,12 @@
 //! name of our own choosing once the agent is gone.
 //!
 //! Prometheus comes from Debian's `prometheus` package, unpacked (not installed: its package
-//! starts a service) by scripts/validate-manifests.sh, which scripts/test.sh runs first; or
-//! `$ND_PROMETHEUS`, or `prometheus` on PATH.
+//! starts a service) into the download cache by the test itself (support in debian.rs); or
+//! `$ND_PROMETHEUS`, or `prometheus` on PATH. Without any, the test prints SKIP and why.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -20,40 +20,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::debian::debian_binary;
 use crate::support::{free_port, FakeRoot, Server};
-
-/// Where Prometheus is: `$ND_PROMETHEUS`, validate-manifests.sh's unpacked Debian package,
-/// or PATH.
-fn prometheus_bin() -> PathBuf {
-    if let Some(p) = std::env::var_os("ND_PROMETHEUS") {
-        return PathBuf::from(p);
-    }
-    let cache = std::env::var_os("ND_CACHE_DIR")
-        .or_else(|| std::env::var_os("ND_TOOLS_DIR"))
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("XDG_CACHE_HOME")
-                .map(|x| PathBuf::from(x).join("node-doctor-validate"))
-        })
-        .or_else(|| {
-            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/node-doctor-validate"))
-        });
-    if let Some(c) = cache {
-        let p = c.join("deb/prometheus/pkg/usr/bin/prometheus");
-        if p.exists() {
-            return p;
-        }
-    }
-    for dir in std::env::var("PATH").unwrap_or_default().split(':') {
-        let p = PathBuf::from(dir).join("prometheus");
-        if p.exists() {
-            return p;
-        }
-    }
-    panic!(
-        "Debian's prometheus is needed: scripts/validate-manifests.sh unpacks it (scripts/test.sh runs it first), or set ND_PROMETHEUS"
-    );
-}
 
 /// A TCP proxy that records what passes: requests that accept gzip and responses that are
 /// gzip-encoded.
@@ -158,7 +126,7 @@ struct Prometheus {
 }
 
 impl Prometheus {
-    fn start(scrape: SocketAddr, job: &str) -> Prometheus {
+    fn start(bin: &Path, scrape: SocketAddr, job: &str) -> Prometheus {
         let dir = tempfile::tempdir().expect("tempdir");
         let rules = dir.path().join("rules.yaml");
         std::fs::write(&rules, shipped_rules_fast()).expect("rules");
@@ -175,7 +143,7 @@ scrape_configs:\n  - job_name: {job}\n    static_configs:\n      - targets: ['{s
         .expect("config");
         let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().expect("addr");
         let log = std::fs::File::create(dir.path().join("prometheus.log")).expect("log");
-        let child = Command::new(prometheus_bin())
+        let child = Command::new(bin)
             .arg(format!("--config.file={}", config.display()))
             .arg(format!(
                 "--storage.tsdb.path={}",
@@ -314,6 +282,15 @@ fn troubled_node() -> FakeRoot {
 
 #[test]
 fn real_prometheus_scrapes_gzip_and_the_shipped_alerts_read_cleanly() {
+    let bin = match debian_binary("ND_PROMETHEUS", "prometheus", "usr/bin/prometheus") {
+        Ok(b) => b,
+        Err(why) => {
+            println!(
+                "SKIP real_prometheus_scrapes_gzip_and_the_shipped_alerts_read_cleanly: {why}"
+            );
+            return;
+        }
+    };
     let root = troubled_node();
     let mut agent = Server::start(
         root.root(),
@@ -321,7 +298,7 @@ fn real_prometheus_scrapes_gzip_and_the_shipped_alerts_read_cleanly() {
     );
     let proxy = Recorder::start(agent.addr);
     // A scrape job name of our own: the agent-down alert must not depend on it.
-    let prom = Prometheus::start(proxy.addr, "nd-e2e");
+    let prom = Prometheus::start(&bin, proxy.addr, "nd-e2e");
 
     let alerts = prom.wait(
         Duration::from_secs(60),

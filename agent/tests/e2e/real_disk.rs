@@ -25,6 +25,26 @@ pub fn root_or_skip(name: &str) -> bool {
     }
 }
 
+/// The tmpfs root of a test, or `None` after printing why it does not run: not root, or pid 1
+/// in another mount namespace than this test (the staged root's `proc` is the real one, so the
+/// agent reads the host's mounts as pid 1 sees them, and the tmpfs is not among them).
+fn tmpfs_root_or_skip(name: &str, size_mib: u64) -> Option<TmpfsRoot> {
+    if !root_or_skip(name) {
+        return None;
+    }
+    let root = TmpfsRoot::new(size_mib).expect("tmpfs root");
+    let pid1_sees_it = std::fs::read_to_string("/proc/1/mountinfo")
+        .is_ok_and(|m| m.contains(&*root.mnt.to_string_lossy()));
+    if !pid1_sees_it {
+        println!(
+            "SKIP {name}: pid 1 is in another mount namespace (the agent reads the host's mounts \
+             as pid 1 sees them, and this test's tmpfs is not among them)"
+        );
+        return None;
+    }
+    Some(root)
+}
+
 /// A tmp host root with a tmpfs at `var/lib/docker` and `proc -> /proc`; unmounted on drop,
 /// even when an assertion failed.
 struct TmpfsRoot {
@@ -176,10 +196,12 @@ fn commands(f: &Value) -> Vec<&str> {
 
 #[test]
 fn real_check_tmpfs_docker_root_at_97_percent_is_critical_exit_2() {
-    if !root_or_skip("real_check_tmpfs_docker_root_at_97_percent_is_critical_exit_2") {
+    let Some(root) = tmpfs_root_or_skip(
+        "real_check_tmpfs_docker_root_at_97_percent_is_critical_exit_2",
+        64,
+    ) else {
         return;
-    }
-    let root = TmpfsRoot::new(64).expect("tmpfs root");
+    };
     root.fill_to(97.5);
     let (size, used) = root.usage();
     let (code, v) = check_disk(&root);
@@ -218,10 +240,12 @@ fn real_check_tmpfs_docker_root_at_97_percent_is_critical_exit_2() {
 
 #[test]
 fn real_check_deleted_but_open_file_names_the_holder_pid_and_size() {
-    if !root_or_skip("real_check_deleted_but_open_file_names_the_holder_pid_and_size") {
+    let Some(root) = tmpfs_root_or_skip(
+        "real_check_deleted_but_open_file_names_the_holder_pid_and_size",
+        64,
+    ) else {
         return;
-    }
-    let root = TmpfsRoot::new(64).expect("tmpfs root");
+    };
     root.fill("held.log", 16 * MIB);
     // This test process keeps the file open after unlinking it; the binary sees it in /proc.
     let held = std::fs::OpenOptions::new()

@@ -195,90 +195,126 @@ pub fn load(path: &Path) -> Result<NpdConfig, ConfigError> {
     parse(&file, &text)
 }
 
-/// Parses and checks a config's text; `file` names it in errors.
+/// Parses and checks a config's text; `file` names it in errors. The checks run in the
+/// order of the phases below, so a config with several faults is refused for the first.
 pub fn parse(file: &str, text: &str) -> Result<NpdConfig, ConfigError> {
     let err = |reason: String| ConfigError {
         file: file.to_string(),
         reason: crate::bounded::ellipsis(&reason, 512),
     };
-    // The custom plugin monitor's configs (`plugin: custom`, `rules[].path`) run programs:
-    // named before the generic "unknown field" so the refusal says why.
+    refuse_custom_plugin(text).map_err(err)?;
+    let raw: RawConfig = serde_json::from_str(text)
+        .map_err(|e| err(format!("not a system-log-monitor config: {e}")))?;
+    let plugin = plugin(&raw).map_err(err)?;
+    let (lookback, buffer_size) = reading(&raw, &plugin).map_err(err)?;
+    if raw.source.is_empty() {
+        return Err(err("source (the monitor's name) is missing".into()));
+    }
+    name("source", &raw.source).map_err(err)?;
+    let conditions = conditions(raw.conditions).map_err(err)?;
+    let rules = rules(raw.rules, &conditions).map_err(err)?;
+    if raw.skip_list.len() > MAX_RULES || raw.skip_list.iter().any(|s| s.len() > MAX_PATTERN_BYTES)
+    {
+        return Err(err("skipList is too long".into()));
+    }
+    Ok(NpdConfig {
+        file: file.to_string(),
+        plugin,
+        log_path: raw.log_path,
+        lookback,
+        buffer_size,
+        source: raw.source,
+        conditions,
+        rules,
+        skip_list: raw
+            .skip_list
+            .into_iter()
+            .filter(|s| !s.is_empty())
+            .collect(),
+    })
+}
+
+/// The custom plugin monitor's configs (`plugin: custom`, `rules[].path`) run programs:
+/// named before the generic "unknown field" so the refusal says why.
+fn refuse_custom_plugin(text: &str) -> Result<(), String> {
     if let Ok(v) = serde_json::from_str::<serde_json::Value>(text) {
         let custom = v.get("plugin").and_then(|p| p.as_str()) == Some("custom")
             || v.get("rules")
                 .and_then(|r| r.as_array())
                 .is_some_and(|rs| rs.iter().any(|r| r.get("path").is_some()));
         if custom {
-            return Err(err(
+            return Err(
                 "a custom-plugin-monitor config (its rules run programs): node-doctor runs no programs on the node, so it is refused; run node-problem-detector for it".into(),
-            ));
+            );
         }
     }
-    let raw: RawConfig = serde_json::from_str(text)
-        .map_err(|e| err(format!("not a system-log-monitor config: {e}")))?;
-    let plugin = match raw.plugin.as_deref() {
-        Some("kmsg") => Plugin::Kmsg,
-        Some("filelog") => Plugin::Filelog(file_format(&raw.plugin_config).map_err(err)?),
+    Ok(())
+}
+
+/// `plugin` and its `pluginConfig`.
+fn plugin(raw: &RawConfig) -> Result<Plugin, String> {
+    match raw.plugin.as_deref() {
+        Some("kmsg") => Ok(Plugin::Kmsg),
+        Some("filelog") => Ok(Plugin::Filelog(file_format(&raw.plugin_config)?)),
         Some("journald") => {
             let identifier = raw
                 .plugin_config
                 .get("source")
                 .filter(|s| !s.is_empty())
                 .ok_or_else(|| {
-                    err(
-                        "journald: pluginConfig.source (the SYSLOG_IDENTIFIER to read) is missing"
-                            .into(),
-                    )
+                    "journald: pluginConfig.source (the SYSLOG_IDENTIFIER to read) is missing"
+                        .to_string()
                 })?;
-            name("pluginConfig.source", identifier).map_err(err)?;
-            Plugin::Journald {
+            name("pluginConfig.source", identifier)?;
+            Ok(Plugin::Journald {
                 identifier: identifier.clone(),
-            }
+            })
         }
-        Some(other) => {
-            return Err(err(format!(
-                "unknown plugin {:?} (node-doctor reads kmsg, filelog and journald)",
-                crate::bounded::prefix(other, 64)
-            )))
-        }
-        None => return Err(err("no plugin (kmsg, filelog or journald)".into())),
-    };
+        Some(other) => Err(format!(
+            "unknown plugin {:?} (node-doctor reads kmsg, filelog and journald)",
+            crate::bounded::prefix(other, 64)
+        )),
+        None => Err("no plugin (kmsg, filelog or journald)".into()),
+    }
+}
+
+/// How the log is read: `logPath` checked, and the `lookback` and `bufferSize` honoured.
+fn reading(raw: &RawConfig, plugin: &Plugin) -> Result<(Duration, usize), String> {
     if !matches!(plugin, Plugin::Kmsg) && raw.log_path.is_empty() {
-        return Err(err(format!("{}: logPath is missing", plugin.name())));
+        return Err(format!("{}: logPath is missing", plugin.name()));
     }
     if raw.log_path.len() > 4096 || raw.log_path.contains('\0') {
-        return Err(err("logPath is not a usable path".into()));
+        return Err("logPath is not a usable path".into());
     }
-    let lookback = go_duration(&raw.lookback).map_err(err)?;
+    let lookback = go_duration(&raw.lookback)?;
     if lookback > MAX_LOOKBACK {
-        return Err(err(format!(
+        return Err(format!(
             "lookback {:?} is longer than the {} h node-doctor reads back",
             raw.lookback,
             MAX_LOOKBACK.as_secs() / 3600
-        )));
+        ));
     }
     let buffer_size = match raw.buffer_size {
         0 => 10, // NPD's default
         n if n > MAX_BUFFER_SIZE => {
-            return Err(err(format!(
-                "bufferSize {n} is over {MAX_BUFFER_SIZE} lines"
-            )))
+            return Err(format!("bufferSize {n} is over {MAX_BUFFER_SIZE} lines"))
         }
         n => n,
     };
-    if raw.source.is_empty() {
-        return Err(err("source (the monitor's name) is missing".into()));
-    }
-    name("source", &raw.source).map_err(err)?;
+    Ok((lookback, buffer_size))
+}
+
+/// `conditions`: named, each type once.
+fn conditions(raw: Vec<RawCondition>) -> Result<Vec<ConditionDefault>, String> {
     let mut conditions = Vec::new();
-    for c in raw.conditions {
-        name("conditions[].type", &c.kind).map_err(err)?;
-        name("conditions[].reason", &c.reason).map_err(err)?;
+    for c in raw {
+        name("conditions[].type", &c.kind)?;
+        name("conditions[].reason", &c.reason)?;
         if conditions
             .iter()
             .any(|d: &ConditionDefault| d.kind == c.kind)
         {
-            return Err(err(format!("condition {} is listed twice", c.kind)));
+            return Err(format!("condition {} is listed twice", c.kind));
         }
         conditions.push(ConditionDefault {
             kind: c.kind,
@@ -286,19 +322,21 @@ pub fn parse(file: &str, text: &str) -> Result<NpdConfig, ConfigError> {
             message: crate::bounded::ellipsis(&c.message, 1024),
         });
     }
-    if raw.rules.len() > MAX_RULES {
-        return Err(err(format!(
-            "{} rules (at most {MAX_RULES})",
-            raw.rules.len()
-        )));
+    Ok(conditions)
+}
+
+/// `rules`: at most [`MAX_RULES`], each compiled; a permanent rule sets one of `conditions`.
+fn rules(raw: Vec<RawRule>, conditions: &[ConditionDefault]) -> Result<Vec<NpdRule>, String> {
+    if raw.len() > MAX_RULES {
+        return Err(format!("{} rules (at most {MAX_RULES})", raw.len()));
     }
     let mut rules = Vec::new();
-    for (i, r) in raw.rules.into_iter().enumerate() {
+    for (i, r) in raw.into_iter().enumerate() {
         let at = |m: String| {
-            err(format!(
+            format!(
                 "rules[{i}] ({}): {m}",
                 crate::bounded::prefix(&r.reason, 64)
-            ))
+            )
         };
         name("reason", &r.reason).map_err(at)?;
         let kind = match r.kind.as_str() {
@@ -334,25 +372,7 @@ pub fn parse(file: &str, text: &str) -> Result<NpdConfig, ConfigError> {
             regex,
         });
     }
-    if raw.skip_list.len() > MAX_RULES || raw.skip_list.iter().any(|s| s.len() > MAX_PATTERN_BYTES)
-    {
-        return Err(err("skipList is too long".into()));
-    }
-    Ok(NpdConfig {
-        file: file.to_string(),
-        plugin,
-        log_path: raw.log_path,
-        lookback,
-        buffer_size,
-        source: raw.source,
-        conditions,
-        rules,
-        skip_list: raw
-            .skip_list
-            .into_iter()
-            .filter(|s| !s.is_empty())
-            .collect(),
-    })
+    Ok(rules)
 }
 
 /// Compiles operator regex text with the size limits; `shown` is what the message quotes.

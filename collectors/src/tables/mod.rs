@@ -429,126 +429,10 @@ impl Phases for TablesCollector {
 
     fn metrics(&self, s: &Sample) -> Vec<Metric> {
         let mut m = Vec::new();
-        if let Some(f) = &s.files {
-            m.push(Metric::gauge(
-                "node_doctor_tables_file_handles_allocated",
-                "File handles allocated by the kernel (/proc/sys/fs/file-nr, first field).",
-                f.allocated as f64,
-            ));
-            m.push(Metric::gauge(
-                "node_doctor_tables_file_handles_max",
-                "fs.file-max: the most file handles the kernel allocates.",
-                f.max as f64,
-            ));
-            if let Some(n) = f.nr_open {
-                m.push(Metric::gauge(
-                    "node_doctor_tables_nr_open",
-                    "fs.nr_open: the highest RLIMIT_NOFILE a process may set.",
-                    n as f64,
-                ));
-            }
-        }
-        for d in &s.daemons {
-            if let Some(open) = d.open.or(d.table_size) {
-                m.push(
-                    Metric::gauge(
-                        "node_doctor_tables_daemon_open_fds",
-                        "A runtime's or the kubelet's open descriptors; its descriptor-table size (an upper bound) when far below its limit.",
-                        open as f64,
-                    )
-                    .label("daemon", d.name.clone()),
-                );
-            }
-            if let Some(soft) = d.soft_limit {
-                m.push(
-                    Metric::gauge(
-                        "node_doctor_tables_daemon_fd_limit",
-                        "A runtime's or the kubelet's soft RLIMIT_NOFILE (/proc/<pid>/limits).",
-                        soft as f64,
-                    )
-                    .label("daemon", d.name.clone()),
-                );
-            }
-        }
-        for n in &s.neigh {
-            let fam = n.family.as_str();
-            m.push(
-                Metric::gauge(
-                    "node_doctor_tables_neighbour_entries",
-                    "Entries in a neighbour table, all network namespaces (/proc/net/stat/arp_cache, ndisc_cache).",
-                    n.entries as f64,
-                )
-                .label("family", fam),
-            );
-            if let Some(g) = n.gc_thresh {
-                for (i, v) in g.iter().enumerate() {
-                    m.push(
-                        Metric::gauge(
-                            "node_doctor_tables_neighbour_gc_thresh",
-                            "A neighbour table's gc_thresh1..3 (net.ipv4/ipv6.neigh.default).",
-                            *v as f64,
-                        )
-                        .label("family", fam)
-                        .label("level", (i + 1).to_string()),
-                    );
-                }
-            }
-            if let Some(v) = n.table_fulls_total {
-                m.push(
-                    Metric::counter(
-                        "node_doctor_tables_neighbour_table_fulls_total",
-                        "Neighbour entries refused because the table was full (table_fulls, summed over CPUs).",
-                        v as f64,
-                    )
-                    .label("family", fam),
-                );
-            }
-            if let Some(v) = n.forced_gc_total {
-                m.push(
-                    Metric::counter(
-                        "node_doctor_tables_neighbour_forced_gc_runs_total",
-                        "Forced garbage collections of a neighbour table (forced_gc_runs, summed over CPUs).",
-                        v as f64,
-                    )
-                    .label("family", fam),
-                );
-            }
-        }
-        if let Some(t) = &s.tcp {
-            if let Some(p) = t.mem_pages {
-                m.push(Metric::gauge(
-                    "node_doctor_tables_tcp_memory_pages",
-                    "Memory of all TCP sockets in pages (/proc/net/sockstat TCP mem; global).",
-                    p as f64,
-                ));
-            }
-            if let Some(l) = t.tcp_mem {
-                for (name, v) in ["min", "pressure", "max"].iter().zip(l) {
-                    m.push(
-                        Metric::gauge(
-                            "node_doctor_tables_tcp_mem_limit_pages",
-                            "net.ipv4.tcp_mem in pages (min, pressure, max).",
-                            v as f64,
-                        )
-                        .label("level", *name),
-                    );
-                }
-            }
-            if let Some(o) = t.orphans {
-                m.push(Metric::gauge(
-                    "node_doctor_tables_tcp_orphans",
-                    "Orphaned TCP sockets (/proc/net/sockstat; global).",
-                    o as f64,
-                ));
-            }
-            if let Some(o) = t.max_orphans {
-                m.push(Metric::gauge(
-                    "node_doctor_tables_tcp_max_orphans",
-                    "net.ipv4.tcp_max_orphans.",
-                    o as f64,
-                ));
-            }
-        }
+        file_metrics(s, &mut m);
+        daemon_metrics(s, &mut m);
+        neighbour_metrics(s, &mut m);
+        tcp_metrics(s, &mut m);
         for (line, n) in &self.lines_total {
             m.push(
                 Metric::counter(
@@ -561,5 +445,141 @@ impl Phases for TablesCollector {
         }
         m.extend(self.kmsg.metrics("tables"));
         m
+    }
+}
+
+/// File handles: allocated, fs.file-max, fs.nr_open.
+fn file_metrics(s: &Sample, m: &mut Vec<Metric>) {
+    if let Some(f) = &s.files {
+        m.push(Metric::gauge(
+            "node_doctor_tables_file_handles_allocated",
+            "File handles allocated by the kernel (/proc/sys/fs/file-nr, first field).",
+            f.allocated as f64,
+        ));
+        m.push(Metric::gauge(
+            "node_doctor_tables_file_handles_max",
+            "fs.file-max: the most file handles the kernel allocates.",
+            f.max as f64,
+        ));
+        if let Some(n) = f.nr_open {
+            m.push(Metric::gauge(
+                "node_doctor_tables_nr_open",
+                "fs.nr_open: the highest RLIMIT_NOFILE a process may set.",
+                n as f64,
+            ));
+        }
+    }
+}
+
+/// The runtimes' and the kubelet's descriptors and limits.
+fn daemon_metrics(s: &Sample, m: &mut Vec<Metric>) {
+    for d in &s.daemons {
+        if let Some(open) = d.open.or(d.table_size) {
+            m.push(
+                Metric::gauge(
+                    "node_doctor_tables_daemon_open_fds",
+                    "A runtime's or the kubelet's open descriptors; its descriptor-table size (an upper bound) when far below its limit.",
+                    open as f64,
+                )
+                .label("daemon", d.name.clone()),
+            );
+        }
+        if let Some(soft) = d.soft_limit {
+            m.push(
+                Metric::gauge(
+                    "node_doctor_tables_daemon_fd_limit",
+                    "A runtime's or the kubelet's soft RLIMIT_NOFILE (/proc/<pid>/limits).",
+                    soft as f64,
+                )
+                .label("daemon", d.name.clone()),
+            );
+        }
+    }
+}
+
+/// Neighbour tables: entries, gc_thresh1..3, table-full and forced-GC counters.
+fn neighbour_metrics(s: &Sample, m: &mut Vec<Metric>) {
+    for n in &s.neigh {
+        let fam = n.family.as_str();
+        m.push(
+            Metric::gauge(
+                "node_doctor_tables_neighbour_entries",
+                "Entries in a neighbour table, all network namespaces (/proc/net/stat/arp_cache, ndisc_cache).",
+                n.entries as f64,
+            )
+            .label("family", fam),
+        );
+        if let Some(g) = n.gc_thresh {
+            for (i, v) in g.iter().enumerate() {
+                m.push(
+                    Metric::gauge(
+                        "node_doctor_tables_neighbour_gc_thresh",
+                        "A neighbour table's gc_thresh1..3 (net.ipv4/ipv6.neigh.default).",
+                        *v as f64,
+                    )
+                    .label("family", fam)
+                    .label("level", (i + 1).to_string()),
+                );
+            }
+        }
+        if let Some(v) = n.table_fulls_total {
+            m.push(
+                Metric::counter(
+                    "node_doctor_tables_neighbour_table_fulls_total",
+                    "Neighbour entries refused because the table was full (table_fulls, summed over CPUs).",
+                    v as f64,
+                )
+                .label("family", fam),
+            );
+        }
+        if let Some(v) = n.forced_gc_total {
+            m.push(
+                Metric::counter(
+                    "node_doctor_tables_neighbour_forced_gc_runs_total",
+                    "Forced garbage collections of a neighbour table (forced_gc_runs, summed over CPUs).",
+                    v as f64,
+                )
+                .label("family", fam),
+            );
+        }
+    }
+}
+
+/// TCP memory and orphans, with their limits.
+fn tcp_metrics(s: &Sample, m: &mut Vec<Metric>) {
+    if let Some(t) = &s.tcp {
+        if let Some(p) = t.mem_pages {
+            m.push(Metric::gauge(
+                "node_doctor_tables_tcp_memory_pages",
+                "Memory of all TCP sockets in pages (/proc/net/sockstat TCP mem; global).",
+                p as f64,
+            ));
+        }
+        if let Some(l) = t.tcp_mem {
+            for (name, v) in ["min", "pressure", "max"].iter().zip(l) {
+                m.push(
+                    Metric::gauge(
+                        "node_doctor_tables_tcp_mem_limit_pages",
+                        "net.ipv4.tcp_mem in pages (min, pressure, max).",
+                        v as f64,
+                    )
+                    .label("level", *name),
+                );
+            }
+        }
+        if let Some(o) = t.orphans {
+            m.push(Metric::gauge(
+                "node_doctor_tables_tcp_orphans",
+                "Orphaned TCP sockets (/proc/net/sockstat; global).",
+                o as f64,
+            ));
+        }
+        if let Some(o) = t.max_orphans {
+            m.push(Metric::gauge(
+                "node_doctor_tables_tcp_max_orphans",
+                "net.ipv4.tcp_max_orphans.",
+                o as f64,
+            ));
+        }
     }
 }

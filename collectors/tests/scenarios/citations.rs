@@ -15,7 +15,7 @@ use std::path::Path;
 
 use collectors::rules::RuleBook;
 
-use crate::support::docs_dir;
+use crate::support::handbooks_for;
 
 /// Where external citations may point: the kernel's and Kubernetes' own documentation.
 const DOCUMENTATION_SITES: &[&str] = &[
@@ -85,6 +85,23 @@ fn the_index_is_read() {
     assert!(sections[0].title.starts_with("集群 DNS 解析异常排障处理"));
 }
 
+/// `collectors/catalogue/handbooks.toml` titles exactly the documents INDEX.md lists.
+#[test]
+fn every_indexed_document_has_a_title() {
+    let Some(dir) = handbooks_for("every_indexed_document_has_a_title", "") else {
+        return;
+    };
+    let index = dir.join("INDEX.md");
+    let text =
+        std::fs::read_to_string(&index).unwrap_or_else(|e| panic!("{}: {e}", index.display()));
+    let (indexed, _) = read_index(&text);
+    let titled: BTreeSet<String> = collectors::handbooks::all()
+        .iter()
+        .map(|h| h.doc.clone())
+        .collect();
+    assert_eq!(titled, indexed, "{}", index.display());
+}
+
 /// The rule files on disk are the built-in ones (build.rs embeds every `rules/*.toml`): each
 /// holds rules, but `cluster.toml`, which holds the NodeCondition classes.
 #[test]
@@ -107,15 +124,15 @@ fn every_rules_file_is_built_in() {
 
 #[test]
 fn every_finding_cites_an_existing_section_or_external_documentation() {
-    let dir = docs_dir();
-    let index = dir.join("INDEX.md");
-    let Ok(index_text) = std::fs::read_to_string(&index) else {
-        println!(
-            "NOTE every_finding_cites_an_existing_section_or_external_documentation: {} absent, checking external citations only",
-            index.display()
-        );
+    let Some(dir) = handbooks_for(
+        "every_finding_cites_an_existing_section_or_external_documentation",
+        "checking external citations only",
+    ) else {
         return check_without_handbooks();
     };
+    let index = dir.join("INDEX.md");
+    let index_text =
+        std::fs::read_to_string(&index).unwrap_or_else(|e| panic!("{}: {e}", index.display()));
     let (docs, sections) = read_index(&index_text);
     assert!(
         !docs.is_empty() && !sections.is_empty(),

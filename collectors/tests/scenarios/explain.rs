@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 
 use collectors::explain::{self, lookup, lookup_key, MatchKind};
 
-use crate::support::docs_dir;
+use crate::support::handbooks_for;
 
 fn keys(q: &str) -> Vec<String> {
     lookup(q)
@@ -398,18 +398,11 @@ fn generic_evidence_never_outranks_a_cause() {
 /// entry.
 #[test]
 fn handbook_entries_carry_the_handbooks_own_chinese_wording() {
-    let dir = docs_dir();
-    let doc = if dir.is_dir() {
-        Some(compact(
-            &std::fs::read_to_string(dir.join("002_af370464fa0f13dd.txt")).unwrap(),
-        ))
-    } else {
-        println!(
-            "NOTE handbook_entries_carry_the_handbooks_own_chinese_wording: {} absent, checking only that the patterns exist",
-            dir.display()
-        );
-        None
-    };
+    let doc = handbooks_for(
+        "handbook_entries_carry_the_handbooks_own_chinese_wording",
+        "checking only that the patterns exist",
+    )
+    .map(|dir| compact(&std::fs::read_to_string(dir.join("002_af370464fa0f13dd.txt")).unwrap()));
     let is_zh = |p: &str| p.chars().any(explain::text::is_cjk);
     let mut checked = 0;
     for e in explain::catalogue()
@@ -707,8 +700,11 @@ fn has_code(component: &str, code: &str) -> bool {
 
 #[test]
 fn every_code_of_the_handbooks_has_an_entry() {
-    let dir = docs_dir();
-    let codes = if dir.is_dir() {
+    let dir = handbooks_for(
+        "every_code_of_the_handbooks_has_an_entry",
+        "checking the committed list",
+    );
+    let codes = if let Some(dir) = dir {
         let c = extract_from_docs(&dir);
         // The extraction must keep finding what the committed list holds; if a doc changes,
         // update both the list and the catalogue.
@@ -723,10 +719,6 @@ fn every_code_of_the_handbooks_has_an_entry() {
         );
         c
     } else {
-        println!(
-            "NOTE every_code_of_the_handbooks_has_an_entry: {} absent, using the committed list",
-            dir.display()
-        );
         committed()
     };
     let mut missing = Vec::new();
@@ -798,14 +790,12 @@ fn every_000_heading_pasted_as_text_ranks_its_own_code_first() {
     // A TKE Ingress event carries the code and the controller's message; the code decides
     // even when the message resembles another code's (the handbook's E4023 heading repeats
     // the E4025 message).
-    let dir = docs_dir();
-    if !dir.is_dir() {
-        println!(
-            "SKIP every_000_heading_pasted_as_text_ranks_its_own_code_first: {} absent",
-            dir.display()
-        );
+    let Some(dir) = handbooks_for(
+        "every_000_heading_pasted_as_text_ranks_its_own_code_first",
+        "",
+    ) else {
         return;
-    }
+    };
     let text = std::fs::read_to_string(dir.join("000_fc34186b6df04717.txt")).unwrap();
     let mut checked = 0;
     for heading in text.lines().filter_map(|l| l.strip_prefix("## ")) {
@@ -831,14 +821,9 @@ fn every_000_heading_pasted_as_text_ranks_its_own_code_first() {
 
 #[test]
 fn every_entry_names_a_section_its_document_really_has() {
-    let dir = docs_dir();
-    if !dir.is_dir() {
-        println!(
-            "SKIP every_entry_names_a_section_its_document_really_has: {} absent",
-            dir.display()
-        );
+    let Some(dir) = handbooks_for("every_entry_names_a_section_its_document_really_has", "") else {
         return;
-    }
+    };
     let mut wrong = Vec::new();
     for e in &explain::catalogue().entries {
         let text = std::fs::read_to_string(dir.join(&e.doc)).unwrap();
@@ -1042,14 +1027,9 @@ fn explain_corpus_precision_and_recall() {
 /// (ignoring spacing and punctuation, as matching does).
 #[test]
 fn corpus_chinese_pastes_are_verbatim_handbook_text() {
-    let dir = docs_dir();
-    if !dir.is_dir() {
-        println!(
-            "SKIP corpus_chinese_pastes_are_verbatim_handbook_text: {} absent",
-            dir.display()
-        );
+    let Some(dir) = handbooks_for("corpus_chinese_pastes_are_verbatim_handbook_text", "") else {
         return;
-    }
+    };
     let mut checked = 0;
     for p in corpus().iter().filter(|p| p.form == "zh") {
         let file = std::fs::read_dir(&dir)

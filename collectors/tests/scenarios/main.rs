@@ -5,11 +5,14 @@
 mod citations;
 mod clock;
 mod conntrack;
+#[path = "../../../agent/tests/e2e/debian.rs"]
+mod debian;
 mod disk;
 mod disk_filling;
 mod dns;
 mod explain;
 mod explain_phrasings;
+mod function_length;
 mod golden;
 mod hardware;
 mod hostile;

@@ -156,20 +156,51 @@ pub fn find_metric<'a>(
     })
 }
 
-/// `shared/docs` beside the repository (`<repo>/../shared/docs`, as in CI and /work/main), or
-/// one level further up for a git worktree kept under a directory of worktrees; the
-/// `NODE_DOCTOR_DOCS` environment variable overrides both.
-pub fn docs_dir() -> PathBuf {
+/// The handbooks: `shared/docs` beside the repository (`<repo>/../shared/docs`, as in CI and
+/// /work/main), or one level further up for a git worktree kept under a directory of
+/// worktrees; the `NODE_DOCTOR_DOCS` environment variable overrides both. `Err` says why there
+/// are none: a clone of the repository alone has no `shared/docs` beside it.
+pub fn handbooks_dir() -> Result<PathBuf, String> {
     if let Some(d) = std::env::var_os("NODE_DOCTOR_DOCS") {
-        return PathBuf::from(d);
+        let d = PathBuf::from(d);
+        return if d.is_dir() {
+            Ok(d)
+        } else {
+            Err(format!(
+                "NODE_DOCTOR_DOCS={} is not a directory",
+                d.display()
+            ))
+        };
     }
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     let beside = repo.join("../shared/docs");
     let above = repo.join("../../shared/docs");
-    if !beside.is_dir() && above.is_dir() {
-        above
+    if beside.is_dir() {
+        Ok(beside)
+    } else if above.is_dir() {
+        Ok(above)
     } else {
-        beside
+        Err(format!(
+            "no handbooks at {} (shared/docs beside the repository, which a clone alone does \
+             not have; NODE_DOCTOR_DOCS names another place)",
+            beside.display()
+        ))
+    }
+}
+
+/// The handbooks for `test`, or `None` after printing `SKIP <test>: <why>`. `without` says
+/// what the test still checks without them (empty when it checks nothing and returns).
+pub fn handbooks_for(test: &str, without: &str) -> Option<PathBuf> {
+    match handbooks_dir() {
+        Ok(d) => Some(d),
+        Err(why) if without.is_empty() => {
+            println!("SKIP {test}: {why}");
+            None
+        }
+        Err(why) => {
+            println!("SKIP {test} (in part): {why}; {without}");
+            None
+        }
     }
 }
 
