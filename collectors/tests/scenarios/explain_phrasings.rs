@@ -12,7 +12,6 @@ use std::collections::BTreeSet;
 
 use collectors::explain::{self, lookup, Confidence};
 
-
 /// Where a Chinese phrasing comes from.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Src {
