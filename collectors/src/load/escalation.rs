@@ -13,7 +13,7 @@
 //! [`Signals`] it read, before any per-process file.
 
 use super::observation::{Observation, Pressures};
-use super::thresholds::Thresholds;
+use super::thresholds::{Baseline, Thresholds};
 
 /// Why a run reads per-process detail: the first bar a signal reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,6 +61,11 @@ pub struct Signals {
 }
 
 impl Signals {
+    /// Whether the run has a window (a previous sample): the first run has none.
+    pub fn has_window(&self) -> bool {
+        self.cpu_busy_percent.is_some()
+    }
+
     /// The signals of a judged window (its culprits are not looked at).
     pub fn of(obs: &Observation) -> Signals {
         Signals {
@@ -84,6 +89,9 @@ impl Signals {
 /// bar, else `None` (nothing of the collector's rules can fire).
 pub fn needs_detail(s: &Signals, th: &Thresholds) -> Option<Reason> {
     let e = &th.escalation;
+    if let (false, Some(b)) = (s.has_window(), &e.baseline) {
+        return needs_baseline(s, th, b);
+    }
     let cpus = f64::from(s.cpus.max(1));
     let load_limit = th.load_warning_per_cpu.min(th.load_critical_per_cpu);
     if s.load1 / cpus >= e.load_share * load_limit {
@@ -130,6 +138,23 @@ pub fn needs_detail(s: &Signals, th: &Thresholds) -> Option<Reason> {
         return Some(Reason::ProcsBlocked);
     }
     None
+}
+
+/// Whether a run without a window takes a baseline of every process for the next run
+/// ([`Baseline`], `check`'s first sample), and why: PSI io, or `procs_blocked` on this one
+/// sample, at its bar.
+fn needs_baseline(s: &Signals, th: &Thresholds, b: &Baseline) -> Option<Reason> {
+    let io = s.pressure.io;
+    if io
+        .and_then(|p| p.full)
+        .is_some_and(|f| f.avg10 >= b.psi_io_full_share * th.psi_io_full_percent)
+    {
+        return Some(Reason::PsiIoFull);
+    }
+    if io.is_some_and(|p| p.some.avg10 >= b.psi_io_some_avg10_percent) {
+        return Some(Reason::PsiSome);
+    }
+    (s.procs_blocked >= b.procs_blocked).then_some(Reason::ProcsBlocked)
 }
 
 /// Whether the window's IO signals are all under their bars (iowait, the busiest disk, PSI

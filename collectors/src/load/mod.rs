@@ -54,7 +54,7 @@ pub use observation::{
 };
 use processes::{IoReads, IoWaitPlan, OnsetLimits, ProcessTracker};
 pub use sample::Sample;
-pub use thresholds::{Escalation, Hold, Thresholds};
+pub use thresholds::{Baseline, Escalation, Hold, Thresholds};
 
 /// Which processes the tracker holds counters of (what the next pass can measure over the
 /// window without a catch-up).
@@ -576,9 +576,16 @@ impl LoadCollector {
             )),
             Some(floors) => match self.cgroup_plan(&floors, reason, now, wait, procs_blocked) {
                 Some(p) => p,
-                // The first run: the cgroups' baseline is all the next window needs.
+                // The first run: the cgroups' baseline is all the next window needs, unless
+                // that run must measure the processes over its whole window (`check`'s
+                // second sample, `Escalation::baseline`): then every process's too.
                 None => {
                     self.tracker.clear();
+                    if self.config.thresholds.escalation.baseline.is_some() {
+                        self.tracked = Tracked::All;
+                        let scope = Scope::All("a baseline for the next sample".into());
+                        return (self.pass(now, delayacct, None), 0.0, scope);
+                    }
                     self.tracked = Tracked::Nothing;
                     let scope = Scope::Cgroups("baseline".into());
                     return (processes::ProcSample::default(), 0.0, scope);
@@ -616,9 +623,10 @@ impl LoadCollector {
             Plan::All(why) => (Tracked::All, Scope::All(why.describe())),
         };
         // The tracker holds a baseline for what this pass reads when the previous run read
-        // the same processes (every process, or the tasks of at least these cgroups).
+        // the same processes (every process, or the tasks of at least these cgroups), or
+        // every process (any cgroups' tasks among them).
         let baseline = match (&self.tracked, &tracked) {
-            (Tracked::All, Tracked::All) => true,
+            (Tracked::All, _) => true,
             (Tracked::Cgroups(had), Tracked::Cgroups(want)) => want.iter().all(|w| had.contains(w)),
             _ => false,
         };
