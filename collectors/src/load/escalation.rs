@@ -141,9 +141,14 @@ pub fn needs_detail(s: &Signals, th: &Thresholds) -> Option<Reason> {
 }
 
 /// Whether a run without a window takes a baseline of every process for the next run
-/// ([`Baseline`], `check`'s first sample), and why: PSI io, or `procs_blocked` on this one
-/// sample, at its bar.
+/// ([`Baseline`], `check`'s first sample), and why: load1 at its bar (as on any run), or a
+/// sign of IO trouble: PSI io, or `procs_blocked` on this one sample, at its bar.
 fn needs_baseline(s: &Signals, th: &Thresholds, b: &Baseline) -> Option<Reason> {
+    let cpus = f64::from(s.cpus.max(1));
+    let load_limit = th.load_warning_per_cpu.min(th.load_critical_per_cpu);
+    if s.load1 / cpus >= th.escalation.load_share * load_limit {
+        return Some(Reason::Load);
+    }
     let io = s.pressure.io;
     if io
         .and_then(|p| p.full)

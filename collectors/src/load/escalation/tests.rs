@@ -432,7 +432,8 @@ fn first_sample() -> Signals {
 /// `check`'s first sample has no window and is followed by its second: when PSI io is at
 /// serve's bars, or a task is blocked on that one sample, it reads every process as the
 /// second's baseline; a quiet one reads none, and neither does one whose only signs are CPU
-/// (load1 past serve's bar, PSI cpu some): the catch-up finds CPU culprits. `serve`'s first
+/// (load1 past serve's bar but under the limit, PSI cpu some): the catch-up finds CPU
+/// culprits. `serve`'s first
 /// run is unchanged (a single blocked task does not escalate it), and `check`'s windows keep
 /// the bars at the limits.
 #[test]
@@ -486,6 +487,11 @@ fn at_the_limits_the_first_sample_takes_a_baseline_at_signs_of_io_trouble() {
         assert_eq!(needs_detail(&s, &check), None, "{s:?}");
         assert_eq!(needs_detail(&s, &serve), Some(at_serve), "{s:?}");
     }
+    // load1 at its limit (2.0 per CPU) takes one, as on a run with a window.
+    let mut s = first_sample();
+    s.cpus = 24;
+    s.load1 = 48.0;
+    assert_eq!(needs_detail(&s, &check), Some(Reason::Load));
     // The load over a window at the limits: 1.4 per CPU is under the 2.0 limit.
     let mut w = quiet();
     w.cpus = 24;
