@@ -13,7 +13,7 @@
 //! [`Signals`] it read, before any per-process file.
 
 use super::observation::{Observation, Pressures};
-use super::thresholds::{Baseline, Thresholds};
+use super::thresholds::Thresholds;
 
 /// Why a run reads per-process detail: the first bar a signal reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,12 +86,16 @@ impl Signals {
 }
 
 /// Whether this run reads per-process detail, and why: the first whole-node signal at its
-/// bar, else `None` (nothing of the collector's rules can fire).
+/// bar, or on a run without a window a sign of IO trouble at the
+/// [`Baseline`](super::thresholds::Baseline)'s bars
+/// ([`takes_baseline`]), else `None` (nothing of the collector's rules can fire).
 pub fn needs_detail(s: &Signals, th: &Thresholds) -> Option<Reason> {
+    at_a_bar(s, th).or_else(|| takes_baseline(s, th))
+}
+
+/// The first whole-node signal at its escalation bar.
+fn at_a_bar(s: &Signals, th: &Thresholds) -> Option<Reason> {
     let e = &th.escalation;
-    if let (false, Some(b)) = (s.has_window(), &e.baseline) {
-        return needs_baseline(s, th, b);
-    }
     let cpus = f64::from(s.cpus.max(1));
     let load_limit = th.load_warning_per_cpu.min(th.load_critical_per_cpu);
     if s.load1 / cpus >= e.load_share * load_limit {
@@ -141,14 +145,16 @@ pub fn needs_detail(s: &Signals, th: &Thresholds) -> Option<Reason> {
 }
 
 /// Whether a run without a window takes a baseline of every process for the next run
-/// ([`Baseline`], `check`'s first sample), and why: load1 at its bar (as on any run), or a
-/// sign of IO trouble: PSI io, or `procs_blocked` on this one sample, at its bar.
-fn needs_baseline(s: &Signals, th: &Thresholds, b: &Baseline) -> Option<Reason> {
-    let cpus = f64::from(s.cpus.max(1));
-    let load_limit = th.load_warning_per_cpu.min(th.load_critical_per_cpu);
-    if s.load1 / cpus >= th.escalation.load_share * load_limit {
-        return Some(Reason::Load);
-    }
+/// ([`Baseline`](super::thresholds::Baseline), `check`'s first sample), and why: a sign of IO
+/// trouble, PSI io or
+/// `procs_blocked` on this one sample, at its bar. `None` on a run with a window, or without
+/// baseline bars (`serve`).
+pub fn takes_baseline(s: &Signals, th: &Thresholds) -> Option<Reason> {
+    let b = th
+        .escalation
+        .baseline
+        .as_ref()
+        .filter(|_| !s.has_window())?;
     let io = s.pressure.io;
     if io
         .and_then(|p| p.full)

@@ -412,6 +412,7 @@ impl LoadCollector {
                     && !self.held.any("load.io_bound")
                     && !self.held.any("load.iowait"),
                 node_cpu_percent: whole.map(|w| w.cpu.in_tasks() * f64::from(levels.cpus)),
+                baseline: escalation::takes_baseline(&signals, &self.config.thresholds).is_some(),
             };
             let (procs, span, scope) = self.detail(
                 reason,
@@ -511,6 +512,10 @@ struct AllPass {
     /// The node's CPU in processes over the window (user, nice and system: what processes'
     /// CPU times can explain), percent of one CPU (`None` without a window).
     node_cpu_percent: Option<f64>,
+    /// A run without a window reads every process as the next run's baseline (signs of IO
+    /// trouble on `check`'s first sample, [`escalation::takes_baseline`]), not only the
+    /// cgroups' counters.
+    baseline: bool,
 }
 
 /// Which processes a pass read.
@@ -578,10 +583,11 @@ impl LoadCollector {
                 Some(p) => p,
                 // The first run: the cgroups' baseline is all the next window needs, unless
                 // that run must measure the processes over its whole window (`check`'s
-                // second sample, `Escalation::baseline`): then every process's too.
+                // second sample after signs of IO trouble, `escalation::takes_baseline`):
+                // then every process's too.
                 None => {
                     self.tracker.clear();
-                    if self.config.thresholds.escalation.baseline.is_some() {
+                    if all.baseline {
                         self.tracked = Tracked::All;
                         let scope = Scope::All("a baseline for the next sample".into());
                         return (self.pass(now, delayacct, None), 0.0, scope);

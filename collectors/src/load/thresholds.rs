@@ -159,9 +159,8 @@ pub struct Escalation {
 }
 
 /// When a run without a window takes a baseline of every process for the next run: when its
-/// one sample shows IO trouble may be at hand (tasks blocked on IO, PSI io), besides load1 at
-/// its bar, which any run escalates at. The run then reads `stat` and `io` of every process
-/// (and the cgroups' counters), so that the next run, should it escalate, names the culprits
+/// one sample shows IO trouble may be at hand (tasks blocked on IO, PSI io). The run then
+/// reads `stat` and `io` of every process (and the cgroups' counters), so that the next run, should it escalate, names the culprits
 /// from their counters over its whole window. Without it, that run catches up ([`crate::load`]'s onset pass), whose survey ranks processes by state and
 /// CPU time and reads no `io`: it finds CPU culprits (every CPU finding needs load1 at the CPU
 /// count, and the busiest on a CPU are running when surveyed), not a writer that is neither
@@ -214,9 +213,8 @@ impl Escalation {
     /// builds). Every finding still implies a bar (the property test
     /// `every_finding_implies_escalation` runs with these too); `procs_blocked` and
     /// `catch_up` are kept. The first sample, which has no window and is followed by the
-    /// second, reads every process for it at load1's bar (the limit), or when its IO signs
-    /// reach this escalation's bars (PSI io; `procs_blocked` on its one sample): its
-    /// [`Baseline`].
+    /// second, reads every process for it when its IO signs reach this escalation's bars
+    /// (PSI io; `procs_blocked` on its one sample): its [`Baseline`].
     pub fn at_the_limits(&self) -> Self {
         Escalation {
             load_share: 1.0,

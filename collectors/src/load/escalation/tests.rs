@@ -465,6 +465,7 @@ fn at_the_limits_the_first_sample_takes_a_baseline_at_signs_of_io_trouble() {
         let mut s = first_sample();
         stage(&mut s);
         assert_eq!(needs_detail(&s, &check), Some(reason), "{s:?}");
+        assert_eq!(takes_baseline(&s, &check), Some(reason), "{s:?}");
         assert_eq!(needs_detail(&s, &serve), at_serve, "{s:?}");
     }
     let cpu: [(Stage, Reason); 2] = [
@@ -487,11 +488,17 @@ fn at_the_limits_the_first_sample_takes_a_baseline_at_signs_of_io_trouble() {
         assert_eq!(needs_detail(&s, &check), None, "{s:?}");
         assert_eq!(needs_detail(&s, &serve), Some(at_serve), "{s:?}");
     }
-    // load1 at its limit (2.0 per CPU) takes one, as on a run with a window.
+    // load1 at its limit (2.0 per CPU) escalates the run, as any, but takes no baseline of
+    // every process (the cgroups' counters are that run's reading): the catch-up finds the
+    // CPU culprits. With a task blocked too, it takes one.
     let mut s = first_sample();
     s.cpus = 24;
     s.load1 = 48.0;
     assert_eq!(needs_detail(&s, &check), Some(Reason::Load));
+    assert_eq!(takes_baseline(&s, &check), None);
+    s.procs_blocked = 1;
+    assert_eq!(takes_baseline(&s, &check), Some(Reason::ProcsBlocked));
+    assert_eq!(takes_baseline(&s, &serve), None);
     // The load over a window at the limits: 1.4 per CPU is under the 2.0 limit.
     let mut w = quiet();
     w.cpus = 24;
