@@ -679,7 +679,8 @@ fn stage_saturated_disk(root: &FakeRoot, later: bool) {
     );
     let pod = format!("/kubepods/burstable/pod{POD_UID}/{CONTAINER}");
     // pid, comm, state, ppid, CPU ticks, (read, written) bytes, block-IO delay ticks, cgroup.
-    let procs: [(u32, &str, char, u32, u64, (u64, u64), u64, String); 4] = [
+    type Staged<'a> = (u32, &'a str, char, u32, u64, (u64, u64), u64, String);
+    let procs: [Staged; 4] = [
         (
             9783,
             "mysqld",
