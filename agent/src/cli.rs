@@ -322,7 +322,9 @@ pub fn default_options() -> collectors::registry::Options {
 /// so `load` reads the processes only when that window can raise a finding that names them
 /// (its escalation bars at the rules' limits, `Escalation::at_the_limits`), not when a bar
 /// meant to give `serve`'s next run a baseline is reached (a tick of iowait in a one-second
-/// window, PSI `some` from other work).
+/// window, PSI `some` from other work). Its first sample, which the second follows, reads every
+/// process when it shows signs of IO trouble at serve's bars (`Escalation::baseline`), so that
+/// the second names the writers over its whole window.
 pub fn for_check(mut o: collectors::registry::Options) -> collectors::registry::Options {
     o.load.thresholds.escalation = o.load.thresholds.escalation.at_the_limits();
     o
@@ -732,6 +734,16 @@ mod tests {
         assert_eq!(s.escalation.iowait_share, 0.5);
         assert_eq!(c.escalation, s.escalation.at_the_limits());
         assert_eq!(c.escalation.psi_some_avg10_percent, f64::INFINITY);
+        // The first sample takes its baseline at serve's bars for the IO signs.
+        assert_eq!(s.escalation.baseline, None);
+        let first = c
+            .escalation
+            .baseline
+            .expect("check's first sample has baseline bars");
+        assert_eq!(
+            first.psi_io_some_avg10_percent,
+            s.escalation.psi_some_avg10_percent
+        );
         let rest = collectors::load::Thresholds {
             escalation: s.escalation.clone(),
             ..c.clone()

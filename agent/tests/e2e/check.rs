@@ -607,3 +607,283 @@ fn no_probes_touches_no_network() {
     assert!(v["findings"].as_array().unwrap().is_empty(), "{v:#}");
     assert!(connections.load(Ordering::SeqCst) >= 1, "{v:#}");
 }
+
+/// Writes a host file of `root` whole (a temporary file renamed over it), so a collector never
+/// reads it half written.
+fn replace(root: &FakeRoot, host_path: &str, text: &str) {
+    let p = root.path(host_path);
+    std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+    let tmp = p.with_extension("staging");
+    std::fs::write(&tmp, text).expect("write staged file");
+    std::fs::rename(&tmp, &p).expect("rename staged file");
+}
+
+const POD_UID: &str = "8f2a1c4e-3b7d-4e8f-9a0b-1c2d3e4f5a6b";
+const CONTAINER: &str = "3f4e5d6c7b8a99887766554433221100ffeeddccbbaa00112233445566778899";
+
+/// The handbook's sick node (002, 节点高负载排障处理): 24 CPUs, load 34.6, 7.9% iowait, sda
+/// busy 100% over 10 s of the host's clock, 28 tasks blocked, mysqld (a host service) the
+/// top writer, php-fpm in a pod writing too, the kubelet, jbd2 in D state. `later`: the
+/// second sample, 10 s of uptime after the first.
+fn stage_saturated_disk(root: &FakeRoot, later: bool) {
+    let k = u64::from(later);
+    replace(root, "/sys/devices/system/cpu/online", "0-23\n");
+    replace(
+        root,
+        "/proc/uptime",
+        &format!("{}.00 1899800.00\n", 86_340 + 10 * k),
+    );
+    replace(
+        root,
+        "/proc/loadavg",
+        if later {
+            "33.00 35.29 35.59 2/679 31300\n"
+        } else {
+            "34.64 35.80 35.76 1/679 31245\n"
+        },
+    );
+    // 10 s × 24 CPUs = 24,000 ticks: 15.6% us, 1.7% sy, 74.7% id, 7.9% wa, 0.1% si.
+    let t = [
+        5_000_000 + 3744 * k,
+        1000,
+        600_000 + 408 * k,
+        20_000_000 + 17_928 * k,
+        900_000 + 1896 * k,
+        0,
+        20_000 + 24 * k,
+        0,
+    ];
+    replace(
+        root,
+        "/proc/stat",
+        &format!(
+            "cpu  {} {} {} {} {} {} {} {} 0 0\nctxt 1000\nbtime 1700000000\nprocesses 5000\nprocs_running {}\nprocs_blocked 28\n",
+            t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], 1 + k
+        ),
+    );
+    // sda: 4 reads and 1789 writes in the 10 s, busy all of it (atop's DSK line).
+    replace(
+        root,
+        "/proc/diskstats",
+        &format!(
+            "   8       0 sda {} 70 {} {} {} 50 {} {} 12 {} {}\n",
+            231_000 + 4 * k,
+            18_610_000 + 32 * k,
+            500_000 + 20 * k,
+            1_789_000 + 1789 * k,
+            28_700_000 + 58_163 * k,
+            9_980_000 + 178_900 * k,
+            9_990_000 + 10_000 * k,
+            34_000_000 + 200_000 * k
+        ),
+    );
+    let pod = format!("/kubepods/burstable/pod{POD_UID}/{CONTAINER}");
+    // pid, comm, state, ppid, CPU ticks, (read, written) bytes, block-IO delay ticks, cgroup.
+    type Staged<'a> = (u32, &'a str, char, u32, u64, (u64, u64), u64, String);
+    let procs: [Staged; 4] = [
+        (
+            9783,
+            "mysqld",
+            'S',
+            1,
+            1_112_256 + 1965 * k,
+            (7_618_420_736 + 4096 * k, 224_365_039_616 + 1_376_256 * k),
+            50_000 + 400 * k,
+            "12:blkio:/system.slice/mysqld.service\n1:name=systemd:/system.slice/mysqld.service\n"
+                .to_string(),
+        ),
+        (
+            5596,
+            "php-fpm",
+            'S',
+            5500,
+            1200 + 72 * k,
+            (0, 2_000_000 + 983_040 * k),
+            0,
+            format!("12:blkio:{pod}\n1:name=systemd:{pod}\n"),
+        ),
+        (
+            812,
+            "kubelet",
+            'S',
+            1,
+            60_000 + 40 * k,
+            (0, 4096),
+            0,
+            "1:name=systemd:/system.slice/kubelet.service\n".to_string(),
+        ),
+        (
+            880,
+            "jbd2/sda5-8",
+            'D',
+            2,
+            4000 + k,
+            (0, 0),
+            20_000 + 350 * k,
+            String::new(),
+        ),
+    ];
+    for (pid, comm, state, ppid, ticks, (read, written), blkio, cgroup) in procs {
+        let dir = format!("/proc/{pid}");
+        replace(
+            root,
+            &format!("{dir}/stat"),
+            &format!(
+                "{pid} ({comm}) {state} {ppid} {pid} {pid} 0 -1 4194560 100 0 0 0 {ticks} 0 0 0 20 0 1 0 4321 1000000 100 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 {blkio} 0 0\n"
+            ),
+        );
+        replace(
+            root,
+            &format!("{dir}/io"),
+            &format!("rchar: {read}\nwchar: {written}\nsyscr: 1\nsyscw: 1\nread_bytes: {read}\nwrite_bytes: {written}\ncancelled_write_bytes: 0\n"),
+        );
+        replace(root, &format!("{dir}/comm"), &format!("{comm}\n"));
+        replace(root, &format!("{dir}/cgroup"), &cgroup);
+        replace(
+            root,
+            &format!("{dir}/wchan"),
+            if state == 'D' { "io_schedule" } else { "0" },
+        );
+    }
+    if !later {
+        std::fs::create_dir_all(root.path(&format!("/var/log/pods/shop_web-7c9d_{POD_UID}")))
+            .expect("mkdir pod log dir");
+        let link = root.path(&format!(
+            "/var/log/containers/web-7c9d_shop_php-fpm-{CONTAINER}.log"
+        ));
+        std::fs::create_dir_all(link.parent().expect("parent")).expect("mkdir");
+        std::os::unix::fs::symlink(
+            format!("/var/log/pods/shop_web-7c9d_{POD_UID}/php-fpm/0.log"),
+            link,
+        )
+        .expect("symlink container log");
+    }
+}
+
+/// `check --interval 3s` on a staged sick node whose files change between its two samples
+/// (the test waits for the first sample's debug line, then stages the second): the saturated
+/// disk's finding names mysqld, the top writer, as a host process outside Kubernetes, and
+/// php-fpm with its pod. Before the first sample took a baseline, it named no process.
+#[test]
+fn check_names_the_writer_behind_a_saturated_disk_between_its_samples() {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    let root = FakeRoot::quiet();
+    stage_saturated_disk(&root, false);
+    let out_dir = tempfile::tempdir().expect("tempdir");
+    let stdout = out_dir.path().join("stdout");
+    /// Kills the check when the test returns or panics.
+    struct Reaped(std::process::Child);
+    impl Drop for Reaped {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut child = Reaped(
+        Command::new(crate::support::shipped_bin())
+            .args(["check", "--host-root"])
+            .arg(root.root())
+            .args([
+                "--node-name",
+                "e2e-node",
+                "--interval",
+                "3s",
+                "--format",
+                "json",
+                "--collector",
+                "load",
+                "--log-level",
+                "debug",
+            ])
+            .env_remove("NODE_NAME")
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&stdout).expect("stdout file"))
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn node-doctor check"),
+    );
+    let stderr = child.0.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut log = Vec::new();
+    loop {
+        let line = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .unwrap_or_else(|e| panic!("no first sample ({e}): {log:#?}"));
+        let first_done = line.contains("run finished") && line.contains("collector=\"load\"");
+        log.push(line);
+        if first_done {
+            break;
+        }
+    }
+    // The second sample comes 3 s after the first finished.
+    stage_saturated_disk(&root, true);
+    let status = loop {
+        if let Some(st) = child.0.try_wait().expect("try_wait") {
+            break st;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let _ = reader.join();
+    log.extend(rx.try_iter());
+    let log = log.join("\n");
+    let text = std::fs::read_to_string(&stdout).expect("stdout");
+    let v: Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("check: not JSON ({e}): {text}\nstderr: {log}"));
+    assert_eq!(status.code(), Some(expected_exit(&v)), "{v:#}");
+    let f = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "load.io_bound" && f["subject"] == "sda")
+        .unwrap_or_else(|| {
+            panic!("no load.io_bound on sda (was the second sample staged in time?):\n{v:#}\n{log}")
+        });
+    assert_eq!(f["severity"], "warning");
+    let ev = &f["evidence"];
+    assert_eq!(ev["busy_percent"].as_f64(), Some(100.0), "{f:#}");
+    assert_eq!(ev["window_seconds"].as_f64(), Some(10.0), "{f:#}");
+    assert_eq!(ev["top_io_comm"], "mysqld", "{f:#}\n{log}");
+    assert_eq!(ev["top_io_pid"].as_f64(), Some(9783.0));
+    assert_eq!(ev["top_io_origin"], "host");
+    assert_eq!(
+        ev["top_io_write_bytes_per_second"].as_f64(),
+        Some(137_625.6)
+    );
+    assert_eq!(ev["top_io_io_wait_percent"].as_f64(), Some(40.0));
+    assert_eq!(ev["top_io_outside_kubernetes"], "mysqld");
+    let top = ev["top_io_processes"].as_str().expect("top_io_processes");
+    assert!(
+        top.starts_with(
+            "mysqld (pid 9783, host process outside Kubernetes, cgroup /system.slice/mysqld.service); \
+             php-fpm (pid 5596, pod shop/web-7c9d container php-fpm"
+        ),
+        "{top}"
+    );
+    let commands: Vec<&str> = f["remediation"]["commands"]
+        .as_array()
+        .expect("commands")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(commands.contains(&"systemctl status 9783"), "{commands:?}");
+    // The first sample read the processes (28 tasks blocked on IO) for the second.
+    assert!(
+        log.contains("reading per-process detail") && log.contains("reason=\"procs_blocked\""),
+        "{log}"
+    );
+    let hp = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "load.host_process" && f["subject"] == "mysqld");
+    assert!(hp.is_some(), "no load.host_process for mysqld:\n{v:#}");
+}

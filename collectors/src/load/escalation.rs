@@ -61,6 +61,11 @@ pub struct Signals {
 }
 
 impl Signals {
+    /// Whether the run has a window (a previous sample): the first run has none.
+    pub fn has_window(&self) -> bool {
+        self.cpu_busy_percent.is_some()
+    }
+
     /// The signals of a judged window (its culprits are not looked at).
     pub fn of(obs: &Observation) -> Signals {
         Signals {
@@ -81,8 +86,15 @@ impl Signals {
 }
 
 /// Whether this run reads per-process detail, and why: the first whole-node signal at its
-/// bar, else `None` (nothing of the collector's rules can fire).
+/// bar, or on a run without a window a sign of IO trouble at the
+/// [`Baseline`](super::thresholds::Baseline)'s bars
+/// ([`takes_baseline`]), else `None` (nothing of the collector's rules can fire).
 pub fn needs_detail(s: &Signals, th: &Thresholds) -> Option<Reason> {
+    at_a_bar(s, th).or_else(|| takes_baseline(s, th))
+}
+
+/// The first whole-node signal at its escalation bar.
+fn at_a_bar(s: &Signals, th: &Thresholds) -> Option<Reason> {
     let e = &th.escalation;
     let cpus = f64::from(s.cpus.max(1));
     let load_limit = th.load_warning_per_cpu.min(th.load_critical_per_cpu);
@@ -130,6 +142,30 @@ pub fn needs_detail(s: &Signals, th: &Thresholds) -> Option<Reason> {
         return Some(Reason::ProcsBlocked);
     }
     None
+}
+
+/// Whether a run without a window takes a baseline of every process for the next run
+/// ([`Baseline`](super::thresholds::Baseline), `check`'s first sample), and why: a sign of IO
+/// trouble, PSI io or
+/// `procs_blocked` on this one sample, at its bar. `None` on a run with a window, or without
+/// baseline bars (`serve`).
+pub fn takes_baseline(s: &Signals, th: &Thresholds) -> Option<Reason> {
+    let b = th
+        .escalation
+        .baseline
+        .as_ref()
+        .filter(|_| !s.has_window())?;
+    let io = s.pressure.io;
+    if io
+        .and_then(|p| p.full)
+        .is_some_and(|f| f.avg10 >= b.psi_io_full_share * th.psi_io_full_percent)
+    {
+        return Some(Reason::PsiIoFull);
+    }
+    if io.is_some_and(|p| p.some.avg10 >= b.psi_io_some_avg10_percent) {
+        return Some(Reason::PsiSome);
+    }
+    (s.procs_blocked >= b.procs_blocked).then_some(Reason::ProcsBlocked)
 }
 
 /// Whether the window's IO signals are all under their bars (iowait, the busiest disk, PSI

@@ -54,7 +54,7 @@ pub use observation::{
 };
 use processes::{IoReads, IoWaitPlan, OnsetLimits, ProcessTracker};
 pub use sample::Sample;
-pub use thresholds::{Escalation, Hold, Thresholds};
+pub use thresholds::{Baseline, Escalation, Hold, Thresholds};
 
 /// Which processes the tracker holds counters of (what the next pass can measure over the
 /// window without a catch-up).
@@ -412,6 +412,7 @@ impl LoadCollector {
                     && !self.held.any("load.io_bound")
                     && !self.held.any("load.iowait"),
                 node_cpu_percent: whole.map(|w| w.cpu.in_tasks() * f64::from(levels.cpus)),
+                baseline: escalation::takes_baseline(&signals, &self.config.thresholds).is_some(),
             };
             let (procs, span, scope) = self.detail(
                 reason,
@@ -511,6 +512,10 @@ struct AllPass {
     /// The node's CPU in processes over the window (user, nice and system: what processes'
     /// CPU times can explain), percent of one CPU (`None` without a window).
     node_cpu_percent: Option<f64>,
+    /// A run without a window reads every process as the next run's baseline (signs of IO
+    /// trouble on `check`'s first sample, [`escalation::takes_baseline`]), not only the
+    /// cgroups' counters.
+    baseline: bool,
 }
 
 /// Which processes a pass read.
@@ -576,9 +581,17 @@ impl LoadCollector {
             )),
             Some(floors) => match self.cgroup_plan(&floors, reason, now, wait, procs_blocked) {
                 Some(p) => p,
-                // The first run: the cgroups' baseline is all the next window needs.
+                // The first run: the cgroups' baseline is all the next window needs, unless
+                // that run must measure the processes over its whole window (`check`'s
+                // second sample after signs of IO trouble, `escalation::takes_baseline`):
+                // then every process's too.
                 None => {
                     self.tracker.clear();
+                    if all.baseline {
+                        self.tracked = Tracked::All;
+                        let scope = Scope::All("a baseline for the next sample".into());
+                        return (self.pass(now, delayacct, None), 0.0, scope);
+                    }
                     self.tracked = Tracked::Nothing;
                     let scope = Scope::Cgroups("baseline".into());
                     return (processes::ProcSample::default(), 0.0, scope);
@@ -616,9 +629,10 @@ impl LoadCollector {
             Plan::All(why) => (Tracked::All, Scope::All(why.describe())),
         };
         // The tracker holds a baseline for what this pass reads when the previous run read
-        // the same processes (every process, or the tasks of at least these cgroups).
+        // the same processes (every process, or the tasks of at least these cgroups), or
+        // every process (any cgroups' tasks among them).
         let baseline = match (&self.tracked, &tracked) {
-            (Tracked::All, Tracked::All) => true,
+            (Tracked::All, _) => true,
             (Tracked::Cgroups(had), Tracked::Cgroups(want)) => want.iter().all(|w| had.contains(w)),
             _ => false,
         };

@@ -152,6 +152,27 @@ pub struct Escalation {
     /// read twice this far apart (at most a quarter of the window), and the culprits are
     /// measured over that span.
     pub catch_up: std::time::Duration,
+    /// The bars of a run without a window (the first) whose next run must measure the
+    /// culprits over its whole window: `check`'s first sample ([`Escalation::at_the_limits`]).
+    /// `None` (`serve`): the first run uses the bars above.
+    pub baseline: Option<Baseline>,
+}
+
+/// When a run without a window takes a baseline of every process for the next run: when its
+/// one sample shows IO trouble may be at hand (tasks blocked on IO, PSI io). The run then
+/// reads `stat` and `io` of every process (and the cgroups' counters), so that the next run, should it escalate, names the culprits
+/// from their counters over its whole window. Without it, that run catches up ([`crate::load`]'s onset pass), whose survey ranks processes by state and
+/// CPU time and reads no `io`: it finds CPU culprits (every CPU finding needs load1 at the CPU
+/// count, and the busiest on a CPU are running when surveyed), not a writer that is neither
+/// busy on a CPU nor blocked.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Baseline {
+    /// PSI io `full` avg10 ≥ this share of [`Thresholds::psi_io_full_percent`].
+    pub psi_io_full_share: f64,
+    /// PSI io `some` avg10 ≥ this many percent.
+    pub psi_io_some_avg10_percent: f64,
+    /// `procs_blocked` ≥ this on the one sample.
+    pub procs_blocked: u64,
 }
 
 impl Default for Escalation {
@@ -165,6 +186,7 @@ impl Default for Escalation {
             psi_some_avg10_percent: 10.0,
             procs_blocked: 1,
             catch_up: std::time::Duration::from_secs(1),
+            baseline: None,
         }
     }
 }
@@ -184,13 +206,15 @@ impl Escalation {
         }
     }
 
-    /// The bars of a run that no run follows (`check`'s second sample): each at its rule's
-    /// limit (share 1), and no PSI `some` bar, which feeds no rule. A bar below the limit
-    /// only gives the next run a baseline (no catch-up, culprits measured over the whole
-    /// window) and keeps culprits current while trouble builds; with no next run, a run reads
-    /// the processes only when its window can raise a finding that names them. Every finding
-    /// still implies a bar (the property test `every_finding_implies_escalation` runs with
-    /// these too); `procs_blocked` and `catch_up` are kept.
+    /// `check`'s bars: its second sample is its last, so a run with a window reads the
+    /// processes only when that window can raise a finding that names them: each bar at its
+    /// rule's limit (share 1), and no PSI `some` bar, which feeds no rule (a bar below the
+    /// limit only gives the next run a baseline and keeps culprits current while trouble
+    /// builds). Every finding still implies a bar (the property test
+    /// `every_finding_implies_escalation` runs with these too); `procs_blocked` and
+    /// `catch_up` are kept. The first sample, which has no window and is followed by the
+    /// second, reads every process for it when its IO signs reach this escalation's bars
+    /// (PSI io; `procs_blocked` on its one sample): its [`Baseline`].
     pub fn at_the_limits(&self) -> Self {
         Escalation {
             load_share: 1.0,
@@ -199,6 +223,11 @@ impl Escalation {
             disk_busy_share: 1.0,
             psi_io_full_share: 1.0,
             psi_some_avg10_percent: f64::INFINITY,
+            baseline: Some(Baseline {
+                psi_io_full_share: self.psi_io_full_share,
+                psi_io_some_avg10_percent: self.psi_some_avg10_percent,
+                procs_blocked: self.procs_blocked,
+            }),
             ..self.clone()
         }
     }

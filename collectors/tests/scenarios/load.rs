@@ -122,12 +122,25 @@ fn metric(c: &Collection, name: &str, label: Option<(&str, &str)>) -> Option<f64
     crate::support::find_metric(c, name, &labels).map(|m| m.value)
 }
 
-/// The handbook's node: 24 CPUs, load 34.6, 7.9% wa (17.9% on cpu0/cpu1), sda busy 100% with
-/// 4 reads and 1789 writes in 10 s (atop's DSK line), mysqld (a database installed on the
-/// host, outside Kubernetes) the top writer.
-#[test]
-fn handbook_atop_example_is_io_bound_on_sda_with_mysqld_on_the_host() {
-    let h = FakeHost::new();
+/// How php-fpm runs on the handbook's node (its top lists a php-fpm under mysqld).
+struct PhpFpm<'a> {
+    /// Its `/proc/<pid>/cgroup`.
+    cgroup: &'a str,
+    /// Bytes it writes per 10 s window.
+    writes: u64,
+}
+
+/// php-fpm as a quiet systemd service.
+const PHP_FPM_SERVICE: PhpFpm = PhpFpm {
+    cgroup: "1:name=systemd:/system.slice/php-fpm.service\n",
+    writes: 0,
+};
+
+/// Stages the handbook's node at its first sample (`later` false) or 10 s later: 24 CPUs,
+/// load 34.6, 7.9% wa (17.9% on cpu0/cpu1), sda busy 100% with 4 reads and 1789 writes in
+/// 10 s (atop's DSK line), 28 tasks blocked, no PSI, mysqld (a database installed on the host,
+/// outside Kubernetes) the top writer, php-fpm as `php` says.
+fn stage_handbook(h: &FakeHost, later: bool, php: &PhpFpm) {
     h.write("/sys/devices/system/cpu/online", "0-23\n");
     // top's per-CPU lines of the handbook, ×10 = ticks over 10 s of one CPU.
     let per_cpu_pct: [[u64; 8]; 4] = [
@@ -215,8 +228,8 @@ fn handbook_atop_example_is_io_bound_on_sda_with_mysqld_on_the_host() {
                 state: 'S',
                 ppid: 5500,
                 ticks: (1000 + 62 * k, 200 + 10 * k),
-                io: (0, 0),
-                cgroup: "1:name=systemd:/system.slice/php-fpm.service\n",
+                io: (0, 2_000_000 + php.writes * k),
+                cgroup: php.cgroup,
                 blkio: 0,
             },
             // A Kubernetes node: its kubelet runs.
@@ -232,7 +245,7 @@ fn handbook_atop_example_is_io_bound_on_sda_with_mysqld_on_the_host() {
             },
         ]
     };
-    let stage = |later: bool| {
+    {
         let k = u64::from(later);
         h.write(
             "/proc/uptime",
@@ -279,10 +292,17 @@ fn handbook_atop_example_is_io_bound_on_sda_with_mysqld_on_the_host() {
             format!("{}{}{loop0}", line(8, 0, "sda"), line(8, 5, "sda5")),
         );
         for p in procs(later) {
-            write_proc(&h, &p);
+            write_proc(h, &p);
         }
-    };
+    }
+}
 
+/// The handbook's node: io_bound on sda naming mysqld, a host process, over the window
+/// between the two samples (`serve`'s bars: load1 at 1.4 per CPU reaches the first run's).
+#[test]
+fn handbook_atop_example_is_io_bound_on_sda_with_mysqld_on_the_host() {
+    let h = FakeHost::new();
+    let stage = |later: bool| stage_handbook(&h, later, &PHP_FPM_SERVICE);
     let mut c = LoadCollector::new(h.node(), LoadConfig::default());
     stage(false);
     let first = crate::support::collect(&mut c, &ctx());
@@ -462,6 +482,171 @@ fn handbook_atop_example_is_io_bound_on_sda_with_mysqld_on_the_host() {
         metric(&out, "node_doctor_load_procs_blocked", None),
         Some(28.0)
     );
+}
+
+/// `check`'s load collector (`Escalation::at_the_limits`, what `node-doctor check` runs) on
+/// the handbook's node, with php-fpm in a pod writing 96 KiB/s: its two samples are 10 s
+/// apart and the host files change only between them (a staged root stands still during any
+/// catch-up). The first sample has no window, but 28 tasks blocked on IO are a sign of IO
+/// trouble (load1 at 1.4 per CPU is none: under the limit, and the catch-up finds CPU
+/// culprits): it reads every process as a baseline, so the second, which escalates on the
+/// saturated disk, names mysqld over the whole window. Before, the first read
+/// no process and the second's catch-up over unchanged files named none ("no process
+/// accounts for a material share").
+#[test]
+fn check_names_the_writer_behind_a_saturated_disk_and_the_pod_beside_it() {
+    let h = FakeHost::new();
+    h.mkdir(&format!("/var/log/pods/shop_web-7c9d_{UID}"));
+    h.symlink(
+        &format!("/var/log/pods/shop_web-7c9d_{UID}/php-fpm/0.log"),
+        &format!("/var/log/containers/web-7c9d_shop_php-fpm-{CID}.log"),
+    );
+    let in_pod = format!(
+        "12:blkio:/kubepods/burstable/pod{UID}/{CID}\n11:cpu,cpuacct:/kubepods/burstable/pod{UID}/{CID}\n1:name=systemd:/kubepods/burstable/pod{UID}/{CID}\n"
+    );
+    let php = PhpFpm {
+        cgroup: &in_pod,
+        writes: 983_040,
+    };
+    let host = h.node();
+    let mut c = LoadCollector::new(host.clone(), check_config());
+    stage_handbook(&h, false, &php);
+    let (first, built) = collect_counting(&mut c, &host);
+    assert!(first.findings.is_empty(), "{:?}", first.findings);
+    assert!(
+        built > 0,
+        "the first sample reads the processes as a baseline"
+    );
+    assert_eq!(c.tracked_processes(), 7);
+    stage_handbook(&h, true, &php);
+    let out = c.collect(&ctx());
+    assert_eq!(
+        c.catch_up_span(),
+        None,
+        "measured over the window, no catch-up"
+    );
+
+    let io = only(&out, "load.io_bound");
+    assert_eq!(io.len(), 1, "{:?}", out.findings);
+    let f = io[0];
+    assert_eq!(f.severity, Severity::Warning);
+    assert_eq!(f.subject, "sda");
+    assert_eq!(num(f, "busy_percent"), 100.0);
+    assert_eq!(num(f, "window_seconds"), 10.0);
+    assert!(
+        f.conditions.contains("disk_saturated"),
+        "{:?}",
+        f.conditions
+    );
+    assert!(f.conditions.contains("by_delayacct"), "{:?}", f.conditions);
+    // mysqld, the top writer, outside Kubernetes: 1,376,256 bytes written and 4 KiB read in
+    // the 10 s, 40% of the window waiting for IO (400 of 1,000 ticks).
+    assert_eq!(text(f, "top_io_comm"), "mysqld");
+    assert_eq!(num(f, "top_io_pid"), 9783.0);
+    assert_eq!(text(f, "top_io_origin"), "host");
+    assert_eq!(text(f, "top_io_cgroup"), "/system.slice/mysqld.service");
+    assert_eq!(num(f, "top_io_write_bytes_per_second"), 137625.6);
+    assert_eq!(num(f, "top_io_read_bytes_per_second"), 409.6);
+    assert_eq!(num(f, "top_io_io_wait_percent"), 40.0);
+    assert_eq!(text(f, "top_io_outside_kubernetes"), "mysqld");
+    // Its share of the processes' bytes: mysqld 138,035 B/s of 138,035 + php-fpm 98,304 +
+    // flush 21,709 + nginx 15,565 = 273,613 B/s (50%); php-fpm 36%, material.
+    let mysqld_bps =
+        num(f, "top_io_write_bytes_per_second") + num(f, "top_io_read_bytes_per_second");
+    let share = mysqld_bps / (mysqld_bps + 98_304.0 + 21_708.8 + 15_564.8);
+    assert!((share - 0.504).abs() < 0.001, "{share}");
+    // php-fpm is named with its pod; the kernel threads after the processes.
+    assert_eq!(
+        text(f, "top_io_processes"),
+        format!(
+            "mysqld (pid 9783, host process outside Kubernetes, cgroup /system.slice/mysqld.service); \
+             php-fpm (pid 5596, pod shop/web-7c9d container php-fpm uid {UID}); \
+             flush-8:0 (pid 1930, kernel thread); jbd2/sda5-8 (pid 880, kernel thread)"
+        )
+    );
+    assert_eq!(
+        text(f, "process_scope"),
+        "all processes (cgroup counters unavailable: no cgroup IO or CPU counters under /sys/fs/cgroup): 7 read"
+    );
+    assert!(
+        f.summary.en.contains("Disk sda was busy 100%"),
+        "{}",
+        f.summary.en
+    );
+    assert!(
+        f.summary
+            .en
+            .contains("mysqld (pid 9783, host process outside Kubernetes"),
+        "{}",
+        f.summary.en
+    );
+    assert!(
+        f.summary.en.contains("pod shop/web-7c9d"),
+        "{}",
+        f.summary.en
+    );
+    for cmd in [
+        "iotop -oPa",
+        "iostat -dx 2 5 /dev/sda",
+        "cat /proc/9783/io",
+        "systemctl status 9783",
+        "kubectl cordon node-1",
+    ] {
+        assert!(
+            f.remediation.commands.iter().any(|c| c == cmd),
+            "missing {cmd:?} in {:?}",
+            f.remediation.commands
+        );
+    }
+    // mysqld, a service outside Kubernetes, is the handbook's other cause; php-fpm, in a
+    // pod, is not one.
+    let hp = only(&out, "load.host_process");
+    assert_eq!(hp.len(), 1, "{hp:?}");
+    assert_eq!(hp[0].subject, "mysqld");
+    assert_eq!(hp[0].severity, Severity::Warning);
+    assert_eq!(text(hp[0], "resource"), "io");
+    assert_eq!(num(hp[0], "io_wait_percent"), 40.0);
+    assert!(hp[0]
+        .remediation
+        .commands
+        .contains(&"systemctl status 9783".to_string()));
+}
+
+/// The load collector as `node-doctor check` configures it (`agent/src/cli.rs`'s `for_check`).
+fn check_config() -> LoadConfig {
+    LoadConfig {
+        thresholds: Thresholds {
+            escalation: Escalation::default().at_the_limits(),
+            ..Thresholds::default()
+        },
+        ..LoadConfig::default()
+    }
+}
+
+/// A healthy node under `check`'s bars: neither sample reads a process file (the first
+/// sample's baseline costs nothing without a sign of IO trouble), nor does a first sample
+/// whose load1 is past serve's bar (1.2 per CPU); a task blocked on the first sample is
+/// enough for it to read them.
+#[test]
+fn a_quiet_check_reads_no_process_file_and_a_blocked_task_takes_a_baseline() {
+    let mut node = Node::new();
+    let host = node.h.node();
+    let mut c = LoadCollector::new(host.clone(), check_config());
+    for sample in 0..2 {
+        node.advance(0.30, 5, 0, 0, 1);
+        let (out, built) = collect_counting(&mut c, &host);
+        assert_eq!(built, 0, "sample {sample}");
+        assert!(out.findings.is_empty(), "{:?}", out.findings);
+    }
+    let mut c = LoadCollector::new(host.clone(), check_config());
+    node.advance(2.40, 60, 0, 0, 2);
+    let (_, built) = collect_counting(&mut c, &host);
+    assert_eq!(built, 0, "load1 1.2 per CPU on the first sample");
+    let mut c = LoadCollector::new(host.clone(), check_config());
+    node.advance(0.30, 5, 0, 1, 1);
+    let (_, built) = collect_counting(&mut c, &host);
+    assert!(built > 0, "one blocked task on the first sample");
+    assert_eq!(c.tracked_processes(), 3);
 }
 
 /// A pod's java process burns three of four CPUs: CPU-bound, naming the pod by UID and name.
@@ -2061,6 +2246,41 @@ fn a_quiet_tree_and_one_io_heavy_cgroup_reads_only_its_tasks() {
 /// (b) 10 MB/s on vda that no cgroup below the root accounts for (the root's own tasks, or
 /// writeback): the unattributed remainder is material, every process is read, and the
 /// evidence says why.
+/// `check` on a node with cgroups: its first sample (four tasks blocked) reads the cgroups'
+/// counters and every process as a baseline; its second reads only the IO-heavy container's
+/// tasks and measures them over the whole window (a tracker holding every process is a
+/// baseline for any cgroup's tasks), naming the pod's fio with the figures of a collector
+/// that reads every process on every run. Before, the second caught up over a wait, which
+/// on files that stand still found no bytes.
+#[test]
+fn check_measures_the_candidate_cgroups_tasks_over_its_window() {
+    for layout in [Layout::V2, Layout::V1] {
+        let check = LoadConfig {
+            io_wait_sample_interval: std::time::Duration::ZERO,
+            ..check_config()
+        };
+        let (outs, built) = cgroup_node(layout, Extra::Nothing, check);
+        let (reference, _) = cgroup_node(layout, Extra::Nothing, cgroup_configs().1);
+        assert!(built[0] > u64::from(QUIET), "{layout:?}: {built:?}");
+        assert!(built[1] < 100, "{layout:?}: {built:?}");
+        let scope = text(only(&outs[1], "load.io_bound")[0], "process_scope");
+        assert!(
+            scope.starts_with(&format!("cgroups {POD_CGROUP}/cri-containerd-{CID}.scope")),
+            "{layout:?}: {scope}"
+        );
+        let mine = io_culprit_evidence(&outs[1]);
+        assert_eq!(mine, io_culprit_evidence(&reference[1]), "{layout:?}");
+        assert!(
+            mine.contains(&("top_io_write_bytes_per_second".into(), "65536".into())),
+            "{mine:?}"
+        );
+        assert!(
+            mine.contains(&("top_io_pod_uid".into(), UID.into())),
+            "{mine:?}"
+        );
+    }
+}
+
 #[test]
 fn material_unattributed_io_reads_every_process() {
     for layout in [Layout::V2, Layout::V1] {

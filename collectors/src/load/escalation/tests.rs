@@ -417,3 +417,93 @@ fn at_the_limits_a_flicker_reads_no_process_and_a_limit_does() {
         assert_eq!(needs_detail(&Signals::of(&o), &th), Some(reason), "{o:?}");
     }
 }
+
+/// The signals of a first sample (no window) of `quiet()`'s node.
+fn first_sample() -> Signals {
+    Signals {
+        previous_procs_blocked: None,
+        cpu_busy_percent: None,
+        iowait_percent: None,
+        max_disk_busy_percent: None,
+        ..Signals::of(&quiet())
+    }
+}
+
+/// `check`'s first sample has no window and is followed by its second: when PSI io is at
+/// serve's bars, or a task is blocked on that one sample, it reads every process as the
+/// second's baseline; a quiet one reads none, and neither does one whose only signs are CPU
+/// (load1 past serve's bar but under the limit, PSI cpu some): the catch-up finds CPU
+/// culprits. `serve`'s first
+/// run is unchanged (a single blocked task does not escalate it), and `check`'s windows keep
+/// the bars at the limits.
+#[test]
+fn at_the_limits_the_first_sample_takes_a_baseline_at_signs_of_io_trouble() {
+    let check = Thresholds {
+        escalation: Escalation::default().at_the_limits(),
+        ..Thresholds::default()
+    };
+    let serve = Thresholds::default();
+    let s = first_sample();
+    assert!(!s.has_window());
+    assert_eq!(needs_detail(&s, &check), None);
+    assert_eq!(needs_detail(&s, &serve), None);
+    type Stage = fn(&mut Signals);
+    let io: [(Stage, Reason, Option<Reason>); 3] = [
+        (
+            |s| s.pressure.io.as_mut().unwrap().full = Some(line(10.0)),
+            Reason::PsiIoFull,
+            Some(Reason::PsiIoFull),
+        ),
+        (
+            |s| s.pressure.io.as_mut().unwrap().some = line(10.0),
+            Reason::PsiSome,
+            Some(Reason::PsiSome),
+        ),
+        (|s| s.procs_blocked = 1, Reason::ProcsBlocked, None),
+    ];
+    for (stage, reason, at_serve) in io {
+        let mut s = first_sample();
+        stage(&mut s);
+        assert_eq!(needs_detail(&s, &check), Some(reason), "{s:?}");
+        assert_eq!(takes_baseline(&s, &check), Some(reason), "{s:?}");
+        assert_eq!(needs_detail(&s, &serve), at_serve, "{s:?}");
+    }
+    let cpu: [(Stage, Reason); 2] = [
+        // The handbook's 34.6 on 24 CPUs: 1.4 per CPU, over serve's bar (1.0), under the limit.
+        (
+            |s| {
+                s.cpus = 24;
+                s.load1 = 34.6;
+            },
+            Reason::Load,
+        ),
+        (
+            |s| s.pressure.cpu.as_mut().unwrap().some = line(60.0),
+            Reason::PsiSome,
+        ),
+    ];
+    for (stage, at_serve) in cpu {
+        let mut s = first_sample();
+        stage(&mut s);
+        assert_eq!(needs_detail(&s, &check), None, "{s:?}");
+        assert_eq!(needs_detail(&s, &serve), Some(at_serve), "{s:?}");
+    }
+    // load1 at its limit (2.0 per CPU) escalates the run, as any, but takes no baseline of
+    // every process (the cgroups' counters are that run's reading): the catch-up finds the
+    // CPU culprits. With a task blocked too, it takes one.
+    let mut s = first_sample();
+    s.cpus = 24;
+    s.load1 = 48.0;
+    assert_eq!(needs_detail(&s, &check), Some(Reason::Load));
+    assert_eq!(takes_baseline(&s, &check), None);
+    s.procs_blocked = 1;
+    assert_eq!(takes_baseline(&s, &check), Some(Reason::ProcsBlocked));
+    assert_eq!(takes_baseline(&s, &serve), None);
+    // The load over a window at the limits: 1.4 per CPU is under the 2.0 limit.
+    let mut w = quiet();
+    w.cpus = 24;
+    w.load.load1 = 34.6;
+    assert_eq!(needs_detail(&Signals::of(&w), &check), None);
+    w.load.load1 = 48.0;
+    assert_eq!(needs_detail(&Signals::of(&w), &check), Some(Reason::Load));
+}
