@@ -430,7 +430,9 @@ mod tests {
             .unwrap_or(4096);
         let burst = somaxconn.min(600);
         if burst <= 129 {
-            eprintln!("skipped: net.core.somaxconn is {somaxconn}, the kernel caps the backlog");
+            eprintln!(
+                "SKIP the_listen_queue_holds_a_burst_of_connects: net.core.somaxconn is {somaxconn}, the kernel caps the backlog"
+            );
             return;
         }
         let listener = listen("127.0.0.1:0".parse().unwrap()).unwrap();

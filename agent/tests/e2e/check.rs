@@ -42,12 +42,49 @@ fn expected_exit(v: &Value) -> i32 {
     }
 }
 
+/// The tables collector's sources in `root`, complete (`sockstat` too) or not: `allocated`
+/// of fs.file-max 1000 file handles (tables.file_handles: warning from 80 %, critical from
+/// 90 %) and `arp_entries` IPv4 neighbours against gc_thresh3 1024.
+fn stage_tables(root: &FakeRoot, allocated: u64, arp_entries: u64, complete: bool) {
+    root.write("/proc/sys/fs/file-nr", &format!("{allocated}\t0\t1000\n"));
+    root.write("/proc/sys/fs/nr_open", "1048576\n");
+    root.write(
+        "/proc/1/net/stat/arp_cache",
+        &format!(
+            "entries  allocs   destroys hash_grows lookups  hits     res_failed rcv_probes_mcast rcv_probes_ucast periodic_gc_runs forced_gc_runs unresolved_discards table_fulls\n\
+{arp_entries:08x} 00000007 0000000a 00000000   00000012 00000003 00000000   00000000         00000000         000000e3         00000000       00000000            00000000\n"
+        ),
+    );
+    for (i, v) in [128, 512, 1024].iter().enumerate() {
+        root.write(
+            &format!("/proc/sys/net/ipv4/neigh/default/gc_thresh{}", i + 1),
+            &format!("{v}\n"),
+        );
+    }
+    root.write("/proc/sys/net/ipv4/tcp_mem", "288459\t384612\t576918\n");
+    root.write("/proc/sys/net/ipv4/tcp_max_orphans", "131072\n");
+    root.write("/dev/kmsg", "6,1,1000000,-;Linux version 6.18.44\n");
+    let sockstat = root.path("/proc/1/net/sockstat");
+    if complete {
+        root.write(
+            "/proc/1/net/sockstat",
+            "sockets: used 31\nTCP: inuse 1 orphan 0 tw 0 alloc 1 mem 351\n",
+        );
+    } else {
+        let _ = std::fs::remove_file(sockstat);
+    }
+}
+
+/// The exit code is the README's table for findings whose worst severity the test staged
+/// (file-nr at 10 %, 85 %, 95 % of file-max: nothing, a warning, a critical), with the tables
+/// collector complete (0, 1, 2) or missing its `sockstat` (4, 5, 6); and the whole fake host,
+/// which has nothing above info and lacks sources by design, exits 4.
 #[test]
 fn check_json_follows_the_contract_and_the_exit_code_matches() {
     let root = FakeRoot::quiet();
     let r = root.root().to_str().unwrap();
-    let out = run(
-        &[
+    let check = |collector: &[&str]| {
+        let mut args = vec![
             "check",
             "--host-root",
             r,
@@ -57,34 +94,81 @@ fn check_json_follows_the_contract_and_the_exit_code_matches() {
             "200ms",
             "--node-name",
             "n1",
-        ],
-        &[],
-    );
-    let v: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
-    assert_contract(&v, "n1");
-    assert_eq!(out.status.code(), Some(expected_exit(&v)));
+        ];
+        args.extend(collector);
+        let out = run(&args, &[]);
+        let v: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+        assert_contract(&v, "n1");
+        (out.status.code(), v)
+    };
+    for (complete, allocated, worst, code) in [
+        (true, 100, None, 0),
+        (true, 850, Some("warning"), 1),
+        (true, 950, Some("critical"), 2),
+        (false, 100, None, 4),
+        (false, 850, Some("warning"), 5),
+        (false, 950, Some("critical"), 6),
+    ] {
+        stage_tables(&root, allocated, 2, complete);
+        let (got, v) = check(&["--collector", "tables"]);
+        let sevs: Vec<&str> = v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["severity"].as_str().unwrap())
+            .collect();
+        let case = format!("file-nr {allocated}/1000, complete {complete}: {v:#}");
+        assert_eq!(sevs, worst.into_iter().collect::<Vec<_>>(), "{case}");
+        assert_eq!(v["complete"], complete, "{case}");
+        assert_eq!(got, Some(code), "{case}");
+        assert_eq!(got, Some(expected_exit(&v)), "{case}");
+    }
+    // Every collector on the quiet fake host: nothing above info, several sources absent.
+    std::fs::remove_dir_all(root.path("/proc/sys")).unwrap();
+    std::fs::remove_dir_all(root.path("/proc/1")).unwrap();
+    let (got, v) = check(&[]);
+    assert_eq!(got, Some(4), "{v:#}");
+    assert_eq!(got, Some(expected_exit(&v)));
     // Every collector ran (twice): none is left "not run yet".
     for c in v["collectors"].as_array().unwrap() {
         assert!(!c["last_run"].is_null(), "{c}");
     }
 }
 
+/// The flags from the environment are honoured: the node name, JSON, Chinese words (the rule
+/// file's zh title of the staged neighbour table finding) and the interval, which the
+/// tables collector measures between its two samples (`interval_seconds`): at least the 2 s
+/// asked for, twice the default.
 #[test]
 fn check_reads_flags_from_the_environment() {
     let root = FakeRoot::quiet();
+    stage_tables(&root, 100, 1000, true);
     let out = run(
         &["check"],
         &[
             ("NODE_DOCTOR_HOST_ROOT", root.root().to_str().unwrap()),
             ("NODE_DOCTOR_FORMAT", "json"),
-            ("NODE_DOCTOR_INTERVAL", "100ms"),
+            ("NODE_DOCTOR_INTERVAL", "2s"),
             ("NODE_DOCTOR_LANG", "zh"),
             ("NODE_NAME", "from-downward-api"),
         ],
     );
     let v: Value = serde_json::from_slice(&out.stdout).expect("JSON from env flags");
     assert_contract(&v, "from-downward-api");
+    let neigh = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "tables.neighbour_table")
+        .unwrap_or_else(|| panic!("no neighbour table finding: {v:#}"));
+    assert_eq!(neigh["title"], "ipv4 邻居表即将占满", "{neigh:#}");
+    let summary = neigh["summary"].as_str().unwrap();
+    assert!(summary.contains("1000"), "{summary}");
+    let interval = neigh["evidence"]["interval_seconds"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{neigh:#}"));
+    assert!(interval >= 2.0, "the samples were {interval} s apart");
 }
 
 #[test]

@@ -20,9 +20,10 @@
 //! to a loop device throttled to that rate, while `node-doctor serve --collector load
 //! --interval 3s` runs on the real host; the test polls `/findings` 40 times, 3 s apart, and
 //! counts how often the set of load findings (id and subject) changes. A steady load must give
-//! a steady set: at most two changes (the first raise, and one more as a rule with a longer
-//! `raise_after` joins). The same guards clean up fio, the cgroup, the loop device and the
-//! file, and the server is killed, also when an assertion fails.
+//! a steady set that is not empty (from the middle of the polls on, the load is seen): at most
+//! two changes (the first raise, and one more as a rule with a longer `raise_after` joins).
+//! The same guards clean up fio, the cgroup, the loop device and the file, and the server is
+//! killed, also when an assertion fails.
 
 use std::collections::BTreeSet;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
@@ -630,6 +631,20 @@ fn steady_load() -> Result<(), String> {
     );
     drop(server);
     drop(fio);
+    // Zero findings would be zero changes: the steady load must first be seen, and stay seen
+    // (from the middle of the polls on, once every rule's raise_after has passed).
+    let unseen: Vec<usize> = io_sets
+        .iter()
+        .enumerate()
+        .skip(POLLS / 2)
+        .filter(|(_, s)| s.is_empty())
+        .map(|(i, _)| i + 1)
+        .collect();
+    if !unseen.is_empty() {
+        return Err(format!(
+            "the steady throttled load raised no io_bound, iowait or host_process finding at polls {unseen:?}: {io_sets:#?}"
+        ));
+    }
     if changes > MAX_CHANGES {
         return Err(format!(
             "the set of the steady load's findings changed {changes} times (at most {MAX_CHANGES}): {io_sets:#?}"

@@ -698,7 +698,9 @@ mod tests {
     fn reads_this_hosts_hierarchy() {
         let host = HostPaths::new("/");
         let Some(l) = detect(&host) else {
-            eprintln!("skipping: no cgroup IO/CPU counters under /sys/fs/cgroup");
+            eprintln!(
+                "SKIP reads_this_hosts_hierarchy: no cgroup IO/CPU counters under /sys/fs/cgroup"
+            );
             return;
         };
         for h in &l.hierarchies {

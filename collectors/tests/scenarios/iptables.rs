@@ -14,7 +14,7 @@ use collectors::iptables::{IptablesCollector, IptablesConfig, Thresholds};
 use collectors::proc::locks::dev_major_minor;
 use collectors::{Collection, Collector, Evidence, Finding, Severity, Status};
 
-use crate::support::{ctx, root_or_skip, FakeHost};
+use crate::support::{ctx, root_or_skip, tools_or_skip, FakeHost};
 
 const POD_UID: &str = "5d5b3b8a-6c1f-4f7e-9a57-1b2c3d4e5f60";
 const CID: &str = "0b3f5c2e9d1a7c4b8e6f2a1d3c5b7e9f0a2c4e6b8d1f3a5c7e9b2d4f6a8c0e1d";
@@ -1271,7 +1271,8 @@ fn flock_run(lock: &Path, args: &[&str]) -> u32 {
 /// was later than that). The 250 ms polling before the watch measured such a hold as 1.75–2 s.
 #[test]
 fn real_two_second_hold_is_caught_and_named_by_the_watch() {
-    if !root_or_skip("real_two_second_hold_is_caught_and_named_by_the_watch") || !have("flock") {
+    let test = "real_two_second_hold_is_caught_and_named_by_the_watch";
+    if !root_or_skip(test) || !tools_or_skip(test, &["flock"]) {
         return;
     }
     let h = real_proc_host();
@@ -1330,7 +1331,7 @@ fn real_two_second_hold_is_caught_and_named_by_the_watch() {
 #[test]
 fn real_short_holds_read_nothing() {
     let test = "real_short_holds_read_nothing";
-    if !root_or_skip(test) || !have("flock") || !have("unshare") {
+    if !root_or_skip(test) || !tools_or_skip(test, &["flock", "unshare"]) {
         return;
     }
     short_holds_read_nothing(false);
@@ -1500,9 +1501,8 @@ fn polling_fallback_reads_every_period_and_says_so() {
 /// caught.
 #[test]
 fn real_lock_file_that_appears_later_or_is_replaced_is_watched() {
-    if !root_or_skip("real_lock_file_that_appears_later_or_is_replaced_is_watched")
-        || !have("flock")
-    {
+    let test = "real_lock_file_that_appears_later_or_is_replaced_is_watched";
+    if !root_or_skip(test) || !tools_or_skip(test, &["flock"]) {
         return;
     }
     let h = FakeHost::new();

@@ -142,6 +142,26 @@ pub fn root_or_skip(test: &str) -> bool {
     root
 }
 
+/// True when every command of `tools` is on the PATH; else prints `SKIP <test>: needs …`
+/// naming the missing ones (a test that cannot run says so, never passes silently).
+pub fn tools_or_skip(test: &str, tools: &[&str]) -> bool {
+    let missing: Vec<&str> = tools
+        .iter()
+        .copied()
+        .filter(|t| {
+            !std::process::Command::new("sh")
+                .args(["-c", &format!("command -v {t}")])
+                .stdout(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        })
+        .collect();
+    if !missing.is_empty() {
+        eprintln!("SKIP {test}: needs {}", missing.join(", "));
+    }
+    missing.is_empty()
+}
+
 /// The first metric of a collection named `name` carrying every `(label, value)` pair.
 pub fn find_metric<'a>(
     c: &'a Collection,

@@ -460,27 +460,183 @@ fn initial_netns() -> bool {
     std::path::Path::new("/proc/self/net/stat/arp_cache").exists()
 }
 
-/// This VM's own files parse: `file-nr`, `nr_open`, `arp_cache`, `ndisc_cache`, `sockstat`,
-/// `tcp_mem`, `gc_thresh*` and this process's `limits`.
+/// This VM's kernel files as the test reads them itself, keyed as the tables collector's
+/// metrics are (`name` or `name{label=value,...}`): file-nr, nr_open, the neighbour tables
+/// through pid 1, `sockstat` through pid 1 and the host namespace's sysctls. A file that is
+/// absent here (no IPv6, not the initial network namespace) leaves its keys out.
+fn kernel_tables() -> std::collections::BTreeMap<String, f64> {
+    let mut out = std::collections::BTreeMap::new();
+    let read = |p: &str| std::fs::read_to_string(p).ok();
+    let num = |w: &str| -> f64 { w.trim().parse::<u64>().map_or(f64::NAN, |v| v as f64) };
+    if let Some(t) = read("/proc/sys/fs/file-nr") {
+        let w: Vec<&str> = t.split_whitespace().collect();
+        out.insert(
+            "node_doctor_tables_file_handles_allocated".into(),
+            num(w[0]),
+        );
+        out.insert("node_doctor_tables_file_handles_max".into(), num(w[2]));
+    }
+    if let Some(t) = read("/proc/sys/fs/nr_open") {
+        out.insert("node_doctor_tables_nr_open".into(), num(&t));
+    }
+    for (fam, table) in [("ipv4", "arp_cache"), ("ipv6", "ndisc_cache")] {
+        let Some(t) = read(&format!("/proc/1/net/stat/{table}")) else {
+            continue;
+        };
+        let mut lines = t.lines();
+        let header: Vec<&str> = lines.next().unwrap_or("").split_whitespace().collect();
+        let rows: Vec<Vec<u64>> = lines
+            .map(|l| {
+                l.split_whitespace()
+                    .map(|h| u64::from_str_radix(h, 16).unwrap_or(u64::MAX))
+                    .collect()
+            })
+            .collect();
+        let col = |n: &str| header.iter().position(|c| *c == n).unwrap();
+        let sum = |n: &str| rows.iter().map(|r| r[col(n)]).sum::<u64>() as f64;
+        let key = |n: &str| format!("node_doctor_tables_{n}{{family={fam}}}");
+        out.insert(key("neighbour_entries"), rows[0][col("entries")] as f64);
+        out.insert(key("neighbour_table_fulls_total"), sum("table_fulls"));
+        out.insert(key("neighbour_forced_gc_runs_total"), sum("forced_gc_runs"));
+        for level in 1..=3 {
+            let p = format!("/proc/sys/net/{fam}/neigh/default/gc_thresh{level}");
+            if let Some(v) = read(&p) {
+                out.insert(
+                    format!("node_doctor_tables_neighbour_gc_thresh{{family={fam},level={level}}}"),
+                    num(&v),
+                );
+            }
+        }
+    }
+    if let Some(t) = read("/proc/1/net/sockstat") {
+        let tcp: Vec<&str> = t
+            .lines()
+            .find_map(|l| l.strip_prefix("TCP:"))
+            .unwrap_or("")
+            .split_whitespace()
+            .collect();
+        for pair in tcp.chunks(2) {
+            let name = match pair[0] {
+                "mem" => "tcp_memory_pages",
+                "orphan" => "tcp_orphans",
+                _ => continue,
+            };
+            out.insert(format!("node_doctor_tables_{name}"), num(pair[1]));
+        }
+    }
+    if let Some(t) = read("/proc/sys/net/ipv4/tcp_mem") {
+        for (level, v) in ["min", "pressure", "max"].iter().zip(t.split_whitespace()) {
+            out.insert(
+                format!("node_doctor_tables_tcp_mem_limit_pages{{level={level}}}"),
+                num(v),
+            );
+        }
+    }
+    if let Some(t) = read("/proc/sys/net/ipv4/tcp_max_orphans") {
+        out.insert("node_doctor_tables_tcp_max_orphans".into(), num(&t));
+    }
+    out
+}
+
+/// Runs `run` between two reads of [`kernel_tables`] until a run that no change of the
+/// kernel's figures fell into (this busy VM opens and closes files and sockets all the time):
+/// the figures the run must have seen, and its result.
+fn with_still_kernel<T>(
+    mut run: impl FnMut() -> T,
+) -> (std::collections::BTreeMap<String, f64>, T) {
+    for _ in 0..100 {
+        let before = kernel_tables();
+        let got = run();
+        if kernel_tables() == before {
+            return (before, got);
+        }
+    }
+    panic!("the kernel's table figures changed during each of 100 runs");
+}
+
+/// This VM's own files parse to the figures the test reads from them itself: `file-nr`,
+/// `nr_open`, `arp_cache`, `ndisc_cache`, `sockstat`, `tcp_mem`, `gc_thresh*` and this
+/// process's `limits`.
 #[test]
 fn real_kernel_files_parse() {
     use collectors::proc::{file_nr, limits, neigh_stat, sockstat};
     let host = HostPaths::new("/");
-    let f = file_nr::read(&host).expect("file-nr");
-    assert!(f.allocated > 0 && f.allocated <= f.max, "{f:?}");
-    assert!(file_nr::read_value(&host, "nr_open").expect("nr_open") >= 1024);
-    let arp = neigh_stat::read(&host, "arp_cache").expect("arp_cache through pid 1");
-    assert!(arp.cpus >= 1 && arp.table_fulls.is_some(), "{arp:?}");
-    if let Ok(nd) = neigh_stat::read(&host, "ndisc_cache") {
-        assert_eq!(nd.cpus, arp.cpus);
+    let (kernel, got) = with_still_kernel(|| {
+        let f = file_nr::read(&host).expect("file-nr");
+        let nr_open = file_nr::read_value(&host, "nr_open").expect("nr_open");
+        let arp = neigh_stat::read(&host, "arp_cache").expect("arp_cache through pid 1");
+        let ndisc = neigh_stat::read(&host, "ndisc_cache").ok();
+        let t = sockstat::read(&host).expect("sockstat");
+        (f, nr_open, arp, ndisc, t)
+    });
+    let (f, nr_open, arp, ndisc, t) = got;
+    let k = |key: &str| kernel.get(key).copied();
+    assert_eq!(
+        Some(f.allocated as f64),
+        k("node_doctor_tables_file_handles_allocated"),
+        "{f:?}"
+    );
+    assert_eq!(
+        Some(f.max as f64),
+        k("node_doctor_tables_file_handles_max"),
+        "{f:?}"
+    );
+    assert_eq!(Some(nr_open as f64), k("node_doctor_tables_nr_open"));
+    let cpus = std::fs::read_to_string("/proc/1/net/stat/arp_cache")
+        .unwrap()
+        .lines()
+        .count()
+        - 1;
+    assert_eq!(arp.cpus, cpus, "one line per possible CPU");
+    for (fam, stat) in [("ipv4", Some(arp)), ("ipv6", ndisc)] {
+        let key = |n: &str| k(&format!("node_doctor_tables_{n}{{family={fam}}}"));
+        let Some(stat) = stat else {
+            assert_eq!(
+                key("neighbour_entries"),
+                None,
+                "ndisc_cache is there: must parse"
+            );
+            continue;
+        };
+        assert_eq!(
+            Some(stat.entries as f64),
+            key("neighbour_entries"),
+            "{stat:?}"
+        );
+        assert_eq!(
+            stat.table_fulls.map(|v| v as f64),
+            key("neighbour_table_fulls_total")
+        );
+        assert_eq!(
+            stat.forced_gc_runs.map(|v| v as f64),
+            key("neighbour_forced_gc_runs_total")
+        );
     }
-    let t = sockstat::read(&host).expect("sockstat");
-    assert!(t.mem_pages.is_some() && t.orphan.is_some(), "{t:?}");
+    assert_eq!(
+        t.mem_pages.map(|v| v as f64),
+        k("node_doctor_tables_tcp_memory_pages"),
+        "{t:?}"
+    );
+    assert_eq!(
+        t.orphan.map(|v| v as f64),
+        k("node_doctor_tables_tcp_orphans"),
+        "{t:?}"
+    );
     if initial_netns() {
-        let [min, pressure, max] = sockstat::read_tcp_mem(&host).expect("tcp_mem");
-        assert!(min <= pressure && pressure <= max);
+        let mem = sockstat::read_tcp_mem(&host).expect("tcp_mem");
+        let levels = ["min", "pressure", "max"].map(|l| {
+            k(&format!(
+                "node_doctor_tables_tcp_mem_limit_pages{{level={l}}}"
+            ))
+        });
+        assert_eq!(mem.map(|v| Some(v as f64)), levels);
         let g = neigh_stat::read_gc_thresh(&host, "ipv4").expect("gc_thresh");
-        assert!(g[0] <= g[2], "{g:?}");
+        let levels = [1, 2, 3].map(|l| {
+            k(&format!(
+                "node_doctor_tables_neighbour_gc_thresh{{family=ipv4,level={l}}}"
+            ))
+        });
+        assert_eq!(g.map(|v| Some(v as f64)), levels);
     } else {
         // A network namespace of its own (test.sh's fresh-netns run): this kernel (6.18) has
         // no tcp_mem and no neigh/default there, and the readers say so.
@@ -489,10 +645,23 @@ fn real_kernel_files_parse() {
         eprintln!("real_kernel_files_parse: tcp_mem and gc_thresh* not read: not the initial network namespace");
     }
     let me = limits::read(&host, std::process::id()).expect("own limits");
-    assert!(me.soft.is_some_and(|s| s >= 3), "{me:?}");
+    let line = std::fs::read_to_string("/proc/self/limits").unwrap();
+    let words: Vec<&str> = line
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    let limit = |w: &str| w.parse::<u64>().ok();
+    assert_eq!(
+        (me.soft, me.hard),
+        (limit(words[3]), limit(words[4])),
+        "{line}"
+    );
 }
 
-/// This VM is healthy: the real collector raises nothing.
+/// This VM is healthy: the real collector raises nothing, and its metrics are the figures
+/// the test reads from the kernel's files itself.
 #[test]
 fn real_kernel_this_host_is_quiet() {
     let mut c = TablesCollector::new(
@@ -502,7 +671,7 @@ fn real_kernel_this_host_is_quiet() {
     let ctx = CollectContext::new("node-1", HostNetns::Same);
     let initial = initial_netns();
     for _ in 0..2 {
-        let out = c.collect(&ctx);
+        let (kernel, out) = with_still_kernel(|| c.collect(&ctx));
         if initial {
             assert!(
                 matches!(out.status, Status::Ok | Status::Degraded(_)),
@@ -517,6 +686,23 @@ fn real_kernel_this_host_is_quiet() {
                 out.status
             );
         }
+        let reported: std::collections::BTreeMap<String, f64> = out
+            .metrics
+            .iter()
+            .filter(|m| m.name.starts_with("node_doctor_tables_"))
+            .filter(|m| !m.name.contains("daemon") && !m.name.contains("kernel_lines"))
+            .map(|m| {
+                let labels: Vec<String> =
+                    m.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                let key = if labels.is_empty() {
+                    m.name.clone()
+                } else {
+                    format!("{}{{{}}}", m.name, labels.join(","))
+                };
+                (key, m.value)
+            })
+            .collect();
+        assert_eq!(reported, kernel);
         let loud: Vec<_> = out
             .findings
             .iter()

@@ -232,6 +232,9 @@ fn kernel_lines_decay_unless_the_table_is_full_now() {
 
 #[test]
 fn every_draft_renders_in_the_builtin_words() {
+    // The expected words are copied from collectors/rules/tables.toml (the rule file is the
+    // independent read): a draft whose id has no rule, a placeholder left unfilled or the
+    // wrong branch of a title would each change one of these strings.
     let rules = crate::rules::RuleBook::builtin();
     let mut s = files(950, 1000);
     s.neigh = vec![neigh(Family::Ipv4, 1024, Some(2))];
@@ -241,10 +244,70 @@ fn every_draft_renders_in_the_builtin_words() {
         count: 1,
         last_seconds_ago: None,
     }];
-    let drafts = judge(&s, &Thresholds::default());
-    assert_eq!(drafts.len(), 5);
-    for d in drafts {
-        let f = rules.render(d, "node-1");
-        assert!(!f.title.en.is_empty() && !f.title.zh.is_empty());
+    let mut got: Vec<(String, String, String, String, String)> = judge(&s, &Thresholds::default())
+        .into_iter()
+        .map(|d| {
+            let f = rules.render(d, "node-1");
+            (f.id, f.title.en, f.title.zh, f.summary.en, f.summary.zh)
+        })
+        .collect();
+    got.sort();
+    let titles: Vec<(&str, &str, &str)> = got
+        .iter()
+        .map(|(id, en, zh, _, _)| (id.as_str(), en.as_str(), zh.as_str()))
+        .collect();
+    assert_eq!(
+        titles,
+        [
+            (
+                "tables.file_handles",
+                "The kernel's open-file table is nearly full",
+                "内核文件句柄表即将耗尽"
+            ),
+            (
+                "tables.kernel_table_full",
+                "The kernel's neighbour table overflowed",
+                "内核邻居表溢出"
+            ),
+            (
+                "tables.neighbour_table",
+                "The ipv4 neighbour table is nearly full",
+                "ipv4 邻居表即将占满"
+            ),
+            (
+                "tables.tcp_memory",
+                "TCP sockets are short of memory",
+                "TCP 套接字内存不足"
+            ),
+            (
+                "tables.tcp_orphans",
+                "Many orphaned TCP sockets",
+                "孤儿 TCP 套接字过多"
+            ),
+        ]
+    );
+    // The summaries carry the staged figures in both languages.
+    let (_, _, _, en, zh) = &got[0];
+    assert!(
+        en.starts_with("950 file handles are allocated of fs.file-max 1000 (95.0%, threshold 80%)"),
+        "{en}"
+    );
+    assert!(
+        zh.starts_with("已分配 950 个文件句柄，fs.file-max 为 1000（95.0%，阈值 80%）"),
+        "{zh}"
+    );
+    let (_, _, _, en, zh) = &got[4];
+    assert!(
+        en.starts_with("70000 TCP sockets are orphaned (closed by their process, still sending) against tcp_max_orphans 131072"),
+        "{en}"
+    );
+    assert!(zh.starts_with("当前有 70000 个孤儿 TCP 套接字"), "{zh}");
+    for (id, en, zh, sen, szh) in &got {
+        for text in [en, zh, sen, szh] {
+            assert!(
+                !text.contains('{'),
+                "{id}: unfilled placeholder in {text:?}"
+            );
+        }
     }
 }
