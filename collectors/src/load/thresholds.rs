@@ -245,7 +245,7 @@ impl Thresholds {
     /// Every threshold with its value, for the rule pages ([`crate::listing`]).
     pub fn listed(&self) -> crate::listing::Listed {
         use crate::listing as l;
-        vec![
+        let mut out = vec![
             l::setting("load_warning_per_cpu", l::num(self.load_warning_per_cpu)),
             l::setting("load_critical_per_cpu", l::num(self.load_critical_per_cpu)),
             l::setting("iowait_info_percent", l::percent(self.iowait_info_percent)),
@@ -306,6 +306,8 @@ impl Thresholds {
                 self.escalation.procs_blocked.to_string(),
             ),
             l::setting("escalation.catch_up", l::duration(self.escalation.catch_up)),
+                },
+            ),
             l::setting("hold.disk_busy_share", l::num(self.hold.disk_busy_share)),
             l::setting(
                 "hold.psi_io_full_share",
@@ -318,6 +320,28 @@ impl Thresholds {
             ),
             l::setting("hold.iowait_share", l::num(self.hold.iowait_share)),
             l::setting("hold.culprit_share", l::num(self.hold.culprit_share)),
-        ]
+        ];
+        // `check`'s first run: when it reads every process for the second ([`Baseline`]).
+        out.extend(match &self.escalation.baseline {
+            None => vec![l::setting(
+                "escalation.baseline",
+                "none: the first run uses the bars above".to_string(),
+            )],
+            Some(b) => vec![
+                l::setting(
+                    "escalation.baseline.psi_io_full_share",
+                    l::num(b.psi_io_full_share),
+                ),
+                l::setting(
+                    "escalation.baseline.psi_io_some_avg10_percent",
+                    l::percent(b.psi_io_some_avg10_percent),
+                ),
+                l::setting(
+                    "escalation.baseline.procs_blocked",
+                    b.procs_blocked.to_string(),
+                ),
+            ],
+        });
+        out
     }
 }

@@ -168,16 +168,21 @@ impl Builtin {
     /// their ids only.
     fn file(&self, i: usize) -> &BTreeMap<String, Rule> {
         let (name, cell) = &self.files[i];
-        cell.get_or_init(|| match {
+        cell.get_or_init(|| {
             crate::embedded::note_bulk_read();
-            load::builtin_file(name, Self::text(i))
-        } {
+            Self::parse_file(name, i)
+        })
+    }
+
+    /// Built-in file `i` parsed, by id.
+    fn parse_file(name: &str, i: usize) -> BTreeMap<String, Rule> {
+        match load::builtin_file(name, Self::text(i)) {
             Ok(rules) => rules.into_iter().map(|r| (r.id.clone(), r)).collect(),
             Err(e) => {
                 tracing::error!(error = %e, "a built-in rule file does not load; its findings will carry their ids only");
                 BTreeMap::new()
             }
-        })
+        }
     }
 
     /// The rule `id` of file `i` read alone from its JSON: `Some(None)` when the file has no

@@ -538,6 +538,19 @@ fn kernel_tables() -> std::collections::BTreeMap<String, f64> {
     out
 }
 
+/// `file-nr`'s allocated handles counts the files open while it is read: the reader's own
+/// (the collector holds a directory or another file of its run open; the test's read holds
+/// just `file-nr`), so the two reads of an unchanged kernel differ by those few.
+fn assert_allocated_near(got: f64, kernel: Option<f64>) {
+    let Some(k) = kernel else {
+        panic!("the test could not read /proc/sys/fs/file-nr");
+    };
+    assert!(
+        (got - k).abs() <= 8.0,
+        "file-nr's allocated: the reader says {got}, the kernel {k} (within 8 of the reader's own open files)"
+    );
+}
+
 /// Runs `run` between two reads of [`kernel_tables`] until a run that no change of the
 /// kernel's figures fell into (this busy VM opens and closes files and sockets all the time):
 /// the figures the run must have seen, and its result.
@@ -571,10 +584,9 @@ fn real_kernel_files_parse() {
     });
     let (f, nr_open, arp, ndisc, t) = got;
     let k = |key: &str| kernel.get(key).copied();
-    assert_eq!(
-        Some(f.allocated as f64),
+    assert_allocated_near(
+        f.allocated as f64,
         k("node_doctor_tables_file_handles_allocated"),
-        "{f:?}"
     );
     assert_eq!(
         Some(f.max as f64),
@@ -702,6 +714,14 @@ fn real_kernel_this_host_is_quiet() {
                 (key, m.value)
             })
             .collect();
+        let allocated = "node_doctor_tables_file_handles_allocated";
+        let mut reported = reported;
+        match (reported.remove(allocated), kernel.get(allocated).copied()) {
+            (None, None) => {}
+            (got, k) => assert_allocated_near(got.unwrap_or(f64::NAN), k),
+        }
+        let mut kernel = kernel;
+        kernel.remove(allocated);
         assert_eq!(reported, kernel);
         let loud: Vec<_> = out
             .findings
