@@ -93,3 +93,14 @@ pub fn proc_net_socket_line(
         0,
     )
 }
+
+/// A task's `comm` (at most 15 bytes) in the shapes kernel threads and daemons give it:
+/// `kworker/u8:2`, `jbd2/vda1-8`, `runc:[1:CHILD]`, `mysqld`.
+pub fn comm() -> impl Strategy<Value = String> {
+    "[a-zA-Z0-9_.-]{1,6}([/:][a-z0-9.-]{1,4}){0,2}|runc:\\[[0-2]:(PARENT|CHILD)\\]"
+}
+
+/// A block device name as the drivers make them (`sda1`, `vdb`, `nvme0n1p2`, `dm-0`, `loop3`).
+pub fn block_device() -> impl Strategy<Value = String> {
+    "(sd|vd|xvd)[a-z][0-9]{0,2}|nvme[0-9]n[1-9](p[1-9])?|dm-[0-9]{1,2}|loop[0-9]{1,2}|md[0-9]{1,3}"
+}
