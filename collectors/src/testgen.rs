@@ -104,3 +104,26 @@ pub fn comm() -> impl Strategy<Value = String> {
 pub fn block_device() -> impl Strategy<Value = String> {
     "(sd|vd|xvd)[a-z][0-9]{0,2}|nvme[0-9]n[1-9](p[1-9])?|dm-[0-9]{1,2}|loop[0-9]{1,2}|md[0-9]{1,3}"
 }
+
+/// An RFC 3339 timestamp of Unix second `t` in the fixed zone `offset_hours`, with `frac`
+/// (`""`, `".123"`, `".123456789"`) after the seconds and `Z` for UTC when `zulu`.
+pub fn rfc3339(t: i64, frac: &str, offset_hours: i8, zulu: bool) -> String {
+    let tz = jiff::tz::TimeZone::fixed(jiff::tz::offset(offset_hours));
+    let dt = jiff::Timestamp::from_second(t)
+        .map_or_else(|_| jiff::civil::DateTime::ZERO, |ts| tz.to_datetime(ts));
+    let zone = if zulu && offset_hours == 0 {
+        "Z".to_string()
+    } else {
+        let sign = if offset_hours < 0 { '-' } else { '+' };
+        format!("{sign}{:02}:00", offset_hours.unsigned_abs())
+    };
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}{frac}{zone}",
+        dt.year(),
+        dt.month(),
+        dt.day(),
+        dt.hour(),
+        dt.minute(),
+        dt.second(),
+    )
+}
