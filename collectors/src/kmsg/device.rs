@@ -724,7 +724,7 @@ mod tests {
             let caller = caller.map_or(String::new(), |(k, id)| format!(",caller={k}{id}"));
             let mut text = format!("{prio},{seq},{usec},{flag}{caller};");
             for b in message.bytes() {
-                if b < b' ' || b >= 127 || b == b'\\' {
+                if !(b' '..127).contains(&b) || b == b'\\' {
                     text += &format!("\\x{b:02x}");
                 } else {
                     text.push(char::from(b));
