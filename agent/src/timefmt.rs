@@ -134,6 +134,24 @@ mod tests {
         fn parse_duration_never_panics(s in "\\PC{0,12}") {
             let _ = parse_duration(&s);
         }
+        /// What `fmt_duration` writes parses back to the duration written, for durations it
+        /// writes exactly (whole ns, us and ms below their next unit, whole seconds up to a
+        /// year), and Go-style `1h30m5s` built from its parts parses to their sum.
+        #[test]
+        fn parses_what_it_formats(
+            nanos in 1u64..1000, micros in 1u64..1000, millis in 1u64..1000,
+            secs in 1u64..=365 * 86_400, (h, m, s) in (0u64..24, 0u64..60, 1u64..60),
+        ) {
+            for d in [
+                Duration::from_nanos(nanos),
+                Duration::from_micros(micros),
+                Duration::from_millis(millis),
+                Duration::from_secs(secs),
+            ] {
+                proptest::prop_assert_eq!(parse_duration(&fmt_duration(d)), Ok(d), "{}", fmt_duration(d));
+            }
+            proptest::prop_assert_eq!(parse_duration(&format!("{h}h{m}m{s}s")), Ok(Duration::from_secs(h * 3600 + m * 60 + s)));
+        }
     }
 
     #[test]

@@ -51,6 +51,8 @@ pub mod sanitize;
 pub mod shell;
 pub mod sys;
 pub mod tables;
+#[cfg(test)]
+mod testgen;
 
 pub use collector::{CollectContext, Collection, Collector, HostNetns, Phases, Status};
 pub use error::ReadError;

@@ -148,5 +148,30 @@ version = 2
         fn never_panics(s in "\\PC*") {
             let _ = parse(&s);
         }
+        /// `config.toml` written by the `toml` crate from typed values (version 2 layout, the
+        /// CRI plugin's table after `[grpc]`, paths with spaces and `#`): root, state and the
+        /// gRPC address read back.
+        #[test]
+        fn parses_what_a_toml_writer_writes(
+            [root, state, address] in proptest::array::uniform3("/[a-zA-Z0-9._ #-]{1,12}(/[a-zA-Z0-9._ #-]{1,12}){0,3}"),
+            image in "[a-z.]{1,12}/pause:3\\.[0-9]{1,2}",
+        ) {
+            let mut grpc = toml::Table::new();
+            grpc.insert("address".into(), address.clone().into());
+            grpc.insert("max_recv_message_size".into(), 16_777_216.into());
+            let mut cri = toml::Table::new();
+            cri.insert("sandbox_image".into(), image.into());
+            let mut plugins = toml::Table::new();
+            plugins.insert("io.containerd.grpc.v1.cri".into(), cri.into());
+            let mut doc = toml::Table::new();
+            doc.insert("version".into(), 2.into());
+            doc.insert("root".into(), root.clone().into());
+            doc.insert("state".into(), state.clone().into());
+            doc.insert("grpc".into(), grpc.into());
+            doc.insert("plugins".into(), plugins.into());
+            let text = toml::to_string(&doc).unwrap_or_default();
+            let want = Config { root: Some(root), state: Some(state), grpc_address: Some(address) };
+            proptest::prop_assert_eq!(parse(&text), Ok(want), "{}", text);
+        }
     }
 }

@@ -293,5 +293,34 @@ mod tests {
             let _ = parse_daemon_json(&s);
             let _ = parse_config_v2(&s);
         }
+        /// `daemon.json` and `config.v2.json` written by serde_json from typed values (as
+        /// an operator's editor or dockerd would write them; any string, `hosts` as a list or
+        /// a single string, log-opts as strings): every key we use reads back.
+        #[test]
+        fn parses_what_docker_writes(
+            [data_root, exec_root, driver, size, files, containerd] in proptest::array::uniform6("\\PC{0,24}"),
+            hosts in proptest::collection::vec("(unix://|tcp://|fd://)\\PC{0,20}", 0..4),
+            single_host in proptest::bool::ANY,
+            [ns, pod, container, uid] in proptest::array::uniform4("\\PC{0,24}"),
+        ) {
+            let hosts_json = if single_host && hosts.len() == 1 { serde_json::json!(hosts[0]) } else { serde_json::json!(hosts) };
+            let daemon = serde_json::json!({
+                "data-root": data_root, "exec-root": exec_root, "log-driver": driver,
+                "log-opts": { "max-size": size, "max-file": files }, "hosts": hosts_json,
+                "containerd": containerd, "live-restore": true,
+            });
+            let want = DaemonConfig {
+                data_root: Some(data_root), exec_root: Some(exec_root), log_driver: Some(driver),
+                log_max_size: Some(size), log_max_file: Some(files), hosts, containerd: Some(containerd),
+            };
+            proptest::prop_assert_eq!(parse_daemon_json(&serde_json::to_string_pretty(&daemon).unwrap_or_default()), Ok(want));
+            let v2 = serde_json::json!({ "ID": "4d3c", "Config": { "Hostname": "x", "Labels": {
+                "io.kubernetes.pod.namespace": ns, "io.kubernetes.pod.name": pod,
+                "io.kubernetes.container.name": container, "io.kubernetes.pod.uid": uid,
+                "io.kubernetes.docker.type": "container",
+            } } });
+            let labels = PodLabels { namespace: Some(ns), pod: Some(pod), container: Some(container), pod_uid: Some(uid) };
+            proptest::prop_assert_eq!(parse_config_v2(&v2.to_string()), Ok(labels));
+        }
     }
 }

@@ -339,5 +339,19 @@ mod tests {
             let _ = docker_log_rank("abc", &s);
             let _ = cri_log_rotated(&s);
         }
+        /// File names as the runtimes make them: docker's json-file `<id>-json.log` and its
+        /// rotations `<id>-json.log.N[.gz]`, the kubelet's `<restart>.log` and its rotations
+        /// `<restart>.log.<YYYYMMDD-hhmmss>[.gz]`: the rank and the rotation read back.
+        #[test]
+        fn names_the_runtimes_make_read_back(
+            id in "[0-9a-f]{64}", n in 1u64..1000, gz in proptest::bool::ANY,
+            restart in 0u32..1000, stamp in "20[0-9]{2}[01][0-9][0-3][0-9]-[0-2][0-9][0-5][0-9][0-5][0-9]",
+        ) {
+            let z = if gz { ".gz" } else { "" };
+            proptest::prop_assert_eq!(docker_log_rank(&id, &format!("{id}-json.log")), Some(0));
+            proptest::prop_assert_eq!(docker_log_rank(&id, &format!("{id}-json.log.{n}{z}")), Some(n));
+            proptest::prop_assert_eq!(cri_log_rotated(&format!("{restart}.log")), Some(false));
+            proptest::prop_assert_eq!(cri_log_rotated(&format!("{restart}.log.{stamp}{z}")), Some(true));
+        }
     }
 }

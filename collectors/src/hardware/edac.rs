@@ -186,5 +186,16 @@ mod tests {
             let _ = parse_label(&s);
             let _ = natural_key(&s);
         }
+        /// Counter files (`%u\n`, `ce_count`, `ue_count`) and label files (`%s\n`, at most
+        /// `EDAC_MC_LABEL_LEN` 31 bytes, as drivers and `dmidecode`-derived tools name DIMMs):
+        /// the number and the label read back.
+        #[test]
+        fn parses_what_the_kernel_prints(
+            count in proptest::num::u32::ANY,
+            label in "CPU_SrcID#[0-3]_(Ha|MC)#[0-3]_Chan#[0-3]_DIMM#[0-2]|DIMM_[A-H][0-9]|[A-Za-z0-9_#]([A-Za-z0-9_# -]{0,10}[A-Za-z0-9_#])?",
+        ) {
+            proptest::prop_assert_eq!(parse_count(&format!("{count}\n")), Some(u64::from(count)));
+            proptest::prop_assert_eq!(parse_label(&format!("{label}\n")), Some(label));
+        }
     }
 }

@@ -120,5 +120,51 @@ mod tests {
         fn never_panics(s in "\\PC*") {
             let _ = parse(&s);
         }
+        /// Arrays as `md_seq_show()` and `status_resync()` print them (`md%d : active raid1
+        /// sdb1[1](F) sda1[0]`, `%llu blocks super 1.2 [%d/%d] [U_]`, `recovery = %3u.%u%%
+        /// (…)`), between the `Personalities` and `unused devices` lines: name, level, failed
+        /// members, device counts and sync progress read back.
+        #[test]
+        fn parses_what_the_kernel_prints(
+            arrays in proptest::collection::vec((
+                0u32..128,
+                proptest::sample::select(vec!["raid0", "raid1", "raid5", "raid6", "raid10", "linear"]),
+                proptest::collection::vec((crate::testgen::block_device(), proptest::bool::ANY), 1..6),
+                proptest::num::u64::ANY,
+                proptest::option::of((proptest::sample::select(vec!["recovery", "resync", "reshape", "check"]), 0u32..=1000)),
+            ), 0..5),
+        ) {
+            let mut text = "Personalities : [raid1] [raid6] [raid5] [raid4]\n".to_string();
+            let mut want = Vec::new();
+            for (n, level, members, blocks, sync) in arrays {
+                let devs: Vec<String> = members
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (d, f))| format!("{d}[{i}]{}", if *f { "(F)" } else { "" }))
+                    .collect();
+                let wanted = members.len() as u32;
+                let working = members.iter().filter(|(_, f)| !f).count() as u32;
+                let up: String = members.iter().map(|(_, f)| if *f { '_' } else { 'U' }).collect();
+                text += &format!("md{n} : active {level} {}\n      {blocks} blocks super 1.2 [{wanted}/{working}] [{up}]\n", devs.join(" "));
+                if let Some((kind, permille)) = sync {
+                    text += &format!(
+                        "      [=>...................]  {kind} = {:3}.{}% (89600/1048512) finish=0.4min speed=29866K/sec\n",
+                        permille / 10, permille % 10,
+                    );
+                }
+                text += "\n";
+                want.push(Array {
+                    name: format!("md{n}"),
+                    active: true,
+                    level: level.to_string(),
+                    failed: members.iter().filter(|(_, f)| *f).map(|(d, _)| d.clone()).collect(),
+                    wanted: Some(wanted),
+                    working: Some(working),
+                    sync: sync.map(|(k, p)| (k.to_string(), f64::from(p) / 10.0)),
+                });
+            }
+            text += "unused devices: <none>\n";
+            proptest::prop_assert_eq!(parse(&text), want);
+        }
     }
 }

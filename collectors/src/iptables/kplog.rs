@@ -542,5 +542,23 @@ mod tests {
         fn timestamps_never_panic(s in "[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{0,9})?(Z|[+-][0-9]{2}:?[0-9]{0,2})?") {
             let _ = parse_rfc3339(&s);
         }
+        /// Lines as the runtimes write them: the CRI format (`RFC3339Nano stream P|F msg`,
+        /// containerd and CRI-O, local offset) and docker's json-file (serde_json writes the
+        /// line, `log` ending in a newline, `time` in UTC): time, time text and message read
+        /// back, whatever characters the message holds (a trailing space included).
+        #[test]
+        fn parses_what_the_runtimes_write(
+            t in 0i64..4_102_444_800, frac in "(\\.[0-9]{1,9})?", zone in -12i8..=14,
+            stream in "stdout|stderr", tag in "F|P", message in "\\PC{0,60} ?", docker in proptest::bool::ANY,
+        ) {
+            let ts = crate::testgen::rfc3339(t, &frac, if docker { 0 } else { zone }, docker);
+            let line = if docker {
+                serde_json::json!({ "log": format!("{message}\n"), "stream": stream, "time": ts }).to_string()
+            } else {
+                format!("{ts} {stream} {tag} {message}")
+            };
+            let want = LogLine { time: Some(t), time_text: ts.clone(), message };
+            proptest::prop_assert_eq!(parse_line(&format!("{line}\n")), want);
+        }
     }
 }

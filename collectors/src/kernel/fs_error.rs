@@ -308,5 +308,39 @@ mod tests {
         fn never_panics_on_fs_like(s in "(EXT4-fs error \\(device |EXT4-fs \\(|XFS \\(|Buffer I/O error on dev(ice)? )[a-z0-9 ,()-]{0,20}(Remounting filesystem read-only|Shutting down filesystem)?") {
             let _ = parse(&s);
         }
+
+        /// Every wording in the module's table, as ext2/3/4, XFS and the buffer layer print
+        /// it, for any block device name and any block number: the device and the kind read
+        /// back; an ext4 warning gives its device and function.
+        #[test]
+        fn parses_what_the_kernel_prints(
+            d in crate::testgen::block_device(), block in proptest::num::u64::ANY,
+            line in 1u32..10_000, wording in 0usize..15,
+        ) {
+            use FsErrorKind::*;
+            let (text, kind) = [
+                (format!("EXT4-fs error (device {d}): ext4_find_entry:{line}: inode #2: comm ls: reading directory lblock {block}"), Ext4Error),
+                (format!("EXT4-fs error (device {d}) in ext4_reserve_inode_write:{line}: Journal has aborted"), Ext4Error),
+                (format!("EXT4-fs ({d}): Remounting filesystem read-only"), ReadOnly),
+                (format!("EXT3-fs ({d}): Remounting filesystem read-only"), ReadOnly),
+                (format!("EXT2-fs ({d}): Remounting filesystem read-only"), ReadOnly),
+                (format!("EXT4-fs ({d}): warning: mounting fs with errors, running e2fsck is recommended"), MountedWithErrors),
+                (format!("XFS ({d}): I/O Error Detected. Shutting down filesystem"), XfsShutdown),
+                (format!("XFS ({d}): Corruption of in-memory data detected.  Shutting down filesystem"), XfsShutdown),
+                (format!("XFS ({d}): Log I/O error (0x2) detected at xlog_ioend_work+0x6e/0x70 [xfs] (fs/xfs/xfs_log.c:{line}). Shutting down filesystem"), XfsShutdown),
+                (format!("XFS ({d}): Filesystem has been shut down due to log error (0x2)."), XfsShutdown),
+                (format!("XFS ({d}): Corruption detected. Unmount and run xfs_repair"), XfsCorruption),
+                (format!("XFS ({d}): Metadata corruption detected at xfs_btree_lookup_get_block+0x27a/0x300, xfs_refcountbt block {block:#x}"), XfsCorruption),
+                (format!("XFS ({d}): Metadata CRC error detected at xfs_agi_read_verify+0x8e/0xd0 [xfs], xfs_agi block {block:#x}"), XfsCorruption),
+                (format!("Buffer I/O error on dev {d}, logical block {block}, async page read"), BufferIo),
+                (format!("Buffer I/O error on device {d}, logical block {block}"), BufferIo),
+            ][wording].clone();
+            proptest::prop_assert_eq!(parse(&text), Some(FsError { device: d.clone(), kind }));
+            let warning = format!("EXT4-fs warning (device {d}): ext4_dx_add_entry:{line}: Directory index full!");
+            proptest::prop_assert_eq!(
+                parse_ext4_warning(&warning),
+                Some(Ext4Warning { device: d, function: Some("ext4_dx_add_entry".into()) })
+            );
+        }
     }
 }

@@ -103,5 +103,14 @@ mod tests {
         fn never_panics_on_hung_like(s in "INFO: task [a-z/:0-9]{0,12} blocked for more than [0-9a-z]{0,25} seconds\\.?") {
             let _ = parse(&s);
         }
+        /// `INFO: task %s:%d blocked for more than %ld seconds.` as `check_hung_task()`
+        /// prints it, comms with `/` and `:` included: comm, pid and seconds read back.
+        #[test]
+        fn parses_what_the_kernel_prints(
+            comm in crate::testgen::comm(), pid in 1u32..=4_194_304, secs in 1u64..=i64::MAX as u64,
+        ) {
+            let line = format!("INFO: task {comm}:{pid} blocked for more than {secs} seconds.");
+            proptest::prop_assert_eq!(parse(&line), Some(HungTask { comm, pid, blocked_seconds: secs }));
+        }
     }
 }

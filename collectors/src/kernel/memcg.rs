@@ -175,5 +175,13 @@ mod tests {
         fn never_panics(s in "\\PC*") {
             let _ = parse_limit(&s);
         }
+        /// `memory.max` (`max` or `%llu`) and v1 `memory.limit_in_bytes` (`%llu`, the
+        /// unlimited value `PAGE_COUNTER_MAX * PAGE_SIZE`): limits read back, unlimited as none.
+        #[test]
+        fn parses_what_the_kernel_prints(limit in 0u64..UNLIMITED_ABOVE) {
+            proptest::prop_assert_eq!(parse_limit(&format!("{limit}\n")), Ok(Some(limit)));
+            proptest::prop_assert_eq!(parse_limit("max\n"), Ok(None));
+            proptest::prop_assert_eq!(parse_limit("9223372036854771712\n"), Ok(None));
+        }
     }
 }

@@ -78,5 +78,13 @@ mod tests {
         fn never_panics(s in "unregister_netdevice: waiting for \\PC{0,20} to become free\\. Usage count = \\PC{0,12}") {
             let _ = parse(&s);
         }
+        /// `unregister_netdevice: waiting for %s to become free. Usage count = %d` as
+        /// `netdev_wait_allrefs()` prints it, any valid interface name (`dev_valid_name()`:
+        /// at most 15 bytes, no `/`, `:` or space): the device and the count read back.
+        #[test]
+        fn parses_what_the_kernel_prints(device in "[a-zA-Z0-9_.@-]{1,15}", count in 0u32..=i32::MAX as u32) {
+            let line = format!("unregister_netdevice: waiting for {device} to become free. Usage count = {count}");
+            proptest::prop_assert_eq!(parse(&line), Some(Wait { device, usage_count: Some(u64::from(count)) }));
+        }
     }
 }

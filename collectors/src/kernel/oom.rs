@@ -628,6 +628,7 @@ fn continues_summary(text: &str, record: &Record) -> bool {
 mod tests {
     use super::*;
     use crate::kmsg::parse_record;
+    use proptest::strategy::Strategy as _;
 
     /// Feeds kmsg records (`prio,seq,usec,flags;message` lines), then flushes as the collector
     /// does at the end of what the kernel holds, and collects the events.
@@ -954,6 +955,44 @@ mod tests {
                 let r = Record { seq: i as u64, usec: i as u64, level: 6, facility: 0, message: m, continuation: Vec::new(), fragment: true, timestamp: None };
                 let _ = a.feed(&r);
             }
+        }
+        /// Each OOM wording of the module's table as `oom_kill_process()`, `__oom_kill_process()`,
+        /// `dump_oom_summary()`, `mem_cgroup_print_oom_meminfo()` and the memory.oom.group
+        /// message print it, comms with spaces and parentheses, cgroup paths, cpu lists with
+        /// commas: pid, comm, kind, paths and usage read back.
+        #[test]
+        fn parses_what_the_kernel_prints(
+            pid in 1u32..=4_194_304, uid in proptest::num::u32::ANY,
+            comm in (crate::testgen::comm(), "( \\([a-z]{1,4}\\))?").prop_map(|(c, p)| c + &p),
+            (task, oom) in ("(/[a-z0-9_.-]{1,12}){1,4}", "(/[a-z0-9_.-]{1,12}){1,3}"),
+            [usage, limit, vm] in proptest::array::uniform3(proptest::num::u64::ANY),
+            memcg in proptest::bool::ANY, mems in "0|0-1|0,2", wording in 0usize..8,
+        ) {
+            let (kind, prefix, constraint) = if memcg {
+                (OomKind::Cgroup, "Memory cgroup out of memory", "CONSTRAINT_MEMCG")
+            } else {
+                (OomKind::System, "Out of memory", "CONSTRAINT_NONE")
+            };
+            let oom_field = if memcg { format!(",oom_memcg={oom}") } else { String::new() };
+            let (text, want) = [
+                (format!("{prefix}: Killed process {pid} ({comm}) total-vm:{vm}kB, anon-rss:{usage}kB, file-rss:0kB, shmem-rss:0kB, UID:{uid} pgtables:48kB oom_score_adj:-997"),
+                 OomLine::Kill { kind, pid, comm: comm.clone(), decided: false }),
+                (format!("{prefix}: Kill process {pid} ({comm}) score 1000 or sacrifice child"),
+                 OomLine::Kill { kind, pid, comm: comm.clone(), decided: true }),
+                (format!("Killed process {pid} ({comm}) total-vm:{vm}kB, anon-rss:{usage}kB, file-rss:0kB"),
+                 OomLine::Victim { pid, comm: comm.clone() }),
+                (format!("oom-kill:constraint={constraint},nodemask=(null),cpuset=/,mems_allowed={mems}{oom_field},task_memcg={task},task={comm},pid={pid},uid={uid}"),
+                 OomLine::Summary { kind, oom_memcg: memcg.then(|| oom.clone()), task_memcg: Some(task.clone()), task: Some(comm.clone()), pid: Some(pid), complete: true }),
+                (format!("{comm} invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=-997"),
+                 OomLine::Header),
+                (format!("Task in {task} killed as a result of limit of {oom}"),
+                 OomLine::TaskIn { task_memcg: task.clone(), oom_memcg: oom.clone() }),
+                (format!("memory: usage {usage}kB, limit {limit}kB, failcnt {vm}"),
+                 OomLine::Usage { usage_kb: usage, limit_kb: limit }),
+                (format!("Tasks in {task} are going to be killed due to memory.oom.group set"),
+                 OomLine::GroupKill { memcg: task.clone() }),
+            ][wording].clone();
+            proptest::prop_assert_eq!(parse(&text), Some(want));
         }
     }
 }

@@ -706,5 +706,39 @@ mod tests {
                 proptest::prop_assert_eq!(r.level as u32, prio.parse::<u32>().unwrap() & 7);
             }
         }
+
+        /// Records as `/dev/kmsg` prints them (`info_print_ext_header()`: `%u,%llu,%llu,%c`
+        /// with an optional `,caller=T%u`; the body with every byte below space, from 127 up
+        /// and `\\` as `\\x%02x`; dictionary lines after a space): every field reads back, the
+        /// message decoded to the text it was built from, continuation lines in order.
+        #[test]
+        fn parses_what_the_kernel_prints(
+            facility in 0u32..256, level in 0u8..8, seq in proptest::num::u64::ANY,
+            usec in proptest::num::u64::ANY,
+            flag in proptest::sample::select(vec!['-', 'c', '+']),
+            caller in proptest::option::of(("[TC]", 0u32..4_194_304)),
+            message in "[^\n]{0,40}|[a-z \\\\\t\u{1b}\u{7f}é]{0,40}",
+            dict in proptest::collection::vec("(SUBSYSTEM=[a-z]{1,8}|DEVICE=[+a-z:0-9]{1,12})", 0..3),
+        ) {
+            let prio = (facility << 3) | u32::from(level);
+            let caller = caller.map_or(String::new(), |(k, id)| format!(",caller={k}{id}"));
+            let mut text = format!("{prio},{seq},{usec},{flag}{caller};");
+            for b in message.bytes() {
+                if !(b' '..127).contains(&b) || b == b'\\' {
+                    text += &format!("\\x{b:02x}");
+                } else {
+                    text.push(char::from(b));
+                }
+            }
+            text.push('\n');
+            for d in &dict {
+                text += &format!(" {d}\n");
+            }
+            let want = crate::kmsg::Record {
+                seq, usec, level, facility, message, continuation: dict,
+                fragment: flag != '-', timestamp: None,
+            };
+            proptest::prop_assert_eq!(parse_record(&text), Ok(want));
+        }
     }
 }

@@ -733,6 +733,32 @@ mod tests {
             }
         }
 
+        /// Lines as `syslog(2)` `READ_ALL` prints them (`info_print_prefix()`: `<%u>`, then
+        /// with `printk.time=1` `[%5lu.%06lu]`, a CONFIG_PRINTK_CALLER `[%6s]`, and one space):
+        /// priority, timestamp and message read back. Messages never start with `[` here:
+        /// without a timestamp such a line is ambiguous by design (`<6>[drm] …`).
+        #[test]
+        fn parses_what_the_kernel_prints(
+            facility in 0u32..256, level in 0u8..8,
+            time in proptest::option::of((0u64..=10_000_000_000, 0u64..1_000_000)),
+            caller in proptest::option::of(("[TC]", 0u32..4_194_304)),
+            message in "([^\\[\\p{Cc}][^\\p{Cc}]{0,40})?",
+        ) {
+            let mut line = format!("<{}>", (facility << 3) | u32::from(level));
+            if let Some((secs, micros)) = time {
+                line += &format!("[{secs:5}.{micros:06}]");
+                if let Some((k, id)) = &caller {
+                    line += &format!("[{:>6}]", format!("{k}{id}"));
+                }
+                line.push(' ');
+            }
+            line += &message;
+            let want = SyslogLine {
+                level, facility, usec: time.map(|(s, m)| s * 1_000_000 + m), message,
+            };
+            proptest::prop_assert_eq!(parse_syslog_line(&format!("{line}\n")), Ok(want));
+        }
+
         #[test]
         fn cursor_returns_each_line_once_whatever_the_timestamps(
             lines in proptest::collection::vec((0u64..5, "[ab]{0,2}"), 0..30),

@@ -164,5 +164,26 @@ mod tests {
         fn never_panics_near_the_marker(pre in "\\PC{0,12}", post in "[ .:]{0,2}(order:[0-9]{0,12})?[,. ]{0,2}(mode:[0-9a-fx(|)_A-Z]{0,16})?\\PC{0,8}") {
             let _ = parse(&format!("{pre}page allocation failure{post}"));
         }
+
+        /// `warn_alloc()`'s line in its three wordings (2.6: `. order:%d, mode:0x%x`; 2.6.33 to
+        /// 4.6: `: order:%d, mode:0x%x`; 4.7+: `: order:%u, mode:%#x(%pGg), nodemask=…`):
+        /// comm, order, mode and the decoded flags read back.
+        #[test]
+        fn parses_what_the_kernel_prints(
+            comm in crate::testgen::comm(), order in 0u32..=10, mode in proptest::num::u32::ANY,
+            flags in "(GFP_KERNEL|GFP_ATOMIC|GFP_NOWAIT)(\\|__GFP_(COMP|ZERO|NOWARN|HARDWALL)){0,3}",
+            wording in 0u8..3,
+        ) {
+            let (line, gfp_flags) = match wording {
+                0 => (format!("{comm}: page allocation failure. order:{order}, mode:{mode:#x}"), None),
+                1 => (format!("{comm}: page allocation failure: order:{order}, mode:{mode:#x}"), None),
+                _ => (
+                    format!("{comm}: page allocation failure: order:{order}, mode:{mode:#x}({flags}), nodemask=(null),cpuset=/,mems_allowed=0"),
+                    Some(flags),
+                ),
+            };
+            let want = AllocFailure { comm, order, mode: Some(format!("{mode:#x}")), gfp_flags };
+            proptest::prop_assert_eq!(parse(&line), Some(want));
+        }
     }
 }

@@ -340,5 +340,41 @@ mod tests {
             let line = format!("{} {:>2} {:02}:{:02}:{:02} {rest}", MONTHS[m], d, h, mi, s);
             let _ = parse(&line, &TimeZone::fixed(jiff::tz::offset(-11)), now);
         }
+
+        /// A line as rsyslog writes it in each format (traditional `%b %e %H:%M:%S` in the
+        /// node's zone, read up to 300 days later; `RSYSLOG_FileFormat`'s RFC 3339 with
+        /// microseconds and offset; RFC 5424 with `-` or an SD element): time, host, ident,
+        /// pid and message read back.
+        #[test]
+        fn parses_what_rsyslog_writes(
+            t in 946_684_800i64..4_102_444_800, micros in 0u32..1_000_000,
+            zone in -12i8..=14, later in 0i64..300 * 86_400, format in 0u8..4,
+            host in "[a-zA-Z0-9][a-zA-Z0-9_.-]{0,19}", ident in "kubelet|dockerd|containerd|[a-z][a-z0-9_.-]{0,10}",
+            pid in proptest::option::of(1u32..=4_194_304), message in "[ -~]{0,60}",
+        ) {
+            let tz = TimeZone::fixed(jiff::tz::offset(zone));
+            let Ok(ts) = jiff::Timestamp::from_second(t) else { return Ok(()) };
+            let dt = tz.to_datetime(ts);
+            let rfc3339 = format!(
+                "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{micros:06}{}{:02}:00",
+                dt.year(), dt.month(), dt.day(), dt.hour(), dt.minute(), dt.second(),
+                if zone < 0 { '-' } else { '+' }, zone.unsigned_abs(),
+            );
+            let tag = pid.map_or(ident.clone(), |p| format!("{ident}[{p}]"));
+            let line = match format {
+                0 => format!(
+                    "{} {:>2} {:02}:{:02}:{:02} {host} {tag}: {message}",
+                    MONTHS[dt.month() as usize - 1], dt.day(), dt.hour(), dt.minute(), dt.second(),
+                ),
+                1 => format!("{rfc3339} {host} {tag}: {message}"),
+                2 => format!("<30>1 {rfc3339} {host} {ident} {} - - {message}", pid.map_or("-".into(), |p| p.to_string())),
+                _ => format!(
+                    "<30>1 {rfc3339} {host} {ident} {} ID47 [origin ip=\"10.0.0.7\" software=\"x\\\"]\"] {message}",
+                    pid.map_or("-".into(), |p| p.to_string()),
+                ),
+            };
+            let want = SyslogLine { time: Some(t), host: &host, ident: &ident, pid, message: &message };
+            proptest::prop_assert_eq!(parse(&line, &tz, t + later), Some(want));
+        }
     }
 }

@@ -249,5 +249,30 @@ Node 1, zone   Normal      3      0      0      0      0      0      0      0   
                 }
             }
         }
+        /// Lines as `frag_show_print()` prints them (`Node %d, zone %8s ` then `%6lu ` per
+        /// order, 11 orders on x86-64, up to 14 with 64 KiB pages): nodes, zone names and
+        /// every count read back in order.
+        #[test]
+        fn parses_what_the_kernel_prints(
+            zones in proptest::collection::vec(
+                (0u32..1024, "(DMA|DMA32|Normal|Movable|HighMem|Device)",
+                 proptest::collection::vec(proptest::num::u64::ANY, 11..=14)),
+                0..8,
+            ),
+        ) {
+            let mut text = String::new();
+            for (node, zone, blocks) in &zones {
+                text += &format!("Node {node}, zone {zone:>8} ");
+                for b in blocks {
+                    text += &format!("{b:>6} ");
+                }
+                text += "\n";
+            }
+            let want = zones
+                .into_iter()
+                .map(|(node, zone, blocks)| ZoneFree { node, zone, blocks })
+                .collect();
+            proptest::prop_assert_eq!(parse(&text), Ok(Buddyinfo { zones: want }));
+        }
     }
 }

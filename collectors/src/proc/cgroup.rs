@@ -317,5 +317,46 @@ mod tests {
         fn never_panics_on_kubepods_like(s in "(0::)?/kubepods(\\.slice)?(/[a-z0-9_.:-]{0,40}){0,5}") {
             let _ = parse(&s);
         }
+        /// Files as `proc_cgroup_show()` prints them (`%d:%s:%s` per v1 hierarchy, `0::%s`
+        /// for v2) for a container placed by the kubelet's cgroupfs or systemd driver, every
+        /// QoS class, any runtime's scope name: uid, QoS and container id read back; a host
+        /// service reads as the host with its path; each controller finds its own line.
+        #[test]
+        fn parses_what_the_kernel_prints(
+            uid in "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+            qos in proptest::sample::select(vec![QosClass::Guaranteed, QosClass::Burstable, QosClass::BestEffort]),
+            container in proptest::option::of("[0-9a-f]{64}"),
+            systemd in proptest::bool::ANY,
+            runtime in proptest::sample::select(vec!["cri-containerd", "docker", "crio"]),
+            v2 in proptest::bool::ANY,
+            service in "[a-z][a-z0-9-]{0,15}",
+        ) {
+            let q = qos.as_str().to_lowercase();
+            let mut path = if systemd {
+                let pod = uid.replace('-', "_");
+                match qos {
+                    QosClass::Guaranteed => format!("/kubepods.slice/kubepods-pod{pod}.slice"),
+                    _ => format!("/kubepods.slice/kubepods-{q}.slice/kubepods-{q}-pod{pod}.slice"),
+                }
+            } else {
+                match qos {
+                    QosClass::Guaranteed => format!("/kubepods/pod{uid}"),
+                    _ => format!("/kubepods/{q}/pod{uid}"),
+                }
+            };
+            if let Some(id) = &container {
+                path += &if systemd { format!("/{runtime}-{id}.scope") } else { format!("/{id}") };
+            }
+            let host = format!("/system.slice/{service}.service");
+            let file = |p: &str| if v2 {
+                format!("0::{p}\n")
+            } else {
+                format!("12:pids:{p}\n11:memory:{p}\n4:cpu,cpuacct:{p}\n1:name=systemd:{p}\n")
+            };
+            let want = PodRef { uid, qos, container_id: container };
+            proptest::prop_assert_eq!(parse(&file(&path)), Placement::Pod(want));
+            proptest::prop_assert_eq!(parse(&file(&host)), Placement::Host { cgroup: host.clone() });
+            proptest::prop_assert_eq!(controller_path(&file(&path), "cpuacct"), Some((path.clone(), v2)));
+        }
     }
 }

@@ -177,5 +177,35 @@ mod tests {
         fn never_panics_on_fields(f in proptest::collection::vec("[0-9]{0,22}|sd[a-z]|-1", 0..24)) {
             let _ = parse(&f.join(" "));
         }
+        /// Lines as `diskstats_show()` prints them (`%4d %7d %pg` then the counters): 14
+        /// fields before 4.18, 18 with discards, 20 with flushes (5.5+); every counter lands
+        /// in its own field, the ones the kernel did not print read as `None`.
+        #[test]
+        fn parses_what_the_kernel_prints(
+            disks in proptest::collection::vec(
+                (0u32..4096, 0u32..1 << 20, crate::testgen::kernel_name(),
+                 proptest::array::uniform17(proptest::num::u64::ANY),
+                 proptest::sample::select(vec![14usize, 18, 20])),
+                0..6,
+            ),
+        ) {
+            let mut text = String::new();
+            let mut want = Vec::new();
+            for (major, minor, name, c, fields) in disks {
+                let counters = &c[..fields - 3];
+                let cols: Vec<String> = counters.iter().map(u64::to_string).collect();
+                text += &format!("{major:>4} {minor:>7} {name} {}\n", cols.join(" "));
+                let opt = |i: usize| counters.get(i).copied();
+                want.push(DiskStat {
+                    major, minor, name,
+                    reads: c[0], reads_merged: c[1], sectors_read: c[2], read_ms: c[3],
+                    writes: c[4], writes_merged: c[5], sectors_written: c[6], write_ms: c[7],
+                    in_flight: c[8], io_ticks_ms: c[9], weighted_ms: c[10],
+                    discards: opt(11), discard_ms: opt(14),
+                    flushes: opt(15), flush_ms: opt(16),
+                });
+            }
+            proptest::prop_assert_eq!(parse(&text), Ok(want));
+        }
     }
 }

@@ -127,5 +127,18 @@ mod tests {
             let _ = parse(&s);
             let _ = parse_value(&s);
         }
+        /// `file-nr` as the sysctl prints it (`%lu\t%lu\t%lu`) and a one-value file such
+        /// as `nr_open`: the numbers read back in order.
+        #[test]
+        fn parses_what_the_kernel_prints(
+            allocated in proptest::num::u64::ANY, unused in proptest::num::u64::ANY,
+            max in proptest::num::u64::ANY,
+        ) {
+            proptest::prop_assert_eq!(
+                parse(&format!("{allocated}\t{unused}\t{max}\n")),
+                Ok(FileNr { allocated, unused, max })
+            );
+            proptest::prop_assert_eq!(parse_value(&format!("{max}\n")), Ok(max));
+        }
     }
 }

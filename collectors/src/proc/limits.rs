@@ -152,5 +152,30 @@ Max realtime timeout      unlimited            unlimited            us        \n
             let _ = parse(&s);
             let _ = parse(&format!("Max open files {s}"));
         }
+        /// Every limit as `proc_pid_limits()` prints it (`%-25s %-20s %-20s %-10s`, a limit
+        /// of `RLIM_INFINITY` as `unlimited`), names and units from this kernel's file: the
+        /// `Max open files` pair reads back, unlimited as `None`.
+        #[test]
+        fn parses_what_the_kernel_prints(
+            limits in proptest::collection::vec(
+                proptest::array::uniform2(proptest::option::of(0..u64::MAX)), 16,
+            ),
+        ) {
+            let show = |v: Option<u64>| v.map_or("unlimited".to_string(), |n| n.to_string());
+            let mut text = String::new();
+            let mut want = None;
+            for (row, [soft, hard]) in LINUX_6_18.lines().zip(std::iter::once([None, None]).chain(limits)) {
+                if row.starts_with("Limit") {
+                    text += &format!("{row}\n");
+                    continue;
+                }
+                let (name, unit) = (row[..25].trim_end(), row[25 + 21 + 21..].trim_end());
+                text += &format!("{name:<25} {:<20} {:<20} {unit:<10}\n", show(soft), show(hard));
+                if name == "Max open files" {
+                    want = Some(OpenFiles { soft, hard });
+                }
+            }
+            proptest::prop_assert_eq!(parse(&text).ok(), want);
+        }
     }
 }

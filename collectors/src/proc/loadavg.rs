@@ -94,5 +94,25 @@ mod tests {
         fn never_panics(s in ".*") {
             let _ = parse(&s);
         }
+        /// `%lu.%02lu %lu.%02lu %lu.%02lu %u/%d %d` as `loadavg_proc_show()` prints it, with
+        /// averages up to 10 000 (beyond, procfs-core's `f32` loses the hundredths).
+        #[test]
+        fn parses_what_the_kernel_prints(
+            loads in proptest::array::uniform3(crate::testgen::hundredths(9_999)),
+            (running, total) in proptest::strategy::Strategy::prop_flat_map(1u32..=4_194_304, |t| (0..=t, proptest::strategy::Just(t))),
+            last_pid in 1u32..=4_194_304,
+        ) {
+            use crate::testgen::{fmt_hundredths, hundredths_f64};
+            let text = format!("{} {} {} {running}/{total} {last_pid}\n",
+                fmt_hundredths(loads[0]), fmt_hundredths(loads[1]), fmt_hundredths(loads[2]));
+            let want = Loadavg {
+                load1: hundredths_f64(loads[0]),
+                load5: hundredths_f64(loads[1]),
+                load15: hundredths_f64(loads[2]),
+                running: u64::from(running),
+                total: u64::from(total),
+            };
+            proptest::prop_assert_eq!(parse(&text), Ok(want));
+        }
     }
 }

@@ -658,6 +658,48 @@ mod tests {
             let _ = parse(&s);
             let _ = parse_for(&s, 0, 0x13, 5);
         }
+        /// Lines as `lock_get_status()` prints them (`%lld: `, `-> ` indented one more space
+        /// per nesting level, padded class/mode/access, `%d %02x:%02x:%lu `, `%Ld EOF` or
+        /// `%Ld %Ld`): every field reads back, pid `-1`/`0` as no pid.
+        #[test]
+        fn parses_what_the_kernel_prints(
+            locks in proptest::collection::vec(
+                (
+                    0u64..100_000, 0usize..4,
+                    proptest::sample::select(vec![
+                        ("FLOCK", LockClass::Flock), ("POSIX", LockClass::Posix), ("OFDLCK", LockClass::Ofd),
+                        ("LEASE", LockClass::Lease), ("DELEG", LockClass::Deleg),
+                        ("ACCESS", LockClass::Other("ACCESS".into())),
+                    ]),
+                    proptest::sample::select(vec!["ADVISORY", "MANDATORY", "MSNFS", "ACTIVE", "BREAKING", "BREAKER"]),
+                    proptest::sample::select(vec!["READ", "WRITE", "UNLCK", "RW", "NONE"]),
+                    -1i32..=4_194_304,
+                    (0u32..1 << 12, 0u32..1 << 20, proptest::num::u64::ANY),
+                    (0u64..=i64::MAX as u64, proptest::option::of(0u64..=i64::MAX as u64)),
+                ),
+                0..12,
+            ),
+        ) {
+            let mut text = String::new();
+            let mut want = Vec::new();
+            for (ordinal, depth, (class_s, class), mode, access, pid, (major, minor, inode), (start, end)) in locks {
+                let arrow = if depth == 0 { String::new() } else { format!("{:>w$}", "-> ", w = depth + 2) };
+                let end_s = end.map_or("EOF".to_string(), |e| e.to_string());
+                text += &format!(
+                    "{ordinal}: {arrow}{class_s:<6} {mode:<9} {access:<5} {pid} {major:02x}:{minor:02x}:{inode} {start} {end_s}\n"
+                );
+                want.push(LockEntry {
+                    ordinal,
+                    waiter: depth > 0,
+                    class,
+                    mode: mode.to_string(),
+                    access: access.to_string(),
+                    pid: u32::try_from(pid).ok().filter(|p| *p > 0),
+                    major, minor, inode, start, end,
+                });
+            }
+            proptest::prop_assert_eq!(parse(&text), Ok(want));
+        }
         /// Reading line by line finds what the whole-table parser finds, up to where it may
         /// stop: the same entries when it reads to the end, a prefix of them when it stops.
         #[test]

@@ -153,5 +153,30 @@ Cached:           200000 kB
         fn never_panics(s in "\\PC*") {
             let _ = parse(&s);
         }
+        /// Lines as `meminfo_proc_show()` prints them (`MemTotal:       %8lu kB`, and the
+        /// unitless `HugePages_Total:   %5lu`): every key reads back, kB values in bytes.
+        #[test]
+        fn parses_what_the_kernel_prints(
+            total_kb in 0u64..=u64::MAX >> 10,
+            lines in proptest::collection::btree_map(
+                "[A-Z][A-Za-z]{1,12}(_[A-Z][a-z]{1,5}|\\((anon|file)\\))?",
+                (0u64..=u64::MAX >> 10, proptest::bool::ANY),
+                0..30,
+            ),
+        ) {
+            let mut text = format!("{:<15} {total_kb:>8} kB\n", "MemTotal:");
+            let mut want = BTreeMap::from([("MemTotal".to_string(), total_kb * 1024)]);
+            for (key, (v, kb)) in lines.iter().filter(|(k, _)| *k != "MemTotal") {
+                let head = format!("{key}:");
+                if *kb {
+                    text += &format!("{head:<15} {v:>8} kB\n");
+                    want.insert(key.clone(), v * 1024);
+                } else {
+                    text += &format!("{head:<15} {v:>5}\n");
+                    want.insert(key.clone(), *v);
+                }
+            }
+            proptest::prop_assert_eq!(parse(&text), Ok(Meminfo { values: want }));
+        }
     }
 }

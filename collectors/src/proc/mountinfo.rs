@@ -300,5 +300,52 @@ mod tests {
                 let _ = containing(&m, Path::new("/a/b"));
             }
         }
+
+        /// Lines as `show_mountinfo()` prints them (`%i %i %u:%u`, root and mount point and
+        /// source escaped as `\\ooo` for space, tab, newline and backslash, optional fields, ` - `,
+        /// type, source, super options): every field reads back, paths unescaped.
+        #[test]
+        fn parses_what_the_kernel_prints(
+            mounts in proptest::collection::vec(
+                (
+                    (proptest::num::u32::ANY, proptest::num::u32::ANY, 0u32..1 << 12, 0u32..1 << 20),
+                    proptest::collection::vec("[a-zA-Z0-9._é \t\n\\\\-]{1,8}", 0..3),
+                    proptest::collection::vec("[a-zA-Z0-9._é \t\n\\\\-]{1,8}", 0..4),
+                    "r[ow](,[a-z]{2,8}(=[0-9a-z]{1,4})?){0,3}",
+                    proptest::collection::vec("(shared|master|propagate_from):[0-9]{1,4}|unbindable", 0..3),
+                    ("[a-z0-9]{2,8}(\\.[a-z]{2,6})?", "none|/dev/[a-z0-9]{1,6}|[a-zA-Z0-9 :/\\\\]{1,10}"),
+                    "r[ow](,[a-z_]{2,8}(=[0-9a-z]{1,4})?){0,3}",
+                ),
+                0..6,
+            ),
+        ) {
+            let esc = |s: &str| -> String {
+                s.chars()
+                    .map(|c| if " \t\n\\".contains(c) { format!("\\{:03o}", c as u32) } else { c.to_string() })
+                    .collect()
+            };
+            let path = |parts: &[String]| format!("/{}", parts.join("/"));
+            let mut text = String::new();
+            let mut want = Vec::new();
+            for ((mount_id, parent_id, major, minor), root, point, opts, optional, (fstype, source), sopts) in mounts {
+                let (root, point) = (path(&root), path(&point));
+                let opt: String = optional.iter().map(|o| format!(" {o}")).collect();
+                text += &format!(
+                    "{mount_id} {parent_id} {major}:{minor} {} {} {opts}{opt} - {fstype} {} {sopts}\n",
+                    esc(&root), esc(&point), esc(&source),
+                );
+                want.push(Mount {
+                    mount_id, parent_id, major, minor,
+                    root: PathBuf::from(root),
+                    mount_point: PathBuf::from(point),
+                    mount_options: opts,
+                    optional,
+                    fstype,
+                    source,
+                    super_options: sopts,
+                });
+            }
+            proptest::prop_assert_eq!(parse(&text), Ok(want));
+        }
     }
 }

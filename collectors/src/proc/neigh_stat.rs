@@ -200,5 +200,35 @@ mod tests {
             let _ = parse(&s);
             let _ = parse(&format!("entries table_fulls\n{s}"));
         }
+        /// Tables as `neigh_stat_seq_show()` prints them under the 6.18 header: `entries`
+        /// from the first CPU line, `table_fulls` and `forced_gc_runs` summed over CPUs
+        /// (saturating), under an older header without them `None`.
+        #[test]
+        fn parses_what_the_kernel_prints(
+            entries in proptest::num::u32::ANY,
+            cpus in proptest::collection::vec(proptest::collection::vec(proptest::num::u64::ANY, 12), 1..6),
+            old_header in proptest::bool::ANY,
+        ) {
+            let header = ARP_LINUX_6_18.lines().next().unwrap_or_default();
+            let header = if old_header {
+                header.replace(" forced_gc_runs", "").replace(" table_fulls", "")
+            } else {
+                header.to_string()
+            };
+            let columns = header.split_whitespace().count() - 1;
+            let rows: Vec<Vec<u64>> = cpus
+                .iter()
+                .map(|c| std::iter::once(u64::from(entries)).chain(c[..columns].iter().copied()).collect())
+                .collect();
+            let sum = |i: usize| cpus.iter().fold(0u64, |a, c| a.saturating_add(c[i]));
+            let want = NeighStat {
+                entries: u64::from(entries),
+                // Columns after `entries`: forced_gc_runs is the 10th, table_fulls the 12th.
+                table_fulls: (!old_header).then(|| sum(11)),
+                forced_gc_runs: (!old_header).then(|| sum(9)),
+                cpus: cpus.len(),
+            };
+            proptest::prop_assert_eq!(parse(&crate::testgen::hex_cpu_table(&header, &rows)), Ok(want));
+        }
     }
 }

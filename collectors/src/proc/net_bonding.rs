@@ -220,5 +220,48 @@ Slave queue ID: 0
         fn never_panics(text in "\\PC{0,400}") {
             let _ = parse(&text);
         }
+
+        /// Files as `bond_info_show_master()`/`bond_info_show_slave()` print them (the 5.15
+        /// layout above): mode, the bond's MII status, the active slave (`None` as none) and
+        /// every slave's name, MII status and failure count read back, in order.
+        #[test]
+        fn parses_what_the_kernel_prints(
+            mode in prop::sample::select(vec![
+                "load balancing (round-robin)", "fault-tolerance (active-backup)",
+                "load balancing (xor)", "fault-tolerance (broadcast)",
+                "IEEE 802.3ad Dynamic link aggregation", "transmit load balancing",
+                "adaptive load balancing",
+            ]),
+            status in prop::sample::select(vec!["up", "down", "going down", "going back"]),
+            active in prop::option::of(crate::testgen::kernel_name()),
+            slaves in prop::collection::vec((
+                crate::testgen::kernel_name(),
+                prop::sample::select(vec!["up", "down", "going down", "going back"]),
+                any::<u32>(),
+            ), 0..=4),
+        ) {
+            let mut text = format!(
+                "Ethernet Channel Bonding Driver: v6.18.0\n\nBonding Mode: {mode}\nPrimary Slave: None\n\
+                 Currently Active Slave: {}\nMII Status: {status}\nMII Polling Interval (ms): 100\n\
+                 Up Delay (ms): 0\nDown Delay (ms): 0\n",
+                active.as_deref().unwrap_or("None"),
+            );
+            for (name, mii, failures) in &slaves {
+                text += &format!(
+                    "\nSlave Interface: {name}\nMII Status: {mii}\nSpeed: 10000 Mbps\nDuplex: full\n\
+                     Link Failure Count: {failures}\nPermanent HW addr: 52:54:00:12:34:56\nSlave queue ID: 0\n"
+                );
+            }
+            let want = Bond {
+                mode: mode.to_string(),
+                mii_status: status.to_string(),
+                active_slave: active,
+                slaves: slaves
+                    .into_iter()
+                    .map(|(name, mii, f)| Slave { name, mii_status: mii.to_string(), link_failure_count: Some(u64::from(f)) })
+                    .collect(),
+            };
+            prop_assert_eq!(parse(&text), Ok(want));
+        }
     }
 }

@@ -109,6 +109,7 @@ pub fn read(path: &Path, protocol: Protocol) -> Result<Vec<Listener>, ReadError>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     // Linux 6.18: sshd on 22, a connection, a kubelet-style 127.0.0.1:10248 listener.
     const TCP_6_18: &str = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
@@ -144,6 +145,36 @@ mod tests {
         fn never_panics(s in "\\PC*") {
             let _ = parse(&s, Protocol::Tcp);
             let _ = parse(&s, Protocol::Udp);
+        }
+        /// `tcp`/`tcp6` tables as `get_tcp4_sock()` prints them (`… %lu %d %pK %lu %lu %u %u
+        /// %d` after the inode) and `udp`/`udp6` ones (`… %u` drops), sockets in every state:
+        /// exactly the listeners come back (TCP `0A`, UDP `07`), with their address and inode.
+        #[test]
+        fn parses_what_the_kernel_prints(
+            (tcp, sockets) in (any::<bool>(), any::<bool>()).prop_flat_map(|(v6, tcp)| (
+                Just(tcp),
+                proptest::collection::vec(
+                    (crate::testgen::socket_addr(v6), crate::testgen::socket_addr(v6),
+                     proptest::sample::select(vec![0x01u8, 0x06, 0x07, 0x08, 0x0A, 0x0B]),
+                     proptest::num::u32::ANY, proptest::num::u64::ANY),
+                    0..8,
+                ),
+            )),
+        ) {
+            let (protocol, tail, listen) = if tcp {
+                (Protocol::Tcp, "1 0000000000000000 100 0 0 10 0", TCP_LISTEN)
+            } else {
+                (Protocol::Udp, "2 0000000000000000 0", UDP_UNCONNECTED)
+            };
+            let mut text = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n".to_string();
+            let mut want = Vec::new();
+            for (sl, (local, remote, state, uid, inode)) in sockets.into_iter().enumerate() {
+                text += &crate::testgen::proc_net_socket_line(sl as u32, (local, remote), state, (uid, inode), tail);
+                if state == listen {
+                    want.push(Listener { protocol, local, inode });
+                }
+            }
+            proptest::prop_assert_eq!(parse(&text, protocol), Ok(want));
         }
     }
 }

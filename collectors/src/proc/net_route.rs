@@ -65,5 +65,29 @@ mod tests {
         fn never_panics(text in "\\PC{0,400}") {
             let _ = default_interface(&text);
         }
+
+        /// Tables as `fib_route_seq_show()` prints them (`%s\t%08X\t%08X\t%04X\t%d\t%u\t%d\t
+        /// %08X\t%d\t%u\t%u` padded to 127 columns): the interface read back is the one of
+        /// the up default route with the lowest metric (the first of equals), none without.
+        #[test]
+        fn parses_what_the_kernel_prints(
+            routes in prop::collection::vec((
+                "[a-z][a-z0-9_.-]{0,14}", any::<bool>(), any::<(u32, u32, u32)>(),
+                any::<u16>(), 0u32..=i32::MAX as u32,
+            ), 0..8),
+        ) {
+            let mut text = format!("{:<127}\n", "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT");
+            let mut best: Option<(u32, &str)> = None;
+            for (iface, default, (dest, gw, mask), flags, metric) in &routes {
+                let (dest, mask) = if *default { (0, 0) } else { (*dest, *mask) };
+                let line = format!("{iface}\t{dest:08X}\t{gw:08X}\t{flags:04X}\t0\t0\t{metric}\t{mask:08X}\t0\t0\t0");
+                text += &format!("{line:<127}\n");
+                let usable = dest == 0 && mask == 0 && flags & 1 != 0;
+                if usable && best.is_none_or(|(m, _)| *metric < m) {
+                    best = Some((*metric, iface));
+                }
+            }
+            prop_assert_eq!(default_interface(&text), best.map(|(_, i)| i.to_string()));
+        }
     }
 }

@@ -228,5 +228,32 @@ mod tests {
         fn never_panics_on_udpish_lines(text in "( |[0-9A-Fé]{1,33}|:|\n){0,40}") {
             let _ = parse(&text);
         }
+
+        /// Tables as `udp4_format_sock()`/`udp6_sock_seq_show()` print them (header, then
+        /// `%5d: %08X:%04X …` with addresses in host-order words, `… %lu %d %pK %u` with the
+        /// drops last): addresses, ports, state and drops read back.
+        #[test]
+        fn parses_what_the_kernel_prints(
+            (v6, sockets) in any::<bool>().prop_flat_map(|v6| (Just(v6), prop::collection::vec(
+                (
+                    any::<u16>(), crate::testgen::socket_addr(v6), crate::testgen::socket_addr(v6),
+                    any::<u8>(), any::<u32>(), any::<u64>(), any::<u32>(),
+                ),
+                0..8,
+            ))),
+        ) {
+            let mut text = if v6 {
+                "  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops\n"
+            } else {
+                "   sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops            \n"
+            }.to_string();
+            let mut want = Vec::new();
+            for (sl, local, remote, state, uid, inode, drops) in sockets {
+                let tail = format!("2 00000000ee48fb4d {drops}");
+                text += &crate::testgen::proc_net_socket_line(u32::from(sl), (local, remote), state, (uid, inode), &tail);
+                want.push(UdpSocket { local, remote, state, drops: Some(u64::from(drops)) });
+            }
+            prop_assert_eq!(parse(&text), Ok(want));
+        }
     }
 }

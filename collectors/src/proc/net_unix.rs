@@ -134,5 +134,34 @@ ffff8f0c41d4f000: 00000002 00000000 00010000 0001 01 70001 /tmp/dir with space/d
             let _ = listening_paths(&s);
             let _ = bound(&s);
         }
+
+        /// Tables as `unix_seq_show()` prints them (`%pK: %08X %08X %08X %04X %02X %5lu`, then
+        /// a space and the path, `@` first for an abstract name, nothing when unbound): the
+        /// path-bound sockets come back in order, listening where the flags say `00010000`.
+        #[test]
+        fn parses_what_the_kernel_prints(
+            sockets in proptest::collection::vec((
+                proptest::num::u64::ANY, 0u8..3,
+                "/[a-zA-Z0-9._-]{1,12}(/[a-zA-Z0-9._-]{1,12}){0,3}( [a-z]{1,5}(/[a-z.]{1,6})?)?",
+                proptest::bool::ANY, 1u16..=5, 1u8..=4, proptest::num::u64::ANY,
+            ), 0..8),
+        ) {
+            let mut text = "Num       RefCount Protocol Flags    Type St Inode Path\n".to_string();
+            let mut want = Vec::new();
+            for (addr, kind, path, listening, ty, st, inode) in sockets {
+                let flags = if listening { ACCEPTCON } else { 0 };
+                text += &format!("{addr:016x}: 00000002 00000000 {flags:08X} {ty:04X} {st:02X} {inode:5}");
+                match kind {
+                    0 => {
+                        text += &format!(" {path}");
+                        want.push(Bound { path, listening });
+                    }
+                    1 => text += &format!(" @{path}"),
+                    _ => {}
+                }
+                text.push('\n');
+            }
+            proptest::prop_assert_eq!(bound(&text), want);
+        }
     }
 }

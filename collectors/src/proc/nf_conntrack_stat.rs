@@ -257,5 +257,30 @@ mod tests {
         fn never_panics_on_hexish_tables(text in "(entries|found|drop| |[0-9a-f]{1,9}|\n){0,60}") {
             let _ = parse(&text);
         }
+
+        /// Tables as `ct_cpu_seq_show()` prints them under each real kernel's header (taken
+        /// from the fixtures): `%08x` per column, the same `entries` on every CPU line.
+        /// `entries` reads from the first line, every other column is the sum over CPUs.
+        #[test]
+        fn parses_what_the_kernel_prints(
+            fixture in prop::sample::select(vec![LINUX_2_6_32, LINUX_3_10, LINUX_5_10, LINUX_6_18_IDLE]),
+            entries in any::<u32>(),
+            cpus in prop::collection::vec(prop::collection::vec(any::<u32>(), 17), 1..6),
+        ) {
+            let header = fixture.lines().next().unwrap_or_default();
+            let names: Vec<&str> = header.split_whitespace().skip(1).collect();
+            let rows: Vec<Vec<u64>> = cpus
+                .iter()
+                .map(|c| std::iter::once(entries).chain(c[..names.len()].iter().copied()).map(u64::from).collect())
+                .collect();
+            let text = crate::testgen::hex_cpu_table(header, &rows);
+            let counters = names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.to_string(), cpus.iter().map(|c| u64::from(c[i])).sum()))
+                .collect();
+            let want = NfConntrackStat { entries: u64::from(entries), counters, cpus: cpus.len() };
+            prop_assert_eq!(parse(&text), Ok(want));
+        }
     }
 }

@@ -70,6 +70,20 @@ fn ns_rest(kind: &str) -> std::borrow::Cow<'static, str> {
 mod tests {
     use super::*;
 
+    /// The links of `/proc/<pid>/ns/` on Linux 6.18.
+    const KINDS: [&str; 10] = [
+        "cgroup",
+        "ipc",
+        "mnt",
+        "net",
+        "pid",
+        "pid_for_children",
+        "time",
+        "time_for_children",
+        "user",
+        "uts",
+    ];
+
     /// Read through the open `<root>/proc` or by whole paths, a link is the same, and a pid
     /// without the link is `None`; each read counts as a per-process path.
     #[test]
@@ -105,6 +119,20 @@ mod tests {
         #[test]
         fn never_panics(s in ".*") {
             let _ = parse_link(&s, "net");
+        }
+        /// Links as `ns_get_name()` names them (`%s:[%u]`): the inode reads back for its own
+        /// kind and for no other (`pid` is not `pid_for_children`).
+        #[test]
+        fn parses_what_the_kernel_prints(
+            kind in proptest::sample::select(KINDS.to_vec()),
+            other in proptest::sample::select(KINDS.to_vec()),
+            inode in proptest::num::u32::ANY,
+        ) {
+            let link = format!("{kind}:[{inode}]");
+            proptest::prop_assert_eq!(parse_link(&link, kind), Some(u64::from(inode)));
+            if other != kind {
+                proptest::prop_assert_eq!(parse_link(&link, other), None);
+            }
         }
     }
 }

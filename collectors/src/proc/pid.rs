@@ -407,5 +407,50 @@ mod tests {
             let out = parse_cmdline(&raw, max);
             proptest::prop_assert!(out.len() <= max);
         }
+        /// Lines as `do_task_stat()` prints them (`%d (%s) %c` then the numbers; 52 fields
+        /// today, 41 before `delayacct_blkio_ticks`), comm as the task named itself (spaces and
+        /// parentheses included, up to 15 bytes): the fields we use read back.
+        #[test]
+        fn stat_parses_what_the_kernel_prints(
+            pid in 1u32..=4_194_304, ppid in 0u32..=4_194_304,
+            comm in "[a-zA-Z0-9 ()/:._-]{0,15}",
+            state in proptest::sample::select(vec!['R', 'S', 'D', 'Z', 'T', 't', 'X', 'I']),
+            [utime, stime, starttime, blkio] in proptest::array::uniform4(proptest::num::u64::ANY),
+            threads in 1u64..=i64::MAX as u64,
+            old in proptest::bool::ANY,
+        ) {
+            let mut f: Vec<String> = STAT_MYSQLD.split_whitespace().map(str::to_string).collect();
+            f[0] = pid.to_string();
+            f[1] = format!("({comm})");
+            f[2] = state.to_string();
+            f[3] = ppid.to_string();
+            f[13] = utime.to_string();
+            f[14] = stime.to_string();
+            f[19] = threads.to_string();
+            f[21] = starttime.to_string();
+            f[41] = blkio.to_string();
+            if old {
+                f.truncate(41);
+            }
+            let want = PidStat {
+                pid, comm, state, ppid, utime, stime, num_threads: threads, starttime,
+                blkio_ticks: (!old).then_some(blkio),
+            };
+            proptest::prop_assert_eq!(parse_stat(&format!("{}\n", f.join(" "))), Ok(want));
+        }
+        /// `wchan` as the kernel prints it (`%ps`, a symbol, or `0` when hidden).
+        #[test]
+        fn wchan_parses_what_the_kernel_prints(symbol in "[a-z_][a-z0-9_.]{0,40}") {
+            proptest::prop_assert_eq!(parse_wchan(symbol.as_bytes()), Some(symbol.clone()));
+            proptest::prop_assert_eq!(parse_wchan(b"0"), None);
+        }
+        /// `cmdline` as the kernel hands it out: each argument followed by a NUL. The
+        /// arguments split back, and join with spaces when nothing is cut.
+        #[test]
+        fn cmdline_parses_what_the_kernel_prints(args in proptest::collection::vec("[^\\x00]{1,20}", 0..8)) {
+            let raw: Vec<u8> = args.iter().flat_map(|a| a.bytes().chain([0])).collect();
+            proptest::prop_assert_eq!(split_args(&raw), args.clone());
+            proptest::prop_assert_eq!(parse_cmdline(&raw, raw.len()), args.join(" "));
+        }
     }
 }

@@ -119,5 +119,18 @@ mod tests {
         fn never_panics_on_io_lines(lines in proptest::collection::vec("[a-zé_]{0,12}:? ?[0-9x]{0,21}", 0..10)) {
             let _ = parse(&lines.join("\n"));
         }
+        /// `proc_pid_io_accounting()`'s seven `%s: %llu` lines: every counter reads back.
+        #[test]
+        fn parses_what_the_kernel_prints(v in proptest::array::uniform7(proptest::num::u64::ANY)) {
+            let text = format!(
+                "rchar: {}\nwchar: {}\nsyscr: {}\nsyscw: {}\nread_bytes: {}\nwrite_bytes: {}\ncancelled_write_bytes: {}\n",
+                v[0], v[1], v[2], v[3], v[4], v[5], v[6],
+            );
+            let want = PidIo {
+                rchar: v[0], wchar: v[1], syscr: v[2], syscw: v[3],
+                read_bytes: v[4], write_bytes: v[5], cancelled_write_bytes: v[6],
+            };
+            proptest::prop_assert_eq!(parse(&text), Ok(want));
+        }
     }
 }

@@ -159,5 +159,29 @@ mod tests {
             let end = cut.min(s.len());
             let _ = parse(&s[..end]);
         }
+        /// Files as `psi_show()` prints them (`some avg10=%lu.%02lu … total=%llu`), with and
+        /// without the `full` line (5.13+ for cpu): parse to the values they were printed from.
+        #[test]
+        fn parses_what_the_kernel_prints(
+            some in (proptest::array::uniform3(0u64..=10_000), proptest::num::u64::ANY),
+            full in proptest::option::of((proptest::array::uniform3(0u64..=10_000), proptest::num::u64::ANY)),
+        ) {
+            use crate::testgen::{fmt_hundredths, hundredths_f64};
+            let line = |name: &str, (a, t): ([u64; 3], u64)| format!(
+                "{name} avg10={} avg60={} avg300={} total={t}\n",
+                fmt_hundredths(a[0]), fmt_hundredths(a[1]), fmt_hundredths(a[2]));
+            let psi = |(a, t): ([u64; 3], u64)| PsiLine {
+                avg10: hundredths_f64(a[0]),
+                avg60: hundredths_f64(a[1]),
+                avg300: hundredths_f64(a[2]),
+                total_us: t,
+            };
+            let mut text = line("some", some);
+            if let Some(f) = full {
+                text += &line("full", f);
+            }
+            let want = Pressure { some: psi(some), full: full.map(psi) };
+            proptest::prop_assert_eq!(parse(&text), Ok(want));
+        }
     }
 }

@@ -238,5 +238,37 @@ mod tests {
         fn never_panics_on_snmpish_text(text in "(Udp:|Tcp:| |InErrors|-?[0-9]{1,21}|\n){0,40}") {
             let _ = parse(&text);
         }
+
+        /// Tables under the real name lines of `net/snmp` (3.10, 6.18) and `net/netstat`
+        /// (6.18, the same format and parser), each followed by `Prefix:` and ` %ld`/` %lu` per
+        /// column: every value reads back in its column, a `%lu` above `i64::MAX` as
+        /// `i64::MAX`.
+        #[test]
+        fn parses_what_the_kernel_prints(
+            fixture in prop::sample::select(vec![
+                LINUX_3_10, LINUX_6_18, include_str!("../../tests/fixtures/netstat/kernel-6.18.txt"),
+            ]),
+            values in prop::collection::vec(prop_oneof![
+                any::<i64>().prop_map(|v| (v.to_string(), v)),
+                any::<u64>().prop_map(|v| (v.to_string(), i64::try_from(v).unwrap_or(i64::MAX))),
+            ], 128),
+        ) {
+            let mut text = String::new();
+            let mut want = Snmp::default();
+            let mut next = values.iter().cycle();
+            for names_line in fixture.lines().step_by(2) {
+                let Some((prefix, names)) = names_line.split_once(':') else { continue };
+                let mut table = Table { protocol: prefix.to_string(), values: Vec::new() };
+                let mut printed = Vec::new();
+                for name in names.split_whitespace() {
+                    let (s, v) = next.next().cloned().unwrap_or_default();
+                    printed.push(s);
+                    table.values.push((name.to_string(), v));
+                }
+                text += &format!("{names_line}\n{prefix}: {}\n", printed.join(" "));
+                want.tables.push(table);
+            }
+            prop_assert_eq!(parse(&text), Ok(want));
+        }
     }
 }

@@ -125,5 +125,15 @@ mod tests {
         fn never_panics(text in "\\PC*") {
             let _ = parse(&text);
         }
+
+        /// `%-32s\t%lu` per counter, as `snmp6_seq_show_item()` prints it: every counter
+        /// reads back in order.
+        #[test]
+        fn parses_what_the_kernel_prints(
+            counters in prop::collection::vec(("(Ip6|Icmp6|Udp6|UdpLite6)[A-Z][A-Za-z0-9]{2,24}", any::<u64>()), 0..40),
+        ) {
+            let text: String = counters.iter().map(|(n, v)| format!("{n:<32}\t{v}\n")).collect();
+            prop_assert_eq!(parse(&text), Ok(Snmp6 { counters }));
+        }
     }
 }

@@ -190,5 +190,24 @@ mod tests {
             let _ = parse(&format!("TCP:{s}"));
             let _ = parse_tcp6_inuse(&format!("TCP6:{s}"));
         }
+        /// `sockstat_seq_show()`'s `TCP: inuse %d orphan %d tw %d alloc %d mem %ld` among
+        /// the other protocol lines, `sockstat6`'s `TCP6: inuse %d`, and `tcp_mem` as the
+        /// sysctl prints it (`%lu\t%lu\t%lu`): every number reads back.
+        #[test]
+        fn parses_what_the_kernel_prints(
+            tcp in proptest::array::uniform4(0u32..=i32::MAX as u32), mem in 0u64..=i64::MAX as u64,
+            tcp6 in 0u32..=i32::MAX as u32, limits in proptest::array::uniform3(proptest::num::u64::ANY),
+        ) {
+            let [inuse, orphan, tw, alloc] = tcp;
+            let text = format!("sockets: used 11\nTCP: inuse {inuse} orphan {orphan} tw {tw} alloc {alloc} mem {mem}\n\
+                                UDP: inuse 0 mem 0\nUDPLITE: inuse 0\nRAW: inuse 0\nFRAG: inuse 0 memory 0\n");
+            let some = |v: u32| Some(u64::from(v));
+            let want = Tcp { inuse: some(inuse), orphan: some(orphan), tw: some(tw), alloc: some(alloc), mem_pages: Some(mem) };
+            proptest::prop_assert_eq!(parse(&text), Ok(want));
+            let six = format!("TCP6: inuse {tcp6}\nUDP6: inuse 0\nUDPLITE6: inuse 0\nRAW6: inuse 0\nFRAG6: inuse 0 memory 0\n");
+            proptest::prop_assert_eq!(parse_tcp6_inuse(&six), Some(u64::from(tcp6)));
+            let [a, b, c] = limits;
+            proptest::prop_assert_eq!(parse_tcp_mem(&format!("{a}\t{b}\t{c}\n")), Some(limits));
+        }
     }
 }

@@ -188,5 +188,34 @@ mod tests {
         fn never_panics(text in "\\PC{0,400}") {
             let _ = parse(&text);
         }
+
+        /// Lines as `softnet_seq_show()` prints them, `%08x` per column: 10 columns (3.10),
+        /// 11 (flow limit, 3.11+), 13 (backlog and CPU, 5.10+), 15 (queue lengths, 6.9+), with
+        /// gaps in the CPU numbers (offline CPUs). The CPU is the kernel's column where it
+        /// prints one, the line's position before.
+        #[test]
+        fn parses_what_the_kernel_prints(
+            columns in prop::sample::select(vec![10usize, 11, 13, 15]),
+            cpus in prop::collection::btree_map(0u32..4096, prop::array::uniform15(any::<u32>()), 1..6),
+        ) {
+            let mut rows = Vec::new();
+            let mut want = Vec::new();
+            for (position, (cpu, v)) in cpus.iter().enumerate() {
+                let mut row: Vec<u64> = v.iter().map(|x| u64::from(*x)).collect();
+                row[12] = u64::from(*cpu);
+                row.truncate(columns);
+                want.push(SoftnetCpu {
+                    cpu: if columns >= 13 { *cpu } else { position as u32 },
+                    processed: row[0],
+                    dropped: row[1],
+                    time_squeeze: row[2],
+                    received_rps: row[9],
+                    flow_limit_count: row.get(10).copied(),
+                    backlog_len: (columns >= 13).then(|| row[11]),
+                });
+                rows.push(row);
+            }
+            prop_assert_eq!(parse(&crate::testgen::hex_rows(&rows)), Ok(want));
+        }
     }
 }

@@ -224,5 +224,39 @@ procs_blocked 2
         fn never_panics_on_cpu_lines(cols in proptest::collection::vec("[0-9]{0,25}|x", 0..14)) {
             let _ = parse(&format!("cpu {}\ncpu0 {}\nprocs_blocked {}", cols.join(" "), cols.join(" "), cols.first().cloned().unwrap_or_default()));
         }
+        /// Well-formed text, printed as `show_stat()` prints it (`cpu  %llu …`, `cpu%d %llu …`,
+        /// `procs_running %u`), with 7 to 10 columns (2.6.0 to today): parses to the values
+        /// it was printed from, missing columns as zero, CPU numbers kept with gaps.
+        #[test]
+        fn parses_what_the_kernel_prints(
+            ncols in 7usize..=10,
+            total in proptest::array::uniform10(proptest::num::u64::ANY),
+            cpus in proptest::collection::btree_map(0u32..4096, proptest::array::uniform10(proptest::num::u64::ANY), 0..6),
+            running in proptest::num::u32::ANY,
+            blocked in proptest::num::u32::ANY,
+        ) {
+            let row = |v: &[u64; 10]| v[..ncols].iter().map(u64::to_string).collect::<Vec<_>>().join(" ");
+            let times = |v: &[u64; 10]| {
+                let mut c = [0u64; 10];
+                c[..ncols].copy_from_slice(&v[..ncols]);
+                CpuTimes {
+                    user: c[0], nice: c[1], system: c[2], idle: c[3], iowait: c[4],
+                    irq: c[5], softirq: c[6], steal: c[7], guest: c[8], guest_nice: c[9],
+                }
+            };
+            let mut text = format!("cpu  {}\n", row(&total));
+            for (n, v) in &cpus {
+                text += &format!("cpu{n} {}\n", row(v));
+            }
+            text += &format!("intr 146023 0 0\nctxt 255582\nbtime 1795335051\nprocesses 9546\n\
+                              procs_running {running}\nprocs_blocked {blocked}\nsoftirq 72976 0 11675\n");
+            let want = Stat {
+                total: times(&total),
+                cpus: cpus.iter().map(|(n, v)| (*n, times(v))).collect(),
+                procs_running: Some(u64::from(running)),
+                procs_blocked: Some(u64::from(blocked)),
+            };
+            proptest::prop_assert_eq!(parse(&text), Ok(want));
+        }
     }
 }

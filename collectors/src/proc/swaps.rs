@@ -77,5 +77,31 @@ mod tests {
         fn never_panics(s in "\\PC*") {
             let _ = parse(&s);
         }
+        /// `swap_show()`'s table: the tab-separated header, then the path padded to 40
+        /// columns, type, size and used in KiB (an extra tab under 10 000 000), priority.
+        #[test]
+        fn parses_what_the_kernel_prints(
+            areas in proptest::collection::vec(
+                (
+                    "/dev/(zram|sd[a-z]|dm-)[0-9]{1,2}|/[a-z0-9_.]{1,12}(/[a-z0-9_.-]{1,12}){0,3}",
+                    proptest::bool::ANY,
+                    0u64..=u64::MAX >> 10, 0u64..=u64::MAX >> 10, proptest::num::i16::ANY,
+                ),
+                0..5,
+            ),
+        ) {
+            let mut text = "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n".to_string();
+            let mut want = Vec::new();
+            for (name, partition, size, used, prio) in areas {
+                let kind = if partition { "partition" } else { "file" };
+                let tab = |n: u64| if n < 10_000_000 { "\t" } else { "" };
+                text += &format!(
+                    "{name}{:pad$}{kind}\t{size}\t{}{used}\t{}{prio}\n",
+                    " ", tab(size), tab(used), pad = 40usize.saturating_sub(name.len()).max(1),
+                );
+                want.push(SwapArea { name, kind: kind.to_string(), size_bytes: size * 1024, used_bytes: used * 1024 });
+            }
+            proptest::prop_assert_eq!(parse(&text), want);
+        }
     }
 }

@@ -130,5 +130,17 @@ mod tests {
         fn never_panics(s in "\\PC*") {
             let _ = parse(&s);
         }
+        /// `%lu.%02lu %lu.%02lu` as `uptime_proc_show()` prints it, up to 31 years: the uptime
+        /// reads back to the hundredth (f64 keeps no more past ~10^8 s).
+        #[test]
+        fn parses_what_the_kernel_prints(
+            up in crate::testgen::hundredths(999_999_999),
+            idle in crate::testgen::hundredths(999_999_999),
+        ) {
+            use crate::testgen::fmt_hundredths;
+            let text = format!("{} {}\n", fmt_hundredths(up), fmt_hundredths(idle));
+            let u = parse(&text).map(|u| (u.since_boot.as_secs_f64() * 100.0).round() as u64);
+            proptest::prop_assert_eq!(u, Ok(up));
+        }
     }
 }

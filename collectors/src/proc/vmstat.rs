@@ -92,5 +92,13 @@ compact_success 0
         fn never_panics(s in "\\PC*") {
             let _ = parse(&s);
         }
+        /// `%s %lu` lines as `vmstat_show()` prints them: every counter reads back by name.
+        #[test]
+        fn parses_what_the_kernel_prints(
+            values in proptest::collection::btree_map(crate::testgen::kernel_key(), 0..=i64::MAX as u64, 1..40),
+        ) {
+            let text: String = values.iter().map(|(k, v)| format!("{k} {v}\n")).collect();
+            proptest::prop_assert_eq!(parse(&text), Ok(Vmstat { values }));
+        }
     }
 }

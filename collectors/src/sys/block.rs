@@ -87,6 +87,7 @@ pub fn dm_name(host: &HostPaths, name: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn classifies_by_name() {
@@ -134,6 +135,22 @@ mod tests {
         #[test]
         fn classifying_never_panics(s in ".*") {
             let _ = kind_by_name(&s);
+        }
+        /// Names as the kernel's drivers make them (`sd_format_disk_name()`'s `sda`…`sdzz`
+        /// and `sda1`, `nvme%dn%d` and `…p%d`, `loop%d`, `dm-%d`, `md%d`): each family reads
+        /// as its kind.
+        #[test]
+        fn names_the_kernel_makes_classify_as_their_kind(
+            (name, want) in proptest::prop_oneof![
+                "(sd|vd|xvd|hd)[a-z]{1,2}".prop_map(|n| (n, DeviceKind::Disk)),
+                "(sd|vd|xvd|hd)[a-z]{1,2}[1-9][0-9]?".prop_map(|n| (n, DeviceKind::Partition)),
+                "(nvme[0-9]{1,2}n[1-9]|mmcblk[0-9]{1,2}|nbd[0-9]{1,2})".prop_map(|n| (n, DeviceKind::Disk)),
+                "(nvme[0-9]{1,2}n[1-9]|mmcblk[0-9]{1,2}|nbd[0-9]{1,2})p[1-9][0-9]?".prop_map(|n| (n, DeviceKind::Partition)),
+                "(loop|ram|zram|fd)[0-9]{1,3}".prop_map(|n| (n, DeviceKind::Virtual)),
+                "(dm-|md)[0-9]{1,3}".prop_map(|n| (n, DeviceKind::Disk)),
+            ],
+        ) {
+            proptest::prop_assert_eq!(kind_by_name(&name), want);
         }
     }
 }

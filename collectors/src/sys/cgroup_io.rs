@@ -594,6 +594,59 @@ mod tests {
             let _ = parse_procs(&s);
             let _ = parse_throttling(&s);
         }
+
+        /// v2 `io.stat` as `blkcg_print_stat()` prints it (`%u:%u rbytes=%llu wbytes=%llu
+        /// rios=… dios=…`, iocost's keys after) and v1 `io_service_bytes` as
+        /// `__blkg_prfill_rwstat()` does (`Read`…`Total` per device, a last `Total`): each
+        /// device reads back with read + write bytes.
+        #[test]
+        fn io_parses_what_the_kernel_prints(
+            devices in proptest::collection::btree_map(
+                (0u32..4096, 0u32..1 << 20),
+                (proptest::array::uniform2(0u64..1 << 62), proptest::array::uniform3(proptest::num::u64::ANY), proptest::bool::ANY),
+                0..6,
+            ),
+        ) {
+            let (mut v2, mut v1, mut want) = (String::new(), String::new(), Vec::new());
+            for (&(major, minor), &([r, w], [ios, sync, discard], iocost)) in &devices {
+                v2 += &format!("{major}:{minor} rbytes={r} wbytes={w} rios={ios} wios={ios} dbytes={discard} dios=0");
+                if iocost {
+                    v2 += " cost.vrate=100.00 cost.usage=12 cost.wait=0 cost.indebt=0 cost.indelay=0";
+                }
+                v2.push('\n');
+                v1 += &format!(
+                    "{major}:{minor} Read {r}\n{major}:{minor} Write {w}\n{major}:{minor} Sync {sync}\n\
+                     {major}:{minor} Async {sync}\n{major}:{minor} Discard {discard}\n{major}:{minor} Total {}\n",
+                    r + w,
+                );
+                want.push(DeviceIo { major, minor, bytes: r + w });
+            }
+            v1 += "Total 6404291584\n";
+            proptest::prop_assert_eq!(parse_io_stat(&v2), Ok(want.clone()));
+            proptest::prop_assert_eq!(parse_blkio(&v1), Ok(want));
+        }
+
+        /// v2 `cpu.stat` (`cpu_stat_show()`: `usage_usec %llu` …, then with a quota
+        /// `nr_periods %d`, `nr_throttled %d`, `throttled_usec %llu`, `nr_bursts`…), v1's cpu
+        /// controller `cpu.stat` (`throttled_time` in ns), `cpuacct.usage` (ns) and
+        /// `cgroup.procs` (`%d` per line): each reads back in microseconds and pids.
+        #[test]
+        fn cpu_parses_what_the_kernel_prints(
+            [usage, user, periods, throttled, time] in proptest::array::uniform5(proptest::num::u64::ANY),
+            pids in proptest::collection::vec(1u32..=4_194_304, 0..20),
+        ) {
+            let v2 = format!(
+                "usage_usec {usage}\nuser_usec {user}\nsystem_usec {user}\nnice_usec 0\n\
+                 nr_periods {periods}\nnr_throttled {throttled}\nthrottled_usec {time}\nnr_bursts 0\nburst_usec 0\n"
+            );
+            let v1 = format!("nr_periods {periods}\nnr_throttled {throttled}\nthrottled_time {time}\nnr_bursts 0\nburst_time 0\n");
+            proptest::prop_assert_eq!(parse_cpu_stat(&v2), Ok(usage));
+            proptest::prop_assert_eq!(parse_throttling(&v2), Ok(Throttling { periods, throttled, throttled_usec: time }));
+            proptest::prop_assert_eq!(parse_throttling(&v1), Ok(Throttling { periods, throttled, throttled_usec: time / 1000 }));
+            proptest::prop_assert_eq!(parse_cpuacct_usage(&format!("{usage}\n")), Ok(usage / 1000));
+            let procs: String = pids.iter().map(|p| format!("{p}\n")).collect();
+            proptest::prop_assert_eq!(parse_procs(&procs), Ok(pids));
+        }
     }
 
     fn write(p: &Path, text: &str) {

@@ -78,5 +78,22 @@ mod tests {
         fn never_panics_on_ranges(s in "[0-9,\\-]{0,30}") {
             if let Ok(v) = parse(&s) { proptest::prop_assert!(v.len() <= 8193); }
         }
+        /// Lists as `%*pbl` prints a CPU mask (`0-3,5,7-9`): the CPUs read back, in order.
+        #[test]
+        fn parses_what_the_kernel_prints(cpus in proptest::collection::btree_set(0u32..=MAX_CPU, 1..64)) {
+            let cpus: Vec<u32> = cpus.into_iter().collect();
+            let mut ranges: Vec<(u32, u32)> = Vec::new();
+            for &c in &cpus {
+                match ranges.last_mut() {
+                    Some((_, end)) if *end + 1 == c => *end = c,
+                    _ => ranges.push((c, c)),
+                }
+            }
+            let text: Vec<String> = ranges
+                .iter()
+                .map(|&(a, b)| if a == b { a.to_string() } else { format!("{a}-{b}") })
+                .collect();
+            proptest::prop_assert_eq!(parse(&format!("{}\n", text.join(","))), Ok(cpus));
+        }
     }
 }
