@@ -639,9 +639,8 @@ mod tests {
                         .is_some_and(|m| m.contains("no new run was started"))
             })
         });
-        let t = Instant::now();
-        stop.stop();
-        assert!(t.elapsed() < Duration::from_millis(50));
+        // Stopping does not wait for the hung run (an hour's sleep).
+        crate::scheduler::fakes::within_30s("stop beside a hung run", move || stop.stop());
     }
 
     #[test]

@@ -32,6 +32,11 @@ use crate::timefmt::{fmt_duration, rfc3339};
 /// Builds a fresh collector after the previous one panicked.
 pub type Factory = Arc<dyn Fn() -> Option<Box<dyn Collector>> + Send + Sync>;
 
+/// Where a runner reads the time for its deadlines and durations: `Instant::now`, or a
+/// test's clock ([`Runner::with_clock`]), so that tests state durations exactly instead of
+/// bounding the wall clock.
+type Clock = Arc<dyn Fn() -> Instant + Send + Sync>;
+
 enum Slot {
     /// Ready to run.
     Idle(Box<dyn Collector>),
@@ -130,6 +135,7 @@ pub struct Runner {
     worker: Arc<Mutex<Option<mpsc::Sender<Job>>>>,
     /// How long a worker waits for the next run after one ([`Runner::linger`]).
     linger: Duration,
+    clock: Clock,
     /// Called by a worker whose linger ran out, before it takes the handle's lock (tests: a
     /// run handed over right then).
     #[cfg(test)]
@@ -157,9 +163,23 @@ impl Runner {
             interval,
             worker: Arc::new(Mutex::new(None)),
             linger: Duration::ZERO,
+            clock: Arc::new(Instant::now),
             #[cfg(test)]
             give_up_hook: None,
         }
+    }
+
+    /// Reads the time from `clock` instead of `Instant::now` (tests). Only the measure
+    /// changes: `finish` still waits on the real clock, for what is left of the timeout
+    /// by `clock`.
+    #[cfg(test)]
+    pub(crate) fn with_clock(mut self, clock: Clock) -> Runner {
+        self.clock = clock;
+        self
+    }
+
+    fn now(&self) -> Instant {
+        (self.clock)()
     }
 
     pub fn name(&self) -> &str {
@@ -178,7 +198,7 @@ impl Runner {
     /// 35-65 µs of CPU on a 2-vCPU VM, a tenth of a `check` when there were four per
     /// collector).
     pub fn start(&self, ctx: &CollectContext) -> Started<'_> {
-        let start = Instant::now();
+        let start = self.now();
         let state = self.start_inner(ctx, start);
         Started {
             runner: self,
@@ -206,7 +226,7 @@ impl Runner {
                     return Pending::Done(Outcome::StillRunning {
                         timeout: self.timeout,
                         since: wall,
-                        stuck_for: since.elapsed(),
+                        stuck_for: self.now().saturating_duration_since(since),
                     });
                 }
                 Slot::NeedsNew => match (self.factory)() {
@@ -260,6 +280,7 @@ impl Runner {
             slot: Arc::clone(&self.slot),
             cpu_nanos: Arc::clone(&self.cpu_nanos),
             linger: self.linger,
+            clock: Arc::clone(&self.clock),
             #[cfg(test)]
             give_up_hook: self.give_up_hook.clone(),
         };
@@ -289,10 +310,11 @@ impl Started<'_> {
     /// Waits for the run up to the runner's timeout from its start.
     pub fn finish(self) -> RunReport {
         let r = self.runner;
+        let elapsed = || r.now().saturating_duration_since(self.start);
         let (outcome, ended) = match self.state {
             Pending::Done(o) => (o, None),
             Pending::Waiting(rx) => {
-                let left = r.timeout.saturating_sub(self.start.elapsed());
+                let left = r.timeout.saturating_sub(elapsed());
                 match rx.recv_timeout(left) {
                     // Waited for after its deadline (others were waited for first) and
                     // returned after it: as late as one waited for alone.
@@ -326,8 +348,8 @@ impl Started<'_> {
             (Outcome::StillRunning { stuck_for, .. }, _) => *stuck_for,
             (_, Some(at)) => at.saturating_duration_since(self.start),
             // A run not waited for beyond its timeout took the timeout.
-            (Outcome::TimedOut { timeout }, None) => self.start.elapsed().min(*timeout),
-            (_, None) => self.start.elapsed(),
+            (Outcome::TimedOut { timeout }, None) => elapsed().min(*timeout),
+            (_, None) => elapsed(),
         };
         RunReport {
             outcome,
@@ -358,6 +380,7 @@ struct Worker {
     slot: Arc<Mutex<Slot>>,
     cpu_nanos: Arc<AtomicU64>,
     linger: Duration,
+    clock: Clock,
     #[cfg(test)]
     give_up_hook: Option<Arc<dyn Fn() + Send + Sync>>,
 }
@@ -413,7 +436,7 @@ impl Worker {
             }
         };
         // The receiver is gone when the run timed out: the result is stale, drop it.
-        let _ = reply.send((result, Instant::now()));
+        let _ = reply.send((result, (self.clock)()));
     }
 }
 
@@ -455,6 +478,125 @@ pub(crate) mod fakes {
             ));
             c
         }
+    }
+
+    /// A clock that moves only when the test says ([`Runner::with_clock`]).
+    #[derive(Clone)]
+    pub struct TestClock(Arc<Mutex<Instant>>);
+    impl TestClock {
+        pub fn new() -> TestClock {
+            TestClock(Arc::new(Mutex::new(Instant::now())))
+        }
+        pub fn advance(&self, by: Duration) {
+            *lock(&self.0) += by;
+        }
+        pub fn clock(&self) -> Clock {
+            let t = Arc::clone(&self.0);
+            Arc::new(move || *lock(&t))
+        }
+    }
+
+    /// Advances the test's clock by `cost` instead of sleeping, then reports ok with `runs`
+    /// as a metric.
+    pub struct Ticking {
+        pub clock: TestClock,
+        pub cost: Duration,
+        pub runs: u64,
+    }
+    impl Collector for Ticking {
+        fn name(&self) -> &'static str {
+            "ticking"
+        }
+        fn collect(&mut self, _: &CollectContext) -> Collection {
+            self.clock.advance(self.cost);
+            self.runs += 1;
+            let mut c = Collection::new(Status::Ok);
+            c.metrics.push(Metric::counter(
+                "node_doctor_fake_runs_total",
+                "Runs of the fake collector.",
+                self.runs as f64,
+            ));
+            c
+        }
+    }
+
+    /// The test's side of a [`Gated`] collector: how many runs entered and finished, and
+    /// the gate that lets one run finish.
+    pub struct Gate {
+        pub entered: Arc<AtomicUsize>,
+        pub finished: Arc<AtomicUsize>,
+        release: mpsc::Sender<()>,
+    }
+    impl Gate {
+        pub fn new(name: &'static str) -> (Gate, Box<dyn Collector>) {
+            let (release, rx) = mpsc::channel();
+            let gate = Gate {
+                entered: Arc::new(AtomicUsize::new(0)),
+                finished: Arc::new(AtomicUsize::new(0)),
+                release,
+            };
+            let c = Gated {
+                name,
+                entered: Arc::clone(&gate.entered),
+                finished: Arc::clone(&gate.finished),
+                release: rx,
+                runs: 0,
+            };
+            (gate, Box::new(c))
+        }
+        /// Lets one run (this one or the next) finish.
+        pub fn open(&self) {
+            let _ = self.release.send(());
+        }
+        /// Waits until `n` runs have entered `collect` (fails after 30 s: a hang stopper).
+        pub fn wait_entered(&self, n: usize) {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while self.entered.load(Ordering::SeqCst) < n {
+                assert!(Instant::now() < deadline, "{n} runs never entered");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    }
+
+    /// Finishes a run only when its [`Gate`] is opened, then reports ok with `runs` as a
+    /// metric. Gives up waiting after 30 s, so that a runner that wrongly waits for it
+    /// fails its test (the run shows as finished) rather than hanging it.
+    pub struct Gated {
+        name: &'static str,
+        entered: Arc<AtomicUsize>,
+        finished: Arc<AtomicUsize>,
+        release: mpsc::Receiver<()>,
+        runs: u64,
+    }
+    impl Collector for Gated {
+        fn name(&self) -> &'static str {
+            self.name
+        }
+        fn collect(&mut self, _: &CollectContext) -> Collection {
+            self.entered.fetch_add(1, Ordering::SeqCst);
+            let _ = self.release.recv_timeout(Duration::from_secs(30));
+            self.runs += 1;
+            self.finished.fetch_add(1, Ordering::SeqCst);
+            let mut c = Collection::new(Status::Ok);
+            c.metrics.push(Metric::counter(
+                "node_doctor_fake_runs_total",
+                "Runs of the fake collector.",
+                self.runs as f64,
+            ));
+            c
+        }
+    }
+
+    /// Runs `f` on a thread of its own and returns its result; fails when `f` has not
+    /// returned within 30 s (a hang stopper, not a speed budget: what is tested would
+    /// otherwise block for an hour or for ever).
+    pub fn within_30s<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("{what}: still blocked after 30 s"))
     }
 
     /// Blocks until `release` is sent (or forever), counting entries.
@@ -579,15 +721,17 @@ mod tests {
 
     #[test]
     fn fast_collector_completes_and_keeps_state_between_runs() {
+        let clock = TestClock::new();
         let r = runner(
-            Box::new(Slow {
-                name: "slow",
-                delay: Duration::from_millis(5),
+            Box::new(Ticking {
+                clock: clock.clone(),
+                cost: Duration::from_millis(5),
                 runs: 0,
             }),
             no_factory(),
             2000,
-        );
+        )
+        .with_clock(clock.clock());
         for expected in 1..=3 {
             let rep = r.run_once(&ctx());
             match rep.outcome {
@@ -597,22 +741,15 @@ mod tests {
                 }
                 other => panic!("unexpected {other:?}"),
             }
-            assert!(rep.duration >= Duration::from_millis(5));
+            // The run's own time by the runner's clock, exactly.
+            assert_eq!(rep.duration, Duration::from_millis(5));
         }
     }
 
     #[test]
     fn slow_collector_times_out_then_is_reused_after_it_finishes() {
-        let r = runner(
-            Box::new(Slow {
-                name: "slow",
-                delay: Duration::from_millis(300),
-                runs: 0,
-            }),
-            no_factory(),
-            50,
-        );
-        let t = Instant::now();
+        let (gate, slow) = Gate::new("slow");
+        let r = runner(slow, no_factory(), 50);
         let rep = r.run_once(&ctx());
         assert_eq!(
             rep.outcome,
@@ -620,7 +757,14 @@ mod tests {
                 timeout: Duration::from_millis(50)
             }
         );
-        assert!(t.elapsed() < Duration::from_millis(250), "did not wait");
+        // Returned while the run is still in `collect` (its gate is shut): it did not
+        // wait for it.
+        assert_eq!(gate.entered.load(Ordering::SeqCst), 1);
+        assert_eq!(
+            gate.finished.load(Ordering::SeqCst),
+            0,
+            "waited for the run"
+        );
         assert_eq!(rep.outcome.status().as_str(), "error");
         assert!(rep
             .outcome
@@ -634,6 +778,8 @@ mod tests {
             other => panic!("expected StillRunning, got {other:?}"),
         }
         // Once it finishes, the same instance (runs = 1 already) is reused.
+        gate.open();
+        gate.open();
         let r2 = Runner {
             timeout: Duration::from_secs(2),
             ..r
@@ -656,20 +802,38 @@ mod tests {
             no_factory(),
             30,
         );
+        let clock = TestClock::new();
+        let r = r.with_clock(clock.clock());
         assert!(matches!(
             r.run_once(&ctx()).outcome,
             Outcome::TimedOut { .. }
         ));
+        // From now on an hour's timeout: a call that waited for it, rather than reporting
+        // the stuck run at once, would block the test for an hour.
+        let r = Runner {
+            timeout: Duration::from_secs(3600),
+            ..r
+        };
+        let (r, reports) = within_30s("run_once beside a stuck run", move || {
+            let reports: Vec<RunReport> = (1..=5)
+                .map(|_| {
+                    clock.advance(Duration::from_secs(1));
+                    r.run_once(&ctx())
+                })
+                .collect();
+            (r, reports)
+        });
         let mut statuses = Vec::new();
-        for _ in 0..5 {
-            let t = Instant::now();
-            let rep = r.run_once(&ctx());
-            // At once: nowhere near the 30 ms timeout, let alone a run.
-            assert!(t.elapsed() < Duration::from_millis(25), "reports at once");
+        for (i, rep) in (1..).zip(reports) {
+            let Outcome::StillRunning { stuck_for, .. } = rep.outcome else {
+                panic!("{:?}", rep.outcome);
+            };
+            // Stuck since the first run's start, by the runner's clock.
+            assert_eq!(stuck_for, Duration::from_secs(i));
+            assert_eq!(rep.duration, stuck_for);
             statuses.push(rep.outcome.status());
-            std::thread::sleep(Duration::from_millis(5));
             let msg = rep.outcome.status().message().unwrap().to_string();
-            assert!(msg.starts_with("timed out after 30ms"), "{msg}");
+            assert!(msg.starts_with("timed out after 1h"), "{msg}");
             assert!(msg.contains("no new run"), "{msg}");
         }
         assert_eq!(entered.load(Ordering::SeqCst), 1, "only one run in flight");
@@ -989,31 +1153,29 @@ mod tests {
 
     #[test]
     fn runs_started_together_are_waited_for_each_up_to_its_own_timeout() {
-        let slow = runner(
-            Box::new(Slow {
-                name: "slow",
-                delay: Duration::from_millis(400),
-                runs: 0,
-            }),
-            no_factory(),
-            100,
-        );
-        let fast = runner(
-            Box::new(Slow {
-                name: "fast",
-                delay: Duration::from_millis(50),
-                runs: 0,
-            }),
-            no_factory(),
-            2000,
-        );
-        let t = Instant::now();
+        let clock = TestClock::new();
+        let (slow_gate, slow) = Gate::new("slow");
+        let (fast_gate, fast) = Gate::new("fast");
+        let slow = runner(slow, no_factory(), 100).with_clock(clock.clock());
+        let fast = runner(fast, no_factory(), 2000).with_clock(clock.clock());
         let a = slow.start(&ctx());
         let b = fast.start(&ctx());
-        assert!(
-            t.elapsed() < Duration::from_millis(40),
-            "start does not wait"
-        );
+        // Both are in `collect` at once, and `start` returned before either finished.
+        slow_gate.wait_entered(1);
+        fast_gate.wait_entered(1);
+        assert_eq!(slow_gate.finished.load(Ordering::SeqCst), 0, "start waited");
+        assert_eq!(fast_gate.finished.load(Ordering::SeqCst), 0, "start waited");
+        // The fast one returns 50 ms in; its worker has handed the result over (and ended)
+        // before the clock moves on.
+        clock.advance(Duration::from_millis(50));
+        fast_gate.open();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while lock(&fast.worker).is_some() {
+            assert!(Instant::now() < deadline, "the fast run never ended");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // 150 ms in, past the slow one's timeout: waited for first, it timed out.
+        clock.advance(Duration::from_millis(100));
         let a = a.finish();
         assert_eq!(
             a.outcome,
@@ -1021,27 +1183,16 @@ mod tests {
                 timeout: Duration::from_millis(100)
             }
         );
+        assert_eq!(a.duration, Duration::from_millis(100));
         let b = b.finish();
         assert!(
             matches!(b.outcome, Outcome::Completed(_)),
             "{:?}",
             b.outcome
         );
-        // Both ran at once: the fast one finished within the slow one's timeout.
-        assert!(
-            t.elapsed() < Duration::from_millis(350),
-            "{:?}",
-            t.elapsed()
-        );
-        // Timed as it ran, not as long as it was waited for (the slow one's 100 ms first).
-        assert!(
-            b.duration >= Duration::from_millis(50) && b.duration < Duration::from_millis(95),
-            "{:?}",
-            b.duration
-        );
-        assert!(
-            a.duration >= Duration::from_millis(100) && a.duration < Duration::from_millis(150)
-        );
+        // Timed as it ran, not as long as it was waited for (150 ms, behind the slow one).
+        assert_eq!(b.duration, Duration::from_millis(50));
+        slow_gate.open();
     }
 
     #[test]

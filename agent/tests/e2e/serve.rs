@@ -726,8 +726,8 @@ fn unusable_token_files_refuse_to_start_with_a_clear_message() {
             "--auth-token-file",
             p,
         ];
-        let (out, took) = crate::support::run_with_timeout(&args, Duration::from_secs(10))
-            .unwrap_or_else(|| panic!("{p}: serve still running after 10 s (hung?)"));
+        let (out, _) = crate::support::run_with_timeout(&args, Duration::from_secs(30))
+            .unwrap_or_else(|| panic!("{p}: serve still running after 30 s (hung?)"));
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{p}: started:\n{stderr}");
         assert!(
@@ -735,7 +735,11 @@ fn unusable_token_files_refuse_to_start_with_a_clear_message() {
             "{p}: expected {expect:?} in:\n{stderr}"
         );
         assert!(!stderr.contains("changeme"), "the token is never logged");
-        assert!(took < Duration::from_secs(5), "{p}: took {took:?} to fail");
+        // Refused at start-up, before it listened or ran a collector.
+        assert!(
+            !stderr.contains("node-doctor serving"),
+            "{p}: served:\n{stderr}"
+        );
     }
 }
 
@@ -982,16 +986,29 @@ fn slow_request_headers_are_cut_off_and_do_not_block_others() {
     slow.write_all(b"GET /findings HTTP/1.1\r\nHost: x\r\n")
         .unwrap();
     let t = Instant::now();
-    // Meanwhile other clients are served at once.
+    // Meanwhile other clients are served: this answer comes while the slow client's
+    // connection is still open (nothing to read yet, not closed).
     let r = s.get("/healthz");
     assert_eq!(r.status, 200);
-    assert!(t.elapsed() < Duration::from_secs(1));
-    // The server gives up on the incomplete headers after its 5 s header timeout.
+    slow.set_nonblocking(true).unwrap();
+    let mut byte = [0u8; 1];
+    let pending = slow.peek(&mut byte);
+    assert!(
+        matches!(&pending, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "the slow client was dealt with first: {pending:?}"
+    );
+    slow.set_nonblocking(false).unwrap();
+    // The server gives up on the incomplete headers after its 5 s header timeout: it
+    // closes the connection itself (our 20 s read timeout would end in an error).
     let mut buf = Vec::new();
-    let _ = slow.read_to_end(&mut buf);
+    let read = slow.read_to_end(&mut buf);
     let waited = t.elapsed();
     assert!(
-        waited >= Duration::from_millis(4500) && waited < Duration::from_secs(10),
+        read.is_ok(),
+        "not closed by the server: {read:?} after {waited:?}"
+    );
+    assert!(
+        waited >= Duration::from_millis(4500),
         "closed after {waited:?}"
     );
     let text = String::from_utf8_lossy(&buf);

@@ -175,19 +175,30 @@ mod tests {
                 HostPaths::new(t.path()),
                 t.path().join("run/xtables.lock"),
                 SamplerOptions {
-                    period: Duration::from_secs(30),
+                    period: Duration::from_secs(3600),
                     inotify,
                     ..SamplerOptions::default()
                 },
                 monotonic(),
             )
             .unwrap();
-            std::thread::sleep(Duration::from_millis(50));
+            let started = Instant::now();
+            while s.locks_reads() == 0 && started.elapsed() < Duration::from_secs(30) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
             assert_eq!(s.locks_reads(), 1, "one read at start");
             assert_eq!(s.watch() == LockWatch::Inotify, inotify);
-            let t0 = Instant::now();
-            drop(s);
-            assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+            // Dropped on a thread of its own: a drop that waited for the next period (an
+            // hour) fails here after 30 s rather than hanging the test.
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                drop(s);
+                let _ = tx.send(());
+            });
+            assert!(
+                rx.recv_timeout(Duration::from_secs(30)).is_ok(),
+                "the sampler's thread did not stop when it was dropped"
+            );
         }
     }
 
