@@ -306,8 +306,6 @@ impl Thresholds {
                 self.escalation.procs_blocked.to_string(),
             ),
             l::setting("escalation.catch_up", l::duration(self.escalation.catch_up)),
-                },
-            ),
             l::setting("hold.disk_busy_share", l::num(self.hold.disk_busy_share)),
             l::setting(
                 "hold.psi_io_full_share",
