@@ -913,11 +913,11 @@ fn a_blocked_collector_times_out_while_the_agent_keeps_answering() {
         assert!(r.text().contains("load"));
     }
     let deadline = Instant::now() + Duration::from_secs(8);
-    let mut worst = Duration::ZERO;
+    // Answers received while `load`'s read hung: a server that waited on the collector would
+    // answer once the run timed out (two seconds in), not before.
+    let mut answered_while_hung = 0;
     let v = loop {
-        let t = Instant::now();
         let v = s.get("/findings").json();
-        worst = worst.max(t.elapsed());
         let load = v["collectors"]
             .as_array()
             .unwrap()
@@ -930,12 +930,13 @@ fn a_blocked_collector_times_out_while_the_agent_keeps_answering() {
             assert!(msg.starts_with("timed out after 2s"), "{msg}");
             break v;
         }
+        answered_while_hung += 1;
         assert!(Instant::now() < deadline, "load never timed out: {v:#}");
         std::thread::sleep(Duration::from_millis(20));
     };
     assert!(
-        worst < Duration::from_millis(100),
-        "/findings took {worst:?} while load hung"
+        answered_while_hung >= 3,
+        "/findings answered {answered_while_hung} times before load's run timed out"
     );
     assert_contract(&v, "e2e-node");
     assert_eq!(s.get("/readyz").status, 200);
