@@ -39,7 +39,7 @@ use crate::view::{Filter, View};
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(5);
 /// Open connections at most. Prometheus and a few people need a handful; 256 keeps a
 /// load test's 64 connections (scripts/bench-serve.sh) far from the cap, and bounds the
-/// HTTP buffers to 256 x 16 KiB = 4 MiB (README, Endpoints).
+/// HTTP buffers to 256 x 16 KiB = 4 MiB (docs/endpoints.md, Connection limits).
 pub const MAX_CONNECTIONS: usize = 256;
 /// Request line and headers at most; larger gets `431`. 8 KiB is hyper's smallest read
 /// buffer and nginx's default limit for one header line; a bearer-token request is ~200 bytes.

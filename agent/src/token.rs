@@ -19,7 +19,7 @@ pub const MAX_FILE_BYTES: u64 = 4096;
 
 /// The shortest token accepted. 16 bytes are 64 bits even as hex (4 bits a character) and
 /// 96 as base64: guessing over HTTP at the 53,000–133,000 requests/s this server answered
-/// on loopback (README, Performance) is at most 2^42 tries a year, far short of 2^64.
+/// on loopback (docs/performance.md, Serving) is at most 2^42 tries a year, far short of 2^64.
 /// Shorter tokens are typos or placeholders ("changeme", "test"). `openssl rand -hex 32`
 /// makes a good one.
 pub const MIN_TOKEN_BYTES: usize = 16;

@@ -1,5 +1,5 @@
 //! Renders what the stand-in stored the way `kubectl describe node` shows conditions and
-//! `kubectl get events` lists events, for the README's example and for people reading a test's
+//! `kubectl get events` lists events, for docs/kubernetes.md's example and for people reading a test's
 //! output. Columns are padded to their widest cell as kubectl's tab writer does.
 
 use serde_json::Value;

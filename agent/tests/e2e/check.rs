@@ -75,7 +75,7 @@ fn stage_tables(root: &FakeRoot, allocated: u64, arp_entries: u64, complete: boo
     }
 }
 
-/// The exit code is the README's table for findings whose worst severity the test staged
+/// The exit code is docs/run.md's table for findings whose worst severity the test staged
 /// (file-nr at 10 %, 85 %, 95 % of file-max: nothing, a warning, a critical), with the tables
 /// collector complete (0, 1, 2) or missing its `sockstat` (4, 5, 6); and the whole fake host,
 /// which has nothing above info and lacks sources by design, exits 4.

@@ -102,7 +102,7 @@ fn kube_reporter_sets_and_clears_a_condition_with_events() {
     });
     let ready = server.get("/readyz").text();
     assert!(ready.contains("kubernetes reporter: ok"), "{ready}");
-    // What the cluster shows while the problem lasts (README "In the cluster").
+    // What the cluster shows while the problem lasts (docs/kubernetes.md "What it looks like").
     println!("{ready}");
     println!(
         "{}",

@@ -1,15 +1,16 @@
-//! README.md, tried as a new user would: every `$ node-doctor …` example in it is run with
-//! this build and must print what the README shows (and exit as it says), and the commands it
-//! gives a newcomer exist as written. A README that drifts from the product fails here, not
-//! in a user's terminal.
+//! README.md and the pages of docs/ it sends the reader to, tried as a new user would: every
+//! `$ node-doctor …` example in them is run with this build and must print what the page shows
+//! (and exit as it says), and the commands the README gives a newcomer exist as written: the
+//! run and test commands, the test script's package list, and the deploy script's need of a
+//! docker daemon. A page that drifts from the product fails here, not in a user's terminal.
 //!
 //! An example is a line `$ node-doctor <args>` in a fenced block, followed by its output up to
 //! the next `$ ` line or the end of the block. In the output, `…` on a line of its own skips
 //! any number of lines; timestamps, durations and the staged root's path are masked on both
-//! sides. `check` examples run against the root `scripts/demo-root.sh` stages (the README
+//! sides. `check` examples run against the root `scripts/demo-root.sh` stages (the page
 //! names where it was staged; the test stages its own and substitutes the path).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::manifests::repo_root;
@@ -18,7 +19,36 @@ fn readme() -> String {
     std::fs::read_to_string(repo_root().join("README.md")).expect("README.md")
 }
 
-/// One `$ node-doctor …` example: its arguments and the output the README shows.
+/// README.md and every page under docs/ (where the README's details moved), as
+/// (path from the repository's root, text).
+fn documents() -> Vec<(PathBuf, String)> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .map(|e| e.expect("docs entry").path())
+            .collect();
+        entries.sort();
+        for p in entries {
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "md") {
+                out.push(p);
+            }
+        }
+    }
+    let root = repo_root();
+    let mut paths = vec![root.join("README.md")];
+    walk(&root.join("docs"), &mut paths);
+    paths
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            (p.strip_prefix(&root).unwrap_or(&p).to_path_buf(), text)
+        })
+        .collect()
+}
+
+/// One `$ node-doctor …` example: its arguments and the output the page shows.
 #[derive(Debug)]
 struct Example {
     line: usize,
@@ -100,7 +130,7 @@ fn mask(line: &str) -> String {
     out.trim_end().to_string()
 }
 
-/// The README's lines, in order, are found in `got`; `…` skips lines.
+/// The page's lines, in order, are found in `got`; `…` skips lines.
 fn matches(want: &[String], got: &[String]) -> Result<(), String> {
     let mut g = 0;
     let mut skipping = false;
@@ -119,7 +149,7 @@ fn matches(want: &[String], got: &[String]) -> Result<(), String> {
             Some(l) if mask(l) == w => g += 1,
             other => {
                 return Err(format!(
-                    "README line\n  {w}\nthis build printed\n  {}",
+                    "the page's line\n  {w}\nthis build printed\n  {}",
                     other
                         .map(|l| mask(l))
                         .unwrap_or_else(|| "<end of output>".into())
@@ -130,37 +160,46 @@ fn matches(want: &[String], got: &[String]) -> Result<(), String> {
     }
     if g < got.len() && !skipping {
         return Err(format!(
-            "this build printed more than the README shows, from\n  {}",
+            "this build printed more than the page shows, from\n  {}",
             mask(&got[g])
         ));
     }
     Ok(())
 }
 
-/// Splits a README command line the way a shell would for the plain words it uses (no quotes
+/// Splits an example's command line the way a shell would for the plain words it uses (no quotes
 /// are needed by any example; one would fail the test, to be added here).
 fn words(cmd: &str) -> Vec<String> {
     assert!(
         !cmd.contains(['\'', '"', '`', '\\', '|', '>', '<', '&']),
-        "README example needs a shell: {cmd}"
+        "example needs a shell: {cmd}"
     );
     cmd.split_whitespace().map(String::from).collect()
 }
 
 #[test]
-fn every_node_doctor_example_in_the_readme_prints_what_it_shows() {
-    let text = readme();
-    let examples = examples(&text);
-    assert!(
+fn every_node_doctor_example_in_the_readme_and_docs_prints_what_it_shows() {
+    let examples: Vec<(PathBuf, Example)> = documents()
+        .into_iter()
+        .flat_map(|(path, text)| {
+            examples(&text)
+                .into_iter()
+                .map(move |e| (path.clone(), e))
+        })
+        .collect();
+    let has = |page: &str, command: &str| {
         examples
             .iter()
-            .any(|e| e.command.starts_with("node-doctor check"))
-            && examples
-                .iter()
-                .any(|e| e.command.starts_with("node-doctor explain")),
-        "README lost its check and explain examples: {examples:?}"
+            .any(|(p, e)| p == Path::new(page) && e.command.starts_with(command))
+    };
+    // The full report, the explain answers and the README's own finding: where they live.
+    assert!(
+        has("README.md", "node-doctor check")
+            && has("docs/run.md", "node-doctor check")
+            && has("docs/explain.md", "node-doctor explain"),
+        "README.md, docs/run.md or docs/explain.md lost its check or explain example: {examples:?}"
     );
-    // On a tmpfs, as the README stages it (`/dev/shm`): the disk collector judges the
+    // On a tmpfs, as docs/run.md stages it (`/dev/shm`): the disk collector judges the
     // filesystem the root is on, which must be nearly empty for the example's output.
     let shm = Path::new("/dev/shm");
     let staged = if shm.is_dir() {
@@ -177,7 +216,7 @@ fn every_node_doctor_example_in_the_readme_prints_what_it_shows() {
     assert!(demo.status.success(), "{demo:?}");
     let root = staged.path().join("root");
     let mut failures = Vec::new();
-    for e in &examples {
+    for (page, e) in &examples {
         let mut cmd = e.command.clone();
         // `; echo $?` prints the exit status as the output's last line.
         let echo_status = cmd.ends_with("; echo $?");
@@ -186,7 +225,7 @@ fn every_node_doctor_example_in_the_readme_prints_what_it_shows() {
         }
         let mut args = words(&cmd);
         args.remove(0);
-        // The README's staged root (`…/root`) is the test's own.
+        // The page's staged root (`…/root`) is the test's own.
         let mut readme_root = None;
         for a in args.iter_mut() {
             if a.ends_with("/root") && a.starts_with('/') {
@@ -214,7 +253,8 @@ fn every_node_doctor_example_in_the_readme_prints_what_it_shows() {
         }
         if let Err(why) = matches(&e.output, &got) {
             failures.push(format!(
-                "README.md:{}: $ {}\n{why}\n(stderr: {})",
+                "{}:{}: $ {}\n{why}\n(stderr: {})",
+                page.display(),
                 e.line,
                 e.command,
                 String::from_utf8_lossy(&run.stderr)
@@ -294,4 +334,113 @@ fn masking_and_skipping() {
     assert!(matches(&v(&["a", "c"]), &v(&["a", "b", "c"])).is_err());
     assert!(matches(&v(&["a"]), &v(&["a", "b"])).is_err());
     assert!(matches(&v(&["a", "b"]), &v(&["a"])).is_err());
+}
+
+/// The section of the README under `## <title>`, up to the next `## ` heading.
+fn readme_section(text: &str, title: &str) -> String {
+    text.split(&format!("\n## {title}\n"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("README has no section {title}"))
+        .split("\n## ")
+        .next()
+        .unwrap_or("")
+        .to_string()
+}
+
+/// The Debian packages `scripts/test.sh` installs: the words of its `APT_PACKAGES=(…)` list
+/// (comments dropped) and of every `APT_PACKAGES+=(…)` it adds on a condition.
+fn script_packages(script: &str) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    let mut in_list = false;
+    for line in script.lines() {
+        let code = line.split('#').next().unwrap_or("").trim();
+        if let Some(rest) = code.strip_prefix("APT_PACKAGES+=(") {
+            out.extend(rest.trim_end_matches(')').split_whitespace().map(String::from));
+        } else if code == "APT_PACKAGES=(" {
+            in_list = true;
+        } else if in_list && code == ")" {
+            in_list = false;
+        } else if in_list {
+            out.extend(code.split_whitespace().map(String::from));
+        }
+    }
+    out
+}
+
+/// The packages the README's Test section names: the `backticked` words of its paragraph
+/// that starts "Debian packages".
+fn readme_packages(test_section: &str) -> std::collections::BTreeSet<String> {
+    let para = test_section
+        .split("\n\n")
+        .find(|p| p.trim_start().starts_with("Debian packages"))
+        .expect("README's Test section has no paragraph starting \"Debian packages\"");
+    para.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|w| !w.contains('/'))
+        .map(String::from)
+        .collect()
+}
+
+/// The README's Test section lists exactly the Debian packages `scripts/test.sh` installs,
+/// so a newcomer preparing a machine by hand installs what the tests use.
+#[test]
+fn the_readmes_package_list_is_what_test_sh_installs() {
+    let script = std::fs::read_to_string(repo_root().join("scripts/test.sh")).expect("test.sh");
+    let installed = script_packages(&script);
+    assert!(
+        installed.contains("fio") && installed.contains("python3-venv"),
+        "the parse of test.sh's APT_PACKAGES found {installed:?}"
+    );
+    let listed = readme_packages(&readme_section(&readme(), "Test"));
+    let missing: Vec<_> = installed.difference(&listed).collect();
+    let extra: Vec<_> = listed.difference(&installed).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "README's Test section and scripts/test.sh disagree: test.sh installs but README does \
+         not list {missing:?}; README lists but test.sh does not install {extra:?}"
+    );
+}
+
+#[test]
+fn package_lists_are_read_from_the_script_and_the_readme() {
+    let script = "A=(x)\nAPT_PACKAGES=(\n    fio # load\n    # a comment line\n    dash  xfsprogs\n)\nif x; then\n    APT_PACKAGES+=(python3-venv)\nfi\n";
+    let got: Vec<String> = script_packages(script).into_iter().collect();
+    assert_eq!(got, ["dash", "fio", "python3-venv", "xfsprogs"]);
+    let section = "intro `cargo`\n\nDebian packages it installs (`scripts/test.sh` says):\n`fio`, `dash` and `python3-venv`.\n\nWithout root `SKIP`.\n";
+    let got: Vec<String> = readme_packages(section).into_iter().collect();
+    assert_eq!(got, ["dash", "fio", "python3-venv"]);
+}
+
+/// The README's Deploy block says that `scripts/deploy.sh` needs a running docker daemon and
+/// stops at once without one; the script does: with a docker client whose `version` fails it
+/// exits 1 naming the daemon, before building or writing anything.
+#[test]
+fn deploy_needs_a_docker_daemon_as_the_readme_says() {
+    let deploy = readme_section(&readme(), "Deploy");
+    assert!(
+        deploy.contains("docker daemon") && deploy.contains("stops at once"),
+        "README's Deploy section no longer says deploy.sh needs a running docker daemon:\n{deploy}"
+    );
+    let out = tempfile::tempdir().expect("tempdir");
+    let run = Command::new("bash")
+        .arg(repo_root().join("scripts/deploy.sh"))
+        .args(["push", "127.0.0.1:9/team", "--docker", "false"])
+        .arg("--out")
+        .arg(out.path())
+        // A build would take minutes; the check must come first, so a missing binary is
+        // never reached.
+        .args(["--binary", "/nonexistent/node-doctor"])
+        .output()
+        .expect("scripts/deploy.sh");
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("is the docker daemon running"),
+        "deploy.sh did not name the docker daemon: {stderr}"
+    );
+    assert!(
+        std::fs::read_dir(out.path()).expect("out").next().is_none(),
+        "deploy.sh wrote into --out before finding no docker daemon"
+    );
 }

@@ -354,3 +354,61 @@ fn collector_pages_state_each_rules_hysteresis() {
         "every collector's page ({collectors:?}) needs the table"
     );
 }
+
+/// The rule ids in the findings table of a docs page's first screen: the rows (`| `id` |`)
+/// before the page's first `## ` heading, which must also say what the collector answers
+/// (`Answers: **…**`).
+fn first_screen_findings(text: &str) -> Result<BTreeSet<String>, String> {
+    let top = text.split("\n## ").next().unwrap_or("");
+    if !top.contains("\nAnswers: **") {
+        return Err("no `Answers: **…**` before the first `## ` heading".into());
+    }
+    let ids: BTreeSet<String> = top
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| l.split('`').next())
+        .map(String::from)
+        .collect();
+    if ids.is_empty() {
+        return Err("no findings table before the first `## ` heading".into());
+    }
+    Ok(ids)
+}
+
+/// The first screen of every collector's page says what the collector answers and lists every
+/// finding it can report, and no other (STYLE.md: a docs page's first screen says what it
+/// answers and lists its findings; the method follows).
+#[test]
+fn collector_pages_open_with_their_question_and_every_finding() {
+    let book = book();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/collectors");
+    for name in collectors::registry::names() {
+        let path = dir.join(format!("{name}.md"));
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let listed =
+            first_screen_findings(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let rules: BTreeSet<String> = book
+            .rules()
+            .filter(|r| r.id.split('.').next() == Some(name))
+            .map(|r| r.id.clone())
+            .collect();
+        assert_eq!(
+            listed,
+            rules,
+            "{}: the first screen's findings table lists other findings than the rule files",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn a_first_screen_without_its_question_or_table_is_refused() {
+    let good = "# Collector `x`\n\nAnswers: **is x ok?**\n\n| Finding | What |\n|---|---|\n| `x.a` | a |\n| `x.b` | b |\n\n## Details\n\n| `x.c` | later |\n";
+    let ids: Vec<String> = first_screen_findings(good).unwrap().into_iter().collect();
+    assert_eq!(ids, ["x.a", "x.b"], "rows after the first heading are not the first screen");
+    let no_question = good.replace("Answers: **is x ok?**", "Reads x.");
+    assert!(first_screen_findings(&no_question).is_err());
+    let table_late = "# Collector `x`\n\nAnswers: **is x ok?**\n\n## Findings\n\n| `x.a` | a |\n";
+    assert!(first_screen_findings(table_late).is_err());
+}
