@@ -42,7 +42,8 @@ fn documents() -> Vec<(PathBuf, String)> {
     paths
         .into_iter()
         .map(|p| {
-            let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            let text =
+                std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
             (p.strip_prefix(&root).unwrap_or(&p).to_path_buf(), text)
         })
         .collect()
@@ -181,11 +182,7 @@ fn words(cmd: &str) -> Vec<String> {
 fn every_node_doctor_example_in_the_readme_and_docs_prints_what_it_shows() {
     let examples: Vec<(PathBuf, Example)> = documents()
         .into_iter()
-        .flat_map(|(path, text)| {
-            examples(&text)
-                .into_iter()
-                .map(move |e| (path.clone(), e))
-        })
+        .flat_map(|(path, text)| examples(&text).into_iter().map(move |e| (path.clone(), e)))
         .collect();
     let has = |page: &str, command: &str| {
         examples
@@ -355,7 +352,11 @@ fn script_packages(script: &str) -> std::collections::BTreeSet<String> {
     for line in script.lines() {
         let code = line.split('#').next().unwrap_or("").trim();
         if let Some(rest) = code.strip_prefix("APT_PACKAGES+=(") {
-            out.extend(rest.trim_end_matches(')').split_whitespace().map(String::from));
+            out.extend(
+                rest.trim_end_matches(')')
+                    .split_whitespace()
+                    .map(String::from),
+            );
         } else if code == "APT_PACKAGES=(" {
             in_list = true;
         } else if in_list && code == ")" {
@@ -443,4 +444,105 @@ fn deploy_needs_a_docker_daemon_as_the_readme_says() {
         std::fs::read_dir(out.path()).expect("out").next().is_none(),
         "deploy.sh wrote into --out before finding no docker daemon"
     );
+}
+
+/// Text outside fenced code blocks.
+fn prose(text: &str) -> String {
+    let mut in_block = false;
+    let mut out = String::new();
+    for line in text.lines() {
+        if line.starts_with("```") {
+            in_block = !in_block;
+        } else if !in_block {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The anchors a page offers: its headings as GitHub slugs them (lower case, punctuation but
+/// `-` and `_` dropped, spaces as `-`) and its `<a id="…">` tags.
+fn anchors(text: &str) -> std::collections::BTreeSet<String> {
+    let prose = prose(text);
+    let mut out = std::collections::BTreeSet::new();
+    for line in prose.lines() {
+        if let Some(h) = line.strip_prefix('#') {
+            let h = h.trim_start_matches('#').trim().to_lowercase();
+            out.insert(
+                h.chars()
+                    .filter(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | ' '))
+                    .map(|c| if c == ' ' { '-' } else { c })
+                    .collect(),
+            );
+        }
+        for tag in line.split("<a id=\"").skip(1) {
+            out.insert(tag.split('"').next().unwrap_or("").to_string());
+        }
+    }
+    out
+}
+
+/// The relative links of a page's prose: `](target)` with no scheme.
+fn relative_links(text: &str) -> Vec<String> {
+    prose(text)
+        .split("](")
+        .skip(1)
+        .filter_map(|rest| rest.split(')').next())
+        .filter(|t| !t.contains("://") && !t.starts_with("mailto:") && !t.contains(' '))
+        .map(String::from)
+        .collect()
+}
+
+/// Every relative link of README.md, ARCHITECTURE.md, CONTRIBUTING.md and docs/ names a file
+/// that exists and, with `#anchor`, a heading or anchor of that page: text moved between pages
+/// leaves no link behind pointing at where it was.
+#[test]
+fn every_relative_link_in_the_docs_resolves() {
+    let root = repo_root();
+    let mut pages = documents();
+    for extra in ["ARCHITECTURE.md", "CONTRIBUTING.md"] {
+        let text = std::fs::read_to_string(root.join(extra)).expect(extra);
+        pages.push((PathBuf::from(extra), text));
+    }
+    let mut bad = Vec::new();
+    let mut checked = 0;
+    for (page, text) in &pages {
+        for link in relative_links(text) {
+            let (path, anchor) = link.split_once('#').unwrap_or((&link, ""));
+            let target = if path.is_empty() {
+                root.join(page)
+            } else {
+                root.join(page.parent().unwrap_or(Path::new(""))).join(path)
+            };
+            checked += 1;
+            if !target.exists() {
+                bad.push(format!("{}: {link}: no such file", page.display()));
+                continue;
+            }
+            if !anchor.is_empty() && target.extension().is_some_and(|x| x == "md") {
+                let text = std::fs::read_to_string(&target).expect("linked page");
+                if !anchors(&text).contains(anchor) {
+                    bad.push(format!("{}: {link}: no such heading", page.display()));
+                }
+            }
+        }
+    }
+    assert!(checked > 100, "only {checked} links found");
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+#[test]
+fn anchors_and_links_are_read_as_github_renders_them() {
+    let page = "# Top\n\n## Network namespace: `hostNetwork: true`\n\n```\n## not a heading\n[x](gone.md)\n```\n\n<a id=\"disk.filesystem_full\"></a>\nSee [a](b.md#c), [d](https://e/f) and [g](#top).\n";
+    let a = anchors(page);
+    assert!(
+        a.contains("top") && a.contains("network-namespace-hostnetwork-true"),
+        "{a:?}"
+    );
+    assert!(
+        a.contains("disk.filesystem_full") && !a.contains("not-a-heading"),
+        "{a:?}"
+    );
+    assert_eq!(relative_links(page), ["b.md#c", "#top"]);
 }

@@ -384,8 +384,8 @@ fn collector_pages_open_with_their_question_and_every_finding() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/collectors");
     for name in collectors::registry::names() {
         let path = dir.join(format!("{name}.md"));
-        let text = std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let listed =
             first_screen_findings(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let rules: BTreeSet<String> = book
@@ -406,7 +406,11 @@ fn collector_pages_open_with_their_question_and_every_finding() {
 fn a_first_screen_without_its_question_or_table_is_refused() {
     let good = "# Collector `x`\n\nAnswers: **is x ok?**\n\n| Finding | What |\n|---|---|\n| `x.a` | a |\n| `x.b` | b |\n\n## Details\n\n| `x.c` | later |\n";
     let ids: Vec<String> = first_screen_findings(good).unwrap().into_iter().collect();
-    assert_eq!(ids, ["x.a", "x.b"], "rows after the first heading are not the first screen");
+    assert_eq!(
+        ids,
+        ["x.a", "x.b"],
+        "rows after the first heading are not the first screen"
+    );
     let no_question = good.replace("Answers: **is x ok?**", "Reads x.");
     assert!(first_screen_findings(&no_question).is_err());
     let table_late = "# Collector `x`\n\nAnswers: **is x ok?**\n\n## Findings\n\n| `x.a` | a |\n";
