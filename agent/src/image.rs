@@ -135,10 +135,15 @@ pub fn release_startup_pages() -> usize {
         let mut released = 0;
         for r in releasable(&own_segments(), page) {
             // SAFETY: the range is whole pages of this program's own read-only file mapping,
-            // which nothing writes (RELRO and writable segments are excluded): dropping the
+            // which nothing writes (RELRO and writable segments are excluded): marking it
+            // random-access changes only how later faults read the file, and dropping the
             // pages loses nothing, the next access maps the file's page again.
             let rc = unsafe {
-                libc::madvise(r.start as *mut libc::c_void, r.len(), libc::MADV_DONTNEED)
+                let at = r.start as *mut libc::c_void;
+                if libc::madvise(at, r.len(), libc::MADV_RANDOM) != 0 {
+                    tracing::debug!(error = %std::io::Error::last_os_error(), "MADV_RANDOM on the program's read-only pages");
+                }
+                libc::madvise(at, r.len(), libc::MADV_DONTNEED)
             };
             if rc == 0 {
                 released += r.len();
@@ -146,10 +151,39 @@ pub fn release_startup_pages() -> usize {
                 tracing::debug!(error = %std::io::Error::last_os_error(), "madvise of the program's read-only pages");
             }
         }
+        if released > 0 {
+            evict_own_file_cache();
+        }
         released
     }
     #[cfg(not(target_os = "linux"))]
     0
+}
+
+/// Asks the kernel to drop the page cache of the program's own file, now that the process
+/// maps none of its read-only pages: what the agent runs next reads back single pages.
+///
+/// Without this, dropping the mappings saves little on a 6.x kernel. The page cache holds a
+/// file in large folios (up to 2 MiB, from the copy that wrote the binary or the readahead
+/// that first read it), and a page fault maps the whole folio around the page it needs: a
+/// steady `serve` that ran some 1.5 MiB of code had 4.5 MiB of it resident (docs/cost.md,
+/// "The program's file pages"). With the cache dropped, a fault on a random-access mapping
+/// (`MADV_RANDOM`, set above: no readahead) reads and maps that one page. Those reads are
+/// once per page while the cache keeps them, a few hundred after start-up; other processes
+/// that run the same file (a `check` in the agent's container) read it back as they use it.
+#[cfg(target_os = "linux")]
+fn evict_own_file_cache() {
+    use std::os::fd::AsRawFd;
+    match std::fs::File::open("/proc/self/exe") {
+        // SAFETY: posix_fadvise only advises the kernel about the open file's cache.
+        Ok(f) => unsafe {
+            let rc = libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED);
+            if rc != 0 {
+                tracing::debug!(error = %std::io::Error::from_raw_os_error(rc), "dropping the program file's page cache");
+            }
+        },
+        Err(e) => tracing::debug!(error = %e, "opening /proc/self/exe to drop its page cache"),
+    }
 }
 
 #[cfg(test)]
