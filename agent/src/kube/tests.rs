@@ -11,7 +11,7 @@ use kube_standin::{Fault, FaultAction, Options, Rbac, StandIn};
 use serde_json::{json, Value};
 use time::OffsetDateTime;
 
-use super::classes;
+use super::classes::{self, Naming};
 use super::client::{Api, ApiError, KubeApi};
 use super::planner::{message, Planner, Settings, MAX_MESSAGE_BYTES};
 use super::{view, Reporter};
@@ -29,7 +29,7 @@ fn t(secs: i64) -> OffsetDateTime {
 fn settings() -> Settings {
     Settings {
         node: NODE.into(),
-        npd_names: false,
+        naming: Naming::Own,
         heartbeat: Duration::from_secs(300),
         clear_after: Duration::ZERO,
         min_write_interval: Duration::ZERO,
@@ -487,7 +487,7 @@ fn heartbeats_are_at_least_five_minutes_apart_and_jittered() {
     p.take_over(
         &json!({"metadata": {"uid": "u"}, "status": {"conditions": []}}),
         t(0),
-    );
+    ).unwrap();
     let quiet = snapshot(t(0), &[("disk", with(Status::Ok, vec![]))]);
     let mut writes = Vec::new();
     for s in (0..3600).step_by(15) {
@@ -507,7 +507,7 @@ fn heartbeats_are_at_least_five_minutes_apart_and_jittered() {
         node: "worker-2".into(),
         ..settings()
     });
-    other.take_over(&json!({"metadata": {"uid": "u"}}), t(0));
+    other.take_over(&json!({"metadata": {"uid": "u"}}), t(0)).unwrap();
     let mut w2 = Vec::new();
     for s in (0..3600).step_by(15) {
         other.observe(t(s), &view(&quiet));
@@ -526,7 +526,7 @@ fn a_flapping_finding_costs_one_pair_of_writes_per_clear_after() {
         min_write_interval: Duration::from_secs(10),
         ..settings()
     });
-    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0));
+    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0)).unwrap();
     let mut writes = 0;
     for i in 0..240 {
         // Appears on every other 15 s run for an hour.
@@ -561,7 +561,7 @@ fn stale_own_conditions_are_deleted_and_others_kept() {
             {"type": "NodeDoctorRemovedRule", "status": "True", "reason": "Old"},
         ]}}),
         t(0),
-    );
+    ).unwrap();
     let quiet = snapshot(t(0), &[("disk", with(Status::Ok, vec![]))]);
     p.observe(t(0), &view(&quiet));
     let body = p.status_patch(t(0)).unwrap();
@@ -586,7 +586,7 @@ fn stale_own_conditions_are_deleted_and_others_kept() {
 #[test]
 fn events_repeat_into_one_object_and_spend_a_per_node_budget() {
     let mut p = Planner::new(settings());
-    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0));
+    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0)).unwrap();
     let mut creates = 0;
     let mut patches = 0;
     // A new OOM kill every 10 s for an hour.
@@ -618,7 +618,7 @@ fn events_repeat_into_one_object_and_spend_a_per_node_budget() {
 #[test]
 fn events_created_in_the_same_instant_get_distinct_names() {
     let mut p = Planner::new(settings());
-    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0));
+    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0)).unwrap();
     let ooms: Vec<Finding> = (0..30)
         .map(|i| oom(1, 10).subject(format!("pod-{i}")))
         .collect();
@@ -700,10 +700,10 @@ fn npd_names_are_opt_in() {
         (true, ["KernelDeadlock", "ContainerRuntimeUnhealthy"]),
     ] {
         let mut p = Planner::new(Settings {
-            npd_names: npd,
+            naming: Naming::npd(npd),
             ..settings()
         });
-        p.take_over(&json!({"metadata": {"uid": "u"}}), t(0));
+        p.take_over(&json!({"metadata": {"uid": "u"}}), t(0)).unwrap();
         p.observe(t(0), &view(&snap));
         for ty in types {
             let c = p.desired().find(|c| c.ctype == ty).unwrap();
@@ -778,10 +778,10 @@ fn npd_names_of_the_kernels_own_failures() {
         ),
     ] {
         let mut p = Planner::new(Settings {
-            npd_names: npd,
+            naming: Naming::npd(npd),
             ..settings()
         });
-        p.take_over(&json!({"metadata": {"uid": "u"}}), t(0));
+        p.take_over(&json!({"metadata": {"uid": "u"}}), t(0)).unwrap();
         p.observe(t(0), &view(&snap));
         let c = p.desired().find(|c| c.ctype == condition).unwrap();
         assert_eq!(
@@ -862,10 +862,10 @@ fn a_single_corrected_hardware_error_is_npds_event_under_npd_names() {
         ),
     ] {
         let mut p = Planner::new(Settings {
-            npd_names: npd,
+            naming: Naming::npd(npd),
             ..settings()
         });
-        p.take_over(&json!({"metadata": {"uid": "u"}}), t(0));
+        p.take_over(&json!({"metadata": {"uid": "u"}}), t(0)).unwrap();
         let snap = snapshot(t(0), &[("hardware", with(Status::Ok, findings(1, 1)))]);
         p.observe(t(0), &view(&snap));
         let mut written = Vec::new();
@@ -917,7 +917,7 @@ fn npds_message_is_the_line_made_printable_and_bounded() {
 #[test]
 fn a_collector_that_does_not_run_makes_its_conditions_unknown_not_healthy() {
     let mut p = Planner::new(settings());
-    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0));
+    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0)).unwrap();
     let snap = snapshot(t(0), &[("disk", Collection::unavailable("no mountinfo"))]);
     p.observe(t(0), &view(&snap));
     let c = p
@@ -1374,7 +1374,7 @@ fn runtime_findings_set_the_runtime_kubelet_and_restart_conditions() {
             ],
         );
         let mut p = Planner::new(settings());
-        p.take_over(&json!({"metadata": {"uid": "u"}}), t(0));
+        p.take_over(&json!({"metadata": {"uid": "u"}}), t(0)).unwrap();
         p.observe(t(0), &view(&snap));
         let c = p.desired().find(|c| c.ctype == ctype).unwrap();
         assert_eq!(
@@ -1397,7 +1397,7 @@ fn runtime_findings_set_the_runtime_kubelet_and_restart_conditions() {
     // Without the runtime collector the restart class is not checked: Unknown.
     let snap = snapshot(t(0), &[("kernel", with(Status::Ok, vec![]))]);
     let mut p = Planner::new(settings());
-    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0));
+    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0)).unwrap();
     p.observe(t(0), &view(&snap));
     let c = p
         .desired()
@@ -1408,10 +1408,10 @@ fn runtime_findings_set_the_runtime_kubelet_and_restart_conditions() {
     let f = finding("runtime.kubelet_restarts", "kubelet", Severity::Warning);
     let snap = snapshot(t(0), &[("runtime", with(Status::Ok, vec![f]))]);
     let mut p = Planner::new(Settings {
-        npd_names: true,
+        naming: Naming::Npd,
         ..settings()
     });
-    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0));
+    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0)).unwrap();
     p.observe(t(0), &view(&snap));
     assert!(p
         .desired()
@@ -1475,7 +1475,7 @@ async fn every_rules_conditions_and_events_validate_in_both_namings() {
         let api = api_for(&s, dir.path(), kube_standin::DEFAULT_TOKEN).await;
         let mut r = Reporter::new(
             Settings {
-                npd_names: npd,
+                naming: Naming::npd(npd),
                 ..settings()
             },
             api,
