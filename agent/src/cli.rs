@@ -553,7 +553,11 @@ pub struct KubeFlags {
     /// Also use node-problem-detector's names where one fits (ReadonlyFilesystem,
     /// KernelDeadlock, ContainerRuntimeUnhealthy, KubeletUnhealthy; events OOMKilling,
     /// TaskHung, Ext4Error, ConntrackFull). Off by default: NPD may run on the same node.
-    #[arg(long = "kube-npd-names", env = "NODE_DOCTOR_KUBE_NPD_NAMES", conflicts_with = "names")]
+    #[arg(
+        long = "kube-npd-names",
+        env = "NODE_DOCTOR_KUBE_NPD_NAMES",
+        conflicts_with = "names"
+    )]
     pub npd_names: bool,
 
     /// Which condition names to write: `node-doctor` (its own NodeDoctor… types, the
@@ -608,9 +612,7 @@ fn parse_naming(s: &str) -> Result<crate::kube::classes::Naming, String> {
         "node-doctor" | "own" => Ok(Naming::Own),
         "npd" => Ok(Naming::Npd),
         "nma" => Ok(Naming::Nma),
-        other => Err(format!(
-            "{other:?}: one of node-doctor, npd, nma"
-        )),
+        other => Err(format!("{other:?}: one of node-doctor, npd, nma")),
     }
 }
 

@@ -767,7 +767,10 @@ fn with_managed_fields(node: &Value, owners: Option<&BTreeMap<String, String>>) 
         let key = format!("k:{}", json!({ "type": t }));
         let fields = json!({".": {}, "f:type": {}, "f:status": {}, "f:reason": {},
             "f:message": {}, "f:lastHeartbeatTime": {}, "f:lastTransitionTime": {}});
-        by_manager.entry(m.as_str()).or_default().insert(key, fields);
+        by_manager
+            .entry(m.as_str())
+            .or_default()
+            .insert(key, fields);
     }
     let entries: Vec<Value> = by_manager
         .into_iter()

@@ -19,6 +19,8 @@ pub mod nma;
 pub mod planner;
 
 #[cfg(test)]
+mod repair_tests;
+#[cfg(test)]
 mod tests;
 
 use std::sync::Arc;

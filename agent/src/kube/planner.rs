@@ -348,10 +348,7 @@ impl Planner {
             return Ok(());
         };
         for (t, members) in self.outputs() {
-            if !members
-                .iter()
-                .any(|c| c.nma_for(self.s.naming).is_some())
-            {
+            if !members.iter().any(|c| c.nma_for(self.s.naming).is_some()) {
                 continue;
             }
             if let Some(other) = owners
@@ -393,11 +390,7 @@ impl Planner {
                     };
                     match w.status.as_str() {
                         "False" if w.reason == m.reason => Some(own("True", &m.reason, &w.message)),
-                        "True" => Some(own(
-                            "False",
-                            &class.healthy_reason,
-                            &class.healthy_message,
-                        )),
+                        "True" => Some(own("False", &class.healthy_reason, &class.healthy_message)),
                         "Unknown" => Some(own("Unknown", &w.reason, &w.message)),
                         _ => None,
                     }
@@ -603,7 +596,10 @@ impl Planner {
         let nma = class.nma_for(self.s.naming);
         let (etype, what) = match (to.status.as_str(), nma) {
             ("True", None) => ("Warning", format!("{} is now True", to.ctype)),
-            ("True", Some(m)) => ("Warning", format!("{} is now False ({})", m.ctype, class.ctype)),
+            ("True", Some(m)) => (
+                "Warning",
+                format!("{} is now False ({})", m.ctype, class.ctype),
+            ),
             ("False", None) if from.status == "True" => ("Normal", format!("{} cleared", to.ctype)),
             ("False", Some(m)) if from.status == "True" => {
                 ("Normal", format!("{}: {} cleared", m.ctype, class.ctype))

@@ -20,13 +20,13 @@ use crate::scheduler::fakes::{finding, with};
 use crate::scheduler::{Outcome, RunReport};
 use crate::state::{Snapshot, State};
 
-const NODE: &str = "worker-1";
+pub(super) const NODE: &str = "worker-1";
 
-fn t(secs: i64) -> OffsetDateTime {
+pub(super) fn t(secs: i64) -> OffsetDateTime {
     OffsetDateTime::from_unix_timestamp(1_800_000_000 + secs).unwrap()
 }
 
-fn settings() -> Settings {
+pub(super) fn settings() -> Settings {
     Settings {
         node: NODE.into(),
         naming: Naming::Own,
@@ -38,7 +38,7 @@ fn settings() -> Settings {
 }
 
 /// A snapshot in which every collector of `runs` completed at `at` with these findings.
-fn snapshot(at: OffsetDateTime, runs: &[(&str, Collection)]) -> Snapshot {
+pub(super) fn snapshot(at: OffsetDateTime, runs: &[(&str, Collection)]) -> Snapshot {
     let names: Vec<String> = runs.iter().map(|(n, _)| n.to_string()).collect();
     let mut st = State::new(NODE, &names);
     for (name, c) in runs {
@@ -75,7 +75,7 @@ fn oom(kills: i64, ago: i64) -> Finding {
     .evidence("last_seen_seconds_ago", ago)
 }
 
-fn kubelet_ready() -> Value {
+pub(super) fn kubelet_ready() -> Value {
     json!({"type": "Ready", "status": "True", "reason": "KubeletReady",
            "message": "kubelet is posting ready status",
            "lastHeartbeatTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z"})
@@ -87,7 +87,7 @@ fn npd_condition() -> Value {
            "lastHeartbeatTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z"})
 }
 
-fn standin_with_rbac() -> StandIn {
+pub(super) fn standin_with_rbac() -> StandIn {
     let rbac = Rbac::from_manifests(
         &kube_standin::shipped_manifests(),
         kube_standin::SA_NAMESPACE,
@@ -105,7 +105,7 @@ fn standin_with_rbac() -> StandIn {
     })
 }
 
-async fn api_for(s: &StandIn, dir: &std::path::Path, token: &str) -> KubeApi {
+pub(super) async fn api_for(s: &StandIn, dir: &std::path::Path, token: &str) -> KubeApi {
     let kc = s.kubeconfig(dir, token);
     KubeApi::from_kubeconfig(&kc, NODE, Duration::from_secs(5))
         .await
@@ -487,7 +487,8 @@ fn heartbeats_are_at_least_five_minutes_apart_and_jittered() {
     p.take_over(
         &json!({"metadata": {"uid": "u"}, "status": {"conditions": []}}),
         t(0),
-    ).unwrap();
+    )
+    .unwrap();
     let quiet = snapshot(t(0), &[("disk", with(Status::Ok, vec![]))]);
     let mut writes = Vec::new();
     for s in (0..3600).step_by(15) {
@@ -507,7 +508,9 @@ fn heartbeats_are_at_least_five_minutes_apart_and_jittered() {
         node: "worker-2".into(),
         ..settings()
     });
-    other.take_over(&json!({"metadata": {"uid": "u"}}), t(0)).unwrap();
+    other
+        .take_over(&json!({"metadata": {"uid": "u"}}), t(0))
+        .unwrap();
     let mut w2 = Vec::new();
     for s in (0..3600).step_by(15) {
         other.observe(t(s), &view(&quiet));
@@ -526,7 +529,8 @@ fn a_flapping_finding_costs_one_pair_of_writes_per_clear_after() {
         min_write_interval: Duration::from_secs(10),
         ..settings()
     });
-    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0)).unwrap();
+    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0))
+        .unwrap();
     let mut writes = 0;
     for i in 0..240 {
         // Appears on every other 15 s run for an hour.
@@ -561,7 +565,8 @@ fn stale_own_conditions_are_deleted_and_others_kept() {
             {"type": "NodeDoctorRemovedRule", "status": "True", "reason": "Old"},
         ]}}),
         t(0),
-    ).unwrap();
+    )
+    .unwrap();
     let quiet = snapshot(t(0), &[("disk", with(Status::Ok, vec![]))]);
     p.observe(t(0), &view(&quiet));
     let body = p.status_patch(t(0)).unwrap();
@@ -586,7 +591,8 @@ fn stale_own_conditions_are_deleted_and_others_kept() {
 #[test]
 fn events_repeat_into_one_object_and_spend_a_per_node_budget() {
     let mut p = Planner::new(settings());
-    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0)).unwrap();
+    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0))
+        .unwrap();
     let mut creates = 0;
     let mut patches = 0;
     // A new OOM kill every 10 s for an hour.
@@ -618,7 +624,8 @@ fn events_repeat_into_one_object_and_spend_a_per_node_budget() {
 #[test]
 fn events_created_in_the_same_instant_get_distinct_names() {
     let mut p = Planner::new(settings());
-    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0)).unwrap();
+    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0))
+        .unwrap();
     let ooms: Vec<Finding> = (0..30)
         .map(|i| oom(1, 10).subject(format!("pod-{i}")))
         .collect();
@@ -703,7 +710,8 @@ fn npd_names_are_opt_in() {
             naming: Naming::npd(npd),
             ..settings()
         });
-        p.take_over(&json!({"metadata": {"uid": "u"}}), t(0)).unwrap();
+        p.take_over(&json!({"metadata": {"uid": "u"}}), t(0))
+            .unwrap();
         p.observe(t(0), &view(&snap));
         for ty in types {
             let c = p.desired().find(|c| c.ctype == ty).unwrap();
@@ -781,7 +789,8 @@ fn npd_names_of_the_kernels_own_failures() {
             naming: Naming::npd(npd),
             ..settings()
         });
-        p.take_over(&json!({"metadata": {"uid": "u"}}), t(0)).unwrap();
+        p.take_over(&json!({"metadata": {"uid": "u"}}), t(0))
+            .unwrap();
         p.observe(t(0), &view(&snap));
         let c = p.desired().find(|c| c.ctype == condition).unwrap();
         assert_eq!(
@@ -865,7 +874,8 @@ fn a_single_corrected_hardware_error_is_npds_event_under_npd_names() {
             naming: Naming::npd(npd),
             ..settings()
         });
-        p.take_over(&json!({"metadata": {"uid": "u"}}), t(0)).unwrap();
+        p.take_over(&json!({"metadata": {"uid": "u"}}), t(0))
+            .unwrap();
         let snap = snapshot(t(0), &[("hardware", with(Status::Ok, findings(1, 1)))]);
         p.observe(t(0), &view(&snap));
         let mut written = Vec::new();
@@ -917,7 +927,8 @@ fn npds_message_is_the_line_made_printable_and_bounded() {
 #[test]
 fn a_collector_that_does_not_run_makes_its_conditions_unknown_not_healthy() {
     let mut p = Planner::new(settings());
-    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0)).unwrap();
+    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0))
+        .unwrap();
     let snap = snapshot(t(0), &[("disk", Collection::unavailable("no mountinfo"))]);
     p.observe(t(0), &view(&snap));
     let c = p
@@ -1374,7 +1385,8 @@ fn runtime_findings_set_the_runtime_kubelet_and_restart_conditions() {
             ],
         );
         let mut p = Planner::new(settings());
-        p.take_over(&json!({"metadata": {"uid": "u"}}), t(0)).unwrap();
+        p.take_over(&json!({"metadata": {"uid": "u"}}), t(0))
+            .unwrap();
         p.observe(t(0), &view(&snap));
         let c = p.desired().find(|c| c.ctype == ctype).unwrap();
         assert_eq!(
@@ -1397,7 +1409,8 @@ fn runtime_findings_set_the_runtime_kubelet_and_restart_conditions() {
     // Without the runtime collector the restart class is not checked: Unknown.
     let snap = snapshot(t(0), &[("kernel", with(Status::Ok, vec![]))]);
     let mut p = Planner::new(settings());
-    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0)).unwrap();
+    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0))
+        .unwrap();
     p.observe(t(0), &view(&snap));
     let c = p
         .desired()
@@ -1411,7 +1424,8 @@ fn runtime_findings_set_the_runtime_kubelet_and_restart_conditions() {
         naming: Naming::Npd,
         ..settings()
     });
-    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0)).unwrap();
+    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0))
+        .unwrap();
     p.observe(t(0), &view(&snap));
     assert!(p
         .desired()

@@ -9,8 +9,8 @@ use toml::{Table, Value as Toml};
 
 use super::draft::{Draft, Item, Var};
 use super::model::{
-    CommandT, Cond, Hysteresis, MakesEvent, NmaCondition, NmaMapping, NodeCondition, Piece, Rule, RulesError, SeeAlsoT,
-    SetsCondition, SourceT, Term, TextT,
+    CommandT, Cond, Hysteresis, MakesEvent, NmaCondition, NmaMapping, NodeCondition, Piece, Rule,
+    RulesError, SeeAlsoT, SetsCondition, SourceT, Term, TextT,
 };
 use super::template::{self, is_name, Seg};
 use crate::finding::{Evidence, Severity};
@@ -1179,7 +1179,14 @@ pub(crate) fn node_conditions(
 fn node_condition(t: &Table, at: &str, nma: &[NmaCondition]) -> Result<NodeCondition, String> {
     check_keys(
         t,
-        &["type", "healthy_reason", "healthy_message", "npd", "repair", "nma"],
+        &[
+            "type",
+            "healthy_reason",
+            "healthy_message",
+            "npd",
+            "repair",
+            "nma",
+        ],
     )
     .map_err(|m| format!("{at}: {m}"))?;
     let ctype = field(t, "type", at)?;
