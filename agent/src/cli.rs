@@ -785,6 +785,26 @@ mod tests {
     }
 
     #[test]
+    fn kube_names_choose_the_naming_and_npd_names_still_work() {
+        use crate::kube::classes::Naming;
+        let naming = |args: &[&str]| match parse(args).map(|c| c.command) {
+            Ok(Command::Serve(s)) => Ok(s.kube.naming()),
+            Ok(_) => panic!("serve"),
+            Err(e) => Err(e.kind()),
+        };
+        assert_eq!(naming(&["serve"]), Ok(Naming::Own));
+        assert_eq!(naming(&["serve", "--kube-npd-names"]), Ok(Naming::Npd));
+        assert_eq!(naming(&["serve", "--kube-names", "npd"]), Ok(Naming::Npd));
+        assert_eq!(naming(&["serve", "--kube-names=nma"]), Ok(Naming::Nma));
+        assert_eq!(naming(&["serve", "--kube-names", "node-doctor"]), Ok(Naming::Own));
+        assert!(naming(&["serve", "--kube-names", "eks"]).is_err());
+        assert!(
+            naming(&["serve", "--kube-npd-names", "--kube-names", "nma"]).is_err(),
+            "two namings at once is a usage error"
+        );
+    }
+
+    #[test]
     fn defaults() {
         let cli = parse(&["serve"]).unwrap();
         assert_eq!(cli.host_root, PathBuf::from("/"));
