@@ -796,7 +796,10 @@ mod tests {
         assert_eq!(naming(&["serve", "--kube-npd-names"]), Ok(Naming::Npd));
         assert_eq!(naming(&["serve", "--kube-names", "npd"]), Ok(Naming::Npd));
         assert_eq!(naming(&["serve", "--kube-names=nma"]), Ok(Naming::Nma));
-        assert_eq!(naming(&["serve", "--kube-names", "node-doctor"]), Ok(Naming::Own));
+        assert_eq!(
+            naming(&["serve", "--kube-names", "node-doctor"]),
+            Ok(Naming::Own)
+        );
         assert!(naming(&["serve", "--kube-names", "eks"]).is_err());
         assert!(
             naming(&["serve", "--kube-npd-names", "--kube-names", "nma"]).is_err(),

@@ -1034,7 +1034,10 @@ fn classes_are_repair_worthy_or_advisory_and_map_onto_nma_types() {
             .to_string()
     };
     assert_eq!(kernel("NodeDoctorHardwareFailure"), "KernelReady");
-    assert_eq!(kernel("NodeDoctorClockUnsynchronised"), "NodeDoctorClockUnsynchronised");
+    assert_eq!(
+        kernel("NodeDoctorClockUnsynchronised"),
+        "NodeDoctorClockUnsynchronised"
+    );
 }
 
 /// A class without `repair`, an advisory class with an nma type, and an nma type that is not
