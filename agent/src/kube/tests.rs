@@ -997,6 +997,20 @@ fn every_mapped_id_is_a_rule_and_every_class_is_documented() {
         if let Some((t, r)) = &c.npd {
             assert!(kdoc.contains(t.as_str()) && kdoc.contains(r.as_str()));
         }
+        // Its repair flag and NMA name, in the Repair table.
+        let row = kdoc
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{}` |", c.ctype)) && l.contains("repair-worthy"));
+        match (&c.nma, row) {
+            (Some(m), Some(row)) => assert!(
+                row.contains("repair-worthy")
+                    && row.contains(&format!("`{}`, reason `{}`", m.ctype, m.reason)),
+                "{}: {row}",
+                c.ctype
+            ),
+            (Some(_), None) => panic!("{}: not in the Repair table", c.ctype),
+            (None, _) => assert!(!c.repair, "{}: repair-worthy without an NMA type", c.ctype),
+        }
     }
 }
 
@@ -1440,7 +1454,10 @@ fn the_reporter_holds_no_finding_id() {
     let names: Vec<&str> = collectors::registry::names().collect();
     for e in std::fs::read_dir(&dir).unwrap() {
         let path = e.unwrap().path();
-        if path.file_name().is_some_and(|n| n == "tests.rs") {
+        if path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().ends_with("tests.rs"))
+        {
             continue;
         }
         let text = std::fs::read_to_string(&path).unwrap();
@@ -1459,11 +1476,11 @@ fn the_reporter_holds_no_finding_id() {
 }
 
 /// Every rule's example finding (warning or critical, every condition it declares held) in
-/// one snapshot, reported to the stand-in API server once with node-doctor's names and once
-/// with node-problem-detector's: every status patch and Event validates against the official
+/// one snapshot, reported to the stand-in API server with node-doctor's names,
+/// node-problem-detector's and the node monitoring agent's: every status patch and Event validates against the official
 /// schemas, and each class a rule names is written in the naming chosen.
 #[tokio::test]
-async fn every_rules_conditions_and_events_validate_in_both_namings() {
+async fn every_rules_conditions_and_events_validate_in_every_naming() {
     let book = collectors::rules::RuleBook::builtin();
     let mut by_collector: std::collections::BTreeMap<String, Vec<Finding>> =
         std::collections::BTreeMap::new();
@@ -1482,14 +1499,14 @@ async fn every_rules_conditions_and_events_validate_in_both_namings() {
         .map(|(c, fs)| (c, with(Status::Ok, fs)))
         .collect();
     let runs: Vec<(&str, Collection)> = runs.iter().map(|(c, r)| (c.as_str(), r.clone())).collect();
-    for npd in [false, true] {
+    for naming in [Naming::Own, Naming::Npd, Naming::Nma] {
         let s = standin_with_rbac();
         s.add_node(NODE, vec![kubelet_ready()]);
         let dir = tempfile::tempdir().unwrap();
         let api = api_for(&s, dir.path(), kube_standin::DEFAULT_TOKEN).await;
         let mut r = Reporter::new(
             Settings {
-                naming: Naming::npd(npd),
+                naming,
                 ..settings()
             },
             api,
@@ -1500,15 +1517,20 @@ async fn every_rules_conditions_and_events_validate_in_both_namings() {
         r.tick(t(1), Instant::now(), Some(&snap)).await;
         assert!(
             s.schema_errors().is_empty(),
-            "npd={npd}: {:#?}",
+            "{naming:?}: {:#?}",
             s.schema_errors()
         );
         for class in collectors::rules::RuleBook::node_conditions() {
-            let ctype = class.ctype(npd);
+            let ctype = class.written_type(naming);
             let c = s
                 .condition(NODE, ctype)
-                .unwrap_or_else(|| panic!("npd={npd}: {ctype} not written"));
-            assert_eq!(c["status"], "True", "npd={npd}: {c:#}");
+                .unwrap_or_else(|| panic!("{naming:?}: {ctype} not written"));
+            let problem = if class.nma_for(naming).is_some() {
+                "False"
+            } else {
+                "True"
+            };
+            assert_eq!(c["status"], problem, "{naming:?}: {c:#}");
         }
         assert!(!s.events().is_empty());
     }
