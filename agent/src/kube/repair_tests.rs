@@ -38,16 +38,17 @@ struct Policy {
     after: Duration,
 }
 
+/// A controller's storm limit, each a percentage of the pool.
 #[derive(Debug, Clone, Copy)]
 enum Limit {
     /// Karpenter: nothing is repaired while more than this share of the pool (rounded up) has
     /// a condition matching a policy, however young.
-    MatchingAtMostPercent(u32),
+    MatchingAtMost(u32),
     /// NodeHealthCheck's `minHealthy`: remediation only while at least this share (rounded
     /// up) of the nodes is healthy.
-    MinHealthyPercent(u32),
+    MinHealthy(u32),
     /// MachineHealthCheck's `unhealthyLessThanOrEqualTo`.
-    UnhealthyAtMostPercent(u32),
+    UnhealthyAtMost(u32),
 }
 
 #[derive(Debug, Clone)]
@@ -107,7 +108,7 @@ impl Controller {
                 p("KernelReady", 30),
                 p("ContainerRuntimeReady", 30),
             ],
-            limit: Limit::MatchingAtMostPercent(20),
+            limit: Limit::MatchingAtMost(20),
         }
     }
 
@@ -128,7 +129,7 @@ impl Controller {
                     after: go_duration(c["duration"].as_str().unwrap()),
                 })
                 .collect(),
-            limit: Limit::MinHealthyPercent(percent(&spec["minHealthy"])),
+            limit: Limit::MinHealthy(percent(&spec["minHealthy"])),
         }
     }
 
@@ -149,7 +150,7 @@ impl Controller {
                     after: Duration::from_secs(c["timeoutSeconds"].as_u64().unwrap()),
                 })
                 .collect(),
-            limit: Limit::UnhealthyAtMostPercent(percent(
+            limit: Limit::UnhealthyAtMost(percent(
                 &spec["remediation"]["triggerIf"]["unhealthyLessThanOrEqualTo"],
             )),
         }
@@ -185,18 +186,16 @@ impl Controller {
     fn decide(&self, nodes: &[Value], now: OffsetDateTime) -> (Vec<String>, usize) {
         let due: Vec<&Value> = nodes.iter().filter(|n| self.due(n, now)).collect();
         let (counted, allowed) = match self.limit {
-            Limit::MatchingAtMostPercent(p) => {
+            Limit::MatchingAtMost(p) => {
                 let matching = nodes.iter().filter(|n| !self.matching(n).is_empty());
                 let m = matching.count();
                 (m, m <= percent_of(p, nodes.len()))
             }
-            Limit::MinHealthyPercent(p) => (
+            Limit::MinHealthy(p) => (
                 due.len(),
                 nodes.len() - due.len() >= percent_of(p, nodes.len()),
             ),
-            Limit::UnhealthyAtMostPercent(p) => {
-                (due.len(), due.len() <= percent_of(p, nodes.len()))
-            }
+            Limit::UnhealthyAtMost(p) => (due.len(), due.len() <= percent_of(p, nodes.len())),
         };
         let names = if allowed {
             due.iter()
