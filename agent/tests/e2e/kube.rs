@@ -484,6 +484,40 @@ fn kube_nma_names_a_hardware_failure_is_repaired_after_two_restarts() {
     assert!(s.schema_errors().is_empty(), "{:?}", s.schema_errors());
 }
 
+/// Runs `serve` with `args` (and `KUBECONFIG` when given) until it exits, at most 30 s (then
+/// it is killed and the test fails): its exit code and stderr.
+fn serve_until_exit(args: &[&str], kubeconfig: Option<&std::path::Path>) -> (Option<i32>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = std::process::Command::new(crate::support::node_doctor_bin());
+    cmd.arg("serve")
+        .arg("--listen=127.0.0.1:0")
+        .args(args)
+        .env_remove("NODE_NAME")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(dir.path().join("stderr")).unwrap());
+    if let Some(kc) = kubeconfig {
+        cmd.env("KUBECONFIG", kc);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "node-doctor did not stop:\n{}",
+                std::fs::read_to_string(dir.path().join("stderr")).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let err = std::fs::read_to_string(dir.path().join("stderr")).unwrap_or_default();
+    (status.code(), err)
+}
+
 /// `--kube-names nma` refuses to start (exit 64) where the node monitoring agent's process is
 /// in the host's process table.
 #[test]
@@ -494,19 +528,17 @@ fn kube_nma_names_are_refused_where_the_nma_runs() {
         "/proc/4242/cmdline",
         "/usr/local/bin/eks-node-monitoring-agent\0--probe-address=:8002\0",
     );
-    let out = crate::support::run(
+    let (code, err) = serve_until_exit(
         &[
-            "serve",
             "--host-root",
             root.root().to_str().unwrap(),
             "--kube-report",
             "--kube-names",
             "nma",
         ],
-        &[],
+        None,
     );
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(64), "{err}");
+    assert_eq!(code, Some(64), "{err}");
     assert!(
         err.contains("EKS node monitoring agent") && err.contains("4242"),
         "{err}"
@@ -528,10 +560,8 @@ fn kube_nma_names_are_refused_where_another_writer_owns_the_types() {
     let root = FakeRoot::quiet();
     let dir = tempfile::tempdir().unwrap();
     let kc = s.kubeconfig(dir.path(), kube_standin::DEFAULT_TOKEN);
-    let mut child = std::process::Command::new(crate::support::node_doctor_bin())
-        .args([
-            "serve",
-            "--listen=127.0.0.1:0",
+    let (code, err) = serve_until_exit(
+        &[
             "--host-root",
             root.root().to_str().unwrap(),
             "--collector=hardware",
@@ -539,27 +569,10 @@ fn kube_nma_names_are_refused_where_another_writer_owns_the_types() {
             NODE,
             "--kube-report",
             "--kube-names=nma",
-        ])
-        .env("KUBECONFIG", &kc)
-        .env_remove("NODE_NAME")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::fs::File::create(dir.path().join("stderr")).unwrap())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("node-doctor did not stop");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let err = std::fs::read_to_string(dir.path().join("stderr")).unwrap_or_default();
-    assert_eq!(status.code(), Some(64), "{err}");
+        ],
+        Some(&kc),
+    );
+    assert_eq!(code, Some(64), "{err}");
     assert!(
         err.contains("ContainerRuntimeReady") && err.contains("eks-node-monitoring-agent"),
         "{err}"
