@@ -792,6 +792,7 @@ mod tests {
             Ok(_) => panic!("serve"),
             Err(e) => Err(e.kind()),
         };
+        assert_eq!(crate::kube::EXIT_REFUSED, EXIT_USAGE);
         assert_eq!(naming(&["serve"]), Ok(Naming::Own));
         assert_eq!(naming(&["serve", "--kube-npd-names"]), Ok(Naming::Npd));
         assert_eq!(naming(&["serve", "--kube-names", "npd"]), Ok(Naming::Npd));

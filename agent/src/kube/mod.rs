@@ -34,6 +34,9 @@ use crate::state::Snapshot;
 use client::{Api, ApiError, KubeApi};
 use planner::{EventWrite, Jitter, Observed, Planner, Settings, View};
 
+/// The exit code when the reporter refuses to run on this node: the usage error's (64, the
+/// CLI's `EXIT_USAGE`; a test holds them equal), as for a refusal at start.
+pub const EXIT_REFUSED: i32 = 64;
 /// Longest wait after failures (without a `Retry-After`).
 pub const MAX_BACKOFF: Duration = Duration::from_secs(300);
 /// Longest `Retry-After` honoured.
@@ -348,7 +351,7 @@ async fn run(config: Config, node: String, shared: Arc<Shared>, stats: Arc<Stats
             // restarts and shows it) rather than two writers quietly fighting over a type.
             tracing::error!(error = why.as_str(), "Kubernetes reporter refused to run");
             eprintln!("node-doctor: {why}");
-            std::process::exit(crate::cli::EXIT_USAGE);
+            std::process::exit(EXIT_REFUSED);
         }
         let published = shared.latest();
         reporter
