@@ -232,6 +232,11 @@ step "promtool: every Grafana dashboard query parses"
 "$PY" "$ROOT/scripts/manifests/dashboard_rules.py" "$ROOT/manifests/grafana/node-doctor.json" "$OUT/dashboard-rules.yaml"
 "$PROMTOOL" check rules "$OUT/dashboard-rules.yaml"
 
+step "repair examples (manifests/examples/repair) against the projects' own CRD schemas"
+# NodeHealthCheck (medik8s), MachineHealthCheck v1beta2 (Cluster API) and Karpenter's NodePool,
+# vendored in scripts/manifests/crds/ (SOURCES.md); the listed types must be repair-worthy.
+"$PY" "$ROOT/scripts/manifests/validate_repair_examples.py" "$ROOT"
+
 step "manifest invariants and container permissions (pytest)"
 ND_RENDERED="$OUT/prometheus-operator.yaml" ND_ROOT="$ROOT" \
     ND_RENDERED_1_25_1_29="$OUT/k8s-1.25-1.29.yaml" \

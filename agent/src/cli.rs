@@ -553,8 +553,21 @@ pub struct KubeFlags {
     /// Also use node-problem-detector's names where one fits (ReadonlyFilesystem,
     /// KernelDeadlock, ContainerRuntimeUnhealthy, KubeletUnhealthy; events OOMKilling,
     /// TaskHung, Ext4Error, ConntrackFull). Off by default: NPD may run on the same node.
-    #[arg(long = "kube-npd-names", env = "NODE_DOCTOR_KUBE_NPD_NAMES")]
+    #[arg(
+        long = "kube-npd-names",
+        env = "NODE_DOCTOR_KUBE_NPD_NAMES",
+        conflicts_with = "names"
+    )]
     pub npd_names: bool,
+
+    /// Which condition names to write: `node-doctor` (its own NodeDoctor… types, the
+    /// default), `npd` (node-problem-detector's where one fits; the same as
+    /// --kube-npd-names), or `nma` (the EKS node monitoring agent's StorageReady, KernelReady,
+    /// ContainerRuntimeReady, NetworkingReady, AcceleratedHardwareReady for repair-worthy
+    /// problems, False when unhealthy, so Karpenter and EKS node auto repair act on them;
+    /// refused where that agent runs on the node or another writer owns those types).
+    #[arg(long = "kube-names", env = "NODE_DOCTOR_KUBE_NAMES", value_parser = parse_naming, value_name = "NAMING")]
+    pub names: Option<crate::kube::classes::Naming>,
 
     /// Rewrite unchanged conditions (a heartbeat) this often, plus up to 10% jitter; at least 5m.
     #[arg(long = "kube-heartbeat", env = "NODE_DOCTOR_KUBE_HEARTBEAT", default_value = "5m", value_parser = parse_heartbeat, value_name = "DURATION")]
@@ -574,9 +587,15 @@ pub struct KubeFlags {
 }
 
 impl KubeFlags {
+    /// The names written: `--kube-names`, else `--kube-npd-names`, else node-doctor's own.
+    pub fn naming(&self) -> crate::kube::classes::Naming {
+        self.names
+            .unwrap_or(crate::kube::classes::Naming::npd(self.npd_names))
+    }
+
     pub fn config(&self, links: crate::links::Links) -> crate::kube::Config {
         crate::kube::Config {
-            npd_names: self.npd_names,
+            naming: self.naming(),
             heartbeat: self.heartbeat,
             clear_after: self.clear_after,
             min_write_interval: self.min_write_interval,
@@ -584,6 +603,16 @@ impl KubeFlags {
             tick: Duration::from_secs(1),
             links,
         }
+    }
+}
+
+fn parse_naming(s: &str) -> Result<crate::kube::classes::Naming, String> {
+    use crate::kube::classes::Naming;
+    match s.trim() {
+        "node-doctor" | "own" => Ok(Naming::Own),
+        "npd" => Ok(Naming::Npd),
+        "nma" => Ok(Naming::Nma),
+        other => Err(format!("{other:?}: one of node-doctor, npd, nma")),
     }
 }
 
@@ -753,6 +782,30 @@ mod tests {
 
     fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
         Cli::try_parse_from(std::iter::once("node-doctor").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn kube_names_choose_the_naming_and_npd_names_still_work() {
+        use crate::kube::classes::Naming;
+        let naming = |args: &[&str]| match parse(args).map(|c| c.command) {
+            Ok(Command::Serve(s)) => Ok(s.kube.naming()),
+            Ok(_) => panic!("serve"),
+            Err(e) => Err(e.kind()),
+        };
+        assert_eq!(crate::kube::EXIT_REFUSED, EXIT_USAGE);
+        assert_eq!(naming(&["serve"]), Ok(Naming::Own));
+        assert_eq!(naming(&["serve", "--kube-npd-names"]), Ok(Naming::Npd));
+        assert_eq!(naming(&["serve", "--kube-names", "npd"]), Ok(Naming::Npd));
+        assert_eq!(naming(&["serve", "--kube-names=nma"]), Ok(Naming::Nma));
+        assert_eq!(
+            naming(&["serve", "--kube-names", "node-doctor"]),
+            Ok(Naming::Own)
+        );
+        assert!(naming(&["serve", "--kube-names", "eks"]).is_err());
+        assert!(
+            naming(&["serve", "--kube-npd-names", "--kube-names", "nma"]).is_err(),
+            "two namings at once is a usage error"
+        );
     }
 
     #[test]

@@ -176,8 +176,16 @@ fn prepare(cli: &Cli) -> Result<(CollectContext, CollectorOptions, collectors::N
     .with_rules(rules);
     if let Command::Serve(args) = &cli.command {
         if args.kube.report {
-            register_npd_conditions(&npd_configs, args.kube.npd_names)
-                .map_err(|msg| usage(&msg))?;
+            let naming = args.kube.naming();
+            register_npd_conditions(&npd_configs, naming).map_err(|msg| usage(&msg))?;
+            if naming == kube::classes::Naming::Nma {
+                if let Some(pid) = kube::nma::running(&host) {
+                    return Err(usage(&format!(
+                        "--kube-names nma: the EKS node monitoring agent runs on this node (pid {pid} in {}): it writes the same condition types, and two writers reset each other's lastTransitionTime. Run one of them, or use node-doctor's own names",
+                        host.proc().display()
+                    )));
+                }
+            }
         }
     }
     let mut opts: CollectorOptions = cli.tuning.options();
@@ -251,7 +259,7 @@ fn load_npd_configs(
 /// readonly-monitor.json both name ReadonlyFilesystem); the first config's default is used.
 fn register_npd_conditions(
     configs: &[collectors::npd::NpdConfig],
-    npd_names: bool,
+    naming: kube::classes::Naming,
 ) -> Result<(), String> {
     let mut classes: Vec<collectors::rules::NodeCondition> = Vec::new();
     for cfg in configs {
@@ -272,6 +280,8 @@ fn register_npd_conditions(
                 healthy_reason: c.reason.clone(),
                 healthy_message,
                 npd: None,
+                repair: false,
+                nma: None,
                 collectors: vec!["npd".into()],
             });
         }
@@ -279,7 +289,7 @@ fn register_npd_conditions(
     if classes.is_empty() {
         return Ok(());
     }
-    collectors::rules::RuleBook::set_operator_conditions(classes, npd_names)
+    collectors::rules::RuleBook::set_operator_conditions(classes, naming)
         .map_err(|e| format!("--npd-config with --kube-report: {e}"))
 }
 

@@ -375,6 +375,37 @@ impl StandIn {
         self.cluster().faults.clear();
     }
 
+    /// Sets one condition of a stored node (merged by type) as field manager `manager` would:
+    /// it owns that type afterwards (another agent, such as the EKS node monitoring agent).
+    pub fn set_condition_as(&self, node: &str, manager: &str, condition: Value) {
+        let mut c = self.cluster();
+        let rv = c.next_rv();
+        let Some(t) = condition
+            .get("type")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+        else {
+            return;
+        };
+        if let Some(n) = c.nodes.get_mut(node) {
+            let list = n["status"]["conditions"]
+                .as_array_mut()
+                .map(std::mem::take)
+                .unwrap_or_default();
+            let mut list: Vec<Value> = list
+                .into_iter()
+                .filter(|x| x.get("type").and_then(Value::as_str) != Some(t.as_str()))
+                .collect();
+            list.push(condition);
+            n["status"]["conditions"] = Value::Array(list);
+            n["metadata"]["resourceVersion"] = Value::String(rv);
+        }
+        c.owners
+            .entry(node.to_string())
+            .or_default()
+            .insert(t, manager.to_string());
+    }
+
     /// Replaces a stored node's conditions as another writer would (e.g. the kubelet).
     pub fn set_conditions(&self, node: &str, conditions: Vec<Value>) {
         let mut c = self.cluster();
@@ -699,7 +730,7 @@ fn dispatch(
         (&Method::GET, Route::Node(name)) => {
             c.counts.node_gets += 1;
             match c.nodes.get(name) {
-                Some(n) => respond(200, n),
+                Some(n) => respond(200, &with_managed_fields(n, c.owners.get(name))),
                 None => not_found("nodes", name),
             }
         }
@@ -726,6 +757,39 @@ fn dispatch(
             "the server does not allow this method on the requested resource",
         ),
     }
+}
+
+/// The node as the real server returns it: `metadata.managedFields` names, per field manager,
+/// the conditions it owns (`f:status` / `f:conditions` / `k:{"type":"…"}`, as FieldsV1 does).
+fn with_managed_fields(node: &Value, owners: Option<&BTreeMap<String, String>>) -> Value {
+    let mut by_manager: BTreeMap<&str, serde_json::Map<String, Value>> = BTreeMap::new();
+    for (t, m) in owners.into_iter().flatten() {
+        let key = format!("k:{}", json!({ "type": t }));
+        let fields = json!({".": {}, "f:type": {}, "f:status": {}, "f:reason": {},
+            "f:message": {}, "f:lastHeartbeatTime": {}, "f:lastTransitionTime": {}});
+        by_manager
+            .entry(m.as_str())
+            .or_default()
+            .insert(key, fields);
+    }
+    let entries: Vec<Value> = by_manager
+        .into_iter()
+        .map(|(m, conds)| {
+            json!({
+                "manager": m,
+                "operation": "Update",
+                "apiVersion": "v1",
+                "fieldsType": "FieldsV1",
+                "fieldsV1": {"f:status": {"f:conditions": conds}},
+                "subresource": "status",
+            })
+        })
+        .collect();
+    let mut out = node.clone();
+    if !entries.is_empty() {
+        out["metadata"]["managedFields"] = Value::Array(entries);
+    }
+    out
 }
 
 fn not_found(resource: &str, name: &str) -> Resp {

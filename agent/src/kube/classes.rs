@@ -7,12 +7,19 @@
 use collectors::rules::RuleBook;
 use collectors::{Evidence, Finding, Severity};
 
-pub use collectors::rules::{MakesEvent as EventClass, NodeCondition as ConditionClass};
+pub use collectors::rules::{
+    MakesEvent as EventClass, Naming, NmaCondition, NodeCondition as ConditionClass,
+};
 
 /// Every condition class, in the order they are written: node-doctor's, then those of the
 /// operator's `--npd-config` files.
 pub fn conditions() -> Vec<&'static ConditionClass> {
     RuleBook::all_node_conditions()
+}
+
+/// The node monitoring agent's type `t` (its healthy reason and message), if it is one.
+pub fn nma_condition(t: &str) -> Option<&'static NmaCondition> {
+    RuleBook::nma_conditions().iter().find(|n| n.ctype == t)
 }
 
 /// The condition classes a finding sets to True, each with its problem reason. Info findings

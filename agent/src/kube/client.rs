@@ -263,7 +263,11 @@ impl Api for KubeApi {
     async fn patch_node_status(&self, name: &str, patch: &Value) -> Result<(), ApiError> {
         self.call(
             http::Method::PATCH,
-            &format!("/api/v1/nodes/{}/status", escape(name)),
+            &format!(
+                "/api/v1/nodes/{}/status?fieldManager={}",
+                escape(name),
+                super::planner::MANAGER
+            ),
             Some(SMP),
             Some(patch),
         )

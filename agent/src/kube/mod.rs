@@ -15,8 +15,11 @@
 
 pub mod classes;
 pub mod client;
+pub mod nma;
 pub mod planner;
 
+#[cfg(test)]
+mod repair_tests;
 #[cfg(test)]
 mod tests;
 
@@ -31,6 +34,9 @@ use crate::state::Snapshot;
 use client::{Api, ApiError, KubeApi};
 use planner::{EventWrite, Jitter, Observed, Planner, Settings, View};
 
+/// The exit code when the reporter refuses to run on this node: the usage error's (64, the
+/// CLI's `EXIT_USAGE`; a test holds them equal), as for a refusal at start.
+pub const EXIT_REFUSED: i32 = 64;
 /// Longest wait after failures (without a `Retry-After`).
 pub const MAX_BACKOFF: Duration = Duration::from_secs(300);
 /// Longest `Retry-After` honoured.
@@ -39,7 +45,8 @@ pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(600);
 /// The reporter's settings (`--kube-*` flags).
 #[derive(Debug, Clone)]
 pub struct Config {
-    pub npd_names: bool,
+    /// The names written (`--kube-names`, `--kube-npd-names`).
+    pub naming: classes::Naming,
     pub heartbeat: Duration,
     pub clear_after: Duration,
     pub min_write_interval: Duration,
@@ -54,7 +61,7 @@ impl Config {
     pub fn settings(&self, node: &str) -> Settings {
         Settings {
             node: node.to_string(),
-            npd_names: self.npd_names,
+            naming: self.naming,
             heartbeat: self.heartbeat,
             clear_after: self.clear_after,
             min_write_interval: self.min_write_interval,
@@ -137,6 +144,8 @@ pub struct Reporter<A: Api> {
     pub backoff: Backoff,
     pub stats: Arc<Stats>,
     took_over_logged: bool,
+    /// Why the reporter must not run on this node (found at take-over), if it must not.
+    pub refused: Option<String>,
 }
 
 fn unix(t: OffsetDateTime) -> i64 {
@@ -152,6 +161,7 @@ impl<A: Api> Reporter<A> {
             backoff,
             stats,
             took_over_logged: false,
+            refused: None,
         }
     }
 
@@ -196,7 +206,12 @@ impl<A: Api> Reporter<A> {
             match self.api.get_node(&node).await {
                 Ok(n) => {
                     self.succeeded("get_node", now);
-                    self.planner.take_over(&n, now);
+                    if let Err(why) = self.planner.take_over(&n, now) {
+                        self.stats.set_state("refused");
+                        self.stats.set_error(why.clone());
+                        self.refused = Some(why);
+                        return;
+                    }
                     if !self.took_over_logged {
                         tracing::info!(
                             node = node.as_str(),
@@ -311,7 +326,7 @@ async fn run(config: Config, node: String, shared: Arc<Shared>, stats: Arc<Stats
                     server = api.server.as_str(),
                     source = api.source.as_str(),
                     node = node.as_str(),
-                    npd_names = config.npd_names,
+                    naming = config.naming.as_str(),
                     "Kubernetes reporter started"
                 );
                 break api;
@@ -331,6 +346,13 @@ async fn run(config: Config, node: String, shared: Arc<Shared>, stats: Arc<Stats
     stats.set_state("connecting");
     let mut reporter = Reporter::new(config.settings(&node), api, stats);
     loop {
+        if let Some(why) = &reporter.refused {
+            // Refusing to run is the operator's to fix; the exit makes it seen (the pod
+            // restarts and shows it) rather than two writers quietly fighting over a type.
+            tracing::error!(error = why.as_str(), "Kubernetes reporter refused to run");
+            eprintln!("node-doctor: {why}");
+            std::process::exit(EXIT_REFUSED);
+        }
         let published = shared.latest();
         reporter
             .tick(

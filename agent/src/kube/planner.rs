@@ -21,13 +21,16 @@ use collectors::{Finding, Severity};
 use serde_json::{json, Value};
 use time::OffsetDateTime;
 
-use super::classes::{self, ConditionClass};
+use super::classes::{self, ConditionClass, Naming};
 
 /// Longest condition or event message written (the API server caps event notes at 1 KiB).
 pub const MAX_MESSAGE_BYTES: usize = 1024;
 /// Condition types with this prefix are node-doctor's own; any of them on the node that this
 /// build does not write (a class that was removed or renamed) is deleted.
 pub const OWN_PREFIX: &str = "NodeDoctor";
+/// The field manager of node-doctor's status patches (sent as `fieldManager`): a condition
+/// type another manager owns on the node is not node-doctor's to remove or take over.
+pub const MANAGER: &str = "node-doctor";
 /// Event spam filter of client-go's recorder: burst and refill period.
 pub const EVENT_BURST: f64 = 25.0;
 pub const EVENT_REFILL: Duration = Duration::from_secs(300);
@@ -42,7 +45,8 @@ pub const COMPONENT: &str = "node-doctor";
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub node: String,
-    pub npd_names: bool,
+    /// The names written (`--kube-names`).
+    pub naming: Naming,
     pub heartbeat: Duration,
     pub clear_after: Duration,
     pub min_write_interval: Duration,
@@ -201,8 +205,11 @@ pub struct Planner {
     uid: Option<String>,
     /// What is on the node, of node-doctor's conditions (taken over, then as written).
     written: BTreeMap<String, Condition>,
-    /// What the node should say.
+    /// What the node should say, by written type.
     desired: BTreeMap<String, Condition>,
+    /// Each class's own state (key: its `NodeDoctor…` type; True while its problem holds),
+    /// from which `desired` is rendered in the chosen naming.
+    classes: BTreeMap<&'static str, Condition>,
     /// Class type -> since when its problem has been gone (hold-down before clearing).
     absent_since: BTreeMap<&'static str, OffsetDateTime>,
     /// node-doctor condition types on the node that this build does not write.
@@ -232,6 +239,7 @@ impl Planner {
             uid: None,
             written: BTreeMap::new(),
             desired: BTreeMap::new(),
+            classes: BTreeMap::new(),
             absent_since: BTreeMap::new(),
             stale: Vec::new(),
             next_heartbeat: None,
@@ -252,24 +260,42 @@ impl Planner {
         self.uid.is_some()
     }
 
-    /// The condition types this build writes, in the chosen naming.
+    /// The condition types this build writes, in the chosen naming, in order.
     pub fn own_types(&self) -> Vec<&'static str> {
-        classes::conditions()
-            .into_iter()
-            .map(|c| c.ctype(self.s.npd_names))
-            .collect()
+        self.outputs().into_iter().map(|(t, _)| t).collect()
+    }
+
+    /// Each type written, with the classes it is made of (one, but under the node monitoring
+    /// agent's naming several repair-worthy classes may share a type).
+    fn outputs(&self) -> Vec<(&'static str, Vec<&'static ConditionClass>)> {
+        let mut out: Vec<(&'static str, Vec<&'static ConditionClass>)> = Vec::new();
+        for c in classes::conditions() {
+            let t = c.written_type(self.s.naming);
+            match out.iter_mut().find(|(o, _)| *o == t) {
+                Some((_, members)) => members.push(c),
+                None => out.push((t, vec![c])),
+            }
+        }
+        out
     }
 
     /// Takes over the node's current conditions (from `GET /api/v1/nodes/<name>`): a restart
     /// keeps their status and `lastTransitionTime`, and writes nothing if nothing changed.
-    pub fn take_over(&mut self, node: &Value, now: OffsetDateTime) {
+    /// Types this build wrote under another naming are queued for removal. Refused (the
+    /// agent stops) under the node monitoring agent's naming when another field manager owns
+    /// one of its types on the node: two writers of one type reset each other's timer.
+    pub fn take_over(&mut self, node: &Value, now: OffsetDateTime) -> Result<(), String> {
+        let own = self.own_types();
+        let owners = managers_of_conditions(node);
+        if self.s.naming == Naming::Nma {
+            self.refuse_foreign_owners(&owners)?;
+        }
         self.uid = Some(
             node.pointer("/metadata/uid")
                 .and_then(Value::as_str)
                 .unwrap_or("")
                 .to_string(),
         );
-        let own = self.own_types();
         self.written.clear();
         self.stale.clear();
         let mut oldest_heartbeat: Option<OffsetDateTime> = None;
@@ -298,16 +324,82 @@ impl Planner {
                         last_heartbeat: hb,
                     },
                 );
-            } else if ctype.starts_with(OWN_PREFIX) {
+            } else if is_left_behind(&ctype, owners.as_ref()) {
                 self.stale.push(ctype);
             }
         }
         self.desired = self.written.clone();
+        self.restore_classes();
         // The next heartbeat is due a heartbeat after the oldest one on the node.
         self.next_heartbeat = Some(match oldest_heartbeat {
             Some(h) if self.written.len() == own.len() => self.heartbeat_after(h),
             _ => now,
         });
+        Ok(())
+    }
+
+    /// Under the node monitoring agent's naming: an error naming the type and its other
+    /// manager, when one of the types node-doctor would write is owned by another.
+    fn refuse_foreign_owners(
+        &self,
+        owners: &Option<BTreeMap<String, Vec<String>>>,
+    ) -> Result<(), String> {
+        let Some(owners) = owners else {
+            return Ok(());
+        };
+        for (t, members) in self.outputs() {
+            if !members.iter().any(|c| c.nma_for(self.s.naming).is_some()) {
+                continue;
+            }
+            if let Some(other) = owners
+                .get(t)
+                .and_then(|m| m.iter().find(|m| m.as_str() != MANAGER))
+            {
+                return Err(format!(
+                    "--kube-names nma: condition {t} on node {} is written by field manager {other:?} (the EKS node monitoring agent, or another agent): two writers of one type reset each other's lastTransitionTime, and repair would act on either. Run one of them, or use node-doctor's own names",
+                    self.s.node
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Each class's state from what was taken over: its written condition in node-doctor's
+    /// polarity. Under the node monitoring agent's naming a False type is the problem of the
+    /// class whose reason it carries (the others of that type start unknown and are judged
+    /// afresh); a True type is every mapped class healthy.
+    fn restore_classes(&mut self) {
+        self.classes.clear();
+        let naming = self.s.naming;
+        for class in classes::conditions() {
+            let Some(w) = self.written.get(class.written_type(naming)) else {
+                continue;
+            };
+            let state = match class.nma_for(naming) {
+                None => Some(Condition {
+                    ctype: class.ctype(naming == Naming::Npd).to_string(),
+                    ..w.clone()
+                }),
+                Some(m) => {
+                    let own = |status: &str, reason: &str, message: &str| Condition {
+                        ctype: class.ctype.clone(),
+                        status: status.to_string(),
+                        reason: reason.to_string(),
+                        message: message.to_string(),
+                        ..w.clone()
+                    };
+                    match w.status.as_str() {
+                        "False" if w.reason == m.reason => Some(own("True", &m.reason, &w.message)),
+                        "True" => Some(own("False", &class.healthy_reason, &class.healthy_message)),
+                        "Unknown" => Some(own("Unknown", &w.reason, &w.message)),
+                        _ => None,
+                    }
+                }
+            };
+            if let Some(st) = state {
+                self.classes.insert(class.ctype.as_str(), st);
+            }
+        }
     }
 
     fn heartbeat_after(&mut self, t: OffsetDateTime) -> OffsetDateTime {
@@ -321,7 +413,7 @@ impl Planner {
         if !self.took_over() {
             return;
         }
-        let npd = self.s.npd_names;
+        let naming = self.s.naming;
         // Problems per class: (finding, reason), most severe first.
         let mut problems: BTreeMap<&'static str, Vec<(&Finding, String)>> = BTreeMap::new();
         let mut sorted: Vec<&Observed> = view.findings.iter().collect();
@@ -341,7 +433,7 @@ impl Planner {
             }
         }
         for class in classes::conditions() {
-            let ctype = class.ctype(npd);
+            let ctype = class.ctype(naming == Naming::Npd);
             let next = match problems.get(class.ctype.as_str()) {
                 Some(list) => {
                     self.absent_since.remove(class.ctype.as_str());
@@ -357,7 +449,7 @@ impl Planner {
             let Some((status, reason, msg)) = next else {
                 continue;
             };
-            let prev = self.desired.get(ctype).cloned();
+            let prev = self.classes.get(class.ctype.as_str()).cloned();
             let changed = prev.as_ref().is_none_or(|p| p.status != status);
             let announce = changed && (prev.is_some() || status == "True");
             let cond = Condition {
@@ -378,10 +470,51 @@ impl Planner {
                 });
                 self.transition_event(now, class, &from, &cond);
             }
-            self.desired.insert(ctype.to_string(), cond);
+            self.classes.insert(class.ctype.as_str(), cond);
         }
+        self.render(now);
         self.observe_happenings(now, view);
         self.observed_once = true;
+    }
+
+    /// What the node should say, from the classes' states, in the chosen naming: one class
+    /// per type as it is, or (the node monitoring agent's types) the classes mapped onto a
+    /// type combined with its polarity. A type's `lastTransitionTime` moves only when its
+    /// status does: never for a new reason or message, nor for a second problem while one
+    /// already holds it.
+    fn render(&mut self, now: OffsetDateTime) {
+        for (t, members) in self.outputs() {
+            let states: Vec<(&'static ConditionClass, &Condition)> = members
+                .iter()
+                .filter_map(|c| self.classes.get(c.ctype.as_str()).map(|s| (*c, s)))
+                .collect();
+            if states.is_empty() {
+                continue;
+            }
+            let (status, reason, message) = match classes::nma_condition(t)
+                .filter(|_| members.iter().any(|c| c.nma_for(self.s.naming).is_some()))
+            {
+                None => {
+                    let s = states[0].1;
+                    (s.status.clone(), s.reason.clone(), s.message.clone())
+                }
+                Some(nc) => combine(nc, &states),
+            };
+            let prev = self.desired.get(t);
+            let last_transition = match prev {
+                Some(p) if p.status == status => p.last_transition,
+                _ => now,
+            };
+            let cond = Condition {
+                ctype: t.to_string(),
+                status,
+                reason,
+                message,
+                last_transition,
+                last_heartbeat: prev.and_then(|p| p.last_heartbeat),
+            };
+            self.desired.insert(t.to_string(), cond);
+        }
     }
 
     /// The condition of a class with no problem: after the hold-down, False (or Unknown when
@@ -392,7 +525,7 @@ impl Planner {
         now: OffsetDateTime,
         view: &View<'_>,
     ) -> Option<(&'static str, String, String)> {
-        let npd = self.s.npd_names;
+        let npd = self.s.naming == Naming::Npd;
         let down: Vec<String> = class
             .collectors
             .iter()
@@ -412,8 +545,8 @@ impl Planner {
         if down.len() == class.collectors.len() {
             let why = down.join("; ");
             let prev_true = self
-                .desired
-                .get(class.ctype(npd))
+                .classes
+                .get(class.ctype.as_str())
                 .is_some_and(|p| p.status == "True");
             if prev_true {
                 // A problem is not cleared because the collector that saw it stopped.
@@ -438,7 +571,7 @@ impl Planner {
                 class.healthy_message.to_string(),
             ))
         };
-        match self.desired.get(class.ctype(npd)) {
+        match self.classes.get(class.ctype.as_str()) {
             Some(p) if p.status == "True" => {
                 let since = *self.absent_since.entry(class.ctype.as_str()).or_insert(now);
                 if now - since >= time::Duration::try_from(self.s.clear_after).unwrap_or_default() {
@@ -458,13 +591,23 @@ impl Planner {
         from: &Condition,
         to: &Condition,
     ) {
-        let (etype, what) = match to.status.as_str() {
-            "True" => ("Warning", "is now True"),
-            "False" if from.status == "True" => ("Normal", "cleared"),
+        // Under the node monitoring agent's naming the type is named, with its polarity, and
+        // the class that moved it.
+        let nma = class.nma_for(self.s.naming);
+        let (etype, what) = match (to.status.as_str(), nma) {
+            ("True", None) => ("Warning", format!("{} is now True", to.ctype)),
+            ("True", Some(m)) => (
+                "Warning",
+                format!("{} is now False ({})", m.ctype, class.ctype),
+            ),
+            ("False", None) if from.status == "True" => ("Normal", format!("{} cleared", to.ctype)),
+            ("False", Some(m)) if from.status == "True" => {
+                ("Normal", format!("{}: {} cleared", m.ctype, class.ctype))
+            }
             _ => return,
         };
         let msg = bounded(
-            format!("Node condition {} {what}: {}", to.ctype, to.message),
+            format!("Node condition {what}: {}", to.message),
             MAX_MESSAGE_BYTES,
         );
         let key = format!("condition/{}/{}", class.ctype, to.reason);
@@ -472,7 +615,7 @@ impl Planner {
     }
 
     fn observe_happenings(&mut self, now: OffsetDateTime, view: &View<'_>) {
-        let npd = self.s.npd_names;
+        let npd = self.s.naming == Naming::Npd;
         let first = !self.observed_once;
         let mut seen = Vec::new();
         for o in &view.findings {
@@ -777,4 +920,88 @@ impl Planner {
     pub fn events_pending(&self) -> usize {
         self.events.values().filter(|e| e.count > e.sent).count()
     }
+}
+
+/// One node monitoring agent type from the states of the classes mapped onto it: False while
+/// any has a problem (the reason of the longest-standing one, so it stays put while a second
+/// problem comes and goes; every problem's message), else Unknown while one cannot be
+/// checked (a type whose part nobody checks is not called healthy), else True.
+fn combine(
+    nc: &collectors::rules::NmaCondition,
+    states: &[(&'static ConditionClass, &Condition)],
+) -> (String, String, String) {
+    let mut bad: Vec<&(&ConditionClass, &Condition)> =
+        states.iter().filter(|(_, s)| s.status == "True").collect();
+    bad.sort_by_key(|(_, s)| s.last_transition);
+    if let Some((class, _)) = bad.first() {
+        let reason = class
+            .nma
+            .as_ref()
+            .map_or_else(|| class.ctype.clone(), |m| m.reason.clone());
+        let message = bad
+            .iter()
+            .map(|(_, s)| s.message.as_str())
+            .collect::<Vec<_>>()
+            .join(" | ");
+        return ("False".into(), reason, bounded(message, MAX_MESSAGE_BYTES));
+    }
+    if let Some((_, s)) = states.iter().find(|(_, s)| s.status == "Unknown") {
+        return ("Unknown".into(), s.reason.clone(), s.message.clone());
+    }
+    (
+        "True".into(),
+        nc.healthy_reason.clone(),
+        nc.healthy_message.clone(),
+    )
+}
+
+/// Condition type -> the field managers that own it on the node, from its `managedFields`
+/// (`f:status` / `f:conditions` / `k:{"type":"…"}`); None when the node carries none (then
+/// nothing but node-doctor's own prefix is removed).
+pub fn managers_of_conditions(node: &Value) -> Option<BTreeMap<String, Vec<String>>> {
+    let entries = node.pointer("/metadata/managedFields")?.as_array()?;
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for e in entries {
+        let Some(manager) = e.get("manager").and_then(Value::as_str) else {
+            continue;
+        };
+        let Some(conds) = e
+            .pointer("/fieldsV1/f:status/f:conditions")
+            .and_then(Value::as_object)
+        else {
+            continue;
+        };
+        for key in conds.keys() {
+            let Some(json) = key.strip_prefix("k:") else {
+                continue;
+            };
+            let Ok(k) = serde_json::from_str::<Value>(json) else {
+                continue;
+            };
+            if let Some(t) = k.get("type").and_then(Value::as_str) {
+                let list = out.entry(t.to_string()).or_default();
+                if !list.iter().any(|m| m == manager) {
+                    list.push(manager.to_string());
+                }
+            }
+        }
+    }
+    Some(out)
+}
+
+/// A condition this build does not write that node-doctor left behind: one of its
+/// `NodeDoctor…` types (unless the node says another manager alone owns it), or a name one of
+/// its classes has under another naming (node-problem-detector's, the node monitoring
+/// agent's) that node-doctor alone owns on the node. A type another manager owns, or one
+/// whose owner the node does not say, is never removed: it may be NPD's or the NMA's own.
+fn is_left_behind(ctype: &str, owners: Option<&BTreeMap<String, Vec<String>>>) -> bool {
+    let owned = owners.and_then(|o| o.get(ctype));
+    let ours_alone = owned.is_some_and(|m| !m.is_empty() && m.iter().all(|m| m == MANAGER));
+    if ctype.starts_with(OWN_PREFIX) {
+        return owned.is_none_or(|m| m.is_empty() || m.iter().any(|m| m == MANAGER));
+    }
+    let a_name_of_ours = classes::conditions()
+        .iter()
+        .any(|c| c.all_types().any(|t| t == ctype));
+    a_name_of_ours && ours_alone
 }

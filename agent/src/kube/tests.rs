@@ -11,7 +11,7 @@ use kube_standin::{Fault, FaultAction, Options, Rbac, StandIn};
 use serde_json::{json, Value};
 use time::OffsetDateTime;
 
-use super::classes;
+use super::classes::{self, Naming};
 use super::client::{Api, ApiError, KubeApi};
 use super::planner::{message, Planner, Settings, MAX_MESSAGE_BYTES};
 use super::{view, Reporter};
@@ -20,16 +20,16 @@ use crate::scheduler::fakes::{finding, with};
 use crate::scheduler::{Outcome, RunReport};
 use crate::state::{Snapshot, State};
 
-const NODE: &str = "worker-1";
+pub(super) const NODE: &str = "worker-1";
 
-fn t(secs: i64) -> OffsetDateTime {
+pub(super) fn t(secs: i64) -> OffsetDateTime {
     OffsetDateTime::from_unix_timestamp(1_800_000_000 + secs).unwrap()
 }
 
-fn settings() -> Settings {
+pub(super) fn settings() -> Settings {
     Settings {
         node: NODE.into(),
-        npd_names: false,
+        naming: Naming::Own,
         heartbeat: Duration::from_secs(300),
         clear_after: Duration::ZERO,
         min_write_interval: Duration::ZERO,
@@ -38,7 +38,7 @@ fn settings() -> Settings {
 }
 
 /// A snapshot in which every collector of `runs` completed at `at` with these findings.
-fn snapshot(at: OffsetDateTime, runs: &[(&str, Collection)]) -> Snapshot {
+pub(super) fn snapshot(at: OffsetDateTime, runs: &[(&str, Collection)]) -> Snapshot {
     let names: Vec<String> = runs.iter().map(|(n, _)| n.to_string()).collect();
     let mut st = State::new(NODE, &names);
     for (name, c) in runs {
@@ -75,7 +75,7 @@ fn oom(kills: i64, ago: i64) -> Finding {
     .evidence("last_seen_seconds_ago", ago)
 }
 
-fn kubelet_ready() -> Value {
+pub(super) fn kubelet_ready() -> Value {
     json!({"type": "Ready", "status": "True", "reason": "KubeletReady",
            "message": "kubelet is posting ready status",
            "lastHeartbeatTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z"})
@@ -87,7 +87,7 @@ fn npd_condition() -> Value {
            "lastHeartbeatTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z"})
 }
 
-fn standin_with_rbac() -> StandIn {
+pub(super) fn standin_with_rbac() -> StandIn {
     let rbac = Rbac::from_manifests(
         &kube_standin::shipped_manifests(),
         kube_standin::SA_NAMESPACE,
@@ -105,7 +105,7 @@ fn standin_with_rbac() -> StandIn {
     })
 }
 
-async fn api_for(s: &StandIn, dir: &std::path::Path, token: &str) -> KubeApi {
+pub(super) async fn api_for(s: &StandIn, dir: &std::path::Path, token: &str) -> KubeApi {
     let kc = s.kubeconfig(dir, token);
     KubeApi::from_kubeconfig(&kc, NODE, Duration::from_secs(5))
         .await
@@ -487,7 +487,8 @@ fn heartbeats_are_at_least_five_minutes_apart_and_jittered() {
     p.take_over(
         &json!({"metadata": {"uid": "u"}, "status": {"conditions": []}}),
         t(0),
-    );
+    )
+    .unwrap();
     let quiet = snapshot(t(0), &[("disk", with(Status::Ok, vec![]))]);
     let mut writes = Vec::new();
     for s in (0..3600).step_by(15) {
@@ -507,7 +508,9 @@ fn heartbeats_are_at_least_five_minutes_apart_and_jittered() {
         node: "worker-2".into(),
         ..settings()
     });
-    other.take_over(&json!({"metadata": {"uid": "u"}}), t(0));
+    other
+        .take_over(&json!({"metadata": {"uid": "u"}}), t(0))
+        .unwrap();
     let mut w2 = Vec::new();
     for s in (0..3600).step_by(15) {
         other.observe(t(s), &view(&quiet));
@@ -526,7 +529,8 @@ fn a_flapping_finding_costs_one_pair_of_writes_per_clear_after() {
         min_write_interval: Duration::from_secs(10),
         ..settings()
     });
-    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0));
+    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0))
+        .unwrap();
     let mut writes = 0;
     for i in 0..240 {
         // Appears on every other 15 s run for an hour.
@@ -561,7 +565,8 @@ fn stale_own_conditions_are_deleted_and_others_kept() {
             {"type": "NodeDoctorRemovedRule", "status": "True", "reason": "Old"},
         ]}}),
         t(0),
-    );
+    )
+    .unwrap();
     let quiet = snapshot(t(0), &[("disk", with(Status::Ok, vec![]))]);
     p.observe(t(0), &view(&quiet));
     let body = p.status_patch(t(0)).unwrap();
@@ -586,7 +591,8 @@ fn stale_own_conditions_are_deleted_and_others_kept() {
 #[test]
 fn events_repeat_into_one_object_and_spend_a_per_node_budget() {
     let mut p = Planner::new(settings());
-    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0));
+    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0))
+        .unwrap();
     let mut creates = 0;
     let mut patches = 0;
     // A new OOM kill every 10 s for an hour.
@@ -618,7 +624,8 @@ fn events_repeat_into_one_object_and_spend_a_per_node_budget() {
 #[test]
 fn events_created_in_the_same_instant_get_distinct_names() {
     let mut p = Planner::new(settings());
-    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0));
+    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0))
+        .unwrap();
     let ooms: Vec<Finding> = (0..30)
         .map(|i| oom(1, 10).subject(format!("pod-{i}")))
         .collect();
@@ -700,10 +707,11 @@ fn npd_names_are_opt_in() {
         (true, ["KernelDeadlock", "ContainerRuntimeUnhealthy"]),
     ] {
         let mut p = Planner::new(Settings {
-            npd_names: npd,
+            naming: Naming::npd(npd),
             ..settings()
         });
-        p.take_over(&json!({"metadata": {"uid": "u"}}), t(0));
+        p.take_over(&json!({"metadata": {"uid": "u"}}), t(0))
+            .unwrap();
         p.observe(t(0), &view(&snap));
         for ty in types {
             let c = p.desired().find(|c| c.ctype == ty).unwrap();
@@ -778,10 +786,11 @@ fn npd_names_of_the_kernels_own_failures() {
         ),
     ] {
         let mut p = Planner::new(Settings {
-            npd_names: npd,
+            naming: Naming::npd(npd),
             ..settings()
         });
-        p.take_over(&json!({"metadata": {"uid": "u"}}), t(0));
+        p.take_over(&json!({"metadata": {"uid": "u"}}), t(0))
+            .unwrap();
         p.observe(t(0), &view(&snap));
         let c = p.desired().find(|c| c.ctype == condition).unwrap();
         assert_eq!(
@@ -862,10 +871,11 @@ fn a_single_corrected_hardware_error_is_npds_event_under_npd_names() {
         ),
     ] {
         let mut p = Planner::new(Settings {
-            npd_names: npd,
+            naming: Naming::npd(npd),
             ..settings()
         });
-        p.take_over(&json!({"metadata": {"uid": "u"}}), t(0));
+        p.take_over(&json!({"metadata": {"uid": "u"}}), t(0))
+            .unwrap();
         let snap = snapshot(t(0), &[("hardware", with(Status::Ok, findings(1, 1)))]);
         p.observe(t(0), &view(&snap));
         let mut written = Vec::new();
@@ -917,7 +927,8 @@ fn npds_message_is_the_line_made_printable_and_bounded() {
 #[test]
 fn a_collector_that_does_not_run_makes_its_conditions_unknown_not_healthy() {
     let mut p = Planner::new(settings());
-    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0));
+    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0))
+        .unwrap();
     let snap = snapshot(t(0), &[("disk", Collection::unavailable("no mountinfo"))]);
     p.observe(t(0), &view(&snap));
     let c = p
@@ -985,6 +996,20 @@ fn every_mapped_id_is_a_rule_and_every_class_is_documented() {
         );
         if let Some((t, r)) = &c.npd {
             assert!(kdoc.contains(t.as_str()) && kdoc.contains(r.as_str()));
+        }
+        // Its repair flag and NMA name, in the Repair table.
+        let row = kdoc
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{}` |", c.ctype)) && l.contains("repair-worthy"));
+        match (&c.nma, row) {
+            (Some(m), Some(row)) => assert!(
+                row.contains("repair-worthy")
+                    && row.contains(&format!("`{}`, reason `{}`", m.ctype, m.reason)),
+                "{}: {row}",
+                c.ctype
+            ),
+            (Some(_), None) => panic!("{}: not in the Repair table", c.ctype),
+            (None, _) => assert!(!c.repair, "{}: repair-worthy without an NMA type", c.ctype),
         }
     }
 }
@@ -1374,7 +1399,8 @@ fn runtime_findings_set_the_runtime_kubelet_and_restart_conditions() {
             ],
         );
         let mut p = Planner::new(settings());
-        p.take_over(&json!({"metadata": {"uid": "u"}}), t(0));
+        p.take_over(&json!({"metadata": {"uid": "u"}}), t(0))
+            .unwrap();
         p.observe(t(0), &view(&snap));
         let c = p.desired().find(|c| c.ctype == ctype).unwrap();
         assert_eq!(
@@ -1397,7 +1423,8 @@ fn runtime_findings_set_the_runtime_kubelet_and_restart_conditions() {
     // Without the runtime collector the restart class is not checked: Unknown.
     let snap = snapshot(t(0), &[("kernel", with(Status::Ok, vec![]))]);
     let mut p = Planner::new(settings());
-    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0));
+    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0))
+        .unwrap();
     p.observe(t(0), &view(&snap));
     let c = p
         .desired()
@@ -1408,10 +1435,11 @@ fn runtime_findings_set_the_runtime_kubelet_and_restart_conditions() {
     let f = finding("runtime.kubelet_restarts", "kubelet", Severity::Warning);
     let snap = snapshot(t(0), &[("runtime", with(Status::Ok, vec![f]))]);
     let mut p = Planner::new(Settings {
-        npd_names: true,
+        naming: Naming::Npd,
         ..settings()
     });
-    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0));
+    p.take_over(&json!({"metadata": {"uid": "u"}}), t(0))
+        .unwrap();
     p.observe(t(0), &view(&snap));
     assert!(p
         .desired()
@@ -1426,7 +1454,10 @@ fn the_reporter_holds_no_finding_id() {
     let names: Vec<&str> = collectors::registry::names().collect();
     for e in std::fs::read_dir(&dir).unwrap() {
         let path = e.unwrap().path();
-        if path.file_name().is_some_and(|n| n == "tests.rs") {
+        if path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().ends_with("tests.rs"))
+        {
             continue;
         }
         let text = std::fs::read_to_string(&path).unwrap();
@@ -1445,11 +1476,11 @@ fn the_reporter_holds_no_finding_id() {
 }
 
 /// Every rule's example finding (warning or critical, every condition it declares held) in
-/// one snapshot, reported to the stand-in API server once with node-doctor's names and once
-/// with node-problem-detector's: every status patch and Event validates against the official
+/// one snapshot, reported to the stand-in API server with node-doctor's names,
+/// node-problem-detector's and the node monitoring agent's: every status patch and Event validates against the official
 /// schemas, and each class a rule names is written in the naming chosen.
 #[tokio::test]
-async fn every_rules_conditions_and_events_validate_in_both_namings() {
+async fn every_rules_conditions_and_events_validate_in_every_naming() {
     let book = collectors::rules::RuleBook::builtin();
     let mut by_collector: std::collections::BTreeMap<String, Vec<Finding>> =
         std::collections::BTreeMap::new();
@@ -1468,14 +1499,14 @@ async fn every_rules_conditions_and_events_validate_in_both_namings() {
         .map(|(c, fs)| (c, with(Status::Ok, fs)))
         .collect();
     let runs: Vec<(&str, Collection)> = runs.iter().map(|(c, r)| (c.as_str(), r.clone())).collect();
-    for npd in [false, true] {
+    for naming in [Naming::Own, Naming::Npd, Naming::Nma] {
         let s = standin_with_rbac();
         s.add_node(NODE, vec![kubelet_ready()]);
         let dir = tempfile::tempdir().unwrap();
         let api = api_for(&s, dir.path(), kube_standin::DEFAULT_TOKEN).await;
         let mut r = Reporter::new(
             Settings {
-                npd_names: npd,
+                naming,
                 ..settings()
             },
             api,
@@ -1486,15 +1517,20 @@ async fn every_rules_conditions_and_events_validate_in_both_namings() {
         r.tick(t(1), Instant::now(), Some(&snap)).await;
         assert!(
             s.schema_errors().is_empty(),
-            "npd={npd}: {:#?}",
+            "{naming:?}: {:#?}",
             s.schema_errors()
         );
         for class in collectors::rules::RuleBook::node_conditions() {
-            let ctype = class.ctype(npd);
+            let ctype = class.written_type(naming);
             let c = s
                 .condition(NODE, ctype)
-                .unwrap_or_else(|| panic!("npd={npd}: {ctype} not written"));
-            assert_eq!(c["status"], "True", "npd={npd}: {c:#}");
+                .unwrap_or_else(|| panic!("{naming:?}: {ctype} not written"));
+            let problem = if class.nma_for(naming).is_some() {
+                "False"
+            } else {
+                "True"
+            };
+            assert_eq!(c["status"], problem, "{naming:?}: {c:#}");
         }
         assert!(!s.events().is_empty());
     }

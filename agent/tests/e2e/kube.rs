@@ -377,3 +377,214 @@ fn kube_npd_names_write_npds_events_for_one_corrected_hardware_error() {
     );
     println!("{}", kube_standin::describe::events(&s.events()));
 }
+
+/// `serve` with the node monitoring agent's names (`--kube-names nma`) against `kc`, the
+/// hardware collector only, no hold-down or write spacing.
+fn serve_nma(root: &FakeRoot, kc: &std::path::Path) -> Server {
+    Server::start_with(
+        root.root(),
+        &[
+            "--interval=1s",
+            "--collector=hardware",
+            "--node-name",
+            NODE,
+            "--kube-report",
+            "--kube-names=nma",
+            "--kube-clear-after=0s",
+            "--kube-write-interval=0s",
+        ],
+        |c| {
+            c.env("KUBECONFIG", kc);
+        },
+    )
+}
+
+/// An uncorrected memory error (EDAC's counter) is KernelReady False with the stable reason
+/// HardwareFailure, as Karpenter's repair policy reads it; its lastTransitionTime survives two
+/// agent restarts; a controller with a 2-second toleration counted from it acts on the node,
+/// and on nothing else (no other type is False).
+#[test]
+fn kube_nma_names_a_hardware_failure_is_repaired_after_two_restarts() {
+    let s = standin();
+    let root = FakeRoot::quiet();
+    root.write("/sys/devices/system/edac/mc/mc0/ce_count", "0\n");
+    root.write("/sys/devices/system/edac/mc/mc0/ue_count", "1\n");
+    let dir = tempfile::tempdir().unwrap();
+    let kc = s.kubeconfig(dir.path(), kube_standin::DEFAULT_TOKEN);
+    let ltt = |s: &StandIn| {
+        s.condition(NODE, "KernelReady")
+            .and_then(|c| c["lastTransitionTime"].as_str().map(str::to_string))
+    };
+    let mut since = None;
+    for run in 0..3 {
+        let server = serve_nma(&root, &kc);
+        wait_for(30, "KernelReady False", &server, || {
+            status_of(&s, "KernelReady").as_deref() == Some("False")
+        });
+        // This instance took over the node (its GET), then had three ticks to get the
+        // timer wrong.
+        wait_for(30, "this instance's take-over", &server, || {
+            s.requests().iter().any(|r| r.method == "GET")
+        });
+        std::thread::sleep(Duration::from_secs(3));
+        let now = ltt(&s);
+        match &since {
+            None => since = now,
+            Some(first) => assert_eq!(now.as_ref(), Some(first), "restart {run} reset the timer"),
+        }
+        drop(server);
+        s.clear_requests();
+    }
+    let c = s.condition(NODE, "KernelReady").unwrap();
+    assert_eq!(c["reason"], "HardwareFailure", "{c:#}");
+    assert!(
+        c["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("hardware.memory_uncorrected"),
+        "{c:#}"
+    );
+    // Karpenter's way: type, status, toleration from lastTransitionTime.
+    let since = time::OffsetDateTime::parse(
+        since.as_deref().unwrap(),
+        &time::format_description::well_known::Rfc3339,
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while time::OffsetDateTime::now_utc() - since < time::Duration::seconds(2) {
+        assert!(
+            Instant::now() < deadline,
+            "the clock did not pass the toleration"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The controller's decision: each condition matching a policy (type, status False) whose
+    // toleration (2 s here) has run from its lastTransitionTime.
+    let node = s.node(NODE).unwrap();
+    let due_types: Vec<&str> = node["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["status"] == "False")
+        .filter(|c| {
+            c["lastTransitionTime"].as_str().is_some_and(|t| {
+                time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339)
+                    .is_ok_and(|t| {
+                        time::OffsetDateTime::now_utc() - t >= time::Duration::seconds(2)
+                    })
+            })
+        })
+        .filter_map(|c| c["type"].as_str())
+        .collect();
+    assert_eq!(
+        due_types,
+        ["KernelReady"],
+        "the node is repaired, for its hardware alone"
+    );
+    assert!(s.schema_errors().is_empty(), "{:?}", s.schema_errors());
+}
+
+/// Runs `serve` with `args` (and `KUBECONFIG` when given) until it exits, at most 30 s (then
+/// it is killed and the test fails): its exit code and stderr.
+fn serve_until_exit(args: &[&str], kubeconfig: Option<&std::path::Path>) -> (Option<i32>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = std::process::Command::new(crate::support::node_doctor_bin());
+    cmd.arg("serve")
+        .arg("--listen=127.0.0.1:0")
+        .args(args)
+        .env_remove("NODE_NAME")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(dir.path().join("stderr")).unwrap());
+    if let Some(kc) = kubeconfig {
+        cmd.env("KUBECONFIG", kc);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "node-doctor did not stop:\n{}",
+                std::fs::read_to_string(dir.path().join("stderr")).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let err = std::fs::read_to_string(dir.path().join("stderr")).unwrap_or_default();
+    (status.code(), err)
+}
+
+/// `--kube-names nma` refuses to start (exit 64) where the node monitoring agent's process is
+/// in the host's process table.
+#[test]
+fn kube_nma_names_are_refused_where_the_nma_runs() {
+    let root = FakeRoot::quiet();
+    root.write("/proc/4242/comm", "eks-node-monito\n");
+    root.write(
+        "/proc/4242/cmdline",
+        "/usr/local/bin/eks-node-monitoring-agent\0--probe-address=:8002\0",
+    );
+    let (code, err) = serve_until_exit(
+        &[
+            "--host-root",
+            root.root().to_str().unwrap(),
+            "--kube-report",
+            "--kube-names",
+            "nma",
+        ],
+        None,
+    );
+    assert_eq!(code, Some(64), "{err}");
+    assert!(
+        err.contains("EKS node monitoring agent") && err.contains("4242"),
+        "{err}"
+    );
+}
+
+/// `--kube-names nma` stops (exit 64, saying which type and which writer) where another field
+/// manager owns one of those types on the node.
+#[test]
+fn kube_nma_names_are_refused_where_another_writer_owns_the_types() {
+    let s = standin();
+    s.set_condition_as(
+        NODE,
+        "eks-node-monitoring-agent",
+        json!({"type": "ContainerRuntimeReady", "status": "True", "reason": "ContainerRuntimeIsReady",
+               "message": "ok", "lastHeartbeatTime": "2026-11-23T14:00:00Z",
+               "lastTransitionTime": "2026-11-23T09:00:00Z"}),
+    );
+    let root = FakeRoot::quiet();
+    let dir = tempfile::tempdir().unwrap();
+    let kc = s.kubeconfig(dir.path(), kube_standin::DEFAULT_TOKEN);
+    let (code, err) = serve_until_exit(
+        &[
+            "--host-root",
+            root.root().to_str().unwrap(),
+            "--collector=hardware",
+            "--node-name",
+            NODE,
+            "--kube-report",
+            "--kube-names=nma",
+        ],
+        Some(&kc),
+    );
+    assert_eq!(code, Some(64), "{err}");
+    assert!(
+        err.contains("ContainerRuntimeReady") && err.contains("eks-node-monitoring-agent"),
+        "{err}"
+    );
+    assert!(
+        s.requests().iter().all(|r| r.method == "GET"),
+        "nothing written: {:#?}",
+        s.requests()
+    );
+    assert_eq!(
+        s.condition(NODE, "ContainerRuntimeReady").unwrap()["status"],
+        "True",
+        "the other writer's condition untouched"
+    );
+}

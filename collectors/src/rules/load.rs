@@ -9,8 +9,8 @@ use toml::{Table, Value as Toml};
 
 use super::draft::{Draft, Item, Var};
 use super::model::{
-    CommandT, Cond, Hysteresis, MakesEvent, NodeCondition, Piece, Rule, RulesError, SeeAlsoT,
-    SetsCondition, SourceT, Term, TextT,
+    CommandT, Cond, Hysteresis, MakesEvent, NmaCondition, NmaMapping, NodeCondition, Piece, Rule,
+    RulesError, SeeAlsoT, SetsCondition, SourceT, Term, TextT,
 };
 use super::template::{self, is_name, Seg};
 use crate::finding::{Evidence, Severity};
@@ -1143,15 +1143,20 @@ fn event(rule: &Rule, v: Option<&Toml>) -> Result<Option<MakesEvent>, String> {
     }))
 }
 
-/// The NodeCondition classes of `cluster.toml` (`[[node_condition]]`); their collectors are
-/// filled in by the book from the rules that name them.
-pub(crate) fn node_conditions(file: &str, text: &str) -> Result<Vec<NodeCondition>, RulesError> {
+/// The NodeCondition classes of `cluster.toml` (`[[node_condition]]`) and the node
+/// monitoring agent's types they may map onto (`[[nma_condition]]`); the classes' collectors
+/// are filled in by the book from the rules that name them.
+pub(crate) fn node_conditions(
+    file: &str,
+    text: &str,
+) -> Result<(Vec<NodeCondition>, Vec<NmaCondition>), RulesError> {
     let table = parse_toml(file, text)?;
     let toml_err = |m: String| RulesError::Toml {
         file: file.to_string(),
         message: m,
     };
-    check_keys(&table, &["node_condition"]).map_err(toml_err)?;
+    check_keys(&table, &["node_condition", "nma_condition"]).map_err(toml_err)?;
+    let nma = nma_conditions(&table).map_err(toml_err)?;
     let Some(Toml::Array(list)) = table.get("node_condition") else {
         return Err(toml_err("needs [[node_condition]] tables".into()));
     };
@@ -1161,37 +1166,121 @@ pub(crate) fn node_conditions(file: &str, text: &str) -> Result<Vec<NodeConditio
         let Toml::Table(t) = x else {
             return Err(toml_err(format!("{at}: a table")));
         };
-        check_keys(t, &["type", "healthy_reason", "healthy_message", "npd"])
-            .map_err(|m| toml_err(format!("{at}: {m}")))?;
-        let get = |k: &str| field(t, k, &at).map_err(toml_err);
-        let ctype = get("type")?;
-        let healthy_reason = get("healthy_reason")?;
-        let npd = match t.get("npd") {
-            None => None,
-            Some(Toml::Table(n)) => {
-                let f = |k: &str| field(n, k, &format!("{at}.npd")).map_err(toml_err);
-                Some((f("type")?, f("healthy_reason")?))
-            }
-            Some(_) => return Err(toml_err(format!("{at}.npd: {{ type, healthy_reason }}"))),
+        let class = node_condition(t, &at, &nma).map_err(toml_err)?;
+        if out.iter().any(|c| c.ctype == class.ctype) {
+            return Err(toml_err(format!("{at}: {} is defined twice", class.ctype)));
+        }
+        out.push(class);
+    }
+    Ok((out, nma))
+}
+
+/// One `[[node_condition]]`.
+fn node_condition(t: &Table, at: &str, nma: &[NmaCondition]) -> Result<NodeCondition, String> {
+    check_keys(
+        t,
+        &[
+            "type",
+            "healthy_reason",
+            "healthy_message",
+            "npd",
+            "repair",
+            "nma",
+        ],
+    )
+    .map_err(|m| format!("{at}: {m}"))?;
+    let ctype = field(t, "type", at)?;
+    let healthy_reason = field(t, "healthy_reason", at)?;
+    let npd = match t.get("npd") {
+        None => None,
+        Some(Toml::Table(n)) => {
+            let f = |k: &str| field(n, k, &format!("{at}.npd"));
+            Some((f("type")?, f("healthy_reason")?))
+        }
+        Some(_) => return Err(format!("{at}.npd: {{ type, healthy_reason }}")),
+    };
+    let repair = match t.get("repair") {
+        Some(Toml::Boolean(b)) => *b,
+        _ => {
+            return Err(format!(
+                "{at} ({ctype}): needs `repair = true` (repair-worthy: the node cannot do its job until rebooted or replaced, and the cause is its own) or `repair = false` (advisory); docs/kubernetes.md"
+            ))
+        }
+    };
+    let nma_map = match t.get("nma") {
+        None => None,
+        Some(Toml::Table(n)) => {
+            let f = |k: &str| field(n, k, &format!("{at}.nma"));
+            Some(NmaMapping {
+                ctype: f("type")?,
+                reason: f("reason")?,
+            })
+        }
+        Some(_) => return Err(format!("{at}.nma: {{ type, reason }}")),
+    };
+    if let Some(m) = &nma_map {
+        if !repair {
+            return Err(format!(
+                "{at} ({ctype}): an advisory class (repair = false) has no nma type: repair automation acts on those"
+            ));
+        }
+        if !nma.iter().any(|n| n.ctype == m.ctype) {
+            return Err(format!(
+                "{at}.nma: {:?} is not one of the [[nma_condition]] types",
+                m.ctype
+            ));
+        }
+    }
+    let names = [&ctype, &healthy_reason]
+        .into_iter()
+        .chain(npd.iter().flat_map(|(a, b)| [a, b]))
+        .chain(nma_map.iter().flat_map(|m| [&m.ctype, &m.reason]));
+    for n in names {
+        if !is_camel(n) {
+            return Err(format!("{at}: {n:?} is not UpperCamelCase"));
+        }
+    }
+    Ok(NodeCondition {
+        ctype,
+        healthy_reason,
+        healthy_message: field(t, "healthy_message", at)?,
+        npd,
+        repair,
+        nma: nma_map,
+        collectors: Vec::new(),
+    })
+}
+
+/// The `[[nma_condition]]` tables: the node monitoring agent's types, each with its healthy
+/// reason and a message.
+fn nma_conditions(table: &Table) -> Result<Vec<NmaCondition>, String> {
+    let mut out: Vec<NmaCondition> = Vec::new();
+    let list = match table.get("nma_condition") {
+        None => return Ok(out),
+        Some(Toml::Array(l)) => l,
+        Some(_) => return Err("nma_condition: [[nma_condition]] tables".into()),
+    };
+    for (i, x) in list.iter().enumerate() {
+        let at = format!("nma_condition[{i}]");
+        let Toml::Table(t) = x else {
+            return Err(format!("{at}: a table"));
         };
-        let names = std::iter::once(&ctype)
-            .chain(std::iter::once(&healthy_reason))
-            .chain(npd.iter().flat_map(|(a, b)| [a, b]));
-        for n in names {
+        check_keys(t, &["type", "healthy_reason", "healthy_message"])
+            .map_err(|m| format!("{at}: {m}"))?;
+        let c = NmaCondition {
+            ctype: field(t, "type", &at)?,
+            healthy_reason: field(t, "healthy_reason", &at)?,
+            healthy_message: field(t, "healthy_message", &at)?,
+        };
+        for n in [&c.ctype, &c.healthy_reason] {
             if !is_camel(n) {
-                return Err(toml_err(format!("{at}: {n:?} is not UpperCamelCase")));
+                return Err(format!("{at}: {n:?} is not UpperCamelCase"));
             }
         }
-        if out.iter().any(|c| c.ctype == ctype) {
-            return Err(toml_err(format!("{at}: {ctype} is defined twice")));
+        if out.iter().any(|o| o.ctype == c.ctype) {
+            return Err(format!("{at}: {} is defined twice", c.ctype));
         }
-        out.push(NodeCondition {
-            ctype,
-            healthy_reason,
-            healthy_message: get("healthy_message")?,
-            npd,
-            collectors: Vec::new(),
-        });
+        out.push(c);
     }
     Ok(out)
 }

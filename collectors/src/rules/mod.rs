@@ -87,7 +87,10 @@ use std::sync::{Arc, OnceLock};
 pub use describe::{Citation, CommandLine, Description, Part, SetsCondition as Sets};
 pub use draft::{Draft, Item, Var};
 use model::Cond;
-pub use model::{Cites, Hysteresis, MakesEvent, NodeCondition, Rule, RulesError};
+pub use model::{
+    Cites, Hysteresis, MakesEvent, Naming, NmaCondition, NmaMapping, NodeCondition, Rule,
+    RulesError,
+};
 
 use crate::finding::Finding;
 
@@ -314,12 +317,22 @@ impl RuleBook {
     /// The NodeCondition classes (`collectors/rules/cluster.toml`), each with the collectors
     /// whose rules set it. Parses every built-in rule file the first time.
     pub fn node_conditions() -> &'static [NodeCondition] {
-        static CLASSES: OnceLock<Vec<NodeCondition>> = OnceLock::new();
+        &Self::cluster_file().0
+    }
+
+    /// The node monitoring agent's condition types (`[[nma_condition]]` of `cluster.toml`)
+    /// that repair-worthy classes map onto under `--kube-names nma`.
+    pub fn nma_conditions() -> &'static [NmaCondition] {
+        &Self::cluster_file().1
+    }
+
+    fn cluster_file() -> &'static (Vec<NodeCondition>, Vec<NmaCondition>) {
+        static CLASSES: OnceLock<(Vec<NodeCondition>, Vec<NmaCondition>)> = OnceLock::new();
         CLASSES.get_or_init(|| match load_node_conditions(RuleBook::builtin_static()) {
             Ok(c) => c,
             Err(e) => {
                 tracing::error!(error = %e, "the built-in NodeCondition classes do not load; no condition is written");
-                Vec::new()
+                (Vec::new(), Vec::new())
             }
         })
     }
@@ -327,11 +340,11 @@ impl RuleBook {
     /// Registers the condition classes an operator's configuration names (the conditions of
     /// `--npd-config` files), once, at start: a rule whose `cluster` entry takes its condition
     /// from evidence (`condition = "{condition}"`) sets one of these. Refused: a type that is
-    /// not UpperCamelCase, one defined twice, or one of node-doctor's own classes' types (or,
-    /// with `npd_names`, their node-problem-detector types, which node-doctor then writes).
+    /// not UpperCamelCase, one defined twice, or a type node-doctor's own classes are written
+    /// as under `naming` (their node-problem-detector or node monitoring agent types).
     pub fn set_operator_conditions(
         classes: Vec<NodeCondition>,
-        npd_names: bool,
+        naming: Naming,
     ) -> Result<(), String> {
         let builtin = RuleBook::node_conditions();
         for (i, c) in classes.iter().enumerate() {
@@ -348,16 +361,16 @@ impl RuleBook {
             }
             if let Some(b) = builtin
                 .iter()
-                .find(|b| b.ctype == c.ctype || (npd_names && b.ctype(true) == c.ctype))
+                .find(|b| b.ctype == c.ctype || b.written_type(naming) == c.ctype)
             {
                 return Err(format!(
                     "condition {} is also written by node-doctor's own class {}{}",
                     c.ctype,
                     b.ctype,
-                    if npd_names {
-                        " under --kube-npd-names"
-                    } else {
-                        ""
+                    match naming {
+                        Naming::Own => "",
+                        Naming::Npd => " under --kube-npd-names",
+                        Naming::Nma => " under --kube-names nma",
                     }
                 ));
             }
@@ -564,12 +577,14 @@ static OPERATOR_CONDITIONS: OnceLock<Vec<NodeCondition>> = OnceLock::new();
 
 /// The classes of `cluster.toml`, their collectors filled from the rules of `book` that name
 /// them; a rule naming a class that does not exist is an error.
-fn load_node_conditions(book: &RuleBook) -> Result<Vec<NodeCondition>, RulesError> {
+fn load_node_conditions(
+    book: &RuleBook,
+) -> Result<(Vec<NodeCondition>, Vec<NmaCondition>), RulesError> {
     let text = FILES
         .iter()
         .find(|(f, _)| *f == CLUSTER_FILE)
         .map_or("", |(_, t)| *t);
-    let mut classes = load::node_conditions(CLUSTER_FILE, text)?;
+    let (mut classes, nma) = load::node_conditions(CLUSTER_FILE, text)?;
     for rule in book.rules() {
         for c in &rule.cluster {
             if load::evidence_ref(&c.condition).is_some() {
@@ -593,7 +608,7 @@ fn load_node_conditions(book: &RuleBook) -> Result<Vec<NodeCondition>, RulesErro
             }
         }
     }
-    Ok(classes)
+    Ok((classes, nma))
 }
 
 #[cfg(test)]

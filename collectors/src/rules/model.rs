@@ -195,6 +195,39 @@ pub struct Rule {
     pub(crate) event: Option<MakesEvent>,
 }
 
+/// Which names the Kubernetes reporter writes (`--kube-names`, docs/kubernetes.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Naming {
+    /// node-doctor's own `NodeDoctor…` types (True: a problem holds).
+    #[default]
+    Own,
+    /// node-problem-detector's types where a class has one (`--kube-npd-names`).
+    Npd,
+    /// The EKS node monitoring agent's types for repair-worthy classes, with its polarity
+    /// (True: healthy, False: a problem); advisory classes keep node-doctor's own types.
+    Nma,
+}
+
+impl Naming {
+    /// node-problem-detector's names or node-doctor's own (`--kube-npd-names`).
+    pub fn npd(on: bool) -> Naming {
+        if on {
+            Naming::Npd
+        } else {
+            Naming::Own
+        }
+    }
+
+    /// The flag's word for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Naming::Own => "node-doctor",
+            Naming::Npd => "npd",
+            Naming::Nma => "nma",
+        }
+    }
+}
+
 /// A NodeCondition class (`collectors/rules/cluster.toml`): one lasting problem class.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeCondition {
@@ -205,12 +238,38 @@ pub struct NodeCondition {
     pub healthy_message: String,
     /// node-problem-detector's condition type and healthy reason (`--kube-npd-names`).
     pub npd: Option<(String, String)>,
+    /// Repair-worthy (the node cannot do its job until it is rebooted or replaced, and the
+    /// cause is the node's own) or advisory (`repair` in the file; docs/kubernetes.md).
+    pub repair: bool,
+    /// The EKS node monitoring agent's type and this class's stable reason when unhealthy
+    /// (`--kube-names nma`); repair-worthy classes only.
+    pub nma: Option<NmaMapping>,
     /// The collectors whose rules set it: when none of them runs, its status is unknown.
     pub collectors: Vec<String>,
 }
 
+/// Where a repair-worthy class goes under the node monitoring agent's names.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NmaMapping {
+    /// One of the [`NmaCondition`] types (`StorageReady`, `KernelReady`, …).
+    pub ctype: String,
+    /// The reason written while this class's problem makes the type False.
+    pub reason: String,
+}
+
+/// One of the node monitoring agent's condition types (`[[nma_condition]]` of
+/// `cluster.toml`): True with its healthy reason while none of the classes mapped onto it has
+/// a problem.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NmaCondition {
+    pub ctype: String,
+    pub healthy_reason: String,
+    pub healthy_message: String,
+}
+
 impl NodeCondition {
-    /// The condition type written, in the chosen naming.
+    /// The condition type written, node-doctor's or node-problem-detector's (`npd`); the
+    /// node monitoring agent's naming is [`NodeCondition::written_type`].
     pub fn ctype(&self, npd: bool) -> &str {
         match (npd, &self.npd) {
             (true, Some((t, _))) => t,
@@ -223,6 +282,27 @@ impl NodeCondition {
             (true, Some((_, r))) => r,
             _ => &self.healthy_reason,
         }
+    }
+
+    /// The node monitoring agent's type this class is written as, under that naming.
+    pub fn nma_for(&self, naming: Naming) -> Option<&NmaMapping> {
+        self.nma.as_ref().filter(|_| naming == Naming::Nma)
+    }
+
+    /// The condition type written under `naming`.
+    pub fn written_type(&self, naming: Naming) -> &str {
+        match self.nma_for(naming) {
+            Some(m) => &m.ctype,
+            None => self.ctype(naming == Naming::Npd),
+        }
+    }
+
+    /// Every type this class has under any naming (a type written under a naming no longer
+    /// used is removed at start, when node-doctor owns it).
+    pub fn all_types(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.ctype.as_str())
+            .chain(self.npd.iter().map(|(t, _)| t.as_str()))
+            .chain(self.nma.iter().map(|m| m.ctype.as_str()))
     }
 }
 

@@ -981,3 +981,94 @@ fn a_rule_read_from_json_is_checked_as_from_toml() {
     assert_ne!(broken, json);
     assert!(load::builtin_rule("demo.toml", "demo", &broken).is_err());
 }
+
+/// Every class says whether repair may act on it; repair-worthy ones name the node monitoring
+/// agent's type they are written as, one of `[[nma_condition]]`; advisory ones cannot.
+#[test]
+fn classes_are_repair_worthy_or_advisory_and_map_onto_nma_types() {
+    let classes = RuleBook::node_conditions();
+    let worthy: Vec<&str> = classes
+        .iter()
+        .filter(|c| c.repair)
+        .map(|c| c.ctype.as_str())
+        .collect();
+    assert_eq!(
+        worthy,
+        [
+            "NodeDoctorReadonlyFilesystem",
+            "NodeDoctorKernelDeadlock",
+            "NodeDoctorContainerRuntimeUnhealthy",
+            "NodeDoctorKubeletUnhealthy",
+            "NodeDoctorCorruptDockerOverlay2",
+            "NodeDoctorHardwareFailure",
+            "NodeDoctorXfsShutdown",
+        ]
+    );
+    let nma: Vec<&str> = RuleBook::nma_conditions()
+        .iter()
+        .map(|n| n.ctype.as_str())
+        .collect();
+    assert_eq!(
+        nma,
+        [
+            "StorageReady",
+            "KernelReady",
+            "ContainerRuntimeReady",
+            "NetworkingReady",
+            "AcceleratedHardwareReady"
+        ]
+    );
+    for c in classes {
+        match (&c.nma, c.repair) {
+            (Some(m), true) => assert!(nma.contains(&m.ctype.as_str()), "{}", c.ctype),
+            (None, false) => {}
+            (m, r) => panic!("{}: repair {r} with nma {m:?}", c.ctype),
+        }
+    }
+    let kernel = |t: &str| {
+        classes
+            .iter()
+            .find(|c| c.ctype == t)
+            .unwrap()
+            .written_type(Naming::Nma)
+            .to_string()
+    };
+    assert_eq!(kernel("NodeDoctorHardwareFailure"), "KernelReady");
+    assert_eq!(
+        kernel("NodeDoctorClockUnsynchronised"),
+        "NodeDoctorClockUnsynchronised"
+    );
+}
+
+/// A class without `repair`, an advisory class with an nma type, and an nma type that is not
+/// one of `[[nma_condition]]` do not load.
+#[test]
+fn repair_and_nma_entries_are_checked() {
+    let head = "[[nma_condition]]\ntype = \"KernelReady\"\nhealthy_reason = \"KernelIsReady\"\nhealthy_message = \"ok\"\n\n[[node_condition]]\ntype = \"NodeDoctorX\"\nhealthy_reason = \"XIsFine\"\nhealthy_message = \"fine\"\n";
+    let ok = load::node_conditions(
+        "cluster.toml",
+        &format!("{head}repair = true\nnma = {{ type = \"KernelReady\", reason = \"XBroke\" }}\n"),
+    );
+    assert!(ok.is_ok(), "{ok:?}");
+    for (tail, why) in [
+        ("", "needs `repair = true`"),
+        ("repair = \"yes\"\n", "needs `repair = true`"),
+        (
+            "repair = false\nnma = { type = \"KernelReady\", reason = \"XBroke\" }\n",
+            "an advisory class",
+        ),
+        (
+            "repair = true\nnma = { type = \"DiskReady\", reason = \"XBroke\" }\n",
+            "not one of the [[nma_condition]] types",
+        ),
+        (
+            "repair = true\nnma = { type = \"KernelReady\", reason = \"x broke\" }\n",
+            "not UpperCamelCase",
+        ),
+    ] {
+        let err = load::node_conditions("cluster.toml", &format!("{head}{tail}"))
+            .expect_err(tail)
+            .to_string();
+        assert!(err.contains(why), "{tail}: {err}");
+    }
+}
