@@ -267,7 +267,9 @@ fn text(s: &str) -> String {
 #[derive(Debug)]
 enum Pending {
     Oops(Oops, u32),
-    Rcu(Stall, u32),
+    /// A stall's first line, the records since, and whether a CPU line of it was emitted
+    /// (one stall names every stalled CPU, one line each).
+    Rcu(Stall, u32, bool),
 }
 
 /// Joins the lines of one oops or RCU stall into one event.
@@ -282,7 +284,7 @@ impl Assembler {
         let mut out = Vec::new();
         // Count this record against the pending event's span.
         match &mut self.pending {
-            Some(Pending::Oops(_, n)) | Some(Pending::Rcu(_, n)) => *n += 1,
+            Some(Pending::Oops(_, n)) | Some(Pending::Rcu(_, n, _)) => *n += 1,
             None => {}
         }
         if let Some(kind) = oops_kind(m) {
@@ -316,7 +318,7 @@ impl Assembler {
                     out.push(Event::Oops(o));
                 }
                 other => {
-                    if let Some(Pending::Rcu(s, _)) = other {
+                    if let Some(Pending::Rcu(s, _, false)) = other {
                         out.push(Event::Stall(s));
                     }
                     out.push(Event::Oops(Oops {
@@ -332,7 +334,7 @@ impl Assembler {
         } else if let Some(s) = stall_line(m, usec) {
             out.extend(self.flush());
             if s.kind == StallKind::RcuStall && s.cpu.is_none() {
-                self.pending = Some(Pending::Rcu(s, 0));
+                self.pending = Some(Pending::Rcu(s, 0, false));
             } else {
                 out.push(Event::Stall(s));
             }
@@ -346,12 +348,12 @@ impl Assembler {
                         o.comm = Some(comm);
                     }
                 }
-                Some(Pending::Rcu(..)) => {
+                Some(Pending::Rcu(s, _, emitted)) => {
                     if let Some(cpu) = rcu_cpu_line(m) {
-                        if let Some(Pending::Rcu(mut s, _)) = self.pending.take() {
-                            s.cpu = Some(cpu);
-                            out.push(Event::Stall(s));
-                        }
+                        let mut one = s.clone();
+                        one.cpu = Some(cpu);
+                        out.push(Event::Stall(one));
+                        *emitted = true;
                     }
                 }
                 _ => {}
@@ -360,7 +362,7 @@ impl Assembler {
         // Past its span, a pending event is complete.
         let expired = match &self.pending {
             Some(Pending::Oops(_, n)) => *n > OOPS_SPAN,
-            Some(Pending::Rcu(_, n)) => *n > RCU_SPAN,
+            Some(Pending::Rcu(_, n, _)) => *n > RCU_SPAN,
             None => false,
         };
         if expired {
@@ -373,8 +375,8 @@ impl Assembler {
     pub fn flush(&mut self) -> Vec<Event> {
         match self.pending.take() {
             Some(Pending::Oops(o, _)) => vec![Event::Oops(o)],
-            Some(Pending::Rcu(s, _)) => vec![Event::Stall(s)],
-            None => Vec::new(),
+            Some(Pending::Rcu(s, _, false)) => vec![Event::Stall(s)],
+            Some(Pending::Rcu(_, _, true)) | None => Vec::new(),
         }
     }
 }

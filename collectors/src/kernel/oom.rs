@@ -97,6 +97,10 @@ pub enum OomLine {
     Usage { usage_kb: u64, limit_kb: u64 },
     /// `Tasks in <memcg> are going to be killed due to memory.oom.group set` (4.19+).
     GroupKill { memcg: String },
+    /// Cgroup v1's `Memory cgroup stats for <memcg>: cache:…` (3.10 .. 5.x), printed for the
+    /// limited cgroup and then each cgroup under it: the first names the cgroup that hit its
+    /// limit when the excerpt of the report lacks `Task in` and the summary.
+    Stats { memcg: String },
 }
 
 /// Matches one kernel log message; `None` when it is no OOM line we use.
@@ -120,6 +124,13 @@ pub fn parse(message: &str) -> Option<OomLine> {
         let memcg = rest.strip_suffix(" are going to be killed due to memory.oom.group set")?;
         return Some(OomLine::GroupKill {
             memcg: memcg.trim().to_string(),
+        });
+    }
+    if let Some(rest) = m.strip_prefix("Memory cgroup stats for ") {
+        let (memcg, _) = rest.split_once(':')?;
+        let memcg = memcg.trim();
+        return memcg.starts_with('/').then(|| OomLine::Stats {
+            memcg: memcg.to_string(),
         });
     }
     if let Some(rest) = m.strip_prefix("memory: usage ") {
@@ -372,6 +383,15 @@ impl Assembler {
             }
             OomLine::Usage { usage_kb, limit_kb } => {
                 self.context(usec).usage = Some((usage_kb, limit_kb));
+            }
+            OomLine::Stats { memcg } => {
+                // Only the first (the limited cgroup) and only when nothing named one yet.
+                let ctx = self.context(usec);
+                if !ctx.names_cgroup {
+                    ctx.oom_memcg = Some(memcg.clone());
+                    ctx.task_memcg = Some(memcg);
+                    ctx.names_cgroup = true;
+                }
             }
             OomLine::GroupKill { memcg } => {
                 // The victim's kill (just printed, or a decision still without its victim

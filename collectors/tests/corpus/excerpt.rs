@@ -150,6 +150,12 @@ fn load(path: &Path) -> Excerpt {
     }
 }
 
+/// syslogd's console broadcast header (`Message from syslogd@host at Dec 10 05:25:44 ...`):
+/// the line after it is the log's, this one is not.
+pub fn is_wall_header(line: &str) -> bool {
+    line.trim_start().starts_with("Message from syslogd@")
+}
+
 /// One line of an excerpt with its prefixes taken apart.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Line {
@@ -181,10 +187,20 @@ pub fn split(raw: &str) -> Line {
         uptime: None,
         message: String::new(),
     };
-    let mut rest = raw.trim_end();
+    // A post's Markdown indentation (a four-space code block) is not the log's.
+    let mut rest = match raw.trim_start() {
+        t if t.starts_with(['[', '<']) => t.trim_end(),
+        _ => raw.trim_end(),
+    };
     if let Some((lvl, r)) = priority(rest) {
         line.level = Some(lvl);
         rest = r;
+    }
+    // syslogd's console broadcast glues the tag to the text (` kernel:[ 12.3] …`), and
+    // `journalctl -o short` lines cut by the poster start at the tag.
+    if let Some(r) = rest.trim_start().strip_prefix("kernel:") {
+        line.ident = Some("kernel".into());
+        rest = r.trim_start();
     }
     if let Some((c, r)) = syslog_prefix(rest) {
         line.clock = Some(c.0);

@@ -37,7 +37,12 @@ pub fn run(ex: &Excerpt) -> Vec<Finding> {
     let dir = tempfile::tempdir().expect("temp host root");
     let root = dir.path();
     quiet_node(root);
-    let lines: Vec<Line> = ex.log.lines().filter(|l| !l.trim().is_empty()).map(excerpt::split).collect();
+    let lines: Vec<Line> = ex
+        .log
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !excerpt::is_wall_header(l))
+        .map(excerpt::split)
+        .collect();
     let ages = ages(&lines);
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
