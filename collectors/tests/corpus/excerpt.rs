@@ -273,7 +273,14 @@ fn syslog_prefix(s: &str) -> Option<(Prefix, &str)> {
     } else {
         return None;
     };
-    let (_host, r) = rest.split_once(' ')?;
+    // A poster may have cut the host name (`Feb 23 03:28:16 kernel: …`).
+    let rest = rest.trim_start();
+    let first = rest.split(' ').next().unwrap_or("");
+    let r = if first.ends_with(':') {
+        rest
+    } else {
+        rest.split_once(' ')?.1
+    };
     let (tag, msg) = r.split_once(": ").or_else(|| r.strip_suffix(':').map(|t| (t, "")))?;
     if tag.contains(' ') || tag.is_empty() {
         return None;
@@ -304,6 +311,9 @@ mod tests {
         assert_eq!(l.message, " ret_from_fork+0x44/0x70");
         let l = split("Dec 03 20:30:12 b-dok1 kubelet[206517]: I1203 20:30:12.198232  x");
         assert_eq!((l.ident.as_deref(), l.pid), (Some("kubelet"), Some(206517)));
+        let l = split("Feb 23 03:28:16  kernel: EDAC MC1: 1 CE memory scrubbing error");
+        assert_eq!(l.ident.as_deref(), Some("kernel"));
+        assert_eq!(l.message, "EDAC MC1: 1 CE memory scrubbing error");
         let l = split("<3>[39291577.009543] Memory cgroup out of memory");
         assert_eq!((l.level, l.uptime), (Some(3), Some(39291577.009543)));
         let l = split("[  907.567979] systemd[14776]: launchpadlib");
