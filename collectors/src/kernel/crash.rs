@@ -138,12 +138,15 @@ pub fn oops_kind(m: &str) -> Option<OopsKind> {
 }
 
 fn bare_oops_kind(m: &str) -> Option<OopsKind> {
+    // arm64 (and arm) print `Unable to handle kernel … at virtual address …` without `BUG: `.
     if m.starts_with("BUG: unable to handle kernel NULL pointer dereference")
         || m.starts_with("BUG: kernel NULL pointer dereference")
+        || m.starts_with("Unable to handle kernel NULL pointer dereference at virtual address ")
     {
         Some(OopsKind::NullPointer)
     } else if m.starts_with("BUG: unable to handle kernel paging request")
         || m.starts_with("BUG: unable to handle page fault for address")
+        || m.starts_with("Unable to handle kernel paging request at virtual address ")
     {
         Some(OopsKind::PagingRequest)
     } else if m.starts_with("divide error: ") {

@@ -690,6 +690,27 @@ mod tests {
     const K618_KILL: &str = "Memory cgroup out of memory: Killed process 19701 (python3) total-vm:118968kB, anon-rss:16104kB, file-rss:6500kB, shmem-rss:0kB, UID:0 pgtables:88kB oom_score_adj:0";
     const K618_USAGE: &str = "memory: usage 16384kB, limit 16384kB, failcnt 97";
 
+    /// kubernetes/kubernetes#56891 (3.10.0-327.4.5.el7): a report quoted from its
+    /// `Memory cgroup stats for` line, without `Task in`: the first stats line names the cgroup.
+    #[test]
+    fn cgroup_v1_stats_line_names_the_cgroup_when_task_in_is_missing() {
+        let mut a = Assembler::default();
+        let ev = run(
+            &mut a,
+            "6,1,1000000,-;Memory cgroup stats for /kubepods/pod95387fa4-da9c-11e7-9d36-5254b24cbf5e/6895a3e1: cache:32KB rss:524188KB
+             6,2,1000100,-;Memory cgroup stats for /kubepods/pod95387fa4-da9c-11e7-9d36-5254b24cbf5e/other: cache:0KB rss:0KB
+             3,3,1500000,-;Memory cgroup out of memory: Kill process 24572 (java) score 0 or sacrifice child
+             3,4,1500100,-;Killed process 28438 (java) total-vm:20255636kB, anon-rss:466160kB, file-rss:13684kB",
+        );
+        let k = kills(&ev);
+        assert_eq!(k.len(), 1, "{ev:?}");
+        assert_eq!(
+            k[0].oom_memcg.as_deref(),
+            Some("/kubepods/pod95387fa4-da9c-11e7-9d36-5254b24cbf5e/6895a3e1")
+        );
+        assert_eq!(parse("Memory cgroup stats for relative: cache:0KB"), None);
+    }
+
     #[test]
     fn new_format_cgroup_oom() {
         assert_eq!(

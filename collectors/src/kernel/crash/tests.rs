@@ -135,6 +135,38 @@ fn lockups_and_rcu_stalls() {
     );
 }
 
+/// One stall naming two CPUs (harvester/harvester#564, Linux 5.3): a stall for each.
+#[test]
+fn an_rcu_stall_names_every_stalled_cpu() {
+    let ev = feed_all(&[
+        "rcu: INFO: rcu_sched detected stalls on CPUs/tasks:",
+        "rcu:         9-...!: (0 ticks this GP) idle=850/0/0x0 softirq=354327/354327 fqs=1",
+        "rcu:         11-...!: (0 ticks this GP) idle=dd0/0/0x0 softirq=363050/363050 fqs=1",
+        "     (detected by 2, t=663225 jiffies, g=890229, q=72)",
+    ]);
+    let cpus: Vec<_> = ev
+        .iter()
+        .map(|e| match e {
+            Event::Stall(s) => s.cpu,
+            Event::Oops(_) => None,
+        })
+        .collect();
+    assert_eq!(cpus, [Some(9), Some(11)]);
+}
+
+/// arm64's oops wording (apple/container#614): no `BUG: ` before it.
+#[test]
+fn arm64_oops_wordings() {
+    assert_eq!(
+        oops_kind("Unable to handle kernel NULL pointer dereference at virtual address 0000000000000000"),
+        Some(OopsKind::NullPointer)
+    );
+    assert_eq!(
+        oops_kind("Unable to handle kernel paging request at virtual address ffff800012345678"),
+        Some(OopsKind::PagingRequest)
+    );
+}
+
 proptest::proptest! {
     #[test]
     fn never_panics(lines in proptest::collection::vec("\\PC{0,80}", 0..20)) {
