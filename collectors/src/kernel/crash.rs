@@ -227,8 +227,12 @@ pub fn stall_line(m: &str, usec: u64) -> Option<Stall> {
     let m = m.strip_prefix("rcu: ").unwrap_or(m);
     let rest = m.strip_prefix("INFO: rcu_")?;
     let (flavor, after) = rest.split_once(' ')?;
+    // 3.0 – 3.2 named the state (`rcu_sched_state detected stall on CPU 1 (t=…)`).
+    let flavor = flavor.strip_suffix("_state").unwrap_or(flavor);
+    let old_cpu = after.strip_prefix("detected stall on CPU ");
     if !(after.starts_with("self-detected stall on CPU")
-        || after.starts_with("detected stalls on CPUs/tasks:"))
+        || after.starts_with("detected stalls on CPUs/tasks:")
+        || old_cpu.is_some())
         || flavor.len() > 16
         || !flavor.chars().all(|c| c.is_ascii_lowercase())
     {
@@ -236,10 +240,13 @@ pub fn stall_line(m: &str, usec: u64) -> Option<Stall> {
     }
     let mut s = blank(StallKind::RcuStall);
     s.rcu_flavor = Some(format!("rcu_{flavor}"));
-    // 3.10 names the CPU on the same line: `{ 3}` (or `{ 3 5}` for several).
-    s.cpu = after
-        .split_once('{')
-        .and_then(|(_, r)| leading_number(r.trim_start()));
+    // 3.10 names the CPU on the same line: `{ 3}` (or `{ 3 5}` for several); 3.0 after `CPU `.
+    s.cpu = match old_cpu {
+        Some(r) => leading_number(r),
+        None => after
+            .split_once('{')
+            .and_then(|(_, r)| leading_number(r.trim_start())),
+    };
     Some(s)
 }
 
@@ -335,6 +342,14 @@ impl Assembler {
                 }
             }
         } else if let Some(s) = stall_line(m, usec) {
+            // 4.x prints `self-detected stall on CPU` and then `detected stalls on
+            // CPUs/tasks:` for one stall: a CPU-less first line still waiting is the same one.
+            let same = s.kind == StallKind::RcuStall
+                && s.cpu.is_none()
+                && matches!(&self.pending, Some(Pending::Rcu(p, _, false)) if p.cpu.is_none());
+            if same {
+                self.pending = None;
+            }
             out.extend(self.flush());
             if s.kind == StallKind::RcuStall && s.cpu.is_none() {
                 self.pending = Some(Pending::Rcu(s, 0, false));

@@ -154,6 +154,29 @@ fn an_rcu_stall_names_every_stalled_cpu() {
     assert_eq!(cpus, [Some(9), Some(11)]);
 }
 
+/// docker 1.12's node (moby/moby#34293, 4.9): `self-detected stall on CPU` then `detected
+/// stalls on CPUs/tasks:` with two CPU lines is one stall of CPUs 0 and 1, not a third without
+/// a CPU; 3.0's `rcu_sched_state detected stall on CPU 1 (t=…)` (openzfs/zfs#557) names its CPU.
+#[test]
+fn rcu_stall_wordings_of_real_reports() {
+    let ev = feed_all(&[
+        "INFO: rcu_sched self-detected stall on CPU",
+        "INFO: rcu_sched detected stalls on CPUs/tasks:",
+        "        0-...: (1 GPs behind) idle=fcd/140000000000001/0 softirq=392901330/392901331 fqs=0",
+        "        1-...: (1 GPs behind) idle=2d1/140000000000000/0 softirq=335319685/335319685 fqs=0",
+    ]);
+    let cpus: Vec<_> = ev
+        .iter()
+        .map(|e| match e {
+            Event::Stall(s) => s.cpu,
+            Event::Oops(_) => None,
+        })
+        .collect();
+    assert_eq!(cpus, [Some(0), Some(1)]);
+    let s = stall_line("INFO: rcu_sched_state detected stall on CPU 1 (t=15000 jiffies)", 0).unwrap();
+    assert_eq!((s.cpu, s.rcu_flavor.as_deref()), (Some(1), Some("rcu_sched")));
+}
+
 /// arm64's oops wording (apple/container#614): no `BUG: ` before it.
 #[test]
 fn arm64_oops_wordings() {
