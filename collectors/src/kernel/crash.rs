@@ -331,14 +331,19 @@ impl Assembler {
                     if let Some(Pending::Rcu(s, _, false)) = other {
                         out.push(Event::Stall(s));
                     }
-                    out.push(Event::Oops(Oops {
-                        kind: OopsKind::Panic,
-                        cpu: None,
-                        pid: None,
-                        comm: None,
-                        panic: Some(reason),
-                        usec,
-                    }));
+                    // A panic without an oops before it (a hard or soft lockup's panic)
+                    // prints its `CPU:` line next: wait for it, as for an oops.
+                    self.pending = Some(Pending::Oops(
+                        Oops {
+                            kind: OopsKind::Panic,
+                            cpu: None,
+                            pid: None,
+                            comm: None,
+                            panic: Some(reason),
+                            usec,
+                        },
+                        0,
+                    ));
                 }
             }
         } else if let Some(s) = stall_line(m, usec) {

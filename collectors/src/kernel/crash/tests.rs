@@ -177,6 +177,25 @@ fn rcu_stall_wordings_of_real_reports() {
     assert_eq!((s.cpu, s.rcu_flavor.as_deref()), (Some(1), Some("rcu_sched")));
 }
 
+/// A lockup's panic names its task on the `CPU:` line after it (sonic-net/sonic-buildimage
+/// #17358, 5.10; RedPill-TTG/redpill-lkm#21, 3.10).
+#[test]
+fn a_panic_without_an_oops_names_the_task_of_its_cpu_line() {
+    let ev = feed_all(&[
+        "watchdog: BUG: soft lockup - CPU#2 stuck for 23s! [kworker/2:1:25629]",
+        "Kernel panic - not syncing: softlockup: hung tasks",
+        "CPU: 2 PID: 25629 Comm: kworker/2:1 Tainted: G OEL 5.10.0-18-2-amd64 #1 Debian 5.10.140-1",
+    ]);
+    let oops: Vec<_> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::Oops(o) => Some((o.kind, o.comm.clone(), o.panic.is_some())),
+            Event::Stall(_) => None,
+        })
+        .collect();
+    assert_eq!(oops, [(OopsKind::Panic, Some("kworker/2:1".to_string()), true)]);
+}
+
 /// arm64's oops wording (apple/container#614): no `BUG: ` before it.
 #[test]
 fn arm64_oops_wordings() {
