@@ -218,6 +218,15 @@ pub fn stall_line(m: &str, usec: u64) -> Option<Stall> {
         }
         return s.cpu.is_some().then_some(s);
     }
+    // powerpc's own watchdog (arch/powerpc/kernel/watchdog.c): `Watchdog CPU:59 Hard LOCKUP`.
+    static PPC_HARD: Needle = Needle::new("Watchdog CPU:");
+    if let Some(rest) = PPC_HARD.after(m) {
+        let mut s = blank(StallKind::HardLockup);
+        s.cpu = leading_number(rest);
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let hard = rest[digits..].trim_start().starts_with("Hard LOCKUP");
+        return (hard && s.cpu.is_some()).then_some(s);
+    }
     if let Some(rest) = HARD.after(m) {
         let mut s = blank(StallKind::HardLockup);
         s.cpu = leading_number(rest);

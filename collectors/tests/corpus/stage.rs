@@ -96,7 +96,18 @@ fn ages(lines: &[Line]) -> Vec<f64> {
     let use_clock = lines.iter().any(|l| l.clock.is_some());
     let use_uptime = !use_clock && lines.iter().any(|l| l.uptime.is_some());
     let mut times = Vec::with_capacity(lines.len());
-    let (mut prev, mut day) = (None::<f64>, 0.0);
+    // A first line without a stamp takes the first stamp that follows (a console line that a
+    // shell's output interrupted, say); later ones keep the stamp before them.
+    let first_stamp = lines.iter().find_map(|l| {
+        if use_clock {
+            l.clock
+        } else if use_uptime {
+            l.uptime
+        } else {
+            None
+        }
+    });
+    let (mut prev, mut day) = (first_stamp, 0.0);
     for (i, l) in lines.iter().enumerate() {
         let t = if use_clock {
             l.clock

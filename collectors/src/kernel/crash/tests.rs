@@ -196,6 +196,14 @@ fn a_panic_without_an_oops_names_the_task_of_its_cpu_line() {
     assert_eq!(oops, [(OopsKind::Panic, Some("kworker/2:1".to_string()), true)]);
 }
 
+/// powerpc's watchdog wording (open-power/skiboot#194, 4.15 on POWER9).
+#[test]
+fn powerpc_hard_lockup_wording() {
+    let s = stall_line("Watchdog CPU:59 Hard LOCKUP", 0).unwrap();
+    assert_eq!((s.kind, s.cpu), (StallKind::HardLockup, Some(59)));
+    assert_eq!(stall_line("Watchdog CPU:59 detected Hard LOCKUP other CPUs 2-3", 0), None);
+}
+
 /// arm64's oops wording (apple/container#614): no `BUG: ` before it.
 #[test]
 fn arm64_oops_wordings() {
