@@ -228,7 +228,9 @@ fn priority(s: &str) -> Option<(u8, &str)> {
 fn stamps<'a>(mut s: &'a str, line: &mut Line) -> &'a str {
     for _ in 0..2 {
         let Some(r) = s.strip_prefix('[') else { break };
-        let Some((inside, after)) = r.split_once(']') else { break };
+        let Some((inside, after)) = r.split_once(']') else {
+            break;
+        };
         let t = inside.trim();
         if let Ok(secs) = t.parse::<f64>() {
             line.uptime = Some(secs);
@@ -281,7 +283,9 @@ fn syslog_prefix(s: &str) -> Option<(Prefix, &str)> {
     } else {
         rest.split_once(' ')?.1
     };
-    let (tag, msg) = r.split_once(": ").or_else(|| r.strip_suffix(':').map(|t| (t, "")))?;
+    let (tag, msg) = r
+        .split_once(": ")
+        .or_else(|| r.strip_suffix(':').map(|t| (t, "")))?;
     if tag.contains(' ') || tag.is_empty() {
         return None;
     }

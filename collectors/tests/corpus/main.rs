@@ -47,10 +47,7 @@ fn the_corpus_scores_above_the_bars() {
     assert!(failures.is_empty(), "\n{}", failures.join("\n"));
     shape(&excerpts);
     let (p, r) = tally.overall();
-    assert!(
-        p >= MIN_PRECISION,
-        "precision {p:.3} below {MIN_PRECISION}"
-    );
+    assert!(p >= MIN_PRECISION, "precision {p:.3} below {MIN_PRECISION}");
     assert!(r >= MIN_RECALL, "recall {r:.3} below {MIN_RECALL}");
 }
 

@@ -106,13 +106,19 @@ impl Tally {
         if o.passed() {
             self.passed += 1;
         } else {
-            let known = ex.known_miss.as_deref().map_or(String::new(), |w| format!(" (known miss: {w})"));
-            self.misses.push(format!("{}: {}{known}", ex.name, o.describe()));
+            let known = ex
+                .known_miss
+                .as_deref()
+                .map_or(String::new(), |w| format!(" (known miss: {w})"));
+            self.misses
+                .push(format!("{}: {}{known}", ex.name, o.describe()));
         }
     }
 
     fn counts(&mut self, rule: &str) -> &mut Counts {
-        self.by_collector.entry(collector_of(rule).to_string()).or_default()
+        self.by_collector
+            .entry(collector_of(rule).to_string())
+            .or_default()
     }
 
     /// Precision and recall over every collector.
@@ -122,11 +128,13 @@ impl Tally {
     }
 
     fn total(&self) -> Counts {
-        self.by_collector.values().fold(Counts::default(), |a, c| Counts {
-            met: a.met + c.met,
-            missed: a.missed + c.missed,
-            extra: a.extra + c.extra,
-        })
+        self.by_collector
+            .values()
+            .fold(Counts::default(), |a, c| Counts {
+                met: a.met + c.met,
+                missed: a.missed + c.missed,
+                extra: a.extra + c.extra,
+            })
     }
 
     /// The per-collector table (Markdown), the misses and the pending excerpts.

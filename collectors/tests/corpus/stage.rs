@@ -57,7 +57,11 @@ pub fn run(ex: &Excerpt) -> Vec<Finding> {
             p.pid, p.comm, p.state
         );
         write(root, &format!("proc/{}/stat", p.pid), &stat);
-        write(root, &format!("proc/{}/comm", p.pid), &format!("{}\n", p.comm));
+        write(
+            root,
+            &format!("proc/{}/comm", p.pid),
+            &format!("{}\n", p.comm),
+        );
     }
     let mut findings = kernel_log_findings(root);
     findings.extend(daemon_log_findings(root, now));

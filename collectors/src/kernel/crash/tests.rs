@@ -173,8 +173,15 @@ fn rcu_stall_wordings_of_real_reports() {
         })
         .collect();
     assert_eq!(cpus, [Some(0), Some(1)]);
-    let s = stall_line("INFO: rcu_sched_state detected stall on CPU 1 (t=15000 jiffies)", 0).unwrap();
-    assert_eq!((s.cpu, s.rcu_flavor.as_deref()), (Some(1), Some("rcu_sched")));
+    let s = stall_line(
+        "INFO: rcu_sched_state detected stall on CPU 1 (t=15000 jiffies)",
+        0,
+    )
+    .unwrap();
+    assert_eq!(
+        (s.cpu, s.rcu_flavor.as_deref()),
+        (Some(1), Some("rcu_sched"))
+    );
 }
 
 /// A lockup's panic names its task on the `CPU:` line after it (sonic-net/sonic-buildimage
@@ -193,7 +200,10 @@ fn a_panic_without_an_oops_names_the_task_of_its_cpu_line() {
             Event::Stall(_) => None,
         })
         .collect();
-    assert_eq!(oops, [(OopsKind::Panic, Some("kworker/2:1".to_string()), true)]);
+    assert_eq!(
+        oops,
+        [(OopsKind::Panic, Some("kworker/2:1".to_string()), true)]
+    );
 }
 
 /// powerpc's watchdog wording (open-power/skiboot#194, 4.15 on POWER9).
@@ -201,14 +211,19 @@ fn a_panic_without_an_oops_names_the_task_of_its_cpu_line() {
 fn powerpc_hard_lockup_wording() {
     let s = stall_line("Watchdog CPU:59 Hard LOCKUP", 0).unwrap();
     assert_eq!((s.kind, s.cpu), (StallKind::HardLockup, Some(59)));
-    assert_eq!(stall_line("Watchdog CPU:59 detected Hard LOCKUP other CPUs 2-3", 0), None);
+    assert_eq!(
+        stall_line("Watchdog CPU:59 detected Hard LOCKUP other CPUs 2-3", 0),
+        None
+    );
 }
 
 /// arm64's oops wording (apple/container#614): no `BUG: ` before it.
 #[test]
 fn arm64_oops_wordings() {
     assert_eq!(
-        oops_kind("Unable to handle kernel NULL pointer dereference at virtual address 0000000000000000"),
+        oops_kind(
+            "Unable to handle kernel NULL pointer dereference at virtual address 0000000000000000"
+        ),
         Some(OopsKind::NullPointer)
     );
     assert_eq!(
