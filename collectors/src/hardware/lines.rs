@@ -14,6 +14,7 @@
 //! nvme nvme0: I/O 123 QID 4 timeout, aborting                                          (3.10 backports .. 6.x)
 //! nvme nvme0: I/O tag 123 (007b) opcode 0x2 (Read) QID 4 timeout, aborting req_op:READ(0) size:4096  (6.8+)
 //! nvme nvme0: I/O 123 QID 4 timeout, reset controller
+//! nvme nvme0: I/O 897 QID 2 timeout, completion polled                  (4.x .. 6.x: a missed interrupt)
 //! nvme nvme0: Abort status: 0x0
 //! nvme nvme0: controller is down; will reset: CSTS=0xffffffff, PCI_STATUS=0xffff
 //! nvme nvme0: Removing after probe failure status: -19
@@ -256,7 +257,10 @@ fn nvme(rest: &str) -> Option<HwLine> {
         || tail.starts_with("controller is down; will reset")
     {
         NvmeEvent::Reset
-    } else if tail.contains(" timeout, aborting") || tail.starts_with("Abort status: ") {
+    } else if tail.contains(" timeout, aborting")
+        || tail.contains(" timeout, completion polled")
+        || tail.starts_with("Abort status: ")
+    {
         NvmeEvent::Timeout
     } else if tail.starts_with("Removing after probe failure") {
         NvmeEvent::Removed
@@ -423,6 +427,10 @@ mod tests {
                 event: e,
             })
         };
+        assert_eq!(
+            parse("nvme nvme0: I/O 897 QID 2 timeout, completion polled"),
+            n(NvmeEvent::Timeout)
+        );
         assert_eq!(
             parse("nvme nvme0: I/O 123 QID 4 timeout, aborting"),
             n(NvmeEvent::Timeout)

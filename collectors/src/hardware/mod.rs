@@ -38,6 +38,9 @@ pub use sample::HardwareSample;
 use sample::{ControllerState, DiskErrors, DiskMount, LogEvents, MemoryCounters};
 pub use thresholds::Thresholds;
 
+/// How long after `Machine check events logged` a CPU's bank line is the same event.
+const MCE_HEADER_USEC: u64 = 2_000_000;
+
 /// Kernel-log event groups remembered (subject x kind); the stalest go first.
 const MAX_EVENT_GROUPS: usize = 256;
 /// Counter rises remembered per EDAC counter within the window.
@@ -174,6 +177,24 @@ impl HardwareCollector {
         s
     }
 
+    /// A CPU's machine-check line right after `Machine check events logged` is that event
+    /// (4.x+ print the header, then the bank of each record): the header is not counted as a
+    /// second, CPU-less event.
+    fn absorb_logged(&mut self, usec: u64) {
+        let key = ("mce", "node".to_string());
+        let Some(s) = self.events.get_mut(&key) else {
+            return;
+        };
+        if usec.saturating_sub(s.last_usec) > MCE_HEADER_USEC {
+            return;
+        }
+        if s.count <= 1 {
+            self.events.remove(&key);
+        } else {
+            s.count -= 1;
+        }
+    }
+
     /// Phase: new kernel-log records into the event groups; returns the reader's status.
     fn read_kernel_log(&mut self) -> Status {
         let batch = self.kmsg.read_new();
@@ -186,6 +207,7 @@ impl HardwareCollector {
                     self.note("mce", "node".into(), "events_logged".into(), "logged", r, 1);
                 }
                 HwLine::MceBank { cpu, bank } => {
+                    self.absorb_logged(r.usec);
                     self.note(
                         "mce",
                         format!("cpu{cpu}"),

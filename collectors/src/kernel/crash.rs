@@ -138,12 +138,15 @@ pub fn oops_kind(m: &str) -> Option<OopsKind> {
 }
 
 fn bare_oops_kind(m: &str) -> Option<OopsKind> {
+    // arm64 (and arm) print `Unable to handle kernel … at virtual address …` without `BUG: `.
     if m.starts_with("BUG: unable to handle kernel NULL pointer dereference")
         || m.starts_with("BUG: kernel NULL pointer dereference")
+        || m.starts_with("Unable to handle kernel NULL pointer dereference at virtual address ")
     {
         Some(OopsKind::NullPointer)
     } else if m.starts_with("BUG: unable to handle kernel paging request")
         || m.starts_with("BUG: unable to handle page fault for address")
+        || m.starts_with("Unable to handle kernel paging request at virtual address ")
     {
         Some(OopsKind::PagingRequest)
     } else if m.starts_with("divide error: ") {
@@ -215,6 +218,15 @@ pub fn stall_line(m: &str, usec: u64) -> Option<Stall> {
         }
         return s.cpu.is_some().then_some(s);
     }
+    // powerpc's own watchdog (arch/powerpc/kernel/watchdog.c): `Watchdog CPU:59 Hard LOCKUP`.
+    static PPC_HARD: Needle = Needle::new("Watchdog CPU:");
+    if let Some(rest) = PPC_HARD.after(m) {
+        let mut s = blank(StallKind::HardLockup);
+        s.cpu = leading_number(rest);
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let hard = rest[digits..].trim_start().starts_with("Hard LOCKUP");
+        return (hard && s.cpu.is_some()).then_some(s);
+    }
     if let Some(rest) = HARD.after(m) {
         let mut s = blank(StallKind::HardLockup);
         s.cpu = leading_number(rest);
@@ -224,8 +236,12 @@ pub fn stall_line(m: &str, usec: u64) -> Option<Stall> {
     let m = m.strip_prefix("rcu: ").unwrap_or(m);
     let rest = m.strip_prefix("INFO: rcu_")?;
     let (flavor, after) = rest.split_once(' ')?;
+    // 3.0 – 3.2 named the state (`rcu_sched_state detected stall on CPU 1 (t=…)`).
+    let flavor = flavor.strip_suffix("_state").unwrap_or(flavor);
+    let old_cpu = after.strip_prefix("detected stall on CPU ");
     if !(after.starts_with("self-detected stall on CPU")
-        || after.starts_with("detected stalls on CPUs/tasks:"))
+        || after.starts_with("detected stalls on CPUs/tasks:")
+        || old_cpu.is_some())
         || flavor.len() > 16
         || !flavor.chars().all(|c| c.is_ascii_lowercase())
     {
@@ -233,10 +249,13 @@ pub fn stall_line(m: &str, usec: u64) -> Option<Stall> {
     }
     let mut s = blank(StallKind::RcuStall);
     s.rcu_flavor = Some(format!("rcu_{flavor}"));
-    // 3.10 names the CPU on the same line: `{ 3}` (or `{ 3 5}` for several).
-    s.cpu = after
-        .split_once('{')
-        .and_then(|(_, r)| leading_number(r.trim_start()));
+    // 3.10 names the CPU on the same line: `{ 3}` (or `{ 3 5}` for several); 3.0 after `CPU `.
+    s.cpu = match old_cpu {
+        Some(r) => leading_number(r),
+        None => after
+            .split_once('{')
+            .and_then(|(_, r)| leading_number(r.trim_start())),
+    };
     Some(s)
 }
 
@@ -267,7 +286,9 @@ fn text(s: &str) -> String {
 #[derive(Debug)]
 enum Pending {
     Oops(Oops, u32),
-    Rcu(Stall, u32),
+    /// A stall's first line, the records since, and whether a CPU line of it was emitted
+    /// (one stall names every stalled CPU, one line each).
+    Rcu(Stall, u32, bool),
 }
 
 /// Joins the lines of one oops or RCU stall into one event.
@@ -282,7 +303,7 @@ impl Assembler {
         let mut out = Vec::new();
         // Count this record against the pending event's span.
         match &mut self.pending {
-            Some(Pending::Oops(_, n)) | Some(Pending::Rcu(_, n)) => *n += 1,
+            Some(Pending::Oops(_, n)) | Some(Pending::Rcu(_, n, _)) => *n += 1,
             None => {}
         }
         if let Some(kind) = oops_kind(m) {
@@ -316,23 +337,36 @@ impl Assembler {
                     out.push(Event::Oops(o));
                 }
                 other => {
-                    if let Some(Pending::Rcu(s, _)) = other {
+                    if let Some(Pending::Rcu(s, _, false)) = other {
                         out.push(Event::Stall(s));
                     }
-                    out.push(Event::Oops(Oops {
-                        kind: OopsKind::Panic,
-                        cpu: None,
-                        pid: None,
-                        comm: None,
-                        panic: Some(reason),
-                        usec,
-                    }));
+                    // A panic without an oops before it (a hard or soft lockup's panic)
+                    // prints its `CPU:` line next: wait for it, as for an oops.
+                    self.pending = Some(Pending::Oops(
+                        Oops {
+                            kind: OopsKind::Panic,
+                            cpu: None,
+                            pid: None,
+                            comm: None,
+                            panic: Some(reason),
+                            usec,
+                        },
+                        0,
+                    ));
                 }
             }
         } else if let Some(s) = stall_line(m, usec) {
+            // 4.x prints `self-detected stall on CPU` and then `detected stalls on
+            // CPUs/tasks:` for one stall: a CPU-less first line still waiting is the same one.
+            let same = s.kind == StallKind::RcuStall
+                && s.cpu.is_none()
+                && matches!(&self.pending, Some(Pending::Rcu(p, _, false)) if p.cpu.is_none());
+            if same {
+                self.pending = None;
+            }
             out.extend(self.flush());
             if s.kind == StallKind::RcuStall && s.cpu.is_none() {
-                self.pending = Some(Pending::Rcu(s, 0));
+                self.pending = Some(Pending::Rcu(s, 0, false));
             } else {
                 out.push(Event::Stall(s));
             }
@@ -346,12 +380,12 @@ impl Assembler {
                         o.comm = Some(comm);
                     }
                 }
-                Some(Pending::Rcu(..)) => {
+                Some(Pending::Rcu(s, _, emitted)) => {
                     if let Some(cpu) = rcu_cpu_line(m) {
-                        if let Some(Pending::Rcu(mut s, _)) = self.pending.take() {
-                            s.cpu = Some(cpu);
-                            out.push(Event::Stall(s));
-                        }
+                        let mut one = s.clone();
+                        one.cpu = Some(cpu);
+                        out.push(Event::Stall(one));
+                        *emitted = true;
                     }
                 }
                 _ => {}
@@ -360,7 +394,7 @@ impl Assembler {
         // Past its span, a pending event is complete.
         let expired = match &self.pending {
             Some(Pending::Oops(_, n)) => *n > OOPS_SPAN,
-            Some(Pending::Rcu(_, n)) => *n > RCU_SPAN,
+            Some(Pending::Rcu(_, n, _)) => *n > RCU_SPAN,
             None => false,
         };
         if expired {
@@ -373,8 +407,8 @@ impl Assembler {
     pub fn flush(&mut self) -> Vec<Event> {
         match self.pending.take() {
             Some(Pending::Oops(o, _)) => vec![Event::Oops(o)],
-            Some(Pending::Rcu(s, _)) => vec![Event::Stall(s)],
-            None => Vec::new(),
+            Some(Pending::Rcu(s, _, false)) => vec![Event::Stall(s)],
+            Some(Pending::Rcu(_, _, true)) | None => Vec::new(),
         }
     }
 }

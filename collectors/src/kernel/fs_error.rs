@@ -6,7 +6,11 @@
 //! EXT4-fs error (device sda1) in ext4_reserve_inode_write:5788: Journal has aborted
 //! EXT4-fs (vdb): Remounting filesystem read-only                    (ext2/ext3/ext4, all versions)
 //! EXT4-fs (sda1): warning: mounting fs with errors, running e2fsck is recommended
-//! EXT4-fs (sda1): previous I/O error to superblock detected                  (ignored)
+//! EXT4-fs (sdi): I/O error while writing superblock                         (2.6 .. 6.x)
+//! EXT4-fs (dm-70): previous I/O error to superblock detected                 (2.6 .. 6.x)
+//! Aborting journal on device dm-70-8.                    (jbd2: `<device>-<journal inode>`)
+//! JBD2: Error -5 detected when updating journal superblock for dm-70-8.
+//! JBD2: Detected IO errors while flushing file data on sda1-8
 //! XFS (sdb): I/O Error Detected. Shutting down filesystem                     (3.x .. 5.13)
 //! XFS (dm-0): Corruption of in-memory data detected.  Shutting down filesystem (3.x .. 5.13)
 //! XFS (dm-0): Log I/O error (0x2) detected at xlog_ioend_work+0x6e/0x70 [xfs] (fs/xfs/xfs_log.c:1281). Shutting down filesystem (5.14 .. 5.16)
@@ -15,6 +19,10 @@
 //! XFS (sda4): Corruption detected. Unmount and run xfs_repair                 (all)
 //! XFS (loop5): Metadata corruption detected at xfs_btree_lookup_get_block+0x27a/0x300, xfs_refcountbt block 0x28
 //! XFS (sda2): Metadata CRC error detected at xfs_agi_read_verify+0x8e/0xd0 [xfs], xfs_agi block 0x2
+//! XFS (dm-2): Internal error XFS_WANT_CORRUPTED_RETURN at line 351 of file fs/xfs/libxfs/xfs_alloc.c.  Caller …
+//! XFS (dm-2): Corruption warning: Metadata has LSN (1:2736) ahead of current LSN (1:120). …
+//! XFS (dm-11): metadata I/O error: block 0x2 ("xfs_trans_read_buf_map") error 5 numblks 1   (3.x .. 4.x)
+//! XFS (dm-7): log mount failed
 //! Buffer I/O error on dev sdb1, logical block 0, async page read              (4.x+)
 //! Buffer I/O error on device sdb1, logical block 12345                        (2.6/3.10)
 //! ```
@@ -35,6 +43,14 @@ pub enum FsErrorKind {
     /// ext4 was mounted with errors recorded and not yet repaired (`running e2fsck is
     /// recommended`): a past error survived a remount or reboot.
     MountedWithErrors,
+    /// The journal (jbd2) aborted: ext4 stops writing and goes read-only next.
+    JournalAborted,
+    /// ext4 or its journal could not write its superblock or flush data: the device under
+    /// it failed.
+    MetadataIo,
+    /// XFS could not read its metadata or its log (`metadata I/O error`, a failed log
+    /// mount): the device under it failed.
+    XfsIo,
 }
 
 impl FsErrorKind {
@@ -46,6 +62,9 @@ impl FsErrorKind {
             FsErrorKind::BufferIo => "buffer_io_error",
             FsErrorKind::XfsCorruption => "xfs_corruption",
             FsErrorKind::MountedWithErrors => "mounted_with_errors",
+            FsErrorKind::JournalAborted => "journal_aborted",
+            FsErrorKind::MetadataIo => "metadata_io_error",
+            FsErrorKind::XfsIo => "xfs_io_error",
         }
     }
 
@@ -79,6 +98,10 @@ pub fn parse(message: &str) -> Option<FsError> {
                 FsErrorKind::ReadOnly
             } else if rest.contains("mounting fs with errors") {
                 FsErrorKind::MountedWithErrors
+            } else if rest.contains("I/O error while writing superblock")
+                || rest.contains("previous I/O error to superblock detected")
+            {
+                FsErrorKind::MetadataIo
             } else {
                 return None;
             };
@@ -94,12 +117,22 @@ pub fn parse(message: &str) -> Option<FsError> {
         } else if text.starts_with("Corruption detected")
             || text.starts_with("Metadata corruption detected")
             || text.starts_with("Metadata CRC error detected")
+            || text.starts_with("Internal error ")
+            || text.starts_with("Corruption warning: ")
         {
             FsErrorKind::XfsCorruption
+        } else if text.starts_with("metadata I/O error")
+            || text.starts_with("log mount failed")
+            || text.starts_with("log mount/recovery failed")
+        {
+            FsErrorKind::XfsIo
         } else {
             return None;
         };
         return dev_until(rest, ')').map(|d| FsError { device: d, kind });
+    }
+    if let Some(e) = parse_journal(m) {
+        return Some(e);
     }
     if let Some(rest) = m.strip_prefix("Buffer I/O error on dev") {
         let rest = rest.strip_prefix("ice").unwrap_or(rest);
@@ -109,6 +142,26 @@ pub fn parse(message: &str) -> Option<FsError> {
         });
     }
     None
+}
+
+/// jbd2's lines, which name the journal as `<device>-<journal inode>` (`dm-70-8`): an aborted
+/// journal, a journal superblock it could not write, file data it could not flush.
+fn parse_journal(m: &str) -> Option<FsError> {
+    let (journal, kind) = if let Some(r) = m.strip_prefix("Aborting journal on device ") {
+        (r.trim_end_matches('.'), FsErrorKind::JournalAborted)
+    } else if let Some(r) = m.strip_prefix("JBD2: ") {
+        let (_, j) = r
+            .split_once("when updating journal superblock for ")
+            .or_else(|| r.split_once("Detected IO errors while flushing file data on "))?;
+        (j.trim_end_matches('.'), FsErrorKind::MetadataIo)
+    } else {
+        return None;
+    };
+    let (device, inode) = journal.trim().rsplit_once('-')?;
+    if inode.is_empty() || !inode.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    dev_until(&format!("{device})"), ')').map(|device| FsError { device, kind })
 }
 
 /// An ext4 warning (`EXT4-fs warning (device sda1): ext4_dx_add_entry:2461: Directory index
@@ -253,18 +306,51 @@ mod tests {
             assert_eq!(p(line), Some(("loop0".into(), kind)), "{line}");
         }
         for line in [
-            "Aborting journal on device loop0-8.",
             "EXT4-fs warning (device loop0): ext4_clear_journal_err:6350: Filesystem error recorded from previous mount: IO failure",
             "EXT4-fs (loop0): recovery complete",
             "EXT4-fs (loop0): unmounting filesystem c1d99bff-be0f-4bf2-895e-bdd17f217d29.",
         ] {
             assert_eq!(p(line), None, "{line}");
         }
+        // The journal's own lines name the device with its journal inode (`loop0-8`).
+        assert_eq!(
+            p("Aborting journal on device loop0-8."),
+            Some(("loop0".into(), FsErrorKind::JournalAborted))
+        );
         // 3.10 .. 6.x: an error in a journal operation names the function after "in".
         assert_eq!(
             p("EXT4-fs error (device sda1) in ext4_reserve_inode_write:5788: Journal has aborted"),
             Some(("sda1".into(), FsErrorKind::Ext4Error))
         );
+    }
+
+    /// Lines of public reports (collectors/tests/corpus): ext4 superblock and jbd2 write
+    /// failures of devmapper thin devices and Longhorn volumes (4.x, 5.x), XFS metadata read
+    /// errors, a failed log mount and an internal error (3.10, 4.4, 4.13).
+    #[test]
+    fn metadata_io_and_journal_lines_of_real_reports() {
+        for (line, dev, kind) in [
+            ("EXT4-fs (sdi): I/O error while writing superblock", "sdi", FsErrorKind::MetadataIo),
+            ("EXT4-fs (dm-70): previous I/O error to superblock detected", "dm-70", FsErrorKind::MetadataIo),
+            ("JBD2: Error -5 detected when updating journal superblock for dm-70-8.", "dm-70", FsErrorKind::MetadataIo),
+            ("JBD2: Detected IO errors while flushing file data on sda1-8", "sda1", FsErrorKind::MetadataIo),
+            ("Aborting journal on device xvda9-8.", "xvda9", FsErrorKind::JournalAborted),
+            ("XFS (dm-11): metadata I/O error: block 0x2 (\"xfs_trans_read_buf_map\") error 5 numblks 1", "dm-11", FsErrorKind::XfsIo),
+            ("XFS (dm-7): log mount failed", "dm-7", FsErrorKind::XfsIo),
+            ("XFS (dm-7): log mount/recovery failed: error -5", "dm-7", FsErrorKind::XfsIo),
+            ("XFS (dm-2): Internal error XFS_WANT_CORRUPTED_RETURN at line 351 of file fs/xfs/libxfs/xfs_alloc.c.  Caller xfs_alloc_ag_vextent_near+0x78f/0xba0 [xfs]", "dm-2", FsErrorKind::XfsCorruption),
+            ("XFS (dm-2): Corruption warning: Metadata has LSN (1:2736) ahead of current LSN (1:120). Please unmount and run xfs_repair (>= v4.3) to resolve.", "dm-2", FsErrorKind::XfsCorruption),
+        ] {
+            assert_eq!(p(line), Some((dev.to_string(), kind)), "{line}");
+        }
+        for line in [
+            "Aborting journal on device sdb1.",
+            "Aborting journal on device a/b-8.",
+            "JBD2: Spotted dirty metadata buffer (dev = dm-70, blocknr = 0). There's a risk of filesystem corruption in case of system crash.",
+            "XFS (dm-5): Ending clean mount",
+        ] {
+            assert_eq!(p(line), None, "{line}");
+        }
     }
 
     /// XFS shutdown and corruption lines by kernel version.

@@ -530,9 +530,12 @@ fn fs_error(e: &FsErrorGroup, window: u64, t: &Thresholds) -> Draft {
     };
     let kinds: Vec<&str> = e.kinds.iter().map(|k| k.as_str()).collect();
     let xfs = e.fstype.as_deref() == Some("xfs")
-        || e.kinds
-            .iter()
-            .any(|k| matches!(k, FsErrorKind::XfsShutdown | FsErrorKind::XfsCorruption));
+        || e.kinds.iter().any(|k| {
+            matches!(
+                k,
+                FsErrorKind::XfsShutdown | FsErrorKind::XfsCorruption | FsErrorKind::XfsIo
+            )
+        });
     let mut d = Draft::new("kernel.fs_error", severity)
         .subject(e.device.clone())
         .evidence("device", e.device.as_str())

@@ -97,6 +97,10 @@ pub enum OomLine {
     Usage { usage_kb: u64, limit_kb: u64 },
     /// `Tasks in <memcg> are going to be killed due to memory.oom.group set` (4.19+).
     GroupKill { memcg: String },
+    /// Cgroup v1's `Memory cgroup stats for <memcg>: cache:…` (3.10 .. 5.x), printed for the
+    /// limited cgroup and then each cgroup under it: the first names the cgroup that hit its
+    /// limit when the excerpt of the report lacks `Task in` and the summary.
+    Stats { memcg: String },
 }
 
 /// Matches one kernel log message; `None` when it is no OOM line we use.
@@ -120,6 +124,13 @@ pub fn parse(message: &str) -> Option<OomLine> {
         let memcg = rest.strip_suffix(" are going to be killed due to memory.oom.group set")?;
         return Some(OomLine::GroupKill {
             memcg: memcg.trim().to_string(),
+        });
+    }
+    if let Some(rest) = m.strip_prefix("Memory cgroup stats for ") {
+        let (memcg, _) = rest.split_once(':')?;
+        let memcg = memcg.trim();
+        return memcg.starts_with('/').then(|| OomLine::Stats {
+            memcg: memcg.to_string(),
         });
     }
     if let Some(rest) = m.strip_prefix("memory: usage ") {
@@ -372,6 +383,15 @@ impl Assembler {
             }
             OomLine::Usage { usage_kb, limit_kb } => {
                 self.context(usec).usage = Some((usage_kb, limit_kb));
+            }
+            OomLine::Stats { memcg } => {
+                // Only the first (the limited cgroup) and only when nothing named one yet.
+                let ctx = self.context(usec);
+                if !ctx.names_cgroup {
+                    ctx.oom_memcg = Some(memcg.clone());
+                    ctx.task_memcg = Some(memcg);
+                    ctx.names_cgroup = true;
+                }
             }
             OomLine::GroupKill { memcg } => {
                 // The victim's kill (just printed, or a decision still without its victim
@@ -669,6 +689,27 @@ mod tests {
     const K618_SUMMARY: &str = "oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,oom_memcg=/ndtest,task_memcg=/ndtest,task=python3,pid=19701,uid=0";
     const K618_KILL: &str = "Memory cgroup out of memory: Killed process 19701 (python3) total-vm:118968kB, anon-rss:16104kB, file-rss:6500kB, shmem-rss:0kB, UID:0 pgtables:88kB oom_score_adj:0";
     const K618_USAGE: &str = "memory: usage 16384kB, limit 16384kB, failcnt 97";
+
+    /// kubernetes/kubernetes#56891 (3.10.0-327.4.5.el7): a report quoted from its
+    /// `Memory cgroup stats for` line, without `Task in`: the first stats line names the cgroup.
+    #[test]
+    fn cgroup_v1_stats_line_names_the_cgroup_when_task_in_is_missing() {
+        let mut a = Assembler::default();
+        let ev = run(
+            &mut a,
+            "6,1,1000000,-;Memory cgroup stats for /kubepods/pod95387fa4-da9c-11e7-9d36-5254b24cbf5e/6895a3e1: cache:32KB rss:524188KB
+             6,2,1000100,-;Memory cgroup stats for /kubepods/pod95387fa4-da9c-11e7-9d36-5254b24cbf5e/other: cache:0KB rss:0KB
+             3,3,1500000,-;Memory cgroup out of memory: Kill process 24572 (java) score 0 or sacrifice child
+             3,4,1500100,-;Killed process 28438 (java) total-vm:20255636kB, anon-rss:466160kB, file-rss:13684kB",
+        );
+        let k = kills(&ev);
+        assert_eq!(k.len(), 1, "{ev:?}");
+        assert_eq!(
+            k[0].oom_memcg.as_deref(),
+            Some("/kubepods/pod95387fa4-da9c-11e7-9d36-5254b24cbf5e/6895a3e1")
+        );
+        assert_eq!(parse("Memory cgroup stats for relative: cache:0KB"), None);
+    }
 
     #[test]
     fn new_format_cgroup_oom() {

@@ -1421,9 +1421,10 @@ fn ext4_remounted_read_only_on_6_18_and_recovered() {
     let f = find(&c, "kernel.fs_error", "loop0").unwrap_or_else(|| panic!("{:?}", ids(&c)));
     assert_eq!(f.evidence["read_only_now"].as_str(), Some("true"));
     assert_eq!(f.evidence["phase"].as_str(), Some("ongoing"));
+    // The capture's `Aborting journal on device loop0-8.` lines are the journal's abort.
     assert_eq!(
         f.evidence["kinds"].as_str(),
-        Some("ext4_error,remounted_read_only,mounted_with_errors")
+        Some("ext4_error,remounted_read_only,mounted_with_errors,journal_aborted")
     );
     assert_eq!(f.evidence["errors_count_now"].as_f64(), Some(2.0));
     // fsck'd and mounted read-write again.

@@ -135,6 +135,103 @@ fn lockups_and_rcu_stalls() {
     );
 }
 
+/// One stall naming two CPUs (harvester/harvester#564, Linux 5.3): a stall for each.
+#[test]
+fn an_rcu_stall_names_every_stalled_cpu() {
+    let ev = feed_all(&[
+        "rcu: INFO: rcu_sched detected stalls on CPUs/tasks:",
+        "rcu:         9-...!: (0 ticks this GP) idle=850/0/0x0 softirq=354327/354327 fqs=1",
+        "rcu:         11-...!: (0 ticks this GP) idle=dd0/0/0x0 softirq=363050/363050 fqs=1",
+        "     (detected by 2, t=663225 jiffies, g=890229, q=72)",
+    ]);
+    let cpus: Vec<_> = ev
+        .iter()
+        .map(|e| match e {
+            Event::Stall(s) => s.cpu,
+            Event::Oops(_) => None,
+        })
+        .collect();
+    assert_eq!(cpus, [Some(9), Some(11)]);
+}
+
+/// docker 1.12's node (moby/moby#34293, 4.9): `self-detected stall on CPU` then `detected
+/// stalls on CPUs/tasks:` with two CPU lines is one stall of CPUs 0 and 1, not a third without
+/// a CPU; 3.0's `rcu_sched_state detected stall on CPU 1 (t=…)` (openzfs/zfs#557) names its CPU.
+#[test]
+fn rcu_stall_wordings_of_real_reports() {
+    let ev = feed_all(&[
+        "INFO: rcu_sched self-detected stall on CPU",
+        "INFO: rcu_sched detected stalls on CPUs/tasks:",
+        "        0-...: (1 GPs behind) idle=fcd/140000000000001/0 softirq=392901330/392901331 fqs=0",
+        "        1-...: (1 GPs behind) idle=2d1/140000000000000/0 softirq=335319685/335319685 fqs=0",
+    ]);
+    let cpus: Vec<_> = ev
+        .iter()
+        .map(|e| match e {
+            Event::Stall(s) => s.cpu,
+            Event::Oops(_) => None,
+        })
+        .collect();
+    assert_eq!(cpus, [Some(0), Some(1)]);
+    let s = stall_line(
+        "INFO: rcu_sched_state detected stall on CPU 1 (t=15000 jiffies)",
+        0,
+    )
+    .unwrap();
+    assert_eq!(
+        (s.cpu, s.rcu_flavor.as_deref()),
+        (Some(1), Some("rcu_sched"))
+    );
+}
+
+/// A lockup's panic names its task on the `CPU:` line after it (sonic-net/sonic-buildimage
+/// #17358, 5.10; RedPill-TTG/redpill-lkm#21, 3.10).
+#[test]
+fn a_panic_without_an_oops_names_the_task_of_its_cpu_line() {
+    let ev = feed_all(&[
+        "watchdog: BUG: soft lockup - CPU#2 stuck for 23s! [kworker/2:1:25629]",
+        "Kernel panic - not syncing: softlockup: hung tasks",
+        "CPU: 2 PID: 25629 Comm: kworker/2:1 Tainted: G OEL 5.10.0-18-2-amd64 #1 Debian 5.10.140-1",
+    ]);
+    let oops: Vec<_> = ev
+        .iter()
+        .filter_map(|e| match e {
+            Event::Oops(o) => Some((o.kind, o.comm.clone(), o.panic.is_some())),
+            Event::Stall(_) => None,
+        })
+        .collect();
+    assert_eq!(
+        oops,
+        [(OopsKind::Panic, Some("kworker/2:1".to_string()), true)]
+    );
+}
+
+/// powerpc's watchdog wording (open-power/skiboot#194, 4.15 on POWER9).
+#[test]
+fn powerpc_hard_lockup_wording() {
+    let s = stall_line("Watchdog CPU:59 Hard LOCKUP", 0).unwrap();
+    assert_eq!((s.kind, s.cpu), (StallKind::HardLockup, Some(59)));
+    assert_eq!(
+        stall_line("Watchdog CPU:59 detected Hard LOCKUP other CPUs 2-3", 0),
+        None
+    );
+}
+
+/// arm64's oops wording (apple/container#614): no `BUG: ` before it.
+#[test]
+fn arm64_oops_wordings() {
+    assert_eq!(
+        oops_kind(
+            "Unable to handle kernel NULL pointer dereference at virtual address 0000000000000000"
+        ),
+        Some(OopsKind::NullPointer)
+    );
+    assert_eq!(
+        oops_kind("Unable to handle kernel paging request at virtual address ffff800012345678"),
+        Some(OopsKind::PagingRequest)
+    );
+}
+
 proptest::proptest! {
     #[test]
     fn never_panics(lines in proptest::collection::vec("\\PC{0,80}", 0..20)) {
