@@ -92,16 +92,7 @@ fn overview(h: &mut String, view: &View<'_>) {
     );
     let blind: Vec<String> = view
         .incomplete()
-        .map(|c| {
-            format!(
-                "<b>{}</b> ({}{})",
-                escape(c.name),
-                c.status,
-                c.message
-                    .map(|m| format!(": {}", escape(collectors::bounded::prefix(m, 120))))
-                    .unwrap_or_default()
-            )
-        })
+        .map(|c| format!("<b>{}</b> ({})", escape(c.name), c.status))
         .collect();
     if blind.is_empty() {
         let _ = writeln!(
@@ -116,9 +107,10 @@ fn overview(h: &mut String, view: &View<'_>) {
     } else {
         let _ = writeln!(
             h,
-            "<p class=\"blind\">{}: {}</p>",
+            "<p class=\"blind\">{}: {}. <a href=\"#collectors\">{}</a></p>",
             t("Could not look", "未能检查"),
-            blind.join("; ")
+            blind.join(", "),
+            t("Why", "原因")
         );
     }
     if !view.findings.is_empty() {
@@ -152,6 +144,11 @@ fn overview(h: &mut String, view: &View<'_>) {
 /// Findings named in the overview, at most.
 const WORST: usize = 5;
 
+/// What every page's head holds besides its title: the width of the device (a phone shows the
+/// page at its own width, not a desktop's shrunk), and an empty icon (no request for a
+/// `/favicon.ico` the agent does not serve, and no error in the browser's console for it).
+pub const HEAD_META: &str = "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><link rel=\"icon\" href=\"data:,\">";
+
 /// The page's style. Nothing may push the page wider than the screen: long words and ids wrap
 /// anywhere, commands scroll inside their own block, a wide table inside its own box.
 pub const STYLE: &str = "body{font-family:sans-serif;max-width:60em;margin:1em auto;padding:0 1em;overflow-wrap:anywhere}\
@@ -175,8 +172,7 @@ fn head(h: &mut String, view: &View<'_>) {
     };
     let _ = write!(
         h,
-        "<!doctype html>\n<html lang=\"{}\"><head><meta charset=\"utf-8\">\
-<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><title>node-doctor: {node}</title>\n\
+        "<!doctype html>\n<html lang=\"{}\"><head><meta charset=\"utf-8\">{HEAD_META}<title>node-doctor: {node}</title>\n\
 <style>{STYLE}</style></head><body>\n",
         view.lang.as_str()
     );
@@ -308,7 +304,7 @@ fn collectors_table(h: &mut String, view: &View<'_>) {
     let t = |en, zh| view.t(en, zh);
     let _ = write!(
         h,
-        "<h2>{}</h2>\n<div class=\"tw\"><table><tr><th>{}</th><th>{}</th><th>{}</th><th>ms</th><th>{}</th></tr>\n",
+        "<h2 id=\"collectors\">{}</h2>\n<div class=\"tw\"><table><tr><th>{}</th><th>{}</th><th>{}</th><th>ms</th><th>{}</th></tr>\n",
         t("Collectors", "采集器"),
         t("name", "名称"),
         t("status", "状态"),

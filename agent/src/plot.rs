@@ -19,10 +19,10 @@ use crate::view::pick;
 pub const WIDTH: f64 = 600.0;
 pub const HEIGHT: f64 = 200.0;
 /// The plotting area's margins: left for the value labels, bottom for the times.
-const LEFT: f64 = 70.0;
+const LEFT: f64 = 90.0;
 const RIGHT: f64 = 10.0;
 const TOP: f64 = 10.0;
-const BOTTOM: f64 = 24.0;
+const BOTTOM: f64 = 28.0;
 /// A crossing further ahead than this is not drawn (the axis would squeeze the history).
 const MAX_AHEAD_SECS: f64 = 86_400.0;
 
@@ -250,7 +250,7 @@ fn axes(h: &mut String, f: &Figure, s: &Scale) {
     let label = |h: &mut String, x: f64, y: f64, anchor: &str, text: &str| {
         let _ = write!(
             h,
-            "<text x=\"{x:.1}\" y=\"{y:.1}\" font-size=\"11\" text-anchor=\"{anchor}\" fill=\"#444\">{}</text>",
+            "<text x=\"{x:.1}\" y=\"{y:.1}\" font-size=\"15\" text-anchor=\"{anchor}\" fill=\"#444\">{}</text>",
             escape(text)
         );
     };
@@ -354,7 +354,7 @@ mod tests {
         };
         let svg = svg(&f, Lang::Zh);
         assert!(svg.contains("conntrack 表使用率"));
-        assert!(svg.contains("class=\"series\" d=\"M70.0 "));
+        assert!(svg.contains("class=\"series\" d=\"M90.0 "));
         assert!(!svg.contains("class=\"pt\"") && !svg.contains("class=\"fit\""));
         // A flat series still gets a height.
         let flat = Figure {
