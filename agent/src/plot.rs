@@ -365,4 +365,157 @@ mod tests {
         assert!(s.v1 > s.v0);
         assert!(svg.len() > 100);
     }
+
+    /// A tmpfs mounted at `<dir>/var/lib/kubelet`, unmounted on drop (also when a test fails).
+    struct KubeletTmpfs {
+        dir: tempfile::TempDir,
+        mnt: std::path::PathBuf,
+    }
+
+    impl Drop for KubeletTmpfs {
+        fn drop(&mut self) {
+            let _ = nix::mount::umount2(&self.mnt, nix::mount::MntFlags::MNT_DETACH);
+        }
+    }
+
+    /// Issue 49 on a real kernel (root): a 128 MiB tmpfs kubelet root written 2 MiB per cycle,
+    /// the disk collector's clock a second per cycle (as the collector's own real test). Once
+    /// `disk.filling_up` is raised, the figure the agent keeps for that filesystem is drawn
+    /// with every reading as a dot, the dashed fit ending on the threshold line, and the
+    /// crossing ring where the finding's estimate puts it.
+    #[test]
+    fn a_real_tmpfs_filling_is_plotted_with_its_crossing_at_the_findings_estimate() {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        use std::sync::Arc;
+        let is_root = std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+        });
+        if !is_root {
+            println!("SKIP a_real_tmpfs_filling_is_plotted_with_its_crossing_at_the_findings_estimate: needs root (mounts a tmpfs)");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let mnt = dir.path().join("var/lib/kubelet");
+        std::fs::create_dir_all(&mnt).unwrap();
+        nix::mount::mount(
+            Some("tmpfs"),
+            &mnt,
+            Some("tmpfs"),
+            nix::mount::MsFlags::empty(),
+            Some("size=128m"),
+        )
+        .expect("mount tmpfs");
+        let fs = KubeletTmpfs { dir, mnt };
+        let proc1 = fs.dir.path().join("proc/1");
+        std::fs::create_dir_all(&proc1).unwrap();
+        std::os::unix::fs::symlink(
+            format!("/proc/{}/mountinfo", std::process::id()),
+            proc1.join("mountinfo"),
+        )
+        .unwrap();
+        let data = fs.mnt.join(
+            "pods/6f1cbb31-4ad5-4b8e-9b2e-8d3c1f0f8a77/volumes/kubernetes.io~empty-dir/cache/data",
+        );
+        std::fs::create_dir_all(data.parent().unwrap()).unwrap();
+        let mut file = std::fs::File::create(&data).unwrap();
+        let mib = vec![0x5au8; 1 << 20];
+        let now = Arc::new(AtomicU64::new(1_800_000_000));
+        let clock = Arc::clone(&now);
+        let config = collectors::disk::DiskConfig {
+            thresholds: collectors::disk::Thresholds {
+                fill_min_history_secs: 8.0,
+                fill_min_points: 6,
+                ..collectors::disk::Thresholds::default()
+            },
+            history_window: std::time::Duration::from_secs(600),
+            history_points: 600,
+            ..collectors::disk::DiskConfig::default()
+        };
+        let node = collectors::Node::new(collectors::HostPaths::new(fs.dir.path()));
+        let mut c = collectors::disk::DiskCollector::new(node, config)
+            .with_clock(move || clock.load(Ordering::SeqCst) as f64);
+        let mut history = crate::history::History::default();
+        let mut raised = None;
+        for _ in 0..40 {
+            let out = collectors::Collector::collect(&mut c, &crate::scheduler::fakes::ctx());
+            let t = now.load(Ordering::SeqCst) as f64;
+            let f = out
+                .findings
+                .iter()
+                .find(|f| f.id == "disk.filling_up")
+                .cloned();
+            history.record("disk", &out.metrics, out.figures, t);
+            if let Some(f) = f {
+                raised = Some(f);
+                break;
+            }
+            for _ in 0..2 {
+                std::io::Write::write_all(&mut file, &mib).unwrap();
+            }
+            now.fetch_add(1, Ordering::SeqCst);
+        }
+        let f = raised.expect("disk.filling_up never raised");
+        let ev = |k: &str| {
+            f.evidence
+                .get(k)
+                .and_then(|e| e.as_f64())
+                .unwrap_or_else(|| panic!("{k}: {:?}", f.evidence))
+        };
+        let figures = history.figures();
+        let fig = figures
+            .iter()
+            .find(|g| g.kind == "disk.space" && g.subject == "/var/lib/kubelet")
+            .unwrap_or_else(|| panic!("{figures:#?}"));
+        assert!(crate::history::explains(fig, &f.id, &f.subject));
+        let svg = svg(fig, Lang::En);
+        let s = Scale::of(fig).unwrap();
+        // Every reading the fit rests on is a dot.
+        assert_eq!(
+            svg.matches("class=\"pt\"").count() as f64,
+            ev("history_points")
+        );
+        // The crossing: at the finding's estimate, on the threshold's level.
+        let last = fig.points.last().unwrap().0;
+        let t_cross = attr(&svg, "crossing", "data-t");
+        assert!(
+            (t_cross - (last + ev("seconds_to_threshold"))).abs() <= 1.0,
+            "{t_cross} vs {}",
+            last + ev("seconds_to_threshold")
+        );
+        let (cx, cy) = (attr(&svg, "crossing", "cx"), attr(&svg, "crossing", "cy"));
+        // Within the second the evidence is rounded to.
+        let est = last + ev("seconds_to_threshold");
+        let one_second = s.x(est + 1.0) - s.x(est);
+        assert!((cx - s.x(est)).abs() <= one_second, "{cx} vs {}", s.x(est));
+        assert!((cy - s.y(ev("threshold_free_bytes"))).abs() < 0.5, "{cy}");
+        // The dashed fit ends there, and the threshold line runs at that height.
+        let fit = &svg[svg.find("class=\"fit\"").unwrap()..];
+        let d = fit.split(" d=\"").nth(1).unwrap();
+        let end: Vec<f64> = d[..d.find('"').unwrap()]
+            .rsplit('L')
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .map(|x| x.parse().unwrap())
+            .collect();
+        assert!(
+            (end[0] - cx).abs() < 0.2 && (end[1] - cy).abs() < 0.2,
+            "{end:?} vs {cx} {cy}"
+        );
+        assert!(
+            svg.contains(&format!("class=\"threshold\" d=\"M{LEFT} {cy:.1} ")),
+            "{svg}"
+        );
+        assert!(
+            svg.contains(&format!(
+                "reaches nodefs.available&lt;10% at {}",
+                f.evidence
+                    .get("threshold_at")
+                    .and_then(|e| e.as_str())
+                    .unwrap()
+            )),
+            "{svg}"
+        );
+    }
 }
