@@ -597,7 +597,10 @@ mod tests {
         );
         // The example rendered, evidence in words.
         assert!(p.contains("<div class=\"ex\"><h3>[CRITICAL]"), "{p}");
-        // Self-contained: no external asset.
+        // Self-contained: no external asset (the one link is the empty icon, a data: URL).
+        assert_eq!(p.matches("<link").count(), 1);
+        assert!(p.contains("<link rel=\"icon\" href=\"data:,\">"));
+        let p = p.replace(crate::html::HEAD_META, "");
         assert!(![" src=\"", "<script", "<link", "<img", "url("]
             .iter()
             .any(|x| p.contains(x)));

@@ -274,8 +274,8 @@ impl Browser {
             "Target.attachToTarget",
             json!({"targetId": target_id, "flatten": true}),
         )?;
-        let s = a["sessionId"].as_str().unwrap_or_default().to_string();
-        let s = Some(s.as_str());
+        let session = a["sessionId"].as_str().unwrap_or_default().to_string();
+        let s = Some(session.as_str());
         for domain in ["Page", "Runtime", "Log", "Network", "DOM", "CSS"] {
             self.call(s, &format!("{domain}.enable"), json!({}))?;
         }
@@ -289,7 +289,7 @@ impl Browser {
         if let Some(e) = nav.get("errorText") {
             return Err(format!("navigate to {url}: {e}"));
         }
-        self.wait_event(s.unwrap_or_default(), "Page.loadEventFired")?;
+        self.wait_event(&session, "Page.loadEventFired")?;
         let mut facts = self.read_facts(s)?;
         facts.url = url;
         facts.viewport = (width, height);
@@ -303,7 +303,7 @@ impl Browser {
             std::fs::write(path, png).map_err(|e| format!("{}: {e}", path.display()))?;
             facts.screenshot = Some(path.to_path_buf());
         }
-        self.collect_events(s.unwrap_or_default(), &mut facts);
+        self.collect_events(&session, &mut facts);
         self.call(None, "Target.closeTarget", json!({"targetId": target_id}))?;
         Ok(facts)
     }

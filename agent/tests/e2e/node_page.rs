@@ -98,6 +98,30 @@ fn wait_for_figures(s: &Server) -> Value {
     }
 }
 
+/// `/history` counts its points, and no ring holds more than `ring_points`.
+fn assert_history_is_bounded(h: &Value) {
+    let series = h["series"].as_array().expect("series");
+    let lens: Vec<(String, usize)> = series
+        .iter()
+        .map(|s| {
+            let kind = s["kind"].as_str().unwrap_or_default().to_string();
+            (kind, s["points"].as_array().map_or(0, Vec::len))
+        })
+        .collect();
+    assert_eq!(
+        h["points"].as_u64(),
+        Some(lens.iter().map(|l| l.1).sum::<usize>() as u64),
+        "{h:#}"
+    );
+    let ring = h["ring_points"].as_u64().expect("ring_points") as usize;
+    for (kind, n) in &lens {
+        assert!(
+            kind.starts_with("disk.") || *n <= ring,
+            "{kind}: {n} points"
+        );
+    }
+}
+
 #[test]
 fn the_node_page_in_a_real_browser_shows_every_finding_and_figure_without_sideways_scroll() {
     let name =
@@ -116,6 +140,7 @@ fn the_node_page_in_a_real_browser_shows_every_finding_and_figure_without_sidewa
         &["--interval", "1s", "--collector-timeout", "10s"],
     );
     let history = wait_for_figures(&s);
+    assert_history_is_bounded(&history);
     let origin = format!("http://{}", s.addr);
     let dir = browser::artefacts();
     let mut problems = Vec::new();
@@ -140,6 +165,15 @@ fn the_node_page_in_a_real_browser_shows_every_finding_and_figure_without_sidewa
                 f.headings
             );
             problems.extend(check_node_page(&f, &want));
+            // A minute of history: no fit yet, so no dots and no crossing; a filesystem's
+            // figure names its mount point.
+            for svg in &f.svgs {
+                assert!(svg.dots == 0 && svg.crossing.is_none(), "{svg:?}");
+                assert!(
+                    !svg.kind.starts_with("disk.") || svg.subject.starts_with('/'),
+                    "{svg:?}"
+                );
+            }
         }
     }
     drop(b);
