@@ -9,6 +9,7 @@ use hyper::body::Bytes;
 use time::OffsetDateTime;
 
 use crate::api;
+use crate::history::History;
 use crate::links::Links;
 use crate::metrics;
 use crate::scheduler::{Factory, RunReport, Runner};
@@ -166,6 +167,8 @@ pub struct Shared {
     published: RwLock<Arc<Published>>,
     /// Where `/metrics`' `node_doctor_finding_info{runbook}` points.
     links: Links,
+    /// What the page draws and `/history` returns (its own lock: a request copies it).
+    history: Mutex<History>,
 }
 
 impl Shared {
@@ -184,12 +187,22 @@ impl Shared {
             state: Mutex::new((state, 0)),
             published: RwLock::new(first),
             links,
+            history: Mutex::new(History::default()),
         }
     }
 
     /// Records a run and publishes a new snapshot. Rendering happens outside the state lock;
     /// when two collectors finish together, the later generation wins.
-    pub fn apply(&self, collector: &str, report: RunReport, started: OffsetDateTime) {
+    pub fn apply(&self, collector: &str, mut report: RunReport, started: OffsetDateTime) {
+        if let crate::scheduler::Outcome::Completed(c) = &mut report.outcome {
+            let ended = started + report.duration;
+            let t = ended.unix_timestamp_nanos() as f64 / 1e9;
+            let figures = std::mem::take(&mut c.figures);
+            self.history
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .record(collector, &c.metrics, figures, t);
+        }
         let (generation, snapshot) = {
             let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
             let (st, generation) = &mut *guard;
@@ -202,6 +215,14 @@ impl Shared {
         if rendered.generation > published.generation {
             *published = rendered;
         }
+    }
+
+    /// The figures kept ([`History::figures`]), copied.
+    pub fn figures(&self) -> Vec<collectors::figure::Figure> {
+        self.history
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .figures()
     }
 
     /// The latest snapshot (cheap: one `Arc` clone).

@@ -2,6 +2,7 @@
 
 use std::fmt::Write;
 
+use collectors::figure::Figure;
 use collectors::{Lang, Severity};
 
 use crate::view::{FindingState, FindingView, View};
@@ -19,24 +20,7 @@ fn query_escape(s: &str) -> String {
     out
 }
 
-/// Escapes text for HTML element content and attribute values. Control characters and bidi
-/// overrides become visible escapes first ([`collectors::sanitize::visible`]): host text can
-/// neither break the markup nor reorder what a reader sees.
-pub fn escape(s: &str) -> String {
-    let s = collectors::sanitize::visible(s);
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+pub use crate::markup::escape;
 
 fn colour(s: Severity) -> &'static str {
     match s {
@@ -46,10 +30,12 @@ fn colour(s: Severity) -> &'static str {
     }
 }
 
-/// The page for one view.
-pub fn page(view: &View<'_>) -> String {
+/// The page for one view, with the figures that explain its findings drawn on them and all
+/// of them under "Figures".
+pub fn page(view: &View<'_>, figures: &[Figure]) -> String {
     let mut h = String::with_capacity(8192);
     head(&mut h, view);
+    overview(&mut h, view);
     let _ = writeln!(
         h,
         "<h2>{} ({})</h2>",
@@ -59,13 +45,122 @@ pub fn page(view: &View<'_>) -> String {
     if let Some(msg) = view.no_findings() {
         let _ = writeln!(h, "<p>{}</p>", escape(&msg));
     }
-    for f in &view.findings {
-        finding(&mut h, view, f);
+    for (i, f) in view.findings.iter().enumerate() {
+        finding(&mut h, view, i, f, figures);
+    }
+    let _ = writeln!(
+        h,
+        "<h2 id=\"figures\">{} ({})</h2>",
+        view.t("Figures", "图表"),
+        figures.len()
+    );
+    if figures.is_empty() {
+        let _ = writeln!(
+            h,
+            "<p>{}</p>",
+            view.t(
+                "None yet: a figure needs two runs of its collector.",
+                "暂无：图表需要采集器至少运行两次。"
+            )
+        );
+    }
+    for f in figures {
+        h.push_str(&crate::plot::svg(f, view.lang));
     }
     collectors_table(&mut h, view);
     h.push_str(FOOTER);
     h
 }
+
+/// The first screen: findings per severity, the collectors that could not look, the titles
+/// of the worst findings (linked to their cards).
+fn overview(h: &mut String, view: &View<'_>) {
+    let t = |en, zh| view.t(en, zh);
+    let c = view.counts;
+    let _ = writeln!(
+        h,
+        "<section id=\"overview\"><p class=\"counts\"><b style=\"color:{}\">{} {}</b> · <b style=\"color:{}\">{} {}</b> · <b style=\"color:{}\">{} {}</b></p>",
+        colour(Severity::Critical),
+        c.critical,
+        t("critical", "严重"),
+        colour(Severity::Warning),
+        c.warning,
+        t("warning", "警告"),
+        colour(Severity::Info),
+        c.info,
+        t("info", "提示"),
+    );
+    let blind: Vec<String> = view
+        .incomplete()
+        .map(|c| format!("<b>{}</b> ({})", escape(c.name), c.status))
+        .collect();
+    if blind.is_empty() {
+        let _ = writeln!(
+            h,
+            "<p>{} {}</p>",
+            view.collectors.len(),
+            t(
+                "collectors looked; none was blind.",
+                "个采集器均完成了检查。"
+            )
+        );
+    } else {
+        let _ = writeln!(
+            h,
+            "<p class=\"blind\">{}: {}. <a href=\"#collectors\">{}</a></p>",
+            t("Could not look", "未能检查"),
+            blind.join(", "),
+            t("Why", "原因")
+        );
+    }
+    if !view.findings.is_empty() {
+        h.push_str("<ol class=\"worst\">");
+        for (i, f) in view.findings.iter().take(WORST).enumerate() {
+            let _ = write!(
+                h,
+                "<li><a href=\"#f{i}\">[{}] {}</a>{}</li>",
+                f.severity.as_str().to_uppercase(),
+                escape(f.title),
+                if f.subject.is_empty() {
+                    String::new()
+                } else {
+                    format!(" — <code>{}</code>", escape(f.subject))
+                },
+            );
+        }
+        if view.findings.len() > WORST {
+            let _ = write!(
+                h,
+                "<li>{} {}</li>",
+                view.findings.len() - WORST,
+                t("more below", "条见下文")
+            );
+        }
+        h.push_str("</ol>");
+    }
+    h.push_str("</section>\n");
+}
+
+/// Findings named in the overview, at most.
+const WORST: usize = 5;
+
+/// What every page's head holds besides its title: the width of the device (a phone shows the
+/// page at its own width, not a desktop's shrunk), and an empty icon (no request for a
+/// `/favicon.ico` the agent does not serve, and no error in the browser's console for it).
+pub const HEAD_META: &str = "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><link rel=\"icon\" href=\"data:,\">";
+
+/// The page's style. Nothing may push the page wider than the screen: long words and ids wrap
+/// anywhere, commands scroll inside their own block, a wide table inside its own box.
+pub const STYLE: &str = "body{font-family:sans-serif;max-width:60em;margin:1em auto;padding:0 1em;overflow-wrap:anywhere}\
+h1{font-size:1.5em;margin:.3em 0}#overview{border:1px solid #ccc;padding:0 1em;margin:.5em 0}\
+#overview p,#overview ol{margin:.4em 0}\
+.f{border-left:6px solid;padding:.2em 1em;margin:1em 0;background:#f7f7f7}\
+code,pre{background:#eee;padding:.1em .3em}code{overflow-wrap:anywhere}\
+pre{overflow-x:auto;white-space:pre;max-width:100%}\
+.tw{overflow-x:auto;max-width:100%}table{border-collapse:collapse}\
+td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left;overflow-wrap:anywhere}\
+figure{margin:.5em 0}svg.plot{display:block;width:100%;max-width:600px;height:auto}\
+figcaption{font-size:.9em;color:#444}";
 
 /// The document's head and style, the node's name, when and by which agent, and the link
 /// to the page in the other language.
@@ -77,11 +172,8 @@ fn head(h: &mut String, view: &View<'_>) {
     };
     let _ = write!(
         h,
-        "<!doctype html>\n<html lang=\"{}\"><head><meta charset=\"utf-8\"><title>node-doctor: {node}</title>\n\
-<style>body{{font-family:sans-serif;max-width:60em;margin:1em auto;padding:0 1em}}\
-.f{{border-left:6px solid;padding:.2em 1em;margin:1em 0;background:#f7f7f7}}\
-code,pre{{background:#eee;padding:.1em .3em}}table{{border-collapse:collapse}}\
-td,th{{border:1px solid #ccc;padding:.2em .6em;text-align:left}}</style></head><body>\n",
+        "<!doctype html>\n<html lang=\"{}\"><head><meta charset=\"utf-8\">{HEAD_META}<title>node-doctor: {node}</title>\n\
+<style>{STYLE}</style></head><body>\n",
         view.lang.as_str()
     );
     let _ = write!(
@@ -97,11 +189,12 @@ td,th{{border:1px solid #ccc;padding:.2em .6em;text-align:left}}</style></head><
 
 /// One finding's block: its heading, whether it is clearing, its evidence, steps and
 /// commands, where the advice comes from and what to read next.
-fn finding(h: &mut String, view: &View<'_>, f: &FindingView<'_>) {
+fn finding(h: &mut String, view: &View<'_>, i: usize, f: &FindingView<'_>, figures: &[Figure]) {
     let t = |en, zh| view.t(en, zh);
     let _ = write!(
         h,
-        "<div class=\"f\" style=\"border-color:{}\"><h3>[{}] {}{}</h3>\n<p>{}</p>\n<p><small><code>{}</code> · {} {} · {} {}</small></p>\n",
+        "<div class=\"f\" id=\"f{i}\" data-finding=\"{}\" style=\"border-color:{}\"><h3>[{}] {}{}</h3>\n<p>{}</p>\n<p><small><code>{}</code> · {} {} · {} {}</small></p>\n",
+        escape(f.id),
         colour(f.severity),
         f.severity.as_str().to_uppercase(),
         escape(f.title),
@@ -130,6 +223,12 @@ fn finding(h: &mut String, view: &View<'_>, f: &FindingView<'_>) {
                 "正在消除：最近的采集未再报告；以下为最后一次报告时的证据；未报告的次数"
             ),
         );
+    }
+    for fig in figures
+        .iter()
+        .filter(|fig| crate::history::explains(fig, f.id, f.subject))
+    {
+        h.push_str(&crate::plot::svg(fig, view.lang));
     }
     remediation(h, f, view.lang);
     if let Some(src) = f.source {
@@ -187,7 +286,7 @@ pub fn evidence_table(
     if evidence.is_empty() {
         return;
     }
-    h.push_str("<table>");
+    h.push_str("<div class=\"tw\"><table>");
     for (k, v) in evidence {
         let _ = write!(
             h,
@@ -197,7 +296,7 @@ pub fn evidence_table(
             escape(&crate::human::value(k, v, lang))
         );
     }
-    h.push_str("</table>\n");
+    h.push_str("</table></div>\n");
 }
 
 /// The table of the collectors shown: name, status, latest run, its duration, its message.
@@ -205,7 +304,7 @@ fn collectors_table(h: &mut String, view: &View<'_>) {
     let t = |en, zh| view.t(en, zh);
     let _ = write!(
         h,
-        "<h2>{}</h2>\n<table><tr><th>{}</th><th>{}</th><th>{}</th><th>ms</th><th>{}</th></tr>\n",
+        "<h2 id=\"collectors\">{}</h2>\n<div class=\"tw\"><table><tr><th>{}</th><th>{}</th><th>{}</th><th>ms</th><th>{}</th></tr>\n",
         t("Collectors", "采集器"),
         t("name", "名称"),
         t("status", "状态"),
@@ -225,11 +324,11 @@ fn collectors_table(h: &mut String, view: &View<'_>) {
             escape(c.message.unwrap_or("")),
         );
     }
-    h.push_str("</table>\n");
+    h.push_str("</table></div>\n");
 }
 
 /// The links to the agent's other endpoints, and the end of the document.
-const FOOTER: &str = "<p><a href=\"/findings\">/findings</a> · <a href=\"/findings?lang=zh\">/findings?lang=zh</a> · <a href=\"/metrics\">/metrics</a> · <a href=\"/explain?q=137\">/explain?q=137</a> · <a href=\"/healthz\">/healthz</a> · <a href=\"/readyz\">/readyz</a></p>\n</body></html>\n";
+const FOOTER: &str = "<p><a href=\"/findings\">/findings</a> · <a href=\"/history\">/history</a> · <a href=\"/findings?lang=zh\">/findings?lang=zh</a> · <a href=\"/metrics\">/metrics</a> · <a href=\"/explain?q=137\">/explain?q=137</a> · <a href=\"/healthz\">/healthz</a> · <a href=\"/readyz\">/readyz</a></p>\n</body></html>\n";
 
 #[cfg(test)]
 mod tests {
@@ -239,7 +338,7 @@ mod tests {
     use crate::view::Filter;
 
     fn render(snap: &crate::state::Snapshot, filter: &Filter) -> String {
-        page(&View::new(snap, filter))
+        page(&View::new(snap, filter), &[])
     }
 
     #[test]

@@ -85,7 +85,7 @@ fn number(v: &Evidence) -> Option<f64> {
 }
 
 /// A figure with at most two decimals, trailing zeros dropped (`97.5`, `3`, `0.01`).
-fn figure(n: f64) -> String {
+pub fn figure(n: f64) -> String {
     let s = format!("{n:.2}");
     let s = s.trim_end_matches('0').trim_end_matches('.');
     if s == "-0" {
@@ -96,7 +96,7 @@ fn figure(n: f64) -> String {
 }
 
 /// A size in the largest binary unit that keeps it at least 1 (`16.0 GiB`, `512 B`).
-fn bytes(n: f64) -> String {
+pub fn bytes(n: f64) -> String {
     if n < 0.0 {
         return format!("-{}", bytes(-n));
     }
@@ -105,7 +105,7 @@ fn bytes(n: f64) -> String {
 
 /// A duration in the largest unit that keeps it at least 1, a second unit where it says
 /// more (`45 s`, `2.5 s`, `7 min`, `2 h 5 min`, `3 d 4 h`; `7 分钟` in Chinese).
-fn duration(secs: f64, lang: Lang) -> String {
+pub fn duration(secs: f64, lang: Lang) -> String {
     if secs < 0.0 {
         return format!("-{}", duration(-secs, lang));
     }

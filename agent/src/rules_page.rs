@@ -40,9 +40,10 @@ fn rules_sorted(book: &RuleBook) -> Vec<&collectors::rules::Rule> {
     rules
 }
 
-const STYLE: &str = "<style>body{font-family:sans-serif;max-width:60em;margin:1em auto;padding:0 1em}\
-code,pre{background:#eee;padding:.1em .3em}pre{white-space:pre-wrap}table{border-collapse:collapse}\
-td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left;vertical-align:top}\
+/// Long words, ids and commands wrap (nothing scrolls the page sideways, issue 49).
+const STYLE: &str = "<style>body{font-family:sans-serif;max-width:60em;margin:1em auto;padding:0 1em;overflow-wrap:anywhere}\
+code,pre{background:#eee;padding:.1em .3em}pre{white-space:pre-wrap;overflow-x:auto}table{border-collapse:collapse}\
+td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left;vertical-align:top;overflow-wrap:anywhere}\
 .when{color:#555;font-size:90%}.ex{border-left:6px solid #999;padding:.2em 1em;background:#f7f7f7}</style>";
 
 fn head(h: &mut String, lang: Lang, title: &str, other: &str) {
@@ -52,9 +53,10 @@ fn head(h: &mut String, lang: Lang, title: &str, other: &str) {
     };
     let _ = write!(
         h,
-        "<!doctype html>\n<html lang=\"{}\"><head><meta charset=\"utf-8\"><title>{}</title>\n{STYLE}</head><body>\n\
+        "<!doctype html>\n<html lang=\"{}\"><head><meta charset=\"utf-8\">{}<title>{}</title>\n{STYLE}</head><body>\n\
 <p><a href=\"/rules?lang={}\">{}</a> · <a href=\"{other}?lang={code}\">{name}</a></p>\n",
         lang.as_str(),
+        crate::html::HEAD_META,
         escape(title),
         lang.as_str(),
         t(lang, "All rules", "全部规则"),
@@ -595,7 +597,10 @@ mod tests {
         );
         // The example rendered, evidence in words.
         assert!(p.contains("<div class=\"ex\"><h3>[CRITICAL]"), "{p}");
-        // Self-contained: no external asset.
+        // Self-contained: no external asset (the one link is the empty icon, a data: URL).
+        assert_eq!(p.matches("<link").count(), 1);
+        assert!(p.contains("<link rel=\"icon\" href=\"data:,\">"));
+        let p = p.replace(crate::html::HEAD_META, "");
         assert!(![" src=\"", "<script", "<link", "<img", "url("]
             .iter()
             .any(|x| p.contains(x)));

@@ -53,7 +53,7 @@ const LOG_EVERY: Duration = Duration::from_secs(60);
 
 pub struct App {
     pub shared: Arc<Shared>,
-    /// Bearer token required on /findings, /metrics, /explain and /.
+    /// Bearer token required on /findings, /metrics, /explain, /history and /.
     pub token: Option<Arc<Token>>,
     /// The rules in force and the collectors' thresholds, for `/rules` (no node data there,
     /// so no token).
@@ -117,7 +117,7 @@ fn authorized(app: &App, req: &Request<Incoming>) -> bool {
 pub fn handle(app: &App, req: &Request<Incoming>) -> Resp {
     let path = req.uri().path();
     let protected = match path {
-        "/findings" | "/metrics" | "/" | "/explain" => true,
+        "/findings" | "/metrics" | "/" | "/explain" | "/history" => true,
         // The rule pages hold no node data: alerts and NodeConditions link to them.
         "/healthz" | "/readyz" | "/rules" | "/rules/" => false,
         p if p.starts_with("/rules/") => false,
@@ -190,6 +190,11 @@ pub fn handle(app: &App, req: &Request<Incoming>) -> Resp {
             crate::metrics::CONTENT_TYPE,
             crate::metrics::with_process(published.generation, published.metrics()),
         ),
+        "/history" => respond(
+            StatusCode::OK,
+            "application/json",
+            crate::history::to_json(&published.snapshot.node, &app.shared.figures()),
+        ),
         "/findings" => match checked_filter(req.uri().query(), &published.snapshot) {
             Err(msg) => text(StatusCode::BAD_REQUEST, format!("{msg}\n")),
             Ok(f) if f.is_unfiltered() => respond(
@@ -208,7 +213,7 @@ pub fn handle(app: &App, req: &Request<Incoming>) -> Resp {
             Ok(f) => respond(
                 StatusCode::OK,
                 "text/html; charset=utf-8",
-                html::page(&View::new(&published.snapshot, &f)),
+                html::page(&View::new(&published.snapshot, &f), &app.shared.figures()),
             ),
         },
     }

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::figure::Figure;
 use crate::finding::Finding;
 use crate::metric::Metric;
 use crate::rules::{Draft, RuleBook};
@@ -102,6 +103,8 @@ pub struct Collection {
     pub status: Status,
     pub findings: Vec<Finding>,
     pub metrics: Vec<Metric>,
+    /// Series the collector keeps, for the agent's page ([`Phases::figures`]).
+    pub figures: Vec<Figure>,
 }
 
 impl Collection {
@@ -110,6 +113,7 @@ impl Collection {
             status,
             findings: Vec::new(),
             metrics: Vec::new(),
+            figures: Vec::new(),
         }
     }
 
@@ -129,6 +133,9 @@ impl Collection {
             for (_, v) in &mut m.labels {
                 truncate_in_place(v, SUBJECT_BYTES);
             }
+        }
+        for f in &mut self.figures {
+            truncate_in_place(&mut f.subject, SUBJECT_BYTES);
         }
         self
     }
@@ -254,6 +261,12 @@ pub trait Phases: Send {
     /// The metrics of the sample.
     fn metrics(&self, sample: &Self::Sample) -> Vec<Metric>;
 
+    /// The series it keeps that explain its findings, for the agent's page (default: none).
+    fn figures(&self, sample: &Self::Sample) -> Vec<Figure> {
+        let _ = sample;
+        Vec::new()
+    }
+
     /// Keeps what the next run compares with (default: nothing).
     fn keep(&mut self, sample: Self::Sample) {
         let _ = sample;
@@ -280,11 +293,13 @@ impl<T: Phases> Collector for T {
             Ok((sample, status)) => {
                 let drafts = self.judge(&sample);
                 let metrics = self.metrics(&sample);
+                let figures = self.figures(&sample);
                 self.keep(sample);
                 Collection {
                     status,
                     findings: ctx.render(drafts),
                     metrics,
+                    figures,
                 }
             }
         }

@@ -20,6 +20,7 @@ pub mod dns;
 pub mod embedded;
 pub mod error;
 pub mod explain;
+pub mod figure;
 pub mod finding;
 pub mod handbooks;
 pub mod hardware;

@@ -3,6 +3,7 @@
 //! fake host roots built by the tests.
 
 mod as_deployed;
+mod browser;
 mod check;
 mod daemons;
 mod debian;
@@ -16,6 +17,7 @@ mod idle_cpu;
 mod image;
 mod kube;
 mod manifests;
+mod node_page;
 mod npd;
 mod prometheus;
 mod readme;

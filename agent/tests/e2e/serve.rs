@@ -617,7 +617,7 @@ fn bearer_token_protects_data_but_not_probes() {
         ))
         .status
     };
-    for path in ["/findings", "/metrics", "/"] {
+    for path in ["/findings", "/metrics", "/", "/history"] {
         assert_eq!(req(path, None), 401, "{path}");
         assert_eq!(req(path, Some("Bearer wrong")), 401, "{path}");
         assert_eq!(req(path, Some("Bearer s3cret-token-for-e2")), 401, "{path}");

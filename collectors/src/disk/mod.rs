@@ -30,6 +30,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::collector::{CollectContext, Phases, Status};
 use crate::config::kubelet as config_kubelet;
+use crate::figure::{Figure, Line, Unit};
 use crate::metric::Metric;
 use crate::node::discover::{self, Discovery, Locations, Role};
 use crate::node::Node;
@@ -497,6 +498,7 @@ impl DiskCollector {
                 raised_space: h.raised_space,
                 raised_inodes: h.raised_inodes,
                 growers: Vec::new(),
+                points,
             };
             seen.insert(id);
         }
@@ -864,4 +866,71 @@ impl Phases for DiskCollector {
     fn metrics(&self, sample: &DiskSample) -> Vec<Metric> {
         Self::sample_metrics(sample, &self.config.thresholds)
     }
+
+    fn figures(&self, sample: &DiskSample) -> Vec<Figure> {
+        let settings = sample
+            .kubelet
+            .as_ref()
+            .map(|k| k.0.clone())
+            .unwrap_or_default();
+        let t = &self.config.thresholds;
+        let mut out = Vec::new();
+        for g in &sample.filesystems {
+            out.extend(fs_figure(g, &settings, t, trend::Resource::Space));
+            // Inodes only while they fill towards a threshold: most filesystems never do.
+            if judge::time_to_threshold(g, &settings, t, trend::Resource::Inodes).is_some() {
+                out.extend(fs_figure(g, &settings, t, trend::Resource::Inodes));
+            }
+        }
+        out
+    }
+}
+
+/// A filesystem's history of one resource as a figure: its points, the judge's fitted line
+/// (anchored at the latest reading, as the estimate is), the threshold it would cross first,
+/// and where the line crosses it while it fills. `None` with fewer than two points.
+fn fs_figure(
+    g: &FsSample,
+    settings: &config_kubelet::Settings,
+    t: &Thresholds,
+    resource: trend::Resource,
+) -> Option<Figure> {
+    let points = &g.trend.points;
+    if points.len() < 2 {
+        return None;
+    }
+    let (kind, unit, fit) = match resource {
+        trend::Resource::Space => ("disk.space", Unit::Bytes, g.trend.space),
+        trend::Resource::Inodes => ("disk.inodes", Unit::Count, g.trend.inodes),
+    };
+    let eta = judge::time_to_threshold(g, settings, t, resource);
+    let target = match &eta {
+        Some(e) => Some(e.target.clone()),
+        // Not filling: the threshold a falling line would meet first.
+        None => judge::targets(g, settings, t, resource)
+            .into_iter()
+            .max_by(|a, b| a.min_free.total_cmp(&b.min_free)),
+    };
+    Some(Figure {
+        kind,
+        subject: g.mount_point.clone(),
+        unit,
+        points: points
+            .iter()
+            .map(|p| {
+                let v = match resource {
+                    trend::Resource::Space => p.avail_bytes,
+                    trend::Resource::Inodes => p.files_free,
+                };
+                (p.t, v)
+            })
+            .collect(),
+        fit: fit.map(|f| Line {
+            t: f.t_now,
+            value: f.free_now,
+            slope: -f.rate,
+        }),
+        threshold: target.map(|t| (t.min_free, t.threshold)),
+        crossing: eta.map(|e| e.fit.t_now + (e.fit.free_now - e.target.min_free) / e.fit.rate),
+    })
 }

@@ -51,6 +51,8 @@ pub struct Trend {
     /// Seconds of history and points kept so far.
     pub history_secs: f64,
     pub history_points: usize,
+    /// The points themselves, oldest first (what the agent's page draws).
+    pub points: Vec<super::trend::Point>,
     pub raised_space: bool,
     pub raised_inodes: bool,
     /// Items (a pod's directory or emptyDir, a container's log directory, a layer) that

@@ -486,6 +486,7 @@ fn real_tmpfs_filled_at_a_steady_rate_is_announced_before_80_percent() {
             let used = fs.used_percent();
             assert!(used < 80.0, "announced only at {used:.1}% used");
             if announced.is_none() {
+                assert_figure_matches_the_estimate(&out, f);
                 announced = Some((cycle, used, f.clone()));
             }
             if f.evidence.contains_key("grower_path") {
@@ -521,6 +522,41 @@ fn real_tmpfs_filled_at_a_steady_rate_is_announced_before_80_percent() {
     );
     assert_eq!(ev_str(&f, "grower_kind"), "empty_dir");
     assert!(ev_num(&f, "grower_bytes_per_second") > 0.5 * MIB as f64);
+}
+
+/// The figure the page draws for a filling filesystem (issue 49) is the finding's estimate:
+/// every reading the fit rests on, the fitted rate through the latest one, the threshold's
+/// level, and the crossing at the finding's `threshold_at`.
+fn assert_figure_matches_the_estimate(out: &Collection, f: &Finding) {
+    let fig = out
+        .figures
+        .iter()
+        .find(|g| g.kind == "disk.space" && g.subject == f.subject)
+        .unwrap_or_else(|| panic!("no disk.space figure for {}: {:#?}", f.subject, out.figures));
+    assert_eq!(fig.points.len() as f64, ev_num(f, "history_points"));
+    let (first, last) = (fig.points[0], *fig.points.last().unwrap());
+    assert_eq!(last.0 - first.0, ev_num(f, "history_seconds"));
+    let line = fig.fit.expect("a fitted line");
+    assert_eq!(
+        (line.t, line.value),
+        last,
+        "the line runs through the latest reading"
+    );
+    assert_eq!(-line.slope, ev_num(f, "fill_rate_bytes_per_second"));
+    let (level, label) = fig.threshold.clone().expect("a threshold");
+    // The evidence is rounded to whole bytes.
+    assert!((level - ev_num(f, "threshold_free_bytes")).abs() <= 0.5);
+    assert_eq!(label, ev_str(f, "threshold"));
+    let crossing = fig.crossing.expect("a crossing");
+    assert!(
+        (line.at(crossing) - level).abs() < 1.0,
+        "the line meets the level there"
+    );
+    assert!((crossing - last.0 - ev_num(f, "seconds_to_threshold")).abs() <= 0.5);
+    assert_eq!(
+        collectors::disk::trend::utc(crossing),
+        ev_str(f, "threshold_at")
+    );
 }
 
 /// The same tmpfs, steady at 40% but for 48 MiB written and deleted within two cycles:

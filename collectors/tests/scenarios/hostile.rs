@@ -602,6 +602,7 @@ fn node_log_commands_with_hostile_file_node_and_line_names_are_inert() {
         status: collectors::Status::Ok,
         findings,
         metrics: Vec::new(),
+        figures: Vec::new(),
     };
     assert_eq!(
         ids(&out),

@@ -76,6 +76,7 @@ fn collect(h: &FakeHost, w: &mut NodeLogWatcher, now: i64, live: &LiveFacts) -> 
         status,
         findings,
         metrics: w.metrics("runtime", &sample),
+        figures: Vec::new(),
     };
     crate::golden::check(&c, &[]);
     c
