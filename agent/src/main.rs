@@ -129,8 +129,13 @@ fn parse_cli() -> Result<Cli, clap::Error> {
     use clap::{CommandFactory, FromArgMatches};
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let mut cmd = Cli::command();
-    if args.first().is_some_and(|a| is_kubectl_plugin(Path::new(a))) {
-        cmd = cmd.bin_name("kubectl node-doctor").name("kubectl node-doctor");
+    if args
+        .first()
+        .is_some_and(|a| is_kubectl_plugin(Path::new(a)))
+    {
+        cmd = cmd
+            .bin_name("kubectl node-doctor")
+            .name("kubectl node-doctor");
     }
     let matches = cmd.try_get_matches_from(args)?;
     Cli::from_arg_matches(&matches)

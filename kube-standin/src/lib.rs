@@ -41,6 +41,7 @@
 //! Everything it receives is logged ([`StandIn::requests`]) with the authorizer's view of it.
 
 pub mod describe;
+pub mod fleet_stage;
 mod list;
 pub mod patch;
 pub mod rbac;

@@ -259,9 +259,7 @@ impl Classes {
             if self.list[idx].source == Source::NodeDoctorEvent
                 && !self.list[idx].rules.iter().any(|(id, _)| *id == r.id)
             {
-                self.list[idx]
-                    .rules
-                    .push((r.id.clone(), ev.reason.clone()));
+                self.list[idx].rules.push((r.id.clone(), ev.reason.clone()));
             }
         }
     }
@@ -269,7 +267,11 @@ impl Classes {
     /// The class a condition of this type and status is a problem of.
     pub fn of_condition(&self, ctype: &str, status: &str) -> Option<usize> {
         let i = *self.by_type.get(ctype)?;
-        self.list[i].problem.iter().any(|p| p == status).then_some(i)
+        self.list[i]
+            .problem
+            .iter()
+            .any(|p| p == status)
+            .then_some(i)
     }
 
     /// The class a node-doctor Event reason counts toward.
@@ -319,10 +321,11 @@ mod tests {
         assert_eq!(c.of_event("NodeDoctorUnregisterNetDevice"), Some(cond));
         let oom = c.of_event("NodeDoctorOOMKill").unwrap();
         assert_eq!(c.list[oom].source, Source::NodeDoctorEvent);
-        assert_eq!(c.rule_for(oom, "NodeDoctorOOMKill"), Some("kernel.oom_cgroup"));
-        let hw = c
-            .of_condition("NodeDoctorHardwareFailure", "True")
-            .unwrap();
+        assert_eq!(
+            c.rule_for(oom, "NodeDoctorOOMKill"),
+            Some("kernel.oom_cgroup")
+        );
+        let hw = c.of_condition("NodeDoctorHardwareFailure", "True").unwrap();
         assert_eq!(
             c.rule_for(hw, "UncorrectableMemoryError"),
             Some("hardware.memory_uncorrected")

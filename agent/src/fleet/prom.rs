@@ -20,7 +20,9 @@ const MAX_ANSWER: usize = 16 << 20;
 
 /// `http://host[:port][/prefix]` split into the address and the path prefix.
 fn target(url: &str) -> anyhow::Result<(String, String, String)> {
-    let uri: http::Uri = url.parse().with_context(|| format!("--prometheus {url:?}"))?;
+    let uri: http::Uri = url
+        .parse()
+        .with_context(|| format!("--prometheus {url:?}"))?;
     match uri.scheme_str() {
         Some("http") => {}
         Some(other) => bail!("--prometheus {url:?}: {other}:// is not supported; use http:// (kubectl port-forward to reach an HTTPS Prometheus)"),
@@ -61,11 +63,10 @@ async fn get(addr: &str, host: &str, path: &str) -> anyhow::Result<Bytes> {
     let tcp = tokio::net::TcpStream::connect(addr)
         .await
         .with_context(|| format!("connecting to Prometheus at {addr}"))?;
-    let (mut send, conn) = hyper::client::conn::http1::handshake::<_, Full<Bytes>>(
-        hyper_util::rt::TokioIo::new(tcp),
-    )
-    .await
-    .context("HTTP handshake with Prometheus")?;
+    let (mut send, conn) =
+        hyper::client::conn::http1::handshake::<_, Full<Bytes>>(hyper_util::rt::TokioIo::new(tcp))
+            .await
+            .context("HTTP handshake with Prometheus")?;
     tokio::spawn(async move {
         let _ = conn.await;
     });
@@ -78,7 +79,10 @@ async fn get(addr: &str, host: &str, path: &str) -> anyhow::Result<Bytes> {
         )
         .body(Full::new(Bytes::new()))
         .context("building the query")?;
-    let resp = send.send_request(req).await.context("querying Prometheus")?;
+    let resp = send
+        .send_request(req)
+        .await
+        .context("querying Prometheus")?;
     let status = resp.status();
     let body = http_body_util::Limited::new(resp.into_body(), MAX_ANSWER)
         .collect()

@@ -139,7 +139,6 @@ impl Fleet {
             problems,
         });
     }
-
 }
 
 /// The row of a recent Warning Event of a known reason about a Node, else `None`.
@@ -528,15 +527,15 @@ mod tests {
                    {"metadata":{"name":"n2","labels":null},"status":{}}]}"#;
         let classes = Arc::new(Classes::builtin().unwrap());
         let mut fleet = Fleet::default();
-        let meta = parse_list::<RawNode, _>(doc.as_bytes(), &mut |raw| {
-            fleet.add_node(raw, &classes)
-        })
-        .unwrap();
+        let meta =
+            parse_list::<RawNode, _>(doc.as_bytes(), &mut |raw| fleet.add_node(raw, &classes))
+                .unwrap();
         assert_eq!(meta.cont.as_deref(), Some("abc"));
         assert_eq!(fleet.nodes.len(), 2);
         let n1 = &fleet.nodes[0];
         assert_eq!(&*n1.name, "n1");
-        let value = |d: Dim| n1.dims[d as usize].map(|i| fleet.values[d as usize][i as usize].as_str());
+        let value =
+            |d: Dim| n1.dims[d as usize].map(|i| fleet.values[d as usize][i as usize].as_str());
         assert_eq!(value(Dim::Zone), Some("z1"));
         assert_eq!(value(Dim::Pool), Some("general"));
         assert_eq!(fleet.pool_keys, vec!["karpenter.sh/nodepool"]);

@@ -57,7 +57,15 @@ fn shared_by(row: &Row) -> String {
     row.grouped
         .shared_by
         .iter()
-        .map(|g| format!("{} {} ({} of {})", g.dim.name(), g.value, g.affected, g.total))
+        .map(|g| {
+            format!(
+                "{} {} ({} of {})",
+                g.dim.name(),
+                g.value,
+                g.affected,
+                g.total
+            )
+        })
         .collect::<Vec<_>>()
         .join("; ")
 }
@@ -78,9 +86,18 @@ pub fn table(report: &Report, fleet: &Fleet, colour: bool) -> String {
         let _ = writeln!(o, "incomplete: {}", v(why));
     }
     if report.rows.is_empty() {
-        let _ = writeln!(o, "\nNo node holds a problem condition or a recent node-doctor event.");
+        let _ = writeln!(
+            o,
+            "\nNo node holds a problem condition or a recent node-doctor event."
+        );
     } else {
-        let width = report.rows.iter().map(|r| r.name.len()).max().unwrap_or(5).max(5);
+        let width = report
+            .rows
+            .iter()
+            .map(|r| r.name.len())
+            .max()
+            .unwrap_or(5)
+            .max(5);
         let _ = writeln!(
             o,
             "\n{:<8}  {:<width$}  {:>11}  {:<20}  VERDICT",
@@ -302,7 +319,13 @@ fn html_row(h: &mut String, fleet: &Fleet, r: &Row, total: usize) {
         .grouped
         .worst
         .as_ref()
-        .map(|w| format!("<br><small class=\"worst\">{}: {}</small>", escape(&w.node), escape(&w.message)))
+        .map(|w| {
+            format!(
+                "<br><small class=\"worst\">{}: {}</small>",
+                escape(&w.node),
+                escape(&w.message)
+            )
+        })
         .unwrap_or_default();
     let _ = write!(
         h,

@@ -8,119 +8,13 @@
 use std::path::Path;
 use std::time::Duration;
 
+use kube_standin::fleet_stage::{self, hardware, kernel, node, zone, KERNELS, T0, ZONES};
 use kube_standin::{Options, Rbac, StandIn};
 use serde_json::{json, Value};
 
 use super::classes::Dim;
 use super::verdict::{Report, Verdict};
 use super::{collect, Settings};
-
-const ZONES: [&str; 3] = ["eu-west-1a", "eu-west-1b", "eu-west-1c"];
-const POOLS: [(&str, &str, &str); 4] = [
-    ("eks.amazonaws.com/nodegroup", "general", "m6i.2xlarge"),
-    ("eks.amazonaws.com/nodegroup", "batch", "c6i.4xlarge"),
-    ("karpenter.sh/nodepool", "spot", "m6a.2xlarge"),
-    ("karpenter.sh/nodepool", "gpu", "g5.2xlarge"),
-];
-const KERNELS: [&str; 2] = ["6.1.0-25-cloud-amd64", "6.1.0-28-cloud-amd64"];
-const T0: &str = "2026-11-29T06:00:00Z";
-
-fn zone(i: usize) -> usize {
-    i % 3
-}
-fn pool(i: usize) -> usize {
-    (i / 3) % 4
-}
-fn kernel(i: usize) -> usize {
-    (i / 12) % 2
-}
-/// The 3 scattered nodes with failed hardware (fewer in a smaller cluster).
-fn hardware(n: usize) -> Vec<usize> {
-    let mut v: Vec<usize> = [n / 7, n / 2 + 1, n.saturating_sub(2)]
-        .into_iter()
-        .filter(|&i| i < n)
-        .collect();
-    v.sort();
-    v.dedup();
-    v
-}
-
-fn name(i: usize) -> String {
-    format!("ip-10-0-{}-{}.eu-west-1.compute.internal", i / 250, i % 250)
-}
-
-fn cond(t: &str, status: &str, reason: &str, message: &str) -> Value {
-    json!({"type": t, "status": status, "reason": reason, "message": message,
-           "lastHeartbeatTime": "2026-11-29T07:55:00Z", "lastTransitionTime": T0})
-}
-
-/// One Node as a real cluster has it: labels, nodeInfo, images, the kubelet's conditions and
-/// every node-doctor condition (False unless planted).
-fn node(i: usize, n: usize) -> Value {
-    let (pool_key, pool_name, itype) = POOLS[pool(i)];
-    let dns = zone(i) == 0;
-    let unregister = kernel(i) == 1;
-    let hw = hardware(n).contains(&i);
-    let mut conditions = vec![
-        cond("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
-        cond("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
-        cond("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
-        cond("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
-    ];
-    for c in collectors::rules::RuleBook::node_conditions() {
-        let (status, reason, message) = match c.ctype.as_str() {
-            "NodeDoctorDNSUnhealthy" if dns => ("True", "DNSNoAnswer", "dns.no_answer (10.100.0.10:53): the cluster DNS server does not answer"),
-            "NodeDoctorFrequentUnregisterNetDevice" if unregister => ("True", "UnregisterNetDevice", "kernel.unregister_netdevice (eth0): 4 waits for a device to become free in 20 minutes"),
-            "NodeDoctorHardwareFailure" if hw => ("True", "UncorrectableMemoryError", "hardware.memory_uncorrected (mc0): 1 uncorrected memory error"),
-            "NodeDoctorClockUnsynchronised" => ("True", "ClockUnsynchronised", "clock.unsynchronised: the kernel says the clock is not synchronised"),
-            _ => ("False", c.healthy_reason.as_str(), c.healthy_message.as_str()),
-        };
-        conditions.push(cond(&c.ctype, status, reason, message));
-    }
-    let images: Vec<Value> = (0..20)
-        .map(|k| json!({"names": [format!("registry.example.com/team-{k}/service@sha256:{:064x}", k * 7919 + i), format!("registry.example.com/team-{k}/service:v1.{k}.{i}")], "sizeBytes": 123_456_789 + k}))
-        .collect();
-    json!({
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": {
-            "name": name(i),
-            "creationTimestamp": "2026-11-01T00:00:00Z",
-            "labels": {
-                "kubernetes.io/hostname": name(i), "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
-                "topology.kubernetes.io/zone": ZONES[zone(i)], "topology.kubernetes.io/region": "eu-west-1",
-                pool_key: pool_name, "node.kubernetes.io/instance-type": itype,
-            },
-            "annotations": {"node.alpha.kubernetes.io/ttl": "0", "volumes.kubernetes.io/controller-managed-attach-detach": "true"}
-        },
-        "spec": {"providerID": format!("aws:///eu-west-1a/i-{i:017x}")},
-        "status": {
-            "conditions": conditions,
-            "nodeInfo": {
-                "kernelVersion": KERNELS[kernel(i)], "osImage": "Debian GNU/Linux 12 (bookworm)",
-                "containerRuntimeVersion": "containerd://1.7.24", "kubeletVersion": "v1.31.4",
-                "kubeProxyVersion": "v1.31.4", "operatingSystem": "linux", "architecture": "amd64",
-                "machineID": format!("{i:032x}"), "systemUUID": format!("ec2{i:029x}"), "bootID": format!("{i:032x}")
-            },
-            "addresses": [{"type": "InternalIP", "address": format!("10.0.{}.{}", i / 250, i % 250)}, {"type": "Hostname", "address": name(i)}],
-            "capacity": {"cpu": "8", "memory": "32386520Ki", "pods": "58"},
-            "allocatable": {"cpu": "7910m", "memory": "31369688Ki", "pods": "58"},
-            "images": images
-        }
-    })
-}
-
-fn unregister_event(i: usize) -> Value {
-    json!({
-        "metadata": {"name": format!("{}.unregister", name(i))},
-        "involvedObject": {"kind": "Node", "apiVersion": "v1", "name": name(i)},
-        "reason": "NodeDoctorUnregisterNetDevice", "type": "Warning",
-        "message": "kernel.unregister_netdevice (eth0): unregister_netdevice: waiting for eth0 to become free. Usage count = 2",
-        "source": {"component": "node-doctor", "host": name(i)},
-        "count": 4,
-        "firstTimestamp": crate::timefmt::rfc3339(time::OffsetDateTime::now_utc() - time::Duration::minutes(20)),
-        "lastTimestamp": crate::timefmt::rfc3339(time::OffsetDateTime::now_utc() - time::Duration::minutes(2)),
-    })
-}
 
 /// The stand-in with the fleet's RBAC (manifests/fleet) for its token, `n` staged nodes.
 pub fn staged(n: usize) -> StandIn {
@@ -138,13 +32,20 @@ pub fn staged(n: usize) -> StandIn {
         workers: 2,
         ..Options::default()
     });
-    for i in 0..n {
-        s.put_node(node(i, n));
-        if kernel(i) == 1 {
-            s.put_event("default", unregister_event(i));
-        }
-    }
+    fleet_stage::stage(&s, n, &classes());
     s
+}
+
+/// node-doctor's condition classes, for the staged nodes.
+pub fn classes() -> Vec<fleet_stage::Class> {
+    collectors::rules::RuleBook::node_conditions()
+        .iter()
+        .map(|c| fleet_stage::Class {
+            ctype: c.ctype.clone(),
+            healthy_reason: c.healthy_reason.clone(),
+            healthy_message: c.healthy_message.clone(),
+        })
+        .collect()
 }
 
 pub fn settings(kubeconfig: &Path) -> Settings {
@@ -168,15 +69,21 @@ fn run(s: &StandIn, settings: &Settings) -> anyhow::Result<(Report, super::read:
 }
 
 fn row<'a>(r: &'a Report, class: &str) -> &'a super::verdict::Row {
-    r.rows
-        .iter()
-        .find(|x| x.name == class)
-        .unwrap_or_else(|| panic!("no {class} in {:?}", r.rows.iter().map(|x| &x.name).collect::<Vec<_>>()))
+    r.rows.iter().find(|x| x.name == class).unwrap_or_else(|| {
+        panic!(
+            "no {class} in {:?}",
+            r.rows.iter().map(|x| &x.name).collect::<Vec<_>>()
+        )
+    })
 }
 
 /// The groups of a row as (dimension, value).
 fn groups(r: &super::verdict::Row) -> Vec<(Dim, String)> {
-    r.grouped.shared_by.iter().map(|g| (g.dim, g.value.clone())).collect()
+    r.grouped
+        .shared_by
+        .iter()
+        .map(|g| (g.dim, g.value.clone()))
+        .collect()
 }
 
 fn check_patterns(n: usize, ignore_limit: bool) {
@@ -191,7 +98,11 @@ fn check_patterns(n: usize, ignore_limit: bool) {
     let on_new_kernel = (0..n).filter(|&i| kernel(i) == 1).count();
     let hw = hardware(n);
     // Exactly the planted classes, nothing else.
-    let mut want = vec!["NodeDoctorClockUnsynchronised", "NodeDoctorDNSUnhealthy", "NodeDoctorHardwareFailure"];
+    let mut want = vec![
+        "NodeDoctorClockUnsynchronised",
+        "NodeDoctorDNSUnhealthy",
+        "NodeDoctorHardwareFailure",
+    ];
     if on_new_kernel > 0 {
         want.push("NodeDoctorFrequentUnregisterNetDevice");
     }
@@ -206,13 +117,23 @@ fn check_patterns(n: usize, ignore_limit: bool) {
     assert_eq!(hwr.grouped.nodes.len(), hw.len());
     assert_eq!(hwr.verdict, Verdict::NodeLocal, "{}", hwr.because);
     assert!(groups(hwr).is_empty(), "{:?}", groups(hwr));
-    assert!(hwr.next.iter().any(|c| c == "node-doctor explain hardware.memory_uncorrected"), "{:?}", hwr.next);
+    assert!(
+        hwr.next
+            .iter()
+            .any(|c| c == "node-doctor explain hardware.memory_uncorrected"),
+        "{:?}",
+        hwr.next
+    );
 
     let dns = row(&report, "NodeDoctorDNSUnhealthy");
     let clock = row(&report, "NodeDoctorClockUnsynchronised");
     assert_eq!(dns.grouped.nodes.len(), in_zone_a);
     assert_eq!(clock.grouped.nodes.len(), n);
-    assert_eq!(clock.grouped.since, Some(1_795_932_000), "since = lastTransitionTime ({T0})");
+    assert_eq!(
+        clock.grouped.since,
+        Some(1_795_932_000),
+        "since = lastTransitionTime ({T0})"
+    );
     assert!(groups(clock).is_empty(), "{:?}", groups(clock));
     if n == 1 {
         for r in &report.rows {
@@ -220,11 +141,25 @@ fn check_patterns(n: usize, ignore_limit: bool) {
         }
         return;
     }
-    assert_eq!(groups(dns), vec![(Dim::Zone, ZONES[0].to_string())], "n={n}");
+    assert_eq!(
+        groups(dns),
+        vec![(Dim::Zone, ZONES[0].to_string())],
+        "n={n}"
+    );
     assert_eq!(dns.verdict, Verdict::Shared);
     assert!(dns.because.contains("cluster DNS"), "{}", dns.because);
-    assert!(dns.next.iter().any(|c| c.contains("k8s-app=kube-dns")), "{:?}", dns.next);
-    assert!(dns.next.iter().any(|c| c == "kubectl get nodes -l topology.kubernetes.io/zone=eu-west-1a"), "{:?}", dns.next);
+    assert!(
+        dns.next.iter().any(|c| c.contains("k8s-app=kube-dns")),
+        "{:?}",
+        dns.next
+    );
+    assert!(
+        dns.next
+            .iter()
+            .any(|c| c == "kubectl get nodes -l topology.kubernetes.io/zone=eu-west-1a"),
+        "{:?}",
+        dns.next
+    );
     assert_eq!(clock.verdict, Verdict::Shared);
     assert!(clock.because.contains("time source"), "{}", clock.because);
 
@@ -233,7 +168,10 @@ fn check_patterns(n: usize, ignore_limit: bool) {
     assert_eq!(groups(unreg), vec![(Dim::Kernel, KERNELS[1].to_string())]);
     assert_eq!(unreg.verdict, Verdict::Shared);
     assert!(unreg.because.contains(KERNELS[1]), "{}", unreg.because);
-    assert_eq!(unreg.grouped.event_nodes, on_new_kernel, "its Events joined the class");
+    assert_eq!(
+        unreg.grouped.event_nodes, on_new_kernel,
+        "its Events joined the class"
+    );
     assert_eq!(unreg.grouped.events, 4 * on_new_kernel as u64);
 
     // The request budget: one page per 1,000 objects, at most one request per 500 nodes at
@@ -242,9 +180,15 @@ fn check_patterns(n: usize, ignore_limit: bool) {
     assert_eq!(u64::from(report.requests.nodes), c.node_lists);
     assert_eq!(u64::from(report.requests.events), c.event_lists);
     let total = c.node_lists + c.event_lists;
-    assert!(total as usize <= (n / 500).max(2), "{total} requests for {n} nodes");
+    assert!(
+        total as usize <= (n / 500).max(2),
+        "{total} requests for {n} nodes"
+    );
     if ignore_limit {
-        assert_eq!(c.node_lists, 1, "the watch cache answered everything at once");
+        assert_eq!(
+            c.node_lists, 1,
+            "the watch cache answered everything at once"
+        );
     } else {
         assert_eq!(c.node_lists as usize, n.div_ceil(1000));
     }
@@ -277,19 +221,34 @@ fn outputs_carry_the_same_classes() {
     let kc = s.kubeconfig(dir.path(), kube_standin::DEFAULT_TOKEN);
     let (report, fleet) = run(&s, &settings(&kc)).unwrap();
     assert_eq!(report.exit_code(), 2, "a critical class");
-    let table = String::from_utf8(super::render(&report, &fleet, super::Format::Table, false)).unwrap();
-    assert!(table.contains("shared by: zone eu-west-1a (17 of 17)"), "{table}");
+    let table =
+        String::from_utf8(super::render(&report, &fleet, super::Format::Table, false)).unwrap();
+    assert!(
+        table.contains("shared by: zone eu-west-1a (17 of 17)"),
+        "{table}"
+    );
     assert!(table.contains("verdict: node-local"), "{table}");
-    let doc: Value = serde_json::from_slice(&super::render(&report, &fleet, super::Format::Json, false)).unwrap();
+    let doc: Value =
+        serde_json::from_slice(&super::render(&report, &fleet, super::Format::Json, false))
+            .unwrap();
     assert_eq!(doc["nodes"], 50);
     let classes = doc["classes"].as_array().unwrap();
     assert_eq!(classes.len(), 4);
-    let dns = classes.iter().find(|c| c["class"] == "NodeDoctorDNSUnhealthy").unwrap();
+    let dns = classes
+        .iter()
+        .find(|c| c["class"] == "NodeDoctorDNSUnhealthy")
+        .unwrap();
     assert_eq!(dns["verdict"], "shared");
     assert_eq!(dns["node_names"].as_array().unwrap().len(), 17);
     assert_eq!(dns["shared_by"][0]["dimension"], "zone");
-    let html = String::from_utf8(super::render(&report, &fleet, super::Format::Html, false)).unwrap();
-    assert!(html.contains("id=\"class-NodeDoctorDNSUnhealthy\" class=\"fleet-class sev-warning verdict-shared\""), "{html}");
+    let html =
+        String::from_utf8(super::render(&report, &fleet, super::Format::Html, false)).unwrap();
+    assert!(
+        html.contains(
+            "id=\"class-NodeDoctorDNSUnhealthy\" class=\"fleet-class sev-warning verdict-shared\""
+        ),
+        "{html}"
+    );
     assert!(!html.contains("<script") && !html.contains("http://") && !html.contains("https://"));
 }
 
@@ -307,7 +266,7 @@ fn rbac_is_the_manifests_and_events_are_optional() {
         rbac: Some(base),
         ..Options::default()
     });
-    s.put_node(node(0, 1));
+    s.put_node(node(0, 1, &classes()));
     let dir = tempfile::tempdir().unwrap();
     let kc = s.kubeconfig(dir.path(), kube_standin::DEFAULT_TOKEN);
     let err = run(&s, &settings(&kc)).err().expect("refused");
@@ -321,10 +280,15 @@ fn rbac_is_the_manifests_and_events_are_optional() {
                "subjects": [{"kind": "ServiceAccount", "name": "node-doctor", "namespace": "node-doctor"}]}),
     ];
     let s = StandIn::start(Options {
-        rbac: Some(Rbac::from_objects(&docs, "node-doctor", "node-doctor", "node-doctor")),
+        rbac: Some(Rbac::from_objects(
+            &docs,
+            "node-doctor",
+            "node-doctor",
+            "node-doctor",
+        )),
         ..Options::default()
     });
-    s.put_node(node(0, 1));
+    s.put_node(node(0, 1, &classes()));
     let kc = s.kubeconfig(dir.path(), kube_standin::DEFAULT_TOKEN);
     let (report, _) = run(&s, &settings(&kc)).unwrap();
     assert_eq!(report.incomplete.len(), 1, "{:?}", report.incomplete);
@@ -337,7 +301,7 @@ fn rbac_is_the_manifests_and_events_are_optional() {
 #[test]
 fn a_healthy_cluster_exits_0() {
     let s = StandIn::start(Options::default());
-    let mut n = node(0, 1);
+    let mut n = node(0, 1, &classes());
     for c in n["status"]["conditions"].as_array_mut().unwrap() {
         if c["type"].as_str().unwrap().starts_with("NodeDoctor") {
             c["status"] = json!("False");
@@ -349,6 +313,7 @@ fn a_healthy_cluster_exits_0() {
     let (report, fleet) = run(&s, &settings(&kc)).unwrap();
     assert!(report.rows.is_empty());
     assert_eq!(report.exit_code(), 0);
-    let table = String::from_utf8(super::render(&report, &fleet, super::Format::Table, false)).unwrap();
+    let table =
+        String::from_utf8(super::render(&report, &fleet, super::Format::Table, false)).unwrap();
     assert!(table.contains("No node holds a problem"), "{table}");
 }

@@ -67,11 +67,15 @@ pub struct Report {
 impl Report {
     /// `check`'s codes: the worst severity, plus 4 when something could not be read.
     pub fn exit_code(&self) -> u8 {
-        let from_prom = self.findings.iter().flatten().map(|f| match f.severity.as_str() {
-            "critical" => Severity::Critical,
-            "warning" => Severity::Warning,
-            _ => Severity::Info,
-        });
+        let from_prom = self
+            .findings
+            .iter()
+            .flatten()
+            .map(|f| match f.severity.as_str() {
+                "critical" => Severity::Critical,
+                "warning" => Severity::Warning,
+                _ => Severity::Info,
+            });
         let worst = self.rows.iter().map(|r| r.severity).chain(from_prom).max();
         crate::exit::code(worst, !self.incomplete.is_empty())
     }
@@ -155,7 +159,9 @@ fn row(fleet: &Fleet, class: &Class, classes: &Classes, g: Grouped) -> Row {
     } else {
         (
             Verdict::NodeLocal,
-            format!("{k} of {n} nodes, nothing in common that the healthy nodes lack: fix these nodes"),
+            format!(
+                "{k} of {n} nodes, nothing in common that the healthy nodes lack: fix these nodes"
+            ),
         )
     };
     let next = next_commands(class, classes, &g, verdict, &first);
@@ -194,9 +200,7 @@ fn next_commands(
     out.extend(command("kubectl describe node {node}", first));
     let reason = g.worst.as_ref().map(|w| w.reason.as_str()).unwrap_or("");
     if let Some(rule) = classes.rule_for(g.class, reason) {
-        out.extend(
-            shell::render("node-doctor explain {rule}", &[("rule", rule.into_arg())]).ok(),
-        );
+        out.extend(shell::render("node-doctor explain {rule}", &[("rule", rule.into_arg())]).ok());
     }
     out.dedup();
     out
