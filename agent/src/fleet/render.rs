@@ -100,19 +100,26 @@ pub fn table(report: &Report, fleet: &Fleet, colour: bool) -> String {
             .max(5);
         let _ = writeln!(
             o,
-            "\n{:<8}  {:<width$}  {:>11}  {:<20}  VERDICT",
-            "SEVERITY", "CLASS", "NODES", "SINCE"
+            "\n{:<8}  {:<width$}  {:>11}  {:<20}  {:<10}  SHARED BY",
+            "SEVERITY", "CLASS", "NODES", "SINCE", "VERDICT"
         );
         for r in &report.rows {
             let sev = format!("{:<8}", r.severity.as_str());
+            let group = r
+                .grouped
+                .shared_by
+                .first()
+                .map(|g| format!("{} {}", g.dim.name(), g.value))
+                .unwrap_or_else(|| "-".into());
             let _ = writeln!(
                 o,
-                "{}  {:<width$}  {:>11}  {:<20}  {}",
+                "{}  {:<width$}  {:>11}  {:<20}  {:<10}  {}",
                 paint(&sev, r.severity, colour),
                 v(&r.name),
                 format!("{}/{}", r.grouped.nodes.len(), report.nodes),
                 when(r.grouped.since),
-                r.verdict.as_str()
+                r.verdict.as_str(),
+                v(&group)
             );
         }
     }
