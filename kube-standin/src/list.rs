@@ -126,7 +126,7 @@ fn token(key: &str) -> String {
 }
 
 fn untoken(t: &str) -> Option<String> {
-    if t.len() % 2 != 0 {
+    if !t.len().is_multiple_of(2) {
         return None;
     }
     let bytes: Option<Vec<u8>> = (0..t.len())
@@ -191,7 +191,7 @@ pub fn answer<'a>(
     );
     let mut n = 0usize;
     let mut last = "";
-    while let Some((k, v)) = matching.next() {
+    for (k, v) in matching.by_ref() {
         if n > 0 {
             out.push(b',');
         }
