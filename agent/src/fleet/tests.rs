@@ -3,7 +3,7 @@
 //! versions, with planted patterns — one zone's nodes fail DNS, one kernel's nodes log
 //! `unregister_netdevice` (condition and Events), 3 scattered nodes have failed hardware,
 //! every clock is unsynchronised — must come back as exactly those classes, grouped and
-//! judged right, within the request budget.
+//! judged right, one request per page.
 
 use std::path::Path;
 use std::time::Duration;
@@ -86,12 +86,16 @@ fn groups(r: &super::verdict::Row) -> Vec<(Dim, String)> {
         .collect()
 }
 
-fn check_patterns(n: usize, ignore_limit: bool) {
+fn check_patterns(n: usize, ignore_limit: bool, chunk: usize) {
     let s = staged(n);
     s.ignore_list_limit(ignore_limit);
     let dir = tempfile::tempdir().unwrap();
     let kc = s.kubeconfig(dir.path(), kube_standin::DEFAULT_TOKEN);
-    let (report, _fleet) = run(&s, &settings(&kc)).expect("fleet reads the staged cluster");
+    let settings = Settings {
+        chunk_size: chunk,
+        ..settings(&kc)
+    };
+    let (report, _fleet) = run(&s, &settings).expect("fleet reads the staged cluster");
     assert!(report.incomplete.is_empty(), "{:?}", report.incomplete);
     assert_eq!(report.nodes, n);
     let in_zone_a = (0..n).filter(|&i| zone(i) == 0).count();
@@ -174,44 +178,40 @@ fn check_patterns(n: usize, ignore_limit: bool) {
     );
     assert_eq!(unreg.grouped.events, 4 * on_new_kernel as u64);
 
-    // The request budget: one page per 1,000 objects, at most one request per 500 nodes at
-    // scale; the stand-in counted the same.
+    // One request per page of `chunk` objects (the 5,000-node budget is the e2e test's); the
+    // stand-in counted the same.
     let c = s.counts();
     assert_eq!(u64::from(report.requests.nodes), c.node_lists);
     assert_eq!(u64::from(report.requests.events), c.event_lists);
-    let total = c.node_lists + c.event_lists;
-    assert!(
-        total as usize <= (n / 500).max(2),
-        "{total} requests for {n} nodes"
-    );
     if ignore_limit {
-        assert_eq!(
-            c.node_lists, 1,
-            "the watch cache answered everything at once"
-        );
+        let whole = (c.node_lists, c.event_lists);
+        assert_eq!(whole, (1, 1), "the watch cache answered everything at once");
     } else {
-        assert_eq!(c.node_lists as usize, n.div_ceil(1000));
+        assert_eq!(c.node_lists as usize, n.div_ceil(chunk));
+        assert_eq!(c.event_lists as usize, on_new_kernel.div_ceil(chunk).max(1));
     }
 }
 
+// 5,000 nodes: agent/tests/e2e/fleet.rs (the binary, in its own process: the staged
+// answers are hundreds of MB in the test process, which the heap test measures).
 #[test]
-fn staged_5000_nodes_show_each_pattern_grouped_and_judged() {
-    check_patterns(5000, false);
+fn staged_50_nodes_in_pages_of_20() {
+    check_patterns(50, false, 20);
 }
 
 #[test]
-fn staged_5000_nodes_from_a_server_that_ignores_limit() {
-    check_patterns(5000, true);
+fn staged_50_nodes_from_a_server_that_ignores_limit() {
+    check_patterns(50, true, 20);
 }
 
 #[test]
-fn staged_50_nodes() {
-    check_patterns(50, false);
+fn staged_50_nodes_in_one_page() {
+    check_patterns(50, false, 1000);
 }
 
 #[test]
 fn staged_1_node_is_never_a_pattern() {
-    check_patterns(1, false);
+    check_patterns(1, false, 1000);
 }
 
 #[test]

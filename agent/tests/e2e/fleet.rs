@@ -163,6 +163,47 @@ fn fleet_on_5000_nodes_prints_its_cost() {
             ]
             .map(|(a, b)| (a.to_string(), b.to_string()))
         );
+        let class = |name: &str| -> &Value {
+            doc["classes"]
+                .as_array()
+                .and_then(|cs| cs.iter().find(|c| c["class"] == name))
+                .unwrap_or_else(|| panic!("no {name}"))
+        };
+        let groups = |name: &str| -> Vec<String> {
+            class(name)["shared_by"]
+                .as_array()
+                .map(|gs| {
+                    gs.iter()
+                        .map(|g| {
+                            format!(
+                                "{} {} {}/{}",
+                                g["dimension"], g["value"], g["nodes"], g["of"]
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let zone_a = (0..n).filter(|&i| fleet_stage::zone(i) == 0).count();
+        let new_kernel = (0..n).filter(|&i| fleet_stage::kernel(i) == 1).count();
+        assert_eq!(
+            groups("NodeDoctorDNSUnhealthy"),
+            [format!(
+                "\"zone\" \"{}\" {zone_a}/{zone_a}",
+                fleet_stage::ZONES[0]
+            )]
+        );
+        assert_eq!(
+            groups("NodeDoctorFrequentUnregisterNetDevice"),
+            [format!(
+                "\"kernel\" \"{}\" {new_kernel}/{new_kernel}",
+                fleet_stage::KERNELS[1]
+            )]
+        );
+        assert!(groups("NodeDoctorClockUnsynchronised").is_empty());
+        assert!(groups("NodeDoctorHardwareFailure").is_empty());
+        assert_eq!(class("NodeDoctorHardwareFailure")["nodes"], 3);
+        assert_eq!(class("NodeDoctorClockUnsynchronised")["nodes"], n);
         assert!(
             c.node_lists + c.event_lists <= (n / 500) as u64,
             "{c:?}: at most one request per 500 nodes"
