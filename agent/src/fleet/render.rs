@@ -11,7 +11,7 @@ use collectors::Severity;
 use serde_json::{json, Value};
 
 use super::read::Fleet;
-use super::verdict::{PromFinding, Report, Row};
+use super::verdict::{PromFinding, Report, Row, Verdict};
 use crate::html::escape;
 
 /// Node names shown in the table and the page; JSON has them all.
@@ -110,7 +110,13 @@ pub fn table(report: &Report, fleet: &Fleet, colour: bool) -> String {
                 .shared_by
                 .first()
                 .map(|g| format!("{} {}", g.dim.name(), g.value))
-                .unwrap_or_else(|| "-".into());
+                .unwrap_or_else(|| match r.verdict {
+                    Verdict::Shared => format!(
+                        "{:.0}% of the nodes",
+                        100.0 * r.grouped.nodes.len() as f64 / report.nodes.max(1) as f64
+                    ),
+                    Verdict::NodeLocal => "-".into(),
+                });
             let _ = writeln!(
                 o,
                 "{}  {:<width$}  {:>11}  {:<20}  {:<10}  {}",
