@@ -13,8 +13,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 N="${1:-5000}"
 cd "$ROOT"
-cargo build --release -q -p node-doctor
-cargo build --release -q -p kube-standin --example fleet
+# One build of both (one feature resolution: two builds would each rebuild the other's deps).
+cargo build --release -q -p node-doctor -p kube-standin --bin node-doctor --example fleet
 BIN="$ROOT/target/release/node-doctor"
 STANDIN="$ROOT/target/release/examples/fleet"
 DIR="$(mktemp -d)"
