@@ -181,6 +181,7 @@ step "render (kubectl kustomize) into $OUT"
 "$KUBECTL" kustomize "$ROOT/manifests/overlays/prometheus-operator" > "$OUT/prometheus-operator.yaml"
 "$KUBECTL" kustomize "$ROOT/manifests/overlays/k8s-1.25-1.29" > "$OUT/k8s-1.25-1.29.yaml"
 "$KUBECTL" kustomize "$ROOT/manifests/overlays/recursive-read-only" > "$OUT/recursive-read-only.yaml"
+"$KUBECTL" kustomize "$ROOT/manifests/fleet" > "$OUT/fleet.yaml"
 # The base must also render with Debian's kubernetes-client (kustomize v2.0.3), to the same objects.
 "$DEBIAN_KUBECTL" kustomize "$ROOT/manifests/base" > "$OUT/base-debian.yaml"
 "$PY" - "$OUT/base.yaml" "$OUT/base-debian.yaml" <<'PYEOF'
@@ -202,6 +203,10 @@ step "Prometheus Operator objects against the vendored schemas"
 for v in $K8S_VERSIONS; do
     step "kubernetes-validate --strict, Kubernetes $v: manifests/ and the prometheus-operator overlay"
     k8s_validate base "$OUT/split/core.yaml" "$v" || fail "kubernetes-validate (Kubernetes $v) failed"
+done
+for v in $K8S_VERSIONS; do
+    step "kubernetes-validate --strict, Kubernetes $v: manifests/fleet (node-doctor fleet's read-only access)"
+    k8s_validate fleet "$OUT/fleet.yaml" "$v" || fail "manifests/fleet is not valid for Kubernetes $v"
 done
 for v in $K8S_VERSIONS_1_25_1_29; do
     step "kubernetes-validate --strict, Kubernetes $v: overlays/k8s-1.25-1.29"

@@ -454,6 +454,81 @@ pub enum Command {
     /// Pod state from the handbooks (exit 0 when something matched, 1 when nothing did).
     #[command(after_help = EXPLAIN_EXAMPLES)]
     Explain(ExplainArgs),
+    /// The cluster's view (reads the API server, not this host): every problem class the
+    /// nodes' conditions and node-doctor's Events show, how many nodes, since when, what those
+    /// nodes share, and whether a shared dependency or the nodes are the cause. Exit codes as
+    /// check's. Also `kubectl node-doctor fleet` (docs/fleet.md).
+    #[command(after_help = FLEET_HELP)]
+    Fleet(FleetArgs),
+}
+
+const FLEET_HELP: &str = "\
+Exit codes: 0 no problem class, 1 the worst is a warning, 2 critical, 3 the nodes could not be
+listed, 4-6 as 0-2 but the Events or Prometheus could not be read. RBAC: manifests/fleet/.
+
+Examples:
+  node-doctor fleet
+  kubectl node-doctor fleet --format html > fleet.html
+  node-doctor fleet --format json --prometheus http://localhost:9090";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FleetFormat {
+    Table,
+    Json,
+    Html,
+}
+
+#[derive(Debug, Args)]
+pub struct FleetArgs {
+    /// Output: a table for a person, JSON for scripts, or one self-contained HTML page.
+    #[arg(long, env = "NODE_DOCTOR_FORMAT", value_enum, default_value = "table")]
+    pub format: FleetFormat,
+
+    /// The kubeconfig file (default: KUBECONFIG, ~/.kube/config, else in-cluster).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// The kubeconfig context (default: its current context).
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+
+    /// Prometheus' base URL (http://…): adds every active finding with its node and subject,
+    /// from node_doctor_finding_info.
+    #[arg(long, env = "NODE_DOCTOR_PROMETHEUS", value_name = "URL")]
+    pub prometheus: Option<String>,
+
+    /// Objects per list request (the first with resourceVersion=0, from the server's cache).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..), value_name = "N")]
+    pub chunk_size: u32,
+
+    /// node-doctor's Events newer than this count (the API server keeps them an hour).
+    #[arg(long, default_value = "1h", value_parser = parse_duration, value_name = "DURATION")]
+    pub events_since: Duration,
+
+    /// How long one request may take to start answering.
+    #[arg(long, default_value = "30s", value_parser = parse_duration, value_name = "DURATION")]
+    pub request_timeout: Duration,
+}
+
+impl FleetArgs {
+    pub fn settings(&self) -> crate::fleet::Settings {
+        crate::fleet::Settings {
+            kubeconfig: self.kubeconfig.clone(),
+            context: self.context.clone(),
+            prometheus: self.prometheus.clone(),
+            chunk_size: self.chunk_size as usize,
+            events_since: self.events_since,
+            request_timeout: self.request_timeout,
+        }
+    }
+
+    pub fn format(&self) -> crate::fleet::Format {
+        match self.format {
+            FleetFormat::Table => crate::fleet::Format::Table,
+            FleetFormat::Json => crate::fleet::Format::Json,
+            FleetFormat::Html => crate::fleet::Format::Html,
+        }
+    }
 }
 
 /// What `explain` says when it is given nothing (or only blanks) to explain.

@@ -7,6 +7,7 @@ mod dns_probe;
 mod engine;
 mod exit;
 mod explain_cmd;
+mod fleet;
 mod heap;
 mod history;
 mod html;
@@ -41,7 +42,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
-use clap::Parser;
 use collectors::rules::RuleBook;
 use collectors::{CollectContext, HostPaths};
 
@@ -55,7 +55,7 @@ use exit::AGENT_FAILED as EXIT_AGENT_FAILED;
 
 fn main() -> ExitCode {
     heap::one_arena();
-    let cli = match Cli::try_parse() {
+    let cli = match parse_cli() {
         Ok(c) => c,
         Err(e) => {
             use clap::error::ErrorKind;
@@ -69,6 +69,9 @@ fn main() -> ExitCode {
     init_logging(&cli);
     if let Command::Explain(args) = cli.command {
         return explain(args, &cli.rules_files, &cli.tuning);
+    }
+    if let Command::Fleet(args) = &cli.command {
+        return ExitCode::from(fleet::run(&args.settings(), args.format()));
     }
     // A panic outside the collectors' catch_unwind is a bug; make it visible in the logs.
     std::panic::set_hook(Box::new(|info| {
@@ -119,8 +122,35 @@ fn main() -> ExitCode {
             ExitCode::from(check(args, &runners, &ctx, &cli.collectors))
         }
         // Handled before the host is looked at.
-        Command::Explain(_) => ExitCode::SUCCESS,
+        Command::Explain(_) | Command::Fleet(_) => ExitCode::SUCCESS,
     }
+}
+
+/// The command line. Run as `kubectl-node_doctor` (the kubectl plugin's name: a copy of or a
+/// link to this binary on PATH), help and errors name it `kubectl node-doctor`.
+fn parse_cli() -> Result<Cli, clap::Error> {
+    use clap::{CommandFactory, FromArgMatches};
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let mut cmd = Cli::command();
+    if args
+        .first()
+        .is_some_and(|a| is_kubectl_plugin(Path::new(a)))
+    {
+        cmd = cmd
+            .bin_name("kubectl node-doctor")
+            .name("kubectl node-doctor");
+    }
+    let matches = cmd.try_get_matches_from(args)?;
+    Cli::from_arg_matches(&matches)
+}
+
+/// True for the kubectl plugin's file name (`kubectl-node_doctor`, krew's naming for
+/// `kubectl node-doctor`).
+fn is_kubectl_plugin(argv0: &Path) -> bool {
+    argv0
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n == "kubectl-node_doctor")
 }
 
 /// `node-doctor explain`: a lookup in the built-in catalogue, or a rule's own text; no host
@@ -304,7 +334,7 @@ fn usage(msg: &str) -> ExitCode {
 fn init_logging(cli: &Cli) {
     let default = match cli.command {
         Command::Serve(_) => "info",
-        Command::Check(_) | Command::Explain(_) => "error",
+        Command::Check(_) | Command::Explain(_) | Command::Fleet(_) => "error",
     };
     let level = cli.log_level.as_deref().unwrap_or(default);
     let filter = tracing_subscriber::EnvFilter::try_new(level)

@@ -27,12 +27,22 @@
 //!   validated against the official Kubernetes OpenAPI schemas (kubernetes-validate's strict
 //!   JSON schemas, vendored in `schemas/`); a violation is `422` and is recorded in
 //!   [`StandIn::schema_errors`] so tests fail loudly.
+//! - **Lists** (`GET /api/v1/nodes`, `GET /api/v1/namespaces/{ns}/events`, as
+//!   `node-doctor fleet` reads them): `limit` and `continue` paginate in name order, with
+//!   `metadata.continue` and `remainingItemCount`; a `continue` with a `resourceVersion` other
+//!   than `0` is `400`, as on the real server; [`StandIn::ignore_list_limit`] makes a
+//!   `resourceVersion=0` list answer everything at once, as the watch cache of older servers
+//!   does; events take the real server's `fieldSelector` fields (`involvedObject.kind`,
+//!   `involvedObject.name`, `reason`, `source`, `type`, `reportingComponent`; `=`, `==`,
+//!   `!=`), others `400`. [`StandIn::put_node`] and [`StandIn::put_event`] stage whole objects.
 //! - **Faults**: [`StandIn::fault`] queues answers for matching requests: any status with an
 //!   optional `Retry-After` (`429`, `500`, `503`), or a stall before answering.
 //!
 //! Everything it receives is logged ([`StandIn::requests`]) with the authorizer's view of it.
 
 pub mod describe;
+pub mod fleet_stage;
+mod list;
 pub mod patch;
 pub mod rbac;
 pub mod schema;
@@ -141,6 +151,9 @@ pub struct Counts {
     pub status_patches: u64,
     pub event_creates: u64,
     pub event_patches: u64,
+    /// List requests (`GET` of a collection), answered or not.
+    pub node_lists: u64,
+    pub event_lists: u64,
     pub errors: u64,
 }
 
@@ -156,6 +169,8 @@ struct Cluster {
     faults: Vec<Fault>,
     schema_errors: Vec<String>,
     counts: Counts,
+    /// A `resourceVersion=0` list answers everything, ignoring `limit`.
+    ignore_limit: bool,
 }
 
 impl Cluster {
@@ -406,6 +421,41 @@ impl StandIn {
             .insert(t, manager.to_string());
     }
 
+    /// Stores a whole Node object (labels, `status.nodeInfo`, conditions as given); its uid and
+    /// resourceVersion are the stand-in's. Not schema-checked: a test stages thousands.
+    pub fn put_node(&self, mut node: Value) {
+        let mut c = self.cluster();
+        let Some(name) = node
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+        else {
+            panic!("put_node: the node has no metadata.name");
+        };
+        node["metadata"]["uid"] = Value::String(c.next_uid());
+        node["metadata"]["resourceVersion"] = Value::String(c.next_rv());
+        c.nodes.insert(name, node);
+    }
+
+    /// Stores an Event in namespace `ns` as it is given (its `metadata.name` is the key).
+    pub fn put_event(&self, ns: &str, mut ev: Value) {
+        let mut c = self.cluster();
+        let name = ev
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        ev["metadata"]["namespace"] = Value::String(ns.to_string());
+        ev["metadata"]["resourceVersion"] = Value::String(c.next_rv());
+        c.events.insert((ns.to_string(), name), ev);
+    }
+
+    /// With `true`, a list with `resourceVersion=0` answers every object at once whatever its
+    /// `limit`, without `continue` (the watch cache of older API servers).
+    pub fn ignore_list_limit(&self, on: bool) {
+        self.cluster().ignore_limit = on;
+    }
+
     /// Replaces a stored node's conditions as another writer would (e.g. the kubelet).
     pub fn set_conditions(&self, node: &str, conditions: Vec<Value>) {
         let mut c = self.cluster();
@@ -519,6 +569,7 @@ fn failure(code: u16, reason: &str, message: &str) -> Resp {
 /// The parts of an API path node-doctor can use.
 #[derive(Debug, Clone, PartialEq)]
 enum Route {
+    Nodes,
     Node(String),
     NodeStatus(String),
     Events(String),
@@ -529,6 +580,7 @@ enum Route {
 fn route(path: &str) -> Route {
     let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
     match parts.as_slice() {
+        ["api", "v1", "nodes"] => Route::Nodes,
         ["api", "v1", "nodes", n] => Route::Node(n.to_string()),
         ["api", "v1", "nodes", n, "status"] => Route::NodeStatus(n.to_string()),
         ["api", "v1", "namespaces", ns, "events"] => Route::Events(ns.to_string()),
@@ -733,6 +785,33 @@ fn dispatch(
                 Some(n) => respond(200, &with_managed_fields(n, c.owners.get(name))),
                 None => not_found("nodes", name),
             }
+        }
+        (&Method::GET, Route::Nodes) => {
+            c.counts.node_lists += 1;
+            let ignore = c.ignore_limit;
+            list::answer(
+                "NodeList",
+                c.rv,
+                c.nodes.iter().map(|(k, v)| (k.as_str(), v)),
+                query,
+                ignore,
+                list::node_field,
+            )
+        }
+        (&Method::GET, Route::Events(ns)) => {
+            c.counts.event_lists += 1;
+            let ignore = c.ignore_limit;
+            list::answer(
+                "EventList",
+                c.rv,
+                c.events
+                    .iter()
+                    .filter(|((n, _), _)| n == ns)
+                    .map(|((_, k), v)| (k.as_str(), v)),
+                query,
+                ignore,
+                list::event_field,
+            )
         }
         (&Method::PATCH, Route::NodeStatus(name)) => {
             c.counts.status_patches += 1;

@@ -2,7 +2,8 @@
 //! `GET /api/v1/nodes/<node>`, `PATCH /api/v1/nodes/<node>/status` (strategic merge),
 //! `POST /api/v1/namespaces/default/events` and `PATCH …/events/<name>` (strategic merge).
 //! Raw requests through `kube::Client::send`, so the answer's status and `Retry-After` reach
-//! the driver (the typed API folds them into an error).
+//! the driver (the typed API folds them into an error). `fleet` reads lists through the same
+//! client ([`KubeApi::get_streaming`]), their bodies as they arrive.
 
 use std::time::Duration;
 
@@ -131,6 +132,73 @@ impl KubeApi {
         KubeApi::with_config(config, "kubeconfig file", node, timeout)
     }
 
+    /// For `fleet`, run by a person: `--kubeconfig` and `--context` when given, else the
+    /// standard ways ([`KubeApi::from_environment`]).
+    pub async fn for_person(
+        kubeconfig: Option<&std::path::Path>,
+        context: Option<&str>,
+        agent: &str,
+        timeout: Duration,
+    ) -> anyhow::Result<KubeApi> {
+        if kubeconfig.is_none() && context.is_none() {
+            return KubeApi::from_environment(agent, timeout).await;
+        }
+        let options = kube::config::KubeConfigOptions {
+            context: context.map(str::to_string),
+            ..Default::default()
+        };
+        let (config, source) = match kubeconfig {
+            Some(path) => {
+                let kc = kube::config::Kubeconfig::read_from(path)
+                    .with_context(|| format!("reading {}", path.display()))?;
+                let c = kube::Config::from_custom_kubeconfig(kc, &options)
+                    .await
+                    .with_context(|| format!("using {}", path.display()))?;
+                (c, "--kubeconfig")
+            }
+            None => (
+                kube::Config::from_kubeconfig(&options)
+                    .await
+                    .context("reading the kubeconfig (KUBECONFIG or ~/.kube/config)")?,
+                "kubeconfig",
+            ),
+        };
+        KubeApi::with_config(config, source, agent, timeout)
+    }
+
+    /// A GET whose answer's body is handed over unread, to be parsed as it arrives (a list of
+    /// thousands of Nodes is never held whole). The request timeout covers the answer's
+    /// head; an error status is read (capped) into an [`ApiError`].
+    pub async fn get_streaming(&self, path: &str) -> Result<kube::client::Body, ApiError> {
+        let req = http::Request::builder()
+            .method(http::Method::GET)
+            .uri(path)
+            .header(http::header::ACCEPT, "application/json")
+            .header(http::header::USER_AGENT, self.user_agent.clone())
+            .body(kube::client::Body::empty())
+            .map_err(|e| ApiError::Transport(e.to_string()))?;
+        let resp = match tokio::time::timeout(self.timeout, self.client.send(req)).await {
+            Err(_) => return Err(ApiError::Timeout),
+            Ok(r) => r.map_err(|e| ApiError::Transport(chain(&e)))?,
+        };
+        let status = resp.status().as_u16();
+        if (200..300).contains(&status) {
+            return Ok(resp.into_body());
+        }
+        let retry_after = retry_after(resp.headers());
+        let body = tokio::time::timeout(
+            self.timeout,
+            http_body_util::Limited::new(resp.into_body(), 64 * 1024).collect(),
+        )
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+        let value: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        Err(status_error(status, &value, retry_after))
+    }
+
     fn with_config(
         mut config: kube::Config,
         source: &str,
@@ -186,12 +254,7 @@ impl KubeApi {
                 .await
                 .map_err(|e| ApiError::Transport(chain(&e)))?;
             let status = resp.status().as_u16();
-            let retry_after = resp
-                .headers()
-                .get(http::header::RETRY_AFTER)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .map(Duration::from_secs);
+            let retry_after = retry_after(resp.headers());
             let body = http_body_util::Limited::new(resp.into_body(), MAX_RESPONSE)
                 .collect()
                 .await
@@ -201,24 +264,37 @@ impl KubeApi {
             if (200..300).contains(&status) {
                 return Ok(value);
             }
-            let s = |k: &str| {
-                value
-                    .get(k)
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string()
-            };
-            Err(ApiError::Status {
-                code: status,
-                reason: s("reason"),
-                message: super::planner::bounded(s("message"), 512),
-                retry_after,
-            })
+            Err(status_error(status, &value, retry_after))
         };
         match tokio::time::timeout(self.timeout, send).await {
             Ok(r) => r,
             Err(_) => Err(ApiError::Timeout),
         }
+    }
+}
+
+fn retry_after(headers: &http::HeaderMap) -> Option<Duration> {
+    headers
+        .get(http::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Duration::from_secs)
+}
+
+/// An error status with the reason and message of its `Status` body.
+fn status_error(code: u16, value: &Value, retry_after: Option<Duration>) -> ApiError {
+    let s = |k: &str| {
+        value
+            .get(k)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    ApiError::Status {
+        code,
+        reason: s("reason"),
+        message: super::planner::bounded(s("message"), 512),
+        retry_after,
     }
 }
 

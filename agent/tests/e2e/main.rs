@@ -9,6 +9,7 @@ mod daemons;
 mod debian;
 mod deploy;
 mod explain;
+mod fleet;
 mod host_files;
 mod hostile;
 mod hot_code;
