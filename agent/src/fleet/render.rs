@@ -263,7 +263,7 @@ pub fn html(report: &Report, fleet: &Fleet) -> String {
 <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
 <title>node-doctor fleet: {} nodes</title><style>\
 body{{font-family:system-ui,sans-serif;margin:1.5rem;color:#1b1b1b}}\
-table{{border-collapse:collapse;width:100%}}th,td{{text-align:left;padding:.35rem .6rem;border-bottom:1px solid #ddd;vertical-align:top}}\
+.tw{{overflow-x:auto;max-width:100%}}.tw table{{min-width:56rem}}td code{{overflow-wrap:anywhere}}table{{border-collapse:collapse;width:100%}}th,td{{text-align:left;padding:.35rem .6rem;border-bottom:1px solid #ddd;vertical-align:top}}\
 .sev{{font-weight:600}}code{{font-family:ui-monospace,monospace;font-size:.9em}}\
 details summary{{cursor:pointer}}.incomplete{{color:#b00020}}\
 </style></head><body>\n",
@@ -289,13 +289,13 @@ details summary{{cursor:pointer}}.incomplete{{color:#b00020}}\
     } else {
         let _ = writeln!(
             h,
-            "<table id=\"fleet-classes\"><thead><tr><th>Severity</th><th>Class</th><th>Nodes</th>\
+            "<div class=\"tw\"><table id=\"fleet-classes\"><thead><tr><th>Severity</th><th>Class</th><th>Nodes</th>\
 <th>Since</th><th>Shared by</th><th>Verdict</th><th>Next</th></tr></thead><tbody>"
         );
         for r in &report.rows {
             html_row(&mut h, fleet, r, report.nodes);
         }
-        let _ = writeln!(h, "</tbody></table>");
+        let _ = writeln!(h, "</tbody></table></div>");
     }
     if let Some(findings) = &report.findings {
         html_findings(&mut h, findings);
@@ -357,7 +357,7 @@ fn html_row(h: &mut String, fleet: &Fleet, r: &Row, total: usize) {
 fn html_findings(h: &mut String, findings: &[PromFinding]) {
     let _ = writeln!(
         h,
-        "<h2>Findings from Prometheus</h2>\n<table id=\"fleet-findings\"><thead><tr><th>Severity</th><th>Finding</th><th>Node</th><th>Subject</th></tr></thead><tbody>"
+        "<h2>Findings from Prometheus</h2>\n<div class=\"tw\"><table id=\"fleet-findings\"><thead><tr><th>Severity</th><th>Finding</th><th>Node</th><th>Subject</th></tr></thead><tbody>"
     );
     for f in findings {
         let _ = writeln!(
@@ -371,5 +371,5 @@ fn html_findings(h: &mut String, findings: &[PromFinding]) {
             escape(&f.subject)
         );
     }
-    let _ = writeln!(h, "</tbody></table>");
+    let _ = writeln!(h, "</tbody></table></div>");
 }

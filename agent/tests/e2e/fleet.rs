@@ -399,3 +399,98 @@ fn fleet_lists_prometheus_findings_with_node_and_subject() {
     );
     drop(agents);
 }
+
+/// What the fleet page of the 50-node staged cluster must show, each class with the group the
+/// report names for it (the same patterns `fleet_runs_as_the_kubectl_plugin` reads in the
+/// table): what is missing from a rendered page, as messages.
+fn check_fleet_page(f: &crate::browser::Facts) -> Vec<String> {
+    let want = [
+        ("NodeDoctorHardwareFailure", "node-local"),
+        ("NodeDoctorClockUnsynchronised", "shared"),
+        (
+            "NodeDoctorFrequentUnregisterNetDevice",
+            "6.1.0-28-cloud-amd64",
+        ),
+        ("NodeDoctorDNSUnhealthy", "eu-west-1a"),
+    ];
+    let mut bad = Vec::new();
+    for (class, group) in want {
+        match f.text.lines().find(|l| l.contains(class)) {
+            None => bad.push(format!(
+                "class {class} is not on the page at {:?}",
+                f.viewport
+            )),
+            Some(line) if !f.text.contains(group) => bad.push(format!(
+                "class {class} ({line:?}) without {group:?} at {:?}",
+                f.viewport
+            )),
+            Some(_) => {}
+        }
+    }
+    bad
+}
+
+/// `fleet --format html` opened in a real browser (headless chromium, [`crate::browser`]), as
+/// an SRE opens the file it wrote: every planted class with its grouping, nothing logged to
+/// the console, no request leaving the file, nothing scrolling sideways at a laptop's or a
+/// phone's width. Screenshots: `target/browser-screenshots/fleet-*.png`. The checker is shown
+/// failing on a copy with one class taken out.
+#[test]
+fn fleet_html_shows_every_class_in_a_real_browser() {
+    use crate::browser::{self, check_page, Browser, DESKTOP, PHONE};
+    let name = "fleet_html_shows_every_class_in_a_real_browser";
+    let mut b = match Browser::launch() {
+        Ok(b) => b,
+        Err(why) => {
+            println!("SKIP {name}: {why}");
+            return;
+        }
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = staged(50);
+    let kc = s.kubeconfig(&dir.path().join("kc"), kube_standin::DEFAULT_TOKEN);
+    let out = Command::new(shipped_bin())
+        .args(["fleet", "--format", "html", "--kubeconfig"])
+        .arg(&kc)
+        .output()
+        .expect("node-doctor fleet --format html");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = String::from_utf8(out.stdout).expect("UTF-8 page");
+    let page = dir.path().join("fleet.html");
+    std::fs::write(&page, &html).expect("write the page");
+    let shots = browser::artefacts();
+    let _ = std::fs::create_dir_all(&shots);
+    let mut problems = Vec::new();
+    for size in [DESKTOP, PHONE] {
+        let shot = shots.join(format!("fleet-{}.png", size.0));
+        let f = b
+            .open(page.to_str().expect("UTF-8 path"), size, Some(&shot))
+            .unwrap_or_else(|e| panic!("{}: {e}", page.display()));
+        assert!(f.title.contains("fleet"), "title {:?}", f.title);
+        problems.extend(check_page(&f, "file://"));
+        problems.extend(check_fleet_page(&f));
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+
+    // The same checks on a copy without the DNS class: named.
+    let broken = dir.path().join("broken.html");
+    std::fs::write(
+        &broken,
+        html.replace("NodeDoctorDNSUnhealthy", "NodeDoctorSomethingElse"),
+    )
+    .expect("write the broken copy");
+    let f = b
+        .open(broken.to_str().expect("UTF-8 path"), DESKTOP, None)
+        .expect("open the broken copy");
+    let bad = check_fleet_page(&f);
+    assert!(
+        bad.iter()
+            .any(|p| p.contains("class NodeDoctorDNSUnhealthy is not on the page")),
+        "{bad:#?}"
+    );
+}
