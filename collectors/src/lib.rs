@@ -21,6 +21,7 @@ pub mod embedded;
 pub mod error;
 pub mod explain;
 pub mod finding;
+pub mod gpu;
 pub mod handbooks;
 pub mod hardware;
 pub mod host;
