@@ -182,7 +182,9 @@ impl Events {
         }
         let e = g.classes.entry(class).or_insert((r.usec, xid));
         if r.usec >= e.0 {
-            *e = (r.usec, xid.or(e.1));
+            // Xid 154 names the action another Xid asked for: that Xid stays the cause.
+            let keep = xid == Some(154) && e.1.is_some();
+            *e = (r.usec, if keep { e.1 } else { xid.or(e.1) });
         }
         if g.line_class.is_none_or(|c| class >= c) {
             g.line = cut(&r.message);
