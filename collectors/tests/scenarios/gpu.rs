@@ -436,9 +436,16 @@ fn a_repeat_across_a_reboot() {
     );
     // In this boot the same GPU times out once: a warning alone would be critical anyway
     // (reset class); it is now a repeat across the reboot, and the advice is the vendor.
+    // The log also holds this boot's lines (a minute ago): those are the kernel log's, not an
+    // earlier boot's; the GPU that reported only in this boot is no repeat.
+    let this_boot = jiff::Timestamp::from_second(now - 60).unwrap();
+    let kern_log = format!(
+        "{kern_log}{this_boot} gpu-node-7 kernel: {}\n",
+        FORUM_364958[0].1
+    );
     let h = host();
     h.write("/var/log/kern.log", &kern_log);
-    stage_kmsg(&h, &GSP_119[..1]);
+    stage_kmsg(&h, &[GSP_119[0], FORUM_364958[0]]);
     let c = collect(&h);
     let f = gpu_finding(&c, "gpu.xid", "0000:9b:00.0");
     assert_eq!(f.severity, Severity::Critical);
@@ -453,6 +460,15 @@ fn a_repeat_across_a_reboot() {
         ["NodeDoctorAcceleratorFailure/GpuRepeatedFailure"]
     );
     assert!(support::words(f).contains("a reboot did not cure it"));
+    let other = gpu_finding(&c, "gpu.xid", "0000:01:00.0");
+    assert!(
+        !other
+            .conditions
+            .iter()
+            .any(|c| c == "across_reboot" || c == "repeated"),
+        "{other:#?}"
+    );
+    assert!(other.evidence.get("earlier_boot_lines").is_none());
 }
 
 // ---------------------------------------------------------------- staged PCI trees
