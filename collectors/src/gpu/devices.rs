@@ -45,6 +45,9 @@ fn min_opt<T: PartialOrd + Copy>(a: Option<T>, b: Option<T>) -> Option<T> {
     }
 }
 
+/// A device found by the walk: its kind, the device below it (for a port) and its port.
+type Found = (Kind, Option<(Kind, Bdf)>, Option<Bdf>);
+
 /// Walks `/sys/bus/pci/devices` once.
 pub fn discover(host: &HostPaths) -> Result<Discovery, ReadError> {
     let listed = pci::list(host)?;
@@ -54,7 +57,7 @@ pub fn discover(host: &HostPaths) -> Result<Discovery, ReadError> {
     };
     // Each device that carries work, and the port above it (whose AER counters see the
     // link's errors from the other end).
-    let mut found: BTreeMap<Bdf, (Kind, Option<(Kind, Bdf)>, Option<Bdf>)> = BTreeMap::new();
+    let mut found: BTreeMap<Bdf, Found> = BTreeMap::new();
     for bdf in &listed {
         let Some((vendor, class)) = pci::identity(host, bdf) else {
             continue;

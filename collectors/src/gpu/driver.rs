@@ -1,13 +1,13 @@
 //! The NVIDIA driver's view of its GPUs without NVML: `/proc/driver/nvidia/gpus/<bdf>/`
 //! (one directory per GPU the driver attached) and its `information` file, and the device
-//! nodes `/dev/nvidia[0-9]*`. The driver's `information` file (R450+):
+//! nodes `/dev/nvidia[0-9]*`. The driver's `information` file (R450+; tabs shown as spaces):
 //!
 //! ```text
-//! Model: 		 NVIDIA L4
-//! GPU UUID: 	 GPU-3291dfa4-fcc4-0110-615b-c894a0d7c689
-//! Bus Location: 	 0000:70:00.0
-//! Device Minor: 	 0
-//! GPU Excluded:	 No
+//! Model:           NVIDIA L4
+//! GPU UUID:        GPU-3291dfa4-fcc4-0110-615b-c894a0d7c689
+//! Bus Location:    0000:70:00.0
+//! Device Minor:    0
+//! GPU Excluded:    No
 //! ```
 //!
 //! `/proc/driver/nvidia` missing means the driver is not loaded: not a finding by itself (a

@@ -468,7 +468,7 @@ fn a_repeat_across_a_reboot() {
             .any(|c| c == "across_reboot" || c == "repeated"),
         "{other:#?}"
     );
-    assert!(other.evidence.get("earlier_boot_lines").is_none());
+    assert!(!other.evidence.contains_key("earlier_boot_lines"));
 }
 
 // ---------------------------------------------------------------- staged PCI trees
