@@ -377,6 +377,7 @@ impl CollectorFlags {
         o.runtime.probe_timeout = self.runtime_probe_timeout.max(Duration::from_millis(10));
         o.runtime.cni_conf_dir = self.cni_conf_dir.clone();
         o.hardware.kmsg = kmsg.clone();
+        o.gpu.kmsg = kmsg.clone();
         o.pressure.kubelet_config = self.kubelet_config.clone();
         o.tables.kmsg = kmsg.clone();
         o.net.interfaces = self.net_interfaces.clone();

@@ -22,6 +22,7 @@ pub mod error;
 pub mod explain;
 pub mod figure;
 pub mod finding;
+pub mod gpu;
 pub mod handbooks;
 pub mod hardware;
 pub mod host;

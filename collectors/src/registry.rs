@@ -13,6 +13,7 @@ use crate::collector::Collector;
 use crate::conntrack::{ConntrackCollector, ConntrackConfig};
 use crate::disk::{DiskCollector, DiskConfig};
 use crate::dns::{DnsCollector, DnsConfig, DnsProbe};
+use crate::gpu::{GpuCollector, GpuConfig};
 use crate::hardware::{HardwareCollector, HardwareConfig};
 use crate::iptables::{IptablesCollector, IptablesConfig};
 use crate::kernel::{KernelCollector, KernelConfig};
@@ -41,6 +42,7 @@ pub struct Options {
     pub kernel: KernelConfig,
     pub runtime: RuntimeConfig,
     pub hardware: HardwareConfig,
+    pub gpu: GpuConfig,
     pub npd: NpdConfigs,
     pub clock: ClockConfig,
     pub pressure: PressureConfig,
@@ -74,6 +76,7 @@ impl Options {
             kernel: KernelConfig::default(),
             runtime: RuntimeConfig::default(),
             hardware: HardwareConfig::default(),
+            gpu: GpuConfig::default(),
             npd: NpdConfigs::default(),
             clock: ClockConfig::default(),
             pressure: PressureConfig::default(),
@@ -201,6 +204,12 @@ pub const COLLECTORS: &[Entry] = &[
         build: |n, o| Box::new(HardwareCollector::new(n.clone(), o.hardware.clone())),
         flags: &["--kmsg-lookback", "--kmsg-max-records"],
         thresholds: |o| o.hardware.thresholds.listed(),
+    },
+    Entry {
+        name: "gpu",
+        build: |n, o| Box::new(GpuCollector::new(n.clone(), o.gpu.clone())),
+        flags: &["--kmsg-lookback", "--kmsg-max-records"],
+        thresholds: |o| o.gpu.thresholds.listed(),
     },
     Entry {
         name: "npd",
@@ -353,6 +362,10 @@ mod tests {
         every(
             &format!("{:?}", o.hardware.thresholds),
             &o.hardware.thresholds.listed(),
+        );
+        every(
+            &format!("{:?}", o.gpu.thresholds),
+            &o.gpu.thresholds.listed(),
         );
         every(
             &format!("{:?}", o.npd.thresholds),

@@ -733,7 +733,7 @@ fn the_lazy_book_parses_only_the_rule_asked_for() {
 #[test]
 fn node_conditions_load_with_the_collectors_that_set_them() {
     let classes = RuleBook::node_conditions();
-    assert_eq!(classes.len(), 21);
+    assert_eq!(classes.len(), 22);
     let feeds = |t: &str| -> Vec<&str> {
         classes
             .iter()
@@ -752,6 +752,7 @@ fn node_conditions_load_with_the_collectors_that_set_them() {
     assert_eq!(feeds("NodeDoctorNetworkDegraded"), ["net", "reach"]);
     assert_eq!(feeds("NodeDoctorDNSUnhealthy"), ["dns"]);
     assert_eq!(feeds("NodeDoctorKubeProxyUnhealthy"), ["reach"]);
+    assert_eq!(feeds("NodeDoctorAcceleratorFailure"), ["gpu"]);
     assert_eq!(
         feeds("NodeDoctorContainerRuntimeUnhealthy"),
         ["kernel", "runtime"]

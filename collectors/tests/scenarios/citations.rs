@@ -27,6 +27,9 @@ const DOCUMENTATION_SITES: &[&str] = &[
     // The system-call and /proc manual pages (adjtimex(2), proc(5)) and the time daemons' own.
     "https://man7.org/linux/man-pages/",
     "https://chrony-project.org/doc/",
+    // The GPU vendor's own documentation (the Xid catalogue, debug guidelines, Fabric Manager).
+    "https://docs.nvidia.com/deploy/",
+    "https://docs.nvidia.com/datacenter/tesla/",
 ];
 
 /// One row of INDEX.md's "Sections of 002 by line" table.

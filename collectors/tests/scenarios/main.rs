@@ -14,6 +14,7 @@ mod explain;
 mod explain_phrasings;
 mod function_length;
 mod golden;
+mod gpu;
 mod hardware;
 mod hostile;
 mod hostile_files;

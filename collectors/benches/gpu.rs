@@ -1,0 +1,224 @@
+//! Bench (not a test): the gpu collector's cost, printing measured CPU time (getrusage, so
+//! other processes' load on the machine does not count):
+//! 1. its kernel-log matcher per message against the hardware collector's and the kernel
+//!    collector's (hung task, fs error) over the same messages, most of which match nothing;
+//! 2. a healthy cycle on a staged 8-GPU node with 64 PCI devices (the walk at start, a cycle
+//!    between sweeps, a sweep cycle) and on a staged node without GPUs.
+//!
+//! Run: `cargo bench -p collectors --bench gpu`
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use collectors::gpu::{lines, GpuCollector, GpuConfig};
+use collectors::kernel::{fs_error, hung_task};
+use collectors::{CollectContext, Collector, HostPaths, Node};
+use nix::sys::resource::{getrusage, UsageWho};
+
+const RECORDS: u64 = 100_000;
+
+fn cpu() -> Duration {
+    match getrusage(UsageWho::RUSAGE_SELF) {
+        Ok(u) => {
+            let t = |tv: nix::sys::time::TimeVal| {
+                Duration::from_secs(tv.tv_sec() as u64) + Duration::from_micros(tv.tv_usec() as u64)
+            };
+            t(u.user_time()) + t(u.system_time())
+        }
+        Err(_) => Duration::ZERO,
+    }
+}
+
+/// A busy node's kernel log: one line in 100 an Xid, one an AER report, the rest not ours.
+fn message(i: u64) -> String {
+    match i % 100 {
+        0 => format!("NVRM: Xid (PCI:0000:{:02x}:00): 13, pid={i}, name=python3, Graphics SM Warp Exception on (GPC 7, TPC 7, SM 0): Illegal Instruction Parameter", i % 256),
+        1 => "pcieport 0000:00:1c.5: AER: Corrected error received: 0000:00:1c.5".to_string(),
+        n if n % 4 == 0 => format!("IPv6: ADDRCONF(NETDEV_CHANGE): veth{i}: link becomes ready"),
+        n if n % 4 == 1 => format!("cni0: port {}(veth{i}) entered forwarding state", i % 64),
+        n if n % 4 == 2 => format!("EXT4-fs (dm-{}): mounted filesystem {i:032x} r/w with ordered data mode. Quota mode: none.", i % 8),
+        _ => format!("audit: type=1400 audit({i}.123:{i}): apparmor=\"DENIED\" operation=\"open\" profile=\"cri-containerd.apparmor.d\" name=\"/proc/{i}/status\" pid={i} comm=\"node\""),
+    }
+}
+
+fn per_message(label: &str, messages: &[String], f: impl Fn(&str) -> bool) -> f64 {
+    let c0 = cpu();
+    let mut hits = 0usize;
+    for _ in 0..5 {
+        for m in messages {
+            hits += usize::from(f(m));
+        }
+    }
+    let per = (cpu() - c0).as_secs_f64() * 1e9 / (5 * messages.len()) as f64;
+    println!("  {label}: {per:.0} ns/message ({} hits)", hits / 5);
+    per
+}
+
+/// Step 1: the matchers, per message.
+fn matchers() {
+    let messages: Vec<String> = (0..RECORDS).map(message).collect();
+    println!("matchers over {RECORDS} messages (1 % Xid, 1 % AER), CPU per message:");
+    let gpu = per_message("gpu::lines::parse", &messages, |m| {
+        lines::parse(m).is_some()
+    });
+    let hw = per_message("hardware::lines::parse", &messages, |m| {
+        collectors::hardware::lines::parse(m).is_some()
+    });
+    let hung = per_message("kernel hung_task::parse", &messages, |m| {
+        hung_task::parse(m).is_some()
+    });
+    let fs = per_message("kernel fs_error::parse", &messages, |m| {
+        fs_error::parse(m).is_some()
+    });
+    println!(
+        "  gpu's matcher is {:.2}x the hardware collector's, {:.2}x hung_task's, {:.2}x fs_error's",
+        gpu / hw,
+        gpu / hung,
+        gpu / fs
+    );
+}
+
+fn write(root: &std::path::Path, p: &str, s: &str) {
+    let p = root.join(p);
+    std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+    std::fs::write(p, s).expect("write");
+}
+
+const AER: &str = "RxErr 0\nBadTLP 0\nBadDLLP 0\nRollover 0\nTimeout 0\nNonFatalErr 0\nCorrIntErr 0\nHeaderOF 0\nTOTAL_ERR_COR 0\n";
+
+/// A device under `/sys/devices/pci0000:00[/port]` with its `/sys/bus/pci/devices` link.
+fn device(
+    root: &std::path::Path,
+    bdf: &str,
+    port: Option<&str>,
+    vendor: u16,
+    class: u32,
+    pcie: bool,
+) {
+    let rel = match port {
+        Some(p) => format!("pci0000:00/{p}/{bdf}"),
+        None => format!("pci0000:00/{bdf}"),
+    };
+    let dir = format!("sys/devices/{rel}");
+    write(root, &format!("{dir}/vendor"), &format!("0x{vendor:04x}\n"));
+    write(root, &format!("{dir}/class"), &format!("0x{class:06x}\n"));
+    if pcie {
+        for (f, v) in [
+            ("current_link_speed", "32.0 GT/s PCIe"),
+            ("max_link_speed", "32.0 GT/s PCIe"),
+            ("current_link_width", "16"),
+            ("max_link_width", "16"),
+        ] {
+            write(root, &format!("{dir}/{f}"), &format!("{v}\n"));
+        }
+        write(root, &format!("{dir}/aer_dev_correctable"), AER);
+        write(
+            root,
+            &format!("{dir}/aer_dev_nonfatal"),
+            "TOTAL_ERR_NONFATAL 0\n",
+        );
+        write(root, &format!("{dir}/aer_dev_fatal"), "TOTAL_ERR_FATAL 0\n");
+    }
+    let link = root.join("sys/bus/pci/devices").join(bdf);
+    std::fs::create_dir_all(link.parent().expect("parent")).expect("mkdir");
+    std::os::unix::fs::symlink(format!("../../../devices/{rel}"), link).expect("symlink");
+}
+
+/// 8 GPUs behind 8 ports, 2 NICs and 2 NVMe behind 4 ports, 40 other devices: 64, healthy.
+fn gpu_node(gpus: bool) -> tempfile::TempDir {
+    let t = tempfile::tempdir().expect("temp dir");
+    let root = t.path();
+    write(root, "proc/uptime", "7200.00 1.00\n");
+    write(root, "dev/kmsg", "");
+    for i in 0..8u32 {
+        let port = format!("0000:{:02x}:01.0", 0x17 + i * 0x10);
+        let gpu = format!("0000:{:02x}:00.0", 0x18 + i * 0x10);
+        device(root, &port, None, 0x8086, 0x060400, true);
+        if gpus {
+            device(root, &gpu, Some(&port), 0x10de, 0x030200, true);
+            write(root, &format!("proc/driver/nvidia/gpus/{gpu}/information"), &format!("Model: \t\t NVIDIA H100 80GB HBM3\nGPU UUID: \t GPU-3291dfa4-fcc4-0110-615b-c894a0d7c6{i:02x}\nDevice Minor: \t {i}\nGPU Excluded:\t No\n"));
+            write(root, &format!("dev/nvidia{i}"), "");
+        } else {
+            device(root, &gpu, Some(&port), 0x8086, 0x088000, false);
+        }
+    }
+    for (i, class) in [0x020000u32, 0x020000, 0x010802, 0x010802]
+        .iter()
+        .enumerate()
+    {
+        let port = format!("0000:{:02x}:01.0", 0xa0 + i * 2);
+        device(root, &port, None, 0x8086, 0x060400, true);
+        device(
+            root,
+            &format!("0000:{:02x}:00.0", 0xa1 + i * 2),
+            Some(&port),
+            0x15b3,
+            *class,
+            true,
+        );
+    }
+    for i in 0..40u32 {
+        device(
+            root,
+            &format!("0000:00:{:02x}.{}", 4 + i / 8, i % 8),
+            None,
+            0x8086,
+            0x088000,
+            false,
+        );
+    }
+    t
+}
+
+/// Step 2: cycles on a staged node; `gpus` false stages the same tree with no GPU.
+fn cycles(gpus: bool) {
+    let t = gpu_node(gpus);
+    let node = Node::new(HostPaths::new(t.path()));
+    let clock = Arc::new(AtomicU64::new(0));
+    let c2 = Arc::clone(&clock);
+    let mut g = GpuCollector::new(node, GpuConfig::default())
+        .with_clock(move || c2.load(Ordering::SeqCst) as f64);
+    let ctx = CollectContext::new("bench", collectors::HostNetns::NotProcfs);
+    let run = |g: &mut GpuCollector| {
+        let c0 = cpu();
+        let out = g.collect(&ctx);
+        assert!(out.findings.is_empty(), "{:#?}", out.findings);
+        (cpu() - c0).as_secs_f64() * 1e6
+    };
+    let name = if gpus {
+        "8 GPUs, 64 PCI devices"
+    } else {
+        "no GPU, 64 PCI devices"
+    };
+    let first = run(&mut g);
+    clock.fetch_add(15, Ordering::SeqCst);
+    let second = run(&mut g);
+    let (mut between, mut sweeps) = (Vec::new(), Vec::new());
+    // The collector sweeps when 60 s have passed since its last sweep (at 15 s).
+    let mut last = 15u64;
+    for _ in 0..200 {
+        let t = clock.fetch_add(15, Ordering::SeqCst) + 15;
+        let us = run(&mut g);
+        if t - last >= 60 {
+            last = t;
+            sweeps.push(us);
+        } else {
+            between.push(us);
+        }
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+    let all: Vec<f64> = between.iter().chain(&sweeps).copied().collect();
+    println!(
+        "{name}: first cycle (walk + sweep) {first:.0} µs, second (sweep) {second:.0} µs; steady: between sweeps {:.0} µs, sweep cycle {:.0} µs, mean over 15 s cycles {:.0} µs",
+        mean(&between),
+        mean(&sweeps),
+        mean(&all)
+    );
+}
+
+fn main() {
+    matchers();
+    cycles(true);
+    cycles(false);
+}
