@@ -53,6 +53,7 @@ pub mod sys;
 pub mod tables;
 #[cfg(test)]
 mod testgen;
+pub mod testing;
 
 pub use collector::{CollectContext, Collection, Collector, HostNetns, Phases, Status};
 pub use error::ReadError;
