@@ -24,7 +24,9 @@
 #      README figures                  (README's "**N tests**" is this run's count; checked
 #                                       only when the tests passed)
 # 3. prints a table of the steps, the tests that failed by name, and one closing line with
-#    cargo test's totals, and exits non-zero when any step failed.
+#    cargo test's totals — passes apart from skips: a test that printed `SKIP <test>:
+#    <reason>` (cargo counts it as passed) is counted skipped and listed —, and exits
+#    non-zero when any step failed.
 #
 # It leaves no temporary file or directory behind: its own log and the manifest renders are
 # removed at exit. Downloads are cached in one directory, $ND_CACHE_DIR (the Debian packages
@@ -119,13 +121,19 @@ step() {
 
 TEST_LOG="$(mktemp)"
 NETNS_LOG="$(mktemp)"
-trap 'rm -f "$TEST_LOG" "$NETNS_LOG"' EXIT
+# A test that cannot run here prints `SKIP <test>: <reason>` and returns, which cargo counts
+# as passed (and hides, as it hides every passing test's output): each such line is also
+# appended to the file NODE_DOCTOR_SKIP_LOG names (collectors::skip!, the suite's one way to
+# skip), so the summary can count them apart from the passes.
+SKIP_LOG="$(mktemp)"
+NETNS_SKIP_LOG="$(mktemp)"
+trap 'rm -f "$TEST_LOG" "$NETNS_LOG" "$SKIP_LOG" "$NETNS_SKIP_LOG"' EXIT
 TESTS_PASSED=0
 # --no-fail-fast: a failing test binary does not stop the others, so the totals are the
 # whole suite's and every failure is named.
 cargo_test() {
     local rc=0
-    cargo test --workspace --no-fail-fast 2>&1 | tee "$TEST_LOG" || rc=$?
+    NODE_DOCTOR_SKIP_LOG="$SKIP_LOG" cargo test --workspace --no-fail-fast 2>&1 | tee "$TEST_LOG" || rc=$?
     ((rc == 0)) && TESTS_PASSED=1
     return "$rc"
 }
@@ -147,7 +155,7 @@ netns_tests() {
     local rc=0
     # --workspace --test scenarios, not -p collectors: the same feature resolution as the run
     # above, so the test binary it built is run, not rebuilt.
-    unshare --net --mount --propagation private -- sh -c \
+    NODE_DOCTOR_SKIP_LOG="$NETNS_SKIP_LOG" unshare --net --mount --propagation private -- sh -c \
         'ip link set lo up && exec cargo test --offline --workspace --test scenarios --no-fail-fast' \
         2>&1 | tee "$NETNS_LOG" || rc=$?
     return "$rc"
@@ -210,14 +218,30 @@ readme_figures() {
 }
 step "README figures" readme_figures
 
+# The tests that printed a SKIP line (each test once, whatever it printed): "<count>" then the
+# lines, sorted.
+skipped_tests() {
+    sort "$1" | awk -F': ' '!seen[$1]++ { line[++n] = $0 }
+        END { print n + 0; for (i = 1; i <= n; i++) print "  " line[i] }'
+}
+
+# "N passed, M skipped (listed below)": cargo's passes less the tests that returned at a SKIP,
+# which cargo counts as passed; M adds them to cargo's ignored tests.
+totals_line() {
+    local what="$1" log="$2" skips="$3" passed failed ignored skipped
+    read -r passed failed ignored < <(cargo_totals "$log")
+    skipped=$(skipped_tests "$skips" | head -n 1)
+    printf '%s: %d passed, %d failed, %d skipped (%d ignored, %d printed SKIP%s)\n' "$what" \
+        $((passed - skipped)) "$failed" $((ignored + skipped)) "$ignored" "$skipped" \
+        "$( ((skipped)) && echo ', listed below')"
+    skipped_tests "$skips" | tail -n +2
+}
+
 printf '\n=== test.sh: summary (%ds)\n' $((SECONDS - T0))
 printf '%s\n' "${STEPS[@]}"
-read -r passed failed ignored < <(cargo_totals)
-printf 'cargo: %d passed, %d failed, %d skipped\n' "$passed" "$failed" "$ignored"
+totals_line cargo "$TEST_LOG" "$SKIP_LOG"
 if [[ -s "$NETNS_LOG" ]]; then
-    read -r npassed nfailed nignored < <(cargo_totals "$NETNS_LOG")
-    printf 'scenarios in a fresh netns: %d passed, %d failed, %d skipped\n' \
-        "$npassed" "$nfailed" "$nignored"
+    totals_line 'scenarios in a fresh netns' "$NETNS_LOG" "$NETNS_SKIP_LOG"
 fi
 failures="$(
     failed_tests

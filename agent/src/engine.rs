@@ -584,7 +584,12 @@ mod tests {
 
     #[test]
     fn schedulers_keep_reporting_while_one_collector_hangs() {
-        let started = Instant::now();
+        // `gated` holds its first run until the test opens it (its timeout, 60 s, is only a
+        // hang stopper): while it is held the node cannot be ready, whatever the machine's
+        // load, so "alt reports before the node is ready" is an ordering, not a race with a
+        // wall clock.
+        let (gate, gated) = crate::scheduler::fakes::Gate::new("gated");
+        let gated = runner(gated, 50, 60_000);
         let hung = runner(
             Box::new(Slow {
                 name: "hung",
@@ -606,12 +611,12 @@ mod tests {
             20,
             1000,
         );
-        let names = vec!["hung".to_string(), "alt".to_string()];
+        let names = vec!["hung".to_string(), "alt".to_string(), "gated".to_string()];
         let shared = Arc::new(Shared::new(State::new("n", &names)));
         assert!(!shared.latest().snapshot.ready);
         let stop = Arc::new(Stop::default());
         spawn_schedulers(
-            vec![hung, alternating],
+            vec![hung, alternating, gated],
             ctx(),
             Arc::clone(&shared),
             Arc::clone(&stop),
@@ -620,13 +625,15 @@ mod tests {
         eventually(&shared, "alt reports its finding", |p| {
             p.snapshot.findings.len() == 1
         });
-        if started.elapsed() < Duration::from_millis(600) {
-            assert!(
-                !shared.latest().snapshot.ready,
-                "hung has not timed out yet"
-            );
-        }
-        eventually(&shared, "ready once hung timed out", |p| p.snapshot.ready);
+        assert_eq!(gate.finished.load(std::sync::atomic::Ordering::SeqCst), 0);
+        assert!(
+            !shared.latest().snapshot.ready,
+            "ready while gated's first run is held"
+        );
+        gate.open();
+        eventually(&shared, "ready once hung timed out and gated ran", |p| {
+            p.snapshot.ready
+        });
         let p = shared.latest();
         let hung = p
             .snapshot

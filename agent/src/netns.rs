@@ -177,7 +177,7 @@ mod tests {
     fn compares_with_the_real_procfs() {
         let host = HostPaths::new("/");
         if !is_procfs(&host.proc()) {
-            println!("SKIP compares_with_the_real_procfs: /proc is not a procfs here");
+            collectors::skip!("SKIP compares_with_the_real_procfs: /proc is not a procfs here");
             return;
         }
         // This process against itself: the same namespace whichever way it is checked.
@@ -191,13 +191,13 @@ mod tests {
             (HostNetns::Unknown, Method::None)
         );
         if !is_root() {
-            println!(
+            collectors::skip!(
                 "SKIP compares_with_the_real_procfs (other namespaces): needs root for unshare -n"
             );
             return;
         }
         let (Some(other), Some(here)) = (Sleeper::start(true), Sleeper::start(false)) else {
-            println!(
+            collectors::skip!(
                 "SKIP compares_with_the_real_procfs (other namespaces): unshare/sleep not runnable"
             );
             return;

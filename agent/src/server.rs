@@ -435,7 +435,7 @@ mod tests {
             .unwrap_or(4096);
         let burst = somaxconn.min(600);
         if burst <= 129 {
-            eprintln!(
+            collectors::skip!(
                 "SKIP the_listen_queue_holds_a_burst_of_connects: net.core.somaxconn is {somaxconn}, the kernel caps the backlog"
             );
             return;

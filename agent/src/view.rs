@@ -553,5 +553,40 @@ mod tests {
         fn query_parsing_never_panics(q in "\\PC{0,40}") {
             let _ = Filter::from_query(Some(&q));
         }
+
+        /// A query a browser or `curl` builds from a filter (each byte of a value
+        /// percent-encoded or not, collectors in one comma list or repeated keys, other keys
+        /// between, any order) parses back to that filter.
+        #[test]
+        fn a_query_built_from_a_filter_parses_back(
+            severity in proptest::option::of(proptest::sample::select(vec![Severity::Info, Severity::Warning, Severity::Critical])),
+            lang in proptest::sample::select(vec![Lang::En, Lang::Zh]),
+            collectors in proptest::collection::vec("[a-z][a-z0-9_.-]{0,12}", 0..4),
+            encode in proptest::collection::vec(proptest::bool::ANY, 64),
+            repeat in proptest::bool::ANY,
+            order in proptest::collection::vec(0u8..4, 0..8),
+        ) {
+            let mut coin = encode.iter().cycle();
+            let mut enc = |v: &str| -> String {
+                v.bytes().map(|b| if *coin.next().unwrap_or(&false) { format!("%{b:02X}") } else { (b as char).to_string() }).collect()
+            };
+            let mut pairs = vec![format!("lang={}", enc(lang.as_str()))];
+            if let Some(s) = severity {
+                pairs.push(format!("severity={}", enc(s.as_str())));
+            }
+            if repeat {
+                pairs.extend(collectors.iter().map(|c| format!("collector={}", enc(c))));
+            } else if !collectors.is_empty() {
+                pairs.push(format!("collector={}", enc(&collectors.join(","))));
+            }
+            // Unknown keys and empty pairs anywhere: ignored.
+            for (i, o) in order.iter().enumerate() {
+                let at = (usize::from(*o) * 7 + i) % (pairs.len() + 1);
+                pairs.insert(at, if o % 2 == 0 { format!("refresh={o}") } else { String::new() });
+            }
+            let q = pairs.join("&");
+            let want = Filter { min_severity: severity, collectors, lang };
+            proptest::prop_assert_eq!(Filter::from_query(Some(&q)), Ok(want), "{}", q);
+        }
     }
 }

@@ -55,6 +55,7 @@ pub mod sys;
 pub mod tables;
 #[cfg(test)]
 mod testgen;
+pub mod testing;
 
 pub use collector::{CollectContext, Collection, Collector, HostNetns, Phases, Status};
 pub use error::ReadError;

@@ -555,5 +555,39 @@ mod tests {
             let _ = parse_container_log_name(&s);
             let _ = parse_docker_config(&s);
         }
+
+        /// The names the kubelet makes (`/var/log/pods/<ns>_<pod>_<uid>`,
+        /// `/var/log/containers/<pod>_<ns>_<container>-<id>.log`) and the labels dockershim
+        /// writes read back to the pod they were made from.
+        #[test]
+        fn names_the_kubelet_makes_read_back(
+            ns in crate::testgen::dns_label(),
+            pod in crate::testgen::dns_subdomain(),
+            uid in crate::testgen::pod_uid(),
+            container in proptest::option::of(crate::testgen::dns_label()),
+            id in crate::testgen::container_id(),
+        ) {
+            proptest::prop_assert_eq!(
+                parse_pod_log_dir(&format!("{ns}_{pod}_{uid}")),
+                Some(PodMeta { namespace: ns.clone(), name: pod.clone(), uid: uid.clone() })
+            );
+            let c = container.clone().unwrap_or_else(|| "pause".into());
+            proptest::prop_assert_eq!(
+                parse_container_log_name(&format!("{pod}_{ns}_{c}-{id}.log")),
+                Some((id, ContainerMeta { namespace: ns.clone(), pod: pod.clone(), container: c, pod_uid: None }))
+            );
+            let mut labels = serde_json::json!({
+                "io.kubernetes.pod.namespace": ns, "io.kubernetes.pod.name": pod,
+                "io.kubernetes.pod.uid": uid, "io.kubernetes.docker.type": "container",
+            });
+            if let Some(c) = &container {
+                labels["io.kubernetes.container.name"] = c.clone().into();
+            }
+            let v2 = serde_json::json!({"ID": "4d3c", "Config": {"Labels": labels}});
+            proptest::prop_assert_eq!(
+                parse_docker_config(&v2.to_string()),
+                Some(ContainerMeta { namespace: ns, pod, container: container.unwrap_or_else(|| "POD".into()), pod_uid: Some(uid) })
+            );
+        }
     }
 }

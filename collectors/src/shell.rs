@@ -804,7 +804,9 @@ mod tests {
     #[test]
     fn an_old_dash_reads_ansi_c_quoting_as_an_inert_literal() {
         if !have(&["dash"]) {
-            eprintln!("SKIP: dash not installed");
+            crate::skip!(
+                "SKIP an_old_dash_reads_ansi_c_quoting_as_an_inert_literal: dash not installed"
+            );
             return;
         }
         // Without control characters dash yields the argument itself.

@@ -561,7 +561,7 @@ fn run_as_deployed(own_netns: bool) {
         "as_deployed_in_the_host_network_namespace"
     };
     if let Some(why) = skip_reason() {
-        println!("SKIP {name}: {why}");
+        collectors::skip!("SKIP {name}: {why}");
         return;
     }
     let m = manifest();

@@ -306,7 +306,9 @@ impl Drop for HungFuse {
 #[test]
 fn a_hung_collector_makes_the_check_incomplete() {
     if !crate::support::is_root() || !std::path::Path::new("/dev/fuse").exists() {
-        println!("SKIP a_hung_collector_makes_the_check_incomplete: needs root and /dev/fuse");
+        collectors::skip!(
+            "SKIP a_hung_collector_makes_the_check_incomplete: needs root and /dev/fuse"
+        );
         return;
     }
     let root = FakeRoot::quiet();

@@ -184,7 +184,7 @@ fn wait_healthy(addr: SocketAddr, agent: &mut Agent) -> bool {
 #[test]
 fn agent_serves_from_a_read_only_host_root_and_working_directory() {
     if !crate::support::is_root() {
-        println!("SKIP agent_serves_from_a_read_only_host_root_and_working_directory: needs root (mount namespace)");
+        collectors::skip!("SKIP agent_serves_from_a_read_only_host_root_and_working_directory: needs root (mount namespace)");
         return;
     }
     let bin = crate::support::shipped_bin();

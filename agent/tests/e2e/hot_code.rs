@@ -71,7 +71,7 @@ fn the_release_binary_links_its_hot_code_together() {
     // Only the release build is linked with the list (agent/build.rs); scripts/test.sh
     // builds it and names it in NODE_DOCTOR_BIN.
     let Some(bin) = bin_from_env("NODE_DOCTOR_BIN") else {
-        eprintln!(
+        collectors::skip!(
             "SKIP the_release_binary_links_its_hot_code_together: NODE_DOCTOR_BIN is unset \
              (scripts/test.sh sets it to the release build)"
         );
@@ -167,7 +167,7 @@ fn resident_pages(pid: u32, at: u64, len: u64) -> u64 {
 fn serve_gives_back_start_up_pages_once_every_collector_has_run() {
     let bin = crate::support::shipped_bin();
     let Some((at, len)) = section(&bin, ".rela.dyn").filter(|(_, len)| *len >= 4096) else {
-        eprintln!(
+        collectors::skip!(
             "SKIP serve_gives_back_start_up_pages_once_every_collector_has_run: {} has no \
              .rela.dyn of a page or more",
             bin.display()

@@ -295,7 +295,7 @@ fn why_skip() -> Option<String> {
 fn the_image_is_pushed_loaded_and_runs_check_and_serve_as_the_daemonset() {
     let name = "the_image_is_pushed_loaded_and_runs_check_and_serve_as_the_daemonset";
     if let Some(why) = why_skip() {
-        println!("SKIP {name}: {why}");
+        collectors::skip!("SKIP {name}: {why}");
         return;
     }
     let bin = shipped_bin();

@@ -285,7 +285,7 @@ fn real_prometheus_scrapes_gzip_and_the_shipped_alerts_read_cleanly() {
     let bin = match debian_binary("ND_PROMETHEUS", "prometheus", "usr/bin/prometheus") {
         Ok(b) => b,
         Err(why) => {
-            println!(
+            collectors::skip!(
                 "SKIP real_prometheus_scrapes_gzip_and_the_shipped_alerts_read_cleanly: {why}"
             );
             return;

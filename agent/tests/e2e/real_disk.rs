@@ -20,7 +20,7 @@ pub fn root_or_skip(name: &str) -> bool {
     if crate::support::is_root() {
         true
     } else {
-        println!("SKIP {name}: needs root (mounts a tmpfs)");
+        collectors::skip!("SKIP {name}: needs root (mounts a tmpfs)");
         false
     }
 }
@@ -36,7 +36,7 @@ fn tmpfs_root_or_skip(name: &str, size_mib: u64) -> Option<TmpfsRoot> {
     let pid1_sees_it = std::fs::read_to_string("/proc/1/mountinfo")
         .is_ok_and(|m| m.contains(&*root.mnt.to_string_lossy()));
     if !pid1_sees_it {
-        println!(
+        collectors::skip!(
             "SKIP {name}: pid 1 is in another mount namespace (the agent reads the host's mounts \
              as pid 1 sees them, and this test's tmpfs is not among them)"
         );

@@ -9,7 +9,6 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 use crate::support::{is_root, shipped_bin};
 
@@ -81,8 +80,7 @@ impl Namespaces {
     }
 
     /// `node-doctor check --collector dns` in the node namespace, on `root`.
-    fn check(&self, root: &std::path::Path) -> (serde_json::Value, Duration) {
-        let start = Instant::now();
+    fn check(&self, root: &std::path::Path) -> serde_json::Value {
         let out = Command::new("ip")
             .args(["netns", "exec", &self.node])
             .arg(shipped_bin())
@@ -100,7 +98,6 @@ impl Namespaces {
             .env_remove("NODE_NAME")
             .output()
             .expect("run node-doctor");
-        let took = start.elapsed();
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
             panic!(
                 "{e}: {}\n{}",
@@ -108,7 +105,7 @@ impl Namespaces {
                 String::from_utf8_lossy(&out.stderr)
             )
         });
-        (v, took)
+        v
     }
 }
 
@@ -141,11 +138,11 @@ fn root() -> tempfile::TempDir {
 
 fn skip() -> bool {
     if !is_root() {
-        eprintln!("SKIP real_dns: needs root (network namespaces)");
+        collectors::skip!("SKIP real_dns: needs root (network namespaces)");
         return true;
     }
     if Command::new("python3").arg("-V").output().is_err() {
-        eprintln!("SKIP real_dns: needs python3");
+        collectors::skip!("SKIP real_dns: needs python3");
         return true;
     }
     false
@@ -178,7 +175,7 @@ fn real_dns_answering_is_quiet() {
     let mut ns = Namespaces::new("ok");
     ns.serve("answer");
     let r = root();
-    let (v, _) = ns.check(r.path());
+    let v = ns.check(r.path());
     assert!(status(&v).starts_with("\"ok\""), "{}", status(&v));
     assert!(dns_findings(&v).is_empty(), "{:#?}", dns_findings(&v));
 }
@@ -191,7 +188,7 @@ fn real_dns_udp_dropped_while_tcp_answers() {
     let mut ns = Namespaces::new("drop");
     ns.serve("drop");
     let r = root();
-    let (v, took) = ns.check(r.path());
+    let v = ns.check(r.path());
     let f = dns_findings(&v);
     assert_eq!(f.len(), 1, "{f:#?}");
     assert_eq!(f[0]["id"], "dns.no_answer");
@@ -199,8 +196,9 @@ fn real_dns_udp_dropped_while_tcp_answers() {
     assert_eq!(f[0]["subject"], format!("{SERVER_IP}:53"));
     assert_eq!(f[0]["evidence"]["tcp"], "answered");
     assert_eq!(f[0]["evidence"]["unanswered_probes"], 2);
-    // Two samples, each two 1 s tries: the probe waits what it says and no more.
-    assert!(took < Duration::from_secs(10), "{took:?}");
+    // That the probe waits its 1 s try and no more is shown by ordering, not a wall clock:
+    // in `real_dns_first_try_held_for_5s_is_the_five_second_delay` an answer held 5 s must
+    // come after the try gave up (it is counted as lost and retried).
 }
 
 #[test]
@@ -211,7 +209,7 @@ fn real_dns_first_try_held_for_5s_is_the_five_second_delay() {
     let mut ns = Namespaces::new("delay");
     ns.serve("delay-aaaa");
     let r = root();
-    let (v, _) = ns.check(r.path());
+    let v = ns.check(r.path());
     let f = dns_findings(&v);
     assert_eq!(f.len(), 1, "{f:#?}");
     assert_eq!(f[0]["id"], "dns.five_second_delay");

@@ -139,7 +139,7 @@ fn real_fio_direct_writes_show_in_check_and_agree_with_iostat() {
     let name = "real_fio_direct_writes_show_in_check_and_agree_with_iostat";
     let dir = Path::new(FIO_DIR);
     if let Some(why) = skip_reason(dir) {
-        println!("SKIP {name}: {why}");
+        collectors::skip!("SKIP {name}: {why}");
         return;
     }
     let disk = disk_of(dir).expect("disk");

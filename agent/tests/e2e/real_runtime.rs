@@ -119,7 +119,7 @@ fn assert_complete(v: &Value) {
 fn real_dockerd_and_containerd_hung_stopped_crashed_and_restarted() {
     let name = "real_dockerd_and_containerd_hung_stopped_crashed_and_restarted";
     if !is_root() {
-        println!("SKIP {name}: needs root (starts containerd and dockerd)");
+        collectors::skip!("SKIP {name}: needs root (starts containerd and dockerd)");
         return;
     }
     let (Some(_), Some(_), Some(_), Some(busybox)) = (
@@ -128,11 +128,11 @@ fn real_dockerd_and_containerd_hung_stopped_crashed_and_restarted() {
         program(&["/usr/sbin/runc", "/usr/bin/runc"]),
         program(&["/bin/busybox", "/usr/bin/busybox"]),
     ) else {
-        println!("SKIP {name}: needs containerd, dockerd, runc and busybox-static (scripts/test.sh installs docker.io and busybox-static)");
+        collectors::skip!("SKIP {name}: needs containerd, dockerd, runc and busybox-static (scripts/test.sh installs docker.io and busybox-static)");
         return;
     };
     let Some(cli) = program(&["/usr/bin/docker", "/usr/local/bin/docker"]) else {
-        println!("SKIP {name}: no docker client");
+        collectors::skip!("SKIP {name}: no docker client");
         return;
     };
     let mut d = Daemons::new(cli);
@@ -247,7 +247,7 @@ fn real_dockerd_and_containerd_hung_stopped_crashed_and_restarted() {
 fn real_dockerd_terminated_with_live_restore_warns_naming_docker_from_its_shims() {
     let name = "real_dockerd_terminated_with_live_restore_warns_naming_docker_from_its_shims";
     if !is_root() {
-        println!("SKIP {name}: needs root (starts containerd and dockerd)");
+        collectors::skip!("SKIP {name}: needs root (starts containerd and dockerd)");
         return;
     }
     let (Some(_), Some(_), Some(_), Some(busybox), Some(cli)) = (
@@ -257,11 +257,11 @@ fn real_dockerd_terminated_with_live_restore_warns_naming_docker_from_its_shims(
         program(&["/bin/busybox", "/usr/bin/busybox"]),
         program(&["/usr/bin/docker", "/usr/local/bin/docker"]),
     ) else {
-        println!("SKIP {name}: needs containerd, dockerd, runc, the docker client and busybox-static (scripts/test.sh installs docker.io and busybox-static)");
+        collectors::skip!("SKIP {name}: needs containerd, dockerd, runc, the docker client and busybox-static (scripts/test.sh installs docker.io and busybox-static)");
         return;
     };
     if std::path::Path::new("/var/run/docker.sock").exists() {
-        println!("SKIP {name}: this machine has a docker socket at /var/run/docker.sock");
+        collectors::skip!("SKIP {name}: this machine has a docker socket at /var/run/docker.sock");
         return;
     }
     let mut d = Daemons::new(cli);
@@ -361,14 +361,14 @@ impl Drop for Ext4Pods {
 fn an_immutable_file_under_a_pod_directory_on_real_ext4() {
     let name = "an_immutable_file_under_a_pod_directory_on_real_ext4";
     if !is_root() {
-        println!("SKIP {name}: needs root (mounts a loop device)");
+        collectors::skip!("SKIP {name}: needs root (mounts a loop device)");
         return;
     }
     let (Some(mkfs), Some(chattr)) = (
         program(&["/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4"]),
         program(&["/usr/bin/chattr", "/bin/chattr"]),
     ) else {
-        println!("SKIP {name}: needs e2fsprogs (mkfs.ext4, chattr)");
+        collectors::skip!("SKIP {name}: needs e2fsprogs (mkfs.ext4, chattr)");
         return;
     };
     let root = tempfile::tempdir().unwrap();
@@ -390,7 +390,7 @@ fn an_immutable_file_under_a_pod_directory_on_real_ext4() {
         .status()
         .expect("mount -o loop");
     if !st.success() {
-        println!("SKIP {name}: cannot mount a loop device here");
+        collectors::skip!("SKIP {name}: cannot mount a loop device here");
         return;
     }
     let mut guard = Ext4Pods {
@@ -497,7 +497,7 @@ impl Drop for Ext4Loop {
 fn an_immutable_file_the_kubelet_log_names_under_docker_data_root_on_real_ext4() {
     let name = "an_immutable_file_the_kubelet_log_names_under_docker_data_root_on_real_ext4";
     if !is_root() {
-        println!("SKIP {name}: needs root (mounts a loop device)");
+        collectors::skip!("SKIP {name}: needs root (mounts a loop device)");
         return;
     }
     let (Some(mkfs), Some(chattr), Some(losetup)) = (
@@ -505,7 +505,7 @@ fn an_immutable_file_the_kubelet_log_names_under_docker_data_root_on_real_ext4()
         program(&["/usr/bin/chattr", "/bin/chattr"]),
         program(&["/usr/sbin/losetup", "/sbin/losetup"]),
     ) else {
-        println!("SKIP {name}: needs e2fsprogs (mkfs.ext4, chattr) and losetup");
+        collectors::skip!("SKIP {name}: needs e2fsprogs (mkfs.ext4, chattr) and losetup");
         return;
     };
     let root = tempfile::tempdir().unwrap();
@@ -533,7 +533,7 @@ fn an_immutable_file_the_kubelet_log_names_under_docker_data_root_on_real_ext4()
         .output()
         .expect("losetup");
     if !out.status.success() {
-        println!(
+        collectors::skip!(
             "SKIP {name}: cannot attach a loop device here: {}",
             String::from_utf8_lossy(&out.stderr)
         );

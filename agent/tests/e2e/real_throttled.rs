@@ -479,7 +479,7 @@ fn real_throttled_fio_jobs_are_named_over_a_buffered_writer() {
     let _machine = crate::support::exclusive();
     let name = "real_throttled_fio_jobs_are_named_over_a_buffered_writer";
     if let Some(why) = skip_reason() {
-        println!("SKIP {name}: {why}");
+        collectors::skip!("SKIP {name}: {why}");
         return;
     }
     for delayacct in [true, false] {
@@ -658,7 +658,7 @@ fn real_steady_throttled_io_keeps_a_steady_set_of_load_findings() {
     let _machine = crate::support::exclusive();
     let name = "real_steady_throttled_io_keeps_a_steady_set_of_load_findings";
     if let Some(why) = skip_reason_tools() {
-        println!("SKIP {name}: {why}");
+        collectors::skip!("SKIP {name}: {why}");
         return;
     }
     if let Err(e) = steady_load() {

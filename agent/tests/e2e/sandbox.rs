@@ -135,7 +135,7 @@ impl Sandbox {
     /// busybox, `unshare` or `chroot`.
     pub fn new(test: &str) -> Option<Sandbox> {
         let skip = |why: &str| {
-            println!("SKIP {test}: {why}");
+            collectors::skip!("SKIP {test}: {why}");
             None
         };
         if !is_root() {

@@ -22,9 +22,6 @@ use crate::support::{
 const ANON_LIMIT_KIB: u64 = 32 * 1024;
 /// `server::MAX_CONNECTIONS`.
 const MAX_CONNECTIONS: usize = 256;
-/// A fresh `GET /findings` during a flood must answer within this (generous: it measures
-/// that the client is not stuck behind the flood, not speed; a loaded 2-CPU CI VM).
-const ANSWER_WITHIN: Duration = Duration::from_secs(5);
 
 fn mib(kib: u64) -> f64 {
     kib as f64 / 1024.0
@@ -56,7 +53,7 @@ fn can_hold(test: &str, n: usize) -> bool {
         !crate::support::is_root(),
         "RLIMIT_NOFILE is {nofile} even for root: cannot hold {n} connections"
     );
-    eprintln!(
+    collectors::skip!(
         "SKIP {test}: RLIMIT_NOFILE hard limit {nofile} is too low for {n} connections (run as \
          root)"
     );
@@ -88,6 +85,21 @@ fn timed_findings(s: &Server) -> Duration {
     let v = r.json();
     assert_eq!(v["node"], "e2e-node");
     took
+}
+
+/// A fresh `GET /findings` during a flood of sockets the agent holds (`idle` its own before):
+/// answered, and answered *while* the flood is still held — not queued behind it until the
+/// agent cuts or sheds it (ordering, not a wall-clock bound; the latency is only printed).
+/// Returns the latency.
+fn findings_while_flood_held(s: &Server, idle: usize) -> Duration {
+    let latency = timed_findings(s);
+    let held_after = s.open_sockets().saturating_sub(idle);
+    assert!(
+        held_after >= MAX_CONNECTIONS / 2,
+        "/findings answered only after the flood let go: the agent holds {held_after} of its \
+         connections afterwards (answered in {latency:?})"
+    );
+    latency
 }
 
 fn assert_bounded(what: &str, m: Memory) {
@@ -149,7 +161,7 @@ fn an_idle_connection_flood_is_shed_and_the_agent_keeps_answering() {
         std::thread::sleep(Duration::from_millis(500));
         let during = s.memory();
         let held = s.open_sockets().saturating_sub(idle_sockets);
-        let latency = timed_findings(&s);
+        let latency = findings_while_flood_held(&s, idle_sockets);
         let peak = peak.stop();
         eprintln!(
             "flood round {round}: {FLOOD} idle connections opened in {opened:.2?}; agent holds \
@@ -162,10 +174,6 @@ fn an_idle_connection_flood_is_shed_and_the_agent_keeps_answering() {
         assert!(
             held <= MAX_CONNECTIONS + 8,
             "the agent holds {held} connections (cap {MAX_CONNECTIONS})"
-        );
-        assert!(
-            latency < ANSWER_WITHIN,
-            "/findings took {latency:?} during the flood"
         );
         drop(conns);
         let drained = wait_sockets_back_to(&s, idle_sockets, Duration::from_secs(15));
@@ -230,7 +238,7 @@ fn slow_partial_headers_are_bounded_and_cut_off() {
     std::thread::sleep(Duration::from_millis(500));
     let during = s.memory();
     let held = s.open_sockets().saturating_sub(idle_sockets);
-    let latency = timed_findings(&s);
+    let latency = findings_while_flood_held(&s, idle_sockets);
     let peak = peak.stop();
     eprintln!(
         "partial headers: before: {start}; {FLOOD} partial requests sent in {opened:.2?}; agent \
@@ -241,7 +249,6 @@ fn slow_partial_headers_are_bounded_and_cut_off() {
     assert_bounded("during the partial-header flood", during);
     assert_peak_bounded("the partial-header flood", peak);
     assert!(held <= MAX_CONNECTIONS + 8, "the agent holds {held}");
-    assert!(latency < ANSWER_WITHIN, "/findings took {latency:?}");
     // The clients keep their sockets open; the agent gives up on them by itself.
     let cut = wait_sockets_back_to(&s, idle_sockets, Duration::from_secs(15));
     let after = s.memory();
@@ -334,22 +341,33 @@ fn idle_connections_are_closed_after_the_header_timeout() {
     let answered = Instant::now();
 
     let mut buf = [0u8; 64];
-    let n = silent.read(&mut buf).unwrap_or(0);
+    let read = silent.read(&mut buf);
     let waited = opened.elapsed();
-    assert_eq!(n, 0, "the agent sent {:?}", &buf[..n]);
+    // Closed by the agent (end of file), not our 20 s read timeout: the order of the two
+    // timeouts, not a wall-clock bound. Not before the 5 s either (load only delays a close).
     assert!(
-        waited >= Duration::from_millis(4500) && waited < Duration::from_secs(10),
+        matches!(read, Ok(0)),
+        "the silent connection was not closed by the agent: {read:?} ({:?})",
+        buf
+    );
+    assert!(
+        waited >= Duration::from_millis(4500),
         "a silent connection closed after {waited:?}"
     );
-    // The keep-alive connection's next read sees the close (it may already have happened).
-    assert!(kept.read_response().is_err());
+    // The keep-alive connection's next read sees the close (it may already have happened),
+    // not its own 10 s read timeout.
+    let next = kept.read_response().map(|r| r.status);
+    assert!(
+        matches!(&next, Err(e) if !matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)),
+        "the idle keep-alive connection was not closed: {next:?}"
+    );
     // The silent one is counted as shed (the keep-alive one had its request: hyper's own
     // idle timeout, not shedding); the other reason stays at 0.
     assert_eq!(shed_count(&s, "no_request"), 1.0);
     assert_eq!(shed_count(&s, "limit"), 0.0);
     let idle = answered.elapsed();
     assert!(
-        idle >= Duration::from_millis(4500) && idle < Duration::from_secs(10),
+        idle >= Duration::from_millis(4500),
         "an idle keep-alive connection closed after {idle:?}"
     );
 }

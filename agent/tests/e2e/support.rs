@@ -1017,7 +1017,7 @@ fn memory_counts_what_a_process_allocates_not_its_file_pages() {
     let mut child = match child {
         Ok(c) => Reaped(c),
         Err(e) => {
-            println!("SKIP {TEST}: python3 does not run ({e})");
+            collectors::skip!("SKIP {TEST}: python3 does not run ({e})");
             return;
         }
     };

@@ -250,5 +250,35 @@ mod tests {
             let _ = healthz(&a, Some(Some(s.clone())));
             let _ = config_path(&a);
         }
+
+        /// A `KubeProxyConfiguration` written as kubeadm (YAML), an operator (flow maps,
+        /// quotes, comments) or `kubectl -o json` would: its `healthzBindAddress` reads back,
+        /// and so does the same address given as a flag, either spelling.
+        #[test]
+        fn reads_the_bind_address_it_was_given(
+            file in crate::testgen::kube_proxy_file(),
+            shape in crate::testgen::kube_proxy_shape(),
+            joined in proptest::bool::ANY,
+        ) {
+            let text = file.render(shape);
+            proptest::prop_assert_eq!(healthz_from_config(&text), Ok(file.healthz.clone()), "{}", text);
+            let want = match file.healthz.as_deref().map(|h| h.parse::<SocketAddr>()) {
+                None => Healthz::At(SocketAddr::from((Ipv4Addr::LOCALHOST, DEFAULT_HEALTHZ_PORT))),
+                Some(Ok(a)) if a.port() == 0 => Healthz::Off,
+                Some(Ok(a)) => Healthz::At(loopback(a)),
+                Some(Err(e)) => return Err(proptest::test_runner::TestCaseError::fail(e.to_string())),
+            };
+            let config = vec!["kube-proxy".to_string(), "--config=/var/lib/kube-proxy/config.conf".into()];
+            proptest::prop_assert_eq!(healthz(&config, Some(file.healthz.clone())), Ok(want.clone()));
+            let mut flags = vec!["kube-proxy".to_string(), "--v=2".into()];
+            if let Some(h) = &file.healthz {
+                if joined {
+                    flags.push(format!("--healthz-bind-address={h}"));
+                } else {
+                    flags.extend(["--healthz-bind-address".to_string(), h.clone()]);
+                }
+            }
+            proptest::prop_assert_eq!(healthz(&flags, None), Ok(want));
+        }
     }
 }

@@ -496,5 +496,152 @@ current-context: node
         fn yaml_shapes_never_panic(s in "([ -]{0,4}[a-z:{}\\[\\]\"' ]{0,8}\n){0,12}") {
             let _ = parse(&s);
         }
+
+        /// A kubeconfig as kubeadm or `kubectl config view --raw` writes it (YAML, lists at
+        /// the key's indent or indented, or JSON), with several clusters and contexts: the
+        /// current context's cluster reads back, server, CA, server name and all.
+        #[test]
+        fn reads_the_cluster_it_was_given(
+            (clusters, current) in proptest::collection::vec(cluster(), 1..4)
+                .prop_flat_map(|c| { let n = c.len(); (proptest::strategy::Just(c), 0..n) }),
+            named_context in proptest::bool::ANY,
+            json in proptest::bool::ANY,
+            indent in proptest::bool::ANY,
+        ) {
+            // With one cluster a kubeconfig may name no context at all.
+            let named_context = named_context || clusters.len() > 1;
+            let text = if json { render_json(&clusters, current, named_context) } else { render_yaml(&clusters, current, named_context, indent) };
+            proptest::prop_assert_eq!(parse(&text), Ok(clusters[current].1.clone()), "{}", text);
+        }
+    }
+
+    use proptest::prelude::*;
+
+    /// A cluster entry: its fields as written (server, CA data, CA file, server name,
+    /// insecure) and what they mean.
+    type Written = (String, Option<String>, Option<String>, Option<String>, bool);
+
+    fn cluster() -> impl Strategy<Value = (Written, Cluster)> {
+        let host = prop_oneof![
+            any::<std::net::Ipv4Addr>().prop_map(|a| (a.to_string(), a.to_string())),
+            any::<std::net::Ipv6Addr>().prop_map(|a| (format!("[{a}]"), a.to_string())),
+            "[a-z][a-z0-9-]{0,10}(\\.[a-z][a-z0-9-]{0,10}){0,3}".prop_map(|h| (h.clone(), h)),
+        ];
+        let ca = prop_oneof![
+            prop::collection::vec(any::<u8>(), 1..64).prop_map(Ca::Data),
+            "(/etc/kubernetes/)?pki/[a-z]{1,8}\\.crt".prop_map(Ca::File),
+            Just(Ca::System),
+        ];
+        (
+            host,
+            prop::option::of(1u16..),
+            "|/|/k8s",
+            ca,
+            prop::option::of("[a-z][a-z.]{0,20}[a-z]"),
+            any::<bool>(),
+        )
+            .prop_map(|((shown, host), port, path, ca, sni, insecure)| {
+                let server = match port {
+                    Some(p) => format!("https://{shown}:{p}{path}"),
+                    None => format!("https://{shown}{path}"),
+                };
+                let (data, file) = match &ca {
+                    Ca::Data(d) => (Some(b64(d)), None),
+                    Ca::File(f) => (None, Some(f.clone())),
+                    Ca::System => (None, None),
+                };
+                let c = Cluster {
+                    server: server.clone(),
+                    port: port.unwrap_or(443),
+                    server_name: sni.clone().unwrap_or_else(|| host.clone()),
+                    host,
+                    ca,
+                    insecure,
+                };
+                ((server, data, file, sni, insecure), c)
+            })
+    }
+
+    fn b64(bytes: &[u8]) -> String {
+        const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut out = String::new();
+        for chunk in bytes.chunks(3) {
+            let n = chunk
+                .iter()
+                .enumerate()
+                .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+            for i in 0..4 {
+                out.push(if i <= chunk.len() {
+                    A[(n >> (18 - 6 * i) & 63) as usize] as char
+                } else {
+                    '='
+                });
+            }
+        }
+        out
+    }
+
+    fn render_yaml(
+        clusters: &[(Written, Cluster)],
+        current: usize,
+        named: bool,
+        indent: bool,
+    ) -> String {
+        let pad = if indent { "  " } else { "" };
+        let mut t = String::from("apiVersion: v1\nclusters:\n");
+        for (i, ((server, data, file, sni, insecure), _)) in clusters.iter().enumerate() {
+            t += &format!("{pad}- cluster:\n");
+            if let Some(d) = data {
+                t += &format!("{pad}    certificate-authority-data: {d}\n");
+            }
+            if let Some(f) = file {
+                t += &format!("{pad}    certificate-authority: {f}   # beside the file\n");
+            }
+            if *insecure {
+                t += &format!("{pad}    insecure-skip-tls-verify: true\n");
+            }
+            t += &format!("{pad}    server: \"{server}\"\n");
+            if let Some(s) = sni {
+                t += &format!("{pad}    tls-server-name: {s}\n");
+            }
+            t += &format!("{pad}  name: cluster-{i}\n");
+        }
+        if named {
+            t += "contexts:\n";
+            for i in (0..clusters.len()).rev() {
+                t += &format!("{pad}- context:\n{pad}    cluster: cluster-{i}\n{pad}    user: admin\n{pad}  name: ctx-{i}@cluster\n");
+            }
+            t += &format!("current-context: ctx-{current}@cluster\n");
+        }
+        t += "kind: Config\npreferences: {}\nusers:\n- name: admin\n  user:\n    client-certificate: /var/lib/kubelet/pki/kubelet-client-current.pem\n";
+        t
+    }
+
+    fn render_json(clusters: &[(Written, Cluster)], current: usize, named: bool) -> String {
+        let cs: Vec<_> = clusters
+            .iter()
+            .enumerate()
+            .map(|(i, ((server, data, file, sni, insecure), _))| {
+                let mut c =
+                    serde_json::json!({"server": server, "insecure-skip-tls-verify": insecure});
+                if let Some(d) = data {
+                    c["certificate-authority-data"] = d.clone().into();
+                }
+                if let Some(f) = file {
+                    c["certificate-authority"] = f.clone().into();
+                }
+                if let Some(s) = sni {
+                    c["tls-server-name"] = s.clone().into();
+                }
+                serde_json::json!({"name": format!("cluster-{i}"), "cluster": c})
+            })
+            .collect();
+        let mut v = serde_json::json!({"apiVersion": "v1", "kind": "Config", "clusters": cs});
+        if named {
+            let ctx: Vec<_> = (0..clusters.len()).map(|i| serde_json::json!({"name": format!("ctx-{i}@cluster"), "context": {"cluster": format!("cluster-{i}"), "user": "admin"}})).collect();
+            v["contexts"] = ctx.into();
+            v["current-context"] = format!("ctx-{current}@cluster").into();
+        }
+        serde_json::to_string_pretty(&v).unwrap_or_default()
     }
 }

@@ -990,5 +990,217 @@ kind: KubeletConfiguration
         fn never_panics_on_yaml_like_text(s in "([a-zA-Z.]{1,12}:( [\"'{}a-z0-9%,:. ]{0,12})?\n(  [a-z.]{1,8}: [0-9%MGi\"]{0,5}\n){0,3}){0,4}") {
             let _ = parse_config(&s);
         }
+
+        /// A `KubeletConfiguration` as kubeadm writes it (YAML: block maps, flow maps, quoted
+        /// or bare values, block or flow `clusterDNS`, comments) or as JSON: every key this
+        /// module reads comes back as written; the eviction flags read back too.
+        #[test]
+        fn reads_the_config_it_was_given(
+            c in config(),
+            flow in proptest::bool::ANY,
+            quote in proptest::bool::ANY,
+            json in proptest::bool::ANY,
+        ) {
+            let text = if json { render_json(&c) } else { render_yaml(&c, flow, quote) };
+            proptest::prop_assert_eq!(parse_config(&text), Ok(c.clone()), "{}", text);
+            if let Some(hard) = &c.eviction_hard {
+                let flag: Vec<String> = hard.iter().map(|(k, v)| format!("{k}<{v}")).collect();
+                proptest::prop_assert_eq!(parse_eviction_flag(&flag.join(",")), Ok(hard.clone()));
+            }
+        }
+    }
+
+    use proptest::prelude::*;
+
+    fn signals() -> impl Strategy<Value = Option<BTreeMap<String, String>>> {
+        prop::option::of(prop::collection::btree_map(
+            "memory\\.available|nodefs\\.available|nodefs\\.inodesFree|imagefs\\.available|imagefs\\.inodesFree|pid\\.available",
+            "[0-9]{1,3}%|[0-9]{1,4}(Ki|Mi|Gi)?|[0-9]m[0-9]{1,2}s",
+            1..4,
+        ))
+    }
+
+    fn config() -> impl Strategy<Value = Config> {
+        let word = || prop::option::of("[A-Za-z0-9][A-Za-z0-9_./-]{0,20}");
+        (
+            (
+                signals(),
+                signals(),
+                signals(),
+                prop::option::of("[1-9][0-9]?"),
+                prop::option::of("[0-9]{1,3}(Ki|Mi)"),
+            ),
+            (
+                prop::option::of(any::<bool>()),
+                prop::collection::vec(any::<std::net::IpAddr>().prop_map(|a| a.to_string()), 0..3),
+            ),
+            (
+                word(),
+                prop::option::of("unix:///run/(containerd/containerd|crio/crio)\\.sock"),
+                prop::option::of("[1-9][0-9]{0,4}"),
+            ),
+            (
+                prop::option::of(any::<std::net::Ipv4Addr>().prop_map(|a| a.to_string())),
+                prop::option::of("/etc/kubernetes/[a-z]{1,10}"),
+            ),
+            (
+                prop::option::of(any::<bool>()),
+                prop::option::of("NoSwap|LimitedSwap"),
+            ),
+        )
+            .prop_map(
+                |(
+                    (hard, soft, grace, gc, log),
+                    (merge, dns),
+                    (domain, endpoint, port),
+                    (bind, pods),
+                    (swap_on, swap),
+                )| Config {
+                    eviction_hard: hard,
+                    eviction_soft: soft,
+                    eviction_soft_grace_period: grace,
+                    image_gc_high_threshold_percent: gc,
+                    container_log_max_size: log,
+                    merge_default_eviction_settings: merge,
+                    cluster_dns: dns,
+                    cluster_domain: domain,
+                    container_runtime_endpoint: endpoint,
+                    healthz_port: port,
+                    healthz_bind_address: bind,
+                    static_pod_path: pods,
+                    fail_swap_on: swap_on,
+                    swap_behavior: swap,
+                },
+            )
+    }
+
+    fn render_yaml(c: &Config, flow: bool, quote: bool) -> String {
+        let q = |v: &str| {
+            if quote {
+                format!("\"{v}\"")
+            } else {
+                v.to_string()
+            }
+        };
+        let mut t = String::from("apiVersion: kubelet.config.k8s.io/v1beta1\nauthentication:\n  anonymous:\n    enabled: false\n");
+        let map = |t: &mut String, key: &str, m: &Option<BTreeMap<String, String>>| {
+            let Some(m) = m else { return };
+            if flow {
+                let kv: Vec<String> = m.iter().map(|(k, v)| format!("{k}: {}", q(v))).collect();
+                *t += &format!("{key}: {{{}}}\n", kv.join(", "));
+            } else {
+                *t += &format!("{key}:   # thresholds\n");
+                for (k, v) in m {
+                    *t += &format!("  {k}: {}\n", q(v));
+                }
+            }
+        };
+        let scalar = |t: &mut String, key: &str, v: &Option<String>| {
+            if let Some(v) = v {
+                *t += &format!("{key}: {}\n", q(v));
+            }
+        };
+        if let Some(d) = &c.cluster_domain {
+            t += &format!("clusterDomain: {}\n", q(d));
+        }
+        if !c.cluster_dns.is_empty() {
+            if flow {
+                let items: Vec<String> = c.cluster_dns.iter().map(|d| format!("\"{d}\"")).collect();
+                t += &format!("clusterDNS: [{}]\n", items.join(", "));
+            } else {
+                t += "clusterDNS:\n";
+                for d in &c.cluster_dns {
+                    t += &format!("- {}\n", q(d));
+                }
+            }
+        }
+        scalar(&mut t, "containerLogMaxSize", &c.container_log_max_size);
+        scalar(
+            &mut t,
+            "containerRuntimeEndpoint",
+            &c.container_runtime_endpoint,
+        );
+        map(&mut t, "evictionHard", &c.eviction_hard);
+        map(&mut t, "evictionSoft", &c.eviction_soft);
+        map(
+            &mut t,
+            "evictionSoftGracePeriod",
+            &c.eviction_soft_grace_period,
+        );
+        if let Some(b) = c.fail_swap_on {
+            t += &format!("failSwapOn: {b}\n");
+        }
+        scalar(&mut t, "healthzBindAddress", &c.healthz_bind_address);
+        scalar(&mut t, "healthzPort", &c.healthz_port);
+        scalar(
+            &mut t,
+            "imageGCHighThresholdPercent",
+            &c.image_gc_high_threshold_percent,
+        );
+        t += "kind: KubeletConfiguration\n";
+        if let Some(s) = &c.swap_behavior {
+            t += &format!("memorySwap:\n  swapBehavior: {}\n", q(s));
+        }
+        if let Some(b) = c.merge_default_eviction_settings {
+            t += &format!("mergeDefaultEvictionSettings: {b}\n");
+        }
+        scalar(&mut t, "staticPodPath", &c.static_pod_path);
+        t
+    }
+
+    fn render_json(c: &Config) -> String {
+        let mut v = serde_json::json!({"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
+            "authentication": {"anonymous": {"enabled": false}}});
+        let num_or_str = |s: &str| {
+            s.parse::<u64>()
+                .map_or_else(|_| s.into(), serde_json::Value::from)
+        };
+        for (k, m) in [
+            ("evictionHard", &c.eviction_hard),
+            ("evictionSoft", &c.eviction_soft),
+            ("evictionSoftGracePeriod", &c.eviction_soft_grace_period),
+        ] {
+            if let Some(m) = m {
+                v[k] = serde_json::json!(m);
+            }
+        }
+        for (k, s, number) in [
+            (
+                "imageGCHighThresholdPercent",
+                &c.image_gc_high_threshold_percent,
+                true,
+            ),
+            ("containerLogMaxSize", &c.container_log_max_size, false),
+            ("clusterDomain", &c.cluster_domain, false),
+            (
+                "containerRuntimeEndpoint",
+                &c.container_runtime_endpoint,
+                false,
+            ),
+            ("healthzPort", &c.healthz_port, true),
+            ("healthzBindAddress", &c.healthz_bind_address, false),
+            ("staticPodPath", &c.static_pod_path, false),
+        ] {
+            if let Some(s) = s {
+                v[k] = if number {
+                    num_or_str(s)
+                } else {
+                    s.clone().into()
+                };
+            }
+        }
+        if let Some(b) = c.merge_default_eviction_settings {
+            v["mergeDefaultEvictionSettings"] = b.into();
+        }
+        if let Some(b) = c.fail_swap_on {
+            v["failSwapOn"] = b.into();
+        }
+        if let Some(s) = &c.swap_behavior {
+            v["memorySwap"] = serde_json::json!({"swapBehavior": s});
+        }
+        if !c.cluster_dns.is_empty() {
+            v["clusterDNS"] = serde_json::json!(c.cluster_dns);
+        }
+        serde_json::to_string_pretty(&v).unwrap_or_default()
     }
 }

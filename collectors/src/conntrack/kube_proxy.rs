@@ -147,17 +147,19 @@ pub fn parse_config(text: &str) -> Result<(Option<u64>, Option<u64>), String> {
     let mut max_per_core = None;
     let mut min = None;
     let mut set = |k: &str, v: &str| -> Result<(), String> {
+        // Only our two keys are numbers: the block's timeouts (`tcpEstablishedTimeout:
+        // 24h0m0s`) are durations and are not read.
+        let slot = match k {
+            "maxPerCore" => &mut max_per_core,
+            "min" => &mut min,
+            _ => return Ok(()),
+        };
         let v = v.trim().trim_matches(|c| c == '"' || c == '\'');
-        let parsed = if v.is_empty() || v == "null" || v == "~" {
+        *slot = if v.is_empty() || v == "null" || v == "~" {
             None
         } else {
             Some(number(v, &format!("conntrack.{k}"))?)
         };
-        match k {
-            "maxPerCore" => max_per_core = parsed,
-            "min" => min = parsed,
-            _ => {}
-        }
         Ok(())
     };
     for raw in text.lines() {
@@ -365,6 +367,18 @@ mode: \"\"
             .replace("maxPerCore: null", "maxPerCore: 8192   # small nodes")
             .replace("min: null", "min: \"4096\"");
         assert_eq!(parse_config(&custom), Ok((Some(8192), Some(4096))));
+        // The block's timeouts are durations, not ours to read (they failed the whole file
+        // until the property test below wrote one).
+        let timeouts = custom.replace(
+            "tcpEstablishedTimeout: null",
+            "tcpEstablishedTimeout: 24h0m0s",
+        );
+        assert_ne!(timeouts, custom);
+        assert_eq!(parse_config(&timeouts), Ok((Some(8192), Some(4096))));
+        assert_eq!(
+            parse_config("conntrack: {tcpCloseWaitTimeout: 1h0m0s, min: 7}\n"),
+            Ok((None, Some(7)))
+        );
         // A nested `min` elsewhere is not conntrack's.
         let other = "iptables:\n  min: 5\nconntrack:\n  maxPerCore: 0\n";
         assert_eq!(parse_config(other), Ok((Some(0), None)));
@@ -394,6 +408,40 @@ mode: \"\"
             let _ = parse_config(&s);
             let _ = from_flags(1, &a);
             let _ = config_path(&a);
+        }
+
+        /// A `KubeProxyConfiguration` (kubeadm's YAML, flow maps, JSON) reads back its
+        /// `conntrack.maxPerCore` and `min`, and the flags give the same settings.
+        #[test]
+        fn reads_the_conntrack_settings_it_was_given(
+            file in crate::testgen::kube_proxy_file(),
+            shape in crate::testgen::kube_proxy_shape(),
+            joined in proptest::bool::ANY,
+            pid in 1u32..4_194_304,
+        ) {
+            let text = file.render(shape);
+            proptest::prop_assert_eq!(parse_config(&text), Ok((file.max_per_core, file.conntrack_min)), "{}", text);
+            let want = Settings {
+                pid,
+                origin: Origin::Flags,
+                max_per_core: file.max_per_core.unwrap_or(DEFAULT_MAX_PER_CORE),
+                min: file.conntrack_min.unwrap_or(DEFAULT_MIN),
+            };
+            proptest::prop_assert_eq!(
+                from_config(pid, "/var/lib/kube-proxy/config.conf", &text),
+                Ok(Settings { origin: Origin::ConfigFile("/var/lib/kube-proxy/config.conf".into()), ..want.clone() })
+            );
+            let mut args = vec!["kube-proxy".to_string(), "--v=2".into()];
+            for (name, v) in [("--conntrack-max-per-core", file.max_per_core), ("--conntrack-min", file.conntrack_min)] {
+                if let Some(v) = v {
+                    if joined {
+                        args.push(format!("{name}={v}"));
+                    } else {
+                        args.extend([name.to_string(), v.to_string()]);
+                    }
+                }
+            }
+            proptest::prop_assert_eq!(from_flags(pid, &args), Ok(want));
         }
     }
 }

@@ -203,5 +203,36 @@ mod tests {
             let _ = scan(&s);
             let _ = strip_prefix(&s);
         }
+
+        /// A pstore or kdump `dmesg` as the kernel writes it (`<level>[seconds] message`, or
+        /// the bare message of a console log), crash lines among other lines: the scan gives
+        /// the first line of the worst kind, as written.
+        #[test]
+        fn finds_the_worst_line_it_was_given(
+            lines in proptest::collection::vec((
+                proptest::option::of(proptest::sample::select(vec![CrashKind::Bug, CrashKind::Oops, CrashKind::Panic])),
+                "[A-Za-z0-9][A-Za-z0-9 :#,_/.()-]{0,60}",
+                "(<[0-7]>)?(\\[ *[0-9]{1,6}\\.[0-9]{6}\\] )?",
+            ), 0..12),
+        ) {
+            let mut text = String::from("Panic#1 Part1\n");
+            let mut want: Option<(CrashKind, String)> = None;
+            for (kind, tail, prefix) in &lines {
+                let message = match kind {
+                    Some(CrashKind::Panic) => format!("Kernel panic - not syncing: {tail}"),
+                    Some(CrashKind::Oops) => format!("Oops: {tail}"),
+                    Some(CrashKind::Bug) => format!("BUG: {tail}"),
+                    // Other lines of a crash dump: none starts with a marker.
+                    None => format!("RIP: 0010:{tail}"),
+                };
+                text += &format!("{prefix}{message}\n");
+                if let Some(k) = *kind {
+                    if want.as_ref().is_none_or(|(w, _)| k > *w) {
+                        want = Some((k, message.trim().to_string()));
+                    }
+                }
+            }
+            proptest::prop_assert_eq!(scan(&text), want, "{}", text);
+        }
     }
 }

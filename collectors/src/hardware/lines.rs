@@ -488,5 +488,89 @@ mod tests {
         fn never_panics_near_markers(pre in "(mce: \\[Hardware Error\\]: |\\{1\\}\\[Hardware Error\\]: event severity: |\\[Hardware Error\\]:|Memory failure: |MCE |\\{|EDAC |nvme |I/O)", post in "\\PC{0,40}") {
             let _ = parse(&format!("{pre}{post}"));
         }
+
+        /// Each kind of line in the wordings the kernels print it (`mce_log`, `memory_failure`,
+        /// `cper_print`, `edac_mc_handle_error`, `nvme_timeout`, `blk_print_req_error`), built
+        /// from values: it parses back to those values.
+        #[test]
+        fn parses_what_the_kernel_prints(
+            (line, want) in hw_line(),
+            space in proptest::bool::ANY,
+        ) {
+            let line = if space { format!(" {line} ") } else { line };
+            proptest::prop_assert_eq!(parse(&line), Some(want), "{}", line);
+        }
+    }
+
+    /// A printed line and the value it says.
+    fn hw_line() -> impl proptest::strategy::Strategy<Value = (String, HwLine)> {
+        use proptest::prelude::*;
+        let seq = proptest::option::of(0u32..1000);
+        let brace = |s: Option<u32>| s.map(|n| format!("{{{n}}}")).unwrap_or_default();
+        prop_oneof![
+            Just(("mce: [Hardware Error]: Machine check events logged".to_string(), HwLine::MceLogged)),
+            (any::<u32>(), any::<u32>(), "( Exception)?", any::<u64>()).prop_map(|(cpu, bank, exc, status)| (
+                format!("mce: [Hardware Error]: CPU {cpu}: Machine Check{exc}: 0 Bank {bank}: {status:016x}"),
+                HwLine::MceBank { cpu, bank },
+            )),
+            ("0x[0-9a-f]{1,12}", "(dirty|clean) LRU page|free buddy page|huge page|reserved kernel page",
+             prop::sample::select(vec!["Recovered", "Delayed", "Ignored", "Failed"]), any::<bool>())
+                .prop_map(|(pfn, page, result, old)| (
+                    if old {
+                        format!("MCE {pfn}: {page} recovery: {result}")
+                    } else {
+                        format!("Memory failure: {pfn}: recovery action for {page}: {result}")
+                    },
+                    HwLine::MemoryFailure {
+                        pfn,
+                        recovery: if result == "Recovered" { Recovery::Recovered } else { Recovery::NotRecovered },
+                    },
+                )),
+            (seq.clone(), prop::sample::select(vec![CperSeverity::Info, CperSeverity::Corrected, CperSeverity::Recoverable, CperSeverity::Fatal]))
+                .prop_map(move |(seq, severity)| (
+                    format!("{}[Hardware Error]: event severity: {}", brace(seq), severity.as_str()),
+                    HwLine::CperSeverity { seq, severity },
+                )),
+            (seq, "memory error|PCIe error|general processor error|[A-Za-z][A-Za-z0-9 -]{0,30}[a-z]", " {1,3}")
+                .prop_map(move |(seq, section_type, pad)| (
+                    format!("{}[Hardware Error]:{pad}section_type: {section_type}", brace(seq)),
+                    HwLine::CperSection { seq, section_type },
+                )),
+            (0u32..64, any::<u64>(), any::<bool>(), proptest::option::of("[A-Za-z0-9_#]{1,40}"), "(memory (read|write|scrubbing) error )?")
+                .prop_map(|(mc, count, uncorrected, label, what)| {
+                    let ce = if uncorrected { "UE" } else { "CE" };
+                    let at = label.as_deref().map(|l| format!("on {l} ")).unwrap_or_default();
+                    (
+                        format!("EDAC MC{mc}: {count} {ce} {what}{at}(channel:0 slot:0 page:0x12345 offset:0x0 grain:32)"),
+                        HwLine::Edac { controller: format!("mc{mc}"), count, uncorrected, label },
+                    )
+                }),
+            (0u32..100, prop::sample::select(vec![
+                ("I/O 123 QID 4 timeout, reset controller", NvmeEvent::Reset),
+                ("controller is down; will reset: CSTS=0xffffffff, PCI_STATUS=0xffff", NvmeEvent::Reset),
+                ("I/O 123 QID 4 timeout, aborting", NvmeEvent::Timeout),
+                ("I/O tag 123 (007b) opcode 0x2 (Read) QID 4 timeout, aborting req_op:READ(0) size:4096", NvmeEvent::Timeout),
+                ("Abort status: 0x0", NvmeEvent::Timeout),
+                ("Removing after probe failure status: -19", NvmeEvent::Removed),
+            ])).prop_map(|(n, (tail, event))| (
+                format!("nvme nvme{n}: {tail}"),
+                HwLine::Nvme { controller: format!("nvme{n}"), event },
+            )),
+            ("(end_request|blk_update_request|print_req_error): |",
+             prop::sample::select(vec!["I/O", "critical medium", "critical target", "critical nexus",
+                 "critical space allocation", "recoverable transport", "timeout", "protection"]),
+             crate::testgen::block_device(), proptest::option::of(any::<u64>()), any::<bool>())
+                .prop_map(|(caller, kind, device, sector, op)| {
+                    let tail = match sector {
+                        Some(s) if op => format!(", sector {s} op 0x1:(WRITE) flags 0x800 phys_seg 1 prio class 2"),
+                        Some(s) => format!(", sector {s}"),
+                        None => String::new(),
+                    };
+                    (
+                        format!("{caller}{kind} error, dev {device}{tail}"),
+                        HwLine::BlockError { device, kind: kind.to_string(), sector },
+                    )
+                }),
+        ]
     }
 }

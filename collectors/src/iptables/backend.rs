@@ -146,6 +146,23 @@ mod tests {
             proptest::prop_assert!(names.iter().all(|n| !n.is_empty() && n.len() <= 64));
             let _ = classify_target(&s);
         }
+
+        /// `/proc/net/ip{,6}_tables_names` as the kernel prints it (one `xt_table` name a
+        /// line, in registration order) reads back name for name; an alternatives target
+        /// named as Debian, RHEL or Alpine name them is told by its name.
+        #[test]
+        fn reads_what_the_kernel_and_packages_name(
+            names in proptest::collection::vec("[a-z][a-z0-9_]{0,30}", 0..6),
+            dir in "(/usr)?/s?bin/|/etc/alternatives/|",
+            tool in "(ip|ip6|eb|arp)tables(-(save|restore))?|xtables",
+            backend in proptest::sample::select(vec![Backend::Nft, Backend::Legacy]),
+            multi in proptest::bool::ANY,
+        ) {
+            let text: String = names.iter().map(|n| format!("{n}\n")).collect();
+            proptest::prop_assert_eq!(parse_table_names(&text), names);
+            let target = format!("{dir}{tool}-{}{}", backend.as_str(), if multi { "-multi" } else { "" });
+            proptest::prop_assert_eq!(classify_target(&target), backend, "{}", target);
+        }
     }
 
     #[test]

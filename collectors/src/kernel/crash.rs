@@ -208,8 +208,11 @@ pub fn stall_line(m: &str, usec: u64) -> Option<Stall> {
             .split_once("stuck for ")
             .and_then(|(_, r)| leading_number(r));
         // `[comm:pid]` at the end; the comm may hold ':' (`kworker/3:1`).
-        if let Some((_, who)) = rest.rsplit_once('[') {
-            if let Some((comm, pid)) = who.trim_end().trim_end_matches(']').rsplit_once(':') {
+        // `[%s:%d]` after the first `! `: the comm itself may hold brackets (`runc:[1:CHILD]`).
+        if let Some((_, who)) = rest.split_once("! [") {
+            let who = who.trim_end();
+            let who = who.strip_suffix(']').unwrap_or(who);
+            if let Some((comm, pid)) = who.rsplit_once(':') {
                 s.pid = pid.parse().ok();
                 if s.pid.is_some() && !comm.is_empty() {
                     s.comm = Some(text(comm));

@@ -366,5 +366,42 @@ mod tests {
             let _ = parse_go_time(&s);
             let _ = parse_healthz_body(s.as_bytes());
         }
+
+        /// kube-proxy's `/healthz` body with its times in Go's `time.Time.String()` form
+        /// (any zone, nanoseconds with trailing zeros cut, the monotonic reading or not) or
+        /// RFC 3339: each time reads back as the instant it was built from.
+        #[test]
+        fn reads_the_times_kube_proxy_writes(
+            [last, now] in proptest::array::uniform2(0i64..4_102_444_800),
+            [last_ns, now_ns] in proptest::array::uniform2(0u32..1_000_000_000),
+            offset_hours in -12i8..=14,
+            never in proptest::bool::ANY,
+            rfc in proptest::bool::ANY,
+            eligible in proptest::option::of(proptest::bool::ANY),
+        ) {
+            let frac = |ns: u32| if ns == 0 { String::new() } else { format!(".{ns:09}").trim_end_matches('0').to_string() };
+            let go = |t: i64, ns: u32| {
+                let tz = jiff::tz::TimeZone::fixed(jiff::tz::offset(offset_hours));
+                let dt = tz.to_datetime(jiff::Timestamp::from_second(t).unwrap_or_default());
+                let sign = if offset_hours < 0 { '-' } else { '+' };
+                let h = offset_hours.unsigned_abs();
+                // Go names a zone without an abbreviation by its offset (`+08`).
+                let abbr = if offset_hours == 0 { "UTC".to_string() } else { format!("{sign}{h:02}") };
+                format!("{} {}{} {sign}{h:02}00 {abbr} m=+3600.012345678", dt.date(), dt.time().strftime("%H:%M:%S"), frac(ns))
+            };
+            let show = |t: i64, ns: u32| if rfc { crate::testgen::rfc3339(t, &frac(ns), offset_hours, true) } else { go(t, ns) };
+            let at = |t: i64, ns: u32| Stamp::At(t as f64 + format!("0{}", frac(ns)).parse::<f64>().unwrap_or(0.0));
+            let (last_text, last_want) = if never {
+                ("0001-01-01 00:00:00 +0000 UTC".to_string(), Stamp::Zero)
+            } else {
+                (show(last, last_ns), at(last, last_ns))
+            };
+            let mut body = serde_json::json!({"lastUpdated": last_text, "currentTime": show(now, now_ns)});
+            if let Some(e) = eligible {
+                body["nodeEligible"] = e.into();
+            }
+            let want = HealthzBody { last_updated: Some(last_want), current_time: Some(at(now, now_ns)), node_eligible: eligible };
+            proptest::prop_assert_eq!(parse_healthz_body(body.to_string().as_bytes()), Ok(want), "{}", body);
+        }
     }
 }

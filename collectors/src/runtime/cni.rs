@@ -116,5 +116,37 @@ mod tests {
         fn never_panics(s in "\\PC*") {
             let _ = is_valid(&s);
         }
+
+        /// A configuration as a CNI plugin's installer writes it, a single plugin (`.conf`)
+        /// or a list (`.conflist`), is valid; the same without a plugin's `type`, or with an
+        /// empty list, is not.
+        #[test]
+        fn the_configs_installers_write_are_valid(
+            name in "[a-z][a-z0-9-]{0,15}",
+            version in "0\\.[1-4]\\.[0-9]|1\\.[01]\\.0",
+            types in proptest::collection::vec("bridge|flannel|calico|portmap|bandwidth|tuning|cilium-cni|[a-z][a-z0-9-]{0,12}", 1..5),
+            drop in proptest::option::of(0usize..5),
+            list in proptest::bool::ANY,
+        ) {
+            let plugin = |t: &str| serde_json::json!({"type": t, "capabilities": {"portMappings": true}, "ipam": {"type": "host-local"}});
+            let mut plugins: Vec<_> = types.iter().map(|t| plugin(t)).collect();
+            let broken = drop.map(|d| d % plugins.len());
+            if let Some(d) = broken {
+                plugins[d].as_object_mut().map(|o| o.remove("type"));
+            }
+            let text = if list {
+                serde_json::json!({"name": name, "cniVersion": version, "plugins": plugins})
+            } else {
+                let mut one = plugins.swap_remove(broken.unwrap_or(0));
+                one["name"] = name.into();
+                one["cniVersion"] = version.into();
+                one
+            };
+            proptest::prop_assert_eq!(is_valid(&serde_json::to_string_pretty(&text).unwrap_or_default()), broken.is_none(), "{}", text);
+            if list {
+                let empty = serde_json::json!({"name": "x", "cniVersion": "1.0.0", "plugins": []});
+                proptest::prop_assert!(!is_valid(&empty.to_string()));
+            }
+        }
     }
 }

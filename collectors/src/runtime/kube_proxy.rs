@@ -179,5 +179,22 @@ mode: \"ipvs\"
             let _ = parse_config(&s);
             let _ = parse_go_duration(&s);
         }
+
+        /// A `KubeProxyConfiguration` (kubeadm's YAML, flow maps, JSON) reads back its `mode`
+        /// and IPVS periods, each written as Go's `Duration.String()` prints it.
+        #[test]
+        fn reads_the_mode_and_periods_it_was_given(
+            file in crate::testgen::kube_proxy_file(),
+            shape in crate::testgen::kube_proxy_shape(),
+        ) {
+            let text = file.render(shape);
+            let quarters = |q: Option<u64>| q.map(|q| Duration::from_millis(q * 250));
+            let want = Settings {
+                mode: file.mode.clone(),
+                sync_period: quarters(file.sync_period),
+                min_sync_period: quarters(file.min_sync_period),
+            };
+            proptest::prop_assert_eq!(parse_config(&text), want, "{}", text);
+        }
     }
 }

@@ -550,5 +550,85 @@ spec:
         fn never_panics_on_yaml_like_text(s in "(( {0,6})(- )?(kind: Pod|hostNetwork: true|ports:|containerPort: [0-9]{1,6}|protocol: (UDP|TCP|x)|name: [a-z]{1,5}|metadata:)\n){0,30}") {
             let _ = parse_manifest(&s);
         }
+
+        /// A hostNetwork static pod as kubeadm (YAML, list items at the key's indent or
+        /// indented, keys in any order) or `kubectl -o json` writes it: its namespace, name and
+        /// every TCP/UDP port read back (SCTP and port 0 left out), and a sandbox docker
+        /// writes reads back its pod and exposed ports.
+        #[test]
+        fn reads_the_ports_it_was_given(
+            ns in proptest::option::of(crate::testgen::dns_label()),
+            name in crate::testgen::dns_subdomain(),
+            containers in proptest::collection::vec(proptest::collection::vec(
+                ("|TCP|UDP|SCTP", 0u16.., proptest::option::of(0u16..), proptest::bool::ANY), 0..4), 1..3),
+            json in proptest::bool::ANY,
+            indent_items in proptest::bool::ANY,
+            uid in crate::testgen::pod_uid(),
+        ) {
+            let mut want = Vec::new();
+            for (proto, container, host, _) in containers.iter().flatten() {
+                let p = match proto.as_str() { "UDP" => Protocol::Udp, "SCTP" => continue, _ => Protocol::Tcp };
+                if let Some(port) = Some(host.unwrap_or(*container)).filter(|p| *p > 0) {
+                    want.push((p, port));
+                }
+            }
+            let text = if json {
+                let cs: Vec<_> = containers.iter().enumerate().map(|(i, ports)| {
+                    let ps: Vec<_> = ports.iter().map(|(proto, c, h, _)| {
+                        let mut p = serde_json::json!({"containerPort": c, "name": "p"});
+                        if let Some(h) = h { p["hostPort"] = (*h).into(); }
+                        if !proto.is_empty() { p["protocol"] = proto.clone().into(); }
+                        p
+                    }).collect();
+                    serde_json::json!({"name": format!("c{i}"), "image": "registry.k8s.io/etcd:3.5.12-0", "ports": ps})
+                }).collect();
+                let mut meta = serde_json::json!({"name": name, "labels": {"tier": "control-plane"}});
+                if let Some(ns) = &ns { meta["namespace"] = ns.clone().into(); }
+                serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+                    "spec": {"hostNetwork": true, "containers": cs}}).to_string()
+            } else {
+                let mut t = String::from("apiVersion: v1\nkind: Pod\nmetadata:\n  labels:\n    component: x\n");
+                t += &format!("  name: {name}\n");
+                if let Some(ns) = &ns { t += &format!("  namespace: \"{ns}\"\n"); }
+                t += "spec:\n  containers:\n";
+                let pad = if indent_items { "  " } else { "" };
+                for (i, ports) in containers.iter().enumerate() {
+                    t += &format!("  - name: c{i}\n    image: registry.k8s.io/etcd:3.5.12-0\n    command:\n    - etcd\n");
+                    if ports.is_empty() { continue; }
+                    t += "    ports:\n";
+                    for (proto, c, h, proto_first) in ports {
+                        let mut keys = vec![format!("containerPort: {c}"), "name: metrics".to_string()];
+                        if let Some(h) = h { keys.push(format!("hostPort: {h}")); }
+                        if !proto.is_empty() {
+                            let at = if *proto_first { 0 } else { keys.len() };
+                            keys.insert(at, format!("protocol: {proto}"));
+                        }
+                        t += &format!("    {pad}- {}\n", keys[0]);
+                        for k in &keys[1..] { t += &format!("    {pad}  {k}\n"); }
+                    }
+                    t += "    resources:\n      requests:\n        cpu: 100m\n";
+                }
+                t += "  hostNetwork: true\n  priorityClassName: system-node-critical\nstatus: {}\n";
+                t
+            };
+            let m = Manifest { namespace: ns.clone().unwrap_or_else(|| "default".into()), name: name.clone(), ports: want.clone() };
+            proptest::prop_assert_eq!(parse_manifest(&text), Some(m), "{}", text);
+
+            let exposed: serde_json::Map<String, serde_json::Value> = containers.iter().flatten()
+                .map(|(proto, c, _, _)| (format!("{c}/{}", if proto.is_empty() { "tcp".to_string() } else { proto.to_lowercase() }), serde_json::json!({})))
+                .collect();
+            let mut ports: Vec<(Protocol, u16)> = exposed.keys().filter_map(|k| {
+                let (port, proto) = k.split_once('/')?;
+                let port: u16 = port.parse().ok().filter(|p| *p > 0)?;
+                match proto { "tcp" => Some((Protocol::Tcp, port)), "udp" => Some((Protocol::Udp, port)), _ => None }
+            }).collect();
+            ports.sort();
+            let ns = ns.unwrap_or_else(|| "default".into());
+            let config = serde_json::json!({"ID": "8f3e2a1b9c7d6e5f", "State": {"Running": true, "Pid": 4242},
+                "Config": {"ExposedPorts": exposed, "Labels": {"io.kubernetes.docker.type": "podsandbox",
+                    "io.kubernetes.pod.name": name, "io.kubernetes.pod.namespace": ns, "io.kubernetes.pod.uid": uid}}});
+            let pod = DeclaredPod { name: format!("{ns}/{name}"), uid: Some(uid), source: "docker container 8f3e2a1b9c7d".into() };
+            proptest::prop_assert_eq!(parse_docker_sandbox(&config.to_string(), r#"{"NetworkMode":"host"}"#), Some((pod, ports)));
+        }
     }
 }

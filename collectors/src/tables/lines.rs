@@ -153,5 +153,28 @@ mod tests {
             let _ = classify(&s);
             let _ = classify(&format!("{s}neighbor table overflow!{s}"));
         }
+
+        /// Every wording of each kind (the table above), with or without the `pr_fmt` prefix
+        /// and the trailing text some kernels add, classifies as that kind.
+        #[test]
+        fn every_printed_wording_reads_as_its_kind(
+            (want, wording) in proptest::sample::select(vec![
+                (Line::NeighbourOverflow, "Neighbour table overflow."),
+                (Line::NeighbourOverflow, "neighbor table overflow!"),
+                (Line::ArpOverflow, "arp_cache: neighbor table overflow!"),
+                (Line::NdiscOverflow, "ndisc_cache: neighbor table overflow!"),
+                (Line::ArpOverflow, "neighbour: arp_cache: neighbor table overflow!"),
+                (Line::NdiscOverflow, "neighbour: ndisc_cache: neighbor table overflow!"),
+                (Line::TcpOutOfMemory, "TCP: out of memory -- consider tuning tcp_mem"),
+                (Line::TcpOutOfMemory, "Out of socket memory"),
+                (Line::TcpTooManyOrphans, "TCP: too many orphaned sockets"),
+                (Line::TcpTooManyOrphans, "TCP: too many of orphaned sockets"),
+            ]),
+            prefix in "(\\[ *[0-9]{1,6}\\.[0-9]{6}\\] )?",
+            trailing_space in proptest::bool::ANY,
+        ) {
+            let line = format!("{prefix}{wording}{}", if trailing_space { " " } else { "" });
+            proptest::prop_assert_eq!(classify(&line), Some(want), "{}", line);
+        }
     }
 }

@@ -287,7 +287,7 @@ fn real_this_machines_clock_agrees_with_debian_adjtimex() {
     let bin = match debian_binary("ND_ADJTIMEX", "adjtimex", "sbin/adjtimex") {
         Ok(b) => b,
         Err(why) => {
-            println!("SKIP real_this_machines_clock_agrees_with_debian_adjtimex: {why}");
+            collectors::skip!("SKIP real_this_machines_clock_agrees_with_debian_adjtimex: {why}");
             return;
         }
     };
@@ -347,7 +347,9 @@ fn real_a_running_time_daemon_is_named() {
     let same_netns =
         std::fs::read_link("/proc/1/ns/net").ok() == std::fs::read_link("/proc/self/ns/net").ok();
     if !same_netns {
-        eprintln!("SKIP real_a_running_time_daemon_is_named: needs pid 1's network namespace");
+        collectors::skip!(
+            "SKIP real_a_running_time_daemon_is_named: needs pid 1's network namespace"
+        );
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");

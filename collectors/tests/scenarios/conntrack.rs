@@ -1078,7 +1078,7 @@ mod real_kernel {
         let _lock = conntrack_lock();
         for tool in ["ip", "iptables"] {
             if tool_missing(tool) {
-                eprintln!(
+                collectors::skip!(
                     "SKIP {test}: `{tool}` not installed (apt-get install iproute2 iptables)"
                 );
                 return;
@@ -1115,7 +1115,7 @@ mod real_kernel {
             "--to-destination",
             "127.0.0.1:9",
         ]) {
-            eprintln!("SKIP {test}: cannot add a NAT rule in the namespace: {e}");
+            collectors::skip!("SKIP {test}: cannot add a NAT rule in the namespace: {e}");
             return;
         }
         // `ip netns exec` execs the command, so the child's pid is a process in the namespace.
@@ -1272,21 +1272,21 @@ mod real_kernel {
         }
         for tool in ["ip", "iptables", "conntrack"] {
             if tool_missing(tool) {
-                eprintln!(
+                collectors::skip!(
                     "SKIP {test}: `{tool}` not installed (apt-get install iproute2 iptables conntrack)"
                 );
                 return;
             }
         }
         if !std::path::Path::new(NF_CONNTRACK_MAX).exists() {
-            eprintln!("SKIP {test}: nf_conntrack is not loaded");
+            collectors::skip!("SKIP {test}: nf_conntrack is not loaded");
             return;
         }
         // The limit is global: the kernel lets only the initial network namespace write it.
         let writable = std::fs::metadata(NF_CONNTRACK_MAX)
             .is_ok_and(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o200 != 0);
         if !writable {
-            eprintln!(
+            collectors::skip!(
                 "SKIP {test}: {NF_CONNTRACK_MAX} is read-only here: the global limit can only be \
                  lowered from the initial network namespace (this one is not)"
             );
@@ -1319,7 +1319,7 @@ mod real_kernel {
             "-j",
             "ACCEPT",
         ]) {
-            eprintln!("SKIP {test}: cannot add a conntrack rule in the namespace: {e}");
+            collectors::skip!("SKIP {test}: cannot add a conntrack rule in the namespace: {e}");
             return;
         }
         let child = Command::new("ip")
@@ -1485,7 +1485,7 @@ mod real_kernel {
         }
         for tool in ["ip", "iptables"] {
             if tool_missing(tool) {
-                eprintln!(
+                collectors::skip!(
                     "SKIP {test}: `{tool}` not installed (apt-get install iproute2 iptables)"
                 );
                 return;
@@ -1526,7 +1526,7 @@ mod real_kernel {
             "--to-destination",
             "10.0.0.1",
         ]) {
-            eprintln!("SKIP {test}: cannot add a DNAT rule in the namespace: {e}");
+            collectors::skip!("SKIP {test}: cannot add a DNAT rule in the namespace: {e}");
             return;
         }
         let child = Command::new("ip")

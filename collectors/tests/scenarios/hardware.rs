@@ -846,7 +846,9 @@ fn real_kernel_loop_device_write_errors_are_io_errors() {
         .args(["-t", "tmpfs", "-o", "size=1m", "node-doctor-test"])
         .arg(&mnt))
     {
-        eprintln!("SKIP real_kernel_loop_device_write_errors_are_io_errors: cannot mount a tmpfs");
+        collectors::skip!(
+            "SKIP real_kernel_loop_device_write_errors_are_io_errors: cannot mount a tmpfs"
+        );
         return;
     }
     let mut guard = LoopOnTmpfs {
@@ -867,7 +869,7 @@ fn real_kernel_loop_device_write_errors_are_io_errors() {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default();
     if !loop_dev.starts_with("/dev/loop") {
-        eprintln!(
+        collectors::skip!(
             "SKIP real_kernel_loop_device_write_errors_are_io_errors: no loop device ({out:?})"
         );
         return;

@@ -871,7 +871,7 @@ fn real_flock_holder_and_waiter() {
         return;
     }
     if !have("flock") {
-        eprintln!("SKIP real_flock_holder_and_waiter: needs flock (util-linux)");
+        collectors::skip!("SKIP real_flock_holder_and_waiter: needs flock (util-linux)");
         return;
     }
     let h = real_proc_host();
@@ -944,7 +944,7 @@ fn real_unshared_kube_proxy_without_the_host_lock() {
         return;
     }
     if !have("unshare") || !have("nsenter") || !have("iptables-legacy") {
-        eprintln!(
+        collectors::skip!(
             "SKIP real_unshared_kube_proxy_without_the_host_lock: needs unshare, nsenter (util-linux) and iptables-legacy"
         );
         return;
@@ -1338,7 +1338,9 @@ fn real_short_holds_read_nothing() {
     if have("iptables-legacy") {
         short_holds_read_nothing(true);
     } else {
-        eprintln!("SKIP {test} with a legacy table: needs iptables-legacy (Debian iptables)");
+        collectors::skip!(
+            "SKIP {test} with a legacy table: needs iptables-legacy (Debian iptables)"
+        );
     }
 }
 

@@ -803,7 +803,7 @@ fn real_kernel_cgroup_oom_names_the_process() {
         std::path::PathBuf::from("/sys/fs/cgroup/memory")
     };
     if !base.join("cgroup.procs").exists() {
-        eprintln!(
+        collectors::skip!(
             "SKIP real_kernel_cgroup_oom_names_the_process: no memory cgroup controller mounted"
         );
         return;
@@ -1523,7 +1523,7 @@ fn real_kernel_ext4_error_is_read_only_now() {
             .status()
             .is_ok_and(|s| s.success())
     }) {
-        eprintln!("SKIP real_kernel_ext4_error_is_read_only_now: {t} is not installed");
+        collectors::skip!("SKIP real_kernel_ext4_error_is_read_only_now: {t} is not installed");
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -1545,7 +1545,9 @@ fn real_kernel_ext4_error_is_read_only_now() {
         .unwrap();
     let loop_dev = String::from_utf8_lossy(&out.stdout).trim().to_string();
     if !out.status.success() || !loop_dev.starts_with("/dev/loop") {
-        eprintln!("SKIP real_kernel_ext4_error_is_read_only_now: no loop device ({loop_dev})");
+        collectors::skip!(
+            "SKIP real_kernel_ext4_error_is_read_only_now: no loop device ({loop_dev})"
+        );
         return;
     }
     let mut guard = LoopMount {
@@ -1559,7 +1561,7 @@ fn real_kernel_ext4_error_is_read_only_now() {
     let pid1_sees_it = std::fs::read_to_string("/proc/1/mountinfo")
         .is_ok_and(|m| m.contains(&*mnt.to_string_lossy()));
     if !pid1_sees_it {
-        eprintln!(
+        collectors::skip!(
             "SKIP real_kernel_ext4_error_is_read_only_now: pid 1 is in another mount namespace (the collector reads the host's mounts as pid 1 sees them, and this test's mount is not among them)"
         );
         return;
@@ -1952,7 +1954,7 @@ fn real_kernel_xfs_shutdown_is_shut_down_now() {
             .status()
             .is_ok_and(|s| s.success())
     }) {
-        eprintln!("SKIP {name}: {t} is not installed (xfsprogs)");
+        collectors::skip!("SKIP {name}: {t} is not installed (xfsprogs)");
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -1973,7 +1975,7 @@ fn real_kernel_xfs_shutdown_is_shut_down_now() {
         .args(["-q", "-f"])
         .arg(&image))
     {
-        eprintln!("SKIP {name}: mkfs.xfs failed on a 320 MiB image");
+        collectors::skip!("SKIP {name}: mkfs.xfs failed on a 320 MiB image");
         return;
     }
     let out = std::process::Command::new("losetup")
@@ -1983,7 +1985,7 @@ fn real_kernel_xfs_shutdown_is_shut_down_now() {
         .unwrap();
     let loop_dev = String::from_utf8_lossy(&out.stdout).trim().to_string();
     if !out.status.success() || !loop_dev.starts_with("/dev/loop") {
-        eprintln!("SKIP {name}: no loop device ({loop_dev})");
+        collectors::skip!("SKIP {name}: no loop device ({loop_dev})");
         return;
     }
     let mut guard = LoopMount {
@@ -1992,13 +1994,13 @@ fn real_kernel_xfs_shutdown_is_shut_down_now() {
     };
     let dev = loop_dev.trim_start_matches("/dev/").to_string();
     if !ok(std::process::Command::new("mount").arg(&loop_dev).arg(&mnt)) {
-        eprintln!("SKIP {name}: this kernel cannot mount XFS (no xfs module?)");
+        collectors::skip!("SKIP {name}: this kernel cannot mount XFS (no xfs module?)");
         return;
     }
     let pid1_sees_it = std::fs::read_to_string("/proc/1/mountinfo")
         .is_ok_and(|m| m.contains(&*mnt.to_string_lossy()));
     if !pid1_sees_it {
-        eprintln!("SKIP {name}: pid 1 is in another mount namespace (the collector reads the host's mounts as pid 1 sees them)");
+        collectors::skip!("SKIP {name}: pid 1 is in another mount namespace (the collector reads the host's mounts as pid 1 sees them)");
         return;
     }
     let mut k = KernelCollector::new(

@@ -63,7 +63,9 @@ fn without_cap_syslog_the_reader_is_degraded_with_the_reason() {
         .map(|s| s.trim() == "1")
         .unwrap_or(false);
     if !restricted {
-        eprintln!("SKIP without_cap_syslog...: kernel.dmesg_restrict=0 lets anyone read /dev/kmsg");
+        collectors::skip!(
+            "SKIP without_cap_syslog...: kernel.dmesg_restrict=0 lets anyone read /dev/kmsg"
+        );
         return;
     }
     // Re-run this binary as `nobody` (a uid change drops CAP_SYSLOG) for the child test only
@@ -84,7 +86,9 @@ fn without_cap_syslog_the_reader_is_degraded_with_the_reason() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() && stdout.contains("Permission denied") && !stdout.contains("1 passed")
     {
-        eprintln!("SKIP without_cap_syslog...: nobody cannot execute the test binary: {stdout}");
+        collectors::skip!(
+            "SKIP without_cap_syslog...: nobody cannot execute the test binary: {stdout}"
+        );
         return;
     }
     assert!(

@@ -1366,13 +1366,13 @@ fn real_kernel_fio_direct_writes_show_busy_disk_and_fio_as_host_process() {
         return;
     }
     if !have("fio") || !have("iostat") {
-        eprintln!("SKIP {name}: needs fio and iostat (Debian packages fio, sysstat)");
+        collectors::skip!("SKIP {name}: needs fio and iostat (Debian packages fio, sysstat)");
         return;
     }
     // /tmp may be tmpfs: use the target directory, which lives on a real filesystem.
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let Some(dev) = disk_under(dir.path()) else {
-        eprintln!(
+        collectors::skip!(
             "SKIP {name}: {} is not on a block device",
             dir.path().display()
         );

@@ -709,7 +709,7 @@ fn real_veth_flapping_in_its_own_namespace() {
         .stderr(Stdio::piped())
         .spawn();
     let Ok(mut child) = child else {
-        eprintln!("SKIP {test}: unshare could not run");
+        collectors::skip!("SKIP {test}: unshare could not run");
         return;
     };
     // Killed (and its namespace, veths and mount gone) whatever happens below.
@@ -734,7 +734,7 @@ fn real_veth_flapping_in_its_own_namespace() {
             use std::io::Read;
             let _ = e.read_to_string(&mut err);
         }
-        eprintln!("SKIP {test}: the namespace could not be set up: {err}");
+        collectors::skip!("SKIP {test}: the namespace could not be set up: {err}");
         return;
     }
     let root = tempfile::tempdir().unwrap();
@@ -1258,7 +1258,7 @@ fn real_udp_buffer_overflows_in_a_pods_namespace() {
         .stderr(Stdio::null())
         .spawn();
     let Ok(child) = child else {
-        eprintln!("SKIP {test}: unshare could not run");
+        collectors::skip!("SKIP {test}: unshare could not run");
         return;
     };
     let mut child = Reap(child);
@@ -1267,7 +1267,7 @@ fn real_udp_buffer_overflows_in_a_pods_namespace() {
         let _ = std::io::BufReader::new(out).read_line(&mut line);
     }
     if line.trim() != "ready" {
-        eprintln!("SKIP {test}: the namespace could not be set up (unshare -n, ip)");
+        collectors::skip!("SKIP {test}: the namespace could not be set up (unshare -n, ip)");
         return;
     }
     let pid = child.0.id();
@@ -1342,7 +1342,7 @@ fn real_udp_buffer_overflows_in_a_pods_namespace() {
     let sent = match sent {
         Ok(n) => n,
         Err(e) => {
-            eprintln!("SKIP {test}: could not flood in the namespace: {e}");
+            collectors::skip!("SKIP {test}: could not flood in the namespace: {e}");
             return;
         }
     };

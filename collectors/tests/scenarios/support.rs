@@ -137,7 +137,7 @@ pub fn ctx() -> CollectContext {
 pub fn root_or_skip(test: &str) -> bool {
     let root = nix::unistd::Uid::effective().is_root();
     if !root {
-        eprintln!("SKIP {test}: needs root (real kernel test)");
+        collectors::skip!("SKIP {test}: needs root (real kernel test)");
     }
     root
 }
@@ -157,7 +157,7 @@ pub fn tools_or_skip(test: &str, tools: &[&str]) -> bool {
         })
         .collect();
     if !missing.is_empty() {
-        eprintln!("SKIP {test}: needs {}", missing.join(", "));
+        collectors::skip!("SKIP {test}: needs {}", missing.join(", "));
     }
     missing.is_empty()
 }
@@ -214,11 +214,11 @@ pub fn handbooks_for(test: &str, without: &str) -> Option<PathBuf> {
     match handbooks_dir() {
         Ok(d) => Some(d),
         Err(why) if without.is_empty() => {
-            println!("SKIP {test}: {why}");
+            collectors::skip!("SKIP {test}: {why}");
             None
         }
         Err(why) => {
-            println!("SKIP {test} (in part): {why}; {without}");
+            collectors::skip!("SKIP {test} (in part): {why}; {without}");
             None
         }
     }

@@ -744,11 +744,11 @@ fn real_kernel_a_process_near_its_rlimit_nofile_is_seen() {
         return;
     }
     let Ok(sleep) = which("sleep") else {
-        eprintln!("SKIP {test}: no sleep binary");
+        collectors::skip!("SKIP {test}: no sleep binary");
         return;
     };
     if which("bash").is_err() {
-        eprintln!("SKIP {test}: no bash");
+        collectors::skip!("SKIP {test}: no bash");
         return;
     }
     let bin = tempfile::tempdir().unwrap();

@@ -252,7 +252,7 @@ fn agrees_with_journalctl_on_fresh_files() {
         .output()
         .is_ok_and(|o| o.status.success());
     if !remote.exists() || !has_journalctl {
-        println!("SKIP agrees_with_journalctl_on_fresh_files: systemd-journal-remote/journalctl not installed (scripts/test.sh installs them)");
+        crate::skip!("SKIP agrees_with_journalctl_on_fresh_files: systemd-journal-remote/journalctl not installed (scripts/test.sh installs them)");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
