@@ -392,7 +392,7 @@ mod tests {
                 .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
         });
         if !is_root {
-            println!("SKIP a_real_tmpfs_filling_is_plotted_with_its_crossing_at_the_findings_estimate: needs root (mounts a tmpfs)");
+            collectors::skip!("SKIP a_real_tmpfs_filling_is_plotted_with_its_crossing_at_the_findings_estimate: needs root (mounts a tmpfs)");
             return;
         }
         let dir = tempfile::tempdir().unwrap();

@@ -239,7 +239,7 @@ fn fleet_runs_as_the_kubectl_plugin() {
         .map(Path::new)
         .find(|p| p.is_file());
     let Some(kubectl) = kubectl else {
-        println!("SKIP fleet_runs_as_the_kubectl_plugin (kubectl part): no kubectl");
+        collectors::skip!("SKIP fleet_runs_as_the_kubectl_plugin (kubectl part): no kubectl");
         return;
     };
     let path = format!(
@@ -275,7 +275,7 @@ fn fleet_lists_prometheus_findings_with_node_and_subject() {
     let prom_bin = match debian_binary("ND_PROMETHEUS", "prometheus", "usr/bin/prometheus") {
         Ok(b) => b,
         Err(why) => {
-            println!("SKIP fleet_lists_prometheus_findings_with_node_and_subject: {why}");
+            collectors::skip!("SKIP fleet_lists_prometheus_findings_with_node_and_subject: {why}");
             return;
         }
     };
@@ -442,7 +442,7 @@ fn fleet_html_shows_every_class_in_a_real_browser() {
     let mut b = match Browser::launch() {
         Ok(b) => b,
         Err(why) => {
-            println!("SKIP {name}: {why}");
+            collectors::skip!("SKIP {name}: {why}");
             return;
         }
     };

@@ -444,7 +444,7 @@ fn a_steady_serve_maps_its_program_page_by_page() {
         .map(|(lo, hi, _, _)| resident_and_large(s.pid(), *lo, *hi))
         .try_fold((0, 0), |(r, l), x| x.map(|(a, b)| (r + a, l + b)))
     else {
-        eprintln!(
+        collectors::skip!(
             "SKIP a_steady_serve_maps_its_program_page_by_page (folio part): /proc/kpageflags \
              is not readable (run as root)"
         );

@@ -129,7 +129,7 @@ fn the_node_page_in_a_real_browser_shows_every_finding_and_figure_without_sidewa
     let mut b = match Browser::launch() {
         Ok(b) => b,
         Err(why) => {
-            println!("SKIP {name}: {why}");
+            collectors::skip!("SKIP {name}: {why}");
             return;
         }
     };
@@ -207,7 +207,7 @@ fn the_page_checker_fails_on_a_missing_finding_plot_or_chinese_text() {
     let mut b = match Browser::launch() {
         Ok(b) => b,
         Err(why) => {
-            println!("SKIP {name}: {why}");
+            collectors::skip!("SKIP {name}: {why}");
             return;
         }
     };
