@@ -353,6 +353,7 @@ impl CollectorFlags {
         ) = self.iowait_percent;
         o.load.thresholds.disk_busy_percent = self.disk_busy_percent;
         o.memory.kmsg = kmsg.clone();
+        o.net.kmsg = kmsg.clone();
         o.npd.kmsg = kmsg.clone();
         o.iptables.lock_path = self.xtables_lock.clone();
         o.iptables.sample_period = self.xtables_sample_period;
@@ -973,6 +974,7 @@ mod tests {
         assert_eq!(o.conntrack.kmsg.lookback, Duration::from_secs(600));
         assert_eq!(o.kernel.kmsg.lookback, Duration::from_secs(600));
         assert_eq!(o.hardware.kmsg.lookback, Duration::from_secs(600));
+        assert_eq!(o.net.kmsg.lookback, Duration::from_secs(600));
         assert_eq!(
             (
                 o.load.thresholds.iowait_info_percent,

@@ -238,7 +238,7 @@ pub const COLLECTORS: &[Entry] = &[
     Entry {
         name: "net",
         build: |n, o| Box::new(NetCollector::new(n.clone(), o.net.clone())),
-        flags: &["--net-interfaces"],
+        flags: &["--net-interfaces", "--kmsg-lookback", "--kmsg-max-records"],
         thresholds: |o| o.net.thresholds.listed(),
     },
     Entry {

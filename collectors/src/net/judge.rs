@@ -19,11 +19,14 @@
 //!   sockets' buffers overflow).
 //! - `net.pod_conntrack_races`: `insert_failed`/`drop` rising in one pod's own namespace's
 //!   conntrack (its own netfilter rules race: the 5-second DNS delay for that pod).
+//! - `net.tx_timeout`: an interface whose transmit hung, from the kernel log (`NETDEV
+//!   WATCHDOG`, ENA's missing Tx completions): warning, critical when it recurs in several
+//!   bursts, info once the last line is history.
 
 use crate::finding::Severity;
 use crate::rules::{Draft, Item};
 
-use super::sample::{CpuSoftnet, Interface, NetSample, PodNetns, Role};
+use super::sample::{CpuSoftnet, Interface, NetSample, PodNetns, Role, TxTimeouts};
 use super::thresholds::Thresholds;
 
 /// The subject of the softnet findings: the node's receive path, over all CPUs.
@@ -48,7 +51,41 @@ pub fn judge(sample: &NetSample, t: &Thresholds) -> Vec<Draft> {
         out.extend(pod_udp_errors(p, sample.interval_seconds, t));
         out.extend(pod_conntrack_races(p, sample.interval_seconds, t));
     }
+    out.extend(sample.tx_timeouts.iter().map(|x| tx_timeout(x, t)));
     out
+}
+
+/// `net.tx_timeout`: one interface's transmit hangs in the kernel log. A hang is a warning:
+/// the driver resets the NIC and traffic may resume, or not. It recurring in
+/// `tx_timeout_critical_bursts` separate bursts is critical (the resets do not cure it); a last
+/// line older than `tx_timeout_recent_seconds` is history (info).
+pub fn tx_timeout(x: &TxTimeouts, t: &Thresholds) -> Draft {
+    let recent =
+        crate::kmsg::decay::is_recent(x.last_seen_seconds_ago, t.tx_timeout_recent_seconds);
+    let repeated = x.bursts >= t.tx_timeout_critical_bursts;
+    let severity = match (recent, repeated) {
+        (false, _) => Severity::Info,
+        (true, true) => Severity::Critical,
+        (true, false) => Severity::Warning,
+    };
+    let queues = x
+        .queues
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    Draft::new("net.tx_timeout", severity)
+        .subject(x.interface.as_str())
+        .evidence("interface", x.interface.as_str())
+        .evidence_opt("driver", x.driver.as_deref())
+        .evidence_opt("queues", (!queues.is_empty()).then_some(queues))
+        .evidence("events", x.events)
+        .evidence("bursts", x.bursts)
+        .evidence_opt("last_seen_seconds_ago", x.last_seen_seconds_ago)
+        .evidence_opt("line", (!x.line.is_empty()).then(|| x.line.clone()))
+        .when_if("ena", x.ena)
+        .when_if("repeated", repeated)
+        .when(if recent { "recent" } else { "past" })
 }
 
 /// What every pod finding carries: who the pod is and which process and namespace were read.

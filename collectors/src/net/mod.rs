@@ -21,6 +21,10 @@
 //! DaemonSet's pod, shows the node's); the `net.core` sysctls are read only when
 //! `host_netns` says `<root>/proc/sys/net` is the host's.
 //!
+//! The kernel log, through the node's hub: a NIC whose transmit hung (`NETDEV WATCHDOG`, ENA's
+//! missing Tx completions: [`tx_lines`], per interface in [`tx_events`]). Those lines are
+//! judged even on a node whose counters cannot be read.
+//!
 //! No handbook covers these counters: the rules cite the kernel's documentation
 //! (`collectors/rules/net.toml`).
 
@@ -28,12 +32,15 @@ pub mod judge;
 pub mod podns;
 pub mod sample;
 pub mod thresholds;
+pub mod tx_events;
+pub mod tx_lines;
 
 use std::collections::BTreeMap;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::collector::{CollectContext, Phases, Status};
 use crate::hostfs::{self, cap};
+use crate::kmsg::{KmsgConfig, KmsgReader};
 use crate::metric::Metric;
 use crate::node::Node;
 use crate::pods::{PodDirectory, PodsConfig};
@@ -43,7 +50,7 @@ use crate::sys::net_class;
 
 pub use sample::{
     Bond, Counters, CpuSoftnet, Interface, MtuPath, NetSample, PodConntrack, PodCounters, PodNetns,
-    Role, SoftnetDelta, Sysctls,
+    Role, SoftnetDelta, Sysctls, TxTimeouts,
 };
 pub use thresholds::Thresholds;
 
@@ -73,6 +80,8 @@ pub struct NetConfig {
     pub interfaces: Vec<String>,
     /// The process whose network namespace holds the node's bonds (pid 1: the host's).
     pub netns_pid: u32,
+    /// The kernel-log reader (transmit hangs): lookback window and per-cycle bounds.
+    pub kmsg: KmsgConfig,
 }
 
 impl Default for NetConfig {
@@ -81,6 +90,7 @@ impl Default for NetConfig {
             thresholds: Thresholds::default(),
             interfaces: Vec::new(),
             netns_pid: 1,
+            kmsg: KmsgConfig::default(),
         }
     }
 }
@@ -119,6 +129,8 @@ struct Previous {
 pub struct NetCollector {
     node: Node,
     config: NetConfig,
+    kmsg: KmsgReader,
+    tx: tx_events::TxEvents,
     previous: Previous,
     pending_at: Option<Stamp>,
     /// One process of each pod, kept while it stays in its namespace (pods seen last run).
@@ -131,9 +143,12 @@ pub struct NetCollector {
 
 impl NetCollector {
     pub fn new(node: Node, config: NetConfig) -> Self {
+        let kmsg = node.kmsg_reader(config.kmsg.clone());
         NetCollector {
             node,
             config,
+            kmsg,
+            tx: tx_events::TxEvents::default(),
             previous: Previous::default(),
             pending_at: None,
             pod_pids: BTreeMap::new(),
@@ -231,6 +246,21 @@ impl NetCollector {
                 p.name = Some(meta.name.clone());
             }
         }
+    }
+
+    /// Phase 0: new kernel-log records, the transmit hangs per interface; returns the
+    /// reader's status and the hangs in the window.
+    fn read_kernel_log(&mut self) -> (Status, Vec<TxTimeouts>) {
+        let batch = self.kmsg.read_new();
+        let gap = Duration::from_secs(self.config.thresholds.tx_timeout_burst_gap_seconds);
+        for r in &batch.records {
+            if let Some(line) = tx_lines::parse(&r.message) {
+                self.tx.note(line, r, gap);
+            }
+        }
+        let clock = self.kmsg.clock();
+        self.tx.prune(clock.as_ref(), self.config.kmsg.lookback);
+        (batch.status, self.tx.view(clock.as_ref()))
     }
 
     fn stamp(&self) -> Stamp {
@@ -464,11 +494,12 @@ impl Phases for NetCollector {
     fn sample(&mut self, ctx: &CollectContext) -> Result<(NetSample, Status), Status> {
         let at = self.stamp();
         let mut notes = Vec::new();
+        let (kmsg_status, tx_timeouts) = self.read_kernel_log();
         let cpus = self.softnet(&mut notes);
         let (interfaces, names) = self.interfaces(&mut notes);
         let node_unreadable = cpus.is_empty() && interfaces.is_empty() && notes.len() >= 2;
         let pods = self.pods(&mut notes);
-        if node_unreadable && pods.is_empty() {
+        if node_unreadable && pods.is_empty() && tx_timeouts.is_empty() {
             return Err(Status::Unavailable(notes.join("; ")));
         }
         let bonds = self.bonds(&mut notes);
@@ -482,12 +513,14 @@ impl Phases for NetCollector {
             sysctls: self.sysctls(ctx),
             mtu: self.mtu(&names),
             pods,
+            tx_timeouts,
         };
         let status = if notes.is_empty() {
             Status::Ok
         } else {
             Status::Degraded(notes.join("; "))
-        };
+        }
+        .worst(kmsg_status);
         Ok((sample, status))
     }
 

@@ -22,6 +22,30 @@ pub struct NetSample {
     /// The pods' own network namespaces, one process each (bounded; hostNetwork pods left
     /// out).
     pub pods: Vec<PodNetns>,
+    /// Interfaces whose transmit hung, from the kernel log within its lookback window.
+    pub tx_timeouts: Vec<TxTimeouts>,
+}
+
+/// One interface's transmit hangs in the kernel log (the stack's `NETDEV WATCHDOG` or ENA's
+/// missing Tx completions), within the reader's lookback window.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TxTimeouts {
+    /// The interface named by the lines (validated as the kernel allows names).
+    pub interface: String,
+    /// The driver the last line named, when it did.
+    pub driver: Option<String>,
+    /// The transmit queues named, in order (at most a few).
+    pub queues: Vec<u32>,
+    /// Lines in the window.
+    pub events: u64,
+    /// Runs of lines less than the burst gap apart (a hang reported every few seconds is one).
+    pub bursts: u64,
+    /// True when the lines are ENA's missing completions rather than the stack's watchdog.
+    pub ena: bool,
+    /// Age of the last line (`None`: no clock to date it).
+    pub last_seen_seconds_ago: Option<u64>,
+    /// The last line, truncated.
+    pub line: String,
 }
 
 /// One pod's network namespace, read through one of its processes.

@@ -49,6 +49,15 @@ pub struct Thresholds {
     pub pod_conntrack_lost_critical_per_second: f64,
     /// Most pod network namespaces read per run; the pods beyond are skipped and said so.
     pub max_pod_namespaces: usize,
+    /// `net.tx_timeout`: kernel-log transmit-hang lines of one interface less than this apart
+    /// are one burst (the watchdog repeats every few seconds while a queue stays stuck; ENA
+    /// every few seconds per missing completion).
+    pub tx_timeout_burst_gap_seconds: u64,
+    /// ... critical at this many bursts in the lookback window: the driver's reset after each
+    /// hang does not cure it (the gpu collector's Xid repeats escalate the same way).
+    pub tx_timeout_critical_bursts: u64,
+    /// ... a last line older than this is history: info (`kmsg::decay`'s 15 min).
+    pub tx_timeout_recent_seconds: u64,
 }
 
 impl Default for Thresholds {
@@ -72,6 +81,9 @@ impl Default for Thresholds {
             pod_conntrack_lost_min: 1,
             pod_conntrack_lost_critical_per_second: 1.0,
             max_pod_namespaces: 256,
+            tx_timeout_burst_gap_seconds: 60,
+            tx_timeout_critical_bursts: 3,
+            tx_timeout_recent_seconds: crate::kmsg::decay::DEFAULT_RECENT_SECONDS,
         }
     }
 }
@@ -134,6 +146,18 @@ impl Thresholds {
                 per_s(self.pod_conntrack_lost_critical_per_second),
             ),
             l::setting("max_pod_namespaces", self.max_pod_namespaces.to_string()),
+            l::setting(
+                "tx_timeout_burst_gap_seconds",
+                format!("{} s", self.tx_timeout_burst_gap_seconds),
+            ),
+            l::setting(
+                "tx_timeout_critical_bursts",
+                self.tx_timeout_critical_bursts.to_string(),
+            ),
+            l::setting(
+                "tx_timeout_recent_seconds",
+                format!("{} s", self.tx_timeout_recent_seconds),
+            ),
         ]
     }
 }

@@ -21,7 +21,15 @@ use collectors::{CollectContext, Finding, HostNetns, HostPaths, Node};
 use crate::excerpt::{self, Excerpt, Line, Stage};
 
 /// The collectors that read the kernel log (the `gpu` one runs once the build has it).
-const KMSG_READERS: &[&str] = &["kernel", "memory", "conntrack", "hardware", "tables", "gpu"];
+const KMSG_READERS: &[&str] = &[
+    "kernel",
+    "memory",
+    "conntrack",
+    "hardware",
+    "tables",
+    "gpu",
+    "net",
+];
 /// The staged node's uptime, seconds: longer than any excerpt's span.
 const UPTIME: f64 = 10_000_000.0;
 /// How long before now the excerpt's last line is staged, seconds.

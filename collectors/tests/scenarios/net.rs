@@ -133,6 +133,7 @@ fn softnet_3_10(cpus: &[(u64, u64, u64)]) -> String {
 fn host(t: f64) -> FakeHost {
     let h = FakeHost::new();
     h.write("/proc/uptime", format!("{t:.2} 1000.00\n"))
+        .write("/dev/kmsg", "")
         .write(
             "/proc/net/softnet_stat",
             softnet_6_18(&[(1_000_000, 0, 10), (990_000, 0, 12)]),
@@ -1362,4 +1363,162 @@ fn real_udp_buffer_overflows_in_a_pods_namespace() {
     assert_eq!(f.severity, Severity::Critical);
     assert!(commands(f).contains(&format!("nsenter -t {pid} -n cat /proc/net/snmp")));
     drop(child);
+}
+
+/// Kernel-log records in `/dev/kmsg` format, `(seconds since boot, level, message)`.
+fn kmsg(records: &[(f64, u8, &str)]) -> String {
+    records
+        .iter()
+        .enumerate()
+        .map(|(i, (t, level, m))| format!("{level},{},{},-;{m}\n", 100 + i, (t * 1e6) as u64))
+        .collect()
+}
+
+/// NIC transmit hangs from the kernel log, with the lines of public reports:
+/// - 6.8+ wording (device first, no WARNING), r8125 on two ports, OpenWrt 6.6:
+///   https://github.com/csrutil/OpenWrt-NIC-Drivers/issues/11
+/// - ENA's missing Tx completions, Amazon Linux 2 (4.14) EKS node:
+///   https://github.com/awslabs/amazon-eks-ami/issues/454
+/// - the WARNING-block wording, 4.13.16 ftgmac100 on an OpenBMC:
+///   https://github.com/openbmc/openbmc/issues/3192
+///
+/// One finding per interface, warning; the hang returning in a third burst is critical; the
+/// commands carry the interface shell-quoted.
+#[test]
+fn nic_transmit_hangs_from_the_kernel_log() {
+    let h = host(3710.0);
+    let mut log = vec![
+            (1356.296930, 2, "r8125 0000:22:04.0 eth4: NETDEV WATCHDOG: CPU: 3: transmit queue 0 timed out 5010 ms"),
+            (1356.350008, 3, "r8125 0000:22:04.0 eth4: rtl_rxtx_empty_cond == 0 (loop: 42, delay: 100)."),
+            (3651.381145, 2, "r8125 0000:22:01.0 eth1: NETDEV WATCHDOG: CPU: 0: transmit queue 0 timed out 5010 ms"),
+            (3651.434044, 3, "r8125 0000:22:01.0 eth1: rtl_rxtx_empty_cond == 0 (loop: 42, delay: 100)."),
+            (3670.0, 4, "ena 0000:00:05.0 eth0: Found a Tx that wasn't completed on time, qid 5, index 475."),
+            (3673.0, 4, "ena 0000:00:05.0 eth0: Found a Tx that wasn't completed on time, qid 5, index 476."),
+            (3676.0, 4, "ena 0000:00:05.0 eth0: Found a Tx that wasn't completed on time, qid 5, index 477."),
+            (3676.1, 4, "ena 0000:00:05.0 eth0: Found a Tx that wasn't completed on time, qid 5, index 478."),
+            (3679.0, 4, "ena 0000:00:05.0 eth0: Found a Tx that wasn't completed on time, qid 5, index 479."),
+            (3679.1, 4, "ena 0000:00:05.0 eth0: Found a Tx that wasn't completed on time, qid 5, index 480."),
+            (3680.140984, 2, "r8125 0000:22:04.0 eth4: NETDEV WATCHDOG: CPU: 3: transmit queue 0 timed out 5160 ms"),
+            (3680.194042, 3, "r8125 0000:22:04.0 eth4: rtl_rxtx_empty_cond == 0 (loop: 42, delay: 100)."),
+            (3690.139253, 4, "------------[ cut here ]------------"),
+            (3690.144052, 4, "WARNING: CPU: 0 PID: 7 at /kernel-source//net/sched/sch_generic.c:316 dev_watchdog+0x22c/0x244"),
+            (3690.153715, 4, "NETDEV WATCHDOG: eth$(reboot) (ftgmac100): transmit queue 0 timed out"),
+            (3690.160624, 4, "CPU: 0 PID: 7 Comm: ksoftirqd/0 Not tainted 4.13.16-a1340b5c31182ee3e191ac745f8e591badaeb586 #1"),
+    ];
+    h.write("/dev/kmsg", kmsg(&log));
+    let mut c = collector(&h);
+    let out = support::collect(&mut c, &support::ctx());
+    assert!(matches!(out.status, Status::Ok), "{:?}", out.status);
+    let hangs: Vec<&Finding> = out
+        .findings
+        .iter()
+        .filter(|f| f.id == "net.tx_timeout")
+        .collect();
+    let subjects: Vec<&str> = hangs.iter().map(|f| f.subject.as_str()).collect();
+    assert_eq!(subjects, ["eth$(reboot)", "eth0", "eth1", "eth4"]);
+    assert!(hangs.iter().all(|f| f.severity == Severity::Warning));
+
+    // r8125 eth4: two hangs 39 minutes apart, two bursts, the last 30 s ago.
+    let eth4 = hangs[3];
+    assert_eq!(text(eth4, "driver"), "r8125");
+    assert_eq!(text(eth4, "queues"), "0");
+    assert_eq!((num(eth4, "events"), num(eth4, "bursts")), (2.0, 2.0));
+    assert_eq!(num(eth4, "last_seen_seconds_ago"), 29.0);
+    assert!(text(eth4, "line").ends_with("timed out 5160 ms"));
+    assert!(
+        eth4.summary
+            .en
+            .contains("2 transmit hang(s) on eth4 (driver r8125), queue(s) 0, in 2 burst(s)"),
+        "{}",
+        eth4.summary.en
+    );
+    assert!(eth4
+        .summary
+        .en
+        .contains("watchdog found a transmit queue stopped"));
+    assert!(eth4.summary.en.contains("not a kernel crash"));
+    assert!(steps_en(eth4).contains("ethtool -i"));
+    let cmds = commands(eth4);
+    for want in [
+        "ethtool -S eth4",
+        "ip -s link show dev eth4",
+        "dmesg -T | grep -i 'transmit queue'",
+    ] {
+        assert!(cmds.contains(want), "{want} in {cmds}");
+    }
+    assert!(!cmds.contains("kubectl cordon"));
+    assert_eq!(
+        source_url(eth4),
+        "https://docs.kernel.org/networking/netdevices.html"
+    );
+
+    // ENA eth0: six lines in one burst, queue 5; the ENA words and source.
+    let eth0 = hangs[1];
+    assert_eq!((num(eth0, "events"), num(eth0, "bursts")), (6.0, 1.0));
+    assert_eq!((text(eth0, "driver"), text(eth0, "queues")), ("ena", "5"));
+    assert!(eth0
+        .summary
+        .en
+        .contains("completions the device never returned"));
+    assert!(steps_en(eth0).contains("pps_allowance_exceeded"));
+    assert!(commands(eth0).contains("grep -i 'completed on time'"));
+    assert!(source_url(eth0).contains("amazon/ena.html"));
+
+    // The name a host printed is quoted by the renderer, never run.
+    let hostile = hangs[0];
+    assert_eq!(text(hostile, "driver"), "ftgmac100");
+    assert!(
+        commands(hostile).contains("ethtool -S 'eth$(reboot)'"),
+        "{}",
+        commands(hostile)
+    );
+
+    // eth4 hangs again, a third burst: the resets do not cure it, critical. The kernel
+    // appends the record; the collector reads only it, as a new one.
+    later(&h, 3800.0);
+    log.push((
+        3790.0,
+        2,
+        "r8125 0000:22:04.0 eth4: NETDEV WATCHDOG: CPU: 3: transmit queue 0 timed out 5010 ms",
+    ));
+    h.write("/dev/kmsg", kmsg(&log));
+    let third = support::collect(&mut c, &support::ctx());
+    let f = third
+        .findings
+        .iter()
+        .find(|f| f.subject == "eth4")
+        .expect("eth4");
+    assert_eq!(f.severity, Severity::Critical);
+    assert_eq!(num(f, "events"), 3.0);
+    assert_eq!(num(f, "bursts"), 3.0);
+    assert!(f.summary.en.contains("the resets do not cure it"));
+    assert!(commands(f).contains("kubectl cordon"));
+}
+
+/// A node whose counters cannot be read still judges the kernel log's transmit hangs (the
+/// 5.10 Raspberry Pi 4 bcmgenet report: https://github.com/raspberrypi/linux/issues/4485).
+#[test]
+fn transmit_hangs_are_judged_without_the_counters() {
+    let h = FakeHost::new();
+    h.write("/proc/uptime", "30.00 10.00\n").write(
+        "/dev/kmsg",
+        kmsg(&[
+            (18.953329, 4, "NETDEV WATCHDOG: eth0 (bcmgenet): transmit queue 3 timed out"),
+            (18.953351, 4, "Modules linked in: cmac bnep hci_uart btbcm bluetooth ecdh_generic ecc 8021q garp stp llc vc4 brcmfmac brcmutil cec v3d drm_kms_helper gpu_sched sha256_generic cfg80211 rfkill drm bcm2835_cod6"),
+            (18.954653, 4, "CPU: 3 PID: 0 Comm: swapper/3 Tainted: G         C        5.10.17-v7l+ #1414"),
+        ]),
+    );
+    let out = support::collect(&mut collector(&h), &support::ctx());
+    match &out.status {
+        Status::Degraded(m) => assert!(m.contains("softnet"), "{m}"),
+        s => panic!("{s:?}"),
+    }
+    assert_eq!(ids(&out), ["net.tx_timeout"]);
+    let f = find(&out, "net.tx_timeout");
+    assert_eq!(
+        (f.subject.as_str(), f.severity),
+        ("eth0", Severity::Warning)
+    );
+    assert_eq!((text(f, "driver"), text(f, "queues")), ("bcmgenet", "3"));
+    assert_eq!(num(f, "last_seen_seconds_ago"), 11.0);
 }

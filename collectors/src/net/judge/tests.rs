@@ -31,6 +31,7 @@ fn sample(cpus: Vec<CpuSoftnet>) -> NetSample {
             netdev_budget_usecs: Some(2000),
         },
         pods: Vec::new(),
+        tx_timeouts: Vec::new(),
     }
 }
 
@@ -428,4 +429,48 @@ fn pod_counters_that_went_back_count_from_zero() {
     // Conntrack appearing between runs (the module loaded): no window for it yet.
     assert_eq!(with_ct.since(&PodCounters::default()).conntrack, None);
     assert_eq!(with_ct.conntrack_lost(), 3);
+}
+
+fn hang(bursts: u64, age: Option<u64>) -> TxTimeouts {
+    TxTimeouts {
+        interface: "eth4".into(),
+        driver: Some("r8125".into()),
+        queues: vec![0],
+        events: bursts + 1,
+        bursts,
+        ena: false,
+        last_seen_seconds_ago: age,
+        line:
+            "r8125 0000:22:04.0 eth4: NETDEV WATCHDOG: CPU: 3: transmit queue 0 timed out 5160 ms"
+                .into(),
+    }
+}
+
+/// A transmit hang warns; it recurring in three separate bursts is critical (the driver's
+/// resets do not cure it); once its last line is history, info.
+#[test]
+fn a_transmit_hang_warns_recurs_critical_and_decays() {
+    let t = Thresholds::default();
+    let d = tx_timeout(&hang(2, Some(30)), &t);
+    assert_eq!(d.severity, Severity::Warning);
+    assert_eq!(d.subject, "eth4");
+    assert_eq!(
+        d.evidence.get("bursts"),
+        Some(&crate::finding::Evidence::from(2u64))
+    );
+    assert!(d.conditions.contains("recent") && !d.conditions.contains("repeated"));
+    let d = tx_timeout(&hang(t.tx_timeout_critical_bursts, Some(30)), &t);
+    assert_eq!(d.severity, Severity::Critical);
+    assert!(d.conditions.contains("repeated"));
+    let d = tx_timeout(&hang(5, Some(t.tx_timeout_recent_seconds + 1)), &t);
+    assert_eq!(d.severity, Severity::Info);
+    assert!(d.conditions.contains("past"));
+    // No clock to date the line: it was read within the window, so recent.
+    assert_eq!(tx_timeout(&hang(1, None), &t).severity, Severity::Warning);
+    // The sample's hangs are judged with the rest.
+    let mut s = sample(Vec::new());
+    s.tx_timeouts = vec![hang(1, Some(5))];
+    let all = judge(&s, &t);
+    assert_eq!(all.len(), 1);
+    assert_eq!(all[0].id, "net.tx_timeout");
 }
