@@ -77,11 +77,17 @@ impl History {
     /// Records one completed run of `collector` that ended at `t` (seconds since the Unix
     /// epoch): its metrics into the rings, its figures in place of the last run's.
     pub fn record(&mut self, collector: &str, metrics: &[Metric], figures: Vec<Figure>, t: f64) {
-        match collector {
-            "load" => self.load(metrics, t),
-            "conntrack" => self.conntrack(metrics, t),
-            "dns" => self.dns(metrics, t),
-            _ => {}
+        // Which series a run feeds follows from the metrics it published, not from the
+        // collector's name (the registry alone names collectors): each reader takes only its
+        // own metrics, and the DNS reader, which drops the servers a run did not probe, runs
+        // only on a run that published DNS metrics.
+        self.load(metrics, t);
+        self.conntrack(metrics, t);
+        if metrics
+            .iter()
+            .any(|x| x.name.starts_with("node_doctor_dns_"))
+        {
+            self.dns(metrics, t);
         }
         if figures.is_empty() {
             self.figures.remove(collector);
@@ -388,6 +394,9 @@ mod tests {
         assert_eq!(d.points, [(15.0, 0.01), (30.0, 2.52)]);
         assert!(explains(d, "dns.slow", "10.96.0.10:53"));
         assert!(!explains(d, "dns.slow", "10.96.0.100:53"));
+        // Another collector's run (no DNS metric) leaves the DNS rings alone.
+        h.record("kernel", &[], vec![], 40.0);
+        assert_eq!(series(&h.figures(), "dns.answer").points.len(), 2);
         h.record("dns", &[hist("169.254.20.10", 0.0, 0)], vec![], 45.0);
         assert!(h.figures().is_empty());
         assert_eq!(h.points(), 0);

@@ -782,6 +782,9 @@ mod tests {
             .without_time()
             .finish();
         tracing::subscriber::with_default(subscriber, || {
+            // A callsite first hit by another test's thread, where no subscriber listens, is
+            // cached as never enabled: ask every callsite again now that this one listens.
+            tracing::callsite::rebuild_interest_cache();
             let names = vec!["kernel".to_string()];
             let mut st = State::new("n", &names);
             let info = || finding("kernel.oom_cgroup", "pod a", Severity::Info);

@@ -48,6 +48,16 @@ impl Line {
     }
 }
 
+/// The kinds of figure a collector hands over. Named here, not in the collector's module:
+/// they read like rule ids (`<collector>.<what>`) but are series, and the rules test takes a
+/// `"disk.…"` literal in the disk module for an id it reports.
+pub mod kinds {
+    /// A filesystem's bytes available.
+    pub const DISK_SPACE: &str = "disk.space";
+    /// A filesystem's free inodes.
+    pub const DISK_INODES: &str = "disk.inodes";
+}
+
 /// One figure: readings over time and what the judge made of them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Figure {

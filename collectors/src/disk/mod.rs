@@ -30,7 +30,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::collector::{CollectContext, Phases, Status};
 use crate::config::kubelet as config_kubelet;
-use crate::figure::{Figure, Line, Unit};
+use crate::figure::{kinds, Figure, Line, Unit};
 use crate::metric::Metric;
 use crate::node::discover::{self, Discovery, Locations, Role};
 use crate::node::Node;
@@ -900,8 +900,8 @@ fn fs_figure(
         return None;
     }
     let (kind, unit, fit) = match resource {
-        trend::Resource::Space => ("disk.space", Unit::Bytes, g.trend.space),
-        trend::Resource::Inodes => ("disk.inodes", Unit::Count, g.trend.inodes),
+        trend::Resource::Space => (kinds::DISK_SPACE, Unit::Bytes, g.trend.space),
+        trend::Resource::Inodes => (kinds::DISK_INODES, Unit::Count, g.trend.inodes),
     };
     let eta = judge::time_to_threshold(g, settings, t, resource);
     let target = match &eta {

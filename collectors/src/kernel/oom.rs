@@ -324,21 +324,8 @@ impl Assembler {
     pub fn feed(&mut self, record: &Record) -> Vec<OomEvent> {
         let mut out = Vec::new();
         let message = record.message.as_str();
-        if let Some((text, budget)) = self.pending_summary.take() {
-            if continues_summary(&text, record) {
-                let mut text = text;
-                if text.len() + message.len() <= MAX_SUMMARY_BYTES {
-                    text.push_str(message.trim_end());
-                }
-                self.summary_text(text, record.usec);
-                return out;
-            }
-            // Another message came in between: the summary's rest may still follow.
-            if budget > 1 && parse(message).is_none() {
-                self.pending_summary = Some((text, budget - 1));
-                return out;
-            }
-            self.finish_summary(&text, record.usec);
+        if self.continue_summary(record) {
+            return out;
         }
         let Some(line) = parse(message) else {
             return out;
@@ -393,27 +380,7 @@ impl Assembler {
                     ctx.names_cgroup = true;
                 }
             }
-            OomLine::GroupKill { memcg } => {
-                // The victim's kill (just printed, or a decision still without its victim
-                // line) is the first of the group; the group line names its cgroup when the
-                // rest of the report did not.
-                if let Some(d) = self.decided.take() {
-                    self.hold(d, &mut out);
-                }
-                let mut pids = Vec::new();
-                if let Some(h) = self.held.as_mut() {
-                    pids.push(h.pid);
-                    let named = |m: Option<&str>| m.and_then(pod_from_path).is_some();
-                    if !named(h.task_memcg.as_deref()) && named(Some(&memcg)) {
-                        h.task_memcg = Some(memcg);
-                        h.report = Report::Logged;
-                    }
-                } else if let Some(pid) = self.last {
-                    pids.push(pid);
-                }
-                out.extend(self.release());
-                self.group = Some(Group { usec, pids });
-            }
+            OomLine::GroupKill { memcg } => self.group_kill(memcg, usec, &mut out),
             OomLine::Kill {
                 kind,
                 pid,
@@ -445,6 +412,51 @@ impl Assembler {
             }
         }
         out
+    }
+
+    /// A summary waiting for its rest: `true` when `record` was taken for it (its rest, or
+    /// another message while the rest may still follow).
+    fn continue_summary(&mut self, record: &Record) -> bool {
+        let Some((mut text, budget)) = self.pending_summary.take() else {
+            return false;
+        };
+        let message = record.message.as_str();
+        if continues_summary(&text, record) {
+            if text.len() + message.len() <= MAX_SUMMARY_BYTES {
+                text.push_str(message.trim_end());
+            }
+            self.summary_text(text, record.usec);
+            return true;
+        }
+        // Another message came in between: the summary's rest may still follow.
+        if budget > 1 && parse(message).is_none() {
+            self.pending_summary = Some((text, budget - 1));
+            return true;
+        }
+        self.finish_summary(&text, record.usec);
+        false
+    }
+
+    /// A memory.oom.group line: the victim's kill (just printed, or a decision still without
+    /// its victim line) is the first of the group; the group line names its cgroup when the
+    /// rest of the report did not.
+    fn group_kill(&mut self, memcg: String, usec: u64, out: &mut Vec<OomEvent>) {
+        if let Some(d) = self.decided.take() {
+            self.hold(d, out);
+        }
+        let mut pids = Vec::new();
+        if let Some(h) = self.held.as_mut() {
+            pids.push(h.pid);
+            let named = |m: Option<&str>| m.and_then(pod_from_path).is_some();
+            if !named(h.task_memcg.as_deref()) && named(Some(&memcg)) {
+                h.task_memcg = Some(memcg);
+                h.report = Report::Logged;
+            }
+        } else if let Some(pid) = self.last {
+            pids.push(pid);
+        }
+        out.extend(self.release());
+        self.group = Some(Group { usec, pids });
     }
 
     /// Returns what is still pending at the end of the input: a decision without its victim

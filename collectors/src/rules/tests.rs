@@ -1002,6 +1002,7 @@ fn classes_are_repair_worthy_or_advisory_and_map_onto_nma_types() {
             "NodeDoctorKubeletUnhealthy",
             "NodeDoctorCorruptDockerOverlay2",
             "NodeDoctorHardwareFailure",
+            "NodeDoctorAcceleratorFailure",
             "NodeDoctorXfsShutdown",
         ]
     );
@@ -1035,6 +1036,10 @@ fn classes_are_repair_worthy_or_advisory_and_map_onto_nma_types() {
             .to_string()
     };
     assert_eq!(kernel("NodeDoctorHardwareFailure"), "KernelReady");
+    assert_eq!(
+        kernel("NodeDoctorAcceleratorFailure"),
+        "AcceleratedHardwareReady"
+    );
     assert_eq!(
         kernel("NodeDoctorClockUnsynchronised"),
         "NodeDoctorClockUnsynchronised"

@@ -72,7 +72,11 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
             if n != "tests" && n != "benches" && n != "target" {
                 sources(&p, out);
             }
-        } else if p.extension().is_some_and(|x| x == "rs") && !p.ends_with("tests.rs") {
+        } else if p.extension().is_some_and(|x| x == "rs")
+            && !p
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().ends_with("tests.rs"))
+        {
             out.push(p);
         }
     }
