@@ -151,7 +151,12 @@ pub fn release_startup_pages() -> usize {
                 tracing::debug!(error = %std::io::Error::last_os_error(), "madvise of the program's read-only pages");
             }
         }
-        if released > 0 {
+        // Once: what faults back after that comes in single pages (no readahead on these
+        // mappings), so the cache holds no large folio of them again; a later eviction would
+        // only make the next faults read the disk (about a thousand reads each time, measured
+        // in an hour's soak that released after every bulk read).
+        static EVICTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        if released > 0 && !EVICTED.swap(true, std::sync::atomic::Ordering::Relaxed) {
             evict_own_file_cache();
         }
         released
