@@ -62,8 +62,8 @@ APT_PACKAGES=(
                # which it pulls in) that the journal reader must read as journalctl does
     docker-registry # e2e image: scripts/deploy.sh pushes the image it builds to a registry
                # on 127.0.0.1 (Debian's distribution/registry, started by the test)
-    chromium   # e2e node_page: headless chromium opens the agent's page and a rule page over
-               # the DevTools protocol (rendered DOM, console, requests, screenshots)
+    chromium   # e2e node_page and fleet: headless chromium opens the agent's page, a rule
+               # page and fleet's HTML over the DevTools protocol (DOM, console, requests)
     fonts-wqy-zenhei # e2e node_page: a font with Chinese glyphs for the ?lang=zh page
 )
 # scripts/validate-manifests.sh makes a virtualenv with `python3 -m venv`; Debian's own
