@@ -13,7 +13,8 @@ use collectors::{Lang, Severity};
 
 use crate::view::View;
 
-fn paint(s: &str, sev: Severity, colour: bool) -> String {
+/// `s` in its severity's colour when `colour` (a terminal); as it is otherwise.
+pub(crate) fn paint(s: &str, sev: Severity, colour: bool) -> String {
     if !colour {
         return s.to_string();
     }

@@ -7,6 +7,8 @@
 use std::fmt::Write;
 
 use collectors::sanitize::visible as v;
+
+use crate::table::paint;
 use collectors::Severity;
 use serde_json::{json, Value};
 
@@ -39,18 +41,6 @@ fn shown_nodes(fleet: &Fleet, row: &Row) -> String {
         let _ = write!(s, " … and {} more", k - SHOWN_NODES);
     }
     s
-}
-
-fn paint(s: &str, sev: Severity, colour: bool) -> String {
-    if !colour {
-        return s.to_string();
-    }
-    let code = match sev {
-        Severity::Critical => "1;31",
-        Severity::Warning => "1;33",
-        Severity::Info => "1;36",
-    };
-    format!("\x1b[{code}m{s}\x1b[0m")
 }
 
 fn shared_by(row: &Row) -> String {
