@@ -11,6 +11,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use serde_json::Value;
 
+use super::read::encode;
 use super::verdict::PromFinding;
 
 /// The query: every active finding with its title and severity.
@@ -35,18 +36,6 @@ fn target(url: &str) -> anyhow::Result<(String, String, String)> {
     let port = uri.port_u16().unwrap_or(80);
     let prefix = uri.path().trim_end_matches('/').to_string();
     Ok((format!("{host}:{port}"), host, prefix))
-}
-
-fn encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
 }
 
 /// Asks Prometheus; every active finding, sorted by id then node.

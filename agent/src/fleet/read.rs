@@ -430,8 +430,8 @@ where
     Ok((acc, meta))
 }
 
-/// A query value, percent-encoded.
-fn encode(s: &str) -> String {
+/// A query value, percent-encoded (the API server's and Prometheus's queries).
+pub(super) fn encode(s: &str) -> String {
     s.bytes()
         .map(|b| {
             if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
