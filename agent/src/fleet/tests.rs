@@ -192,7 +192,7 @@ fn check_patterns(n: usize, ignore_limit: bool, chunk: usize) {
     }
 }
 
-// 5,000 nodes: agent/tests/e2e/fleet.rs (the binary, in its own process: the staged
+// 5,000 nodes: tests/e2e/fleet.rs (the binary, in its own process: the staged
 // answers are hundreds of MB in the test process, which the heap test measures).
 #[test]
 fn staged_50_nodes_in_pages_of_20() {

@@ -90,7 +90,7 @@ fn example(name: &str) -> serde_yaml::Value {
 
 impl Controller {
     /// Karpenter's AWS provider: `RepairPolicies()` of aws/karpenter-provider-aws
-    /// (pkg/cloudprovider/cloudprovider.go; commit in scripts/manifests/crds/SOURCES.md),
+    /// (pkg/cloudprovider/cloudprovider.go; commit in tests/manifests/crds/SOURCES.md),
     /// the node monitoring agent's types (the kubelet's Ready is not node-doctor's).
     fn karpenter() -> Controller {
         let p = |t: &str, min: u64| Policy {

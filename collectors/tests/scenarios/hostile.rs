@@ -2,7 +2,7 @@
 //! made to break out of a printed command (`$(...)`, backticks, `;`, `|`, `&&`, quotes,
 //! newlines, ESC sequences, bidi overrides), staged wherever each collector takes names from.
 //!
-//! Every command of every finding then runs in the busybox sandbox (`agent/tests/e2e/sandbox.rs`,
+//! Every command of every finding then runs in the busybox sandbox (`tests/e2e/sandbox.rs`,
 //! root and busybox-static): none may run a payload. As a control, the same names pasted
 //! unquoted do run theirs. Without root the sandbox part prints SKIP, and the checks that
 //! need no sandbox still run: the names reached the commands, quoted, on one printable line;

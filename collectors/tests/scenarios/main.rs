@@ -5,7 +5,7 @@
 mod citations;
 mod clock;
 mod conntrack;
-#[path = "../../../agent/tests/e2e/debian.rs"]
+#[path = "../../../tests/e2e/debian.rs"]
 mod debian;
 mod disk;
 mod disk_filling;
@@ -32,7 +32,7 @@ mod reach;
 mod registry;
 mod rules;
 mod runtime;
-#[path = "../../../agent/tests/e2e/sandbox.rs"]
+#[path = "../../../tests/e2e/sandbox.rs"]
 mod sandbox;
 mod support;
 mod tables;

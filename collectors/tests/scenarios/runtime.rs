@@ -1,6 +1,6 @@
 //! The `runtime` collector on staged nodes: processes in a fake `/proc`, sockets (real unix
 //! socket files nobody listens on), configuration files, and a fake probe standing in for the
-//! daemons' answers (the real probes are the agent's; `agent/tests/e2e/real_runtime.rs` runs
+//! daemons' answers (the real probes are the agent's; `tests/e2e/real_runtime.rs` runs
 //! them against real dockerd and containerd). Every situation of docs/collectors/runtime.md,
 //! each followed until the condition ends, and a healthy control node.
 

@@ -1,6 +1,6 @@
 """Invariants of node-doctor's deployment that a cluster operator relies on.
 
-Run by scripts/validate-manifests.sh on the rendered overlay (ND_RENDERED, everything the
+Run by tests/manifests/validate.sh on the rendered overlay (ND_RENDERED, everything the
 project ships) with ND_ROOT the repository root; renders it with `kubectl kustomize` itself
 when ND_RENDERED is unset. The Kubernetes-version overlays are read from
 ND_RENDERED_1_25_1_29 and ND_RENDERED_RRO, or rendered the same way.

@@ -5,7 +5,7 @@ A runc container is built from the rendered DaemonSet's container (uid, capabili
 no-new-privileges, read-only root, host pid and network namespaces, the /dev/kmsg mount,
 runc's default device rules) and reads a process owned by another user (uid 65534). Root only; needs runc
 (Debian `runc`) and a static busybox (Debian `busybox-static`): ND_RUNC / ND_BUSYBOX, or on
-PATH. validate-manifests.sh provides both. Skipped, saying why, when unavailable.
+PATH. tests/manifests/validate.sh provides both. Skipped, saying why, when unavailable.
 """
 import json
 import os
@@ -25,7 +25,7 @@ pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="needs root (runs a container)"),
     pytest.mark.skipif(not RUNC, reason="needs runc (Debian package runc)"),
     pytest.mark.skipif(not BUSYBOX, reason="needs a static busybox (Debian package busybox-static)"),
-    pytest.mark.skipif(not RENDERED, reason="needs ND_RENDERED (run via validate-manifests.sh)"),
+    pytest.mark.skipif(not RENDERED, reason="needs ND_RENDERED (run via tests/manifests/validate.sh)"),
 ]
 
 # What each read proves, and the capability the kernel checks for it.

@@ -101,7 +101,7 @@ pub const DEFAULT_TOKEN: &str = "standin-token-0123456789abcdef";
 
 /// The repository's `manifests/base`, for RBAC from the shipped manifests.
 pub fn shipped_manifests() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../manifests/base")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../manifests/base")
 }
 
 /// One request as the stand-in saw it.

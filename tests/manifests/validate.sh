@@ -2,9 +2,9 @@
 # Validate node-doctor's deployment: render the kustomizations, check every object against
 # the Kubernetes schemas, check the Prometheus Operator objects and the alert rules, test the
 # manifests' invariants, and scan manifests and Dockerfile with checkov.
-# Any failure exits non-zero. Run from anywhere: scripts/validate-manifests.sh
+# Any failure exits non-zero. Run from anywhere: tests/manifests/validate.sh
 #
-#   scripts/validate-manifests.sh --overlay DIR [--image REF]...
+#   tests/manifests/validate.sh --overlay DIR [--image REF]...
 # validates only kustomize overlays that scripts/deploy.sh wrote (rendered with kubectl, every
 # object against the Kubernetes schemas, the DaemonSet's image equal to REF when given): the
 # end-to-end image test runs it on the overlays of its real push and load.
@@ -35,7 +35,7 @@ while (($#)); do
     esac
 done
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 # ND_TOOLS_DIR is this directory's former name, still honoured.
 TOOLS="${ND_CACHE_DIR:-${ND_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/node-doctor-validate}}"
 if [ -n "${ND_VALIDATE_OUT:-}" ]; then
@@ -150,7 +150,7 @@ deploy_overlay() {
     step "deploy overlay $name ($dir): render and validate"
     sed 's/^/    | /' "$dir/kustomization.yaml"
     "$KUBECTL" kustomize "$dir" > "$OUT/deploy-$name.yaml" || fail "$dir does not render"
-    "$PY" "$ROOT/scripts/manifests/split_validate.py" "$OUT/deploy-$name.yaml" "$OUT/deploy-$name"
+    "$PY" "$ROOT/tests/manifests/split_validate.py" "$OUT/deploy-$name.yaml" "$OUT/deploy-$name"
     for v in $K8S_VERSIONS; do
         k8s_validate "deploy-$name" "$OUT/deploy-$name/core.yaml" "$v" \
             || fail "the overlay $dir is not valid for Kubernetes $v"
@@ -198,7 +198,7 @@ PYEOF
 grep -E '^kind:' "$OUT/prometheus-operator.yaml" | sort | uniq -c | sed 's/^/    /'
 
 step "Prometheus Operator objects against the vendored schemas"
-"$PY" "$ROOT/scripts/manifests/split_validate.py" "$OUT/prometheus-operator.yaml" "$OUT/split"
+"$PY" "$ROOT/tests/manifests/split_validate.py" "$OUT/prometheus-operator.yaml" "$OUT/split"
 
 for v in $K8S_VERSIONS; do
     step "kubernetes-validate --strict, Kubernetes $v: manifests/ and the prometheus-operator overlay"
@@ -229,26 +229,26 @@ grep -q "'appArmorProfile' was unexpected" "$OUT/kubernetes-validate-base-refuse
 echo "    refused for appArmorProfile, as expected"
 
 step "promtool: alert rules syntax and unit tests"
-cp "$ROOT/scripts/manifests/alerts_test.yaml" "$OUT/split/"
+cp "$ROOT/tests/manifests/alerts_test.yaml" "$OUT/split/"
 "$PROMTOOL" check rules "$OUT/split/rules.yaml"
 "$PROMTOOL" test rules "$OUT/split/alerts_test.yaml"
 
 step "promtool: every Grafana dashboard query parses"
-"$PY" "$ROOT/scripts/manifests/dashboard_rules.py" "$ROOT/manifests/grafana/node-doctor.json" "$OUT/dashboard-rules.yaml"
+"$PY" "$ROOT/tests/manifests/dashboard_rules.py" "$ROOT/manifests/grafana/node-doctor.json" "$OUT/dashboard-rules.yaml"
 "$PROMTOOL" check rules "$OUT/dashboard-rules.yaml"
 
 step "repair examples (manifests/examples/repair) against the projects' own CRD schemas"
 # NodeHealthCheck (medik8s), MachineHealthCheck v1beta2 (Cluster API) and Karpenter's NodePool,
-# vendored in scripts/manifests/crds/ (SOURCES.md); the listed types must be repair-worthy.
-"$PY" "$ROOT/scripts/manifests/validate_repair_examples.py" "$ROOT"
+# vendored in tests/manifests/crds/ (SOURCES.md); the listed types must be repair-worthy.
+"$PY" "$ROOT/tests/manifests/validate_repair_examples.py" "$ROOT"
 
 step "manifest invariants and container permissions (pytest)"
 ND_RENDERED="$OUT/prometheus-operator.yaml" ND_ROOT="$ROOT" \
     ND_RENDERED_1_25_1_29="$OUT/k8s-1.25-1.29.yaml" \
     ND_RENDERED_RRO="$OUT/recursive-read-only.yaml" \
     ND_RUNC="${RUNC:-}" ND_BUSYBOX="${BUSYBOX:-}" \
-    "$PY" -m pytest -q -rs -p no:cacheprovider "$ROOT/scripts/manifests/test_manifests.py" \
-    "$ROOT/scripts/manifests/test_container_permissions.py"
+    "$PY" -m pytest -q -rs -p no:cacheprovider "$ROOT/tests/manifests/test_manifests.py" \
+    "$ROOT/tests/manifests/test_container_permissions.py"
 
 step "checkov (kubernetes: rendered objects; dockerfile)"
 # --skip-download: no calls to the vendor's platform (this network has none). Checks accepted

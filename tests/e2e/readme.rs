@@ -298,7 +298,18 @@ fn the_readmes_two_commands_are_the_ones_that_work() {
     assert!(mode & 0o111 != 0, "scripts/test.sh is not executable");
     // `cargo run` at the workspace root needs exactly one binary in the workspace: node-doctor.
     let mut bins = Vec::new();
-    for member in ["agent", "collectors", "kube-standin"] {
+    let workspace = std::fs::read_to_string(repo_root().join("Cargo.toml")).expect("Cargo.toml");
+    let members: Vec<&str> = workspace
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("members = ["))
+        .expect("the workspace's members line")
+        .trim_end_matches(']')
+        .split(',')
+        .map(|m| m.trim().trim_matches('"'))
+        .filter(|m| !m.is_empty())
+        .collect();
+    assert_eq!(members, ["collectors", "agent", "tests/kube-standin"]);
+    for member in members {
         let dir = repo_root().join(member);
         let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).expect("member manifest");
         let declared: Vec<String> = manifest

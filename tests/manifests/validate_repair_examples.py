@@ -2,7 +2,7 @@
 """Validates manifests/examples/repair/ (docs/kubernetes.md, "Repair").
 
 - NodeHealthCheck, MachineHealthCheck and NodePool against the projects' own CRD schemas
-  (vendored in scripts/manifests/crds/, SOURCES.md says from where), strictly: a field the
+  (vendored in tests/manifests/crds/, SOURCES.md says from where), strictly: a field the
   schema does not know is an error, as with `kubectl apply --validate=strict`;
 - every condition type an example lists is one of node-doctor's repair-worthy classes
   (collectors/rules/cluster.toml, `repair = true`), with the status that means a problem
@@ -25,7 +25,7 @@ import yaml
 
 ROOT = Path(sys.argv[1] if len(sys.argv) > 1 else ".").resolve()
 EXAMPLES = ROOT / "manifests/examples/repair"
-CRDS = ROOT / "scripts/manifests/crds"
+CRDS = ROOT / "tests/manifests/crds"
 
 METADATA = {
     "type": "object",

@@ -11,7 +11,7 @@
 //! `pwned-<tag>` inside the chroot. Nothing of the host is reachable from there.
 //!
 //! Shared by the collector scenario tests (`collectors/tests/scenarios/hostile.rs`, which
-//! include this file by path) and the end-to-end tests (`agent/tests/e2e/hostile.rs`). Needs root
+//! include this file by path) and the end-to-end tests (`tests/e2e/hostile.rs`). Needs root
 //! and the `busybox-static` Debian package (scripts/test.sh installs it); without them
 //! [`Sandbox::new`] prints why and returns `None`.
 

@@ -11,7 +11,7 @@
 //! - `scripts/deploy.sh load --ctr` imports the image into the real containerd's `k8s.io`
 //!   namespace (the no-registry path of kind, k3s and containerd nodes).
 //! - Both overlays render with `kubectl kustomize` and validate against the Kubernetes schemas
-//!   (`scripts/validate-manifests.sh --overlay`), deploying exactly the image pushed or loaded.
+//!   (`tests/manifests/validate.sh --overlay`), deploying exactly the image pushed or loaded.
 //!
 //! Everything the test starts (daemons, registry, containers) is stopped when it ends, passing
 //! or failing. Root only; prints SKIP with the reason otherwise.
@@ -257,6 +257,85 @@ fn the_tag_names_the_version_and_the_commit() {
         "0.2.0",
         c
     ));
+}
+
+/// Whether `.dockerignore` keeps `path` (relative to the repository) out of `docker build`'s
+/// context: its patterns in order, the last that matches decides, `!` keeps. Only the forms
+/// the file uses are understood (a path or directory, `**/*.suffix`); another form fails.
+fn docker_ignores(ignore: &str, path: &str) -> bool {
+    let mut ignored = false;
+    for line in ignore.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (keep, pat) = match line.strip_prefix('!') {
+            Some(p) => (true, p),
+            None => (false, line),
+        };
+        let pat = pat.trim_end_matches('/');
+        let hit = if let Some(suffix) = pat.strip_prefix("**/*") {
+            path.ends_with(suffix)
+        } else {
+            assert!(
+                !pat.contains(['*', '?', '[']),
+                "a .dockerignore form this test does not read: {line}"
+            );
+            path == pat || path.starts_with(&format!("{pat}/"))
+        };
+        if hit {
+            ignored = !keep;
+        }
+    }
+    ignored
+}
+
+/// The build stage runs from a context `.dockerignore` trims: every file of every workspace
+/// member, the workspace's own files and the scripts its RUN lines call must be in it (the
+/// image is not built here: no base image can be pulled; this is what would fail first).
+#[test]
+fn the_build_context_holds_what_the_build_stage_needs() {
+    let root = repo_root();
+    let ignore = std::fs::read_to_string(root.join(".dockerignore")).expect(".dockerignore");
+    assert!(docker_ignores(&ignore, "target/debug/x"));
+    assert!(docker_ignores(&ignore, "agent/src/x.rs.bk"));
+    let dockerfile = std::fs::read_to_string(root.join("Dockerfile")).expect("Dockerfile");
+    let build_stage: Vec<&str> = dockerfile
+        .lines()
+        .skip_while(|l| !l.starts_with("FROM "))
+        .skip(1)
+        .take_while(|l| !l.starts_with("FROM "))
+        .collect();
+    let mut needed: Vec<String> = vec!["Cargo.toml".into(), "Cargo.lock".into()];
+    for l in build_stage.iter().filter(|l| l.starts_with("RUN ")) {
+        needed.extend(
+            l.split(|c: char| c.is_whitespace() || c == '"' || c == '(' || c == ')')
+                .filter(|w| w.starts_with("scripts/"))
+                .map(str::to_string),
+        );
+    }
+    assert!(
+        needed.len() > 2,
+        "the build stage runs no script: {build_stage:?}"
+    );
+    let workspace = std::fs::read_to_string(root.join("Cargo.toml")).expect("Cargo.toml");
+    let members = workspace
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("members = ["))
+        .expect("members");
+    for m in members.trim_end_matches(']').split(',') {
+        let m = m.trim().trim_matches('"');
+        let files = git(&["ls-files", m]);
+        assert!(!files.trim().is_empty(), "no tracked file in member {m}");
+        needed.extend(files.lines().map(str::to_string));
+    }
+    let missing: Vec<&String> = needed
+        .iter()
+        .filter(|p| docker_ignores(&ignore, p))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        ".dockerignore leaves these out of the build context: {missing:?}"
+    );
 }
 
 fn why_skip() -> Option<String> {
@@ -525,14 +604,14 @@ fn the_image_is_pushed_loaded_and_runs_check_and_serve_as_the_daemonset() {
     assert!(images.lines().any(|l| l == loaded), "{images}");
 
     // Both overlays render and validate, deploying exactly these images.
-    let validate = repo_root().join("scripts/validate-manifests.sh");
+    let validate = repo_root().join("tests/manifests/validate.sh");
     let out = Command::new(validate)
         .args(["--overlay", overlay_push.to_str().unwrap()])
         .args(["--image", &by_digest])
         .args(["--overlay", overlay_load.to_str().unwrap()])
         .args(["--image", &loaded])
         .output()
-        .expect("run validate-manifests.sh");
+        .expect("run tests/manifests/validate.sh");
     assert!(
         out.status.success(),
         "{}\n{}",

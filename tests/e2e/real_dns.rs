@@ -15,7 +15,7 @@ use crate::support::{is_root, shipped_bin};
 /// The test's DNS server (`scripts/dns-test-server.py`: `answer`, `drop` — UDP dropped, TCP
 /// answered — or `delay-aaaa` — every odd AAAA query answered after 5 s); prints `ready` once
 /// bound.
-const DNS_SERVER: &str = include_str!("../../../scripts/dns-test-server.py");
+const DNS_SERVER: &str = include_str!("../../scripts/dns-test-server.py");
 
 const SERVER_IP: &str = "10.254.53.2";
 

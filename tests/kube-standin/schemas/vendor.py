@@ -1,6 +1,6 @@
 """Vendors the official Kubernetes JSON schemas of the objects node-doctor writes.
 
-The schemas come from the `kubernetes-validate` package (the one scripts/validate-manifests.sh
+The schemas come from the `kubernetes-validate` package (the one tests/manifests/validate.sh
 installs): its `-local-strict` variants (additionalProperties: false, so a misspelt field is an
 error). For each kind, the kind's schema and every definition it reaches through `$ref` are
 written as one self-contained JSON Schema (draft 2020-12) with the references rewritten to
