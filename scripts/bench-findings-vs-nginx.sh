@@ -13,8 +13,9 @@
 # request), keep-alive without a request limit (wrk's connections stay open for both). Then
 # `wrk -t $WRK_THREADS -c 64 -d $SECONDS_EACH` runs against each in turn, ROUNDS times,
 # starting with a different one each round, so both see the same machine; prints each
-# round, the medians of req/s and the CPU each server spent per request (utime+stime of
-# the process, or of nginx's workers, over the round). Both listen on 127.0.0.1 only.
+# round (name, req/s, the server's CPU µs per request, wrk's CPU µs per response, the
+# machine's idle %), the medians of each: the server's CPU is utime+stime of the process, or
+# of nginx's master and workers, over the round; wrk's is its own rusage. Both listen on 127.0.0.1 only.
 # Needs Debian's `wrk` and `nginx` (apt-get install wrk nginx-light; the package's own
 # service is not used).
 set -euo pipefail
@@ -94,23 +95,31 @@ ticks() { # pid...
     done
     echo "$sum"
 }
+# Idle and iowait ticks of all CPUs (/proc/stat's first line): was the machine saturated?
+idle_ticks() { awk '/^cpu / {print $5 + $6; exit}' /proc/stat; }
 nginx_pids() { echo "$NGINX" $(pgrep -P "$NGINX"); }
 TCK=$(getconf CLK_TCK)
 
 round() { # name port pids...
     local name=$1 port=$2
     shift 2
-    local c0 c1 out
+    local c0 c1 i0 i1 out
     c0=$(ticks "$@")
-    out=$("${WRK_PIN[@]}" wrk -t "$WRK_THREADS" -c 64 -d "${SECONDS_EACH}s" "http://127.0.0.1:$port/findings")
+    i0=$(idle_ticks)
+    # wrk's own CPU (user and system seconds, bash's `time`): what the client spends per
+    # response, which differs with how the server writes it.
+    out=$( { TIMEFORMAT='wrk-cpu %U %S'; time "${WRK_PIN[@]}" wrk -t "$WRK_THREADS" -c 64 -d "${SECONDS_EACH}s" "http://127.0.0.1:$port/findings"; } 2>&1 )
     c1=$(ticks "$@")
+    i1=$(idle_ticks)
     local rps reqs errs
     rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
     reqs=$(awk '/requests in/ {print $1}' <<<"$out")
     errs=$(awk '/Socket errors|Non-2xx/' <<<"$out" | tr '\n' ' ')
-    local us
+    local us wrk_us idle
     us=$(awk -v d=$((c1 - c0)) -v t="$TCK" -v n="$reqs" 'BEGIN{printf "%.1f", 1e6*d/t/n}')
-    echo "$name $rps $us ${errs:-}"
+    wrk_us=$(awk -v n="$reqs" '/^wrk-cpu/ {printf "%.1f", 1e6*($2+$3)/n}' <<<"$out")
+    idle=$(awk -v d=$((i1 - i0)) -v t="$TCK" -v s="$SECONDS_EACH" -v c="$(nproc)" 'BEGIN{printf "%.0f", 100*d/t/s/c}')
+    echo "$name $rps $us $wrk_us $idle ${errs:-}"
 }
 
 echo "node-doctor $("$BIN" --version | awk '{print $2}') vs $(nginx -v 2>&1 | sed 's/.*: //'); $(nproc) CPUs; kernel $(uname -r); /findings $(wc -c <"$TMP/findings") bytes"
@@ -131,6 +140,8 @@ rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 med = lambda name, i: statistics.median(float(r[i]) for r in rows if r[0] == name)
 a, n = med("agent", 1), med("nginx", 1)
 print(f"median req/s: agent {a:,.0f}, nginx {n:,.0f} ({a / n:.2f}x); "
-      f"CPU per request: agent {med('agent', 2):.1f} us, nginx {med('nginx', 2):.1f} us")
+      f"CPU per request: agent {med('agent', 2):.1f} us, nginx {med('nginx', 2):.1f} us; "
+      f"wrk's CPU per response: {med('agent', 3):.1f} us from the agent, "
+      f"{med('nginx', 3):.1f} us from nginx; idle: {med('agent', 4):.0f} % and {med('nginx', 4):.0f} %")
 print(f"target (agent >= nginx): {'met' if a >= n else 'not met'}")
 PY
