@@ -567,9 +567,10 @@ mod tests {
             .all(|r| r.timeout == Duration::from_secs(10) && r.interval == plan.interval));
     }
 
-    /// Polls `cond` on the latest snapshot every 5 ms for up to 5 s.
+    /// Polls `cond` on the latest snapshot every 5 ms. The 60 s are a failure guard, not a
+    /// claim: what the tests show is the order the conditions come in, on a loaded machine too.
     fn eventually(shared: &Shared, what: &str, cond: impl Fn(&Published) -> bool) {
-        let deadline = Instant::now() + Duration::from_secs(5);
+        let deadline = Instant::now() + Duration::from_secs(60);
         while Instant::now() < deadline {
             if cond(&shared.latest()) {
                 return;

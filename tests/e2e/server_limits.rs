@@ -60,7 +60,8 @@ fn can_hold(test: &str, n: usize) -> bool {
     false
 }
 
-/// Waits until the agent holds no more sockets than `idle` (up to `within`); returns how long.
+/// Waits until the agent holds no more sockets than `idle`; returns how long (printed, not
+/// asserted). `within` is a failure guard, several times the agent's own 5 s timeouts.
 fn wait_sockets_back_to(s: &Server, idle: usize, within: Duration) -> Duration {
     let t = Instant::now();
     loop {
@@ -176,7 +177,7 @@ fn an_idle_connection_flood_is_shed_and_the_agent_keeps_answering() {
             "the agent holds {held} connections (cap {MAX_CONNECTIONS})"
         );
         drop(conns);
-        let drained = wait_sockets_back_to(&s, idle_sockets, Duration::from_secs(15));
+        let drained = wait_sockets_back_to(&s, idle_sockets, Duration::from_secs(60));
         let latency = timed_findings(&s);
         let after = s.memory();
         eprintln!(
@@ -250,7 +251,7 @@ fn slow_partial_headers_are_bounded_and_cut_off() {
     assert_peak_bounded("the partial-header flood", peak);
     assert!(held <= MAX_CONNECTIONS + 8, "the agent holds {held}");
     // The clients keep their sockets open; the agent gives up on them by itself.
-    let cut = wait_sockets_back_to(&s, idle_sockets, Duration::from_secs(15));
+    let cut = wait_sockets_back_to(&s, idle_sockets, Duration::from_secs(60));
     let after = s.memory();
     eprintln!("partial headers: the agent closed them {cut:.2?} later; after: {after}");
     assert_bounded("after the partial-header flood", after);

@@ -120,18 +120,33 @@ pub fn parse_config(text: &str) -> Result<Config, String> {
         image_gc_high_threshold_percent: scalar("imageGCHighThresholdPercent"),
         container_log_max_size: scalar("containerLogMaxSize"),
         merge_default_eviction_settings: scalar("mergeDefaultEvictionSettings")
-            .map(|s| s.eq_ignore_ascii_case("true")),
+            .and_then(|s| yaml_bool(&s)),
         cluster_dns: cluster_dns_from_config(text),
         cluster_domain: scalar("clusterDomain").filter(|s| !s.is_empty()),
         container_runtime_endpoint: scalar("containerRuntimeEndpoint"),
         healthz_port: scalar("healthzPort"),
         healthz_bind_address: scalar("healthzBindAddress"),
         static_pod_path: scalar("staticPodPath"),
-        fail_swap_on: scalar("failSwapOn").map(|s| !s.eq_ignore_ascii_case("false")),
+        fail_swap_on: scalar("failSwapOn").and_then(|s| yaml_bool(&s)),
         swap_behavior: map("memorySwap")
             .and_then(|m| m.get("swapBehavior").cloned())
             .filter(|s| !s.is_empty()),
     })
+}
+
+/// A YAML 1.1 boolean as the kubelet's decoder (sigs.k8s.io/yaml, a fork of go-yaml v2)
+/// reads one into a bool field: `failSwapOn: no` is false there, not a string. Anything else
+/// is no value (the kubelet would refuse the file).
+fn yaml_bool(s: &str) -> Option<bool> {
+    match s {
+        "true" | "True" | "TRUE" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" | "y" | "Y" => {
+            Some(true)
+        }
+        "false" | "False" | "FALSE" | "no" | "No" | "NO" | "off" | "Off" | "OFF" | "n" | "N" => {
+            Some(false)
+        }
+        _ => None,
+    }
 }
 
 enum Value {
@@ -928,6 +943,15 @@ kind: KubeletConfiguration
             swap_settings(&args("/usr/bin/kubelet --fail-swap-on=false"), None),
             (false, SwapOrigin::Flag, None)
         );
+        // YAML 1.1's spellings, as the kubelet's decoder reads them.
+        assert_eq!(
+            parse_config("failSwapOn: no\n").unwrap().fail_swap_on,
+            Some(false)
+        );
+        assert_eq!(
+            parse_config("failSwapOn: On\n").unwrap().fail_swap_on,
+            Some(true)
+        );
         // A bool flag takes no separate value.
         assert!(swap_settings(&args("/usr/bin/kubelet --fail-swap-on false"), None).0);
         let kubeadm = parse_config(KUBEADM_CONFIG).unwrap();
@@ -991,17 +1015,19 @@ kind: KubeletConfiguration
             let _ = parse_config(&s);
         }
 
-        /// A `KubeletConfiguration` as kubeadm writes it (YAML: block maps, flow maps, quoted
-        /// or bare values, block or flow `clusterDNS`, comments) or as JSON: every key this
-        /// module reads comes back as written; the eviction flags read back too.
+        /// A `KubeletConfiguration` as kubeadm or a person writes it (YAML: a `---` start or
+        /// not, block maps indented two or four spaces, flow maps, bare, double- or
+        /// single-quoted values, booleans in any of YAML 1.1's spellings, block or flow
+        /// `clusterDNS`, comments after values and on lines of their own, an empty
+        /// `clusterDomain` or `swapBehavior`) or as JSON: every key this module reads comes
+        /// back as written, an empty string as unset; the eviction flags read back too.
         #[test]
         fn reads_the_config_it_was_given(
             c in config(),
-            flow in proptest::bool::ANY,
-            quote in proptest::bool::ANY,
+            shape in shape(),
             json in proptest::bool::ANY,
         ) {
-            let text = if json { render_json(&c) } else { render_yaml(&c, flow, quote) };
+            let text = if json { render_json(&c, shape.empty) } else { render_yaml(&c, shape) };
             proptest::prop_assert_eq!(parse_config(&text), Ok(c.clone()), "{}", text);
             if let Some(hard) = &c.eviction_hard {
                 let flag: Vec<String> = hard.iter().map(|(k, v)| format!("{k}<{v}")).collect();
@@ -1074,43 +1100,119 @@ kind: KubeletConfiguration
             )
     }
 
-    fn render_yaml(c: &Config, flow: bool, quote: bool) -> String {
-        let q = |v: &str| {
-            if quote {
-                format!("\"{v}\"")
-            } else {
-                v.to_string()
-            }
+    /// How a config is written besides its values.
+    #[derive(Debug, Clone, Copy)]
+    struct Shape {
+        flow: bool,
+        /// `None`, `Some('"')` or `Some('\'')` around every string value.
+        quote: Option<char>,
+        /// Which of YAML 1.1's eleven spellings of a boolean (`true`, `Yes`, `ON`, `n`…).
+        bool_form: usize,
+        /// Spaces per block level.
+        indent: usize,
+        /// A comment after each scalar, a comment line between keys, a `---` first.
+        comments: bool,
+        /// An unset `clusterDomain` / `swapBehavior` written as an empty string.
+        empty: bool,
+    }
+
+    fn shape() -> impl Strategy<Value = Shape> {
+        (
+            any::<bool>(),
+            prop_oneof![Just(None), Just(Some('"')), Just(Some('\''))],
+            0usize..11,
+            prop_oneof![Just(2usize), Just(4)],
+            any::<bool>(),
+            any::<bool>(),
+        )
+            .prop_map(|(flow, quote, bool_form, indent, comments, empty)| Shape {
+                flow,
+                quote,
+                bool_form,
+                indent,
+                comments,
+                empty,
+            })
+    }
+
+    /// `b` in YAML 1.1 spelling number `form` (go-yaml v2's resolve table).
+    fn yaml_bool_text(b: bool, form: usize) -> &'static str {
+        const YES: [&str; 11] = [
+            "true", "True", "TRUE", "yes", "Yes", "YES", "on", "On", "ON", "y", "Y",
+        ];
+        const NO: [&str; 11] = [
+            "false", "False", "FALSE", "no", "No", "NO", "off", "Off", "OFF", "n", "N",
+        ];
+        if b {
+            YES[form % 11]
+        } else {
+            NO[form % 11]
+        }
+    }
+
+    fn render_yaml(c: &Config, shape: Shape) -> String {
+        let Shape {
+            flow,
+            quote,
+            bool_form,
+            indent,
+            comments,
+            empty,
+        } = shape;
+        let q = |v: &str| match quote {
+            Some(q) => format!("{q}{v}{q}"),
+            None => v.to_string(),
         };
-        let mut t = String::from("apiVersion: kubelet.config.k8s.io/v1beta1\nauthentication:\n  anonymous:\n    enabled: false\n");
+        let pad = " ".repeat(indent);
+        let note = if comments {
+            "  # set by the installer"
+        } else {
+            ""
+        };
+        let mut t = String::new();
+        if comments {
+            t += "---\n# kubelet configuration\n";
+        }
+        t += &format!("apiVersion: kubelet.config.k8s.io/v1beta1\nauthentication:\n{pad}anonymous:\n{pad}{pad}enabled: false\n");
         let map = |t: &mut String, key: &str, m: &Option<BTreeMap<String, String>>| {
             let Some(m) = m else { return };
             if flow {
                 let kv: Vec<String> = m.iter().map(|(k, v)| format!("{k}: {}", q(v))).collect();
-                *t += &format!("{key}: {{{}}}\n", kv.join(", "));
+                *t += &format!("{key}: {{{}}}{note}\n", kv.join(", "));
             } else {
                 *t += &format!("{key}:   # thresholds\n");
                 for (k, v) in m {
-                    *t += &format!("  {k}: {}\n", q(v));
+                    *t += &format!("{pad}{k}: {}{note}\n", q(v));
                 }
             }
         };
         let scalar = |t: &mut String, key: &str, v: &Option<String>| {
             if let Some(v) = v {
-                *t += &format!("{key}: {}\n", q(v));
+                *t += &format!("{key}: {}{note}\n", q(v));
             }
         };
-        if let Some(d) = &c.cluster_domain {
-            t += &format!("clusterDomain: {}\n", q(d));
+        let boolean = |t: &mut String, key: &str, b: Option<bool>| {
+            if let Some(b) = b {
+                *t += &format!("{key}: {}{note}\n", yaml_bool_text(b, bool_form));
+            }
+        };
+        let empty_text = match quote {
+            Some(q) => format!("{q}{q}"),
+            None => "\"\"".to_string(),
+        };
+        match &c.cluster_domain {
+            Some(d) => t += &format!("clusterDomain: {}{note}\n", q(d)),
+            None if empty => t += &format!("clusterDomain: {empty_text}\n"),
+            None => {}
         }
         if !c.cluster_dns.is_empty() {
             if flow {
-                let items: Vec<String> = c.cluster_dns.iter().map(|d| format!("\"{d}\"")).collect();
-                t += &format!("clusterDNS: [{}]\n", items.join(", "));
+                let items: Vec<String> = c.cluster_dns.iter().map(|d| q(d)).collect();
+                t += &format!("clusterDNS: [{}]{note}\n", items.join(", "));
             } else {
                 t += "clusterDNS:\n";
                 for d in &c.cluster_dns {
-                    t += &format!("- {}\n", q(d));
+                    t += &format!("- {}{note}\n", q(d));
                 }
             }
         }
@@ -1127,8 +1229,9 @@ kind: KubeletConfiguration
             "evictionSoftGracePeriod",
             &c.eviction_soft_grace_period,
         );
-        if let Some(b) = c.fail_swap_on {
-            t += &format!("failSwapOn: {b}\n");
+        boolean(&mut t, "failSwapOn", c.fail_swap_on);
+        if comments {
+            t += "# health\n";
         }
         scalar(&mut t, "healthzBindAddress", &c.healthz_bind_address);
         scalar(&mut t, "healthzPort", &c.healthz_port);
@@ -1138,17 +1241,21 @@ kind: KubeletConfiguration
             &c.image_gc_high_threshold_percent,
         );
         t += "kind: KubeletConfiguration\n";
-        if let Some(s) = &c.swap_behavior {
-            t += &format!("memorySwap:\n  swapBehavior: {}\n", q(s));
+        match &c.swap_behavior {
+            Some(s) => t += &format!("memorySwap:\n{pad}swapBehavior: {}{note}\n", q(s)),
+            None if empty => t += &format!("memorySwap:\n{pad}swapBehavior: {empty_text}\n"),
+            None => {}
         }
-        if let Some(b) = c.merge_default_eviction_settings {
-            t += &format!("mergeDefaultEvictionSettings: {b}\n");
-        }
+        boolean(
+            &mut t,
+            "mergeDefaultEvictionSettings",
+            c.merge_default_eviction_settings,
+        );
         scalar(&mut t, "staticPodPath", &c.static_pod_path);
         t
     }
 
-    fn render_json(c: &Config) -> String {
+    fn render_json(c: &Config, empty: bool) -> String {
         let mut v = serde_json::json!({"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
             "authentication": {"anonymous": {"enabled": false}}});
         let num_or_str = |s: &str| {
@@ -1197,6 +1304,11 @@ kind: KubeletConfiguration
         }
         if let Some(s) = &c.swap_behavior {
             v["memorySwap"] = serde_json::json!({"swapBehavior": s});
+        } else if empty {
+            v["memorySwap"] = serde_json::json!({"swapBehavior": ""});
+        }
+        if c.cluster_domain.is_none() && empty {
+            v["clusterDomain"] = "".into();
         }
         if !c.cluster_dns.is_empty() {
             v["clusterDNS"] = serde_json::json!(c.cluster_dns);

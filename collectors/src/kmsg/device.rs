@@ -462,7 +462,6 @@ fn read_line_bounded(reader: &mut BufReader<File>, out: &mut String) -> std::io:
 mod tests {
     use super::*;
     use crate::kmsg::{KmsgParseError, KmsgReader};
-    use std::time::SystemTime;
 
     // Kernel 6.18.44 (this VM), read from /dev/kmsg.
     const REAL_6_18: &str = "6,191,269498,-;acpi PNP0A08:00: _OSC: OS supports [ExtendedConfig ASPM ClockPM Segments MSI HPX-Type3]\n SUBSYSTEM=acpi\n DEVICE=+acpi:PNP0A08:00\n";
@@ -585,12 +584,15 @@ mod tests {
         assert_eq!(seqs(&b), vec![2, 3]);
         assert_eq!(b.skipped_old, 1);
         assert_eq!(b.records[0].continuation, vec!["SUBSYSTEM=x"]);
-        let ts = b.records[1].timestamp.unwrap();
-        let age = SystemTime::now().duration_since(ts).unwrap();
-        assert!(
-            age > Duration::from_secs(95) && age < Duration::from_secs(110),
-            "{age:?}"
+        // Dated by the boot clock the reader took: the staged uptime, and the record 7,100 s
+        // after that boot, 100 s before the clock was read.
+        let clock = r.clock().unwrap();
+        assert_eq!(clock.uptime, Duration::from_secs(7200));
+        assert_eq!(
+            b.records[1].timestamp,
+            Some(clock.boot + Duration::from_secs(7100))
         );
+        assert_eq!(clock.age(b.records[1].usec), Duration::from_secs(100));
         // Nothing new: nothing returned, not even again.
         assert!(r.read_new().records.is_empty());
         // Appended records (one partial) come next; the partial one waits for its newline.

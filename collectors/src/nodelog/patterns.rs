@@ -910,5 +910,230 @@ mod tests {
             let _ = classify("kubelet", &format!("{pre}{phrase}{post}"));
             let _ = classify("dockerd", &format!("{pre}{phrase}{post}"));
         }
+
+        /// A line as kubelet (klog, its `err="…"` escaped), dockerd or containerd (logrus,
+        /// `msg="…"` escaped) print each kind, built from chosen names: the one event read
+        /// back has the kind, subject, pod, namespace, holder, registry, reason, path and
+        /// runtime the line was built from.
+        #[test]
+        fn reads_back_the_event_a_line_was_built_from((ident, line, want) in well_formed::line()) {
+            proptest::prop_assert_eq!(classify(&ident, &line), vec![want], "{} {}", ident, line);
+        }
+    }
+
+    /// Lines of every kind from chosen values, and the event each must give.
+    mod well_formed {
+        use super::*;
+        use crate::testgen::{container_id, dns_label, dns_subdomain, go_duration_string, pod_uid};
+        use proptest::prelude::*;
+
+        /// What a generator returns: the program, its line, the event it must read as.
+        type Case = (String, String, Event);
+
+        /// Go's `%q`-like escaping that klog and logrus apply to a quoted value.
+        fn esc(s: &str) -> String {
+            s.replace('\\', "\\\\").replace('"', "\\\"")
+        }
+
+        fn logrus(msg: &str) -> String {
+            format!(
+                r#"time="2026-11-23T12:00:00.123456789+08:00" level=error msg="{}""#,
+                esc(msg)
+            )
+        }
+
+        fn klog(headline: &str, err: &str) -> String {
+            format!(
+                r#"E1123 12:00:00.123456    1234 remote_runtime.go:116] "{headline}" err="{}""#,
+                esc(err)
+            )
+        }
+
+        fn event(kind: EventKind, subject: &str, detail: Detail) -> Event {
+            Event {
+                kind,
+                subject: subject.to_string(),
+                detail,
+            }
+        }
+
+        /// The path of a file a runtime writes or removes: absolute, no `..`, no spaces.
+        fn path() -> impl Strategy<Value = String> {
+            prop::collection::vec("[a-zA-Z0-9_][a-zA-Z0-9._-]{0,11}", 1..6)
+                .prop_map(|parts| format!("/{}", parts.join("/")))
+        }
+
+        /// `[registry/]repo[:tag]` and the registry it is pulled from (Docker Hub: none).
+        fn image() -> impl Strategy<Value = (String, String)> {
+            (
+                prop_oneof![
+                    Just(None),
+                    Just(Some("localhost".to_string())),
+                    "[a-z0-9]{1,8}(\\.[a-z0-9]{1,8}){1,3}(:[0-9]{2,5})?".prop_map(Some),
+                    (any::<std::net::Ipv4Addr>(), 1u16..)
+                        .prop_map(|(a, p)| Some(format!("{a}:{p}"))),
+                ],
+                // The first component has no `.` or `:`, which would make it a registry.
+                "[a-z0-9]{1,10}(/[a-z0-9]{1,10}([._-][a-z0-9]{1,6}){0,2}){0,2}",
+                prop::option::of("[A-Za-z0-9_][A-Za-z0-9_.-]{0,15}"),
+            )
+                .prop_map(|(registry, repo, tag)| {
+                    let tag = tag.map_or(String::new(), |t| format!(":{t}"));
+                    match registry {
+                        Some(r) => (format!("{r}/{repo}{tag}"), r),
+                        None => (format!("{repo}{tag}"), "docker.io".to_string()),
+                    }
+                })
+        }
+
+        fn conflict() -> impl Strategy<Value = Case> {
+            (
+                prop_oneof![Just("POD".to_string()), dns_label()],
+                (dns_subdomain(), dns_label(), pod_uid(), 0u32..10_000),
+                prop_oneof![container_id().prop_map(Some), "[0-9a-f]{12}".prop_map(|_| None)],
+                0u8..4,
+            )
+                .prop_map(|(container, (pod, ns, uid, n), holder, form)| {
+                    let held_by = holder.clone().unwrap_or_else(|| "30aa3f5847e0".to_string());
+                    let detail = |runtime| Detail {
+                        runtime: Some(runtime),
+                        pod: Some(pod.clone()),
+                        namespace: Some(ns.clone()),
+                        holder: holder.clone(),
+                        ..Detail::default()
+                    };
+                    let docker_name = format!("k8s_{container}_{pod}_{ns}_{uid}_{n}");
+                    let docker = format!(
+                        r#"Conflict. The container name "/{docker_name}" is already in use by container "{held_by}". You have to remove (or rename) that container to be able to reuse that name."#
+                    );
+                    let sandbox = format!("{pod}_{ns}_{uid}_{n}");
+                    let cri_container = format!("{container}_{pod}_{ns}_{uid}_{n}").to_lowercase();
+                    let cri = |what: &str, name: &str| {
+                        format!(r#"failed to reserve {what} name "{name}": name "{name}" is reserved for "{held_by}""#)
+                    };
+                    match form {
+                        0 => ("dockerd".into(), logrus(&format!("Handler for POST /v1.41/containers/create returned error: {docker}")),
+                              event(EventKind::NameConflict, &docker_name, detail(Runtime::Docker))),
+                        1 => ("kubelet".into(), klog("RunPodSandbox from runtime service failed", &format!(r#"rpc error: code = Unknown desc = failed to create a sandbox for pod "{pod}": Error response from daemon: {docker}"#)),
+                              event(EventKind::NameConflict, &docker_name, detail(Runtime::Docker))),
+                        2 => ("containerd".into(), format!("{} error=\"{}\"", logrus("RunPodSandbox for &PodSandboxMetadata{} failed, error"), esc(&cri("sandbox", &sandbox))),
+                              event(EventKind::NameConflict, &sandbox, detail(Runtime::Containerd))),
+                        _ => ("kubelet".into(), klog("CreateContainer in sandbox from runtime service failed", &format!("rpc error: code = Unknown desc = {}", cri("container", &cri_container))),
+                              event(EventKind::NameConflict, &cri_container, detail(Runtime::Containerd))),
+                    }
+                })
+        }
+
+        fn readiness() -> impl Strategy<Value = Case> {
+            ("[A-Z][A-Za-z0-9]{0,40}", any::<bool>(), 0u64..4 * 3600, any::<bool>()).prop_map(
+                |(reason, network, quarters, pleg)| {
+                    if pleg {
+                        let ago = go_duration_string(quarters);
+                        let line = klog("Skipping pod synchronization", &format!("PLEG is not healthy: pleg was last seen active {ago} ago; threshold is 3m0s"));
+                        return ("kubelet".into(), line, Event::new(EventKind::PlegUnhealthy));
+                    }
+                    let (headline, key, kind) = if network {
+                        ("Container runtime network not ready", "networkReady=\"NetworkReady", EventKind::NetworkNotReady)
+                    } else {
+                        ("Container runtime not ready", "runtimeReady=\"RuntimeReady", EventKind::RuntimeNotReady)
+                    };
+                    let line = format!(
+                        r#"E1123 12:00:00.1 1234 kubelet.go:2373] "{headline}" {key}=false reason:{reason} message:the runtime said so""#
+                    );
+                    let detail = Detail { reason: Some(reason), ..Detail::default() };
+                    ("kubelet".into(), line, event(kind, "", detail))
+                },
+            )
+        }
+
+        /// The runtime's own phrasing: (program, line of `msg`, runtime it names).
+        fn runtime_line(msg: &str, who: u8) -> (String, String, Option<Runtime>) {
+            match who {
+                0 => ("dockerd".into(), logrus(msg), Some(Runtime::Docker)),
+                1 => ("docker".into(), logrus(msg), Some(Runtime::Docker)),
+                2 => ("containerd".into(), logrus(msg), Some(Runtime::Containerd)),
+                3 => (
+                    "kubelet".into(),
+                    klog(
+                        "SyncPod failed",
+                        &format!("Error response from daemon: {msg}"),
+                    ),
+                    Some(Runtime::Docker),
+                ),
+                _ => ("kubelet".into(), klog("SyncPod failed", msg), None),
+            }
+        }
+
+        fn files() -> impl Strategy<Value = Case> {
+            (
+                path(),
+                (0u8..5, 0u8..4),
+                // A data-root (no `overlay2` in it), a layer, a file under the layer.
+                ("(/[a-z]{1,8}){1,3}", "[0-9a-f]{1,64}", prop::option::of("(/[a-z]{1,6}){1,3}")),
+            )
+                .prop_map(|(path, (who, kind), (root, layer, under))| {
+                    let (msg, kind, subject) = match kind {
+                        0 => (format!("Failed to log msg \"\" for logger json-file: write {path}: no space left on device"), EventKind::NoSpace, String::new()),
+                        1 => (format!(r#"driver "overlay2" failed to remove root filesystem: remove {path}: operation not permitted"#), EventKind::RemoveNotPermitted, path.clone()),
+                        2 => (format!("failed to remove pod directory: unlinkat {path}: operation not permitted"), EventKind::RemoveNotPermitted, path.clone()),
+                        _ => {
+                            let dir = format!("{root}/overlay2/{layer}");
+                            let msg = format!("Handler for GET /v1.41/containers/json returned error: readlink {dir}{}: invalid argument", under.unwrap_or_default());
+                            let (ident, line, _) = runtime_line(&msg, who.min(3));
+                            let detail = Detail { runtime: Some(Runtime::Docker), path: Some(dir.clone()), ..Detail::default() };
+                            return (ident, line, event(EventKind::CorruptOverlay2, &dir, detail));
+                        }
+                    };
+                    let (ident, line, runtime) = runtime_line(&msg, who);
+                    let detail = Detail { runtime, path: Some(path), ..Detail::default() };
+                    (ident, line, event(kind, &subject, detail))
+                },
+            )
+        }
+
+        fn runtime_faults() -> impl Strategy<Value = Case> {
+            (0u8..5, 0u8..3, container_id()).prop_map(|(who, kind, id)| {
+                let (msg, kind) = match kind {
+                    0 => (format!("ttrpc: client shutting down: read unix @->@/run/containerd/s/{id}: read: connection reset by peer: unknown"), EventKind::Ttrpc),
+                    1 => (format!("failed to register layer: rename /var/lib/docker/image/overlay2/layerdb/tmp/write-set-{id} /var/lib/docker/image/overlay2/layerdb/sha256/{id}: directory not empty"), EventKind::CorruptImage),
+                    _ => (format!("Handler for POST /v1.41/containers/{id}/start returned error: OCI runtime start failed: container process is already dead: unknown"), EventKind::StartDead),
+                };
+                let (ident, line, runtime) = runtime_line(&msg, who);
+                let (subject, runtime) = match (kind, runtime) {
+                    (EventKind::CorruptImage, _) => ("dockerd", Some(Runtime::Docker)),
+                    (EventKind::StartDead, Some(Runtime::Docker)) => ("dockerd", runtime),
+                    (EventKind::StartDead, Some(Runtime::Containerd)) => ("containerd", runtime),
+                    (EventKind::StartDead, None) => ("container runtime", runtime),
+                    _ => ("", runtime),
+                };
+                let detail = Detail { runtime, ..Detail::default() };
+                (ident, line, event(kind, subject, detail))
+            })
+        }
+
+        fn pulls() -> impl Strategy<Value = Case> {
+            (image(), 0u8..5, any::<bool>()).prop_map(|((image, registry), kind, containerd)| {
+                let host = if registry == "docker.io" { "registry-1.docker.io" } else { registry.as_str() };
+                let (cause, kind) = match kind {
+                    0 => (format!(r#"failed to do request: Head "https://{host}/v2/x/manifests/latest": http: server gave HTTP response to HTTPS client"#), EventKind::PullHttpRegistry),
+                    1 => (format!(r#"Get "https://{host}/v2/": x509: certificate signed by unknown authority"#), EventKind::PullUnknownCa),
+                    2 => ("unauthorized: authentication required".to_string(), EventKind::PullAuth),
+                    3 if containerd => (format!("{image}: not found"), EventKind::PullNotFound),
+                    _ => (format!("manifest for {image} not found: manifest unknown: manifest unknown"), EventKind::PullNotFound),
+                };
+                let (err, runtime) = if containerd {
+                    (format!(r#"rpc error: code = NotFound desc = failed to pull and unpack image "{image}": failed to resolve reference "{image}": {cause}"#), Runtime::Containerd)
+                } else {
+                    (format!("rpc error: code = Unknown desc = Error response from daemon: {cause}"), Runtime::Docker)
+                };
+                let line = format!(r#"{} image="{image}""#, klog("Failed to pull image", &err));
+                let detail = Detail { runtime: Some(runtime), registry: Some(registry), ..Detail::default() };
+                ("kubelet".to_string(), line, event(kind, &image, detail))
+            })
+        }
+
+        pub fn line() -> impl Strategy<Value = Case> {
+            prop_oneof![conflict(), readiness(), files(), runtime_faults(), pulls()]
+        }
     }
 }

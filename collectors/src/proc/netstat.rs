@@ -57,6 +57,7 @@ pub fn read(path: &Path) -> Result<Snmp, ReadError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prop_assert_eq;
 
     /// Kernel 6.18.44 (this VM), `/proc/1/net/netstat`.
     const REAL_6_18: &str = include_str!("../../tests/fixtures/netstat/kernel-6.18.txt");
@@ -107,6 +108,48 @@ IpExt: 0 0 0 0 0 0 123456 654321
         #[test]
         fn never_panics_on_netstat_like(names in "(TcpExt: ([A-Za-z]{1,8} ){0,4}\n){1}", values in "(TcpExt: ([0-9-]{1,4} ){0,4}\n)") {
             let _ = parse(&format!("{names}{values}"));
+        }
+
+        /// Every table of kernel 6.18's file (or 3.10's `TcpExt` with fewer columns) with
+        /// chosen values, some kernels lacking any of the three listen columns: the listen
+        /// counters read back as written, a missing column as `None`.
+        #[test]
+        fn listen_counters_read_back_what_the_kernel_printed(
+            old in proptest::bool::ANY,
+            values in proptest::collection::vec(0u64..=i64::MAX as u64, 200),
+            keep in proptest::array::uniform3(proptest::bool::ANY),
+        ) {
+            let wanted = ["ListenDrops", "ListenOverflows", "TCPBacklogDrop"];
+            let fixture = if old { CENTOS7 } else { REAL_6_18 };
+            let mut text = String::new();
+            let mut want = [None; 3];
+            for pair in fixture.lines().collect::<Vec<_>>().chunks(2) {
+                let mut names = pair[0].split_whitespace();
+                let prefix = names.next().unwrap();
+                let names: Vec<&str> = names
+                    .filter(|n| wanted.iter().zip(keep).all(|(w, k)| n != w || k))
+                    .collect();
+                let mut nums = Vec::new();
+                for (i, n) in names.iter().enumerate() {
+                    let v = values[i % values.len()];
+                    if prefix == "TcpExt:" {
+                        if let Some(j) = wanted.iter().position(|w| w == n) {
+                            want[j] = Some(v);
+                        }
+                    }
+                    nums.push(v.to_string());
+                }
+                text += &format!("{prefix} {}\n{prefix} {}\n", names.join(" "), nums.join(" "));
+            }
+            let got = listen_counters(&parse(&text).unwrap());
+            prop_assert_eq!(
+                got,
+                Some(ListenCounters {
+                    listen_drops: want[0],
+                    listen_overflows: want[1],
+                    backlog_drop: want[2],
+                })
+            );
         }
     }
 }

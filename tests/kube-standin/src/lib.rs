@@ -132,6 +132,10 @@ pub enum FaultAction {
     Status { code: u16, retry_after: Option<u64> },
     /// Wait this long, then handle the request normally.
     Stall(Duration),
+    /// Wait until [`StandIn::release_held`], then handle the request normally: the test
+    /// decides when the answer comes, so it can show what happened while it was awaited.
+    /// [`StandIn::held`] counts the requests waiting.
+    Hold,
 }
 
 /// A queued fault: applies to the next `times` requests whose method matches (when set) and
@@ -188,6 +192,27 @@ struct Inner {
     opts: Options,
     cluster: Mutex<Cluster>,
     schemas: schema::Schemas,
+    /// True once the test released the held requests (later ones pass at once).
+    released: tokio::sync::watch::Sender<bool>,
+    /// Requests waiting in a [`FaultAction::Hold`] now.
+    held: std::sync::atomic::AtomicUsize,
+}
+
+/// Counts one held request while it waits (its future may also be dropped, when the client
+/// goes away).
+struct Holding<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl<'a> Holding<'a> {
+    fn new(n: &'a std::sync::atomic::AtomicUsize) -> Holding<'a> {
+        n.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Holding(n)
+    }
+}
+
+impl Drop for Holding<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 /// A running stand-in. Dropping it stops the server.
@@ -265,6 +290,8 @@ impl StandIn {
             schemas: schema::Schemas::load(),
             cluster: Mutex::new(Cluster::default()),
             opts: opts.clone(),
+            released: tokio::sync::watch::Sender::new(false),
+            held: std::sync::atomic::AtomicUsize::new(0),
         });
         let std_listener =
             std::net::TcpListener::bind("127.0.0.1:0").expect("bind the stand-in's port");
@@ -384,6 +411,17 @@ impl StandIn {
     /// Queues a fault.
     pub fn fault(&self, f: Fault) {
         self.cluster().faults.push(f);
+    }
+
+    /// Requests waiting in a [`FaultAction::Hold`] now (not yet answered, client still there
+    /// or not yet noticed gone).
+    pub fn held(&self) -> usize {
+        self.inner.held.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Lets the held requests, and every later one a `Hold` fault catches, be answered.
+    pub fn release_held(&self) {
+        self.inner.released.send_replace(true);
     }
 
     pub fn clear_faults(&self) {
@@ -663,8 +701,14 @@ async fn handle(inner: Arc<Inner>, req: Request<Incoming>) -> Resp {
     let resp = match fault {
         Some(FaultAction::Status { code, retry_after }) => injected_status(code, retry_after),
         other => {
-            if let Some(FaultAction::Stall(d)) = other {
-                tokio::time::sleep(d).await;
+            match other {
+                Some(FaultAction::Stall(d)) => tokio::time::sleep(d).await,
+                Some(FaultAction::Hold) => {
+                    let _holding = Holding::new(&inner.held);
+                    let mut released = inner.released.subscribe();
+                    let _ = released.wait_for(|r| *r).await;
+                }
+                _ => {}
             }
             match refusal(&inner, &auth, attrs.as_ref()) {
                 Some(refused) => refused,
