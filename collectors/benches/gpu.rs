@@ -70,12 +70,15 @@ fn pass(messages: &[String], f: fn(&str) -> bool) -> (f64, usize) {
 
 const ROUNDS: usize = 15;
 
+/// A matcher under test: whether a message is one of its lines.
+type Matcher = fn(&str) -> bool;
+
 /// Step 1: the matchers, per message. The machine is shared: each round runs every matcher
 /// once, in turn, over the same messages, and each matcher's figure is its fastest round (what
 /// it costs when nothing else takes its caches), with the median beside it.
 fn matchers() {
     let messages: Vec<String> = (0..RECORDS).map(message).collect();
-    let matchers: [(&str, fn(&str) -> bool); 4] = [
+    let matchers: [(&str, Matcher); 4] = [
         ("gpu::lines::parse", |m| lines::parse(m).is_some()),
         ("hardware::lines::parse", |m| {
             collectors::hardware::lines::parse(m).is_some()
@@ -136,101 +139,10 @@ fn matchers() {
     );
 }
 
-fn write(root: &std::path::Path, p: &str, s: &str) {
-    let p = root.join(p);
-    std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
-    std::fs::write(p, s).expect("write");
-}
-
-const AER: &str = "RxErr 0\nBadTLP 0\nBadDLLP 0\nRollover 0\nTimeout 0\nNonFatalErr 0\nCorrIntErr 0\nHeaderOF 0\nTOTAL_ERR_COR 0\n";
-
-/// A device under `/sys/devices/pci0000:00[/port]` with its `/sys/bus/pci/devices` link.
-fn device(
-    root: &std::path::Path,
-    bdf: &str,
-    port: Option<&str>,
-    vendor: u16,
-    class: u32,
-    pcie: bool,
-) {
-    let rel = match port {
-        Some(p) => format!("pci0000:00/{p}/{bdf}"),
-        None => format!("pci0000:00/{bdf}"),
-    };
-    let dir = format!("sys/devices/{rel}");
-    write(root, &format!("{dir}/vendor"), &format!("0x{vendor:04x}\n"));
-    write(root, &format!("{dir}/class"), &format!("0x{class:06x}\n"));
-    if pcie {
-        for (f, v) in [
-            ("current_link_speed", "32.0 GT/s PCIe"),
-            ("max_link_speed", "32.0 GT/s PCIe"),
-            ("current_link_width", "16"),
-            ("max_link_width", "16"),
-        ] {
-            write(root, &format!("{dir}/{f}"), &format!("{v}\n"));
-        }
-        write(root, &format!("{dir}/aer_dev_correctable"), AER);
-        write(
-            root,
-            &format!("{dir}/aer_dev_nonfatal"),
-            "TOTAL_ERR_NONFATAL 0\n",
-        );
-        write(root, &format!("{dir}/aer_dev_fatal"), "TOTAL_ERR_FATAL 0\n");
-    }
-    let link = root.join("sys/bus/pci/devices").join(bdf);
-    std::fs::create_dir_all(link.parent().expect("parent")).expect("mkdir");
-    std::os::unix::fs::symlink(format!("../../../devices/{rel}"), link).expect("symlink");
-}
-
-/// 8 GPUs behind 8 ports, 2 NICs and 2 NVMe behind 4 ports, 40 other devices: 64, healthy.
-fn gpu_node(gpus: bool) -> tempfile::TempDir {
-    let t = tempfile::tempdir().expect("temp dir");
-    let root = t.path();
-    write(root, "proc/uptime", "7200.00 1.00\n");
-    write(root, "dev/kmsg", "");
-    for i in 0..8u32 {
-        let port = format!("0000:{:02x}:01.0", 0x17 + i * 0x10);
-        let gpu = format!("0000:{:02x}:00.0", 0x18 + i * 0x10);
-        device(root, &port, None, 0x8086, 0x060400, true);
-        if gpus {
-            device(root, &gpu, Some(&port), 0x10de, 0x030200, true);
-            write(root, &format!("proc/driver/nvidia/gpus/{gpu}/information"), &format!("Model: \t\t NVIDIA H100 80GB HBM3\nGPU UUID: \t GPU-3291dfa4-fcc4-0110-615b-c894a0d7c6{i:02x}\nDevice Minor: \t {i}\nGPU Excluded:\t No\n"));
-            write(root, &format!("dev/nvidia{i}"), "");
-        } else {
-            device(root, &gpu, Some(&port), 0x8086, 0x088000, false);
-        }
-    }
-    for (i, class) in [0x020000u32, 0x020000, 0x010802, 0x010802]
-        .iter()
-        .enumerate()
-    {
-        let port = format!("0000:{:02x}:01.0", 0xa0 + i * 2);
-        device(root, &port, None, 0x8086, 0x060400, true);
-        device(
-            root,
-            &format!("0000:{:02x}:00.0", 0xa1 + i * 2),
-            Some(&port),
-            0x15b3,
-            *class,
-            true,
-        );
-    }
-    for i in 0..40u32 {
-        device(
-            root,
-            &format!("0000:00:{:02x}.{}", 4 + i / 8, i % 8),
-            None,
-            0x8086,
-            0x088000,
-            false,
-        );
-    }
-    t
-}
-
 /// Step 2: cycles on a staged node; `gpus` false stages the same tree with no GPU.
 fn cycles(gpus: bool) {
-    let t = gpu_node(gpus);
+    let t = tempfile::tempdir().expect("temp dir");
+    collectors::testing::gpu_node::stage(t.path(), gpus).expect("staged node");
     let node = Node::new(HostPaths::new(t.path()));
     let clock = Arc::new(AtomicU64::new(0));
     let c2 = Arc::clone(&clock);

@@ -384,7 +384,9 @@ fn a_flood_of_one_xid_is_one_finding_counted() {
 fn an_xid_the_table_does_not_know() {
     // The Xid 45 line above with its number replaced by 999 (the number NVIDIA's device
     // plugin reports for an Xid it cannot read, https://github.com/NVIDIA/k8s-device-plugin/issues/259):
-    // no driver line with an Xid beyond the catalogue's 172 was found in public logs.
+    // no public driver line with an Xid beyond the catalogue's 172 was found (searched
+    // 2026-11-29: GitHub issues of NVIDIA's driver, operator, device plugin, NVSentinel and
+    // gpud, stored public pages and code; docs/collectors/gpu.md, "Unknown Xids").
     let line = XID_45.replace("): 45,", "): 999,");
     let h = host();
     stage_kmsg(&h, &[(1_000_000, &line)]);
