@@ -14,6 +14,10 @@
 #   scripts/bench-cost.sh --lock-hosts   # ~1 min: only serve on three xtables lock host kinds
 #       at once (the lock file there, absent, its directory absent; issue 43), 30 s window:
 #       each one's share of a core and its lock sampler thread's CPU (also in the full runs)
+#   scripts/bench-cost.sh --gpu-hosts   # ~2.5 min: only `serve --collector gpu` on two staged
+#       host roots at once (collectors/examples/stage_gpu_node: 8 GPUs and 64 PCI devices, and
+#       the same 64 devices without the GPUs; issue 46), 120 s window (--quick after it: 60 s):
+#       the gpu collector's CPU per run on each and the difference, what the GPUs add
 #   scripts/bench-cost.sh --check-per-collector  # ~2 min: --check-only, then each collector's
 #                                        # `check --collector C` and the start-up alone, 5 times
 #   scripts/bench-cost.sh --check-against OTHER  # ~40 s: BENCH_ROUNDS (15) pairs of checks,
@@ -70,6 +74,12 @@ case "${1:-}" in
 --quick) QUICK=(--quick) ;;
 --check-only) QUICK=(--check-only) ;;
 --lock-hosts) QUICK=(--lock-hosts) ;;
+--gpu-hosts)
+    # The gpu collector's own staging, written by a small example program (a debug build).
+    cargo build -q --manifest-path "$ROOT/Cargo.toml" -p collectors --example stage_gpu_node >&2
+    QUICK=(--gpu-hosts "${CARGO_TARGET_DIR:-$ROOT/target}/debug/examples/stage_gpu_node")
+    [ "${2:-}" = --quick ] && QUICK+=(--quick)
+    ;;
 --check-per-collector) QUICK=(--check-only --check-per-collector) ;;
 --check-against)
     [ -x "${2:-}" ] || { echo "bench-cost.sh: --check-against needs an executable" >&2; exit 2; }
@@ -83,14 +93,15 @@ case "${1:-}" in
     QUICK=(--hot-code "$ROOT/agent/hot-code.txt")
     ;;
 *)
-    echo "usage: scripts/bench-cost.sh [--quick | --check-only | --lock-hosts | --check-per-collector | --check-against OTHER | --memory [SECONDS] | --hot-code]" >&2
+    echo "usage: scripts/bench-cost.sh [--quick | --check-only | --lock-hosts | --gpu-hosts [--quick] | --check-per-collector | --check-against OTHER | --memory [SECONDS] | --hot-code]" >&2
     exit 2
     ;;
 esac
 [ "$(id -u)" = 0 ] || { echo "bench-cost.sh: run as root (pid namespace, loop device, cgroup, netns)" >&2; exit 1; }
 TOOLS=(unshare ip openssl /usr/bin/python3)
-# The trouble phases' tools (a throttled loop device, the lock holder); --lock-hosts has none.
-[ "${QUICK[0]:-}" = --lock-hosts ] || TOOLS+=(losetup fio iptables)
+# The trouble phases' tools (a throttled loop device, the lock holder); --lock-hosts and
+# --gpu-hosts have none.
+case "${QUICK[0]:-}" in --lock-hosts | --gpu-hosts) ;; *) TOOLS+=(losetup fio iptables) ;; esac
 for tool in "${TOOLS[@]}"; do
     command -v "$tool" >/dev/null || { echo "bench-cost.sh: needs $tool" >&2; exit 1; }
 done
@@ -139,7 +150,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 NE="${NODE_EXPORTER:-$(command -v prometheus-node-exporter || true)}"
-case "${QUICK[0]:-}" in --check-only | --hot-code | --lock-hosts) NE=- ;; esac
+case "${QUICK[0]:-}" in --check-only | --hot-code | --lock-hosts | --gpu-hosts) NE=- ;; esac
 if [ -z "$NE" ]; then
     echo "bench-cost.sh: fetching Debian's prometheus-node-exporter into $TMP (not installed)" >&2
     (cd "$TMP" && apt-get download -q -o APT::Sandbox::User=root prometheus-node-exporter >/dev/null)

@@ -3,8 +3,11 @@
 //! sets it), appends the line there too. cargo counts a test that returns early as passed
 //! and hides a passing test's output, so this file is how `test.sh` tells passes from skips.
 //! Every crate's tests (unit, scenario, end-to-end) use it; it is not part of the product.
+//! [`gpu_node`] stages a GPU node's host root for the benches, which cannot share test code.
 
 use std::io::Write;
+
+pub mod gpu_node;
 
 /// The environment variable naming the file that collects the skip lines.
 pub const SKIP_LOG_ENV: &str = "NODE_DOCTOR_SKIP_LOG";

@@ -335,16 +335,38 @@ fn severity_total(s: AerSeverity) -> &'static str {
     }
 }
 
-/// Xid reports of earlier boots, per GPU, from lines of the node's logs: `(unix seconds,
-/// message)`; lines at or after `boot_unix` (this boot, which the kernel log holds) are
-/// skipped.
+/// How a line of the node's logs is told to be from an earlier boot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BootSplit {
+    /// This boot's id (`/proc/sys/kernel/random/boot_id`), when it could be read.
+    pub current: Option<[u8; 16]>,
+    /// This boot's start by the wall clock (Unix seconds: now less the uptime).
+    pub boot_unix: i64,
+}
+
+impl BootSplit {
+    /// A line that names its boot (a journal entry) is an earlier boot's when that boot is not
+    /// this one, whatever its time says: a clock that jumped (no NTP yet at boot, a wrong RTC)
+    /// stamps one boot's lines inside another's. A syslog line names none: it is an earlier
+    /// boot's when it was written before this boot started by the clock.
+    pub fn is_earlier(&self, time: i64, boot_id: Option<[u8; 16]>) -> bool {
+        match (boot_id, self.current) {
+            (Some(line), Some(now)) => line != now,
+            _ => time < self.boot_unix,
+        }
+    }
+}
+
+/// Xid reports of earlier boots, per GPU, from lines of the node's logs: `(unix seconds, boot
+/// id where the log names it, message)`; this boot's lines (the kernel log holds them) are
+/// skipped, as [`BootSplit::is_earlier`] tells them.
 pub fn earlier_boots<'a>(
-    lines: impl Iterator<Item = (i64, &'a str)>,
-    boot_unix: i64,
+    lines: impl Iterator<Item = (i64, Option<[u8; 16]>, &'a str)>,
+    split: BootSplit,
 ) -> BTreeMap<Bdf, EarlierBoots> {
     let mut out: BTreeMap<Bdf, EarlierBoots> = BTreeMap::new();
-    for (time, message) in lines {
-        if time >= boot_unix {
+    for (time, boot_id, message) in lines {
+        if !split.is_earlier(time, boot_id) {
             continue;
         }
         let (gpu, xid, class) = match super::lines::parse(message) {
@@ -377,4 +399,43 @@ pub fn earlier_boots<'a>(
         e.worst = e.worst.max(class);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const THIS: [u8; 16] = [7; 16];
+    const EARLIER: [u8; 16] = [3; 16];
+    const XID: &str = "NVRM: Xid (PCI:0000:9b:00): 119, pid=2024380, name=nvidia-smi, Timeout after 6s of waiting for RPC response from GPU4 GSP! Expected function 103 (GSP_RM_ALLOC) (0x2081 0x4).";
+
+    /// A journal line's boot id decides, whatever its time; a syslog line's time decides.
+    #[test]
+    fn the_boot_id_decides_where_the_log_names_it() {
+        let split = BootSplit {
+            current: Some(THIS),
+            boot_unix: 1_000,
+        };
+        // An earlier boot's entry stamped after this boot began (its clock ran ahead).
+        assert!(split.is_earlier(2_000, Some(EARLIER)));
+        // This boot's entry stamped before it began (the clock was set back after boot).
+        assert!(!split.is_earlier(500, Some(THIS)));
+        assert!(split.is_earlier(500, None));
+        assert!(!split.is_earlier(1_000, None));
+        // This boot's id unknown: the time decides for every line.
+        let blind = BootSplit {
+            current: None,
+            ..split
+        };
+        assert!(!blind.is_earlier(2_000, Some(EARLIER)));
+        let lines = [
+            (2_000, Some(EARLIER), XID),
+            (2_001, Some(EARLIER), XID),
+            (500, Some(THIS), XID),
+            (400, None, XID),
+        ];
+        let got = earlier_boots(lines.into_iter(), split);
+        assert_eq!(got["0000:9b:00.0"].lines, 3);
+        assert_eq!(got["0000:9b:00.0"].xids, [119]);
+    }
 }

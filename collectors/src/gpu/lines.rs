@@ -21,9 +21,10 @@
 //! The multi-line fallen-off record is one `/dev/kmsg` record whose newlines the kernel
 //! escapes as `\x0a` (decoded by the record parser); a syslog file holds it as separate lines,
 //! which [`LinePart::FallenOffStart`] and [`LinePart::FallenOffEnd`] let the collector join.
-//! A record reaches these parsers only when it holds `NVRM`, `SXid (`, `AER: ` or `PCIe Bus
-//! Error` (a SIMD substring search each; `collectors/benches/gpu.rs` measures the cost per
-//! record against the other kernel-log matchers).
+//! A record reaches these parsers only when its first 96 bytes hold `NVRM:`, `AER:`, `SXid (PCI`
+//! or `PCIe Bus Error:` (found by the capitals `M`, `R` and `P` with one `memchr3` pass;
+//! `collectors/benches/gpu.rs` measures the cost per record against the other kernel-log
+//! matchers).
 
 use crate::needle::Needle;
 
@@ -82,22 +83,56 @@ pub enum LinePart {
     },
 }
 
+/// Which parsers a message may be for: the words next to one of its colons.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Candidates {
+    nvrm: bool,
+    sxid: bool,
+    aer: bool,
+}
+
+/// How far into a message the prefilter looks: every word it looks for comes before this (a
+/// dmesg time, a driver name and an address of a 5-digit PCI domain before `AER:`,
+/// `[12345678.123456] mlx5_core 10000:0c:00.1: AER: `, take 48 bytes).
+const HEAD: usize = 96;
+
+/// The prefilter: every line above holds `NVRM:`, `AER:`, `SXid (PCI` or `PCIe Bus Error:` in
+/// its first [`HEAD`] bytes. One `memchr3` pass finds the capitals `M`, `R` and `P` there (rare
+/// in kernel messages) and a few byte comparisons at each tell the words. Four substring
+/// searches over the whole message, one per word, cost 1.5 times the hardware collector's
+/// matcher per record (`collectors/benches/gpu.rs`).
+fn candidates(message: &str) -> Candidates {
+    let b = message.as_bytes();
+    let head = &b[..b.len().min(HEAD)];
+    let mut c = Candidates::default();
+    for at in memchr::memchr3_iter(b'M', b'R', b'P', head) {
+        let colon = b.get(at + 1) == Some(&b':');
+        match b[at] {
+            // The driver's lines go to every parser: nothing else matters.
+            b'M' if colon && b[..at].ends_with(b"NVR") => {
+                c.nvrm = true;
+                return c;
+            }
+            b'R' if colon && b[..at].ends_with(b"AE") => c.aer = true,
+            b'P' if b[..at].ends_with(b"SXid (") => c.sxid = true,
+            b'P' if b[at..].starts_with(b"PCIe Bus Error:") => c.aer = true,
+            _ => {}
+        }
+    }
+    c
+}
+
 /// Parses one kernel log message; `None` when it is none of the lines above.
 pub fn parse(message: &str) -> Option<LinePart> {
-    // Four SIMD substring searches reject the records that are none of ours (an Aho-Corasick
-    // pass over the four words cost five times as much per record); the few left are parsed.
-    static NVRM: Needle = Needle::new("NVRM");
-    static SXID: Needle = Needle::new("SXid (");
-    static AER: Needle = Needle::new("AER: ");
-    static BUS: Needle = Needle::new("PCIe Bus Error");
-    if NVRM.is_in(message) {
+    let c = candidates(message);
+    if c.nvrm {
         let m = message.trim();
         return nvrm(m).or_else(|| sxid(m)).or_else(|| aer(m));
     }
-    if SXID.is_in(message) {
+    if c.sxid {
         return sxid(message.trim());
     }
-    if AER.is_in(message) || BUS.is_in(message) {
+    if c.aer {
         return aer(message.trim());
     }
     None
@@ -110,11 +145,10 @@ pub fn normalize_bdf(s: &str) -> Option<Bdf> {
         Some((h, f)) => (h, f),
         None => (s, "0"),
     };
-    let parts: Vec<&str> = head.split(':').collect();
-    let (domain, bus, dev) = match parts.as_slice() {
-        [d, b, v] => (*d, *b, *v),
-        [b, v] => ("0000", *b, *v),
-        _ => return None,
+    let (rest, dev) = head.rsplit_once(':')?;
+    let (domain, bus) = match rest.split_once(':') {
+        Some((d, b)) => (d, b),
+        None => ("0000", rest),
     };
     let hex = |x: &str, max: usize| {
         !x.is_empty() && x.len() <= max && x.bytes().all(|c| c.is_ascii_hexdigit())
@@ -127,7 +161,24 @@ pub fn normalize_bdf(s: &str) -> Option<Bdf> {
     if v > 0x1f || f > 7 {
         return None;
     }
-    Some(format!("{d:04x}:{b:02x}:{v:02x}.{f}"))
+    // `{d:04x}:{b:02x}:{v:02x}.{f}`, written by hand: `format!` was most of a matched line's cost.
+    let mut out = String::with_capacity(16);
+    let hex_digits = |out: &mut String, x: u32, width: usize| {
+        let digits = (8 - x.leading_zeros() as usize / 4).max(width);
+        for i in (0..digits).rev() {
+            out.push(char::from(
+                b"0123456789abcdef"[((x >> (4 * i)) & 0xf) as usize],
+            ));
+        }
+    };
+    hex_digits(&mut out, d, 4);
+    out.push(':');
+    hex_digits(&mut out, b, 2);
+    out.push(':');
+    hex_digits(&mut out, v, 2);
+    out.push('.');
+    hex_digits(&mut out, f, 1);
+    Some(out)
 }
 
 fn leading_u32(s: &str) -> Option<(u32, &str)> {
@@ -177,7 +228,9 @@ fn nvrm(m: &str) -> Option<LinePart> {
 
 /// After `Xid (`: `PCI:0000:05:00): 79, pid=…` or `0000:03:00): 14, Channel …`.
 fn xid(r: &str) -> Option<LinePart> {
-    let (addr, tail) = r.split_once("): ")?;
+    static CLOSE: Needle = Needle::new("): ");
+    let at = CLOSE.find(r)?;
+    let (addr, tail) = (&r[..at], &r[at + CLOSE.len()..]);
     let gpu = normalize_bdf(addr)?;
     let (xid, after) = leading_u32(tail)?;
     // The number ends the line, or a comma or a space follows it.
@@ -256,8 +309,10 @@ fn severity_word(s: &str) -> Option<AerSeverity> {
 
 /// `<driver> <bdf>: [AER: ]…`: the device printing the line and the rest.
 fn device_prefix(m: &str) -> Option<(Bdf, &str)> {
+    static COLON: Needle = Needle::new(": ");
     let (_, r) = m.split_once(' ')?;
-    let (addr, rest) = r.split_once(": ")?;
+    let at = COLON.find(r)?;
+    let (addr, rest) = (&r[..at], &r[at + COLON.len()..]);
     Some((normalize_bdf(addr)?, rest))
 }
 

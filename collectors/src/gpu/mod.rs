@@ -222,12 +222,17 @@ impl GpuCollector {
             t.duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs() as i64)
         };
-        let boot = unix(clock.wall_clock(0));
+        let split = events::BootSplit {
+            current: crate::proc::boot_id::read(self.node.host()).ok(),
+            boot_unix: unix(clock.wall_clock(0)),
+        };
         let now = unix(std::time::SystemTime::now());
         let mut log = NodeLog::new(self.node.host().clone(), self.config.node_log.clone());
         let (records, report) = log.read_new(now);
-        let lines = records.iter().map(|r| (r.time, r.message.as_str()));
-        self.earlier = Some(events::earlier_boots(lines, boot));
+        let lines = records
+            .iter()
+            .map(|r| (r.time, r.boot_id, r.message.as_str()));
+        self.earlier = Some(events::earlier_boots(lines, split));
         if !report.errors.is_empty() {
             self.earlier_note = Some(format!(
                 "{}; the Xids of earlier boots may be incomplete",

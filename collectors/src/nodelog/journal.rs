@@ -197,6 +197,9 @@ pub struct Entry {
     pub seqnum: u64,
     /// Microseconds since the epoch (`__REALTIME_TIMESTAMP`).
     pub realtime_usec: u64,
+    /// The boot the entry was written in (`_BOOT_ID`, the entry object's own field): what
+    /// tells an earlier boot's entries from this boot's whatever the clock said.
+    pub boot_id: [u8; 16],
     pub message: Option<String>,
     pub identifier: Option<String>,
     pub comm: Option<String>,
@@ -431,9 +434,12 @@ impl<'a, R: ReadAt + ?Sized> JournalFile<'a, R> {
             return Err(corrupt(format!("entry at {off} has {n} items")));
         }
         let items = self.read(off + 64, (n * isz) as usize)?;
+        let mut boot_id = [0u8; 16];
+        boot_id.copy_from_slice(&head[40..56]);
         let mut e = Entry {
             seqnum: le64(&head, 16),
             realtime_usec: le64(&head, 24),
+            boot_id,
             ..Entry::default()
         };
         for c in items.chunks_exact(isz as usize) {

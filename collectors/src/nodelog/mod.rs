@@ -97,6 +97,9 @@ pub struct LogRecord {
     pub ident: String,
     pub pid: Option<u32>,
     pub message: String,
+    /// The boot the line was written in, where the source says (a journal entry's boot id; a
+    /// syslog line does not say). A line met in both sources carries the journal's.
+    pub boot_id: Option<[u8; 16]>,
 }
 
 /// The reader of every node log source, with its positions between cycles.
@@ -107,6 +110,9 @@ pub struct NodeLog {
     files: follow::Follower,
     journal: journal_follow::JournalFollower,
     seen: Seen,
+    /// Where in this read's output each syslog line went, by its `Seen` key: the same line
+    /// met again in the journal gives it the entry's boot id.
+    taken: HashMap<u64, usize>,
 }
 
 impl NodeLog {
@@ -117,6 +123,7 @@ impl NodeLog {
             files: follow::Follower::new(),
             journal: journal_follow::JournalFollower::new(),
             seen: Seen::default(),
+            taken: HashMap::new(),
         }
     }
 
@@ -134,6 +141,7 @@ impl NodeLog {
         report.zone = zone.name.clone();
         report.zone_problem = zone.problem.clone();
         self.seen.prune(since);
+        self.taken.clear();
 
         // Syslog files.
         let mut live: Vec<PathBuf> = Vec::new();
@@ -212,18 +220,20 @@ impl NodeLog {
             };
             let time = i64::try_from(e.realtime_usec / 1_000_000).ok();
             let ident = ident.to_string();
+            let boot_id = Some(e.boot_id).filter(|b| *b != [0; 16]);
             self.keep(
                 &mut out,
                 &mut report,
                 since,
                 time,
-                SourceKind::Journal,
+                (SourceKind::Journal, boot_id),
                 &file,
                 &ident,
                 e.pid,
                 msg,
             );
         }
+        self.taken.clear();
         (out, report)
     }
 
@@ -257,7 +267,7 @@ impl NodeLog {
                 report,
                 since,
                 l.time,
-                SourceKind::Syslog,
+                (SourceKind::Syslog, None),
                 file,
                 l.ident,
                 l.pid,
@@ -273,7 +283,7 @@ impl NodeLog {
         report: &mut ReadReport,
         since: i64,
         time: Option<i64>,
-        source: SourceKind,
+        (source, boot_id): (SourceKind, Option<[u8; 16]>),
         file: &str,
         ident: &str,
         pid: Option<u32>,
@@ -283,9 +293,21 @@ impl NodeLog {
             report.outside_window += 1;
             return;
         };
-        if !self.seen.insert(time, ident, message) {
+        let key = Seen::key(time, ident, message);
+        if !self.seen.insert(key, time) {
+            // The syslog copy of a journal entry (journald forwards to rsyslog) was kept
+            // first: it now says which boot it is from.
+            if let Some(r) = boot_id
+                .and(self.taken.get(&key))
+                .and_then(|i| out.get_mut(*i))
+            {
+                r.boot_id = r.boot_id.or(boot_id);
+            }
             report.duplicates += 1;
             return;
+        }
+        if source == SourceKind::Syslog && !self.config.journal_dirs.is_empty() {
+            self.taken.insert(key, out.len());
         }
         report.records_kept += 1;
         out.push(LogRecord {
@@ -295,6 +317,7 @@ impl NodeLog {
             ident: ident.to_string(),
             pid,
             message: crate::bounded::truncate(message.to_string(), journal::MAX_PAYLOAD),
+            boot_id,
         });
     }
 
@@ -341,10 +364,14 @@ struct Seen {
 const SEEN_MAX: usize = 200_000;
 
 impl Seen {
-    fn insert(&mut self, time: i64, ident: &str, message: &str) -> bool {
+    fn key(time: i64, ident: &str, message: &str) -> u64 {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         (time, ident, message.trim_end()).hash(&mut h);
-        let k = h.finish();
+        h.finish()
+    }
+
+    /// Takes the line of key `k` (from [`Seen::key`]); false when it was taken before.
+    fn insert(&mut self, k: u64, time: i64) -> bool {
         if self.keys.contains_key(&k) {
             return false;
         }

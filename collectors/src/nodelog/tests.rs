@@ -43,12 +43,13 @@ fn keeps_the_programs_asked_for_inside_the_window() {
 #[test]
 fn the_same_line_from_two_sources_is_kept_once() {
     let mut seen = Seen::default();
-    assert!(seen.insert(100, "kubelet", "PLEG is not healthy"));
-    assert!(!seen.insert(100, "kubelet", "PLEG is not healthy\n"));
-    assert!(seen.insert(101, "kubelet", "PLEG is not healthy"));
-    assert!(seen.insert(100, "dockerd", "PLEG is not healthy"));
+    let mut take = |t, ident, m| seen.insert(Seen::key(t, ident, m), t);
+    assert!(take(100, "kubelet", "PLEG is not healthy"));
+    assert!(!take(100, "kubelet", "PLEG is not healthy\n"));
+    assert!(take(101, "kubelet", "PLEG is not healthy"));
+    assert!(take(100, "dockerd", "PLEG is not healthy"));
     seen.prune(101);
-    assert!(seen.insert(100, "kubelet", "PLEG is not healthy"));
+    assert!(seen.insert(Seen::key(100, "kubelet", "PLEG is not healthy"), 100));
 }
 
 fn record(time: i64) -> LogRecord {
@@ -59,6 +60,7 @@ fn record(time: i64) -> LogRecord {
         ident: "kubelet".into(),
         pid: None,
         message: format!("line at {time}"),
+        boot_id: None,
     }
 }
 

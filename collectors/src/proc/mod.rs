@@ -10,6 +10,7 @@
 //! ours in every case ([`crate::hostfs`]: capped, non-blocking, regular files only); the crate's
 //! `current()`/`from_file` paths are never used, since they name the agent's own `/proc`.
 
+pub mod boot_id;
 pub mod buddyinfo;
 pub mod cgroup;
 pub mod delayacct;

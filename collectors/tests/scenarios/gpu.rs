@@ -384,7 +384,9 @@ fn a_flood_of_one_xid_is_one_finding_counted() {
 fn an_xid_the_table_does_not_know() {
     // The Xid 45 line above with its number replaced by 999 (the number NVIDIA's device
     // plugin reports for an Xid it cannot read, https://github.com/NVIDIA/k8s-device-plugin/issues/259):
-    // no driver line with an Xid beyond the catalogue's 172 was found in public logs.
+    // no public driver line with an Xid beyond the catalogue's 172 was found (searched
+    // 2026-11-29: GitHub issues of NVIDIA's driver, operator, device plugin, NVSentinel and
+    // gpud, stored public pages and code; docs/collectors/gpu.md, "Unknown Xids").
     let line = XID_45.replace("): 45,", "): 999,");
     let h = host();
     stage_kmsg(&h, &[(1_000_000, &line)]);
@@ -469,6 +471,100 @@ fn a_repeat_across_a_reboot() {
         "{other:#?}"
     );
     assert!(!other.evidence.contains_key("earlier_boot_lines"));
+}
+
+/// Journal files of `entries` (Unix second, boot id, kernel message), written by systemd's
+/// own writer (`systemd-journal-remote` from an export stream, as journald would have written
+/// them, `_BOOT_ID` in each entry object); `None` when the writer is not installed.
+fn journal_file(entries: &[(i64, &str, &str)]) -> Option<Vec<u8>> {
+    let remote = std::path::Path::new("/lib/systemd/systemd-journal-remote");
+    if !remote.exists() {
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut export = String::new();
+    for (i, (second, boot, message)) in entries.iter().enumerate() {
+        export += &format!(
+            "__REALTIME_TIMESTAMP={}\n__MONOTONIC_TIMESTAMP={}\n_BOOT_ID={boot}\n_TRANSPORT=kernel\nSYSLOG_IDENTIFIER=kernel\nMESSAGE={message}\n\n",
+            second * 1_000_000,
+            1_000_000 + i,
+        );
+    }
+    let input = dir.path().join("in.export");
+    std::fs::write(&input, export).unwrap();
+    let out = dir.path().join("system.journal");
+    let status = std::process::Command::new(remote)
+        .arg("-o")
+        .arg(&out)
+        .arg(&input)
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "{status:?}");
+    Some(std::fs::read(&out).unwrap())
+}
+
+/// A node whose log is the journal, and whose clock jumped: the earlier boot's GSP timeouts
+/// are stamped a minute ago (after this boot began by the clock: its clock ran ahead), and
+/// this boot's GSP exception three hours ago (the clock was set back after boot). Each
+/// entry's boot id says which boot it is from; the clock would say the opposite. With the
+/// same lines also in /var/log/kern.log (journald forwarding to rsyslog, as on CentOS), the
+/// syslog copy read first takes the journal entry's boot id.
+#[test]
+fn the_journal_tells_an_earlier_boot_by_its_id_not_its_clock() {
+    const THIS_BOOT: &str = "7c1a9e52b3d04f6a8e2d1c0b9a8f7e6d";
+    const EARLIER_BOOT: &str = "2f4e6a8c0b1d3f5e7a9c1e3b5d7f9a0c";
+    const MID: &str = "5e8c2a0d4b3f4f6e9a1c7d2e3f405162";
+    let now = jiff::Timestamp::now().as_second();
+    let mut entries: Vec<(i64, &str, &str)> = GSP_119
+        .iter()
+        .enumerate()
+        .map(|(i, (_, m))| (now - 60 + i as i64, EARLIER_BOOT, *m))
+        .collect();
+    entries.push((now - 3 * 3600, THIS_BOOT, FORUM_364958[0].1));
+    let Some(journal) = journal_file(&entries) else {
+        println!("SKIP the_journal_tells_an_earlier_boot_by_its_id_not_its_clock: systemd-journal-remote not installed (scripts/test.sh installs it)");
+        return;
+    };
+    let kern_log: String = entries
+        .iter()
+        .map(|(t, _, m)| {
+            format!(
+                "{} gpu-node-7 kernel: {m}\n",
+                jiff::Timestamp::from_second(*t).unwrap()
+            )
+        })
+        .collect();
+    for with_syslog in [false, true] {
+        let h = host();
+        h.write(&format!("/var/log/journal/{MID}/system.journal"), &journal);
+        if with_syslog {
+            h.write("/var/log/kern.log", &kern_log);
+        }
+        // This boot's kernel log: the GPU that timed out in the earlier boot times out again,
+        // the other reports its exception; the uptime (5,158 s) puts this boot's start by the
+        // clock 86 minutes ago.
+        stage_kmsg(&h, &[GSP_119[0], FORUM_364958[0]]);
+        h.write(
+            "/proc/sys/kernel/random/boot_id",
+            "7c1a9e52-b3d0-4f6a-8e2d-1c0b9a8f7e6d\n",
+        );
+        let c = collect(&h);
+        let f = gpu_finding(&c, "gpu.xid", "0000:9b:00.0");
+        assert!(
+            f.conditions.iter().any(|c| c == "across_reboot"),
+            "syslog {with_syslog}: {f:#?}"
+        );
+        assert_eq!(
+            (num(f, "earlier_boot_lines"), text(f, "earlier_boot_xids")),
+            (5.0, "119"),
+            "syslog {with_syslog}"
+        );
+        let other = gpu_finding(&c, "gpu.xid", "0000:01:00.0");
+        assert!(
+            !other.evidence.contains_key("earlier_boot_lines"),
+            "syslog {with_syslog}: this boot's line is not an earlier boot's: {other:#?}"
+        );
+    }
 }
 
 // ---------------------------------------------------------------- staged PCI trees

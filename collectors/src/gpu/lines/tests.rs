@@ -189,3 +189,58 @@ proptest! {
         prop_assert_eq!(parse(&aer), Some(LinePart::Aer { device: gpu, severity: AerSeverity::Fatal, detail: false }));
     }
 }
+
+/// The prefilter passes each word wherever a driver or a log prefix puts it in the head, and
+/// nothing else: the bench's busy-node lines, the words' look-alikes, a word past the head.
+#[test]
+fn the_prefilter_finds_each_word_and_only_those() {
+    let yes = |nvrm, sxid, aer| Candidates { nvrm, sxid, aer };
+    for prefix in ["", "[ 1234.567890] ", "[12345678.123456] "] {
+        let c = |m: &str| candidates(&format!("{prefix}{m}"));
+        assert_eq!(
+            c("NVRM: Xid (PCI:0000:05:00): 79, pid='<unknown>'"),
+            yes(true, false, false)
+        );
+        assert_eq!(
+            c("NVRM: fallen off the bus and is not responding to commands."),
+            yes(true, false, false)
+        );
+        assert_eq!(
+            c("nvidia-nvswitch13: SXid (PCI:0000:04:00.0): 22013, Non-fatal, Link 44"),
+            yes(false, true, false)
+        );
+        assert_eq!(
+            c("mlx5_core 10000:0c:00.1: AER: Corrected error received: 10000:0c:00.1"),
+            yes(false, false, true)
+        );
+        assert_eq!(
+            c("pcieport 0000:00:1d.0: PCIe Bus Error: severity=Corrected, type=Physical Layer"),
+            yes(false, false, true)
+        );
+    }
+    for other in [
+        "IPv6: ADDRCONF(NETDEV_CHANGE): veth1: link becomes ready",
+        "EXT4-fs (dm-1): mounted filesystem r/w with ordered data mode. Quota mode: none.",
+        "audit: type=1400 audit(1.123:1): apparmor=\"DENIED\" operation=\"open\"",
+        "NVRM loading NVIDIA UNIX Open Kernel Module",
+        "CPU0: Core temperature above threshold, cpu clock throttled (AER 3)",
+        "usb 1-1: new high-speed USB device number 2 using xhci_hcd (a PCIe Bus device)",
+    ] {
+        assert_eq!(candidates(other), Candidates::default(), "{other}");
+    }
+    // A word past the head is not looked for (no driver prints one there).
+    let far = format!("{} NVRM: Xid (PCI:0000:05:00): 79", "x".repeat(HEAD));
+    assert_eq!(candidates(&far), Candidates::default());
+    assert_eq!(parse(&far), None);
+}
+
+proptest! {
+    /// Whatever precedes the words within the head, the driver's lines are read.
+    #[test]
+    fn the_words_are_found_after_any_short_prefix(prefix in "[a-z0-9 .:\\[\\]_-]{0,40}", bus in 0u32..256) {
+        let line = format!("{prefix}NVRM: Xid (PCI:0000:{bus:02x}:00): 79, GPU has fallen off the bus.");
+        prop_assert!(candidates(&line).nvrm);
+        let aer = format!("{prefix}pcieport 0000:{bus:02x}:00.0: PCIe Bus Error: severity=Corrected, type=Physical Layer, (Receiver ID)");
+        prop_assert!(candidates(&aer).aer);
+    }
+}
