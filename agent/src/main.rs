@@ -1,5 +1,7 @@
 //! `node-doctor`: the agent binary (CLI, scheduler, state, HTTP server).
 
+#[cfg(test)]
+mod alone;
 mod api;
 mod cli;
 mod connections;

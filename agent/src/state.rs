@@ -760,33 +760,6 @@ mod tests {
         assert_eq!(counts(&st, "kernel.oom_cgroup").reraised, 0);
     }
 
-    /// Runs `name` (this module's test) again in a child process of this test binary, alone,
-    /// and fails unless it ran there and passed. Returns false in the child, where the caller
-    /// goes on with its body.
-    fn ran_alone_in_a_child(name: &str) -> bool {
-        const ALONE: &str = "NODE_DOCTOR_TEST_ALONE";
-        if std::env::var_os(ALONE).is_some() {
-            return false;
-        }
-        let exe = std::env::current_exe().expect("the test binary's path");
-        let out = std::process::Command::new(exe)
-            .args([name, "--exact", "--nocapture", "--test-threads=1"])
-            .env(ALONE, "1")
-            .output()
-            .expect("run the test binary again");
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert!(out.status.success(), "{name} alone failed:\n{text}");
-        assert!(
-            text.contains("1 passed"),
-            "{name} did not run alone:\n{text}"
-        );
-        true
-    }
-
     #[test]
     fn finding_transitions_log_at_the_level_of_their_severity() {
         // tracing caches, per call site, whether any subscriber listens. Another test's thread
@@ -794,7 +767,7 @@ mod tests {
         // for good (it computed the interest before the subscriber existed and published the
         // call site after this test asked every call site again), and a WARN line went missing
         // in CI that way. So the body runs in a process where no other test runs.
-        if ran_alone_in_a_child(
+        if crate::alone::ran_alone_in_a_child(
             "state::tests::finding_transitions_log_at_the_level_of_their_severity",
         ) {
             return;
