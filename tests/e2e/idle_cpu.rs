@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
+use crate::support::parse_stat;
 use crate::support::{shipped_bin, Server};
 
 /// The measurement.
@@ -145,18 +146,6 @@ fn cases() -> Vec<Case> {
 struct Cpu {
     process: f64,
     threads: BTreeMap<u32, (String, f64)>,
-}
-
-/// `(comm, utime+stime in seconds)` of a `stat` file's text.
-fn parse_stat(text: &str, tick: f64) -> Option<(String, f64)> {
-    let open = text.find('(')?;
-    let close = text.rfind(')')?;
-    let comm = text.get(open + 1..close)?.to_string();
-    let fields: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
-    // After the comm: state is field 3, utime 14, stime 15.
-    let utime: u64 = fields.get(11)?.parse().ok()?;
-    let stime: u64 = fields.get(12)?.parse().ok()?;
-    Some((comm, (utime + stime) as f64 / tick))
 }
 
 fn cpu(pid: u32) -> Cpu {

@@ -570,45 +570,29 @@ fn load_figures(metrics: &str) -> String {
     )
 }
 
-/// Busy CPU ticks of the whole machine (`/proc/stat`'s first line: user, nice, system, irq,
-/// softirq, steal) and the utime+stime ticks of `pids` (every thread of each).
-fn busy_ticks(pids: &[u32]) -> (u64, u64) {
-    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-    let f: Vec<u64> = stat
-        .lines()
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|v| v.parse().ok())
-        .collect();
-    let machine = [0, 1, 2, 5, 6, 7]
-        .iter()
-        .map(|&i| f.get(i).copied().unwrap_or(0))
-        .sum();
+/// Busy CPU seconds of the whole machine ([`crate::support::cpu_ticks`]) and the CPU seconds
+/// (utime+stime, every thread) of `pids`.
+fn busy_seconds(pids: &[u32]) -> (f64, f64) {
+    let tick = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .unwrap_or(100) as f64;
+    let machine = crate::support::cpu_ticks().0 as f64 / tick;
     let own = pids
         .iter()
         .filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/stat")).ok())
-        .filter_map(|s| {
-            // After the command's closing parenthesis: state is field 3, utime 14, stime 15.
-            let rest = &s[s.rfind(')')? + 2..];
-            let v: Vec<&str> = rest.split_whitespace().collect();
-            Some(v.get(11)?.parse::<u64>().ok()? + v.get(12)?.parse::<u64>().ok()?)
-        })
+        .filter_map(|s| crate::support::parse_stat(&s, tick))
+        .map(|(_, seconds)| seconds)
         .sum();
     (machine, own)
 }
 
 /// The CPUs (on average) that work other than this test's `serve` and fio kept busy between
-/// two [`busy_ticks`] readings `seconds` apart.
-fn other_work_cpus(before: (u64, u64), after: (u64, u64), seconds: f64) -> f64 {
-    let tick = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
-        .ok()
-        .flatten()
-        .unwrap_or(100) as f64;
-    let machine = after.0.saturating_sub(before.0) as f64;
-    let own = after.1.saturating_sub(before.1) as f64;
-    (machine - own).max(0.0) / tick / seconds.max(1.0)
+/// two [`busy_seconds`] readings `seconds` apart.
+fn other_work_cpus(before: (f64, f64), after: (f64, f64), seconds: f64) -> f64 {
+    let machine = after.0 - before.0;
+    let own = after.1 - before.1;
+    (machine - own).max(0.0) / seconds.max(1.0)
 }
 
 /// More CPU than this, on average, spent by other work during the polls makes the steady
@@ -663,7 +647,7 @@ fn steady_load() -> Result<Option<String>, String> {
         p.push(server.child.id());
         p
     };
-    let (t0, before) = (std::time::Instant::now(), busy_ticks(&ours(&cg)));
+    let (t0, before) = (std::time::Instant::now(), busy_seconds(&ours(&cg)));
     for poll in 0..POLLS {
         std::thread::sleep(POLL_EVERY);
         let set = load_set(&server.get("/findings").json());
@@ -675,7 +659,7 @@ fn steady_load() -> Result<Option<String>, String> {
         );
         sets.push(set);
     }
-    let other = other_work_cpus(before, busy_ticks(&ours(&cg)), t0.elapsed().as_secs_f64());
+    let other = other_work_cpus(before, busy_seconds(&ours(&cg)), t0.elapsed().as_secs_f64());
     let io_sets: Vec<BTreeSet<String>> = sets.iter().map(steady_io_set).collect();
     let changes = set_changes(&io_sets);
     println!(

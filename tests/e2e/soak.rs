@@ -17,27 +17,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::support::{parse_exposition, Server};
+use crate::support::{cpu_ticks, parse_exposition, Server};
 
 /// The node counts as idle when its CPUs were at most this busy over the soak.
 const IDLE_BUSY_PERCENT: f64 = 25.0;
-
-/// (busy, total) CPU ticks of /proc/stat's `cpu` line (busy: all but idle and iowait).
-fn cpu_ticks() -> (u64, u64) {
-    let stat = std::fs::read_to_string("/proc/stat").expect("/proc/stat");
-    let v: Vec<u64> = stat
-        .lines()
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .skip(1)
-        .take(8)
-        .filter_map(|x| x.parse().ok())
-        .collect();
-    let total: u64 = v.iter().sum();
-    let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
-    (total - idle, total)
-}
 
 fn env_or(name: &str, default: &str) -> String {
     std::env::var(name)

@@ -1051,3 +1051,32 @@ fn memory_counts_what_a_process_allocates_not_its_file_pages() {
         "{freed} after a peak of {peak} KiB"
     );
 }
+
+/// (busy, total) CPU ticks of /proc/stat's `cpu` line (busy: all but idle and iowait).
+pub fn cpu_ticks() -> (u64, u64) {
+    let stat = std::fs::read_to_string("/proc/stat").expect("/proc/stat");
+    let v: Vec<u64> = stat
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .skip(1)
+        .take(8)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    let total: u64 = v.iter().sum();
+    let idle = v.get(3).copied().unwrap_or(0) + v.get(4).copied().unwrap_or(0);
+    (total - idle, total)
+}
+
+/// `(comm, utime+stime in seconds)` of a `stat` file's text.
+pub fn parse_stat(text: &str, tick: f64) -> Option<(String, f64)> {
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    let comm = text.get(open + 1..close)?.to_string();
+    let fields: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
+    // After the comm: state is field 3, utime 14, stime 15.
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some((comm, (utime + stime) as f64 / tick))
+}
