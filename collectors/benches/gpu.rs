@@ -16,6 +16,10 @@ use collectors::kernel::{fs_error, hung_task};
 use collectors::{CollectContext, Collector, HostPaths, Node};
 use nix::sys::resource::{getrusage, UsageWho};
 
+#[path = "common/thread_cpu.rs"]
+mod common;
+use common::thread_cpu;
+
 const RECORDS: u64 = 100_000;
 
 fn cpu() -> Duration {
@@ -40,21 +44,6 @@ fn message(i: u64) -> String {
         n if n % 4 == 2 => format!("EXT4-fs (dm-{}): mounted filesystem {i:032x} r/w with ordered data mode. Quota mode: none.", i % 8),
         _ => format!("audit: type=1400 audit({i}.123:{i}): apparmor=\"DENIED\" operation=\"open\" profile=\"cri-containerd.apparmor.d\" name=\"/proc/{i}/status\" pid={i} comm=\"node\""),
     }
-}
-
-/// CPU time of this thread (`CLOCK_THREAD_CPUTIME_ID`: nanoseconds, where `getrusage`'s
-/// figure for a run of a few milliseconds moves by the scheduler tick).
-fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec it is given and nothing else.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return Duration::ZERO;
-    }
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 /// One pass of a matcher over the messages: CPU nanoseconds per message, and its hits.

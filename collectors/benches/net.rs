@@ -12,22 +12,15 @@
 //! Run: `cargo bench -p collectors --bench net`
 
 use std::path::Path;
-use std::time::Duration;
 
 use collectors::net::{NetCollector, NetConfig};
 use collectors::{CollectContext, Collector, HostNetns, HostPaths, Node};
 
-const CYCLES: u32 = 2_000;
+#[path = "common/thread_cpu.rs"]
+mod common;
+use common::thread_cpu;
 
-fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a live, exclusively borrowed timespec the call fills in.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
+const CYCLES: u32 = 2_000;
 
 fn main() {
     let ctx = CollectContext::new("bench", HostNetns::Same);

@@ -25,22 +25,11 @@ use collectors::runtime::probe::{ProbePlan, ProbeReport, RuntimeProbe};
 use collectors::runtime::{RuntimeCollector, RuntimeConfig};
 use collectors::{CollectContext, Collector, HostNetns, HostPaths};
 
-const CYCLES: usize = 30;
+#[path = "common/thread_cpu.rs"]
+mod common;
+use common::thread_cpu;
 
-/// CPU time of this thread (`CLOCK_THREAD_CPUTIME_ID`: the scheduler's count brought up to
-/// date; `getrusage` and `/proc/thread-self/schedstat` lag by up to a scheduler tick).
-fn cpu() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return Duration::ZERO;
-    }
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
-}
+const CYCLES: usize = 30;
 
 /// No daemon answers (the probe is the agent's; its cost is the network's).
 #[derive(Debug)]
@@ -128,9 +117,9 @@ fn main() {
     for cycle in 0..=CYCLES {
         for (i, c) in collectors.iter_mut().enumerate() {
             let p0 = node.per_process_paths();
-            let t0 = cpu();
+            let t0 = thread_cpu();
             let _ = c.collect(&ctx);
-            let spent = cpu() - t0;
+            let spent = thread_cpu() - t0;
             if cycle == 0 {
                 first[i] = spent;
             } else {
